@@ -1,0 +1,5 @@
+//! OpenAI-compatible requests and streamed responses: one [`RequestRecord`] per request.
+
+mod record;
+
+pub use record::*;

@@ -1,0 +1,14 @@
+//! servebench: declarative benchmark plans for OpenAI-compatible LLM serving endpoints.
+//!
+//! Data flows one way: [`plan`] → [`workload`] → [`client`] → [`metrics`] → [`report`], with
+//! [`scheduler`] running phases and [`sim`] standing in for a real server.
+
+pub mod cli;
+pub mod client;
+pub mod exit;
+pub mod metrics;
+pub mod plan;
+pub mod report;
+pub mod scheduler;
+pub mod sim;
+pub mod workload;

@@ -1,0 +1,75 @@
+//! Summary types: per-phase figures with seed 004's field names.
+
+use std::collections::BTreeMap;
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use crate::client::{ErrorKind, OutputTokenSource};
+
+/// A distribution's order statistics and mean.
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
+pub struct Distribution {
+    pub p50: f64,
+    pub p95: f64,
+    pub p99: f64,
+    pub min: f64,
+    pub max: f64,
+    #[serde(default)]
+    pub mean: f64,
+    /// Number of samples the figures were computed from.
+    #[serde(default)]
+    pub samples: u64,
+}
+
+/// One phase's figures. `ttft`, `tpot` and `e2e` are in **seconds**, as seed 004 reports them;
+/// per-request records are in milliseconds, as seeds 000/002 report them.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
+pub struct PhaseSummary {
+    /// Measured requests started.
+    pub requests: u64,
+    pub success: u64,
+    pub errors: u64,
+    /// Seconds from the first measured request's start to the last one's end.
+    pub elapsed: f64,
+    /// `Σ output_tokens / elapsed` over successful requests.
+    pub output_tokens_per_second: f64,
+    /// `requests / elapsed`.
+    pub request_rate: f64,
+    /// Seconds; `None` when no request produced content.
+    pub ttft: Option<Distribution>,
+    /// Seconds per output token after the first.
+    pub tpot: Option<Distribution>,
+    pub e2e: Option<Distribution>,
+    /// Seconds to the first reasoning or content delta.
+    pub time_to_first_output: Option<Distribution>,
+    /// Per-request mean inter-token latency, milliseconds.
+    pub mean_inter_token_latency_ms: Option<Distribution>,
+    /// Per-request largest gap between chunks, milliseconds.
+    pub max_inter_chunk_ms: Option<Distribution>,
+    pub decode_tok_s: Option<Distribution>,
+    /// Server-reported prompt tokens.
+    pub input_tokens: Option<Distribution>,
+    pub output_tokens: Option<Distribution>,
+    /// Σ prompt tokens over successful requests.
+    pub total_input_tokens: u64,
+    pub total_output_tokens: u64,
+    /// Σ cached tokens / Σ prompt tokens, when the server reported cached tokens.
+    pub cached_token_ratio: Option<f64>,
+    pub content_chunks: u64,
+    pub reasoning_chunks: u64,
+    pub output_token_sources: BTreeMap<OutputTokenSource, u64>,
+    pub errors_by_kind: BTreeMap<ErrorKind, u64>,
+    /// Requests meeting every SLO, per second; present when the plan sets an SLO.
+    pub goodput: Option<Goodput>,
+}
+
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
+pub struct Goodput {
+    /// Requests that met every objective.
+    pub requests: u64,
+    /// `requests / elapsed`.
+    pub request_rate: f64,
+    /// Share of measured requests that met every objective.
+    pub fraction: f64,
+}

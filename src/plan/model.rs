@@ -1,0 +1,445 @@
+//! The plan's typed model: what a plan file may say, before and after expansion.
+//!
+//! One model serves both stages. A raw plan may carry `vars`, `matrix` and `{{ }}` templates;
+//! the expanded plan has none left and every phase carries its resolved settings, so an
+//! expanded plan loads, validates and expands to itself.
+
+use indexmap::IndexMap;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::duration::HumanDuration;
+use crate::sim::SimConfig;
+
+/// The plan format version this build reads.
+pub const PLAN_VERSION: u32 = 1;
+
+/// A benchmark plan: targets, workloads and an ordered list of phases.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Plan {
+    /// Plan format version; `1`.
+    pub version: u32,
+    /// Short name, used for the run directory and report header.
+    pub name: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// Template variables with their defaults; `--vars FILE` and `--set k=v` override them.
+    #[serde(default, skip_serializing_if = "IndexMap::is_empty")]
+    pub vars: IndexMap<String, Value>,
+    /// Free-form labels carried into the report (engine, gpu, hardware, precision, notes, …).
+    #[serde(default, skip_serializing_if = "IndexMap::is_empty")]
+    pub metadata: IndexMap<String, Value>,
+    /// Seed for everything random in the run (prompts, arrivals); workloads may override it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seed: Option<u64>,
+    /// How percentiles are computed in the report.
+    #[serde(default)]
+    pub percentile_method: PercentileMethod,
+    /// Service-level objectives for goodput.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub slo: Option<Slo>,
+    /// Endpoints, by name.
+    pub targets: IndexMap<String, Target>,
+    /// Prompt sources and request shapes, by name.
+    pub workloads: IndexMap<String, Workload>,
+    /// Settings every phase inherits unless it sets its own.
+    #[serde(default)]
+    pub defaults: PhaseDefaults,
+    /// Phases, run in this order.
+    pub phases: Vec<Phase>,
+}
+
+/// How a percentile is read from a sorted sample.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum PercentileMethod {
+    /// Linear interpolation between order statistics (numpy's default).
+    #[default]
+    Linear,
+    /// `x[ceil(q·n) − 1]`.
+    NearestRank,
+}
+
+/// Request-level objectives; a request meeting all that are set counts toward goodput.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Slo {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ttft: Option<HumanDuration>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tpot: Option<HumanDuration>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub e2e: Option<HumanDuration>,
+}
+
+/// Which OpenAI endpoint a target is driven through.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Api {
+    /// `POST /v1/chat/completions`
+    #[default]
+    Chat,
+    /// `POST /v1/completions`
+    Completions,
+}
+
+/// An endpoint to benchmark: a remote `base_url`, or the embedded `simulator`.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Target {
+    /// Base URL including `/v1`, e.g. `http://127.0.0.1:8000/v1`. Exclusive with `simulator`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub base_url: Option<String>,
+    /// Run the embedded simulator on loopback for this target. Exclusive with `base_url`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub simulator: Option<SimConfig>,
+    #[serde(default)]
+    pub api: Api,
+    /// Model name sent in requests; a simulator target defaults to `sim`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    /// Name of the environment variable holding the API key (never the key itself).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub api_key_env: Option<String>,
+    /// Extra HTTP headers.
+    #[serde(default, skip_serializing_if = "IndexMap::is_empty")]
+    pub headers: IndexMap<String, String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout: Option<Timeouts>,
+    /// Prometheus endpoint scraped before and after each phase.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metrics_url: Option<String>,
+    /// How prompts for this target are counted in tokens.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tokenizer: Option<TokenizerSpec>,
+    /// Extra request body fields (`chat_template_kwargs`, `reasoning_effort`, …).
+    #[serde(default, skip_serializing_if = "serde_json::Map::is_empty")]
+    pub body: serde_json::Map<String, Value>,
+}
+
+/// Per-request time limits.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Timeouts {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub connect: Option<HumanDuration>,
+    /// From request start to the response headers and first byte.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub first_byte: Option<HumanDuration>,
+    /// Longest allowed gap between two chunks of a stream.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub idle: Option<HumanDuration>,
+    /// Whole request.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub total: Option<HumanDuration>,
+}
+
+/// How prompt text is counted in tokens.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct TokenizerSpec {
+    pub source: TokenizerSource,
+    /// `tokenizer.json` path for `source: file`, relative to the plan file.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub path: Option<String>,
+    /// Chat template (Jinja) path for `source: file`, relative to the plan file.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub chat_template: Option<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum TokenizerSource {
+    /// The simulator's documented deterministic tokenizer.
+    Simulator,
+    /// An embedded BPE table (no download).
+    Builtin,
+    /// A local Hugging Face `tokenizer.json`.
+    File,
+    /// Calibrate against the target's `/tokenize` endpoint before each phase.
+    Server,
+}
+
+/// A prompt source and request shape.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Workload {
+    /// Planned prompt tokens as the server counts them (chat template included).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub input_tokens: Option<TokenCount>,
+    /// `max_tokens` per request.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output_tokens: Option<TokenCount>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shared_prefix: Option<SharedPrefix>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dataset: Option<Dataset>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trace: Option<Trace>,
+    /// Multi-turn conversations: each turn extends the previous one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub conversation: Option<Conversation>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub temperature: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ignore_eos: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub min_tokens: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seed: Option<u64>,
+    /// Tolerated relative gap between planned and served prompt tokens before a warning.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prompt_tolerance: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tokenizer: Option<TokenizerSpec>,
+    /// Extra request body fields, merged over the target's.
+    #[serde(default, skip_serializing_if = "serde_json::Map::is_empty")]
+    pub body: serde_json::Map<String, Value>,
+}
+
+/// A token count: a fixed number or a distribution to sample from.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(untagged)]
+pub enum TokenCount {
+    Fixed(u32),
+    Normal(NormalLength),
+    LogNormal(LogNormalLength),
+    Uniform(UniformLength),
+    Choice(ChoiceLength),
+}
+
+/// Normal distribution, clamped to `[min, max]` and to at least 1.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct NormalLength {
+    pub mean: f64,
+    pub stddev: f64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub min: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max: Option<u32>,
+}
+
+/// Log-normal distribution given by its median and the sigma of the underlying normal.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct LogNormalLength {
+    pub median: f64,
+    pub sigma: f64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub min: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max: Option<u32>,
+}
+
+/// Uniform over `[min, max]`, both inclusive.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct UniformLength {
+    pub min: u32,
+    pub max: u32,
+}
+
+/// One of an explicit list, optionally weighted.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ChoiceLength {
+    pub values: Vec<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub weights: Option<Vec<f64>>,
+}
+
+/// Requests share one of `groups` prefixes of `tokens` tokens, then a unique suffix.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SharedPrefix {
+    pub tokens: u32,
+    pub groups: u32,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Dataset {
+    /// Path relative to the plan file.
+    pub path: String,
+    pub format: DatasetFormat,
+    /// Keep only prompts with at least this many tokens.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub min_input_tokens: Option<u32>,
+    /// Keep only prompts with at most this many tokens.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_input_tokens: Option<u32>,
+    /// Sample this many entries (seeded) instead of using all.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sample: Option<u32>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum DatasetFormat {
+    /// One JSON object per line with `prompt` or `messages`.
+    Jsonl,
+    /// ShareGPT JSON: an array of `{conversations: [{from, value}]}`.
+    Sharegpt,
+}
+
+/// Replay of a Mooncake-format JSONL trace (`timestamp`, `input_length`, `output_length`,
+/// `hash_ids`) as an open-loop arrival schedule.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Trace {
+    pub path: String,
+    /// Multiplies the trace's timestamps: 0.5 replays twice as fast.
+    #[serde(default = "one", skip_serializing_if = "is_one")]
+    pub time_scale: f64,
+    /// Tokens per hash block.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub block_tokens: Option<u32>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Conversation {
+    /// Turns per conversation.
+    pub turns: u32,
+}
+
+/// Settings inherited by every phase that does not set them.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct PhaseDefaults {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub workload: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub duration: Option<HumanDuration>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub requests: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub warmup: Option<Warmup>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cooldown: Option<HumanDuration>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub drain_timeout: Option<HumanDuration>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tolerance: Option<Tolerance>,
+}
+
+/// One phase: a target, a workload, one load model and at least one bound. A phase with
+/// `recheck` repeats an earlier phase's exact settings.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Phase {
+    /// Unique name; may use templates bound by `matrix`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// Name of an earlier phase whose settings this one repeats.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub recheck: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target: Option<String>,
+    /// Label for the path the traffic takes (defaults to the target's name).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub route: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub workload: Option<String>,
+    /// Closed loop: this many requests in flight.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub concurrency: Option<u32>,
+    /// Open loop: arrivals at a rate.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rate: Option<Rate>,
+    /// Stop starting requests after this long.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub duration: Option<HumanDuration>,
+    /// Stop starting requests after this many.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub requests: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub warmup: Option<Warmup>,
+    /// Pause after the phase.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cooldown: Option<HumanDuration>,
+    /// How long in-flight requests may take to finish after the bound.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub drain_timeout: Option<HumanDuration>,
+    /// Drift tolerance, for a recheck.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tolerance: Option<Tolerance>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tags: Vec<String>,
+    /// Cartesian sweep: each key sets the phase field of that name and binds a template
+    /// variable; one phase per combination, in order.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub matrix: Option<IndexMap<String, Vec<Value>>>,
+}
+
+/// Open-loop arrivals.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Rate {
+    /// Mean requests per second.
+    pub rps: f64,
+    #[serde(default)]
+    pub arrival: Arrival,
+    /// Gamma shape is `1 / burstiness`: 1 is Poisson, above 1 is burstier.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub burstiness: Option<f64>,
+    /// Cap on requests in flight; arrivals beyond it wait (and the wait is reported).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_concurrency: Option<u32>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Arrival {
+    Constant,
+    #[default]
+    Poisson,
+    Gamma,
+}
+
+/// Requests sent before the measured window and never counted.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Warmup {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub duration: Option<HumanDuration>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub requests: Option<u64>,
+}
+
+/// Relative drift allowed between a phase and its recheck, per metric (0.2 = 20%).
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Tolerance {
+    /// Applies to every metric not named below.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub default: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ttft_p50: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ttft_p95: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ttft_p99: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tpot_p50: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub e2e_p50: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output_tokens_per_second: Option<f64>,
+    /// Absolute change in error rate (0.01 = one percentage point).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error_rate: Option<f64>,
+}
+
+fn one() -> f64 {
+    1.0
+}
+
+fn is_one(x: &f64) -> bool {
+    *x == 1.0
+}

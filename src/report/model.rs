@@ -1,0 +1,189 @@
+//! The one combined report: everything needed to read, compare and re-run a benchmark.
+
+use std::collections::BTreeMap;
+
+use indexmap::IndexMap;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::client::RequestRecord;
+use crate::metrics::PhaseSummary;
+use crate::plan::{PercentileMethod, Plan};
+
+/// Identifies this report format.
+pub const REPORT_SCHEMA: &str = "servebench.report/v1";
+
+/// A whole run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Report {
+    /// Always `servebench.report/v1`.
+    pub schema: String,
+    pub tool: ToolInfo,
+    pub run_id: String,
+    /// RFC 3339, UTC.
+    pub started_at: String,
+    /// RFC 3339, UTC; `None` while the run is going on.
+    pub finished_at: Option<String>,
+    /// True when the run did not finish every phase (interrupted, or a fatal error).
+    pub partial: bool,
+    /// Why the run stopped early.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stop_reason: Option<String>,
+    pub host: HostFacts,
+    pub plan_source: PlanSource,
+    /// Variables as resolved for this run.
+    pub vars: IndexMap<String, Value>,
+    /// The expanded plan, verbatim: `servebench run report.json` repeats the run.
+    pub plan: Plan,
+    /// The plan's `metadata` labels (engine, gpu, …), copied for readers that skip `plan`.
+    pub metadata: IndexMap<String, Value>,
+    pub timing_methodology: TimingMethodology,
+    /// Phases in the order they ran.
+    pub phases: Vec<PhaseResult>,
+    /// Each recheck paired with its original.
+    pub rechecks: Vec<RecheckPair>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct ToolInfo {
+    pub name: String,
+    pub version: String,
+}
+
+/// Facts about the client machine.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
+pub struct HostFacts {
+    pub hostname: String,
+    pub os: String,
+    pub arch: String,
+    pub cpus: usize,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory_bytes: Option<u64>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct PlanSource {
+    pub path: String,
+    /// sha256 of the source file's bytes, hex.
+    pub sha256: String,
+}
+
+/// How the figures were measured, stated in words as the seed reports do.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct TimingMethodology {
+    pub clock: String,
+    pub percentile_method: PercentileMethod,
+    pub time_to_first_output: String,
+    pub ttft: String,
+    pub generation: String,
+    pub decode: String,
+    pub mean_inter_token_latency: String,
+    pub tpot: String,
+    pub effective_prefill: String,
+    pub elapsed: String,
+}
+
+/// One phase's settings, figures and records.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct PhaseResult {
+    /// The phase's name.
+    pub phase: String,
+    /// The path the traffic took (the target's name unless the phase set `route`).
+    pub route: String,
+    pub target: String,
+    pub workload: String,
+    /// Closed loop.
+    pub concurrency: Option<u32>,
+    /// Open loop: target requests per second.
+    pub rate_rps: Option<f64>,
+    /// Name of the phase this one rechecks.
+    pub recheck_of: Option<String>,
+    /// RFC 3339 of the measured window's start.
+    pub started_at: String,
+    /// Seconds from the run's first measured phase start to this phase's measured start.
+    pub start_offset_seconds: f64,
+    pub end_offset_seconds: f64,
+    /// True when this phase was cut short (interrupt or fatal error).
+    pub partial: bool,
+    #[serde(flatten)]
+    pub summary: PhaseSummary,
+    pub warmup: WarmupResult,
+    pub prompt_tokens: PromptTokenCheck,
+    /// Open loop: how far sends lagged their schedule, milliseconds.
+    pub send_lag_ms: Option<crate::metrics::Distribution>,
+    /// Open loop: achieved `requests / elapsed` over the target rate.
+    pub achieved_rate_ratio: Option<f64>,
+    /// Server counters and gauges scraped before and after the phase.
+    pub server_metrics: Option<ServerMetrics>,
+    /// Per-request records with seed 000's `request_timings` field names.
+    pub request_timings: Vec<RequestRecord>,
+}
+
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
+pub struct WarmupResult {
+    pub requests: u64,
+    pub errors: u64,
+    pub elapsed: f64,
+}
+
+/// Planned prompt size against what the server reported.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
+pub struct PromptTokenCheck {
+    /// Mean planned prompt tokens per request.
+    pub planned_mean: Option<f64>,
+    /// Mean `usage.prompt_tokens` per request.
+    pub actual_mean: Option<f64>,
+    /// `(actual − planned) / planned`.
+    pub relative_error: Option<f64>,
+    pub tolerance: f64,
+    /// True when the relative error exceeds the tolerance.
+    pub warning: bool,
+}
+
+/// Deltas of a Prometheus endpoint's counters over a phase, and its gauges' extremes.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
+pub struct ServerMetrics {
+    pub url: String,
+    /// Counter name → after − before.
+    pub counter_deltas: BTreeMap<String, f64>,
+    /// Gauge name → min and max of the before/after samples.
+    pub gauges: BTreeMap<String, GaugeRange>,
+    /// Prefix-cache hits / queries over the phase, as seed 000 reports it.
+    pub prefix_cache_hit_avg: Option<f64>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
+pub struct GaugeRange {
+    pub min: f64,
+    pub max: f64,
+}
+
+/// A recheck and its original, metric by metric.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct RecheckPair {
+    pub original: String,
+    pub recheck: String,
+    pub metrics: Vec<Drift>,
+    /// `drifted` when any metric is outside its tolerance.
+    pub verdict: DriftVerdict,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Drift {
+    /// e.g. `ttft.p99`, `output_tokens_per_second`, `error_rate`.
+    pub metric: String,
+    pub original: Option<f64>,
+    pub recheck: Option<f64>,
+    /// `(recheck − original) / original`; absolute change for `error_rate`.
+    pub change: Option<f64>,
+    pub tolerance: f64,
+    pub verdict: DriftVerdict,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum DriftVerdict {
+    Stable,
+    Drifted,
+}

@@ -1,0 +1,1 @@
+//! Running phases: closed loop, open loop, warmup, bounds, cancellation, progress.
