@@ -5,7 +5,11 @@ use std::path::PathBuf;
 use clap::{Parser, Subcommand};
 
 #[derive(Debug, Parser)]
-#[command(name = "servebench", version, about = "Benchmark plans for OpenAI-compatible LLM endpoints")]
+#[command(
+    name = "servebench",
+    version,
+    about = "Benchmark plans for OpenAI-compatible LLM endpoints"
+)]
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,

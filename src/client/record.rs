@@ -64,7 +64,9 @@ impl RequestRecord {
 }
 
 /// Where `output_tokens` came from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, JsonSchema)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, JsonSchema,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum OutputTokenSource {
     /// `usage.completion_tokens` sent by the server.
@@ -85,7 +87,9 @@ pub struct RequestError {
 }
 
 /// Closed set of failure kinds; counted per kind in every summary.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, JsonSchema)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, JsonSchema,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum ErrorKind {
     /// The TCP/TLS connection could not be made.

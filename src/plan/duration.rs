@@ -9,7 +9,8 @@ use schemars::{JsonSchema, Schema, SchemaGenerator, json_schema};
 use serde::{Deserialize, Deserializer, Serialize, Serializer, de};
 
 /// Pattern the plan schema gives for a duration string.
-pub const DURATION_PATTERN: &str = r"^\s*([0-9]+(\.[0-9]+)?\s*(ns|us|ms|s|sec|secs|m|min|mins|h|hr|hrs|d)\s*)+$";
+pub const DURATION_PATTERN: &str =
+    r"^\s*([0-9]+(\.[0-9]+)?\s*(ns|us|ms|s|sec|secs|m|min|mins|h|hr|hrs|d)\s*)+$";
 
 /// A duration written as a human string, kept as a [`Duration`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
@@ -44,7 +45,9 @@ impl FromStr for HumanDuration {
     type Err = DurationParseError;
 
     fn from_str(s: &str) -> Result<Self, Self::Err> {
-        let err = || DurationParseError { found: s.to_string() };
+        let err = || DurationParseError {
+            found: s.to_string(),
+        };
         let trimmed = s.trim();
         if trimmed.is_empty() {
             return Err(err());
@@ -53,7 +56,9 @@ impl FromStr for HumanDuration {
         if let Some(d) = parse_fractional(trimmed) {
             return Ok(HumanDuration(d));
         }
-        humantime::parse_duration(trimmed).map(HumanDuration).map_err(|_| err())
+        humantime::parse_duration(trimmed)
+            .map(HumanDuration)
+            .map_err(|_| err())
     }
 }
 
