@@ -4,12 +4,144 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 /// Simulator settings, as a plan's `simulator:` target section or `servebench sim --config`.
+/// Every field has a realistic default, so `simulator: {}` is a working target.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SimConfig {
     /// Seed for jitter, natural output lengths and fault draws.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub seed: Option<u64>,
+    /// Model name served by `/v1/models` (default `sim`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    /// Sequences decoded at once; further requests wait in a FIFO queue.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_running: Option<u32>,
+    /// Prefill speed for uncached prompt tokens.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prefill_tok_s: Option<f64>,
+    /// Time per output token with one running sequence.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub decode_ms_per_token: Option<f64>,
+    /// Extra time per output token for each additional running sequence.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub decode_ms_per_running: Option<f64>,
+    /// Output tokens per SSE event (several models speculative decoding).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub chunk_tokens: Option<u32>,
+    /// Reasoning tokens streamed before content when the request asks for thinking.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reasoning_tokens: Option<u32>,
+    /// Mean output length when the request does not set `ignore_eos`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mean_output_tokens: Option<u32>,
+    /// Relative seeded jitter on every delay (0.05 = ±5%).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub jitter: Option<f64>,
+    /// Prefix cache; absent means no caching.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prefix_cache: Option<SimPrefixCache>,
+    /// Wire-format differences between engines.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dialect: Option<SimDialect>,
+    /// Faults injected on demand.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub faults: Vec<SimFault>,
+}
+
+/// Block-hashed prefix cache with LRU eviction.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SimPrefixCache {
+    pub capacity_tokens: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub block_tokens: Option<u32>,
+}
+
+/// What real engines differ on in their streams.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SimDialect {
+    /// `reasoning_content` (vLLM/DeepSeek, default) or `reasoning` (newer vLLM).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reasoning_field: Option<ReasoningField>,
+    /// First role-only chunk: `empty` (`content: ""`, vLLM, default), `null` (llama.cpp), `none`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub role_chunk: Option<RoleChunk>,
+    /// Where usage goes when asked for: `separate` chunk with `choices: []` (default),
+    /// `finish_chunk`, or `none`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub usage: Option<UsagePlacement>,
+    /// Add llama.cpp's `timings` object to the last chunk.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub llama_timings: Option<bool>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ReasoningField {
+    ReasoningContent,
+    Reasoning,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum RoleChunk {
+    Empty,
+    Null,
+    None,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum UsagePlacement {
+    Separate,
+    FinishChunk,
+    None,
+}
+
+/// One fault rule: what goes wrong, and when (`probability` per request, or every `every`-th
+/// request, or at the listed request numbers, counted from 1 per simulator).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SimFault {
+    pub kind: SimFaultKind,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub probability: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub every: Option<u64>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub at: Vec<u64>,
+    /// HTTP status for `status` faults (500, 503, …).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status: Option<u16>,
+    /// `Retry-After` seconds for `rate_limit`, stall length for `stall`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seconds: Option<f64>,
+    /// For mid-stream faults: after this many output tokens (default: half way).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub after_tokens: Option<u32>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum SimFaultKind {
+    /// Respond with `status` (default 500) and an error body.
+    Status,
+    /// 429 with `Retry-After`.
+    RateLimit,
+    /// Reset the connection before sending headers.
+    ResetBeforeHeaders,
+    /// Close the connection mid-stream.
+    DisconnectMidStream,
+    /// Stop sending for `seconds` mid-stream, then continue.
+    Stall,
+    /// Send one event that is not valid JSON.
+    MalformedEvent,
+    /// End the stream cleanly without `data: [DONE]`.
+    MissingDone,
+    /// 200 whose body (or first event) is an error object.
+    ErrorObject,
 }
 
 pub mod tokenizer;
