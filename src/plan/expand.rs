@@ -562,6 +562,13 @@ fn fill_rechecks(phases: &mut [Value], origins: &mut [PhaseOrigin], issues: &mut
         let Some(target) = phases[i].get("recheck").and_then(Value::as_str).map(str::to_string) else {
             continue;
         };
+        let raw_pointer = format!("/phases/{}", origins[i].raw_index);
+        if let Some(phase) = phases[i].as_object_mut()
+            && !phase.contains_key("name")
+        {
+            phase.insert("name".into(), Value::String(format!("recheck-{target}")));
+            origins[i].sources.insert("name".into(), format!("{raw_pointer}/recheck"));
+        }
         let found = phases[..i]
             .iter()
             .position(|p| p.get("name").and_then(Value::as_str) == Some(target.as_str()));
@@ -571,7 +578,6 @@ fn fill_rechecks(phases: &mut [Value], origins: &mut [PhaseOrigin], issues: &mut
         };
         let original = phases[j].clone();
         let original_origin = origins[j].clone();
-        let raw_pointer = format!("/phases/{}", origins[i].raw_index);
         let Some(phase) = phases[i].as_object_mut() else {
             continue;
         };
@@ -602,10 +608,6 @@ fn fill_rechecks(phases: &mut [Value], origins: &mut [PhaseOrigin], issues: &mut
                 }
                 (None, None) => {}
             }
-        }
-        if !phase.contains_key("name") {
-            phase.insert("name".into(), Value::String(format!("recheck-{target}")));
-            origins[i].sources.insert("name".into(), format!("{raw_pointer}/recheck"));
         }
     }
 }

@@ -244,7 +244,10 @@ fn translate(error: &ValidationError<'_>, root: &Value, skip_templates: bool, ou
         }
         ValidationErrorKind::Required { property } => {
             let name = property.as_str().unwrap_or_default();
-            out.push(issue(format!("missing required key `{name}`")).at_key());
+            out.push(
+                Issue::new(format!("{pointer}/{}", escape(name)), format!("required key `{name}` is missing"))
+                    .at_key(),
+            );
         }
         ValidationErrorKind::Type { kind } => {
             let expected: Vec<&str> = match kind {
@@ -257,18 +260,23 @@ fn translate(error: &ValidationError<'_>, root: &Value, skip_templates: bool, ou
                 }
                 _ => None,
             };
+            let is_duration = parent_schema()
+                .and_then(|s| s.get("pattern"))
+                .and_then(Value::as_str)
+                == Some(DURATION_PATTERN);
+            if is_duration {
+                let hint = match instance.as_ref() {
+                    Value::Number(n) => format!("add a unit: \"{n}s\" or \"{n}ms\""),
+                    _ => "write a number and a unit: \"250ms\", \"60s\", \"10m\"".to_string(),
+                };
+                out.push(issue(format!("expected a duration, found {found}")).hint(Some(hint)));
+                return;
+            }
             out.push(issue(format!("expected {}, found {found}", expected.join(" or "))).hint(hint));
         }
         ValidationErrorKind::Enum { options } => {
-            let names: Vec<&str> = options
-                .as_array()
-                .map(|a| a.iter().filter_map(Value::as_str).collect())
-                .unwrap_or_default();
-            let list = names.iter().map(|n| format!("`{n}`")).collect::<Vec<_>>().join(", ");
-            let hint = instance
-                .as_str()
-                .and_then(|s| did_you_mean(s, names.iter().copied()));
-            out.push(issue(format!("expected one of {list}, found {found}")).hint(hint));
+            let values = options.as_array().cloned().unwrap_or_default();
+            out.push(enum_issue(&pointer, instance, &values));
         }
         ValidationErrorKind::Constant { expected_value } => {
             out.push(issue(format!("expected {expected_value}, found {found}")));
@@ -342,6 +350,18 @@ fn translate(error: &ValidationError<'_>, root: &Value, skip_templates: bool, ou
     }
 }
 
+fn enum_issue(pointer: &str, instance: &Value, values: &[Value]) -> Issue {
+    let names: Vec<String> = values
+        .iter()
+        .map(|v| v.as_str().map_or_else(|| v.to_string(), str::to_string))
+        .collect();
+    let list = names.iter().map(|n| format!("`{n}`")).collect::<Vec<_>>().join(", ");
+    let hint = instance
+        .as_str()
+        .and_then(|s| did_you_mean(s, names.iter().map(String::as_str)));
+    Issue::new(pointer, format!("expected one of {list}, found {}", describe_value(instance))).hint(hint)
+}
+
 /// One of several forms failed: report the form the value was most likely meant as.
 fn any_of(
     error: &ValidationError<'_>,
@@ -355,6 +375,23 @@ fn any_of(
     let here_type_error = |e: &ValidationError<'_>| {
         e.instance_path().as_str() == pointer && matches!(e.kind(), ValidationErrorKind::Type { .. })
     };
+    // An enum written as `oneOf` constants (variants with docs): list the allowed names.
+    let constants: Option<Vec<Value>> = context
+        .iter()
+        .map(|branch| match branch.as_slice() {
+            [e] if e.instance_path().as_str() == pointer => match e.kind() {
+                ValidationErrorKind::Constant { expected_value } => Some(vec![(**expected_value).clone()]),
+                ValidationErrorKind::Enum { options } => options.as_array().cloned(),
+                _ => None,
+            },
+            _ => None,
+        })
+        .collect::<Option<Vec<Vec<Value>>>>()
+        .map(|v| v.into_iter().flatten().collect());
+    if let Some(values) = constants.filter(|v| !v.is_empty()) {
+        out.push(enum_issue(pointer, instance, &values));
+        return;
+    }
     // Branches whose type fits the value; among them, the one with the fewest problems.
     let best = context
         .iter()
