@@ -61,7 +61,11 @@ pub fn validate(plans: &[PathBuf], args: &ExpandArgs) -> i32 {
         match prepare(path, &options) {
             Ok(loaded) => {
                 let n = loaded.plan.phases.len();
-                println!("ok: {} ({n} phase{})", path.display(), if n == 1 { "" } else { "s" });
+                println!(
+                    "ok: {} ({n} phase{})",
+                    path.display(),
+                    if n == 1 { "" } else { "s" }
+                );
             }
             Err(errors) => {
                 let _ = writeln!(stderr, "{errors}");
@@ -88,7 +92,9 @@ pub fn expand(plan: &Path, args: &ExpandArgs, format: ExpandFormat) -> i32 {
             s
         }),
         ExpandFormat::Yaml => match serde_saphyr::to_string(&doc) {
-            Ok(s) => Ok(format!("# yaml-language-server: $schema=../schemas/plan.schema.json\n{s}")),
+            Ok(s) => Ok(format!(
+                "# yaml-language-server: $schema=../schemas/plan.schema.json\n{s}"
+            )),
             Err(e) => {
                 eprintln!("error: cannot write YAML: {e}");
                 return exit::RUN_FAILED;

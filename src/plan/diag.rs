@@ -53,7 +53,10 @@ impl fmt::Display for Diagnostic {
         writeln!(f, "{pad}--> {}:{}:{}", loc.file, loc.line, loc.col)?;
         if let Some(line) = &loc.source_line {
             // Tabs would misalign the caret, so show them as one space each.
-            let shown: String = line.chars().map(|c| if c == '\t' { ' ' } else { c }).collect();
+            let shown: String = line
+                .chars()
+                .map(|c| if c == '\t' { ' ' } else { c })
+                .collect();
             let line_chars = shown.chars().count();
             let start = loc.col.saturating_sub(1).min(line_chars);
             let len = loc.len.max(1).min(line_chars.saturating_sub(start).max(1));
@@ -137,7 +140,10 @@ pub fn suggest<'a, I: IntoIterator<Item = &'a str>>(word: &str, candidates: I) -
 }
 
 /// "did you mean `x`?" when there is a close candidate.
-pub fn did_you_mean<'a, I: IntoIterator<Item = &'a str>>(word: &str, candidates: I) -> Option<String> {
+pub fn did_you_mean<'a, I: IntoIterator<Item = &'a str>>(
+    word: &str,
+    candidates: I,
+) -> Option<String> {
     suggest(word, candidates).map(|c| format!("did you mean `{c}`?"))
 }
 

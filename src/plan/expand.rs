@@ -2,7 +2,6 @@
 //! recheck entries, turning a raw document into a concrete one.
 
 use std::collections::{HashMap, HashSet};
-use std::path::Path;
 
 use indexmap::IndexMap;
 use minijinja::{Environment, UndefinedBehavior};
@@ -116,13 +115,22 @@ impl Templater {
     }
 
     /// Render every template string inside `value`; issues carry raw pointers.
-    fn render(&self, value: &Value, ctx: &Map<String, Value>, pointer: &str, issues: &mut Vec<Issue>) -> Value {
+    fn render(
+        &self,
+        value: &Value,
+        ctx: &Map<String, Value>,
+        pointer: &str,
+        issues: &mut Vec<Issue>,
+    ) -> Value {
         match value {
             Value::String(s) if s.contains("{{") || s.contains("{%") => {
                 match self.render_str(s, ctx) {
                     Ok(v) => v,
                     Err(issue) => {
-                        issues.push(Issue { pointer: pointer.to_string(), ..issue });
+                        issues.push(Issue {
+                            pointer: pointer.to_string(),
+                            ..issue
+                        });
                         value.clone()
                     }
                 }
@@ -136,7 +144,12 @@ impl Templater {
             ),
             Value::Object(m) => Value::Object(
                 m.iter()
-                    .map(|(k, v)| (k.clone(), self.render(v, ctx, &format!("{pointer}/{}", escape(k)), issues)))
+                    .map(|(k, v)| {
+                        (
+                            k.clone(),
+                            self.render(v, ctx, &format!("{pointer}/{}", escape(k)), issues),
+                        )
+                    })
                     .collect(),
             ),
             Value::Null | Value::Bool(_) | Value::Number(_) | Value::String(_) => value.clone(),
@@ -148,20 +161,19 @@ impl Templater {
         let whole = trimmed
             .strip_prefix("{{")
             .and_then(|t| t.strip_suffix("}}"))
-            .filter(|inner| !inner.contains("{{") && !inner.contains("}}") && !inner.contains("{%"));
+            .filter(|inner| {
+                !inner.contains("{{") && !inner.contains("}}") && !inner.contains("{%")
+            });
         let context = minijinja::Value::from_serialize(ctx);
         let result = match whole {
-            Some(expr) => self
-                .env
-                .compile_expression(expr)
-                .and_then(|e| {
-                    let missing = missing_names(e.undeclared_variables(false), ctx);
-                    if missing.is_empty() {
-                        e.eval(&context).map(|v| Ok(to_json(&v)))
-                    } else {
-                        Ok(Err(missing))
-                    }
-                }),
+            Some(expr) => self.env.compile_expression(expr).and_then(|e| {
+                let missing = missing_names(e.undeclared_variables(false), ctx);
+                if missing.is_empty() {
+                    e.eval(&context).map(|v| Ok(to_json(&v)))
+                } else {
+                    Ok(Err(missing))
+                }
+            }),
             None => self.env.template_from_str(s).and_then(|t| {
                 let missing = missing_names(t.undeclared_variables(false), ctx);
                 if missing.is_empty() {
@@ -180,13 +192,27 @@ impl Templater {
                     "declare it under `vars:` (or bind it with `matrix:`), or pass --set NAME=VALUE"
                         .to_string()
                 });
-                let names = missing.iter().map(|m| format!("`{m}`")).collect::<Vec<_>>().join(", ");
-                let noun = if missing.len() == 1 { "variable" } else { "variables" };
-                Err(Issue::new("", format!("undefined {noun} {names} in template {s:?}")).hint(Some(hint)))
+                let names = missing
+                    .iter()
+                    .map(|m| format!("`{m}`"))
+                    .collect::<Vec<_>>()
+                    .join(", ");
+                let noun = if missing.len() == 1 {
+                    "variable"
+                } else {
+                    "variables"
+                };
+                Err(
+                    Issue::new("", format!("undefined {noun} {names} in template {s:?}"))
+                        .hint(Some(hint)),
+                )
             }
             Err(e) => {
                 let detail = e.detail().map(|d| format!(": {d}")).unwrap_or_default();
-                Err(Issue::new("", format!("template error in {s:?}: {}{detail}", e.kind())))
+                Err(Issue::new(
+                    "",
+                    format!("template error in {s:?}: {}{detail}", e.kind()),
+                ))
             }
         }
     }
@@ -213,7 +239,13 @@ fn arg_location(arg: &str, col: usize, len: usize) -> Location {
     }
 }
 
-fn arg_error(arg: &str, col: usize, len: usize, message: String, hint: Option<String>) -> Diagnostic {
+fn arg_error(
+    arg: &str,
+    col: usize,
+    len: usize,
+    message: String,
+    hint: Option<String>,
+) -> Diagnostic {
     Diagnostic {
         path: String::new(),
         message,
@@ -236,8 +268,9 @@ fn resolve_vars(
         .unwrap_or_default();
     let declared: Vec<String> = vars.keys().cloned().collect();
     let unknown_hint = |name: &str| {
-        did_you_mean(name, declared.iter().map(String::as_str))
-            .or_else(|| Some("only variables declared under the plan's `vars:` can be set".to_string()))
+        did_you_mean(name, declared.iter().map(String::as_str)).or_else(|| {
+            Some("only variables declared under the plan's `vars:` can be set".to_string())
+        })
     };
     for file in input.vars_files {
         let label = file.display().to_string();
@@ -268,7 +301,12 @@ fn resolve_vars(
             }
         };
         let Some(obj) = doc.as_object() else {
-            errors.push(map.error(&doc, "", false, "a vars file must be a mapping of NAME: VALUE".into()));
+            errors.push(map.error(
+                &doc,
+                "",
+                false,
+                "a vars file must be a mapping of NAME: VALUE".into(),
+            ));
             continue;
         };
         for (k, v) in obj {
@@ -295,7 +333,13 @@ fn resolve_vars(
         };
         let name = name.trim();
         if name.is_empty() {
-            errors.push(arg_error(arg, 0, 1, "missing variable name before `=`".into(), None));
+            errors.push(arg_error(
+                arg,
+                0,
+                1,
+                "missing variable name before `=`".into(),
+                None,
+            ));
             continue;
         }
         if !vars.contains_key(name) {
@@ -330,7 +374,11 @@ fn resolve_vars(
 }
 
 /// Expand a raw document (already schema-checked, templates aside).
-pub fn expand(raw: &Value, map: &SourceMap, input: &ExpandInput<'_>) -> Result<Expanded, Vec<Diagnostic>> {
+pub fn expand(
+    raw: &Value,
+    map: &SourceMap,
+    input: &ExpandInput<'_>,
+) -> Result<Expanded, Vec<Diagnostic>> {
     let mut arg_errors = Vec::new();
     let vars = resolve_vars(raw, input, &mut arg_errors);
     if !arg_errors.is_empty() {
@@ -340,7 +388,12 @@ pub fn expand(raw: &Value, map: &SourceMap, input: &ExpandInput<'_>) -> Result<E
     let ctx: Map<String, Value> = vars.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
     let mut issues: Vec<Issue> = Vec::new();
     let Some(root) = raw.as_object() else {
-        return Err(vec![map.error(raw, "", false, "a plan must be a mapping".into())]);
+        return Err(vec![map.error(
+            raw,
+            "",
+            false,
+            "a plan must be a mapping".into(),
+        )]);
     };
 
     let mut out = Map::new();
@@ -364,11 +417,18 @@ pub fn expand(raw: &Value, map: &SourceMap, input: &ExpandInput<'_>) -> Result<E
 
     let phase_fields = allowed_keys("Phase");
     let empty = Vec::new();
-    let raw_phases = root.get("phases").and_then(Value::as_array).unwrap_or(&empty);
+    let raw_phases = root
+        .get("phases")
+        .and_then(Value::as_array)
+        .unwrap_or(&empty);
     let mut phases: Vec<Value> = Vec::new();
     let mut origins: Vec<PhaseOrigin> = Vec::new();
     let mut total: usize = 0;
-    let max_phases = if input.max_phases == 0 { super::DEFAULT_MAX_PHASES } else { input.max_phases };
+    let max_phases = if input.max_phases == 0 {
+        super::DEFAULT_MAX_PHASES
+    } else {
+        input.max_phases
+    };
 
     for (i, raw_phase) in raw_phases.iter().enumerate() {
         let pointer = format!("/phases/{i}");
@@ -409,14 +469,15 @@ pub fn expand(raw: &Value, map: &SourceMap, input: &ExpandInput<'_>) -> Result<E
                 }
             }
         };
-        if matrix_raw.is_none() {
-            if total + 1 > max_phases {
-                issues.push(
-                    Issue::new(pointer.clone(), format!("the plan has more than {max_phases} phases"))
-                        .hint(Some("raise the limit with --max-phases".into())),
-                );
-                break;
-            }
+        if matrix_raw.is_none() && total + 1 > max_phases {
+            issues.push(
+                Issue::new(
+                    pointer.clone(),
+                    format!("the plan has more than {max_phases} phases"),
+                )
+                .hint(Some("raise the limit with --max-phases".into())),
+            );
+            break;
         }
         total += combos.len();
         // A matrix key that names a phase field sets it; the phase must not set it too.
@@ -446,7 +507,8 @@ pub fn expand(raw: &Value, map: &SourceMap, input: &ExpandInput<'_>) -> Result<E
                 origin.matrix.push((k.clone(), v.clone()));
                 let _ = idx;
             }
-            let rendered = templater.render(&Value::Object(body.clone()), &local, &pointer, &mut issues);
+            let rendered =
+                templater.render(&Value::Object(body.clone()), &local, &pointer, &mut issues);
             let mut phase = rendered.as_object().cloned().unwrap_or_default();
             for (k, idx, v) in &combo {
                 if phase_fields.iter().any(|f| f == k) && !phase.contains_key(k) {
@@ -457,10 +519,16 @@ pub fn expand(raw: &Value, map: &SourceMap, input: &ExpandInput<'_>) -> Result<E
                 }
             }
             for (k, v) in &defaults {
-                let applies = if k == "tolerance" { is_recheck } else { !is_recheck };
+                let applies = if k == "tolerance" {
+                    is_recheck
+                } else {
+                    !is_recheck
+                };
                 if applies && !phase.contains_key(k) {
                     phase.insert(k.clone(), v.clone());
-                    origin.sources.insert(k.clone(), format!("/defaults/{}", escape(k)));
+                    origin
+                        .sources
+                        .insert(k.clone(), format!("/defaults/{}", escape(k)));
                 }
             }
             phases.push(Value::Object(phase));
@@ -502,7 +570,12 @@ fn dedup_from(issues: &mut Vec<Issue>, from: usize) {
 
 type Axis = (String, Vec<Value>);
 
-fn matrix_combinations(m: &Value, pointer: &str, is_recheck: bool, issues: &mut Vec<Issue>) -> Option<Vec<Axis>> {
+fn matrix_combinations(
+    m: &Value,
+    pointer: &str,
+    is_recheck: bool,
+    issues: &mut Vec<Issue>,
+) -> Option<Vec<Axis>> {
     let mpointer = format!("{pointer}/matrix");
     if is_recheck {
         issues.push(
@@ -513,11 +586,20 @@ fn matrix_combinations(m: &Value, pointer: &str, is_recheck: bool, issues: &mut 
         return None;
     }
     let Some(obj) = m.as_object() else {
-        issues.push(Issue::new(mpointer, format!("expected a mapping of NAME: [values], found {}", describe_value(m))));
+        issues.push(Issue::new(
+            mpointer,
+            format!(
+                "expected a mapping of NAME: [values], found {}",
+                describe_value(m)
+            ),
+        ));
         return None;
     };
     if obj.is_empty() {
-        issues.push(Issue::new(mpointer, "the matrix is empty").hint(Some("remove `matrix:` or give it a key".into())));
+        issues.push(
+            Issue::new(mpointer, "the matrix is empty")
+                .hint(Some("remove `matrix:` or give it a key".into())),
+        );
         return None;
     }
     let mut axes = Vec::new();
@@ -528,11 +610,17 @@ fn matrix_combinations(m: &Value, pointer: &str, is_recheck: bool, issues: &mut 
             Some(vals) if !vals.is_empty() => axes.push((k.clone(), vals.clone())),
             Some(_) => {
                 ok = false;
-                issues.push(Issue::new(kp, format!("matrix key `{k}` has no values, so the phase would vanish")));
+                issues.push(Issue::new(
+                    kp,
+                    format!("matrix key `{k}` has no values, so the phase would vanish"),
+                ));
             }
             None => {
                 ok = false;
-                issues.push(Issue::new(kp, format!("expected a list of values, found {}", describe_value(v))));
+                issues.push(Issue::new(
+                    kp,
+                    format!("expected a list of values, found {}", describe_value(v)),
+                ));
             }
         }
     }
@@ -559,7 +647,11 @@ fn cartesian(axes: &[Axis]) -> Vec<Vec<(String, usize, Value)>> {
 /// Give each recheck entry its original's settings; a setting it states must match.
 fn fill_rechecks(phases: &mut [Value], origins: &mut [PhaseOrigin], issues: &mut Vec<Issue>) {
     for i in 0..phases.len() {
-        let Some(target) = phases[i].get("recheck").and_then(Value::as_str).map(str::to_string) else {
+        let Some(target) = phases[i]
+            .get("recheck")
+            .and_then(Value::as_str)
+            .map(str::to_string)
+        else {
             continue;
         };
         let raw_pointer = format!("/phases/{}", origins[i].raw_index);
@@ -567,7 +659,9 @@ fn fill_rechecks(phases: &mut [Value], origins: &mut [PhaseOrigin], issues: &mut
             && !phase.contains_key("name")
         {
             phase.insert("name".into(), Value::String(format!("recheck-{target}")));
-            origins[i].sources.insert("name".into(), format!("{raw_pointer}/recheck"));
+            origins[i]
+                .sources
+                .insert("name".into(), format!("{raw_pointer}/recheck"));
         }
         let found = phases[..i]
             .iter()
@@ -586,7 +680,8 @@ fn fill_rechecks(phases: &mut [Value], origins: &mut [PhaseOrigin], issues: &mut
             match (phase.get(field), theirs) {
                 (Some(mine), Some(theirs)) if mine == theirs => {}
                 (Some(mine), theirs) => {
-                    let theirs_text = theirs.map_or_else(|| "not set".to_string(), |t| t.to_string());
+                    let theirs_text =
+                        theirs.map_or_else(|| "not set".to_string(), |t| t.to_string());
                     issues.push(
                         Issue::new(
                             format!("{raw_pointer}/{field}"),
@@ -603,7 +698,9 @@ fn fill_rechecks(phases: &mut [Value], origins: &mut [PhaseOrigin], issues: &mut
                         .sources
                         .get(field)
                         .cloned()
-                        .unwrap_or_else(|| format!("/phases/{}/{field}", original_origin.raw_index));
+                        .unwrap_or_else(|| {
+                            format!("/phases/{}/{field}", original_origin.raw_index)
+                        });
                     origins[i].sources.insert(field.to_string(), source);
                 }
                 (None, None) => {}
@@ -612,7 +709,145 @@ fn fill_rechecks(phases: &mut [Value], origins: &mut [PhaseOrigin], issues: &mut
     }
 }
 
-/// Read a `--vars` file path for diagnostics.
-pub fn label(path: &Path) -> String {
-    path.display().to_string()
+#[cfg(test)]
+mod tests {
+    use crate::plan::source::Format;
+    use crate::plan::{ExpandOptions, LoadedPlan, PlanErrors, prepare_from_str};
+
+    const HEAD: &str = "version: 1\nname: t\ntargets:\n  a: {simulator: {}}\n  b: {simulator: {}}\nworkloads:\n  w: {input_tokens: 64}\n";
+    const DEFAULTS: &str = "defaults: {target: a, workload: w, duration: 1s}\n";
+
+    fn load(body: &str, options: &ExpandOptions) -> Result<LoadedPlan, PlanErrors> {
+        let defaults = if body.contains("defaults:") {
+            ""
+        } else {
+            DEFAULTS
+        };
+        prepare_from_str(
+            &format!("{HEAD}{defaults}{body}"),
+            Format::Yaml,
+            "t.yaml",
+            options,
+        )
+    }
+
+    fn names(plan: &LoadedPlan) -> Vec<String> {
+        plan.plan
+            .phases
+            .iter()
+            .map(|p| p.name.clone().unwrap_or_default())
+            .collect()
+    }
+
+    #[test]
+    fn a_whole_expression_keeps_its_type() {
+        let body = "vars: {c: 4, r: 2.5, tag: x}\nphases:\n  - {name: \"p{{ c }}\", concurrency: \"{{ c * 2 }}\", tags: [\"{{ tag }}\"]}\n  - {name: open, rate: {rps: \"{{ r }}\"}, requests: \"{{ c }}\"}\n";
+        let plan = load(body, &ExpandOptions::default()).unwrap();
+        assert_eq!(plan.plan.phases[0].name.as_deref(), Some("p4"));
+        assert_eq!(plan.plan.phases[0].concurrency, Some(8));
+        assert_eq!(plan.plan.phases[0].tags, vec!["x".to_string()]);
+        assert_eq!(plan.plan.phases[1].rate.as_ref().map(|r| r.rps), Some(2.5));
+        assert_eq!(plan.plan.phases[1].requests, Some(4));
+    }
+
+    #[test]
+    fn matrix_is_a_cartesian_product_in_order() {
+        let body = "phases:\n  - name: \"{{ target }}-c{{ concurrency }}-{{ size }}\"\n    matrix: {target: [a, b], concurrency: [1, 2], size: [s]}\n";
+        let plan = load(body, &ExpandOptions::default()).unwrap();
+        assert_eq!(names(&plan), ["a-c1-s", "a-c2-s", "b-c1-s", "b-c2-s"]);
+        assert_eq!(plan.plan.phases[2].target.as_deref(), Some("b"));
+        assert_eq!(plan.plan.phases[3].concurrency, Some(2));
+        // `size` is no phase field: it only binds a template variable.
+        assert!(plan.plan.phases.iter().all(|p| p.matrix.is_none()));
+    }
+
+    #[test]
+    fn set_beats_vars_files_beats_defaults() {
+        let body = "vars: {c: 1, d: 1s}\nphases:\n  - {name: p, concurrency: \"{{ c }}\", duration: \"{{ d }}\"}\n";
+        assert_eq!(
+            load(body, &ExpandOptions::default()).unwrap().plan.phases[0].concurrency,
+            Some(1)
+        );
+
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("vars.yaml");
+        std::fs::write(&file, "c: 2\nd: 3s\n").unwrap();
+        let from_file = ExpandOptions {
+            vars_files: vec![file.clone()],
+            ..ExpandOptions::default()
+        };
+        let plan = load(body, &from_file).unwrap();
+        assert_eq!(plan.plan.phases[0].concurrency, Some(2));
+        assert_eq!(
+            plan.plan.phases[0].duration.map(|d| d.as_secs_f64()),
+            Some(3.0)
+        );
+
+        let with_set = ExpandOptions {
+            vars_files: vec![file],
+            set: vec!["c=3".into(), "c=5".into()],
+            ..ExpandOptions::default()
+        };
+        let plan = load(body, &with_set).unwrap();
+        assert_eq!(
+            plan.plan.phases[0].concurrency,
+            Some(5),
+            "the last --set wins"
+        );
+        assert_eq!(
+            plan.vars["c"],
+            serde_json::json!(5),
+            "--set values are typed as YAML"
+        );
+        assert_eq!(plan.vars["d"], serde_json::json!("3s"));
+    }
+
+    #[test]
+    fn an_undefined_variable_is_named_with_its_location() {
+        let body = "vars: {conc: 1}\nphases:\n  - name: p\n    concurrency: \"{{ con }}\"\n";
+        let err = load(body, &ExpandOptions::default()).unwrap_err();
+        let text = err.to_string();
+        assert!(
+            text.contains("phases[0].concurrency: undefined variable `con`"),
+            "{text}"
+        );
+        assert!(text.contains("--> t.yaml:12:18"), "{text}");
+        assert!(text.contains("did you mean `conc`?"), "{text}");
+    }
+
+    #[test]
+    fn the_guard_refuses_large_expansions() {
+        let body =
+            "phases:\n  - name: \"c{{ concurrency }}\"\n    matrix: {concurrency: [1, 2, 3, 4]}\n";
+        let small = ExpandOptions {
+            max_phases: 3,
+            ..ExpandOptions::default()
+        };
+        let text = load(body, &small).unwrap_err().to_string();
+        assert!(text.contains("expands to 4 phases"), "{text}");
+        assert!(text.contains("limit of 3 phases"), "{text}");
+        let enough = ExpandOptions {
+            max_phases: 4,
+            ..ExpandOptions::default()
+        };
+        assert_eq!(load(body, &enough).unwrap().plan.phases.len(), 4);
+    }
+
+    #[test]
+    fn a_recheck_is_filled_from_its_original() {
+        let body = "defaults: {target: a, workload: w, duration: 1s, tolerance: {default: 0.3}}\nphases:\n  - {name: p, target: b, concurrency: 3, warmup: {requests: 2}}\n  - {recheck: p}\n";
+        let plan = load(body, &ExpandOptions::default()).unwrap();
+        let (p, r) = (&plan.plan.phases[0], &plan.plan.phases[1]);
+        assert_eq!(r.name.as_deref(), Some("recheck-p"));
+        assert_eq!(r.recheck.as_deref(), Some("p"));
+        assert_eq!(
+            (&r.target, r.concurrency, &r.warmup, r.duration),
+            (&p.target, p.concurrency, &p.warmup, p.duration)
+        );
+        assert_eq!(r.tolerance.as_ref().and_then(|t| t.default), Some(0.3));
+        assert!(
+            p.tolerance.is_none(),
+            "tolerance defaults apply to rechecks only"
+        );
+    }
 }

@@ -93,7 +93,8 @@ fn file_error(label: &str, message: String) -> PlanErrors {
 /// (`"schema": "servebench.report/v1"`) is read as the expanded plan it embeds.
 pub fn prepare(path: &Path, options: &ExpandOptions) -> Result<LoadedPlan, PlanErrors> {
     let label = path.display().to_string();
-    let bytes = std::fs::read(path).map_err(|e| file_error(&label, format!("cannot read the plan: {e}")))?;
+    let bytes = std::fs::read(path)
+        .map_err(|e| file_error(&label, format!("cannot read the plan: {e}")))?;
     let source_sha256 = hex::encode(Sha256::digest(&bytes));
     let text = String::from_utf8(bytes)
         .map_err(|_| file_error(&label, "the plan is not UTF-8 text".to_string()))?;
@@ -113,8 +114,14 @@ pub fn prepare(path: &Path, options: &ExpandOptions) -> Result<LoadedPlan, PlanE
 
 /// Validate, expand and check an already-parsed document (a plan, or a report embedding
 /// one). Errors name `source_label` and key paths; there is no source text to quote.
-pub fn prepare_from_value(value: Value, source_label: &str, options: &ExpandOptions) -> Result<LoadedPlan, PlanErrors> {
-    let source_sha256 = hex::encode(Sha256::digest(serde_json::to_vec(&value).unwrap_or_default()));
+pub fn prepare_from_value(
+    value: Value,
+    source_label: &str,
+    options: &ExpandOptions,
+) -> Result<LoadedPlan, PlanErrors> {
+    let source_sha256 = hex::encode(Sha256::digest(
+        serde_json::to_vec(&value).unwrap_or_default(),
+    ));
     let (doc, _) = report_plan(value, source_label)?;
     let map = SourceMap::without_source(source_label);
     let (plan, vars) = prepare_document(&doc, &map, options)?;
@@ -127,7 +134,12 @@ pub fn prepare_from_value(value: Value, source_label: &str, options: &ExpandOpti
 }
 
 /// Load and check a plan given as text (tests and embedding).
-pub fn prepare_from_str(text: &str, format: Format, source_label: &str, options: &ExpandOptions) -> Result<LoadedPlan, PlanErrors> {
+pub fn prepare_from_str(
+    text: &str,
+    format: Format,
+    source_label: &str,
+    options: &ExpandOptions,
+) -> Result<LoadedPlan, PlanErrors> {
     let source_sha256 = hex::encode(Sha256::digest(text.as_bytes()));
     let (doc, map) = source::load_text(text, format, source_label)?;
     let (plan, vars) = prepare_document(&doc, &map, options)?;
@@ -152,7 +164,10 @@ fn report_plan(doc: Value, label: &str) -> Result<(Value, bool), PlanErrors> {
     match doc {
         Value::Object(mut m) => match m.remove("plan") {
             Some(plan) => Ok((plan, true)),
-            None => Err(file_error(label, "this report has no `plan` to run".to_string())),
+            None => Err(file_error(
+                label,
+                "this report has no `plan` to run".to_string(),
+            )),
         },
         other => Ok((other, false)),
     }
@@ -200,7 +215,8 @@ fn prepare_document(
         set: &options.set,
         max_phases: options.max_phases,
     };
-    let mut expanded = expand::expand(raw, map, &input).map_err(|diagnostics| PlanErrors { diagnostics })?;
+    let mut expanded =
+        expand::expand(raw, map, &input).map_err(|diagnostics| PlanErrors { diagnostics })?;
     apply_target_overrides(&mut expanded.doc, &options.target_overrides)?;
 
     let issues = schema::validate(&expanded.doc, false);
@@ -213,10 +229,15 @@ fn prepare_document(
             let pointer = e.path().iter().fold(String::new(), |acc, seg| match seg {
                 serde_path_to_error::Segment::Seq { index } => format!("{acc}/{index}"),
                 serde_path_to_error::Segment::Map { key } => format!("{acc}/{}", escape(key)),
-                serde_path_to_error::Segment::Enum { .. } | serde_path_to_error::Segment::Unknown => acc,
+                serde_path_to_error::Segment::Enum { .. }
+                | serde_path_to_error::Segment::Unknown => acc,
             });
             let message = e.into_inner().to_string();
-            return Err(expanded_diagnostics(&expanded, map, vec![Issue::new(pointer, message)]));
+            return Err(expanded_diagnostics(
+                &expanded,
+                map,
+                vec![Issue::new(pointer, message)],
+            ));
         }
     };
     let issues = check::check(&plan);

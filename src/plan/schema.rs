@@ -4,7 +4,7 @@ use std::sync::OnceLock;
 
 use jsonschema::error::{TypeKind, ValidationErrorKind};
 use jsonschema::{JsonType, ValidationError, Validator};
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 use super::diag::did_you_mean;
 use super::duration::DURATION_PATTERN;
@@ -214,7 +214,12 @@ fn property_names(schema: &Value) -> Vec<&str> {
         .unwrap_or_default()
 }
 
-fn translate(error: &ValidationError<'_>, root: &Value, skip_templates: bool, out: &mut Vec<Issue>) {
+fn translate(
+    error: &ValidationError<'_>,
+    root: &Value,
+    skip_templates: bool,
+    out: &mut Vec<Issue>,
+) {
     let instance = error.instance();
     if skip_templates && is_template(instance) {
         return;
@@ -236,17 +241,23 @@ fn translate(error: &ValidationError<'_>, root: &Value, skip_templates: bool, ou
                     (!allowed.is_empty()).then(|| format!("allowed keys: {}", allowed.join(", ")))
                 });
                 out.push(
-                    Issue::new(format!("{pointer}/{}", escape(key)), format!("unknown key `{key}`"))
-                        .at_key()
-                        .hint(hint),
+                    Issue::new(
+                        format!("{pointer}/{}", escape(key)),
+                        format!("unknown key `{key}`"),
+                    )
+                    .at_key()
+                    .hint(hint),
                 );
             }
         }
         ValidationErrorKind::Required { property } => {
             let name = property.as_str().unwrap_or_default();
             out.push(
-                Issue::new(format!("{pointer}/{}", escape(name)), format!("required key `{name}` is missing"))
-                    .at_key(),
+                Issue::new(
+                    format!("{pointer}/{}", escape(name)),
+                    format!("required key `{name}` is missing"),
+                )
+                .at_key(),
             );
         }
         ValidationErrorKind::Type { kind } => {
@@ -272,7 +283,9 @@ fn translate(error: &ValidationError<'_>, root: &Value, skip_templates: bool, ou
                 out.push(issue(format!("expected a duration, found {found}")).hint(Some(hint)));
                 return;
             }
-            out.push(issue(format!("expected {}, found {found}", expected.join(" or "))).hint(hint));
+            out.push(
+                issue(format!("expected {}, found {found}", expected.join(" or "))).hint(hint),
+            );
         }
         ValidationErrorKind::Enum { options } => {
             let values = options.as_array().cloned().unwrap_or_default();
@@ -288,7 +301,9 @@ fn translate(error: &ValidationError<'_>, root: &Value, skip_templates: bool, ou
             out.push(issue(format!("must be at most {limit}, found {found}")));
         }
         ValidationErrorKind::ExclusiveMinimum { limit } => {
-            out.push(issue(format!("must be greater than {limit}, found {found}")));
+            out.push(issue(format!(
+                "must be greater than {limit}, found {found}"
+            )));
         }
         ValidationErrorKind::ExclusiveMaximum { limit } => {
             out.push(issue(format!("must be less than {limit}, found {found}")));
@@ -296,11 +311,14 @@ fn translate(error: &ValidationError<'_>, root: &Value, skip_templates: bool, ou
         ValidationErrorKind::Pattern { pattern } => {
             if pattern == DURATION_PATTERN {
                 out.push(
-                    issue(format!("expected a duration, found {found}"))
-                        .hint(Some("write a number and a unit: \"250ms\", \"60s\", \"10m\", \"1h 30m\"".into())),
+                    issue(format!("expected a duration, found {found}")).hint(Some(
+                        "write a number and a unit: \"250ms\", \"60s\", \"10m\", \"1h 30m\"".into(),
+                    )),
                 );
             } else {
-                out.push(issue(format!("{found} does not match the pattern `{pattern}`")));
+                out.push(issue(format!(
+                    "{found} does not match the pattern `{pattern}`"
+                )));
             }
         }
         ValidationErrorKind::AnyOf { context } | ValidationErrorKind::OneOfNotValid { context } => {
@@ -355,11 +373,19 @@ fn enum_issue(pointer: &str, instance: &Value, values: &[Value]) -> Issue {
         .iter()
         .map(|v| v.as_str().map_or_else(|| v.to_string(), str::to_string))
         .collect();
-    let list = names.iter().map(|n| format!("`{n}`")).collect::<Vec<_>>().join(", ");
+    let list = names
+        .iter()
+        .map(|n| format!("`{n}`"))
+        .collect::<Vec<_>>()
+        .join(", ");
     let hint = instance
         .as_str()
         .and_then(|s| did_you_mean(s, names.iter().map(String::as_str)));
-    Issue::new(pointer, format!("expected one of {list}, found {}", describe_value(instance))).hint(hint)
+    Issue::new(
+        pointer,
+        format!("expected one of {list}, found {}", describe_value(instance)),
+    )
+    .hint(hint)
 }
 
 /// One of several forms failed: report the form the value was most likely meant as.
@@ -373,14 +399,17 @@ fn any_of(
     let instance = error.instance();
     let pointer = error.instance_path().as_str();
     let here_type_error = |e: &ValidationError<'_>| {
-        e.instance_path().as_str() == pointer && matches!(e.kind(), ValidationErrorKind::Type { .. })
+        e.instance_path().as_str() == pointer
+            && matches!(e.kind(), ValidationErrorKind::Type { .. })
     };
     // An enum written as `oneOf` constants (variants with docs): list the allowed names.
     let constants: Option<Vec<Value>> = context
         .iter()
         .map(|branch| match branch.as_slice() {
             [e] if e.instance_path().as_str() == pointer => match e.kind() {
-                ValidationErrorKind::Constant { expected_value } => Some(vec![(**expected_value).clone()]),
+                ValidationErrorKind::Constant { expected_value } => {
+                    Some(vec![(**expected_value).clone()])
+                }
                 ValidationErrorKind::Enum { options } => options.as_array().cloned(),
                 _ => None,
             },
@@ -448,9 +477,4 @@ pub fn allowed_keys(definition: &str) -> Vec<String> {
 pub fn validate_with(schema: &Value, doc: &Value) -> Result<Vec<String>, String> {
     let validator = jsonschema::draft202012::new(schema).map_err(|e| e.to_string())?;
     Ok(validator.iter_errors(doc).map(|e| e.to_string()).collect())
-}
-
-/// An empty JSON object, for callers building documents.
-pub fn empty_object() -> Value {
-    Value::Object(Map::new())
 }

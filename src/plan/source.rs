@@ -195,7 +195,11 @@ impl SourceMap {
 }
 
 /// Parse plan text into a JSON document and its source map.
-pub fn load_text(text: &str, format: Format, label: &str) -> Result<(Value, SourceMap), PlanErrors> {
+pub fn load_text(
+    text: &str,
+    format: Format,
+    label: &str,
+) -> Result<(Value, SourceMap), PlanErrors> {
     let mut map = SourceMap::new(label, text);
     let at = |map: &SourceMap, line: usize, col: usize, message: String| {
         PlanErrors::one(Diagnostic {
@@ -431,7 +435,13 @@ fn yaml_to_json(
         YamlData::Sequence(items) => {
             let mut out = Vec::with_capacity(items.len());
             for (i, item) in items.iter().enumerate() {
-                out.push(yaml_to_json(item, format!("{pointer}/{i}"), None, map, errors));
+                out.push(yaml_to_json(
+                    item,
+                    format!("{pointer}/{i}"),
+                    None,
+                    map,
+                    errors,
+                ));
             }
             Value::Array(out)
         }
@@ -501,7 +511,10 @@ mod tests {
         assert_eq!((loc.line, loc.col, loc.len), (4, 18, 7));
         let key = map.locate("/phases/0/concurrency", true);
         assert_eq!((key.line, key.col, key.len), (4, 5, 11));
-        assert_eq!(display_path(&doc, "/phases/0/concurrency"), "phases[0].concurrency");
+        assert_eq!(
+            display_path(&doc, "/phases/0/concurrency"),
+            "phases[0].concurrency"
+        );
     }
 
     #[test]

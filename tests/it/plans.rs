@@ -27,7 +27,10 @@ fn files_in(dir: &str) -> Vec<PathBuf> {
 }
 
 fn relative(path: &Path) -> String {
-    path.strip_prefix(root()).unwrap_or(path).display().to_string()
+    path.strip_prefix(root())
+        .unwrap_or(path)
+        .display()
+        .to_string()
 }
 
 #[test]
@@ -51,18 +54,26 @@ fn every_valid_fixture_validates() {
     let fixtures = files_in("tests/fixtures/valid");
     assert!(fixtures.len() >= 5);
     for f in fixtures {
-        servebench().arg("validate").arg(relative(&f)).assert().success();
+        servebench()
+            .arg("validate")
+            .arg(relative(&f))
+            .assert()
+            .success();
     }
 }
 
 #[test]
 fn gateway_expands_to_seed_004_phases_in_order() {
     let seed: Value = serde_json::from_str(
-        &std::fs::read_to_string(root().join("tests/fixtures/seeds/004_00b102e15ffdad6e.txt")).unwrap(),
+        &std::fs::read_to_string(root().join("tests/fixtures/seeds/004_00b102e15ffdad6e.txt"))
+            .unwrap(),
     )
     .unwrap();
     let seed_phases = seed["phases"].as_array().unwrap();
-    let want: Vec<&str> = seed_phases.iter().map(|p| p["phase"].as_str().unwrap()).collect();
+    let want: Vec<&str> = seed_phases
+        .iter()
+        .map(|p| p["phase"].as_str().unwrap())
+        .collect();
     assert_eq!(want.len(), 14);
 
     let out = servebench()
@@ -83,10 +94,16 @@ fn gateway_expands_to_seed_004_phases_in_order() {
     assert_eq!(phases[13]["duration"], "10m");
     assert_eq!(phases[1]["duration"], "1m");
     assert_eq!(phases[8]["recheck"], "gateway-c4");
-    assert!(doc.get("defaults").is_none(), "an expanded plan carries no defaults");
+    assert!(
+        doc.get("defaults").is_none(),
+        "an expanded plan carries no defaults"
+    );
 
     // The YAML form is the default and holds the same fourteen names.
-    let out = servebench().args(["expand", "plans/gateway.yaml"]).assert().success();
+    let out = servebench()
+        .args(["expand", "plans/gateway.yaml"])
+        .assert()
+        .success();
     let yaml = String::from_utf8_lossy(&out.get_output().stdout).to_string();
     let names: Vec<&str> = yaml
         .lines()
@@ -99,7 +116,14 @@ fn gateway_expands_to_seed_004_phases_in_order() {
 fn set_shortens_gateway_durations() {
     let out = servebench()
         .args(["expand", "plans/gateway.yaml", "--format", "json"])
-        .args(["--set", "duration=5s", "--set", "soak_duration=7s", "--set", "warmup=1s"])
+        .args([
+            "--set",
+            "duration=5s",
+            "--set",
+            "soak_duration=7s",
+            "--set",
+            "warmup=1s",
+        ])
         .assert()
         .success();
     let doc: Value = serde_json::from_slice(&out.get_output().stdout).unwrap();
@@ -126,12 +150,17 @@ fn expected_path(path: &Path, text: &str) -> Option<String> {
 #[test]
 fn every_invalid_fixture_exits_2_with_location_and_key_path() {
     let fixtures = files_in("tests/fixtures/invalid");
-    assert!(fixtures.len() >= 30, "only {} invalid fixtures", fixtures.len());
+    assert!(
+        fixtures.len() >= 30,
+        "only {} invalid fixtures",
+        fixtures.len()
+    );
     let mut messages = std::collections::HashSet::new();
     for f in &fixtures {
         let rel = relative(f);
         let text = std::fs::read_to_string(f).unwrap();
-        let expect = expected_path(f, &text).unwrap_or_else(|| panic!("{rel}: no `# expect:` line"));
+        let expect =
+            expected_path(f, &text).unwrap_or_else(|| panic!("{rel}: no `# expect:` line"));
         let out = servebench().arg("validate").arg(&rel).assert().code(2);
         let stderr = String::from_utf8_lossy(&out.get_output().stderr).to_string();
         assert!(!stderr.contains("panicked"), "{rel}:\n{stderr}");
@@ -144,14 +173,23 @@ fn every_invalid_fixture_exits_2_with_location_and_key_path() {
             .strip_prefix(&format!("{rel}:"))
             .unwrap_or_else(|| panic!("{rel}: location names another file: {arrow}"));
         let (line, col) = rest.split_once(':').unwrap();
-        assert!(line.parse::<usize>().unwrap() >= 1 && col.parse::<usize>().unwrap() >= 1, "{arrow}");
+        assert!(
+            line.parse::<usize>().unwrap() >= 1 && col.parse::<usize>().unwrap() >= 1,
+            "{arrow}"
+        );
         let first = stderr.lines().next().unwrap_or_default();
         if expect == "(document)" {
             assert!(first.starts_with("error: "), "{rel}: {first}");
         } else {
-            assert!(first.starts_with(&format!("error: {expect}: ")), "{rel}: want `{expect}`, got:\n{stderr}");
+            assert!(
+                first.starts_with(&format!("error: {expect}: ")),
+                "{rel}: want `{expect}`, got:\n{stderr}"
+            );
         }
-        assert!(messages.insert(first.to_string()), "{rel}: same first message as another fixture: {first}");
+        assert!(
+            messages.insert(first.to_string()),
+            "{rel}: same first message as another fixture: {first}"
+        );
         let name = f.file_name().unwrap().to_string_lossy().replace('.', "_");
         insta::assert_snapshot!(name, stderr);
     }
@@ -174,9 +212,15 @@ fn committed_schemas_match_the_types() {
 
 #[test]
 fn committed_plan_schema_rejects_an_unknown_key() {
-    let schema: Value =
-        serde_json::from_str(&std::fs::read_to_string(root().join("schemas/plan.schema.json")).unwrap()).unwrap();
-    let loaded = plan::prepare(&root().join("plans/quickstart.yaml"), &ExpandOptions::default()).unwrap();
+    let schema: Value = serde_json::from_str(
+        &std::fs::read_to_string(root().join("schemas/plan.schema.json")).unwrap(),
+    )
+    .unwrap();
+    let loaded = plan::prepare(
+        &root().join("plans/quickstart.yaml"),
+        &ExpandOptions::default(),
+    )
+    .unwrap();
     let mut doc = plan::to_document(&loaded.plan);
     let validator = jsonschema::draft202012::new(&schema).expect("the committed schema compiles");
     assert!(validator.is_valid(&doc), "an expanded plan is valid");
@@ -189,7 +233,10 @@ fn committed_plan_schema_rejects_an_unknown_key() {
 
 #[test]
 fn expanded_plans_expand_to_themselves() {
-    for p in files_in("plans").into_iter().chain(files_in("tests/fixtures/valid")) {
+    for p in files_in("plans")
+        .into_iter()
+        .chain(files_in("tests/fixtures/valid"))
+    {
         let first = plan::prepare(&p, &ExpandOptions::default()).unwrap();
         let doc = plan::to_document(&first.plan);
         let again = plan::prepare_from_value(doc.clone(), "expanded", &ExpandOptions::default())
@@ -223,7 +270,8 @@ fn a_report_reruns_its_embedded_plan() {
     let report = root().join("tests/fixtures/valid/report-plan.json");
     let from_file = plan::prepare(&report, &ExpandOptions::default()).unwrap();
     let doc: Value = serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
-    let from_value = plan::prepare_from_value(doc.clone(), "report.json", &ExpandOptions::default()).unwrap();
+    let from_value =
+        plan::prepare_from_value(doc.clone(), "report.json", &ExpandOptions::default()).unwrap();
     assert_eq!(from_file.plan, from_value.plan);
     assert_eq!(plan::to_document(&from_file.plan), doc["plan"]);
     // Errors inside a report's plan still point into the report file.
@@ -232,8 +280,13 @@ fn a_report_reruns_its_embedded_plan() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("report.json");
     std::fs::write(&path, serde_json::to_string_pretty(&broken).unwrap()).unwrap();
-    let err = plan::prepare(&path, &ExpandOptions::default()).unwrap_err().to_string();
-    assert!(err.contains("phases[0].concurrency: must be at least 1"), "{err}");
+    let err = plan::prepare(&path, &ExpandOptions::default())
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("phases[0].concurrency: must be at least 1"),
+        "{err}"
+    );
     assert!(err.contains("report.json:"), "{err}");
     assert!(err.contains("\"concurrency\": 0"), "{err}");
 }
@@ -248,10 +301,18 @@ fn target_override_points_a_simulator_target_at_a_server() {
     let target = &loaded.plan.targets["server"];
     assert_eq!(target.base_url.as_deref(), Some("http://127.0.0.1:9/v1"));
     assert!(target.simulator.is_none());
-    assert_eq!(target.body["chat_template_kwargs"]["thinking_mode"], "disabled");
+    assert_eq!(
+        target.body["chat_template_kwargs"]["thinking_mode"],
+        "disabled"
+    );
 
     let out = servebench()
-        .args(["expand", "plans/capacity.yaml", "--target", "sever=http://127.0.0.1:9/v1"])
+        .args([
+            "expand",
+            "plans/capacity.yaml",
+            "--target",
+            "sever=http://127.0.0.1:9/v1",
+        ])
         .assert()
         .code(2);
     let stderr = String::from_utf8_lossy(&out.get_output().stderr).to_string();
@@ -284,10 +345,16 @@ fn schema_and_completions_commands_print() {
     let out = servebench().args(["schema", "report"]).assert().success();
     let schema: Value = serde_json::from_slice(&out.get_output().stdout).unwrap();
     assert_eq!(schema["title"], "Report");
-    let out = servebench().args(["completions", "bash"]).assert().success();
+    let out = servebench()
+        .args(["completions", "bash"])
+        .assert()
+        .success();
     assert!(String::from_utf8_lossy(&out.get_output().stdout).contains("servebench"));
     servebench().arg("--version").assert().success();
-    servebench().args(["validate", "no/such/plan.yaml"]).assert().code(2);
+    servebench()
+        .args(["validate", "no/such/plan.yaml"])
+        .assert()
+        .code(2);
 }
 
 mod never_panics {
