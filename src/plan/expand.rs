@@ -156,6 +156,25 @@ impl Templater {
         }
     }
 
+    /// The variable names the templates inside `value` refer to.
+    fn names_used(&self, value: &Value) -> HashSet<String> {
+        let mut names = HashSet::new();
+        let mut stack = vec![value];
+        while let Some(v) = stack.pop() {
+            match v {
+                Value::String(s) if s.contains("{{") || s.contains("{%") => {
+                    if let Ok(t) = self.env.template_from_str(s) {
+                        names.extend(t.undeclared_variables(false));
+                    }
+                }
+                Value::Array(items) => stack.extend(items),
+                Value::Object(m) => stack.extend(m.values()),
+                Value::Null | Value::Bool(_) | Value::Number(_) | Value::String(_) => {}
+            }
+        }
+        names
+    }
+
     fn render_str(&self, s: &str, ctx: &Map<String, Value>) -> Result<Value, Issue> {
         let trimmed = s.trim();
         let whole = trimmed
@@ -482,8 +501,24 @@ pub fn expand(
         total += combos.len();
         // A matrix key that names a phase field sets it; the phase must not set it too.
         if let Some(first) = combos.first() {
+            let used = templater.names_used(&Value::Object(body.clone()));
             for (k, _, _) in first {
-                if body.contains_key(k) && phase_fields.iter().any(|f| f == k) {
+                let is_field = phase_fields.iter().any(|f| f == k);
+                if !is_field && !used.contains(k) {
+                    // Most likely a misspelt phase field, which would otherwise vanish.
+                    let hint = did_you_mean(k, phase_fields.iter().map(String::as_str)).or_else(|| {
+                        Some("a matrix key sets the phase field of that name or feeds a `{{ }}` template".into())
+                    });
+                    issues.push(
+                        Issue::new(
+                            format!("{pointer}/matrix/{}", escape(k)),
+                            format!("matrix key `{k}` is not a phase field and no template in the phase uses it"),
+                        )
+                        .at_key()
+                        .hint(hint),
+                    );
+                }
+                if body.contains_key(k) && is_field {
                     issues.push(
                         Issue::new(
                             format!("{pointer}/{}", escape(k)),
