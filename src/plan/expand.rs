@@ -404,8 +404,14 @@ pub fn expand(
         return Err(arg_errors);
     }
     let templater = Templater::new();
-    let ctx: Map<String, Value> = vars.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
     let mut issues: Vec<Issue> = Vec::new();
+    // A variable may be built from the ones declared before it.
+    let mut ctx: Map<String, Value> = Map::new();
+    let mut vars = vars;
+    for (k, v) in vars.iter_mut() {
+        *v = templater.render(v, &ctx, &format!("/vars/{}", escape(k)), &mut issues);
+        ctx.insert(k.clone(), v.clone());
+    }
     let Some(root) = raw.as_object() else {
         return Err(vec![map.error(
             raw,
@@ -848,6 +854,19 @@ mod tests {
         );
         assert!(text.contains("--> t.yaml:12:18"), "{text}");
         assert!(text.contains("did you mean `conc`?"), "{text}");
+    }
+
+    #[test]
+    fn a_variable_may_use_earlier_ones() {
+        let body = "vars: {c: 4, label: \"run-c{{ c }}\", twice: \"{{ c * 2 }}\"}\nphases:\n  - {name: \"{{ label }}\", concurrency: \"{{ twice }}\"}\n";
+        let with_set = ExpandOptions {
+            set: vec!["c=3".into()],
+            ..ExpandOptions::default()
+        };
+        let plan = load(body, &with_set).unwrap();
+        assert_eq!(names(&plan), ["run-c3"]);
+        assert_eq!(plan.plan.phases[0].concurrency, Some(6));
+        assert_eq!(plan.vars["twice"], serde_json::json!(6));
     }
 
     #[test]

@@ -249,9 +249,12 @@ fn expanded_plans_expand_to_themselves() {
 #[test]
 fn expand_output_reads_back_through_the_cli() {
     let dir = tempfile::tempdir().unwrap();
-    for format in ["yaml", "json"] {
+    let plans = files_in("plans")
+        .into_iter()
+        .chain(files_in("tests/fixtures/valid"));
+    for (plan, format) in plans.flat_map(|p| [(p.clone(), "yaml"), (p, "json")]) {
         let out = servebench()
-            .args(["expand", "plans/sweep.yaml", "--format", format])
+            .args(["expand", &relative(&plan), "--format", format])
             .assert()
             .success();
         let first = out.get_output().stdout.clone();
@@ -261,7 +264,12 @@ fn expand_output_reads_back_through_the_cli() {
             .args(["expand", path.to_str().unwrap(), "--format", format])
             .assert()
             .success();
-        assert_eq!(out.get_output().stdout, first, "{format}");
+        assert_eq!(
+            out.get_output().stdout,
+            first,
+            "{} as {format}",
+            plan.display()
+        );
     }
 }
 
