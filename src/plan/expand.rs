@@ -543,10 +543,9 @@ pub fn expand(
                 raw_index: i,
                 ..PhaseOrigin::default()
             };
-            for (k, idx, v) in &combo {
+            for (k, _, v) in &combo {
                 local.insert(k.clone(), v.clone());
                 origin.matrix.push((k.clone(), v.clone()));
-                let _ = idx;
             }
             let rendered =
                 templater.render(&Value::Object(body.clone()), &local, &pointer, &mut issues);
