@@ -22,6 +22,8 @@ pub struct ExpandOptions {
     pub set: Vec<String>,
     /// Refuse an expansion with more phases than this.
     pub max_phases: usize,
+    /// `--target NAME=URL`: replace a target's endpoint (or simulator) with a real base URL.
+    pub target_overrides: Vec<String>,
 }
 
 /// A plan that loaded, validated, expanded and passed every check.
