@@ -45,6 +45,28 @@ pub enum Command {
         #[arg(value_enum)]
         shell: clap_complete::Shell,
     },
+    /// Run a plan (or re-run the plan embedded in a report.json) and write one combined report.
+    Run(RunArgs),
+}
+
+#[derive(Debug, clap::Args)]
+pub struct RunArgs {
+    /// Plan file (YAML, TOML or JSON), or a report.json to repeat.
+    pub plan: PathBuf,
+    #[command(flatten)]
+    pub expand: ExpandArgs,
+    /// Directory for report.json and journal.jsonl [default: runs/<plan>-<UTC time>/].
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
+    /// Run only these phases, in plan order.
+    #[arg(long, value_name = "PHASE", num_args = 1..)]
+    pub only: Vec<String>,
+    /// Print the schedule without sending anything.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// No progress output.
+    #[arg(long, short)]
+    pub quiet: bool,
 }
 
 /// Run the parsed command; returns the process exit code.
@@ -58,5 +80,17 @@ pub fn run(cli: Cli) -> i32 {
         } => crate::plan::cmd::expand(&plan, &expand, format),
         Command::Schema { kind } => crate::plan::cmd::print_schema(kind),
         Command::Completions { shell } => crate::plan::cmd::completions(shell, &mut Cli::command()),
+        Command::Run(args) => crate::runner::run_command(crate::runner::RunOptions {
+            plan: args.plan,
+            expand: args.expand.options(),
+            out_dir: args.out,
+            only: args.only,
+            dry_run: args.dry_run,
+            progress: if args.quiet {
+                crate::scheduler::progress::ProgressMode::Quiet
+            } else {
+                crate::scheduler::progress::ProgressMode::Auto
+            },
+        }),
     }
 }
