@@ -1,2 +1,3 @@
 //! Integration tests: one binary, one module per area.
+mod client;
 mod metrics;
