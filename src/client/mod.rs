@@ -80,6 +80,81 @@ impl fmt::Debug for ClientConfig {
     }
 }
 
+impl ClientConfig {
+    /// The configuration for one phase: `target`'s settings, the API key read from the
+    /// environment variable it names, `workload`'s sampling, and the target's body with the
+    /// workload's merged over it. `base_url` is the target's (or the started simulator's);
+    /// `max_connections` is the phase's concurrency (or its open-loop in-flight cap).
+    pub fn for_target(
+        target: &crate::plan::Target,
+        base_url: String,
+        workload: &crate::plan::Workload,
+        max_connections: usize,
+    ) -> Result<ClientConfig, ClientError> {
+        let api_key = match &target.api_key_env {
+            None => None,
+            Some(var) => match std::env::var(var) {
+                Ok(key) if !key.is_empty() => Some(key),
+                Ok(_) | Err(std::env::VarError::NotPresent) => {
+                    return Err(ClientError(format!(
+                        "the API key variable {var} is not set; export it or remove api_key_env"
+                    )));
+                }
+                Err(std::env::VarError::NotUnicode(_)) => {
+                    return Err(ClientError(format!(
+                        "the API key variable {var} does not hold valid UTF-8"
+                    )));
+                }
+            },
+        };
+        let model = match (&target.model, &target.simulator) {
+            (Some(model), _) => model.clone(),
+            (None, Some(_)) => "sim".to_string(),
+            (None, None) => {
+                return Err(ClientError("the target names no model".to_string()));
+            }
+        };
+        let mut body = target.body.clone();
+        merge_body(&mut body, &workload.body);
+        Ok(ClientConfig {
+            base_url,
+            api: target.api,
+            model,
+            api_key,
+            headers: target
+                .headers
+                .iter()
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect(),
+            timeouts: ResolvedTimeouts::from_plan(target.timeout.as_ref()),
+            body,
+            sampling: Sampling {
+                temperature: workload.temperature,
+                ignore_eos: workload.ignore_eos,
+                min_tokens: workload.min_tokens,
+                seed: workload.seed,
+            },
+            max_connections: max_connections.max(1),
+        })
+    }
+}
+
+/// Merge `over` into `base`: objects merge key by key (so a workload can add one
+/// `chat_template_kwargs` entry to the target's), anything else replaces.
+pub fn merge_body(
+    base: &mut serde_json::Map<String, serde_json::Value>,
+    over: &serde_json::Map<String, serde_json::Value>,
+) {
+    for (key, value) in over {
+        match (base.get_mut(key), value) {
+            (Some(serde_json::Value::Object(b)), serde_json::Value::Object(o)) => merge_body(b, o),
+            _ => {
+                base.insert(key.clone(), value.clone());
+            }
+        }
+    }
+}
+
 #[derive(Debug, Clone, Default)]
 pub struct ResolvedTimeouts {
     pub connect: Option<Duration>,
@@ -798,6 +873,67 @@ mod tests {
         assert_eq!(body["prompt"], "once");
         assert_eq!(body["max_tokens"], 5);
         assert_eq!(text.matches("max_tokens").count(), 1);
+    }
+
+    #[test]
+    fn config_for_target_reads_key_and_merges() {
+        let mut target = crate::plan::Target {
+            base_url: Some("http://127.0.0.1:1/v1".into()),
+            model: Some("m".into()),
+            // Any variable that is always set stands in for a key variable.
+            api_key_env: Some("PATH".into()),
+            ..Default::default()
+        };
+        target.headers.insert("X-A".into(), "1".into());
+        target.body.insert("top_k".into(), serde_json::json!(5));
+        let mut workload = crate::plan::Workload {
+            temperature: Some(0.0),
+            ignore_eos: Some(true),
+            ..Default::default()
+        };
+        workload.body.insert("top_k".into(), serde_json::json!(7));
+        let cfg =
+            ClientConfig::for_target(&target, "http://x/v1".into(), &workload, 0).expect("config");
+        assert_eq!(
+            cfg.api_key.as_deref(),
+            std::env::var("PATH").ok().as_deref()
+        );
+        assert_eq!(cfg.body["top_k"], 7);
+        assert_eq!(cfg.sampling.ignore_eos, Some(true));
+        assert_eq!(cfg.max_connections, 1);
+        assert_eq!(cfg.headers, vec![("X-A".to_string(), "1".to_string())]);
+
+        target.api_key_env = Some("SERVEBENCH_SURELY_UNSET_VARIABLE_1".into());
+        let err = ClientConfig::for_target(&target, "http://x/v1".into(), &workload, 1)
+            .expect_err("unset key variable");
+        assert!(
+            err.to_string()
+                .contains("SERVEBENCH_SURELY_UNSET_VARIABLE_1")
+        );
+        target.model = None;
+        target.api_key_env = None;
+        assert!(ClientConfig::for_target(&target, "http://x/v1".into(), &workload, 1).is_err());
+    }
+
+    #[test]
+    fn body_merge_is_deep_for_objects() {
+        let mut base: serde_json::Map<String, serde_json::Value> = serde_json::from_str(
+            r#"{"chat_template_kwargs":{"enable_thinking":true},"reasoning_effort":"low","top_k":5}"#,
+        )
+        .expect("json");
+        let over = serde_json::from_str(
+            r#"{"chat_template_kwargs":{"thinking_mode":"disabled"},"reasoning_effort":"high"}"#,
+        )
+        .expect("json");
+        merge_body(&mut base, &over);
+        assert_eq!(
+            serde_json::Value::Object(base),
+            serde_json::json!({
+                "chat_template_kwargs": {"enable_thinking": true, "thinking_mode": "disabled"},
+                "reasoning_effort": "high",
+                "top_k": 5
+            })
+        );
     }
 
     #[test]
