@@ -36,7 +36,7 @@ fn run(bytes: &[u8], read_size: usize) -> (u64, f64) {
     let mut state = StreamState::default();
     for piece in bytes.chunks(read_size) {
         let now_ms = start.elapsed().as_secs_f64() * 1000.0;
-        let fed = parser.feed(piece, |data| {
+        let fed = parser.feed(piece, |_, data| {
             state.on_event(data, now_ms);
             ControlFlow::Continue(())
         });

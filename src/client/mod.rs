@@ -20,7 +20,7 @@ use reqwest::header::{self, HeaderMap, HeaderName, HeaderValue};
 
 use crate::plan::Api;
 use crate::workload::{Prompt, PromptInput};
-use sse::{DEFAULT_MAX_EVENT_BYTES, SseParser};
+use sse::{DEFAULT_MAX_EVENT_BYTES, EventKind, SseParser};
 use stream::{EventOutcome, StreamFailure, StreamState, excerpt};
 
 /// Everything the client needs to talk to one target for one phase.
@@ -465,7 +465,11 @@ impl Client {
             .headers()
             .get(header::CONTENT_TYPE)
             .and_then(|v| v.to_str().ok())
-            .is_some_and(|v| v.trim_start().starts_with("text/event-stream"));
+            .is_some_and(|v| {
+                v.trim_start()
+                    .get(..17)
+                    .is_some_and(|t| t.eq_ignore_ascii_case("text/event-stream"))
+            });
         if !is_event_stream {
             return Err(self.non_stream_failure(response, total_deadline).await);
         }
@@ -503,7 +507,7 @@ impl Client {
                 // End of body: a last event without its blank line still counts.
                 let mut failure = None;
                 parser
-                    .finish(|data| on_data(state, data, now_ms, &mut failure))
+                    .finish(|kind, data| on_data(state, kind, data, now_ms, &mut failure))
                     .map_err(|e| Failure::new(ErrorKind::MalformedEvent, e.to_string()))?;
                 if let Some(failure) = failure {
                     return Err(failure.into());
@@ -518,7 +522,9 @@ impl Client {
             };
             let mut failure = None;
             parser
-                .feed(&chunk, |data| on_data(state, data, now_ms, &mut failure))
+                .feed(&chunk, |kind, data| {
+                    on_data(state, kind, data, now_ms, &mut failure)
+                })
                 .map_err(|e| Failure::new(ErrorKind::MalformedEvent, e.to_string()))?;
             if let Some(failure) = failure {
                 return Err(failure.into());
@@ -613,6 +619,7 @@ impl Client {
 /// Hand one SSE payload to the stream state; stop on `[DONE]` or a failure.
 fn on_data(
     state: &mut StreamState,
+    kind: EventKind,
     data: &[u8],
     now_ms: f64,
     failure: &mut Option<StreamFailure>,
@@ -620,7 +627,14 @@ fn on_data(
     if state.done {
         return ControlFlow::Break(()); // nothing after [DONE] counts
     }
-    match state.on_event(data, now_ms) {
+    let outcome = match kind {
+        EventKind::Data => state.on_event(data, now_ms),
+        EventKind::Error => EventOutcome::Failed(StreamFailure {
+            kind: ErrorKind::ErrorObject,
+            message: stream::error_message(data),
+        }),
+    };
+    match outcome {
         EventOutcome::Continue => ControlFlow::Continue(()),
         EventOutcome::Done => ControlFlow::Break(()),
         EventOutcome::Failed(f) => {

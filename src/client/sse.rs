@@ -2,9 +2,10 @@
 //!
 //! Follows the WHATWG event-stream rules that matter for OpenAI-style streams: lines end in
 //! CRLF, LF or CR; `:` lines are comments; `data` lines of one event are joined with `\n`;
-//! a blank line dispatches; other fields (`event`, `id`, `retry`) are ignored. One deviation:
-//! an event still pending at end of stream is dispatched by [`SseParser::finish`], since some
-//! servers close without the final blank line.
+//! a blank line dispatches; other fields (`event`, `id`, `retry`) are ignored. Deviations: an
+//! event still pending at end of stream is dispatched by [`SseParser::finish`], since some
+//! servers close without the final blank line; and an `error` field is read like `data` but
+//! marks the event as an error, as llama.cpp sends stream errors (`error: {…}`).
 //!
 //! The parser works on bytes, so a split inside a UTF-8 sequence is harmless. An event whose
 //! payload lies in one fed chunk is handed out as a slice of that chunk, without copying;
@@ -20,6 +21,14 @@ pub const DEFAULT_MAX_EVENT_BYTES: usize = 1 << 20;
 pub enum SseError {
     #[error("event larger than {limit} bytes")]
     EventTooLarge { limit: usize },
+}
+
+/// Which field carried an event's payload.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EventKind {
+    Data,
+    /// At least one `error:` line (llama.cpp's stream errors).
+    Error,
 }
 
 /// Whether feeding went through the whole input or the callback stopped it.
@@ -46,6 +55,8 @@ pub struct SseParser {
     /// The current event's data when it spans chunks or lines.
     data: Vec<u8>,
     pending: Pending,
+    /// The current event has an `error` line.
+    is_error: bool,
     /// The last chunk ended in CR: a leading LF in the next one belongs to that line end.
     skip_lf: bool,
     max_event_bytes: usize,
@@ -63,6 +74,7 @@ impl SseParser {
             line: Vec::new(),
             data: Vec::new(),
             pending: Pending::None,
+            is_error: false,
             skip_lf: false,
             max_event_bytes,
         }
@@ -71,7 +83,7 @@ impl SseParser {
     /// Feed the next bytes; `on_data` receives each complete event's data and may stop.
     pub fn feed<F>(&mut self, chunk: &[u8], mut on_data: F) -> Result<Fed, SseError>
     where
-        F: FnMut(&[u8]) -> ControlFlow<()>,
+        F: FnMut(EventKind, &[u8]) -> ControlFlow<()>,
     {
         if chunk.is_empty() {
             return Ok(Fed::All);
@@ -100,7 +112,7 @@ impl SseParser {
         on_data: &mut F,
     ) -> Result<Fed, SseError>
     where
-        F: FnMut(&[u8]) -> ControlFlow<()>,
+        F: FnMut(EventKind, &[u8]) -> ControlFlow<()>,
     {
         while pos < chunk.len() {
             let Some(offset) = memchr::memchr2(b'\n', b'\r', &chunk[pos..]) else {
@@ -150,15 +162,16 @@ impl SseParser {
         on_data: &mut F,
     ) -> Result<ControlFlow<()>, SseError>
     where
-        F: FnMut(&[u8]) -> ControlFlow<()>,
+        F: FnMut(EventKind, &[u8]) -> ControlFlow<()>,
     {
         let line = &chunk[start..end];
         if line.is_empty() {
             return Ok(self.dispatch(chunk, on_data));
         }
-        let Some(value) = data_value(line) else {
+        let Some((is_error, value)) = field_value(line) else {
             return Ok(ControlFlow::Continue(()));
         };
+        self.is_error |= is_error;
         let value_start = end - value.len();
         match self.pending {
             Pending::None => {
@@ -175,8 +188,11 @@ impl SseParser {
     /// A complete line assembled in the carry-over buffer.
     fn owned_line(&mut self, line: &[u8], chunk: &[u8]) -> Result<(), SseError> {
         // A carried-over line is never empty, so it is never a dispatching blank line.
-        match data_value(line) {
-            Some(value) => self.append_data(value, chunk),
+        match field_value(line) {
+            Some((is_error, value)) => {
+                self.is_error |= is_error;
+                self.append_data(value, chunk)
+            }
             None => Ok(()),
         }
     }
@@ -204,20 +220,25 @@ impl SseParser {
 
     fn dispatch<F>(&mut self, chunk: &[u8], on_data: &mut F) -> ControlFlow<()>
     where
-        F: FnMut(&[u8]) -> ControlFlow<()>,
+        F: FnMut(EventKind, &[u8]) -> ControlFlow<()>,
     {
         let pending = std::mem::replace(&mut self.pending, Pending::None);
+        let kind = if std::mem::take(&mut self.is_error) {
+            EventKind::Error
+        } else {
+            EventKind::Data
+        };
         match pending {
             Pending::None => ControlFlow::Continue(()),
-            Pending::Borrowed(start, end) => on_data(&chunk[start..end]),
-            Pending::Owned => on_data(&self.data),
+            Pending::Borrowed(start, end) => on_data(kind, &chunk[start..end]),
+            Pending::Owned => on_data(kind, &self.data),
         }
     }
 
     /// End of stream: a trailing line and an event without its final blank line still count.
     pub fn finish<F>(&mut self, mut on_data: F) -> Result<Fed, SseError>
     where
-        F: FnMut(&[u8]) -> ControlFlow<()>,
+        F: FnMut(EventKind, &[u8]) -> ControlFlow<()>,
     {
         self.skip_lf = false;
         if !self.line.is_empty() {
@@ -237,17 +258,28 @@ impl SseParser {
         self.line.clear();
         self.data.clear();
         self.pending = Pending::None;
+        self.is_error = false;
         SseError::EventTooLarge {
             limit: self.max_event_bytes,
         }
     }
 }
 
-/// The value of a `data` field line (after `data:` and one optional space); `None` for
-/// comments and other fields.
+/// The value of a `data` or `error` field line (after the colon and one optional space), and
+/// whether it is `error`; `None` for comments and other fields.
 #[inline]
-fn data_value(line: &[u8]) -> Option<&[u8]> {
-    let rest = line.strip_prefix(b"data")?;
+fn field_value(line: &[u8]) -> Option<(bool, &[u8])> {
+    let (is_error, rest) = match line.first() {
+        Some(b'd') => (false, line.strip_prefix(b"data")?),
+        Some(b'e') => (true, line.strip_prefix(b"error")?),
+        _ => return None,
+    };
+    Some((is_error, field_rest(rest)?))
+}
+
+/// What follows a field name: nothing (an empty value) or `:` and the value.
+#[inline]
+fn field_rest(rest: &[u8]) -> Option<&[u8]> {
     match rest.first() {
         None => Some(rest), // "data" alone: an empty value
         Some(b':') => {
@@ -269,13 +301,13 @@ mod tests {
         let mut last = 0;
         for &cut in cuts.iter().chain(std::iter::once(&input.len())) {
             let cut = cut.clamp(last, input.len());
-            parser.feed(&input[last..cut], |d| {
+            parser.feed(&input[last..cut], |_, d| {
                 events.push(d.to_vec());
                 ControlFlow::Continue(())
             })?;
             last = cut;
         }
-        parser.finish(|d| {
+        parser.finish(|_, d| {
             events.push(d.to_vec());
             ControlFlow::Continue(())
         })?;
@@ -348,11 +380,33 @@ mod tests {
     }
 
     #[test]
+    fn error_field_marks_an_error_event() {
+        let mut parser = SseParser::default();
+        let mut seen = Vec::new();
+        let input = b"data: a\n\nerror: {\"code\":500}\n\ndata: b\n\n";
+        parser
+            .feed(input, |kind, d| {
+                seen.push((kind, d.to_vec()));
+                ControlFlow::Continue(())
+            })
+            .expect("within cap");
+        assert_eq!(
+            seen,
+            vec![
+                (EventKind::Data, b"a".to_vec()),
+                (EventKind::Error, b"{\"code\":500}".to_vec()),
+                (EventKind::Data, b"b".to_vec()),
+            ]
+        );
+        assert!(parse(b"errors: x\n\nevent: e\n\n").is_empty());
+    }
+
+    #[test]
     fn callback_can_stop() {
         let mut parser = SseParser::default();
         let mut seen = 0;
         let fed = parser
-            .feed(b"data: a\n\ndata: b\n\n", |_| {
+            .feed(b"data: a\n\ndata: b\n\n", |_, _| {
                 seen += 1;
                 ControlFlow::Break(())
             })

@@ -617,6 +617,19 @@ async fn error_object_in_stream_or_200_body_is_error_object() {
     let message = expect_error(&r, ErrorKind::ErrorObject);
     assert_eq!(message, "KV cache exhausted");
 
+    // llama.cpp: an `error:` SSE field.
+    let script = vec![
+        sse_headers(),
+        data(&content("a")),
+        chunk(
+            "error: {\"code\":400,\"message\":\"context size exceeded\",\"type\":\"invalid_request_error\"}\n\n",
+        ),
+        Step::End,
+    ];
+    let r = run_one(vec![script], |_| {}).await;
+    let message = expect_error(&r, ErrorKind::ErrorObject);
+    assert_eq!(message, "context size exceeded");
+
     let r = run_one(
         vec![plain_response(
             "200 OK",
