@@ -828,6 +828,22 @@ mod tests {
     }
 
     #[test]
+    fn send_futures_can_be_spawned() {
+        fn assert_send<T: Send>(_: &T) {}
+        fn assert_sync<T: Send + Sync>() {}
+        assert_sync::<Client>();
+        let client = Client::new(config()).expect("client");
+        let prompt = Prompt {
+            input: PromptInput::Text(String::new()),
+            planned_prompt_tokens: None,
+            max_tokens: 1,
+            scheduled_at: None,
+        };
+        let fut = client.send(0, &prompt, Instant::now());
+        assert_send(&fut);
+    }
+
+    #[test]
     fn debug_redacts_secrets() {
         let text = format!("{:?}", config());
         assert!(!text.contains("sk-very-secret"), "{text}");
