@@ -1,2 +1,4 @@
 //! Integration tests: one binary, one module per area.
+mod client;
+mod metrics;
 mod plans;
