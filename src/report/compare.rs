@@ -60,7 +60,6 @@ impl Op {
             Op::Ne => a != b,
         }
     }
-    }
 }
 
 /// What the right-hand side of a gate compares against.
