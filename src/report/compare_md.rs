@@ -92,7 +92,7 @@ pub fn render(c: &Comparison) -> String {
         out,
         "## Changes by phase\n\nA change is significant when the {:.0}% bootstrap interval \
          ({} resamples) of new − base excludes zero; that needs per-request records on both \
-         sides. Bold marks a significant change for the worse.\n",
+         sides. Bold marks a change for the worse that is significant, or that cannot be tested for lack of records.\n",
         c.confidence * 100.0,
         c.bootstrap_resamples
     );

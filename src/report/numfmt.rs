@@ -47,6 +47,8 @@ pub fn sig3(x: f64) -> String {
 /// A value with its unit, for tables that mix metrics (rechecks, compare).
 pub fn with_unit(value: f64, unit: Unit) -> String {
     match unit {
+        // Sub-100 ms times read better in milliseconds than as 0.00645 s.
+        Unit::Seconds if value.abs() < 0.1 && value != 0.0 => format!("{} ms", sig3(value * 1000.0)),
         Unit::Seconds => format!("{} s", sig3(value)),
         Unit::Millis => format!("{} ms", sig3(value)),
         Unit::TokensPerSecond => format!("{} tok/s", sig3(value)),
@@ -105,6 +107,8 @@ mod tests {
         assert_eq!(pct_change(0.1), "+10.0%");
         assert_eq!(pct_change(-0.0), "+0.0%");
         assert_eq!(with_unit(14.9, Unit::Seconds), "14.9 s");
+        assert_eq!(with_unit(0.258, Unit::Seconds), "0.258 s");
+        assert_eq!(with_unit(0.00645, Unit::Seconds), "6.45 ms");
         assert_eq!(with_unit(0.01, Unit::Ratio), "1.00%");
     }
 }
