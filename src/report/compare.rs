@@ -129,6 +129,11 @@ impl FromStr for Gate {
         };
         let lhs = text[..at].trim();
         let rhs = text[at + sym.len()..].trim();
+        if let Some(stray) = lhs.chars().last().filter(|c| matches!(c, '=' | '!')) {
+            return Err(fail(format!(
+                "`{stray}{sym}` is not an operator; use one of < <= > >= == !="
+            )));
+        }
         if lhs.is_empty() {
             return Err(fail(format!("no metric before `{sym}`; {GATE_HELP}")));
         }
@@ -136,7 +141,10 @@ impl FromStr for Gate {
             return Err(fail(format!("no threshold after `{sym}`; {GATE_HELP}")));
         }
         if rhs.starts_with(['<', '>', '=', '!']) {
-            return Err(fail(format!("`{sym}{}` is not an operator; use one of < <= > >= == !=", &rhs[..1])));
+            return Err(fail(format!(
+                "`{sym}{}` is not an operator; use one of < <= > >= == !=",
+                &rhs[..1]
+            )));
         }
         let (phase, metric_text) = match lhs.rsplit_once(':') {
             Some((p, m)) if !p.trim().is_empty() => (Some(p.trim().to_string()), m.trim()),
@@ -250,7 +258,12 @@ pub struct GateCheck {
     pub problem: Option<String>,
 }
 
-fn check_gate(gate: &Gate, phase: &str, base: Option<&PhaseResult>, new: Option<&PhaseResult>) -> GateCheck {
+fn check_gate(
+    gate: &Gate,
+    phase: &str,
+    base: Option<&PhaseResult>,
+    new: Option<&PhaseResult>,
+) -> GateCheck {
     let b = base.and_then(|p| gate.metric.value(p));
     let n = new.and_then(|p| gate.metric.value(p));
     let mut check = GateCheck {
@@ -481,7 +494,9 @@ fn compare_phase(
             change.significant = Some(ci[0] > 0.0 || ci[1] < 0.0);
             change.samples = Some([bs.len() as u64, ns.len() as u64]);
         } else if let Metric::Dist(kind, _) = metric {
-            change.samples = dist_samples(kind, base).zip(dist_samples(kind, new)).map(|(b, n)| [b, n]);
+            change.samples = dist_samples(kind, base)
+                .zip(dist_samples(kind, new))
+                .map(|(b, n)| [b, n]);
         }
         metrics.push(change);
     }
@@ -520,7 +535,14 @@ pub fn bootstrap_diff_ci(
     let mut buf = Vec::new();
     let mut diffs = Vec::with_capacity(BOOTSTRAP_RESAMPLES);
     for _ in 0..BOOTSTRAP_RESAMPLES {
-        let sb = resampled_stat(&b_sorted, &mut rng, &mut counts, &mut buf, stat, base_method);
+        let sb = resampled_stat(
+            &b_sorted,
+            &mut rng,
+            &mut counts,
+            &mut buf,
+            stat,
+            base_method,
+        );
         let sn = resampled_stat(&n_sorted, &mut rng, &mut counts, &mut buf, stat, new_method);
         diffs.push(sn - sb);
     }
@@ -570,13 +592,19 @@ mod tests {
         let g = gate("ttft.p95 < +10%");
         assert_eq!(g.op, Op::Lt);
         assert_eq!(g.threshold, Threshold::Relative(0.10));
-        assert_eq!(gate("output_tokens_per_second > -5%").threshold, Threshold::Relative(-0.05));
+        assert_eq!(
+            gate("output_tokens_per_second > -5%").threshold,
+            Threshold::Relative(-0.05)
+        );
         assert_eq!(gate("errors == 0").threshold, Threshold::Value(0.0));
         assert_eq!(gate("e2e.p50 < 2s").threshold, Threshold::Value(2.0));
         assert_eq!(gate("e2e.p50<=1500ms").op, Op::Le);
         assert_eq!(gate("ttft.p99 < +200ms").threshold, Threshold::Delta(0.2));
         assert_eq!(gate("error_rate < 1%").threshold, Threshold::Value(0.01));
-        assert_eq!(gate("max_inter_chunk_ms.p99 < 1s").threshold, Threshold::Value(1000.0));
+        assert_eq!(
+            gate("max_inter_chunk_ms.p99 < 1s").threshold,
+            Threshold::Value(1000.0)
+        );
         let scoped = gate("gateway-c4:ttft.p99 <= +5%");
         assert_eq!(scoped.phase.as_deref(), Some("gateway-c4"));
         assert_eq!(scoped.op, Op::Le);
@@ -592,7 +620,9 @@ mod tests {
         assert!(e("ttft < +1%").contains("name a statistic"));
         assert!(e("ttft.p95 < fast").contains("not a number"));
         assert!(e("ttft.p95 < 3parsecs").contains("unknown unit"));
-        assert!(e("errors =< 0").contains("operator") || e("errors =< 0").contains("number"));
+        assert!(e("errors =< 0").contains("`=<` is not an operator"));
+        assert!(e("errors => 0").contains("`=>` is not an operator"));
+        assert!(e("errors <> 0").contains("`<>` is not an operator"));
         assert!(e(" < +1%").contains("no metric"));
     }
 
@@ -607,10 +637,24 @@ mod tests {
     fn bootstrap_detects_a_shift_and_not_noise() {
         let base: Vec<f64> = (0..200).map(|i| 100.0 + (i % 20) as f64).collect();
         let same = base.clone();
-        let ci = bootstrap_diff_ci(&base, PercentileMethod::Linear, &same, PercentileMethod::Linear, Stat::P50, 7);
+        let ci = bootstrap_diff_ci(
+            &base,
+            PercentileMethod::Linear,
+            &same,
+            PercentileMethod::Linear,
+            Stat::P50,
+            7,
+        );
         assert!(ci[0] <= 0.0 && ci[1] >= 0.0, "{ci:?}");
         let slower: Vec<f64> = base.iter().map(|v| v + 30.0).collect();
-        let ci = bootstrap_diff_ci(&base, PercentileMethod::Linear, &slower, PercentileMethod::Linear, Stat::P50, 7);
+        let ci = bootstrap_diff_ci(
+            &base,
+            PercentileMethod::Linear,
+            &slower,
+            PercentileMethod::Linear,
+            Stat::P50,
+            7,
+        );
         assert!(ci[0] > 20.0 && ci[1] < 40.0, "{ci:?}");
     }
 }

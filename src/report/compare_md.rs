@@ -52,7 +52,11 @@ pub fn render(c: &Comparison) -> String {
         if failed == 0 {
             let _ = writeln!(out, "All {} gate checks passed.\n", c.gates.len());
         } else {
-            let _ = writeln!(out, "> **✗ {failed} of {} gate checks failed.**\n", c.gates.len());
+            let _ = writeln!(
+                out,
+                "> **✗ {failed} of {} gate checks failed.**\n",
+                c.gates.len()
+            );
         }
         let mut t = Table::new(&[
             ("Gate", Align::Left),
@@ -121,7 +125,11 @@ pub fn render(c: &Comparison) -> String {
                     (Some(d), Some(u)) => signed(d, u),
                     _ => "–".to_string(),
                 }),
-                Cell::marked(m.relative_change.map_or_else(|| "–".to_string(), pct_change), mark),
+                Cell::marked(
+                    m.relative_change
+                        .map_or_else(|| "–".to_string(), pct_change),
+                    mark,
+                ),
                 Cell::plain(match (m.ci95, m.unit) {
                     (Some([lo, hi]), Some(u)) => format!("[{}, {}]", signed(lo, u), signed(hi, u)),
                     _ => "–".to_string(),
@@ -131,13 +139,19 @@ pub fn render(c: &Comparison) -> String {
                     Some(false) => "no",
                     None => "n/a (no records)",
                 }),
-                Cell::plain(m.samples.map_or_else(|| "–".to_string(), |[b, n]| format!("{b}/{n}"))),
+                Cell::plain(
+                    m.samples
+                        .map_or_else(|| "–".to_string(), |[b, n]| format!("{b}/{n}")),
+                ),
             ]);
         }
         write_table(&mut out, &t);
         out.push('\n');
     }
-    for (label, list) in [("Only in base", &c.only_in_base), ("Only in new", &c.only_in_new)] {
+    for (label, list) in [
+        ("Only in base", &c.only_in_base),
+        ("Only in new", &c.only_in_new),
+    ] {
         if !list.is_empty() {
             let _ = writeln!(out, "{label}: {}\n", cell(&list.join(", ")));
         }

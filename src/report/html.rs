@@ -53,7 +53,9 @@ pub fn render(report: &Report) -> String {
     }
     out.push_str("</table>\n");
 
-    out.push_str("<h2>Phases</h2>\n<p class=\"note\">Latencies in milliseconds; phases in plan order.</p>\n");
+    out.push_str(
+        "<h2>Phases</h2>\n<p class=\"note\">Latencies in milliseconds; phases in plan order.</p>\n",
+    );
     write_table(&mut out, &table::phases(report));
     sweep_charts(&mut out, report);
     percentile_charts(&mut out, report);
@@ -167,13 +169,14 @@ pub(crate) fn sweeps(report: &Report) -> IndexMap<String, Vec<&PhaseResult>> {
             .or_default()
             .push(p);
     }
-    groups.retain(|_, ps| {
-        let levels: BTreeSet<u32> = ps.iter().filter_map(|p| p.concurrency).collect();
-        levels.len() >= 2
-    });
     for ps in groups.values_mut() {
+        // One point per level: the first phase at it in plan order (a later soak or repeat
+        // at the same level is not part of the sweep).
+        let mut seen = BTreeSet::new();
+        ps.retain(|p| seen.insert(p.concurrency));
         ps.sort_by_key(|p| p.concurrency);
     }
+    groups.retain(|_, ps| ps.len() >= 2);
     groups
 }
 
@@ -205,7 +208,10 @@ fn sweep_charts(out: &mut String, report: &Report) {
     let mut ttft = Vec::new();
     for (name, ps) in &groups {
         for (stat, pick) in [
-            ("p50", (|d: &crate::metrics::Distribution| d.p50) as fn(&_) -> f64),
+            (
+                "p50",
+                (|d: &crate::metrics::Distribution| d.p50) as fn(&_) -> f64,
+            ),
             ("p95", |d| d.p95),
         ] {
             ttft.push(Series {
@@ -293,7 +299,11 @@ fn scatter_charts(out: &mut String, report: &Report) {
         any = true;
         let failed = p.request_timings.iter().filter(|r| !r.is_ok()).count();
         let title = if failed > 0 {
-            format!("{}: {} requests ({failed} failed, not shown)", p.phase, points.len())
+            format!(
+                "{}: {} requests ({failed} failed, not shown)",
+                p.phase,
+                points.len()
+            )
         } else {
             format!("{}: {} requests", p.phase, points.len())
         };

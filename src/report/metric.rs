@@ -99,7 +99,10 @@ const DISTS: [(DistKind, &str); 9] = [
     (DistKind::Tpot, "tpot"),
     (DistKind::E2e, "e2e"),
     (DistKind::TimeToFirstOutput, "time_to_first_output"),
-    (DistKind::MeanInterTokenLatencyMs, "mean_inter_token_latency_ms"),
+    (
+        DistKind::MeanInterTokenLatencyMs,
+        "mean_inter_token_latency_ms",
+    ),
     (DistKind::MaxInterChunkMs, "max_inter_chunk_ms"),
     (DistKind::DecodeTokS, "decode_tok_s"),
     (DistKind::InputTokens, "input_tokens"),
@@ -118,7 +121,11 @@ const STATS: [(Stat, &str); 6] = [
 /// Every metric name a user may write, for error messages.
 pub fn known_metrics() -> String {
     let mut names: Vec<String> = SCALARS.iter().map(|(_, n)| n.to_string()).collect();
-    names.extend(DISTS.iter().map(|(_, n)| format!("{n}.{{p50,p95,p99,min,max,mean}}")));
+    names.extend(
+        DISTS
+            .iter()
+            .map(|(_, n)| format!("{n}.{{p50,p95,p99,min,max,mean}}")),
+    );
     names.join(", ")
 }
 
@@ -181,7 +188,10 @@ impl Scalar {
 
 impl DistKind {
     pub fn name(self) -> &'static str {
-        DISTS.iter().find(|(k, _)| *k == self).map_or("?", |(_, n)| n)
+        DISTS
+            .iter()
+            .find(|(k, _)| *k == self)
+            .map_or("?", |(_, n)| n)
     }
 
     pub fn unit(self) -> Unit {
@@ -232,7 +242,10 @@ impl DistKind {
 
 impl Stat {
     pub fn name(self) -> &'static str {
-        STATS.iter().find(|(s, _)| *s == self).map_or("?", |(_, n)| n)
+        STATS
+            .iter()
+            .find(|(s, _)| *s == self)
+            .map_or("?", |(_, n)| n)
     }
 
     pub fn of(self, d: &Distribution) -> f64 {
@@ -336,9 +349,7 @@ impl Metric {
                 Scalar::Requests => Some(s.requests as f64),
                 Scalar::Success => Some(s.success as f64),
                 Scalar::Errors => Some(s.errors as f64),
-                Scalar::ErrorRate => {
-                    (s.requests > 0).then(|| s.errors as f64 / s.requests as f64)
-                }
+                Scalar::ErrorRate => (s.requests > 0).then(|| s.errors as f64 / s.requests as f64),
                 Scalar::Elapsed => Some(s.elapsed),
                 Scalar::OutputTokensPerSecond => Some(s.output_tokens_per_second),
                 Scalar::RequestRate => Some(s.request_rate),
@@ -393,7 +404,12 @@ mod tests {
 
     #[test]
     fn parses_and_prints_paths() {
-        for p in ["ttft.p95", "errors", "goodput.fraction", "decode_tok_s.mean"] {
+        for p in [
+            "ttft.p95",
+            "errors",
+            "goodput.fraction",
+            "decode_tok_s.mean",
+        ] {
             let m: Metric = p.parse().unwrap();
             assert_eq!(m.to_string(), p);
         }

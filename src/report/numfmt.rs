@@ -48,7 +48,9 @@ pub fn sig3(x: f64) -> String {
 pub fn with_unit(value: f64, unit: Unit) -> String {
     match unit {
         // Sub-100 ms times read better in milliseconds than as 0.00645 s.
-        Unit::Seconds if value.abs() < 0.1 && value != 0.0 => format!("{} ms", sig3(value * 1000.0)),
+        Unit::Seconds if value.abs() < 0.1 && value != 0.0 => {
+            format!("{} ms", sig3(value * 1000.0))
+        }
         Unit::Seconds => format!("{} s", sig3(value)),
         Unit::Millis => format!("{} ms", sig3(value)),
         Unit::TokensPerSecond => format!("{} tok/s", sig3(value)),
@@ -75,7 +77,7 @@ pub fn pct_change(change: f64) -> String {
     } else {
         format!("{:.1}", p.abs())
     };
-    if p < 0.0 && body.trim_start_matches(['0', '.']) != "" {
+    if p < 0.0 && !body.trim_start_matches(['0', '.']).is_empty() {
         format!("−{body}%")
     } else {
         format!("+{body}%")

@@ -77,7 +77,7 @@ pub fn read_report(path: &Path) -> Result<Report, ReadError> {
                 .map_err(|e| err(format!("not a valid {ANVIL_SCHEMA} report: {e}")))?;
             if run.request_timings.is_empty() {
                 return Err(err(
-                    "`request_timings` is empty: nothing to summarize".to_string(),
+                    "`request_timings` is empty: nothing to summarize".to_string()
                 ));
             }
             if run.concurrency == 0 {

@@ -9,8 +9,8 @@ use serde_json::Value;
 
 use super::metric::Metric;
 use super::model::{
-    Drift, DriftVerdict, HostFacts, PhaseResult, PlanSource, PromptTokenCheck, RecheckPair,
-    Report, ServerMetrics, TimingMethodology, ToolInfo, WarmupResult, REPORT_SCHEMA,
+    Drift, DriftVerdict, HostFacts, PhaseResult, PlanSource, PromptTokenCheck, REPORT_SCHEMA,
+    RecheckPair, Report, ServerMetrics, TimingMethodology, ToolInfo, WarmupResult,
 };
 use crate::client::{OutputTokenSource, RequestRecord};
 use crate::metrics::{Distribution, PhaseSummary};
@@ -201,11 +201,15 @@ fn reconstruct_starts(e2e_ms: &[f64], concurrency: u32) -> Vec<f64> {
     e2e_ms
         .iter()
         .map(|e2e| {
-            let (slot, start) = free_at
-                .iter()
-                .copied()
-                .enumerate()
-                .fold((0, f64::INFINITY), |best, (i, t)| if t < best.1 { (i, t) } else { best });
+            let (slot, start) =
+                free_at
+                    .iter()
+                    .copied()
+                    .enumerate()
+                    .fold(
+                        (0, f64::INFINITY),
+                        |best, (i, t)| if t < best.1 { (i, t) } else { best },
+                    );
             free_at[slot] = start + e2e;
             start
         })
@@ -219,8 +223,18 @@ fn mean(values: impl Iterator<Item = f64>) -> Option<f64> {
 
 /// Planned against served prompt tokens from per-request records.
 pub(crate) fn prompt_check(records: &[RequestRecord], tolerance: f64) -> PromptTokenCheck {
-    let planned = mean(records.iter().filter_map(|r| r.planned_context_tokens).map(|v| v as f64));
-    let actual = mean(records.iter().filter_map(|r| r.prompt_tokens).map(|v| v as f64));
+    let planned = mean(
+        records
+            .iter()
+            .filter_map(|r| r.planned_context_tokens)
+            .map(|v| v as f64),
+    );
+    let actual = mean(
+        records
+            .iter()
+            .filter_map(|r| r.prompt_tokens)
+            .map(|v| v as f64),
+    );
     let relative_error = match (planned, actual) {
         (Some(p), Some(a)) if p > 0.0 => Some((a - p) / p),
         _ => None,
@@ -353,7 +367,10 @@ pub fn anvil_to_report(run: AnvilRun, source: PlanSource) -> Report {
             ..Phase::default()
         }],
     };
-    let started_at = run.started_at.clone().unwrap_or_else(|| "unknown".to_string());
+    let started_at = run
+        .started_at
+        .clone()
+        .unwrap_or_else(|| "unknown".to_string());
     let phase = PhaseResult {
         phase: phase_name,
         route: route.clone(),
@@ -404,7 +421,10 @@ pub fn anvil_to_report(run: AnvilRun, source: PlanSource) -> Report {
 /// percentiles), no request records, rechecks paired by name (`recheck-X` ↔ `…X`).
 pub fn gateway_to_report(run: GatewayRun, name: &str, source: PlanSource) -> Report {
     let mut metadata = IndexMap::new();
-    metadata.insert("imported_from".to_string(), Value::from("multi-phase gateway report"));
+    metadata.insert(
+        "imported_from".to_string(),
+        Value::from("multi-phase gateway report"),
+    );
     for (k, v) in [
         ("model", &run.model),
         ("engine", &run.engine),
@@ -431,7 +451,9 @@ pub fn gateway_to_report(run: GatewayRun, name: &str, source: PlanSource) -> Rep
             model: run.model.clone(),
             ..Target::default()
         });
-        workloads.entry(workload.clone()).or_insert_with(Workload::default);
+        workloads
+            .entry(workload.clone())
+            .or_insert_with(Workload::default);
         let recheck_of = original_of(&g.phase, &route, &workload, g.concurrency, &phases);
         plan_phases.push(Phase {
             name: Some(g.phase.clone()),
@@ -621,7 +643,10 @@ mod tests {
             reconstruct_starts(&[100.0, 300.0, 50.0, 10.0], 2),
             vec![0.0, 0.0, 100.0, 150.0]
         );
-        assert_eq!(route_of(Some("http://127.0.0.1:39062/v1")), "127.0.0.1:39062");
+        assert_eq!(
+            route_of(Some("http://127.0.0.1:39062/v1")),
+            "127.0.0.1:39062"
+        );
         assert_eq!(route_of(None), "default");
     }
 }

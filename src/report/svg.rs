@@ -26,13 +26,15 @@ pub const PALETTE: [&str; 8] = [
 const WIDTH: f64 = 760.0;
 
 /// A mapping from data to pixels along one axis.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 struct Scale {
     lo: f64,
     hi: f64,
     log: bool,
     px0: f64,
     px1: f64,
+    /// Ticks to draw instead of computed ones (e.g. the concurrency levels of a sweep).
+    fixed_ticks: Option<Vec<f64>>,
 }
 
 impl Scale {
@@ -73,6 +75,31 @@ impl Scale {
             log,
             px0,
             px1,
+            fixed_ticks: None,
+        }
+    }
+
+    /// A log scale spanning exactly the given positive values (padded), ticked at them.
+    fn at_values(values: &[f64], px0: f64, px1: f64) -> Scale {
+        let mut ticks: Vec<f64> = values
+            .iter()
+            .copied()
+            .filter(|v| v.is_finite() && *v > 0.0)
+            .collect();
+        ticks.sort_by(f64::total_cmp);
+        ticks.dedup();
+        let (lo, hi) = match (ticks.first(), ticks.last()) {
+            (Some(lo), Some(hi)) if hi > lo => (lo / 1.25, hi * 1.25),
+            (Some(v), _) => (v / 2.0, v * 2.0),
+            (None, _) => (1.0, 10.0),
+        };
+        Scale {
+            lo,
+            hi,
+            log: true,
+            px0,
+            px1,
+            fixed_ticks: Some(ticks),
         }
     }
 
@@ -87,10 +114,17 @@ impl Scale {
     }
 
     fn ticks(&self) -> Vec<f64> {
+        if let Some(t) = &self.fixed_ticks {
+            return t.clone();
+        }
         if self.log {
             let mut out = Vec::new();
             let decades = (self.hi.log10() - self.lo.log10()).round() as i32;
-            let mults: &[f64] = if decades <= 2 { &[1.0, 2.0, 5.0] } else { &[1.0] };
+            let mults: &[f64] = if decades <= 2 {
+                &[1.0, 2.0, 5.0]
+            } else {
+                &[1.0]
+            };
             let mut p = self.lo;
             while p <= self.hi * 1.0001 {
                 for m in mults {
@@ -207,17 +241,19 @@ fn axes(out: &mut String, x: &Scale, y: &Scale, x_label: &str, y_label: &str) {
     );
 }
 
-fn legend(out: &mut String, entries: &[(String, &str)], x_right: f64, y_top: f64) {
+fn legend(out: &mut String, entries: &[(String, &str)], x: f64, y_top: f64, anchor_end: bool) {
     for (i, (name, color)) in entries.iter().enumerate() {
         let y = y_top + 16.0 * i as f64;
+        let (rect_x, text_x, anchor) = if anchor_end {
+            (x - 10.0, x - 14.0, "end")
+        } else {
+            (x, x + 14.0, "start")
+        };
         let _ = write!(
             out,
-            "<rect x=\"{:.1}\" y=\"{:.1}\" width=\"10\" height=\"10\" fill=\"{color}\"/>\
-             <text x=\"{:.1}\" y=\"{:.1}\" class=\"lg\" text-anchor=\"end\">{}</text>",
-            x_right - 10.0,
+            "<rect x=\"{rect_x:.1}\" y=\"{:.1}\" width=\"10\" height=\"10\" fill=\"{color}\"/>\
+             <text x=\"{text_x:.1}\" y=\"{y:.1}\" class=\"lg\" text-anchor=\"{anchor}\">{}</text>",
             y - 9.0,
-            x_right - 14.0,
-            y,
             esc(name)
         );
     }
@@ -229,7 +265,8 @@ pub struct Series {
     pub points: Vec<(f64, f64)>,
 }
 
-/// Lines with point markers; `x_log`/`y_log` ask for log axes (ignored if a value is ≤ 0).
+/// Lines with point markers. `x_log` puts x on a log axis ticked at the data's own x values
+/// (concurrency levels); `y_log` asks for a log y axis (ignored if a value is ≤ 0).
 pub fn line_chart(
     title: &str,
     x_label: &str,
@@ -239,9 +276,19 @@ pub fn line_chart(
     series: &[Series],
 ) -> String {
     let height = 340.0;
-    let xs: Vec<f64> = series.iter().flat_map(|s| s.points.iter().map(|p| p.0)).collect();
-    let ys: Vec<f64> = series.iter().flat_map(|s| s.points.iter().map(|p| p.1)).collect();
-    let x = Scale::fit(&xs, x_log, 80.0, WIDTH - 30.0, false);
+    let xs: Vec<f64> = series
+        .iter()
+        .flat_map(|s| s.points.iter().map(|p| p.0))
+        .collect();
+    let ys: Vec<f64> = series
+        .iter()
+        .flat_map(|s| s.points.iter().map(|p| p.1))
+        .collect();
+    let x = if x_log && xs.iter().all(|v| *v > 0.0) {
+        Scale::at_values(&xs, 80.0, WIDTH - 30.0)
+    } else {
+        Scale::fit(&xs, false, 80.0, WIDTH - 30.0, false)
+    };
     let y = Scale::fit(&ys, y_log, height - 60.0, 40.0, true);
     let mut out = String::new();
     open(&mut out, title, height);
@@ -261,7 +308,11 @@ pub fn line_chart(
             "<polyline fill=\"none\" stroke=\"{color}\" stroke-width=\"2\" points=\"{}\"/>",
             path.join(" ")
         );
-        for p in s.points.iter().filter(|p| p.0.is_finite() && p.1.is_finite()) {
+        for p in s
+            .points
+            .iter()
+            .filter(|p| p.0.is_finite() && p.1.is_finite())
+        {
             let _ = write!(
                 out,
                 "<circle cx=\"{:.1}\" cy=\"{:.1}\" r=\"3.5\" fill=\"{color}\"><title>{}: {} → {}</title></circle>",
@@ -273,7 +324,8 @@ pub fn line_chart(
             );
         }
     }
-    legend(&mut out, &entries, WIDTH - 36.0, 48.0);
+    // Top left: sweeps mostly rise to the right, so that corner stays clear.
+    legend(&mut out, &entries, 92.0, 52.0, false);
     out.push_str("</svg>");
     out
 }
@@ -325,13 +377,14 @@ pub fn range_rows(title: &str, x_label: &str, rows: &[RangeRow]) -> String {
         .filter(|v| v.is_finite() && **v > 0.0)
         .fold((f64::INFINITY, 0.0f64), |(l, h), v| (l.min(*v), h.max(*v)));
     let log = lo.is_finite() && hi / lo > 20.0;
-    let x = Scale::fit(&all, log, 190.0, WIDTH - 30.0, !log);
+    let x = Scale::fit(&all, log, 190.0, WIDTH - 30.0, false);
     let y = Scale {
         lo: 0.0,
         hi: 1.0,
         log: false,
         px0: height - 56.0,
         px1: top - 8.0,
+        fixed_ticks: None,
     };
     let mut out = String::new();
     open(&mut out, title, height);
@@ -354,7 +407,11 @@ pub fn range_rows(title: &str, x_label: &str, rows: &[RangeRow]) -> String {
         y.px0 + 36.0,
         esc(x_label)
     );
-    let marks = [("p50", PALETTE[0]), ("p95", PALETTE[4]), ("p99", PALETTE[1])];
+    let marks = [
+        ("p50", PALETTE[0]),
+        ("p95", PALETTE[4]),
+        ("p99", PALETTE[1]),
+    ];
     for (i, r) in rows.iter().enumerate() {
         let cy = top + row_h * i as f64 + row_h / 2.0;
         let _ = write!(
@@ -385,7 +442,7 @@ pub fn range_rows(title: &str, x_label: &str, rows: &[RangeRow]) -> String {
         }
     }
     let entries: Vec<(String, &str)> = marks.iter().map(|(n, c)| (n.to_string(), *c)).collect();
-    legend(&mut out, &entries[..], WIDTH - 30.0, 40.0);
+    legend(&mut out, &entries[..], WIDTH - 30.0, 40.0, true);
     out.push_str("</svg>");
     out
 }
@@ -466,7 +523,10 @@ mod tests {
 
     #[test]
     fn escapes_markup() {
-        assert_eq!(esc("<a href=\"x\">&'"), "&lt;a href=&quot;x&quot;&gt;&amp;&#39;");
+        assert_eq!(
+            esc("<a href=\"x\">&'"),
+            "&lt;a href=&quot;x&quot;&gt;&amp;&#39;"
+        );
     }
 
     #[test]

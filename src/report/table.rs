@@ -101,13 +101,15 @@ pub fn header_facts(report: &Report) -> Vec<(String, String)> {
         .iter()
         .map(|(name, t)| {
             let place = match (&t.base_url, &t.simulator) {
-                (Some(url), _) => url.clone(),
-                (None, Some(_)) => "embedded simulator".to_string(),
-                (None, None) => "no address".to_string(),
+                (Some(url), _) => Some(url.clone()),
+                (None, Some(_)) => Some("embedded simulator".to_string()),
+                (None, None) => None,
             };
-            match &t.model {
-                Some(m) => format!("{name}: {place}, model {m}"),
-                None => format!("{name}: {place}"),
+            match (place, &t.model) {
+                (Some(p), Some(m)) => format!("{name}: {p}, model {m}"),
+                (Some(p), None) => format!("{name}: {p}"),
+                (None, Some(m)) => format!("{name} (model {m})"),
+                (None, None) => name.clone(),
             }
         })
         .collect();
@@ -126,7 +128,7 @@ pub fn header_facts(report: &Report) -> Vec<(String, String)> {
         report
             .finished_at
             .clone()
-            .unwrap_or_else(|| "not finished".to_string()),
+            .unwrap_or_else(|| "not recorded (in progress, or not stated)".to_string()),
     ));
     facts.push((
         "Tool".to_string(),
@@ -169,7 +171,10 @@ pub fn load_label(p: &PhaseResult) -> String {
     }
 }
 
-fn dist_ms(d: Option<&crate::metrics::Distribution>, f: fn(&crate::metrics::Distribution) -> f64) -> Cell {
+fn dist_ms(
+    d: Option<&crate::metrics::Distribution>,
+    f: fn(&crate::metrics::Distribution) -> f64,
+) -> Cell {
     Cell::plain(d.map_or_else(|| "–".to_string(), |d| ms_from_s(f(d))))
 }
 

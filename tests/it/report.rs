@@ -40,7 +40,13 @@ fn dist(values: &[f64]) -> Option<Distribution> {
 
 /// Deterministic records for one phase: TTFT grows with concurrency, with a few slow
 /// first-coverage requests when `spike_ms` is set, and `errors` failures at the end.
-fn records(n: u64, concurrency: u32, ttft_ms: f64, spike_ms: Option<f64>, errors: u64) -> Vec<RequestRecord> {
+fn records(
+    n: u64,
+    concurrency: u32,
+    ttft_ms: f64,
+    spike_ms: Option<f64>,
+    errors: u64,
+) -> Vec<RequestRecord> {
     (0..n)
         .map(|i| {
             let jitter = ((i * 37) % 11) as f64;
@@ -106,7 +112,13 @@ struct PhaseSpec {
 
 fn phase(spec: &PhaseSpec, index: usize, slow: f64) -> PhaseResult {
     let c = spec.concurrency.unwrap_or(2);
-    let mut recs = records(24, c, spec.ttft_ms * slow, spec.spike_ms.map(|s| s * slow), spec.errors);
+    let mut recs = records(
+        24,
+        c,
+        spec.ttft_ms * slow,
+        spec.spike_ms.map(|s| s * slow),
+        spec.errors,
+    );
     for r in &mut recs {
         if slow != 1.0 && r.is_ok() {
             // Keep e2e consistent with the slower TTFT.
@@ -141,8 +153,18 @@ fn phase(spec: &PhaseSpec, index: usize, slow: f64) -> PhaseResult {
         tpot: dist(&secs(|r| r.tpot_ms)),
         e2e: dist(&secs(|r| Some(r.e2e_ms))),
         time_to_first_output: dist(&secs(|r| r.time_to_first_output_ms)),
-        input_tokens: dist(&ok.iter().filter_map(|r| r.prompt_tokens).map(|v| v as f64).collect::<Vec<_>>()),
-        output_tokens: dist(&ok.iter().filter_map(|r| r.output_tokens).map(|v| v as f64).collect::<Vec<_>>()),
+        input_tokens: dist(
+            &ok.iter()
+                .filter_map(|r| r.prompt_tokens)
+                .map(|v| v as f64)
+                .collect::<Vec<_>>(),
+        ),
+        output_tokens: dist(
+            &ok.iter()
+                .filter_map(|r| r.output_tokens)
+                .map(|v| v as f64)
+                .collect::<Vec<_>>(),
+        ),
         total_input_tokens: total_in,
         total_output_tokens: total_out,
         content_chunks: ok.iter().map(|r| r.content_chunks).sum(),
@@ -167,7 +189,11 @@ fn phase(spec: &PhaseSpec, index: usize, slow: f64) -> PhaseResult {
         end_offset_seconds: start + elapsed,
         partial: false,
         summary,
-        warmup: WarmupResult { requests: 4, errors: 0, elapsed: 7.5 },
+        warmup: WarmupResult {
+            requests: 4,
+            errors: 0,
+            elapsed: 7.5,
+        },
         prompt_tokens: PromptTokenCheck {
             planned_mean: Some(planned),
             actual_mean: Some(actual),
@@ -183,12 +209,72 @@ fn phase(spec: &PhaseSpec, index: usize, slow: f64) -> PhaseResult {
 }
 
 const SPECS: [PhaseSpec; 6] = [
-    PhaseSpec { name: "direct-c1", route: "direct", concurrency: Some(1), rate_rps: None, recheck_of: None, ttft_ms: 150.0, spike_ms: None, errors: 0, planned_prompt: 512.0 },
-    PhaseSpec { name: "gateway-c1", route: "least-request", concurrency: Some(1), rate_rps: None, recheck_of: None, ttft_ms: 165.0, spike_ms: None, errors: 0, planned_prompt: 512.0 },
-    PhaseSpec { name: "gateway-c4", route: "least-request", concurrency: Some(4), rate_rps: None, recheck_of: None, ttft_ms: 210.0, spike_ms: Some(14_900.0), errors: 0, planned_prompt: 512.0 },
-    PhaseSpec { name: "gateway-c16", route: "least-request", concurrency: Some(16), rate_rps: None, recheck_of: None, ttft_ms: 420.0, spike_ms: None, errors: 0, planned_prompt: 512.0 },
-    PhaseSpec { name: "recheck-c4", route: "least-request", concurrency: Some(4), rate_rps: None, recheck_of: Some("gateway-c4"), ttft_ms: 215.0, spike_ms: None, errors: 0, planned_prompt: 512.0 },
-    PhaseSpec { name: "burst-5rps", route: "least-request", concurrency: None, rate_rps: Some(5.0), recheck_of: None, ttft_ms: 300.0, spike_ms: None, errors: 3, planned_prompt: 640.0 },
+    PhaseSpec {
+        name: "direct-c1",
+        route: "direct",
+        concurrency: Some(1),
+        rate_rps: None,
+        recheck_of: None,
+        ttft_ms: 150.0,
+        spike_ms: None,
+        errors: 0,
+        planned_prompt: 512.0,
+    },
+    PhaseSpec {
+        name: "gateway-c1",
+        route: "least-request",
+        concurrency: Some(1),
+        rate_rps: None,
+        recheck_of: None,
+        ttft_ms: 165.0,
+        spike_ms: None,
+        errors: 0,
+        planned_prompt: 512.0,
+    },
+    PhaseSpec {
+        name: "gateway-c4",
+        route: "least-request",
+        concurrency: Some(4),
+        rate_rps: None,
+        recheck_of: None,
+        ttft_ms: 210.0,
+        spike_ms: Some(14_900.0),
+        errors: 0,
+        planned_prompt: 512.0,
+    },
+    PhaseSpec {
+        name: "gateway-c16",
+        route: "least-request",
+        concurrency: Some(16),
+        rate_rps: None,
+        recheck_of: None,
+        ttft_ms: 420.0,
+        spike_ms: None,
+        errors: 0,
+        planned_prompt: 512.0,
+    },
+    PhaseSpec {
+        name: "recheck-c4",
+        route: "least-request",
+        concurrency: Some(4),
+        rate_rps: None,
+        recheck_of: Some("gateway-c4"),
+        ttft_ms: 215.0,
+        spike_ms: None,
+        errors: 0,
+        planned_prompt: 512.0,
+    },
+    PhaseSpec {
+        name: "burst-5rps",
+        route: "least-request",
+        concurrency: None,
+        rate_rps: Some(5.0),
+        recheck_of: None,
+        ttft_ms: 300.0,
+        spike_ms: None,
+        errors: 3,
+        planned_prompt: 640.0,
+    },
 ];
 
 fn drift(metric: &str, original: f64, recheck: f64, tolerance: f64) -> Drift {
@@ -199,14 +285,28 @@ fn drift(metric: &str, original: f64, recheck: f64, tolerance: f64) -> Drift {
         recheck: Some(recheck),
         change: Some(change),
         tolerance,
-        verdict: if change.abs() > tolerance { DriftVerdict::Drifted } else { DriftVerdict::Stable },
+        verdict: if change.abs() > tolerance {
+            DriftVerdict::Drifted
+        } else {
+            DriftVerdict::Stable
+        },
     }
 }
 
 /// A hand-built report of a small gateway plan; `slow` multiplies every TTFT.
 pub fn sample_report(slow: f64) -> Report {
-    let phases: Vec<PhaseResult> = SPECS.iter().enumerate().map(|(i, s)| phase(s, i, slow)).collect();
-    let by = |n: &str| phases.iter().find(|p| p.phase == n).cloned().expect("phase");
+    let phases: Vec<PhaseResult> = SPECS
+        .iter()
+        .enumerate()
+        .map(|(i, s)| phase(s, i, slow))
+        .collect();
+    let by = |n: &str| {
+        phases
+            .iter()
+            .find(|p| p.phase == n)
+            .cloned()
+            .expect("phase")
+    };
     let (orig, re) = (by("gateway-c4"), by("recheck-c4"));
     let ttft = |p: &PhaseResult| p.summary.ttft.expect("ttft");
     let mut metrics = vec![
@@ -248,7 +348,10 @@ pub fn sample_report(slow: f64) -> Report {
         slo: None,
         targets: IndexMap::from([
             ("direct".to_string(), target("http://127.0.0.1:8000/v1")),
-            ("least-request".to_string(), target("http://127.0.0.1:9000/v1")),
+            (
+                "least-request".to_string(),
+                target("http://127.0.0.1:9000/v1"),
+            ),
         ]),
         workloads: IndexMap::from([(
             "short".to_string(),
@@ -273,14 +376,26 @@ pub fn sample_report(slow: f64) -> Report {
     let words = |s: &str| s.to_string();
     Report {
         schema: report::REPORT_SCHEMA.to_string(),
-        tool: ToolInfo { name: "servebench".to_string(), version: "0.1.0".to_string() },
+        tool: ToolInfo {
+            name: "servebench".to_string(),
+            version: "0.1.0".to_string(),
+        },
         run_id: "gateway-demo-20261130T100000Z".to_string(),
         started_at: "2026-11-30T10:00:00Z".to_string(),
         finished_at: Some("2026-11-30T10:07:30Z".to_string()),
         partial: false,
         stop_reason: None,
-        host: HostFacts { hostname: "bench-1".into(), os: "linux".into(), arch: "x86_64".into(), cpus: 2, memory_bytes: None },
-        plan_source: PlanSource { path: "plans/gateway-demo.yaml".into(), sha256: "ab".repeat(32) },
+        host: HostFacts {
+            hostname: "bench-1".into(),
+            os: "linux".into(),
+            arch: "x86_64".into(),
+            cpus: 2,
+            memory_bytes: None,
+        },
+        plan_source: PlanSource {
+            path: "plans/gateway-demo.yaml".into(),
+            sha256: "ab".repeat(32),
+        },
         vars: IndexMap::new(),
         plan,
         metadata: IndexMap::from([("engine".to_string(), "vllm 0.26".into())]),
@@ -297,7 +412,12 @@ pub fn sample_report(slow: f64) -> Report {
             elapsed: words("first measured start to last end"),
         },
         phases,
-        rechecks: vec![RecheckPair { original: "gateway-c4".into(), recheck: "recheck-c4".into(), metrics, verdict }],
+        rechecks: vec![RecheckPair {
+            original: "gateway-c4".into(),
+            recheck: "recheck-c4".into(),
+            metrics,
+            verdict,
+        }],
     }
 }
 
@@ -317,11 +437,17 @@ fn servebench() -> Command {
 fn fixture_matches_the_hand_built_report() {
     let built = sample_report(1.0);
     if std::env::var_os("UPDATE_REPORT_FIXTURES").is_some() {
-        std::fs::write(FIXTURE, serde_json::to_string_pretty(&built).expect("json") + "\n")
-            .expect("write fixture");
+        std::fs::write(
+            FIXTURE,
+            serde_json::to_string_pretty(&built).expect("json") + "\n",
+        )
+        .expect("write fixture");
     }
     let read = report::read_report(Path::new(FIXTURE)).expect("fixture reads");
-    assert!(read == built, "{FIXTURE} differs from sample_report(); regenerate with UPDATE_REPORT_FIXTURES=1");
+    assert!(
+        read == built,
+        "{FIXTURE} differs from sample_report(); regenerate with UPDATE_REPORT_FIXTURES=1"
+    );
 }
 
 #[test]
@@ -334,12 +460,29 @@ fn markdown_snapshot() {
 fn markdown_makes_the_drift_and_warnings_obvious() {
     let md = report::markdown::render(&sample_report(1.0));
     assert!(md.contains("**⚠ 1 of 1 rechecks drifted:**"), "{md}");
-    assert!(md.contains("> - **gateway-c4 → recheck-c4: ttft.p99 14.9 s → 0.258 s (−98.3%)**"), "{md}");
+    assert!(
+        md.contains("> - **gateway-c4 → recheck-c4: ttft.p99 14.9 s → 0.258 s (−98.3%)**"),
+        "{md}"
+    );
     // Pipes and markup in user text cannot break the table.
-    assert!(md.contains("Direct vs \\<gateway\\> \\| least-request & friends"), "{md}");
-    assert!(md.contains("| burst-5rps | rate\\_limited | **1** | HTTP 429: slow down, \"burst\" limit hit |"), "{md}");
-    assert!(md.contains("| burst-5rps | stream\\_broken | **2** | connection reset after 3 chunks |"), "{md}");
-    assert!(md.contains("> **⚠ Prompt size outside tolerance in:** burst-5rps\n"), "{md}");
+    assert!(
+        md.contains("Direct vs \\<gateway\\> \\| least-request & friends"),
+        "{md}"
+    );
+    assert!(
+        md.contains(
+            "| burst-5rps | rate\\_limited | **1** | HTTP 429: slow down, \"burst\" limit hit |"
+        ),
+        "{md}"
+    );
+    assert!(
+        md.contains("| burst-5rps | stream\\_broken | **2** | connection reset after 3 chunks |"),
+        "{md}"
+    );
+    assert!(
+        md.contains("> **⚠ Prompt size outside tolerance in:** burst-5rps\n"),
+        "{md}"
+    );
 }
 
 #[test]
@@ -362,8 +505,15 @@ fn csv_snapshot_and_rfc4180() {
     let rows: Vec<csv::StringRecord> = rd.records().map(|r| r.expect("row")).collect();
     let total: usize = r.phases.iter().map(|p| p.request_timings.len()).sum();
     assert_eq!(rows.len(), total);
-    let msg = header.iter().position(|h| h == "error_message").expect("column");
-    let messages: Vec<&str> = rows.iter().map(|r| &r[msg]).filter(|m| !m.is_empty()).collect();
+    let msg = header
+        .iter()
+        .position(|h| h == "error_message")
+        .expect("column");
+    let messages: Vec<&str> = rows
+        .iter()
+        .map(|r| &r[msg])
+        .filter(|m| !m.is_empty())
+        .collect();
     assert!(messages.contains(&"slow down, \"burst\" limit hit"));
     assert!(messages.contains(&"connection reset\nafter 3 chunks"));
 }
@@ -372,7 +522,10 @@ fn csv_snapshot_and_rfc4180() {
 fn html_is_self_contained_and_escaped() {
     let html = report::html::render(&sample_report(1.0));
     for needle in ["<script", "src=", "href=", "@import", "url(", "@font-face"] {
-        assert!(!html.contains(needle), "external or active content: {needle}");
+        assert!(
+            !html.contains(needle),
+            "external or active content: {needle}"
+        );
     }
     assert!(html.contains("Direct vs &lt;gateway&gt; | least-request &amp; friends"));
     // Sweep charts, two percentile charts, the recheck chart and one scatter per phase.
@@ -412,7 +565,9 @@ fn chromium() -> Option<&'static str> {
         std::env::var_os("CI").is_none(),
         "{CHROMIUM} is missing but CI is set: .ci/run installs it with apt-get install -y chromium"
     );
-    println!("SKIPPED: {CHROMIUM} not found; install it with `apt-get install -y chromium` to run the HTML browser test");
+    println!(
+        "SKIPPED: {CHROMIUM} not found; install it with `apt-get install -y chromium` to run the HTML browser test"
+    );
     None
 }
 
@@ -445,15 +600,28 @@ fn check_in_browser(browser: &str, html: &str, expect_svgs: usize, dir: &Path) -
         .arg(&url)
         .output()
         .expect("run chromium");
-    assert!(out.status.success(), "chromium failed: {}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "chromium failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let dom = String::from_utf8_lossy(&out.stdout);
-    assert_eq!(dom.matches("<svg").count(), expect_svgs, "charts in the rendered DOM");
+    assert_eq!(
+        dom.matches("<svg").count(),
+        expect_svgs,
+        "charts in the rendered DOM"
+    );
     let log = String::from_utf8_lossy(&out.stderr);
     let console_errors: Vec<&str> = log
         .lines()
-        .filter(|l| l.contains("CONSOLE") || l.contains("Uncaught") || l.contains("Failed to load resource"))
+        .filter(|l| {
+            l.contains("CONSOLE") || l.contains("Uncaught") || l.contains("Failed to load resource")
+        })
         .collect();
-    assert!(console_errors.is_empty(), "console errors: {console_errors:#?}");
+    assert!(
+        console_errors.is_empty(),
+        "console errors: {console_errors:#?}"
+    );
 
     let shot = dir.join("shot.png");
     let out = chromium_cmd(browser, &dir.join("profile-shot"))
@@ -462,10 +630,20 @@ fn check_in_browser(browser: &str, html: &str, expect_svgs: usize, dir: &Path) -
         .arg(&url)
         .output()
         .expect("run chromium");
-    assert!(out.status.success(), "screenshot failed: {}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "screenshot failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let (variance, dark_share) = image_stats(&shot);
-    assert!(variance > 200.0, "screenshot looks blank: luminance variance {variance}");
-    assert!(dark_share > 0.005, "screenshot has almost no ink: {dark_share}");
+    assert!(
+        variance > 200.0,
+        "screenshot looks blank: luminance variance {variance}"
+    );
+    assert!(
+        dark_share > 0.005,
+        "screenshot has almost no ink: {dark_share}"
+    );
     shot
 }
 
@@ -518,7 +696,11 @@ fn seed_004_imports_with_rechecks_and_renders() {
     let r = report::read_report(Path::new(SEED_004)).expect("seed 004");
     assert_eq!(r.phases.len(), 14);
     assert_eq!(r.phases[2].phase, "gateway-c4");
-    let pairs: Vec<(&str, &str)> = r.rechecks.iter().map(|p| (p.original.as_str(), p.recheck.as_str())).collect();
+    let pairs: Vec<(&str, &str)> = r
+        .rechecks
+        .iter()
+        .map(|p| (p.original.as_str(), p.recheck.as_str()))
+        .collect();
     assert_eq!(
         pairs,
         [
@@ -530,18 +712,31 @@ fn seed_004_imports_with_rechecks_and_renders() {
         ]
     );
     let md = report::markdown::render(&r);
-    assert!(md.contains("gateway-c4 → recheck-c4: ttft.p99 14.9 s → 0.32"), "{md}");
+    assert!(
+        md.contains("gateway-c4 → recheck-c4: ttft.p99 14.9 s → 0.32"),
+        "{md}"
+    );
     assert!(md.contains("| gateway-c4 | least-request | c=4 |"), "{md}");
 }
 
 #[test]
 #[ignore = "needs servebench::metrics::summarize, which lands with the client branch"]
 fn seed_000_renders_as_markdown() {
-    let out = servebench().args(["report", SEED_000, "--format", "md"]).output().expect("run");
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let out = servebench()
+        .args(["report", SEED_000, "--format", "md"])
+        .output()
+        .expect("run");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let md = String::from_utf8_lossy(&out.stdout);
     // Recomputed from the records with nearest rank, the seed's own p50 TTFT: 3627.593 ms.
-    assert!(md.contains("| c16 | 127.0.0.1:39062 | c=16 | 16 | 0 | 514 |"), "{md}");
+    assert!(
+        md.contains("| c16 | 127.0.0.1:39062 | c=16 | 16 | 0 | 514 |"),
+        "{md}"
+    );
     assert!(md.contains("| 3628 |"), "{md}");
     // Planned 4096 tokens, the server saw 2960: the report warns.
     assert!(md.contains("WARNING: outside tolerance"), "{md}");
@@ -553,9 +748,17 @@ fn unreadable_reports_name_the_file_and_the_problem() {
     let cases = [
         ("missing.json", None, "cannot read"),
         ("garbage.json", Some("{not json"), "not valid JSON"),
-        ("other.json", Some(r#"{"schema": "acme/v9"}"#), "unsupported report schema \"acme/v9\""),
+        (
+            "other.json",
+            Some(r#"{"schema": "acme/v9"}"#),
+            "unsupported report schema \"acme/v9\"",
+        ),
         ("empty.json", Some("{}"), "not a known report"),
-        ("bad.json", Some(r#"{"schema": "servebench.report/v1", "tool": 3}"#), "not a valid servebench.report/v1 report"),
+        (
+            "bad.json",
+            Some(r#"{"schema": "servebench.report/v1", "tool": 3}"#),
+            "not a valid servebench.report/v1 report",
+        ),
     ];
     for (name, body, expect) in cases {
         let path = dir.path().join(name);
@@ -571,12 +774,21 @@ fn unreadable_reports_name_the_file_and_the_problem() {
 
 #[test]
 fn requests_flag_needs_csv() {
-    let out = servebench().args(["report", FIXTURE, "--format", "md", "--requests"]).output().expect("run");
+    let out = servebench()
+        .args(["report", FIXTURE, "--format", "md", "--requests"])
+        .output()
+        .expect("run");
     assert_eq!(out.status.code(), Some(2));
-    let out = servebench().args(["report", FIXTURE, "--format", "csv", "--requests"]).output().expect("run");
+    let out = servebench()
+        .args(["report", FIXTURE, "--format", "csv", "--requests"])
+        .output()
+        .expect("run");
     assert!(out.status.success());
     // Header, one line per request, plus one for each of the two quoted multi-line messages.
-    assert_eq!(String::from_utf8_lossy(&out.stdout).lines().count(), 1 + 6 * 24 + 2);
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout).lines().count(),
+        1 + 6 * 24 + 2
+    );
 }
 
 // ------------------------------------------------------------------ compare
@@ -585,13 +797,30 @@ fn requests_flag_needs_csv() {
 fn seed_004_against_itself_passes_every_gate() {
     let out = servebench()
         .args(["compare", SEED_004, SEED_004])
-        .args(["--gate", "ttft.p95 < +10%", "--gate", "output_tokens_per_second > -5%"])
-        .args(["--gate", "errors <= +0", "--gate", "tpot.p50 <= +0%", "--gate", "e2e.p50 < 60s"])
+        .args([
+            "--gate",
+            "ttft.p95 < +10%",
+            "--gate",
+            "output_tokens_per_second > -5%",
+        ])
+        .args([
+            "--gate",
+            "errors <= +0",
+            "--gate",
+            "tpot.p50 <= +0%",
+            "--gate",
+            "e2e.p50 < 60s",
+        ])
         .args(["--gate", "gateway-c4:ttft.p99 < +1ms"])
         .output()
         .expect("run");
     let stdout = String::from_utf8_lossy(&out.stdout);
-    assert_eq!(out.status.code(), Some(0), "{stdout}{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     assert!(stdout.contains("All 71 gate checks passed."), "{stdout}");
     assert!(stdout.contains("n/a (no records)"), "{stdout}");
 }
@@ -609,8 +838,16 @@ fn a_slower_run_fails_the_ttft_gate() {
         .expect("run");
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert_eq!(out.status.code(), Some(1), "{stdout}");
-    assert!(stdout.contains("**✗ 6 of 12 gate checks failed.**"), "{stdout}");
-    assert!(stdout.contains("| ttft.p95 \\< +10% | gateway-c16 | 0.503 s | 0.754 s | +50.0% | **FAIL** |"), "{stdout}");
+    assert!(
+        stdout.contains("**✗ 6 of 12 gate checks failed.**"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains(
+            "| ttft.p95 \\< +10% | gateway-c16 | 0.503 s | 0.754 s | +50.0% | **FAIL** |"
+        ),
+        "{stdout}"
+    );
     assert!(stdout.contains("+50.0%"), "{stdout}");
 
     // JSON: the TTFT p50 shift is significant with 24/24 samples; request count is not a statistic.
@@ -638,7 +875,10 @@ fn a_slower_run_fails_the_ttft_gate() {
     assert!(lo > 0.0);
     let tpot = metric("gateway-c16", "tpot.p50");
     assert_eq!(tpot["significant"], false, "TPOT did not change");
-    assert_eq!(metric("gateway-c16", "requests")["significant"], serde_json::Value::Null);
+    assert_eq!(
+        metric("gateway-c16", "requests")["significant"],
+        serde_json::Value::Null
+    );
 }
 
 #[test]
@@ -653,7 +893,10 @@ fn the_same_report_compares_clean() {
         .expect("run");
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert_eq!(out.status.code(), Some(0), "{stdout}");
-    assert!(!stdout.contains("| yes |"), "nothing is significant against itself: {stdout}");
+    assert!(
+        !stdout.contains("| yes |"),
+        "nothing is significant against itself: {stdout}"
+    );
 }
 
 #[test]
@@ -671,18 +914,32 @@ fn gate_grammar_errors_exit_2() {
             .expect("run");
         assert_eq!(out.status.code(), Some(2), "{gate}");
         let err = String::from_utf8_lossy(&out.stderr);
-        assert!(err.contains(&format!("invalid gate `{gate}`")) && err.contains(expect), "{gate}: {err}");
+        assert!(
+            err.contains(&format!("invalid gate `{gate}`")) && err.contains(expect),
+            "{gate}: {err}"
+        );
     }
 }
 
 #[test]
 fn a_gate_on_a_missing_phase_fails() {
     let out = servebench()
-        .args(["compare", FIXTURE, FIXTURE, "--format", "json", "--gate", "nope:errors == 0"])
+        .args([
+            "compare",
+            FIXTURE,
+            FIXTURE,
+            "--format",
+            "json",
+            "--gate",
+            "nope:errors == 0",
+        ])
         .output()
         .expect("run");
     assert_eq!(out.status.code(), Some(1));
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
     assert_eq!(v["passed"], false);
-    assert_eq!(v["gates"][0]["problem"], "no phase `nope` in the new report");
+    assert_eq!(
+        v["gates"][0]["problem"],
+        "no phase `nope` in the new report"
+    );
 }
