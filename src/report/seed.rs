@@ -248,17 +248,14 @@ pub(crate) fn prompt_check(records: &[RequestRecord], tolerance: f64) -> PromptT
     }
 }
 
-/// A single-run seed report as a one-phase [`Report`]. The summary is recomputed from the
-/// records by [`crate::metrics::summarize`] with nearest rank, as the seed computed it; elapsed
-/// and the rates use the seed's `wall_clock_ms` when present, as its `throughput_tok_s` did.
-pub fn anvil_to_report(run: AnvilRun, source: PlanSource) -> Report {
-    let route = route_of(run.base_url.as_deref());
-    let phase_name = format!("c{}", run.concurrency);
-    let mut timings = run.request_timings;
+/// A single-run seed report's `request_timings` as records: ids from the run id, start
+/// offsets reconstructed for a closed loop, TPOT derived as DESIGN.md defines it.
+pub fn anvil_records(run: &AnvilRun) -> Vec<RequestRecord> {
+    let mut timings: Vec<&AnvilTiming> = run.request_timings.iter().collect();
     timings.sort_by_key(|t| t.request_index);
     let e2e: Vec<f64> = timings.iter().map(|t| t.e2e_ms).collect();
     let starts = reconstruct_starts(&e2e, run.concurrency);
-    let records: Vec<RequestRecord> = timings
+    timings
         .into_iter()
         .zip(starts)
         .map(|(t, start)| {
@@ -292,7 +289,16 @@ pub fn anvil_to_report(run: AnvilRun, source: PlanSource) -> Report {
                 error: None,
             }
         })
-        .collect();
+        .collect()
+}
+
+/// A single-run seed report as a one-phase [`Report`]. The summary is recomputed from the
+/// records by [`crate::metrics::summarize`] with nearest rank, as the seed computed it; elapsed
+/// and the rates use the seed's `wall_clock_ms` when present, as its `throughput_tok_s` did.
+pub fn anvil_to_report(run: AnvilRun, source: PlanSource) -> Report {
+    let route = route_of(run.base_url.as_deref());
+    let phase_name = format!("c{}", run.concurrency);
+    let records = anvil_records(&run);
 
     let method = PercentileMethod::NearestRank;
     let mut summary = crate::metrics::summarize(&records, method, None);

@@ -943,3 +943,34 @@ fn a_gate_on_a_missing_phase_fails() {
         "no phase `nope` in the new report"
     );
 }
+
+#[test]
+fn single_run_seeds_map_to_records() {
+    const SEED_002: &str = "tests/fixtures/seeds/002_7f8743b500e818d3.txt";
+    let read = |p: &str| -> report::seed::AnvilRun {
+        serde_json::from_slice(&std::fs::read(p).expect("seed")).expect("anvil format")
+    };
+    // Seed 000: 16 requests at concurrency 16 all start together.
+    let run = read(SEED_000);
+    let recs = report::seed::anvil_records(&run);
+    assert_eq!(recs.len(), 16);
+    assert!(recs.iter().all(|r| r.start_offset_ms == 0.0 && r.is_ok()));
+    let first = &recs[0];
+    assert_eq!(first.request_id, "benchmark-20260802T104738Z-0");
+    assert_eq!(first.ttft_ms, Some(3352.2910000010597));
+    // TPOT = (e2e − ttft) / (output_tokens − 1).
+    let tpot = first.tpot_ms.expect("tpot");
+    assert!((tpot - (3575.8383000011236 - 3352.2910000010597) / 143.0).abs() < 1e-9);
+
+    // Seed 002: concurrency 1, so each request starts when the previous one ended, and the
+    // last one ends at the sum of e2e, within 3 ms of the seed's own wall clock.
+    let run = read(SEED_002);
+    let recs = report::seed::anvil_records(&run);
+    assert_eq!(recs.len(), 10);
+    for pair in recs.windows(2) {
+        assert!((pair[1].start_offset_ms - (pair[0].start_offset_ms + pair[0].e2e_ms)).abs() < 1e-9);
+    }
+    let last = recs.last().expect("records");
+    let end = last.start_offset_ms + last.e2e_ms;
+    assert!((run.wall_clock_ms.expect("wall clock") - end).abs() < 3.0, "{end}");
+}
