@@ -968,9 +968,14 @@ fn single_run_seeds_map_to_records() {
     let recs = report::seed::anvil_records(&run);
     assert_eq!(recs.len(), 10);
     for pair in recs.windows(2) {
-        assert!((pair[1].start_offset_ms - (pair[0].start_offset_ms + pair[0].e2e_ms)).abs() < 1e-9);
+        assert!(
+            (pair[1].start_offset_ms - (pair[0].start_offset_ms + pair[0].e2e_ms)).abs() < 1e-9
+        );
     }
     let last = recs.last().expect("records");
     let end = last.start_offset_ms + last.e2e_ms;
-    assert!((run.wall_clock_ms.expect("wall clock") - end).abs() < 3.0, "{end}");
+    assert!(
+        (run.wall_clock_ms.expect("wall clock") - end).abs() < 3.0,
+        "{end}"
+    );
 }
