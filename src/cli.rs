@@ -2,7 +2,9 @@
 
 use std::path::PathBuf;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, Parser, Subcommand};
+
+use crate::plan::cmd::{ExpandArgs, ExpandFormat, SchemaKind};
 
 #[derive(Debug, Parser)]
 #[command(
@@ -21,7 +23,30 @@ pub enum Command {
     Validate {
         #[arg(required = true)]
         plans: Vec<PathBuf>,
+        #[command(flatten)]
+        expand: ExpandArgs,
     },
+    /// Print the concrete plan: variables, matrix, defaults and rechecks resolved.
+    Expand {
+        plan: PathBuf,
+        #[command(flatten)]
+        expand: ExpandArgs,
+        /// Output format.
+        #[arg(long, value_enum, default_value_t = ExpandFormat::Yaml)]
+        format: ExpandFormat,
+    },
+    /// Print the JSON schema of plans or reports.
+    Schema {
+        #[arg(value_enum)]
+        kind: SchemaKind,
+    },
+    /// Print a shell completion script.
+    Completions {
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+    /// Run a plan (or re-run the plan embedded in a report.json) and write one combined report.
+    Run(RunArgs),
     /// Render a report (servebench JSON or a seed format) as markdown, HTML or CSV.
     Report {
         /// A report.json, or a seed-format report.
@@ -50,13 +75,49 @@ pub enum Command {
     },
 }
 
+#[derive(Debug, clap::Args)]
+pub struct RunArgs {
+    /// Plan file (YAML, TOML or JSON), or a report.json to repeat.
+    pub plan: PathBuf,
+    #[command(flatten)]
+    pub expand: ExpandArgs,
+    /// Directory for report.json and journal.jsonl [default: runs/<plan>-<UTC time>/].
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
+    /// Run only these phases, in plan order.
+    #[arg(long, value_name = "PHASE", num_args = 1..)]
+    pub only: Vec<String>,
+    /// Print the schedule without sending anything.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// No progress output.
+    #[arg(long, short)]
+    pub quiet: bool,
+}
+
 /// Run the parsed command; returns the process exit code.
 pub fn run(cli: Cli) -> i32 {
     match cli.command {
-        Command::Validate { plans } => {
-            let _ = plans;
-            crate::exit::SUCCESS
-        }
+        Command::Validate { plans, expand } => crate::plan::cmd::validate(&plans, &expand),
+        Command::Expand {
+            plan,
+            expand,
+            format,
+        } => crate::plan::cmd::expand(&plan, &expand, format),
+        Command::Schema { kind } => crate::plan::cmd::print_schema(kind),
+        Command::Completions { shell } => crate::plan::cmd::completions(shell, &mut Cli::command()),
+        Command::Run(args) => crate::runner::run_command(crate::runner::RunOptions {
+            plan: args.plan,
+            expand: args.expand.options(),
+            out_dir: args.out,
+            only: args.only,
+            dry_run: args.dry_run,
+            progress: if args.quiet {
+                crate::scheduler::progress::ProgressMode::Quiet
+            } else {
+                crate::scheduler::progress::ProgressMode::Auto
+            },
+        }),
         Command::Report {
             input,
             format,

@@ -9,6 +9,7 @@ pub mod exit;
 pub mod metrics;
 pub mod plan;
 pub mod report;
+pub mod runner;
 pub mod scheduler;
 pub mod sim;
 pub mod workload;

@@ -1,27 +1,61 @@
 //! Plans: loading with source positions, schema validation, template expansion, semantic checks.
 //!
-//! Passes, in order: `load` (YAML/TOML/JSON → raw document with a position for every key path)
-//! → `validate` (against `schemas/plan.schema.json`) → `expand` (vars, `--set`, matrix,
-//! `{{ }}`) → typed [`Plan`] → `check` (references, order, ranges). Every pass collects all
-//! of its errors before returning.
+//! Passes, in order: `load` (YAML/TOML/JSON → raw document with a position for every key path,
+//! [`source`]) → `validate` (against the generated plan schema, template strings aside,
+//! [`schema`]) → `expand` (vars ← `--vars` ← `--set`, matrix, `{{ }}`, defaults, rechecks,
+//! [`expand`]) → `validate` again on the concrete document → typed [`Plan`] → `check`
+//! (references, order, ranges, [`check`]). Each pass collects all of its errors; a pass runs
+//! only when the ones before it succeeded, so no error is reported twice.
 
+pub mod check;
+pub mod cmd;
+pub mod diag;
 pub mod duration;
+pub mod expand;
 pub mod model;
+pub mod schema;
+pub mod source;
 
+pub use diag::{Diagnostic, Location, PlanErrors};
 pub use duration::HumanDuration;
 pub use model::*;
 
 use std::path::{Path, PathBuf};
 
-/// Where overrides of the plan's `vars` come from, lowest precedence first.
-#[derive(Debug, Clone, Default)]
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+
+use expand::{ExpandInput, Expanded};
+use schema::Issue;
+use source::{Format, SourceMap, display_path, escape};
+
+/// The default limit on the number of phases after expansion.
+pub const DEFAULT_MAX_PHASES: usize = 1000;
+
+/// Where overrides of the plan's `vars` come from, lowest precedence first, and other
+/// command-line changes to a plan.
+#[derive(Debug, Clone)]
 pub struct ExpandOptions {
     /// `--vars FILE`, applied in order.
     pub vars_files: Vec<PathBuf>,
     /// `--set key=value`, values typed as YAML, applied in order after the files.
     pub set: Vec<String>,
-    /// Refuse an expansion with more phases than this.
+    /// Refuse an expansion with more phases than this (0 means the default, 1000).
     pub max_phases: usize,
+    /// `--target NAME=URL`: point target NAME at a server (`base_url: URL`) instead of its
+    /// `simulator` or previous `base_url`.
+    pub target_overrides: Vec<String>,
+}
+
+impl Default for ExpandOptions {
+    fn default() -> Self {
+        ExpandOptions {
+            vars_files: Vec::new(),
+            set: Vec::new(),
+            max_phases: DEFAULT_MAX_PHASES,
+            target_overrides: Vec::new(),
+        }
+    }
 }
 
 /// A plan that loaded, validated, expanded and passed every check.
@@ -33,18 +67,245 @@ pub struct LoadedPlan {
     /// sha256 of the source file's bytes, hex.
     pub source_sha256: String,
     /// The variables as resolved (defaults ← files ← `--set`).
-    pub vars: indexmap::IndexMap<String, serde_json::Value>,
+    pub vars: indexmap::IndexMap<String, Value>,
 }
 
-/// Every problem found in a plan, ready to render with file:line:col and a caret.
-#[derive(Debug, thiserror::Error)]
-#[error("invalid plan")]
-pub struct PlanErrors {
-    pub errors: Vec<String>,
+/// Identifies a report file, whose `plan` field holds an expanded plan.
+const REPORT_SCHEMA: &str = "servebench.report/v1";
+
+fn file_error(label: &str, message: String) -> PlanErrors {
+    PlanErrors::one(Diagnostic {
+        path: String::new(),
+        message,
+        location: Location {
+            file: label.to_string(),
+            line: 1,
+            col: 1,
+            len: 1,
+            source_line: None,
+        },
+        hint: None,
+        note: None,
+    })
 }
 
-/// Load, validate, expand and check the plan at `path`.
+/// Load, validate, expand and check the plan at `path`. A report file
+/// (`"schema": "servebench.report/v1"`) is read as the expanded plan it embeds.
 pub fn prepare(path: &Path, options: &ExpandOptions) -> Result<LoadedPlan, PlanErrors> {
-    let _ = (path, options);
-    unimplemented!("plan loading lands with the plan-language issue")
+    let label = path.display().to_string();
+    let bytes = std::fs::read(path)
+        .map_err(|e| file_error(&label, format!("cannot read the plan: {e}")))?;
+    let source_sha256 = hex::encode(Sha256::digest(&bytes));
+    let text = String::from_utf8(bytes)
+        .map_err(|_| file_error(&label, "the plan is not UTF-8 text".to_string()))?;
+    let (doc, map) = source::load_text(&text, Format::from_path(path), &label)?;
+    let (doc, map) = match report_plan(doc, &label)? {
+        (plan, true) => (plan, map.rebase("/plan")),
+        (doc, false) => (doc, map),
+    };
+    let (plan, vars) = prepare_document(&doc, &map, options)?;
+    Ok(LoadedPlan {
+        plan,
+        source_path: path.to_path_buf(),
+        source_sha256,
+        vars,
+    })
+}
+
+/// Validate, expand and check an already-parsed document (a plan, or a report embedding
+/// one). Errors name `source_label` and key paths; there is no source text to quote.
+pub fn prepare_from_value(
+    value: Value,
+    source_label: &str,
+    options: &ExpandOptions,
+) -> Result<LoadedPlan, PlanErrors> {
+    let source_sha256 = hex::encode(Sha256::digest(
+        serde_json::to_vec(&value).unwrap_or_default(),
+    ));
+    let (doc, _) = report_plan(value, source_label)?;
+    let map = SourceMap::without_source(source_label);
+    let (plan, vars) = prepare_document(&doc, &map, options)?;
+    Ok(LoadedPlan {
+        plan,
+        source_path: PathBuf::from(source_label),
+        source_sha256,
+        vars,
+    })
+}
+
+/// Load and check a plan given as text (tests and embedding).
+pub fn prepare_from_str(
+    text: &str,
+    format: Format,
+    source_label: &str,
+    options: &ExpandOptions,
+) -> Result<LoadedPlan, PlanErrors> {
+    let source_sha256 = hex::encode(Sha256::digest(text.as_bytes()));
+    let (doc, map) = source::load_text(text, format, source_label)?;
+    let (plan, vars) = prepare_document(&doc, &map, options)?;
+    Ok(LoadedPlan {
+        plan,
+        source_path: PathBuf::from(source_label),
+        source_sha256,
+        vars,
+    })
+}
+
+/// True when `doc` is a servebench report rather than a plan.
+pub fn is_report(doc: &Value) -> bool {
+    doc.get("schema").and_then(Value::as_str) == Some(REPORT_SCHEMA)
+}
+
+/// A report's embedded plan, or the document itself; the flag tells which.
+fn report_plan(doc: Value, label: &str) -> Result<(Value, bool), PlanErrors> {
+    if !is_report(&doc) {
+        return Ok((doc, false));
+    }
+    match doc {
+        Value::Object(mut m) => match m.remove("plan") {
+            Some(plan) => Ok((plan, true)),
+            None => Err(file_error(
+                label,
+                "this report has no `plan` to run".to_string(),
+            )),
+        },
+        other => Ok((other, false)),
+    }
+}
+
+fn raw_diagnostics(doc: &Value, map: &SourceMap, issues: Vec<Issue>) -> PlanErrors {
+    PlanErrors {
+        diagnostics: issues
+            .into_iter()
+            .map(|i| {
+                let mut d = map.error(doc, &i.pointer, i.at_key, i.message);
+                d.hint = i.hint;
+                d
+            })
+            .collect(),
+    }
+}
+
+fn expanded_diagnostics(expanded: &Expanded, map: &SourceMap, issues: Vec<Issue>) -> PlanErrors {
+    PlanErrors {
+        diagnostics: issues
+            .into_iter()
+            .map(|i| Diagnostic {
+                path: display_path(&expanded.doc, &i.pointer),
+                location: map.locate(&expanded.raw_pointer(&i.pointer), i.at_key),
+                message: i.message,
+                hint: i.hint,
+                note: expanded.note(&i.pointer),
+            })
+            .collect(),
+    }
+}
+
+fn prepare_document(
+    raw: &Value,
+    map: &SourceMap,
+    options: &ExpandOptions,
+) -> Result<(Plan, indexmap::IndexMap<String, Value>), PlanErrors> {
+    let issues = schema::validate(raw, true);
+    if !issues.is_empty() {
+        return Err(raw_diagnostics(raw, map, issues));
+    }
+    let input = ExpandInput {
+        vars_files: &options.vars_files,
+        set: &options.set,
+        max_phases: options.max_phases,
+    };
+    let mut expanded =
+        expand::expand(raw, map, &input).map_err(|diagnostics| PlanErrors { diagnostics })?;
+    apply_target_overrides(&mut expanded.doc, &options.target_overrides)?;
+
+    let issues = schema::validate(&expanded.doc, false);
+    if !issues.is_empty() {
+        return Err(expanded_diagnostics(&expanded, map, issues));
+    }
+    let plan: Plan = match serde_path_to_error::deserialize(&expanded.doc) {
+        Ok(plan) => plan,
+        Err(e) => {
+            let pointer = e.path().iter().fold(String::new(), |acc, seg| match seg {
+                serde_path_to_error::Segment::Seq { index } => format!("{acc}/{index}"),
+                serde_path_to_error::Segment::Map { key } => format!("{acc}/{}", escape(key)),
+                serde_path_to_error::Segment::Enum { .. }
+                | serde_path_to_error::Segment::Unknown => acc,
+            });
+            let message = e.into_inner().to_string();
+            return Err(expanded_diagnostics(
+                &expanded,
+                map,
+                vec![Issue::new(pointer, message)],
+            ));
+        }
+    };
+    let issues = check::check(&plan);
+    if !issues.is_empty() {
+        return Err(expanded_diagnostics(&expanded, map, issues));
+    }
+    let mut plan = plan;
+    // Defaults now live in every phase; the concrete plan does not repeat them.
+    plan.defaults = PhaseDefaults::default();
+    Ok((plan, expanded.vars))
+}
+
+/// Apply `--target NAME=URL` overrides to an expanded document.
+fn apply_target_overrides(doc: &mut Value, overrides: &[String]) -> Result<(), PlanErrors> {
+    let mut diagnostics = Vec::new();
+    for arg in overrides {
+        let location = |col: usize, len: usize| Location {
+            file: "command line".into(),
+            line: 1,
+            col: "--target ".len() + col + 1,
+            len: len.max(1),
+            source_line: Some(format!("--target {arg}")),
+        };
+        let diag = |message: String, hint: Option<String>, col: usize, len: usize| Diagnostic {
+            path: String::new(),
+            message,
+            location: location(col, len),
+            hint,
+            note: None,
+        };
+        let Some((name, url)) = arg.split_once('=') else {
+            diagnostics.push(diag(
+                "expected NAME=URL".into(),
+                Some("for example --target direct=http://127.0.0.1:8000/v1".into()),
+                0,
+                arg.chars().count(),
+            ));
+            continue;
+        };
+        let Some(targets) = doc.get_mut("targets").and_then(Value::as_object_mut) else {
+            continue;
+        };
+        let known: Vec<String> = targets.keys().cloned().collect();
+        match targets.get_mut(name).and_then(Value::as_object_mut) {
+            Some(target) => {
+                target.remove("simulator");
+                target.insert("base_url".into(), Value::String(url.to_string()));
+            }
+            None => {
+                let hint = diag::did_you_mean(name, known.iter().map(String::as_str))
+                    .unwrap_or_else(|| format!("targets are `{}`", known.join("`, `")));
+                diagnostics.push(diag(
+                    format!("no target named `{name}`"),
+                    Some(hint),
+                    0,
+                    name.chars().count(),
+                ));
+            }
+        }
+    }
+    if diagnostics.is_empty() {
+        Ok(())
+    } else {
+        Err(PlanErrors { diagnostics })
+    }
+}
+
+/// The concrete plan as a JSON document (what `expand` prints and a report embeds).
+pub fn to_document(plan: &Plan) -> Value {
+    serde_json::to_value(plan).unwrap_or(Value::Null)
 }

@@ -44,8 +44,8 @@ pub struct Plan {
     pub targets: IndexMap<String, Target>,
     /// Prompt sources and request shapes, by name.
     pub workloads: IndexMap<String, Workload>,
-    /// Settings every phase inherits unless it sets its own.
-    #[serde(default)]
+    /// Settings every phase inherits unless it sets its own (an expanded plan has none left).
+    #[serde(default, skip_serializing_if = "PhaseDefaults::is_empty")]
     pub defaults: PhaseDefaults,
     /// Phases, run in this order.
     pub phases: Vec<Phase>,
@@ -317,6 +317,7 @@ pub struct PhaseDefaults {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub duration: Option<HumanDuration>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1))]
     pub requests: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub warmup: Option<Warmup>,
@@ -326,6 +327,13 @@ pub struct PhaseDefaults {
     pub drain_timeout: Option<HumanDuration>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tolerance: Option<Tolerance>,
+}
+
+impl PhaseDefaults {
+    /// True when no setting is given.
+    pub fn is_empty(&self) -> bool {
+        *self == PhaseDefaults::default()
+    }
 }
 
 /// One phase: a target, a workload, one load model and at least one bound. A phase with
@@ -348,6 +356,7 @@ pub struct Phase {
     pub workload: Option<String>,
     /// Closed loop: this many requests in flight.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1))]
     pub concurrency: Option<u32>,
     /// Open loop: arrivals at a rate.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -357,6 +366,7 @@ pub struct Phase {
     pub duration: Option<HumanDuration>,
     /// Stop starting requests after this many.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1))]
     pub requests: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub warmup: Option<Warmup>,
@@ -390,6 +400,7 @@ pub struct Rate {
     pub burstiness: Option<f64>,
     /// Cap on requests in flight; arrivals beyond it wait (and the wait is reported).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1))]
     pub max_concurrency: Option<u32>,
 }
 

@@ -7,26 +7,19 @@ use indexmap::IndexMap;
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::metric::Metric;
 use super::model::{
-    Drift, DriftVerdict, HostFacts, PhaseResult, PlanSource, PromptTokenCheck, REPORT_SCHEMA,
-    RecheckPair, Report, ServerMetrics, TimingMethodology, ToolInfo, WarmupResult,
+    HostFacts, PhaseResult, PlanSource, PromptTokenCheck, REPORT_SCHEMA, RecheckPair, Report,
+    ServerMetrics, TimingMethodology, ToolInfo, WarmupResult,
 };
 use crate::client::{OutputTokenSource, RequestRecord};
 use crate::metrics::{Distribution, PhaseSummary};
-use crate::plan::{PercentileMethod, Phase, Plan, Target, TokenCount, Workload};
+use crate::plan::{PercentileMethod, Phase, Plan, Target, TokenCount, Tolerance, Workload};
 
 /// Schema tag of the single-run seed reports (000, 002).
 pub const ANVIL_SCHEMA: &str = "anvil-serving.benchmark/v1";
 
 /// Prompt-size tolerance applied to imported runs, which carry none of their own.
 pub const IMPORT_PROMPT_TOLERANCE: f64 = 0.10;
-
-/// Relative drift tolerance for rechecks found in imported multi-phase reports.
-pub const IMPORT_DRIFT_TOLERANCE: f64 = 0.20;
-
-/// Absolute error-rate drift tolerance for imported rechecks (one percentage point).
-pub const IMPORT_ERROR_RATE_TOLERANCE: f64 = 0.01;
 
 /// A single-run report as seeds 000 and 002 write it.
 #[derive(Debug, Deserialize)]
@@ -573,17 +566,9 @@ fn original_of(
         .map(|p| p.phase.clone())
 }
 
-/// Drift of every recheck against its original, with the import tolerances.
+/// Drift of every recheck against its original, with the default tolerances the runner uses
+/// when a plan sets none.
 fn pair_rechecks(phases: &[PhaseResult]) -> Vec<RecheckPair> {
-    const METRICS: [&str; 7] = [
-        "ttft.p50",
-        "ttft.p95",
-        "ttft.p99",
-        "tpot.p50",
-        "e2e.p50",
-        "output_tokens_per_second",
-        "error_rate",
-    ];
     let mut pairs = Vec::new();
     for recheck in phases {
         let Some(orig_name) = &recheck.recheck_of else {
@@ -592,48 +577,13 @@ fn pair_rechecks(phases: &[PhaseResult]) -> Vec<RecheckPair> {
         let Some(original) = phases.iter().find(|p| &p.phase == orig_name) else {
             continue;
         };
-        let mut metrics = Vec::new();
-        for name in METRICS {
-            let Ok(m) = name.parse::<Metric>() else {
-                continue;
-            };
-            let (o, r) = (m.value(original), m.value(recheck));
-            let absolute = name == "error_rate";
-            let tolerance = if absolute {
-                IMPORT_ERROR_RATE_TOLERANCE
-            } else {
-                IMPORT_DRIFT_TOLERANCE
-            };
-            let change = match (o, r) {
-                (Some(o), Some(r)) if absolute => Some(r - o),
-                (Some(o), Some(r)) if o != 0.0 => Some((r - o) / o),
-                (Some(o), Some(r)) if o == r => Some(0.0),
-                _ => None,
-            };
-            let verdict = match change {
-                Some(c) if c.abs() > tolerance => DriftVerdict::Drifted,
-                Some(_) | None => DriftVerdict::Stable,
-            };
-            metrics.push(Drift {
-                metric: name.to_string(),
-                original: o,
-                recheck: r,
-                change,
-                tolerance,
-                verdict,
-            });
-        }
-        let verdict = if metrics.iter().any(|d| d.verdict == DriftVerdict::Drifted) {
-            DriftVerdict::Drifted
-        } else {
-            DriftVerdict::Stable
-        };
-        pairs.push(RecheckPair {
-            original: original.phase.clone(),
-            recheck: recheck.phase.clone(),
-            metrics,
-            verdict,
-        });
+        pairs.push(crate::metrics::recheck_pair(
+            &original.phase,
+            &original.summary,
+            &recheck.phase,
+            &recheck.summary,
+            &Tolerance::default(),
+        ));
     }
     pairs
 }

@@ -1,1 +1,302 @@
 //! Running phases: closed loop, open loop, warmup, bounds, cancellation, progress.
+//!
+//! A phase runs as one or two *windows* (its warmup, then its measured window). A window
+//! starts requests under one load model until its bound, then lets the in-flight ones finish
+//! within the drain timeout. Requests go through an [`Executor`] (the HTTP client in a run, a
+//! fake in unit tests) and every finished request is sent to the caller as a record.
+
+pub mod arrivals;
+mod closed;
+mod open;
+pub mod progress;
+
+use std::future::Future;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tokio::time::Instant;
+
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+use crate::client::{Client, ErrorKind, RequestError, RequestRecord};
+use crate::plan::Arrival;
+use crate::workload::{Prompt, PromptSource};
+
+/// Sends one request and measures it. Never fails: failures are data in the record.
+pub trait Executor: Send + Sync + 'static {
+    /// `origin` is the window's start; the record's offsets are taken from it.
+    fn execute(
+        &self,
+        request_index: u64,
+        prompt: Prompt,
+        origin: std::time::Instant,
+    ) -> impl Future<Output = RequestRecord> + Send;
+}
+
+impl Executor for Client {
+    async fn execute(
+        &self,
+        request_index: u64,
+        prompt: Prompt,
+        origin: std::time::Instant,
+    ) -> RequestRecord {
+        self.send(request_index, &prompt, origin).await
+    }
+}
+
+/// Where a window's prompts come from.
+pub trait PromptFeed: Send + 'static {
+    fn next_prompt(&mut self) -> Prompt;
+}
+
+impl PromptFeed for PromptSource {
+    fn next_prompt(&mut self) -> Prompt {
+        PromptSource::next_prompt(self)
+    }
+}
+
+/// What holds the load constant.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Load {
+    /// Exactly this many requests in flight.
+    Closed { concurrency: u32 },
+    /// Arrivals at a rate, independent of responses.
+    Open {
+        rps: f64,
+        arrival: Arrival,
+        burstiness: Option<f64>,
+        max_concurrency: Option<u32>,
+    },
+}
+
+/// One window: a load model, its bounds and how long stragglers may take.
+#[derive(Debug, Clone)]
+pub struct WindowSpec {
+    pub load: Load,
+    /// Stop starting requests after this long.
+    pub duration: Option<Duration>,
+    /// Stop starting requests after this many.
+    pub requests: Option<u64>,
+    /// After the bound, in-flight requests get this long before they are cancelled.
+    pub drain_timeout: Duration,
+    /// Seed for arrival times.
+    pub seed: u64,
+    /// Send each request at its prompt's `scheduled_at` (trace replay) instead of drawing
+    /// arrival times.
+    pub use_prompt_schedule: bool,
+}
+
+/// Live counts a progress display reads while a window runs.
+#[derive(Debug, Default)]
+pub struct LiveCounters {
+    pub started: AtomicU64,
+    pub finished: AtomicU64,
+}
+
+impl LiveCounters {
+    pub fn in_flight(&self) -> u64 {
+        self.started
+            .load(Ordering::Relaxed)
+            .saturating_sub(self.finished.load(Ordering::Relaxed))
+    }
+}
+
+/// How the caller stops a window early.
+#[derive(Debug, Clone, Default)]
+pub struct Stops {
+    /// Stop starting new requests (first Ctrl-C).
+    pub stop_starting: CancellationToken,
+    /// Cancel in-flight requests now (drain timeout, or the grace after Ctrl-C ran out).
+    pub abort_in_flight: CancellationToken,
+}
+
+/// What a window did.
+#[derive(Debug)]
+pub struct WindowOutcome {
+    /// The instant every record's offsets are relative to.
+    pub origin: std::time::Instant,
+    pub started_at: chrono::DateTime<chrono::Utc>,
+    /// True when the window stopped before its bound (interrupted).
+    pub interrupted: bool,
+    /// Requests started.
+    pub started: u64,
+}
+
+/// Run one window; records go to `records` as requests finish (in completion order).
+pub async fn run_window<E: Executor, F: PromptFeed>(
+    spec: &WindowSpec,
+    executor: Arc<E>,
+    feed: Arc<Mutex<F>>,
+    records: mpsc::UnboundedSender<RequestRecord>,
+    counters: Arc<LiveCounters>,
+    stops: &Stops,
+) -> WindowOutcome {
+    let origin = Instant::now();
+    let started_at = chrono::Utc::now();
+    let drain_stop = stops.abort_in_flight.child_token();
+    let ctx = WindowContext {
+        origin,
+        executor,
+        feed,
+        records,
+        counters: counters.clone(),
+        abort: drain_stop.clone(),
+        bound_reached: CancellationToken::new(),
+    };
+    let deadline = spec.duration.map(|d| origin + d);
+
+    let started_before = counters.started.load(Ordering::Relaxed);
+    let in_flight = match &spec.load {
+        Load::Closed { concurrency } => closed::start(
+            &ctx,
+            *concurrency,
+            deadline,
+            spec.requests,
+            &stops.stop_starting,
+        ),
+        Load::Open {
+            rps,
+            arrival,
+            burstiness,
+            max_concurrency,
+        } => {
+            let arrivals = open::Arrivals::new(
+                *arrival,
+                *rps,
+                *burstiness,
+                spec.seed,
+                spec.use_prompt_schedule,
+            );
+            open::start(
+                &ctx,
+                arrivals,
+                *max_concurrency,
+                deadline,
+                spec.requests,
+                &stops.stop_starting,
+            )
+            .await
+        }
+    };
+    let deadline_passed = async {
+        match deadline {
+            Some(deadline) => tokio::time::sleep_until(deadline).await,
+            None => std::future::pending().await,
+        }
+    };
+    tokio::select! {
+        _ = ctx.bound_reached.cancelled() => {}
+        _ = deadline_passed => {}
+        _ = stops.stop_starting.cancelled() => {}
+    }
+    // No more requests start: stragglers get the drain timeout.
+    let drain_timer = {
+        let abort = drain_stop.clone();
+        let grace = spec.drain_timeout;
+        tokio::spawn(async move {
+            tokio::time::sleep(grace).await;
+            abort.cancel();
+        })
+    };
+    in_flight.wait().await;
+    drain_timer.abort();
+    WindowOutcome {
+        origin: origin.into_std(),
+        started_at,
+        interrupted: stops.stop_starting.is_cancelled(),
+        started: counters.started.load(Ordering::Relaxed) - started_before,
+    }
+}
+
+/// Shared by the load models.
+struct WindowContext<E, F> {
+    origin: Instant,
+    executor: Arc<E>,
+    feed: Arc<Mutex<F>>,
+    records: mpsc::UnboundedSender<RequestRecord>,
+    counters: Arc<LiveCounters>,
+    abort: CancellationToken,
+    /// Cancelled by a load model once it stops starting requests.
+    bound_reached: CancellationToken,
+}
+
+impl<E: Executor, F: PromptFeed> WindowContext<E, F> {
+    fn clone_for_task(&self) -> Self {
+        WindowContext {
+            origin: self.origin,
+            executor: self.executor.clone(),
+            feed: self.feed.clone(),
+            records: self.records.clone(),
+            counters: self.counters.clone(),
+            abort: self.abort.clone(),
+            bound_reached: self.bound_reached.clone(),
+        }
+    }
+
+    fn next_prompt(&self) -> Prompt {
+        // A poisoned lock means a prompt generator panicked; its state is still usable.
+        let mut feed = self
+            .feed
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        feed.next_prompt()
+    }
+
+    /// Send one request now; cancelled requests still produce a record.
+    async fn send(&self, request_index: u64, prompt: Prompt) -> RequestRecord {
+        self.counters.started.fetch_add(1, Ordering::Relaxed);
+        let start = Instant::now();
+        let planned = prompt.planned_prompt_tokens;
+        let record = tokio::select! {
+            record = self.executor.execute(request_index, prompt, self.origin.into_std()) => record,
+            _ = self.abort.cancelled() => cancelled_record(request_index, planned, self.origin, start),
+        };
+        self.counters.finished.fetch_add(1, Ordering::Relaxed);
+        record
+    }
+
+    fn deliver(&self, record: RequestRecord) {
+        // The receiver lives as long as the run; if it is gone, the run is over anyway.
+        let _ = self.records.send(record);
+    }
+}
+
+fn cancelled_record(
+    request_index: u64,
+    planned: Option<u64>,
+    origin: Instant,
+    start: Instant,
+) -> RequestRecord {
+    RequestRecord {
+        request_index,
+        start_offset_ms: ms_between(origin, start),
+        e2e_ms: start.elapsed().as_secs_f64() * 1e3,
+        planned_context_tokens: planned,
+        error: Some(RequestError {
+            kind: ErrorKind::Cancelled,
+            status: None,
+            message: "cancelled while in flight (drain timeout or interrupt)".to_string(),
+        }),
+        ..RequestRecord::default()
+    }
+}
+
+fn ms_between(earlier: Instant, later: Instant) -> f64 {
+    later.saturating_duration_since(earlier).as_secs_f64() * 1e3
+}
+
+/// Tasks still running after a load model stopped starting requests.
+struct InFlight {
+    tasks: tokio::task::JoinSet<()>,
+}
+
+impl InFlight {
+    async fn wait(mut self) {
+        while self.tasks.join_next().await.is_some() {}
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,182 @@
+//! Plan diagnostics: one problem with its place in the source, rendered with a caret.
+
+use std::fmt;
+
+/// Where in a source a diagnostic points: 1-based line and column (in characters).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Location {
+    /// The file as the user named it, or `command line` for `--set`.
+    pub file: String,
+    pub line: usize,
+    pub col: usize,
+    /// Characters to underline (at least 1).
+    pub len: usize,
+    /// The source line, for the excerpt; `None` when there is no source text.
+    pub source_line: Option<String>,
+}
+
+/// One problem found in a plan.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Diagnostic {
+    /// Key path such as `phases[3].concurrency`; empty for the whole document.
+    pub path: String,
+    pub message: String,
+    pub location: Location,
+    /// What to do about it ("did you mean `concurrency`?").
+    pub hint: Option<String>,
+    /// Context, such as which matrix phase an expanded phase came from.
+    pub note: Option<String>,
+}
+
+impl Diagnostic {
+    pub fn with_hint(mut self, hint: impl Into<String>) -> Self {
+        self.hint = Some(hint.into());
+        self
+    }
+
+    pub fn with_note(mut self, note: impl Into<String>) -> Self {
+        self.note = Some(note.into());
+        self
+    }
+}
+
+impl fmt::Display for Diagnostic {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.path.is_empty() {
+            writeln!(f, "error: {}", self.message)?;
+        } else {
+            writeln!(f, "error: {}: {}", self.path, self.message)?;
+        }
+        let loc = &self.location;
+        let gutter = loc.line.to_string().len();
+        let pad = " ".repeat(gutter);
+        writeln!(f, "{pad}--> {}:{}:{}", loc.file, loc.line, loc.col)?;
+        if let Some(line) = &loc.source_line {
+            // Tabs would misalign the caret, so show them as one space each.
+            let shown: String = line
+                .chars()
+                .map(|c| if c == '\t' { ' ' } else { c })
+                .collect();
+            let line_chars = shown.chars().count();
+            let start = loc.col.saturating_sub(1).min(line_chars);
+            let len = loc.len.max(1).min(line_chars.saturating_sub(start).max(1));
+            writeln!(f, "{pad} |")?;
+            writeln!(f, "{} | {}", loc.line, shown.trim_end())?;
+            writeln!(f, "{pad} | {}{}", " ".repeat(start), "^".repeat(len))?;
+        }
+        if let Some(hint) = &self.hint {
+            writeln!(f, "{pad} = help: {hint}")?;
+        }
+        if let Some(note) = &self.note {
+            writeln!(f, "{pad} = note: {note}")?;
+        }
+        Ok(())
+    }
+}
+
+/// Every problem found in a plan, in source order within each pass.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub struct PlanErrors {
+    pub diagnostics: Vec<Diagnostic>,
+}
+
+impl PlanErrors {
+    pub fn one(d: Diagnostic) -> Self {
+        PlanErrors {
+            diagnostics: vec![d],
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        self.diagnostics.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.diagnostics.is_empty()
+    }
+}
+
+impl fmt::Display for PlanErrors {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for (i, d) in self.diagnostics.iter().enumerate() {
+            if i > 0 {
+                writeln!(f)?;
+            }
+            write!(f, "{d}")?;
+        }
+        let n = self.diagnostics.len();
+        if n > 1 {
+            writeln!(f, "\n{n} errors")?;
+        }
+        Ok(())
+    }
+}
+
+/// Levenshtein distance, for "did you mean" hints.
+pub fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut prev: Vec<usize> = (0..=b.len()).collect();
+    let mut cur = vec![0; b.len() + 1];
+    for (i, ca) in a.chars().enumerate() {
+        cur[0] = i + 1;
+        for (j, cb) in b.iter().enumerate() {
+            let cost = usize::from(ca != *cb);
+            cur[j + 1] = (prev[j] + cost).min(prev[j + 1] + 1).min(cur[j] + 1);
+        }
+        std::mem::swap(&mut prev, &mut cur);
+    }
+    prev[b.len()]
+}
+
+/// The closest candidate to `word`, if it is close enough to be a likely typo.
+pub fn suggest<'a, I: IntoIterator<Item = &'a str>>(word: &str, candidates: I) -> Option<&'a str> {
+    let limit = (word.chars().count() / 3).max(1);
+    candidates
+        .into_iter()
+        .map(|c| (edit_distance(word, c), c))
+        .filter(|(d, _)| *d <= limit)
+        .min_by_key(|(d, _)| *d)
+        .map(|(_, c)| c)
+}
+
+/// "did you mean `x`?" when there is a close candidate.
+pub fn did_you_mean<'a, I: IntoIterator<Item = &'a str>>(
+    word: &str,
+    candidates: I,
+) -> Option<String> {
+    suggest(word, candidates).map(|c| format!("did you mean `{c}`?"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn suggests_close_names_only() {
+        let keys = ["concurrency", "duration", "rate"];
+        assert_eq!(suggest("concurency", keys), Some("concurrency"));
+        assert_eq!(suggest("durration", keys), Some("duration"));
+        assert_eq!(suggest("colour", keys), None);
+    }
+
+    #[test]
+    fn renders_caret_under_the_span() {
+        let d = Diagnostic {
+            path: "phases[3].concurrency".into(),
+            message: "expected an integer, found \"sixteen\"".into(),
+            location: Location {
+                file: "plans/x.yaml".into(),
+                line: 14,
+                col: 18,
+                len: 7,
+                source_line: Some("    concurrency: sixteen".into()),
+            },
+            hint: None,
+            note: None,
+        };
+        let text = d.to_string();
+        assert!(text.contains("  --> plans/x.yaml:14:18\n"), "{text}");
+        assert!(text.contains("14 |     concurrency: sixteen\n"), "{text}");
+        assert!(text.contains("   |                  ^^^^^^^\n"), "{text}");
+    }
+}

@@ -1,0 +1,850 @@
+//! One run of a plan: targets up, phases in order, the report rewritten after every phase.
+
+mod host;
+pub mod output;
+pub mod scrape;
+pub mod settings;
+
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tokio::sync::mpsc;
+
+use crate::client::{Client, ClientConfig, RequestRecord, ResolvedTimeouts, Sampling};
+use crate::metrics;
+use crate::plan::{self, ExpandOptions, LoadedPlan, PlanErrors, TokenizerSource, TokenizerSpec};
+use crate::report::{
+    PhaseResult, PlanSource, PromptTokenCheck, REPORT_SCHEMA, Report, TimingMethodology, ToolInfo,
+    WarmupResult,
+};
+use crate::scheduler::progress::{PhaseProgress, ProgressMode};
+use crate::scheduler::{self, LiveCounters, Stops, WindowSpec};
+use crate::sim::{self, SimHandle};
+use crate::workload::{PromptSource, WorkloadContext};
+use output::{Journal, Window};
+use settings::PhaseSettings;
+
+/// Default tolerated gap between planned and served prompt tokens.
+pub const DEFAULT_PROMPT_TOLERANCE: f64 = 0.02;
+/// After the first interrupt, in-flight requests get this long before they are cancelled.
+pub const INTERRUPT_GRACE: Duration = Duration::from_secs(5);
+
+/// What `servebench run` was asked to do.
+#[derive(Debug, Clone)]
+pub struct RunOptions {
+    /// A plan file, or a `report.json` whose embedded plan is run again.
+    pub plan: PathBuf,
+    pub expand: ExpandOptions,
+    /// Default: `runs/<plan-name>-<UTC timestamp>/`.
+    pub out_dir: Option<PathBuf>,
+    /// Run only these phases (by name), in plan order.
+    pub only: Vec<String>,
+    pub dry_run: bool,
+    pub progress: ProgressMode,
+}
+
+/// Why a run did not produce a complete report.
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    #[error("{0}")]
+    InvalidPlan(#[from] PlanErrors),
+    /// Bad arguments or environment, found before any request was sent.
+    #[error("{0}")]
+    InvalidInput(String),
+    /// The run could not go on (a simulator did not start, the report could not be written).
+    #[error("{0}")]
+    Failed(String),
+}
+
+impl RunError {
+    pub fn exit_code(&self) -> i32 {
+        match self {
+            RunError::InvalidPlan(_) | RunError::InvalidInput(_) => crate::exit::INVALID_INPUT,
+            RunError::Failed(_) => crate::exit::RUN_FAILED,
+        }
+    }
+}
+
+/// What a finished (or interrupted) run left behind.
+#[derive(Debug)]
+pub struct RunOutcome {
+    /// `None` for `--dry-run`.
+    pub report_path: Option<PathBuf>,
+    pub report: Option<Report>,
+    pub interrupted: bool,
+}
+
+/// `servebench run`: build the runtime, run, and map the outcome to an exit code.
+pub fn run_command(options: RunOptions) -> i32 {
+    let runtime = match tokio::runtime::Runtime::new() {
+        Ok(runtime) => runtime,
+        Err(e) => {
+            eprintln!("error: cannot start the async runtime: {e}");
+            return crate::exit::RUN_FAILED;
+        }
+    };
+    match runtime.block_on(run(options)) {
+        Ok(outcome) if outcome.interrupted => crate::exit::RUN_FAILED,
+        Ok(_) => crate::exit::SUCCESS,
+        Err(RunError::InvalidPlan(errors)) => {
+            eprintln!("{errors}");
+            crate::exit::INVALID_INPUT
+        }
+        Err(e) => {
+            eprintln!("error: {e}");
+            e.exit_code()
+        }
+    }
+}
+
+/// Run a plan end to end.
+pub async fn run(options: RunOptions) -> Result<RunOutcome, RunError> {
+    let loaded = load_plan(&options.plan, &options.expand)?;
+    let all = settings::resolve(&loaded.plan)
+        .map_err(|errors| RunError::InvalidInput(errors.join("\n")))?;
+    let phases = select_phases(all, &options.only)?;
+    if options.dry_run {
+        print!("{}", settings::describe_schedule(&loaded.plan, &phases));
+        return Ok(RunOutcome {
+            report_path: None,
+            report: None,
+            interrupted: false,
+        });
+    }
+    let api_keys = read_api_keys(&phases)?;
+    let started_at = chrono::Utc::now();
+    let run_id = format!(
+        "{}-{}",
+        loaded.plan.name,
+        started_at.format("%Y%m%dT%H%M%SZ")
+    );
+    let out_dir = options
+        .out_dir
+        .clone()
+        .unwrap_or_else(|| Path::new("runs").join(&run_id));
+    output::prepare_dir(&out_dir).map_err(RunError::InvalidInput)?;
+    let journal = Journal::create(&out_dir).map_err(RunError::InvalidInput)?;
+
+    let simulators = start_simulators(&phases).await?;
+    let stops = Stops::default();
+    let interrupts = install_interrupt_handler(stops.clone(), journal.clone(), out_dir.clone());
+
+    let mut report = new_report(&loaded, run_id, started_at);
+    let write = |report: &Report| output::write_report(&out_dir, report).map_err(RunError::Failed);
+    let report_path = write(&report)?;
+    let http = reqwest::Client::builder()
+        .build()
+        .map_err(|e| RunError::Failed(format!("cannot build an HTTP client: {e}")))?;
+    let mut run_origin = None;
+
+    let mut failure = None;
+    for phase in &phases {
+        if stops.stop_starting.is_cancelled() {
+            break;
+        }
+        let endpoint = endpoint_for(phase, &simulators);
+        let run = PhaseRun {
+            plan: &loaded,
+            phase,
+            endpoint: &endpoint,
+            api_key: api_keys.get(phase.target_name).cloned(),
+            journal: &journal,
+            stops: &stops,
+            progress: options.progress,
+            http: &http,
+        };
+        match run.execute(&mut run_origin).await {
+            Ok(result) => {
+                println!("{}", phase_line(&result));
+                report.phases.push(result);
+                report.rechecks = recheck_pairs(&report, &phases);
+                write(&report)?;
+            }
+            Err(e) => {
+                failure = Some(e);
+                break;
+            }
+        }
+        if let Some(cooldown) = phase.cooldown {
+            tokio::select! {
+                _ = tokio::time::sleep(cooldown) => {}
+                _ = stops.stop_starting.cancelled() => {}
+            }
+        }
+    }
+    let interrupted = stops.stop_starting.is_cancelled();
+    report.finished_at =
+        Some(chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true));
+    report.partial = interrupted || failure.is_some() || report.phases.len() < phases.len();
+    report.stop_reason = match (&failure, interrupted) {
+        (Some(e), _) => Some(e.to_string()),
+        (None, true) => Some("interrupted".to_string()),
+        (None, false) => None,
+    };
+    write(&report)?;
+    let _ = journal.flush();
+    interrupts.abort();
+    for (_, (_, handle)) in simulators {
+        handle.shutdown().await;
+    }
+    eprintln!("report: {}", report_path.display());
+    if let Some(e) = failure {
+        return Err(e);
+    }
+    Ok(RunOutcome {
+        report_path: Some(report_path),
+        report: Some(report),
+        interrupted,
+    })
+}
+
+fn load_plan(path: &Path, options: &ExpandOptions) -> Result<LoadedPlan, RunError> {
+    Ok(plan::prepare(path, options)?)
+}
+
+fn select_phases<'p>(
+    all: Vec<PhaseSettings<'p>>,
+    only: &[String],
+) -> Result<Vec<PhaseSettings<'p>>, RunError> {
+    if only.is_empty() {
+        return Ok(all);
+    }
+    let unknown: Vec<&String> = only
+        .iter()
+        .filter(|name| !all.iter().any(|p| p.name == name.as_str()))
+        .collect();
+    if !unknown.is_empty() {
+        let known: Vec<&str> = all.iter().map(|p| p.name).collect();
+        return Err(RunError::InvalidInput(format!(
+            "--only: no phase named {}; the plan's phases are: {}",
+            unknown
+                .iter()
+                .map(|n| format!("`{n}`"))
+                .collect::<Vec<_>>()
+                .join(", "),
+            known.join(", ")
+        )));
+    }
+    Ok(all
+        .into_iter()
+        .filter(|p| only.iter().any(|n| n == p.name))
+        .collect())
+}
+
+/// Keys come from the environment variables the targets name; a missing one stops the run
+/// before anything is sent. The values never leave the client.
+fn read_api_keys(phases: &[PhaseSettings<'_>]) -> Result<HashMap<String, String>, RunError> {
+    let mut keys = HashMap::new();
+    for phase in phases {
+        if let Some(var) = &phase.target.api_key_env {
+            match std::env::var(var) {
+                Ok(key) if !key.is_empty() => {
+                    keys.insert(phase.target_name.to_string(), key);
+                }
+                _ => {
+                    return Err(RunError::InvalidInput(format!(
+                        "targets.{}.api_key_env names the environment variable `{var}`, which is not set",
+                        phase.target_name
+                    )));
+                }
+            }
+        }
+    }
+    Ok(keys)
+}
+
+type Simulators = HashMap<String, (SocketAddr, SimHandle)>;
+
+async fn start_simulators(phases: &[PhaseSettings<'_>]) -> Result<Simulators, RunError> {
+    let mut simulators = Simulators::new();
+    for phase in phases {
+        if let Some(config) = &phase.target.simulator
+            && !simulators.contains_key(phase.target_name)
+        {
+            let (addr, handle) = sim::serve(config.clone()).await.map_err(|e| {
+                RunError::Failed(format!(
+                    "cannot start the simulator for target `{}`: {e}",
+                    phase.target_name
+                ))
+            })?;
+            simulators.insert(phase.target_name.to_string(), (addr, handle));
+        }
+    }
+    Ok(simulators)
+}
+
+/// Where a phase's requests go.
+#[derive(Debug, Clone)]
+struct Endpoint {
+    base_url: String,
+    metrics_url: Option<String>,
+    model: String,
+}
+
+fn endpoint_for(phase: &PhaseSettings<'_>, simulators: &Simulators) -> Endpoint {
+    let target = phase.target;
+    match simulators.get(phase.target_name) {
+        Some((addr, _)) => Endpoint {
+            base_url: format!("http://{addr}/v1"),
+            metrics_url: Some(format!("http://{addr}/metrics")),
+            model: target
+                .model
+                .clone()
+                .or_else(|| target.simulator.as_ref().and_then(|s| s.model.clone()))
+                .unwrap_or_else(|| "sim".to_string()),
+        },
+        None => Endpoint {
+            base_url: target
+                .base_url
+                .clone()
+                .unwrap_or_default()
+                .trim_end_matches('/')
+                .to_string(),
+            metrics_url: target.metrics_url.clone(),
+            model: target.model.clone().unwrap_or_default(),
+        },
+    }
+}
+
+/// First interrupt (SIGINT or SIGTERM): stop starting requests, give in-flight ones a short
+/// grace, then write a partial report. Second: flush the journal and exit at once.
+fn install_interrupt_handler(
+    stops: Stops,
+    journal: Journal,
+    out_dir: PathBuf,
+) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(async move {
+        #[cfg(unix)]
+        let mut terminate =
+            tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
+        let mut interrupts = 0;
+        loop {
+            #[cfg(unix)]
+            let sigterm = async {
+                match terminate.as_mut() {
+                    Some(t) => {
+                        t.recv().await;
+                    }
+                    None => std::future::pending().await,
+                }
+            };
+            #[cfg(not(unix))]
+            let sigterm = std::future::pending::<()>();
+            tokio::select! {
+                result = tokio::signal::ctrl_c() => if result.is_err() { return },
+                _ = sigterm => {}
+            }
+            interrupts += 1;
+            if interrupts == 1 {
+                eprintln!(
+                    "\ninterrupted: no new requests; waiting up to {}s for in-flight ones, then writing a partial report to {} (interrupt again to exit at once)",
+                    INTERRUPT_GRACE.as_secs(),
+                    out_dir.display()
+                );
+                stops.stop_starting.cancel();
+                let abort = stops.abort_in_flight.clone();
+                tokio::spawn(async move {
+                    tokio::time::sleep(INTERRUPT_GRACE).await;
+                    abort.cancel();
+                });
+            } else {
+                let _ = journal.flush();
+                eprintln!(
+                    "interrupted again: exiting now; finished requests are in {}",
+                    out_dir.join(output::JOURNAL_FILE).display()
+                );
+                std::process::exit(crate::exit::RUN_FAILED);
+            }
+        }
+    })
+}
+
+/// Everything one phase needs.
+struct PhaseRun<'a> {
+    plan: &'a LoadedPlan,
+    phase: &'a PhaseSettings<'a>,
+    endpoint: &'a Endpoint,
+    api_key: Option<String>,
+    journal: &'a Journal,
+    stops: &'a Stops,
+    progress: ProgressMode,
+    http: &'a reqwest::Client,
+}
+
+impl PhaseRun<'_> {
+    async fn execute(
+        &self,
+        run_origin: &mut Option<std::time::Instant>,
+    ) -> Result<PhaseResult, RunError> {
+        let phase = self.phase;
+        let client = Arc::new(
+            Client::new(self.client_config())
+                .map_err(|e| RunError::InvalidInput(format!("phase `{}`: {e}", phase.name)))?,
+        );
+        let mut source =
+            PromptSource::new(phase.workload, &self.workload_context()).map_err(|e| {
+                RunError::InvalidInput(format!(
+                    "phase `{}`, workload `{}`: {e}",
+                    phase.name, phase.workload_name
+                ))
+            })?;
+        source.calibrate().await.map_err(|e| {
+            RunError::Failed(format!(
+                "phase `{}`: tokenizer calibration failed: {e}",
+                phase.name
+            ))
+        })?;
+        let use_prompt_schedule = phase.workload.trace.is_some();
+        let feed = Arc::new(Mutex::new(source));
+        let seed = phase_seed(self.plan.plan.seed, phase.name);
+
+        let scrape_before = self.scrape().await;
+
+        let mut warmup = WarmupResult::default();
+        if let Some(w) = phase.warmup {
+            let spec = WindowSpec {
+                load: phase.load.clone(),
+                duration: w.duration.map(|d| d.0),
+                requests: w.requests,
+                drain_timeout: phase.drain_timeout,
+                seed: seed ^ 0x5741_524d,
+                use_prompt_schedule,
+            };
+            let (_, records) = self
+                .window(
+                    &spec,
+                    client.clone(),
+                    feed.clone(),
+                    Window::Warmup,
+                    format!("{} warmup", phase.name),
+                )
+                .await;
+            warmup = WarmupResult {
+                requests: records.len() as u64,
+                errors: records.iter().filter(|r| !r.is_ok()).count() as u64,
+                elapsed: records
+                    .iter()
+                    .map(|r| r.start_offset_ms + r.e2e_ms)
+                    .fold(0.0, f64::max)
+                    / 1e3,
+            };
+            self.warn_on_prompt_gap(&prompt_check(&records, self.prompt_tolerance()), "warmup");
+        }
+        if self.stops.stop_starting.is_cancelled() && phase.warmup.is_some() {
+            return Err(RunError::Failed(format!(
+                "interrupted during the warmup of phase `{}`",
+                phase.name
+            )));
+        }
+
+        let spec = WindowSpec {
+            load: phase.load.clone(),
+            duration: phase.duration,
+            requests: phase.requests,
+            drain_timeout: phase.drain_timeout,
+            seed,
+            use_prompt_schedule,
+        };
+        let (outcome, mut records) = self
+            .window(
+                &spec,
+                client,
+                feed,
+                Window::Measured,
+                phase.name.to_string(),
+            )
+            .await;
+        let scrape_after = self.scrape().await;
+        records.sort_by_key(|r| r.request_index);
+
+        let origin = *run_origin.get_or_insert(outcome.origin);
+        let start_offset_seconds = outcome
+            .origin
+            .saturating_duration_since(origin)
+            .as_secs_f64();
+        let last_end_s = records
+            .iter()
+            .map(|r| r.start_offset_ms + r.e2e_ms)
+            .fold(0.0, f64::max)
+            / 1e3;
+        let method = self.plan.plan.percentile_method;
+        let summary = metrics::summarize(&records, method, self.plan.plan.slo.as_ref());
+        let prompt_tokens = prompt_check(&records, self.prompt_tolerance());
+        if warmup.requests == 0 {
+            self.warn_on_prompt_gap(&prompt_tokens, "measured window");
+        }
+        let send_lags: Vec<f64> = records.iter().filter_map(|r| r.send_lag_ms).collect();
+        let server_metrics = match (&self.endpoint.metrics_url, scrape_before, scrape_after) {
+            (Some(url), Some(before), Some(after)) => Some(scrape::diff(url, &before, &after)),
+            _ => None,
+        };
+        Ok(PhaseResult {
+            phase: phase.name.to_string(),
+            route: phase.route.to_string(),
+            target: phase.target_name.to_string(),
+            workload: phase.workload_name.to_string(),
+            concurrency: phase.concurrency(),
+            rate_rps: phase.rate_rps(),
+            recheck_of: phase.recheck_of.map(str::to_string),
+            started_at: outcome
+                .started_at
+                .to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
+            start_offset_seconds,
+            end_offset_seconds: start_offset_seconds + last_end_s,
+            partial: outcome.interrupted,
+            summary,
+            warmup,
+            prompt_tokens,
+            send_lag_ms: metrics::distribution(send_lags.iter().copied(), method),
+            achieved_rate_ratio: phase
+                .rate_rps()
+                .and_then(|rps| achieved_rate(&records).map(|r| r / rps)),
+            server_metrics,
+            request_timings: records,
+        })
+    }
+
+    /// Run one window, journaling and showing progress as records arrive.
+    async fn window(
+        &self,
+        spec: &WindowSpec,
+        client: Arc<Client>,
+        feed: Arc<Mutex<PromptSource>>,
+        window: Window,
+        label: String,
+    ) -> (scheduler::WindowOutcome, Vec<RequestRecord>) {
+        let (tx, mut rx) = mpsc::unbounded_channel::<RequestRecord>();
+        let counters = Arc::new(LiveCounters::default());
+        let journal = self.journal.clone();
+        let phase_name = self.phase.name.to_string();
+        let mut progress = PhaseProgress::new(self.progress, label, spec.duration, spec.requests);
+        let collector_counters = counters.clone();
+        let collector = tokio::spawn(async move {
+            let mut records = Vec::new();
+            let mut tick = tokio::time::interval(Duration::from_millis(250));
+            let mut journal_error = None;
+            loop {
+                tokio::select! {
+                    received = rx.recv() => match received {
+                        Some(mut record) => {
+                            metrics::derive_record_fields(&mut record);
+                            if let Err(e) = journal.append(&phase_name, window, &record) {
+                                journal_error.get_or_insert(e);
+                            }
+                            progress.record(&record);
+                            records.push(record);
+                        }
+                        None => break,
+                    },
+                    _ = tick.tick() => {
+                        progress.tick(collector_counters.in_flight());
+                        let _ = journal.flush();
+                    }
+                }
+            }
+            let _ = journal.flush();
+            if let Some(e) = journal_error {
+                eprintln!(
+                    "warning: the journal could not be written ({e}); the report still holds every record"
+                );
+            }
+            progress.finish(&format!(
+                "{} requests, {} errors",
+                records.len(),
+                records.iter().filter(|r| !r.is_ok()).count()
+            ));
+            records
+        });
+        let outcome = scheduler::run_window(spec, client, feed, tx, counters, self.stops).await;
+        let records = collector.await.unwrap_or_default();
+        (outcome, records)
+    }
+
+    fn client_config(&self) -> ClientConfig {
+        let target = self.phase.target;
+        let workload = self.phase.workload;
+        let timeouts = target.timeout.clone().unwrap_or_default();
+        let mut body = target.body.clone();
+        body.extend(workload.body.clone());
+        ClientConfig {
+            base_url: self.endpoint.base_url.clone(),
+            api: target.api,
+            model: self.endpoint.model.clone(),
+            api_key: self.api_key.clone(),
+            headers: target
+                .headers
+                .iter()
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect(),
+            timeouts: ResolvedTimeouts {
+                connect: Some(
+                    timeouts
+                        .connect
+                        .map(|d| d.0)
+                        .unwrap_or(Duration::from_secs(10)),
+                ),
+                first_byte: timeouts.first_byte.map(|d| d.0),
+                idle: Some(
+                    timeouts
+                        .idle
+                        .map(|d| d.0)
+                        .unwrap_or(Duration::from_secs(120)),
+                ),
+                total: timeouts.total.map(|d| d.0),
+            },
+            body,
+            sampling: Sampling {
+                temperature: workload.temperature,
+                ignore_eos: workload.ignore_eos,
+                min_tokens: workload.min_tokens,
+                seed: workload.seed,
+            },
+            max_connections: self.phase.max_connections(),
+        }
+    }
+
+    fn workload_context(&self) -> WorkloadContext {
+        let phase = self.phase;
+        let tokenizer = phase
+            .workload
+            .tokenizer
+            .clone()
+            .or_else(|| phase.target.tokenizer.clone())
+            .unwrap_or(TokenizerSpec {
+                source: if phase.target.simulator.is_some() {
+                    TokenizerSource::Simulator
+                } else {
+                    TokenizerSource::Builtin
+                },
+                path: None,
+                chat_template: None,
+            });
+        WorkloadContext {
+            api: phase.target.api,
+            tokenizer,
+            plan_dir: self
+                .plan
+                .source_path
+                .parent()
+                .map(Path::to_path_buf)
+                .unwrap_or_default(),
+            seed: phase_seed(phase.workload.seed.or(self.plan.plan.seed), phase.name),
+            base_url: self.endpoint.base_url.clone(),
+            model: self.endpoint.model.clone(),
+        }
+    }
+
+    fn prompt_tolerance(&self) -> f64 {
+        self.phase
+            .workload
+            .prompt_tolerance
+            .unwrap_or(DEFAULT_PROMPT_TOLERANCE)
+    }
+
+    fn warn_on_prompt_gap(&self, check: &PromptTokenCheck, window: &str) {
+        if let (true, Some(planned), Some(actual), Some(err)) = (
+            check.warning,
+            check.planned_mean,
+            check.actual_mean,
+            check.relative_error,
+        ) {
+            eprintln!(
+                "warning: phase `{}` ({window}): the server counted {actual:.0} prompt tokens per request where the plan asked for {planned:.0} ({:+.1}%, tolerance {:.1}%); check the workload's tokenizer",
+                self.phase.name,
+                err * 100.0,
+                check.tolerance * 100.0
+            );
+        }
+    }
+
+    async fn scrape(&self) -> Option<scrape::Sample> {
+        let url = self.endpoint.metrics_url.as_deref()?;
+        match scrape::scrape(self.http, url).await {
+            Ok(sample) => Some(sample),
+            Err(e) => {
+                eprintln!("warning: phase `{}`: {e}", self.phase.name);
+                None
+            }
+        }
+    }
+}
+
+/// Each phase draws its own prompts and arrivals: a recheck repeats its original's settings,
+/// not its exact prompts, which a server's prefix cache would otherwise serve from memory.
+fn phase_seed(seed: Option<u64>, phase_name: &str) -> u64 {
+    // FNV-1a: stable across platforms and releases, unlike std's hasher.
+    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    for byte in phase_name.bytes() {
+        hash = (hash ^ u64::from(byte)).wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    seed.unwrap_or(0) ^ hash
+}
+
+/// Requests per second between the first and the last start.
+fn achieved_rate(records: &[RequestRecord]) -> Option<f64> {
+    let first = records
+        .iter()
+        .map(|r| r.start_offset_ms)
+        .fold(f64::INFINITY, f64::min);
+    let last = records
+        .iter()
+        .map(|r| r.start_offset_ms)
+        .fold(f64::NEG_INFINITY, f64::max);
+    (records.len() > 1 && last > first).then(|| (records.len() - 1) as f64 / ((last - first) / 1e3))
+}
+
+fn prompt_check(records: &[RequestRecord], tolerance: f64) -> PromptTokenCheck {
+    let pairs: Vec<(f64, f64)> = records
+        .iter()
+        .filter_map(|r| Some((r.planned_context_tokens? as f64, r.prompt_tokens? as f64)))
+        .collect();
+    let actual: Vec<f64> = records
+        .iter()
+        .filter_map(|r| r.prompt_tokens.map(|t| t as f64))
+        .collect();
+    let mean =
+        |xs: &mut dyn Iterator<Item = f64>, n: usize| (n > 0).then(|| xs.sum::<f64>() / n as f64);
+    let planned_mean = mean(&mut pairs.iter().map(|p| p.0), pairs.len());
+    let paired_actual = mean(&mut pairs.iter().map(|p| p.1), pairs.len());
+    let relative_error = match (planned_mean, paired_actual) {
+        (Some(p), Some(a)) if p > 0.0 => Some((a - p) / p),
+        _ => None,
+    };
+    PromptTokenCheck {
+        planned_mean,
+        actual_mean: paired_actual.or_else(|| mean(&mut actual.iter().copied(), actual.len())),
+        relative_error,
+        tolerance,
+        warning: relative_error.is_some_and(|e| e.abs() > tolerance),
+    }
+}
+
+fn recheck_pairs(report: &Report, phases: &[PhaseSettings<'_>]) -> Vec<crate::report::RecheckPair> {
+    report
+        .phases
+        .iter()
+        .filter_map(|recheck| {
+            let original_name = recheck.recheck_of.as_deref()?;
+            let original = report.phases.iter().find(|p| p.phase == original_name)?;
+            let tolerance = phases
+                .iter()
+                .find(|p| p.name == recheck.phase)
+                .map(|p| p.tolerance.clone())
+                .unwrap_or_default();
+            Some(metrics::recheck_pair(
+                original_name,
+                &original.summary,
+                &recheck.phase,
+                &recheck.summary,
+                &tolerance,
+            ))
+        })
+        .collect()
+}
+
+fn new_report(
+    loaded: &LoadedPlan,
+    run_id: String,
+    started_at: chrono::DateTime<chrono::Utc>,
+) -> Report {
+    Report {
+        schema: REPORT_SCHEMA.to_string(),
+        tool: ToolInfo {
+            name: env!("CARGO_PKG_NAME").to_string(),
+            version: env!("CARGO_PKG_VERSION").to_string(),
+        },
+        run_id,
+        started_at: started_at.to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
+        finished_at: None,
+        partial: true,
+        stop_reason: None,
+        host: host::host_facts(),
+        plan_source: PlanSource {
+            path: loaded.source_path.display().to_string(),
+            sha256: loaded.source_sha256.clone(),
+        },
+        vars: loaded.vars.clone(),
+        plan: loaded.plan.clone(),
+        metadata: loaded.plan.metadata.clone(),
+        timing_methodology: timing_methodology(loaded.plan.percentile_method),
+        phases: Vec::new(),
+        rechecks: Vec::new(),
+    }
+}
+
+fn timing_methodology(method: plan::PercentileMethod) -> TimingMethodology {
+    TimingMethodology {
+        clock: "client monotonic clock (std::time::Instant); timestamps taken when bytes arrive".to_string(),
+        percentile_method: method,
+        time_to_first_output: "request start through the first non-empty streamed reasoning or content delta".to_string(),
+        ttft: "request start through the first non-empty streamed content delta".to_string(),
+        generation: "client-observed E2E minus time to first output".to_string(),
+        decode: "output tokens after the first divided by client-observed generation time; output tokens may include reasoning tokens".to_string(),
+        mean_inter_token_latency: "client-observed generation time divided by output tokens after the first; not a per-token trace".to_string(),
+        tpot: "(E2E minus TTFT) divided by output tokens after the first (vLLM's TPOT)".to_string(),
+        effective_prefill: "usage.prompt_tokens divided by client-observed time to first output; includes queueing".to_string(),
+        elapsed: "first measured request's start to the last one's end; warmup excluded".to_string(),
+    }
+}
+
+fn phase_line(result: &PhaseResult) -> String {
+    let s = &result.summary;
+    let ms = |d: Option<crate::metrics::Distribution>,
+              pick: fn(&crate::metrics::Distribution) -> f64| {
+        d.map(|d| format!("{:.1}", pick(&d) * 1e3))
+            .unwrap_or_else(|| "-".into())
+    };
+    format!(
+        "{}: {} requests, {} errors, {:.1} output tok/s, {:.2} req/s, TTFT p50 {} ms p99 {} ms, TPOT p50 {} ms",
+        result.phase,
+        s.requests,
+        s.errors,
+        s.output_tokens_per_second,
+        s.request_rate,
+        ms(s.ttft, |d| d.p50),
+        ms(s.ttft, |d| d.p99),
+        ms(s.tpot, |d| d.p50),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn record(planned: u64, actual: u64, start_ms: f64) -> RequestRecord {
+        RequestRecord {
+            planned_context_tokens: Some(planned),
+            prompt_tokens: Some(actual),
+            start_offset_ms: start_ms,
+            ..RequestRecord::default()
+        }
+    }
+
+    #[test]
+    fn prompt_check_flags_a_missed_plan() {
+        // Seed 000: planned 4096, served 2960.
+        let check = prompt_check(&[record(4096, 2960, 0.0), record(4096, 2960, 1.0)], 0.02);
+        assert!(check.warning);
+        assert!((check.relative_error.unwrap() - (2960.0 - 4096.0) / 4096.0).abs() < 1e-12);
+        let exact = prompt_check(&[record(538, 538, 0.0)], 0.02);
+        assert!(!exact.warning);
+        assert_eq!(exact.relative_error, Some(0.0));
+    }
+
+    #[test]
+    fn achieved_rate_is_measured_between_first_and_last_start() {
+        let records: Vec<_> = (0..101).map(|i| record(1, 1, i as f64 * 10.0)).collect();
+        assert!((achieved_rate(&records).unwrap() - 100.0).abs() < 1e-9);
+        assert_eq!(achieved_rate(&records[..1]), None);
+    }
+
+    #[test]
+    fn phase_seeds_differ_by_name_and_follow_the_plan_seed() {
+        assert_ne!(phase_seed(Some(1), "a"), phase_seed(Some(1), "b"));
+        assert_ne!(phase_seed(Some(1), "a"), phase_seed(Some(2), "a"));
+        assert_eq!(phase_seed(Some(1), "a"), phase_seed(Some(1), "a"));
+    }
+}

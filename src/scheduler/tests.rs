@@ -1,0 +1,222 @@
+//! Scheduler behaviour on tokio's paused clock with a fake executor: exact, no sleeping.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tokio::sync::mpsc;
+use tokio::time::Instant;
+
+use super::*;
+use crate::workload::PromptInput;
+
+/// Answers every request after a fixed latency and tracks how many were in flight at once.
+struct FakeServer {
+    latency: Duration,
+    in_flight: AtomicU64,
+    max_in_flight: AtomicU64,
+}
+
+impl FakeServer {
+    fn new(latency_ms: u64) -> Arc<Self> {
+        Arc::new(FakeServer {
+            latency: Duration::from_millis(latency_ms),
+            in_flight: AtomicU64::new(0),
+            max_in_flight: AtomicU64::new(0),
+        })
+    }
+}
+
+impl Executor for FakeServer {
+    async fn execute(
+        &self,
+        request_index: u64,
+        prompt: Prompt,
+        origin: std::time::Instant,
+    ) -> RequestRecord {
+        let now = self.in_flight.fetch_add(1, Ordering::SeqCst) + 1;
+        self.max_in_flight.fetch_max(now, Ordering::SeqCst);
+        let start = Instant::now().into_std();
+        tokio::time::sleep(self.latency).await;
+        self.in_flight.fetch_sub(1, Ordering::SeqCst);
+        RequestRecord {
+            request_index,
+            start_offset_ms: start.saturating_duration_since(origin).as_secs_f64() * 1e3,
+            e2e_ms: self.latency.as_secs_f64() * 1e3,
+            planned_context_tokens: prompt.planned_prompt_tokens,
+            ..RequestRecord::default()
+        }
+    }
+}
+
+struct FixedPrompts;
+
+impl PromptFeed for FixedPrompts {
+    fn next_prompt(&mut self) -> Prompt {
+        Prompt {
+            input: PromptInput::Text("hello".into()),
+            planned_prompt_tokens: Some(1),
+            max_tokens: 4,
+            scheduled_at: None,
+        }
+    }
+}
+
+fn spec(load: Load, duration_ms: Option<u64>, requests: Option<u64>) -> WindowSpec {
+    WindowSpec {
+        load,
+        duration: duration_ms.map(Duration::from_millis),
+        requests,
+        drain_timeout: Duration::from_secs(30),
+        seed: 1,
+        use_prompt_schedule: false,
+    }
+}
+
+async fn run(
+    spec: &WindowSpec,
+    server: Arc<FakeServer>,
+    stops: &Stops,
+) -> (WindowOutcome, Vec<RequestRecord>) {
+    let (tx, mut rx) = mpsc::unbounded_channel();
+    let outcome = run_window(
+        spec,
+        server,
+        Arc::new(Mutex::new(FixedPrompts)),
+        tx,
+        Arc::new(LiveCounters::default()),
+        stops,
+    )
+    .await;
+    let mut records = Vec::new();
+    while let Ok(record) = rx.try_recv() {
+        records.push(record);
+    }
+    records.sort_by_key(|r| r.request_index);
+    (outcome, records)
+}
+
+#[tokio::test(start_paused = true)]
+async fn closed_loop_holds_exactly_n_in_flight_and_stops_at_the_request_bound() {
+    let server = FakeServer::new(10);
+    let (outcome, records) = run(
+        &spec(Load::Closed { concurrency: 4 }, None, Some(40)),
+        server.clone(),
+        &Stops::default(),
+    )
+    .await;
+    assert_eq!(server.max_in_flight.load(Ordering::SeqCst), 4);
+    assert_eq!(records.len(), 40);
+    assert_eq!(outcome.started, 40);
+    assert!(
+        records
+            .iter()
+            .enumerate()
+            .all(|(i, r)| r.request_index == i as u64)
+    );
+    assert!(!outcome.interrupted);
+}
+
+#[tokio::test(start_paused = true)]
+async fn closed_loop_starts_nothing_after_the_duration() {
+    let server = FakeServer::new(100);
+    let (_, records) = run(
+        &spec(Load::Closed { concurrency: 2 }, Some(1_000), None),
+        server,
+        &Stops::default(),
+    )
+    .await;
+    // Two workers, 100 ms each, for 1 s: starts at 0, 100, …, 900 ms.
+    assert_eq!(records.len(), 20);
+    assert!(records.iter().all(|r| r.start_offset_ms < 1_000.0));
+}
+
+#[tokio::test(start_paused = true)]
+async fn open_loop_sends_on_schedule_regardless_of_latency() {
+    let server = FakeServer::new(250);
+    let load = Load::Open {
+        rps: 100.0,
+        arrival: Arrival::Constant,
+        burstiness: None,
+        max_concurrency: None,
+    };
+    let (_, records) = run(
+        &spec(load, Some(1_000), None),
+        server.clone(),
+        &Stops::default(),
+    )
+    .await;
+    assert_eq!(records.len(), 100);
+    for (i, record) in records.iter().enumerate() {
+        assert_eq!(record.scheduled_offset_ms, Some(i as f64 * 10.0));
+        assert!(
+            record.send_lag_ms.unwrap().abs() < 1.5,
+            "lag {:?}",
+            record.send_lag_ms
+        );
+    }
+    // 250 ms responses at 10 ms spacing: about 25 in flight, so load never waited for replies.
+    assert!(server.max_in_flight.load(Ordering::SeqCst) >= 24);
+}
+
+#[tokio::test(start_paused = true)]
+async fn open_loop_cap_turns_into_visible_send_lag() {
+    let server = FakeServer::new(50);
+    let load = Load::Open {
+        rps: 100.0,
+        arrival: Arrival::Constant,
+        burstiness: None,
+        max_concurrency: Some(1),
+    };
+    let (_, records) = run(
+        &spec(load, None, Some(10)),
+        server.clone(),
+        &Stops::default(),
+    )
+    .await;
+    assert_eq!(server.max_in_flight.load(Ordering::SeqCst), 1);
+    let last_lag = records.last().and_then(|r| r.send_lag_ms).unwrap();
+    // Each request holds the only slot for 50 ms while arrivals come every 10 ms.
+    assert!(last_lag > 300.0, "lag {last_lag}");
+}
+
+#[tokio::test(start_paused = true)]
+async fn stragglers_past_the_drain_timeout_are_recorded_as_cancelled() {
+    let server = FakeServer::new(10_000);
+    let mut window = spec(Load::Closed { concurrency: 3 }, Some(1_000), None);
+    window.drain_timeout = Duration::from_secs(2);
+    let (_, records) = run(&window, server, &Stops::default()).await;
+    assert_eq!(records.len(), 3);
+    for record in &records {
+        assert_eq!(
+            record.error.as_ref().map(|e| e.kind),
+            Some(ErrorKind::Cancelled)
+        );
+        assert!(
+            (record.e2e_ms - 3_000.0).abs() < 5.0,
+            "e2e {}",
+            record.e2e_ms
+        );
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn stop_starting_ends_the_window_early_and_keeps_finished_records() {
+    let server = FakeServer::new(100);
+    let stops = Stops::default();
+    let stopper = stops.stop_starting.clone();
+    tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_millis(450)).await;
+        stopper.cancel();
+    });
+    let (outcome, records) = run(
+        &spec(Load::Closed { concurrency: 1 }, Some(10_000), None),
+        server,
+        &stops,
+    )
+    .await;
+    assert!(outcome.interrupted);
+    // Requests at 0..400 ms complete; the one in flight at 450 ms finishes too.
+    assert_eq!(records.len(), 5);
+    assert!(records.iter().all(|r| r.error.is_none()));
+}
