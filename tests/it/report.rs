@@ -595,29 +595,12 @@ fn check_in_browser(browser: &str, html: &str, expect_svgs: usize, dir: &Path) -
     std::fs::write(&page, html).expect("write page");
     let url = format!("file://{}", page.display());
 
-    let out = chromium_cmd(browser, &dir.join("profile-dom"))
-        .args(["--enable-logging=stderr", "--v=0", "--dump-dom"])
-        .arg(&url)
-        .output()
-        .expect("run chromium");
-    assert!(
-        out.status.success(),
-        "chromium failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let dom = String::from_utf8_lossy(&out.stdout);
+    let (dom, console_errors) = load_page(browser, &url, &dir.join("profile-dom"));
     assert_eq!(
         dom.matches("<svg").count(),
         expect_svgs,
         "charts in the rendered DOM"
     );
-    let log = String::from_utf8_lossy(&out.stderr);
-    let console_errors: Vec<&str> = log
-        .lines()
-        .filter(|l| {
-            l.contains("CONSOLE") || l.contains("Uncaught") || l.contains("Failed to load resource")
-        })
-        .collect();
     assert!(
         console_errors.is_empty(),
         "console errors: {console_errors:#?}"
@@ -645,6 +628,30 @@ fn check_in_browser(browser: &str, html: &str, expect_svgs: usize, dir: &Path) -
         "screenshot has almost no ink: {dark_share}"
     );
     shot
+}
+
+/// Load `url` and return the DOM after load and every console message or load failure the
+/// browser logged.
+fn load_page(browser: &str, url: &str, profile: &Path) -> (String, Vec<String>) {
+    let out = chromium_cmd(browser, profile)
+        .args(["--enable-logging=stderr", "--v=0", "--dump-dom"])
+        .arg(url)
+        .output()
+        .expect("run chromium");
+    assert!(
+        out.status.success(),
+        "chromium failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let log = String::from_utf8_lossy(&out.stderr);
+    let errors = log
+        .lines()
+        .filter(|l| {
+            l.contains("CONSOLE") || l.contains("Uncaught") || l.contains("Failed to load resource")
+        })
+        .map(str::to_string)
+        .collect();
+    (String::from_utf8_lossy(&out.stdout).into_owned(), errors)
 }
 
 /// Luminance variance and share of pixels darker than mid-grey.
@@ -678,6 +685,30 @@ fn html_loads_cleanly_in_headless_chromium() {
     if let Some(keep) = std::env::var_os("SERVEBENCH_KEEP_SCREENSHOT") {
         std::fs::copy(&shot, keep).expect("keep screenshot");
     }
+}
+
+/// The console check is only worth something if it sees a broken page.
+#[test]
+fn the_browser_check_sees_script_errors() {
+    let Some(browser) = chromium() else { return };
+    let dir = tempfile::tempdir().expect("tempdir");
+    let page = dir.path().join("broken.html");
+    std::fs::write(
+        &page,
+        "<html><body><script>missing_function();</script></body></html>",
+    )
+    .expect("write page");
+    let (_, errors) = load_page(
+        browser,
+        &format!("file://{}", page.display()),
+        &dir.path().join("p"),
+    );
+    assert!(
+        errors
+            .iter()
+            .any(|e| e.contains("missing_function is not defined")),
+        "{errors:#?}"
+    );
 }
 
 #[test]
