@@ -66,7 +66,13 @@ pub fn render(c: &Comparison) -> String {
             ("Observed", Align::Right),
             ("Result", Align::Left),
         ]);
-        for g in &c.gates {
+        // Failures first, so a long list of passing checks cannot hide one.
+        let ordered = c
+            .gates
+            .iter()
+            .filter(|g| !g.passed)
+            .chain(c.gates.iter().filter(|g| g.passed));
+        for g in ordered {
             let unit = g.unit;
             let observed = match (g.observed, g.compared, unit) {
                 (None, _, _) => "–".to_string(),

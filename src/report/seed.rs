@@ -190,7 +190,9 @@ fn route_of(base_url: Option<&str>) -> String {
 /// Request starts for a closed loop of `concurrency` workers taking requests in index order;
 /// the seed format records no start times.
 fn reconstruct_starts(e2e_ms: &[f64], concurrency: u32) -> Vec<f64> {
-    let mut free_at = vec![0.0f64; concurrency.max(1) as usize];
+    // More workers than requests changes nothing; the cap keeps a bogus value from allocating.
+    let workers = (concurrency.max(1) as usize).min(e2e_ms.len().max(1));
+    let mut free_at = vec![0.0f64; workers];
     e2e_ms
         .iter()
         .map(|e2e| {
@@ -604,5 +606,6 @@ mod tests {
             "127.0.0.1:39062"
         );
         assert_eq!(route_of(None), "default");
+        assert_eq!(reconstruct_starts(&[5.0, 6.0], u32::MAX), vec![0.0, 0.0]);
     }
 }

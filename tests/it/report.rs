@@ -486,6 +486,27 @@ fn markdown_makes_the_drift_and_warnings_obvious() {
 }
 
 #[test]
+fn a_partial_run_says_so() {
+    let mut r = sample_report(1.0);
+    r.partial = true;
+    r.finished_at = None;
+    r.stop_reason = Some("interrupted | Ctrl-C".to_string());
+    r.phases[5].partial = true;
+    let md = report::markdown::render(&r);
+    assert!(
+        md.contains("> **Partial run:** not every phase finished (interrupted | Ctrl-C)."),
+        "{md}"
+    );
+    assert!(
+        md.contains("| Status | PARTIAL: interrupted \\| Ctrl-C |"),
+        "{md}"
+    );
+    assert!(md.contains("| **burst-5rps (partial)** |"), "{md}");
+    let html = report::html::render(&r);
+    assert!(html.contains("<b>Partial run:</b> not every phase finished (interrupted | Ctrl-C)."));
+}
+
+#[test]
 fn csv_snapshot_and_rfc4180() {
     let r = sample_report(1.0);
     let phases = report::csv::render_phases(&r);
