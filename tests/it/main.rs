@@ -2,3 +2,4 @@
 mod client;
 mod metrics;
 mod plans;
+mod report;
