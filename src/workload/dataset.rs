@@ -123,9 +123,7 @@ fn parse_sharegpt(path: &Path, text: &str, kit: &TextKit) -> Result<Vec<Entry>, 
     })?;
     let mut entries = Vec::new();
     for (i, item) in items.iter().enumerate() {
-        let at = |msg: &str| {
-            WorkloadError(format!("{}: entry {}: {msg}", path.display(), i + 1))
-        };
+        let at = |msg: &str| WorkloadError(format!("{}: entry {}: {msg}", path.display(), i + 1));
         let turns = item
             .get("conversations")
             .and_then(|c| c.as_array())
@@ -193,15 +191,22 @@ pub fn prepare(
     seed: u64,
 ) -> Result<DatasetSource, WorkloadError> {
     if dataset.sample == Some(0) {
-        return Err(WorkloadError(format!("{}: sample must be at least 1", path.display())));
+        return Err(WorkloadError(format!(
+            "{}: sample must be at least 1",
+            path.display()
+        )));
     }
     let loaded = load(path, dataset.format, kit)?;
     let total_entries = loaded.entries.len();
     let mut kept = Vec::new();
     for entry in loaded.entries {
         let tokens = kit.count(&to_input(&entry.input, kit.api))?;
-        let low = dataset.min_input_tokens.is_some_and(|m| tokens < u64::from(m));
-        let high = dataset.max_input_tokens.is_some_and(|m| tokens > u64::from(m));
+        let low = dataset
+            .min_input_tokens
+            .is_some_and(|m| tokens < u64::from(m));
+        let high = dataset
+            .max_input_tokens
+            .is_some_and(|m| tokens > u64::from(m));
         if !low && !high {
             kept.push(entry);
         }
@@ -210,8 +215,12 @@ pub fn prepare(
         return Err(WorkloadError(format!(
             "{}: none of the {total_entries} entries has between {} and {} input tokens ({})",
             path.display(),
-            dataset.min_input_tokens.map_or("0".into(), |m| m.to_string()),
-            dataset.max_input_tokens.map_or("any".into(), |m| m.to_string()),
+            dataset
+                .min_input_tokens
+                .map_or("0".into(), |m| m.to_string()),
+            dataset
+                .max_input_tokens
+                .map_or("any".into(), |m| m.to_string()),
             kit.counter.description()
         )));
     }

@@ -96,7 +96,8 @@ pub struct PromptSource {
 
 impl PromptSource {
     pub fn new(workload: &Workload, context: &WorkloadContext) -> Result<Self, WorkloadError> {
-        let sources = usize::from(workload.dataset.is_some()) + usize::from(workload.trace.is_some());
+        let sources =
+            usize::from(workload.dataset.is_some()) + usize::from(workload.trace.is_some());
         if sources > 1 {
             return Err(WorkloadError(
                 "a workload takes a dataset or a trace, not both".into(),
@@ -122,7 +123,9 @@ impl PromptSource {
         }
         if let Some(c) = &workload.conversation {
             if c.turns == 0 {
-                return Err(WorkloadError("conversation: turns must be at least 1".into()));
+                return Err(WorkloadError(
+                    "conversation: turns must be at least 1".into(),
+                ));
             }
             if sources > 0 {
                 return Err(WorkloadError(
@@ -130,7 +133,10 @@ impl PromptSource {
                 ));
             }
         }
-        if let Some(t) = workload.prompt_tolerance.filter(|t| !(t.is_finite() && *t >= 0.0)) {
+        if let Some(t) = workload
+            .prompt_tolerance
+            .filter(|t| !(t.is_finite() && *t >= 0.0))
+        {
             return Err(WorkloadError(format!(
                 "prompt_tolerance must be a non-negative fraction, got {t}"
             )));
@@ -169,7 +175,11 @@ impl PromptSource {
                 return Err(WorkloadError(format!(
                     "input_tokens {n} is below the {floor} tokens the template, nonce{} take \
                      alone with {}",
-                    if self.workload.shared_prefix.is_some() { " and shared prefix" } else { "" },
+                    if self.workload.shared_prefix.is_some() {
+                        " and shared prefix"
+                    } else {
+                        ""
+                    },
                     self.kit.counter.description()
                 )));
             }
@@ -178,7 +188,11 @@ impl PromptSource {
     }
 
     fn synthetic_floor(&self) -> Result<u64, WorkloadError> {
-        let prefix = self.workload.shared_prefix.as_ref().map_or(0, |p| p.tokens as usize);
+        let prefix = self
+            .workload
+            .shared_prefix
+            .as_ref()
+            .map_or(0, |p| p.tokens as usize);
         self.kit.floor(&[], prefix + synthetic::NONCE_WORDS)
     }
 
@@ -267,11 +281,10 @@ impl PromptSource {
 
     /// One line saying what the prompts are planned to be, e.g. for the report header.
     pub fn planned_tokens_description(&self) -> String {
-        let output = self
-            .workload
-            .output_tokens
-            .as_ref()
-            .map_or(format!("{DEFAULT_OUTPUT_TOKENS} (default)"), synthetic::describe_count);
+        let output = self.workload.output_tokens.as_ref().map_or(
+            format!("{DEFAULT_OUTPUT_TOKENS} (default)"),
+            synthetic::describe_count,
+        );
         let what = match &self.kind {
             Kind::Synthetic => {
                 let input = self.workload.input_tokens.as_ref().map_or(
@@ -393,12 +406,17 @@ impl PromptSource {
             let max_tokens = self.output_tokens(&mut rng, None);
             let content = if k == 0 {
                 let head = self.head(conversation, &mut rng);
-                self.kit.fit(&[], &head, head.len(), &mut rng, target)?.content
+                self.kit
+                    .fit(&[], &head, head.len(), &mut rng, target)?
+                    .content
             } else {
                 self.kit.random_words(&mut rng, target as usize).join(" ")
             };
             if k < turn {
-                let reply = self.kit.random_words(&mut rng, max_tokens as usize).join(" ");
+                let reply = self
+                    .kit
+                    .random_words(&mut rng, max_tokens as usize)
+                    .join(" ");
                 history.push(ChatMessage {
                     role: "user".into(),
                     content,
@@ -436,9 +454,13 @@ impl PromptSource {
                 break;
             }
             let mut block_rng = stream_rng(self.context.seed, Purpose::TraceBlock, *id);
-            head.extend(self.kit.random_words(&mut block_rng, t.block_tokens as usize));
+            head.extend(
+                self.kit
+                    .random_words(&mut block_rng, t.block_tokens as usize),
+            );
         }
-        let mut rng = stream_rng(self.context.seed, Purpose::Request, index);
+        // Seeded by the entry, so a later pass repeats the same prompt.
+        let mut rng = stream_rng(self.context.seed, Purpose::Request, index % len);
         let fitted = self.kit.fit(&[], &head, 0, &mut rng, entry.input_length)?;
         let span = t.span();
         let gap = if len > 1 {

@@ -31,8 +31,9 @@ pub enum Purpose {
 
 /// A ChaCha stream for (seed, purpose, index): the same on every machine.
 pub fn stream_rng(seed: u64, purpose: Purpose, index: u64) -> ChaCha8Rng {
-    let mut rng =
-        ChaCha8Rng::seed_from_u64(seed.wrapping_add((purpose as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15)));
+    let mut rng = ChaCha8Rng::seed_from_u64(
+        seed.wrapping_add((purpose as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15)),
+    );
     rng.set_stream(index);
     rng
 }
@@ -53,8 +54,7 @@ pub fn validate_count(count: &TokenCount, what: &str) -> Result<(), WorkloadErro
             min_max(n.min, n.max, what)?;
         }
         TokenCount::LogNormal(l) => {
-            if !(l.median.is_finite() && l.median > 0.0) || !l.sigma.is_finite() || l.sigma < 0.0
-            {
+            if !(l.median.is_finite() && l.median > 0.0) || !l.sigma.is_finite() || l.sigma < 0.0 {
                 return bad("lognormal needs a median > 0 and a sigma >= 0".into());
             }
             min_max(l.min, l.max, what)?;
@@ -70,11 +70,7 @@ pub fn validate_count(count: &TokenCount, what: &str) -> Result<(), WorkloadErro
             }
             if let Some(w) = &c.weights {
                 if w.len() != c.values.len() {
-                    return bad(format!(
-                        "{} weights for {} values",
-                        w.len(),
-                        c.values.len()
-                    ));
+                    return bad(format!("{} weights for {} values", w.len(), c.values.len()));
                 }
                 if WeightedIndex::new(w).is_err() {
                     return bad("weights must be >= 0, finite, and not all zero".into());
@@ -87,9 +83,9 @@ pub fn validate_count(count: &TokenCount, what: &str) -> Result<(), WorkloadErro
 
 fn min_max(min: Option<u32>, max: Option<u32>, what: &str) -> Result<(), WorkloadError> {
     match (min, max) {
-        (Some(lo), Some(hi)) if lo > hi => Err(WorkloadError(format!(
-            "{what}: min {lo} exceeds max {hi}"
-        ))),
+        (Some(lo), Some(hi)) if lo > hi => {
+            Err(WorkloadError(format!("{what}: min {lo} exceeds max {hi}")))
+        }
         _ => Ok(()),
     }
 }

@@ -66,7 +66,9 @@ pub fn load(
             return Err(at("timestamp must be a non-negative number of ms".into()));
         }
         if entry.input_length == 0 || entry.output_length == 0 {
-            return Err(at("input_length and output_length must be at least 1".into()));
+            return Err(at(
+                "input_length and output_length must be at least 1".into()
+            ));
         }
         entries.push(entry);
     }
