@@ -54,7 +54,7 @@ pub fn validate_count(count: &TokenCount, what: &str) -> Result<(), WorkloadErro
             min_max(n.min, n.max, what)?;
         }
         TokenCount::LogNormal(l) => {
-            if !(l.median.is_finite() && l.median > 0.0) || !l.sigma.is_finite() || l.sigma < 0.0 {
+            if !(l.median.is_finite() && l.median > 0.0 && l.sigma.is_finite() && l.sigma >= 0.0) {
                 return bad("lognormal needs a median > 0 and a sigma >= 0".into());
             }
             min_max(l.min, l.max, what)?;

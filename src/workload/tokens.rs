@@ -475,7 +475,7 @@ pub async fn calibrate_server(
             )
             .await?;
             let apply = format!("{root}/apply-template");
-            let rendered_one = post_template(&client, &apply, &[empty.clone()]).await;
+            let rendered_one = post_template(&client, &apply, std::slice::from_ref(&empty)).await;
             let (fixed, per_message) = match rendered_one {
                 Ok(one) => {
                     let three_text = post_template(&client, &apply, &three).await?;

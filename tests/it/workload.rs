@@ -856,7 +856,7 @@ async fn tokenize_calibration_fails_clearly_without_endpoint() {
     let mut ctx = context(Api::Chat, TokenizerSource::Server, 0);
     ctx.base_url = format!("{base_url}/elsewhere");
     let mut source = PromptSource::new(&Workload::default(), &ctx).expect("source");
-    let err = source.calibrate().await.err().expect("fails");
+    let err = source.calibrate().await.expect_err("fails");
     assert!(err.to_string().contains("/tokenize"), "{err}");
     server.abort();
 }
