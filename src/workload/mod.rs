@@ -92,6 +92,8 @@ pub struct PromptSource {
     kind: Kind,
     next_index: u64,
     calibration: Option<ServerCalibration>,
+    /// Smallest synthetic prompt (template, shared prefix, nonce), measured once per counter.
+    floor_tokens: u64,
 }
 
 impl PromptSource {
@@ -152,14 +154,16 @@ impl PromptSource {
         } else {
             Kind::Synthetic
         };
-        let source = PromptSource {
+        let mut source = PromptSource {
             workload: workload.clone(),
             context: context.clone(),
             kit,
             kind,
             next_index: 0,
             calibration: None,
+            floor_tokens: 0,
         };
+        source.floor_tokens = source.synthetic_floor()?;
         source.check()?;
         Ok(source)
     }
@@ -170,7 +174,7 @@ impl PromptSource {
         if let (Kind::Synthetic, Some(TokenCount::Fixed(n))) =
             (&self.kind, &self.workload.input_tokens)
         {
-            let floor = self.synthetic_floor()?;
+            let floor = self.floor_tokens;
             if u64::from(*n) < floor {
                 return Err(WorkloadError(format!(
                     "input_tokens {n} is below the {floor} tokens the template, nonce{} take \
@@ -210,6 +214,7 @@ impl PromptSource {
         let counter: Arc<dyn TokenCounter> = Arc::new(ServerCounter::new(calibration.clone())?);
         self.kit = TextKit::new(counter, self.context.api)?;
         self.calibration = Some(calibration);
+        self.floor_tokens = self.synthetic_floor()?;
         self.check()
     }
 
@@ -358,7 +363,7 @@ impl PromptSource {
             Some(count) => synthetic::sample_count(count, rng),
             None => DEFAULT_INPUT_TOKENS,
         };
-        Ok(u64::from(drawn).max(self.synthetic_floor()?))
+        Ok(u64::from(drawn).max(self.floor_tokens))
     }
 
     /// Head words of a synthetic first turn: the group's shared prefix, then the nonce.
@@ -476,5 +481,79 @@ impl PromptSource {
             max_tokens,
             scheduled_at: Some(t.schedule[(index % len) as usize] + offset),
         })
+    }
+}
+
+/// Planned vs served prompt tokens over a phase's requests (after the warmup).
+#[derive(Debug, Clone, PartialEq)]
+pub struct PromptTokenCheck {
+    /// Requests with both a planned count and a served `usage.prompt_tokens`.
+    pub requests: u64,
+    pub planned_tokens: u64,
+    pub served_tokens: u64,
+    /// `(served − planned) / planned`: negative when the server saw fewer tokens.
+    pub relative_gap: f64,
+    pub tolerance: f64,
+}
+
+impl PromptTokenCheck {
+    /// Sums `(planned, served)` pairs; `None` when there are none to compare.
+    pub fn new(pairs: impl IntoIterator<Item = (u64, u64)>, tolerance: f64) -> Option<Self> {
+        let (mut requests, mut planned_tokens, mut served_tokens) = (0u64, 0u64, 0u64);
+        for (planned, served) in pairs {
+            requests += 1;
+            planned_tokens += planned;
+            served_tokens += served;
+        }
+        if requests == 0 || planned_tokens == 0 {
+            return None;
+        }
+        let relative_gap = (served_tokens as f64 - planned_tokens as f64) / planned_tokens as f64;
+        Some(PromptTokenCheck {
+            requests,
+            planned_tokens,
+            served_tokens,
+            relative_gap,
+            tolerance,
+        })
+    }
+
+    pub fn within_tolerance(&self) -> bool {
+        self.relative_gap.abs() <= self.tolerance
+    }
+
+    /// The warning to print when the gap is beyond tolerance.
+    pub fn warning(&self, tokenizer: &str) -> Option<String> {
+        if self.within_tolerance() {
+            return None;
+        }
+        Some(format!(
+            "prompts missed their planned size: planned {:.1} prompt tokens per request, the \
+             server reported {:.1} ({:+.1}%, tolerance {:.1}%); counted with {tokenizer}: \
+             set the workload's `tokenizer` to the model's tokenizer.json or `source: server`",
+            self.planned_tokens as f64 / self.requests as f64,
+            self.served_tokens as f64 / self.requests as f64,
+            self.relative_gap * 100.0,
+            self.tolerance * 100.0
+        ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn prompt_token_check_warns_beyond_tolerance() {
+        // Seed 000: 4096 planned, 2960 served.
+        let check = PromptTokenCheck::new([(4096, 2960), (4096, 2960)], 0.02).expect("pairs");
+        assert!(!check.within_tolerance());
+        let warning = check.warning("built-in BPE").expect("warning");
+        assert!(warning.contains("planned 4096.0"), "{warning}");
+        assert!(warning.contains("reported 2960.0 (-27.7%"), "{warning}");
+        let close = PromptTokenCheck::new([(1000, 1015)], 0.02).expect("pairs");
+        assert!(close.within_tolerance());
+        assert_eq!(close.warning("x"), None);
+        assert_eq!(PromptTokenCheck::new([], 0.02), None);
     }
 }
