@@ -111,7 +111,7 @@ pub fn sample_count(count: &TokenCount, rng: &mut ChaCha8Rng) -> u32 {
         TokenCount::Choice(c) => {
             let i = match c.weights.as_ref().map(WeightedIndex::new) {
                 Some(Ok(w)) => w.sample(rng),
-                Some(Err(_)) | None => rng.random_range(0..c.values.len()),
+                Some(Err(_)) | None => rng.random_range(0..c.values.len() as u32) as usize,
             };
             c.values.get(i).copied().unwrap_or(1).max(1)
         }
@@ -171,7 +171,8 @@ impl TextKit {
     }
 
     pub fn random_word(&self, rng: &mut ChaCha8Rng) -> &'static str {
-        self.words[rng.random_range(0..self.words.len())]
+        // u32 draws: the same sequence on 32- and 64-bit machines.
+        self.words[rng.random_range(0..self.words.len() as u32) as usize]
     }
 
     pub fn random_words(&self, rng: &mut ChaCha8Rng, n: usize) -> Vec<&'static str> {
