@@ -61,6 +61,25 @@ pub struct WorkloadContext {
     pub model: String,
 }
 
+/// The tokenizer a phase counts with: the workload's, else the target's, else the simulator's
+/// rules for a simulator target, else the built-in table.
+pub fn resolve_tokenizer(workload: &Workload, target: &crate::plan::Target) -> TokenizerSpec {
+    let fallback = if target.simulator.is_some() {
+        TokenizerSource::Simulator
+    } else {
+        TokenizerSource::Builtin
+    };
+    workload
+        .tokenizer
+        .clone()
+        .or_else(|| target.tokenizer.clone())
+        .unwrap_or(TokenizerSpec {
+            source: fallback,
+            path: None,
+            chat_template: None,
+        })
+}
+
 /// A workload could not be built (missing dataset, bad tokenizer file, …).
 #[derive(Debug, thiserror::Error)]
 #[error("{0}")]

@@ -860,3 +860,78 @@ async fn tokenize_calibration_fails_clearly_without_endpoint() {
     assert!(err.to_string().contains("/tokenize"), "{err}");
     server.abort();
 }
+
+#[test]
+fn wrong_tokenizer_misses_and_is_flagged() {
+    // Sized for the built-in ChatML template, served by SmolLM2's template with its default
+    // system prompt: the server sees more tokens than planned.
+    let reference = Reference::new();
+    let workload = Workload {
+        input_tokens: fixed(128),
+        ..Workload::default()
+    };
+    let source = PromptSource::new(&workload, &context(Api::Chat, TokenizerSource::Builtin, 0))
+        .expect("source");
+    let pairs: Vec<(u64, u64)> = (0..4)
+        .map(|i| {
+            let p = source.prompt(i);
+            (
+                p.planned_prompt_tokens.expect("planned"),
+                reference.count(&p),
+            )
+        })
+        .collect();
+    assert!(pairs.iter().all(|(planned, served)| served > planned));
+    let check = servebench::workload::PromptTokenCheck::new(pairs, source.prompt_tolerance())
+        .expect("pairs");
+    assert!(!check.within_tolerance());
+    let warning = check
+        .warning(&source.tokenizer_description())
+        .expect("warning");
+    assert!(warning.contains("planned 128.0"), "{warning}");
+    assert!(warning.contains("built-in BPE"), "{warning}");
+}
+
+#[test]
+fn tokenizer_resolution_order() {
+    use servebench::plan::Target;
+    use servebench::workload::resolve_tokenizer;
+    let spec = |source| TokenizerSpec {
+        source,
+        path: None,
+        chat_template: None,
+    };
+    let sim_target = Target {
+        simulator: Some(Default::default()),
+        ..Target::default()
+    };
+    let remote = Target {
+        base_url: Some("http://127.0.0.1:8000/v1".into()),
+        ..Target::default()
+    };
+    let plain = Workload::default();
+    assert_eq!(
+        resolve_tokenizer(&plain, &sim_target).source,
+        TokenizerSource::Simulator
+    );
+    assert_eq!(
+        resolve_tokenizer(&plain, &remote).source,
+        TokenizerSource::Builtin
+    );
+    let remote_server = Target {
+        tokenizer: Some(spec(TokenizerSource::Server)),
+        ..remote.clone()
+    };
+    assert_eq!(
+        resolve_tokenizer(&plain, &remote_server).source,
+        TokenizerSource::Server
+    );
+    let with_file = Workload {
+        tokenizer: Some(spec(TokenizerSource::File)),
+        ..Workload::default()
+    };
+    assert_eq!(
+        resolve_tokenizer(&with_file, &remote_server).source,
+        TokenizerSource::File
+    );
+}
