@@ -3,3 +3,4 @@ mod client;
 mod metrics;
 mod plans;
 mod report;
+mod workload;
