@@ -22,6 +22,19 @@ pub enum Command {
         #[arg(required = true)]
         plans: Vec<PathBuf>,
     },
+    /// Serve the OpenAI-compatible simulator until Ctrl-C.
+    Sim {
+        #[arg(long, default_value = "127.0.0.1")]
+        host: std::net::IpAddr,
+        #[arg(long, default_value_t = 8000)]
+        port: u16,
+        /// Simulator settings (YAML, or JSON when the name ends in .json).
+        #[arg(long)]
+        config: Option<PathBuf>,
+        /// Seed for jitter, output lengths and fault draws (overrides the file's `seed`).
+        #[arg(long)]
+        seed: Option<u64>,
+    },
 }
 
 /// Run the parsed command; returns the process exit code.
@@ -31,5 +44,16 @@ pub fn run(cli: Cli) -> i32 {
             let _ = plans;
             crate::exit::SUCCESS
         }
+        Command::Sim {
+            host,
+            port,
+            config,
+            seed,
+        } => crate::sim::command::run(crate::sim::command::SimArgs {
+            host,
+            port,
+            config,
+            seed,
+        }),
     }
 }
