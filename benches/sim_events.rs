@@ -102,10 +102,16 @@ fn main() {
     let _ = stop_tx.send(());
     let _ = server.join();
     let expected = connections * requests * (tokens + 4);
-    assert_eq!(events, expected, "role + tokens + finish + usage + [DONE] per request");
+    assert_eq!(
+        events, expected,
+        "role + tokens + finish + usage + [DONE] per request"
+    );
     println!(
         "sim_events: {events} SSE events ({connections} connections x {requests} requests x {tokens} tokens) in {:.3} s = {:.0} events/s",
         elapsed.as_secs_f64(),
-        events as f64 / elapsed.as_secs_f64().max(Duration::from_micros(1).as_secs_f64())
+        events as f64
+            / elapsed
+                .as_secs_f64()
+                .max(Duration::from_micros(1).as_secs_f64())
     );
 }

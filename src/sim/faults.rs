@@ -12,7 +12,9 @@ pub(crate) fn select(faults: &[SimFault], seed: u64, seq: u64) -> Option<&SimFau
     for fault in faults {
         let draw = rng.next_f64();
         let hit = fault.at.contains(&seq)
-            || fault.every.is_some_and(|every| every > 0 && seq % every == 0)
+            || fault
+                .every
+                .is_some_and(|every| every > 0 && seq % every == 0)
             || fault.probability.is_some_and(|p| draw < p);
         if hit && chosen.is_none() {
             chosen = Some(fault);

@@ -26,13 +26,70 @@ const FLUSH_BYTES: usize = 16 * 1024;
 
 /// Output words; none needs JSON escaping and each is exactly one simulator token.
 const VOCABULARY: [&str; 64] = [
-    "the", "model", "serves", "tokens", "quickly", "while", "queue", "grows", "under", "load",
-    "and", "cache", "blocks", "stay", "warm", "for", "shared", "prefixes", "decode", "steps",
-    "batch", "many", "requests", "together", "so", "latency", "rises", "with", "concurrency",
-    "but", "throughput", "improves", "until", "slots", "fill", "then", "waiting", "time",
-    "dominates", "first", "token", "arrives", "after", "prefill", "of", "prompt", "each",
-    "chunk", "carries", "text", "to", "client", "which", "records", "timing", "data", "per",
-    "event", "in", "order", "a", "plan", "runs", "phases",
+    "the",
+    "model",
+    "serves",
+    "tokens",
+    "quickly",
+    "while",
+    "queue",
+    "grows",
+    "under",
+    "load",
+    "and",
+    "cache",
+    "blocks",
+    "stay",
+    "warm",
+    "for",
+    "shared",
+    "prefixes",
+    "decode",
+    "steps",
+    "batch",
+    "many",
+    "requests",
+    "together",
+    "so",
+    "latency",
+    "rises",
+    "with",
+    "concurrency",
+    "but",
+    "throughput",
+    "improves",
+    "until",
+    "slots",
+    "fill",
+    "then",
+    "waiting",
+    "time",
+    "dominates",
+    "first",
+    "token",
+    "arrives",
+    "after",
+    "prefill",
+    "of",
+    "prompt",
+    "each",
+    "chunk",
+    "carries",
+    "text",
+    "to",
+    "client",
+    "which",
+    "records",
+    "timing",
+    "data",
+    "per",
+    "event",
+    "in",
+    "order",
+    "a",
+    "plan",
+    "runs",
+    "phases",
 ];
 
 /// A fault that strikes after some output tokens.
@@ -138,6 +195,7 @@ pub(crate) struct Generation {
     first_content: Option<Instant>,
     last_chunk: Option<Instant>,
     fault_fired: bool,
+    disconnect_yielded: bool,
     reasoning_text: String,
     content_text: String,
     in_flight: Option<InFlight>,
@@ -207,6 +265,7 @@ impl Generation {
             first_content: None,
             last_chunk: None,
             fault_fired: false,
+            disconnect_yielded: false,
             reasoning_text: String::new(),
             content_text: String::new(),
             waiting: None,
@@ -236,7 +295,8 @@ impl Generation {
     /// Decode time for `tokens` tokens at the current batch size, jittered.
     fn decode_delay(&mut self, tokens: u64) -> Duration {
         let settings = &self.shared.settings;
-        if tokens == 0 || (settings.decode_ms_per_token == 0.0 && settings.decode_ms_per_running == 0.0)
+        if tokens == 0
+            || (settings.decode_ms_per_token == 0.0 && settings.decode_ms_per_running == 0.0)
         {
             return Duration::ZERO;
         }
@@ -343,7 +403,8 @@ impl Generation {
             } else {
                 &self.templates.content_prefix
             };
-            self.buf.reserve(prefix.len() + self.templates.suffix.len() + 12 * tokens as usize);
+            self.buf
+                .reserve(prefix.len() + self.templates.suffix.len() + 12 * tokens as usize);
             self.buf.put_slice(prefix);
             for _ in 0..tokens {
                 let word = VOCABULARY[(self.words.next_u64() % VOCABULARY.len() as u64) as usize];
@@ -436,7 +497,8 @@ impl Generation {
                     // Cut a chunk mid-JSON: a well-framed SSE event whose data does not parse.
                     self.buf.put_slice(b"data: ");
                     self.buf.put_slice(self.templates.head.as_bytes());
-                    self.buf.put_slice(b"[{\"index\":0,\"delta\":{\"content\":\n\n");
+                    self.buf
+                        .put_slice(b"[{\"index\":0,\"delta\":{\"content\":\n\n");
                 }
                 None
             }
@@ -459,9 +521,18 @@ impl Generation {
         let prompt_n = self.spec.prompt_tokens - self.cached_tokens;
         let prompt_ms = (self.prefill_end - self.prefill_start).as_secs_f64() * 1000.0;
         let predicted_n = self.emitted();
-        let predicted_ms = end.saturating_duration_since(self.prefill_end).as_secs_f64() * 1000.0;
+        let predicted_ms = end
+            .saturating_duration_since(self.prefill_end)
+            .as_secs_f64()
+            * 1000.0;
         let per = |ms: f64, n: u64| if n > 0 { ms / n as f64 } else { 0.0 };
-        let rate = |ms: f64, n: u64| if ms > 0.0 { n as f64 * 1000.0 / ms } else { 0.0 };
+        let rate = |ms: f64, n: u64| {
+            if ms > 0.0 {
+                n as f64 * 1000.0 / ms
+            } else {
+                0.0
+            }
+        };
         json!({
             "cache_n": self.cached_tokens,
             "prompt_n": prompt_n,
@@ -641,10 +712,19 @@ impl Generation {
                 }
                 State::Tokens => {
                     if let Some(fault) = self.due_fault() {
-                        if matches!(fault, MidFault::Disconnect) && !self.buf.is_empty() {
-                            // Deliver what was generated before cutting the connection.
-                            self.fault_fired = false;
-                            return Poll::Ready(Some(Ok(self.take_buf())));
+                        if matches!(fault, MidFault::Disconnect) && self.spec.stream {
+                            // Deliver what was generated before cutting the connection: hand
+                            // over the batch, then yield once so hyper flushes it to the socket.
+                            if !self.buf.is_empty() {
+                                self.fault_fired = false;
+                                return Poll::Ready(Some(Ok(self.take_buf())));
+                            }
+                            if !self.disconnect_yielded {
+                                self.disconnect_yielded = true;
+                                self.fault_fired = false;
+                                cx.waker().wake_by_ref();
+                                return Poll::Pending;
+                            }
                         }
                         if let Some(poll) = self.apply_fault(fault) {
                             return poll;
@@ -682,10 +762,7 @@ impl Generation {
 impl Drop for Generation {
     fn drop(&mut self) {
         if !self.finished {
-            self.shared
-                .counters
-                .finished_abort
-                .fetch_add(1, Relaxed);
+            self.shared.counters.finished_abort.fetch_add(1, Relaxed);
             self.last_chunk = None;
             self.finish();
         }

@@ -11,8 +11,8 @@ const TTFT_BUCKETS_S: &[f64] = &[
 ];
 /// vLLM's bucket bounds for `vllm:e2e_request_latency_seconds`.
 const E2E_BUCKETS_S: &[f64] = &[
-    0.3, 0.5, 0.8, 1.0, 1.5, 2.0, 2.5, 5.0, 10.0, 15.0, 20.0, 30.0, 40.0, 50.0, 60.0, 120.0,
-    240.0, 480.0, 960.0, 1920.0, 7680.0,
+    0.3, 0.5, 0.8, 1.0, 1.5, 2.0, 2.5, 5.0, 10.0, 15.0, 20.0, 30.0, 40.0, 50.0, 60.0, 120.0, 240.0,
+    480.0, 960.0, 1920.0, 7680.0,
 ];
 
 #[derive(Debug)]
@@ -227,9 +227,19 @@ mod tests {
         counters.ttft.observe(Duration::from_millis(30));
         counters.ttft.observe(Duration::from_secs(5000));
         let text = counters.render("m");
-        assert!(text.contains("vllm:time_to_first_token_seconds_bucket{model_name=\"m\",le=\"0.005\"} 1.0"));
-        assert!(text.contains("vllm:time_to_first_token_seconds_bucket{model_name=\"m\",le=\"0.04\"} 2.0"));
-        assert!(text.contains("vllm:time_to_first_token_seconds_bucket{model_name=\"m\",le=\"+Inf\"} 3.0"));
+        assert!(text.contains(
+            "vllm:time_to_first_token_seconds_bucket{model_name=\"m\",le=\"0.005\"} 1.0"
+        ));
+        assert!(
+            text.contains(
+                "vllm:time_to_first_token_seconds_bucket{model_name=\"m\",le=\"0.04\"} 2.0"
+            )
+        );
+        assert!(
+            text.contains(
+                "vllm:time_to_first_token_seconds_bucket{model_name=\"m\",le=\"+Inf\"} 3.0"
+            )
+        );
         assert!(text.contains("vllm:time_to_first_token_seconds_count{model_name=\"m\"} 3.0"));
     }
 }

@@ -390,7 +390,10 @@ fn unix_now_s() -> u64 {
 }
 
 async fn read_body(request: Request<Incoming>) -> Result<Bytes, Response<SimBody>> {
-    match Limited::new(request.into_body(), MAX_BODY_BYTES).collect().await {
+    match Limited::new(request.into_body(), MAX_BODY_BYTES)
+        .collect()
+        .await
+    {
         Ok(collected) => Ok(collected.to_bytes()),
         Err(err) => Err(error_response(
             StatusCode::BAD_REQUEST,
@@ -407,7 +410,10 @@ async fn tokenize(shared: &Shared, request: Request<Incoming>) -> Response<SimBo
     let parsed: TokenizeRequest = match serde_json::from_slice(&body) {
         Ok(parsed) => parsed,
         Err(err) => {
-            return error_response(StatusCode::BAD_REQUEST, &format!("invalid JSON body: {err}"));
+            return error_response(
+                StatusCode::BAD_REQUEST,
+                &format!("invalid JSON body: {err}"),
+            );
         }
     };
     if let Some(content) = &parsed.content {

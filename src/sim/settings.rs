@@ -28,7 +28,11 @@ pub struct SimConfigError {
 
 impl fmt::Display for SimConfigError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "invalid simulator settings: {}", self.problems.join("; "))
+        write!(
+            f,
+            "invalid simulator settings: {}",
+            self.problems.join("; ")
+        )
     }
 }
 
@@ -67,7 +71,9 @@ pub(crate) struct Settings {
 
 fn check_non_negative(problems: &mut Vec<String>, name: &str, value: f64) {
     if !value.is_finite() || value < 0.0 {
-        problems.push(format!("{name} must be a finite number >= 0, found {value}"));
+        problems.push(format!(
+            "{name} must be a finite number >= 0, found {value}"
+        ));
     }
 }
 
@@ -94,7 +100,11 @@ impl Settings {
         let decode_ms_per_running = config
             .decode_ms_per_running
             .unwrap_or(DEFAULT_DECODE_MS_PER_RUNNING);
-        check_non_negative(&mut problems, "decode_ms_per_running", decode_ms_per_running);
+        check_non_negative(
+            &mut problems,
+            "decode_ms_per_running",
+            decode_ms_per_running,
+        );
         let chunk_tokens = config.chunk_tokens.unwrap_or(DEFAULT_CHUNK_TOKENS);
         if chunk_tokens == 0 {
             problems.push("chunk_tokens must be at least 1".to_string());

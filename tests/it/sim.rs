@@ -26,6 +26,29 @@ async fn start(config: SimConfig) -> (String, SimHandle) {
     (format!("http://{addr}"), handle)
 }
 
+/// JSON in and out without reqwest's `json` feature.
+trait JsonBody {
+    fn json_body(self, value: &Value) -> Self;
+}
+
+impl JsonBody for reqwest::RequestBuilder {
+    fn json_body(self, value: &Value) -> Self {
+        self.header("content-type", "application/json")
+            .body(value.to_string())
+    }
+}
+
+trait JsonValue {
+    async fn json_value(self) -> Result<Value, String>;
+}
+
+impl JsonValue for reqwest::Response {
+    async fn json_value(self) -> Result<Value, String> {
+        let text = self.text().await.map_err(|e| e.to_string())?;
+        serde_json::from_str(&text).map_err(|e| format!("{e}: {text}"))
+    }
+}
+
 fn http() -> reqwest::Client {
     reqwest::Client::builder()
         .timeout(Duration::from_secs(30))
@@ -68,7 +91,10 @@ async fn read_sse(response: reqwest::Response) -> (Vec<Event>, Option<String>) {
             }
         }
     }
-    assert!(pending.is_empty(), "stream ended inside an event: {pending:?}");
+    assert!(
+        pending.is_empty(),
+        "stream ended inside an event: {pending:?}"
+    );
     (events, None)
 }
 
@@ -79,7 +105,7 @@ async fn stream_request(
 ) -> (reqwest::StatusCode, Vec<Event>, Option<String>) {
     let response = http()
         .post(format!("{base}{path}"))
-        .json(&body)
+        .json_body(&body)
         .send()
         .await
         .expect("response headers");
@@ -113,7 +139,9 @@ fn chat_body(content: &str, extra: Value) -> Value {
 }
 
 fn delta_text(chunk: &Value, key: &str) -> Option<String> {
-    chunk["choices"][0]["delta"][key].as_str().map(str::to_string)
+    chunk["choices"][0]["delta"][key]
+        .as_str()
+        .map(str::to_string)
 }
 
 #[tokio::test]
@@ -131,7 +159,11 @@ async fn chat_stream_matches_vllm_format_and_counts() {
     assert_eq!(events.last().map(|e| e.data.as_str()), Some("[DONE]"));
     let chunks = parse(&events);
     for chunk in &chunks {
-        assert!(chunk["id"].as_str().is_some_and(|id| id.starts_with("chatcmpl-")));
+        assert!(
+            chunk["id"]
+                .as_str()
+                .is_some_and(|id| id.starts_with("chatcmpl-"))
+        );
         assert_eq!(chunk["object"], "chat.completion.chunk");
         assert_eq!(chunk["model"], "sim");
         assert!(chunk["created"].as_u64().is_some());
@@ -183,18 +215,21 @@ async fn completions_stream_and_non_stream() {
         .collect();
     assert_eq!(count_text_tokens(&text), 7);
     // No role chunk in the completions API: the first event already carries text.
-    assert_eq!(count_text_tokens(chunks[0]["choices"][0]["text"].as_str().unwrap_or("")), 1);
+    assert_eq!(
+        count_text_tokens(chunks[0]["choices"][0]["text"].as_str().unwrap_or("")),
+        1
+    );
     let usage = &chunks[chunks.len() - 1]["usage"];
     assert_eq!(usage["prompt_tokens"], 5);
     assert_eq!(usage["completion_tokens"], 7);
 
     let body: Value = http()
         .post(format!("{base}/v1/completions"))
-        .json(&json!({"prompt": prompt, "max_tokens": 9, "ignore_eos": true}))
+        .json_body(&json!({"prompt": prompt, "max_tokens": 9, "ignore_eos": true}))
         .send()
         .await
         .expect("response")
-        .json()
+        .json_value()
         .await
         .expect("json body");
     assert_eq!(body["object"], "text_completion");
@@ -207,17 +242,21 @@ async fn completions_stream_and_non_stream() {
 
     let body: Value = http()
         .post(format!("{base}/v1/chat/completions"))
-        .json(&json!({"messages": [{"role": "user", "content": "hi"}], "max_tokens": 4,
-                      "ignore_eos": true}))
+        .json_body(
+            &json!({"messages": [{"role": "user", "content": "hi"}], "max_tokens": 4,
+                      "ignore_eos": true}),
+        )
         .send()
         .await
         .expect("response")
-        .json()
+        .json_value()
         .await
         .expect("json body");
     assert_eq!(body["object"], "chat.completion");
     assert_eq!(body["choices"][0]["message"]["role"], "assistant");
-    let content = body["choices"][0]["message"]["content"].as_str().unwrap_or("");
+    let content = body["choices"][0]["message"]["content"]
+        .as_str()
+        .unwrap_or("");
     assert_eq!(count_text_tokens(content), 4);
     assert_eq!(body["usage"]["prompt_tokens"], count_chat_tokens(["hi"]));
     handle.shutdown().await;
@@ -252,7 +291,11 @@ async fn reasoning_stream(field: ReasoningField, key: &str) {
             }
         })
         .collect();
-    assert_eq!(kinds, [vec!["r"; 6], vec!["c"; 4]].concat(), "reasoning first");
+    assert_eq!(
+        kinds,
+        [vec!["r"; 6], vec!["c"; 4]].concat(),
+        "reasoning first"
+    );
     let usage = &chunks[chunks.len() - 1]["usage"];
     assert_eq!(usage["completion_tokens"], 10, "reasoning + content");
     assert_eq!(usage["completion_tokens_details"]["reasoning_tokens"], 6);
@@ -266,8 +309,12 @@ async fn reasoning_stream(field: ReasoningField, key: &str) {
         if let (Some(map), Some(off)) = (extra.as_object_mut(), off.as_object()) {
             map.extend(off.clone());
         }
-        let (_, events, _) =
-            stream_request(&base, "/v1/chat/completions", chat_body("no thinking", extra)).await;
+        let (_, events, _) = stream_request(
+            &base,
+            "/v1/chat/completions",
+            chat_body("no thinking", extra),
+        )
+        .await;
         let chunks = parse(&events);
         assert!(chunks.iter().all(|c| delta_text(c, key).is_none()));
         let usage = &chunks[chunks.len() - 1]["usage"];
@@ -361,11 +408,11 @@ async fn several_tokens_per_event() {
 async fn cached_tokens(base: &str, prompt: &str) -> u64 {
     let body: Value = http()
         .post(format!("{base}/v1/completions"))
-        .json(&json!({"prompt": prompt, "max_tokens": 1}))
+        .json_body(&json!({"prompt": prompt, "max_tokens": 1}))
         .send()
         .await
         .expect("response")
-        .json()
+        .json_value()
         .await
         .expect("json");
     body["usage"]["prompt_tokens_details"]["cached_tokens"]
@@ -400,7 +447,10 @@ async fn prefix_cache_hits_and_evicts() {
     assert_eq!(cached_tokens(&base, &first).await, 80);
     // A working set of 4 × 160 tokens against a 256-token cache evicts the first prompt.
     for i in 0..4 {
-        assert_eq!(cached_tokens(&base, &words(&format!("w{i}x"), 160)).await, 0);
+        assert_eq!(
+            cached_tokens(&base, &words(&format!("w{i}x"), 160)).await,
+            0
+        );
     }
     assert_eq!(cached_tokens(&base, &first).await, 0, "evicted");
     let stats = handle.stats();
@@ -516,7 +566,8 @@ async fn decode_time_grows_with_running() {
                                "stream": true}),
                     )
                     .await;
-                    let tokens: Vec<&Event> = events.iter().filter(|e| e.data != "[DONE]").collect();
+                    let tokens: Vec<&Event> =
+                        events.iter().filter(|e| e.data != "[DONE]").collect();
                     tokens[tokens.len() - 2].at - tokens[0].at
                 }));
             }
@@ -568,12 +619,12 @@ async fn fault_status_and_rate_limit() {
     .await;
     let response = http()
         .post(format!("{base}/v1/chat/completions"))
-        .json(&stream_body())
+        .json_body(&stream_body())
         .send()
         .await
         .expect("response");
     assert_eq!(response.status(), 503);
-    let body: Value = response.json().await.expect("error body");
+    let body: Value = response.json_value().await.expect("error body");
     assert_eq!(body["error"]["code"], 503);
     // Request 2 is not listed: served normally.
     let (status, events, _) = stream_request(&base, "/v1/chat/completions", stream_body()).await;
@@ -592,7 +643,7 @@ async fn fault_status_and_rate_limit() {
     for _ in 0..4 {
         let response = http()
             .post(format!("{base}/v1/completions"))
-            .json(&json!({"prompt": "x", "max_tokens": 1}))
+            .json_body(&json!({"prompt": "x", "max_tokens": 1}))
             .send()
             .await
             .expect("response");
@@ -614,7 +665,7 @@ async fn fault_reset_before_headers() {
     let (base, handle) = start_with_fault(fault(SimFaultKind::ResetBeforeHeaders)).await;
     let result = http()
         .post(format!("{base}/v1/chat/completions"))
-        .json(&stream_body())
+        .json_body(&stream_body())
         .send()
         .await;
     let err = result.expect_err("no response at all");
@@ -640,12 +691,19 @@ async fn fault_disconnect_mid_stream() {
         .iter()
         .filter_map(|c| delta_text(c, "content"))
         .collect();
-    assert_eq!(count_text_tokens(&content), 3, "tokens before the cut arrive");
+    assert_eq!(
+        count_text_tokens(&content),
+        3,
+        "tokens before the cut arrive"
+    );
     assert!(events.iter().all(|e| e.data != "[DONE]"));
     // The slot is released.
     tokio::time::sleep(Duration::from_millis(50)).await;
     let stats = handle.stats();
-    assert_eq!((stats.running, stats.in_flight, stats.requests_aborted), (0, 0, 1));
+    assert_eq!(
+        (stats.running, stats.in_flight, stats.requests_aborted),
+        (0, 0, 1)
+    );
     handle.shutdown().await;
 }
 
@@ -666,7 +724,11 @@ async fn fault_stall_mid_stream() {
         .iter()
         .filter_map(|c| delta_text(c, "content"))
         .collect();
-    assert_eq!(count_text_tokens(&content), 8, "the stream resumes and completes");
+    assert_eq!(
+        count_text_tokens(&content),
+        8,
+        "the stream resumes and completes"
+    );
     handle.shutdown().await;
 }
 
@@ -709,12 +771,12 @@ async fn fault_error_object_in_200() {
     assert!(first["error"]["message"].is_string());
     let response = http()
         .post(format!("{base}/v1/completions"))
-        .json(&json!({"prompt": "x"}))
+        .json_body(&json!({"prompt": "x"}))
         .send()
         .await
         .expect("response");
     assert_eq!(response.status(), 200);
-    let body: Value = response.json().await.expect("json");
+    let body: Value = response.json_value().await.expect("json");
     assert!(body["error"]["message"].is_string());
     assert!(body.get("choices").is_none());
     handle.shutdown().await;
@@ -738,7 +800,7 @@ async fn fault_probability_is_seeded() {
         for _ in 0..24 {
             let response = http()
                 .post(format!("{base}/v1/completions"))
-                .json(&json!({"prompt": "x", "max_tokens": 1}))
+                .json_body(&json!({"prompt": "x", "max_tokens": 1}))
                 .send()
                 .await
                 .expect("response");
@@ -814,9 +876,18 @@ async fn metrics_are_prometheus_text() {
         samples.insert(series.to_string(), value);
     }
     let get = |series: &str| samples.get(series).copied();
-    assert_eq!(get("vllm:num_requests_running{model_name=\"sim\"}"), Some(0.0));
-    assert_eq!(get("vllm:num_requests_waiting{model_name=\"sim\"}"), Some(0.0));
-    assert_eq!(get("vllm:generation_tokens_total{model_name=\"sim\"}"), Some(8.0));
+    assert_eq!(
+        get("vllm:num_requests_running{model_name=\"sim\"}"),
+        Some(0.0)
+    );
+    assert_eq!(
+        get("vllm:num_requests_waiting{model_name=\"sim\"}"),
+        Some(0.0)
+    );
+    assert_eq!(
+        get("vllm:generation_tokens_total{model_name=\"sim\"}"),
+        Some(8.0)
+    );
     assert_eq!(
         get("vllm:prompt_tokens_total{model_name=\"sim\"}"),
         Some(count_chat_tokens(["You are brief.", "fault"]) as f64)
@@ -850,11 +921,11 @@ async fn natural_lengths(seed: u64) -> Vec<u64> {
     for _ in 0..8 {
         let body: Value = http()
             .post(format!("{base}/v1/completions"))
-            .json(&json!({"prompt": "same prompt", "max_tokens": 1000}))
+            .json_body(&json!({"prompt": "same prompt", "max_tokens": 1000}))
             .send()
             .await
             .expect("response")
-            .json()
+            .json_value()
             .await
             .expect("json");
         let text = body["choices"][0]["text"].as_str().unwrap_or("");
@@ -890,12 +961,12 @@ async fn max_and_min_tokens() {
         async move {
             let response = http()
                 .post(format!("{base}/v1/completions"))
-                .json(&body)
+                .json_body(&body)
                 .send()
                 .await
                 .expect("response");
             let status = response.status().as_u16();
-            (status, response.json::<Value>().await.expect("json"))
+            (status, response.json_value().await.expect("json"))
         }
     };
     let (status, body) = post(json!({"prompt": "x", "max_tokens": 50, "min_tokens": 30})).await;
@@ -903,10 +974,18 @@ async fn max_and_min_tokens() {
     assert_eq!(body["usage"]["completion_tokens"], 30);
     let (status, body) = post(json!({"prompt": "x", "max_tokens": 5, "min_tokens": 9})).await;
     assert_eq!(status, 400);
-    assert!(body["error"]["message"].as_str().is_some_and(|m| m.contains("min_tokens")));
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("min_tokens"))
+    );
     let (status, body) = post(json!({"prompt": "x", "max_tokens": 100})).await;
     assert_eq!(status, 400);
-    assert!(body["error"]["message"].as_str().is_some_and(|m| m.contains("context length")));
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("context length"))
+    );
     let (status, _) = post(json!({"prompt": 7})).await;
     assert_eq!(status, 400);
     let response = http()
@@ -931,11 +1010,11 @@ async fn tokenize_models_health() {
         async move {
             http()
                 .post(format!("{base}/tokenize"))
-                .json(&body)
+                .json_body(&body)
                 .send()
                 .await
                 .expect("response")
-                .json::<Value>()
+                .json_value()
                 .await
                 .expect("json")
         }
@@ -944,7 +1023,8 @@ async fn tokenize_models_health() {
     assert_eq!(vllm["count"], 3);
     assert_eq!(vllm["tokens"].as_array().map(Vec::len), Some(3));
     assert_eq!(vllm["max_model_len"], 32768);
-    let chat = post(json!({"model": "tiny", "messages": [{"role": "user", "content": "a b"}]})).await;
+    let chat =
+        post(json!({"model": "tiny", "messages": [{"role": "user", "content": "a b"}]})).await;
     assert_eq!(chat["count"], count_chat_tokens(["a b"]));
     let llama = post(json!({"content": "a b  c"})).await;
     assert_eq!(llama["tokens"], vllm["tokens"]);
@@ -954,7 +1034,7 @@ async fn tokenize_models_health() {
         .send()
         .await
         .expect("models")
-        .json()
+        .json_value()
         .await
         .expect("json");
     assert_eq!(models["data"][0]["id"], "tiny");
@@ -985,7 +1065,10 @@ async fn records_send_timestamps_per_request_id() {
     let response = http()
         .post(format!("{base}/v1/chat/completions"))
         .header("x-request-id", "req-42")
-        .json(&chat_body("hi", json!({"max_tokens": 6, "ignore_eos": true})))
+        .json_body(&chat_body(
+            "hi",
+            json!({"max_tokens": 6, "ignore_eos": true}),
+        ))
         .send()
         .await
         .expect("response");
@@ -1001,7 +1084,11 @@ async fn records_send_timestamps_per_request_id() {
     assert!(before <= times.received && times.received <= first && first < last);
     assert!(last <= after);
     // 5 decode steps of 5 ms between first and last token.
-    assert!(last - first >= Duration::from_millis(20), "{:?}", last - first);
+    assert!(
+        last - first >= Duration::from_millis(20),
+        "{:?}",
+        last - first
+    );
     // Each was written before the client saw it.
     assert!(first <= events[1].at && last <= events[events.len() - 1].at);
     assert_eq!(handle.timestamps().len(), 1);
@@ -1039,7 +1126,14 @@ fn sim_command_serves_and_rejects_bad_config() {
         .expect("free port")
         .port();
     let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("servebench"))
-        .args(["sim", "--port", &port.to_string(), "--seed", "3", "--config"])
+        .args([
+            "sim",
+            "--port",
+            &port.to_string(),
+            "--seed",
+            "3",
+            "--config",
+        ])
         .arg(&good)
         .stderr(std::process::Stdio::null())
         .spawn()
@@ -1063,12 +1157,12 @@ fn sim_command_serves_and_rejects_bad_config() {
             .send()
             .await
             .map_err(|e| e.to_string())?
-            .json()
+            .json_value()
             .await
             .map_err(|e| e.to_string())?;
         let first = http()
             .post(format!("{base}/v1/completions"))
-            .json(&json!({"prompt": "x", "max_tokens": 1}))
+            .json_body(&json!({"prompt": "x", "max_tokens": 1}))
             .send()
             .await
             .map_err(|e| e.to_string())?
