@@ -92,6 +92,10 @@ const VOCABULARY: [&str; 64] = [
     "phases",
 ];
 
+fn next_word(rng: &mut SimRng) -> &'static str {
+    VOCABULARY[((rng.next_u64() >> 32) % VOCABULARY.len() as u64) as usize]
+}
+
 /// A fault that strikes after some output tokens.
 #[derive(Debug, Clone, Copy)]
 pub(crate) enum MidFault {
@@ -407,7 +411,7 @@ impl Generation {
                 .reserve(prefix.len() + self.templates.suffix.len() + 12 * tokens as usize);
             self.buf.put_slice(prefix);
             for _ in 0..tokens {
-                let word = VOCABULARY[(self.words.next_u64() % VOCABULARY.len() as u64) as usize];
+                let word = next_word(&mut self.words);
                 self.buf.put_u8(b' ');
                 self.buf.put_slice(word.as_bytes());
             }
@@ -419,7 +423,7 @@ impl Generation {
                 &mut self.content_text
             };
             for _ in 0..tokens {
-                let word = VOCABULARY[(self.words.next_u64() % VOCABULARY.len() as u64) as usize];
+                let word = next_word(&mut self.words);
                 text.push(' ');
                 text.push_str(word);
             }
