@@ -284,6 +284,8 @@ async fn serve_connection(stream: TcpStream, shared: Arc<Shared>) {
     let service = service_fn(move |request| route(shared.clone(), reset.clone(), request));
     let _ = http1::Builder::new()
         .timer(TokioTimer::new())
+        // Idle keep-alive connections stay open: a benchmark may pause between phases.
+        .header_read_timeout(None)
         .keep_alive(true)
         .serve_connection(io, service)
         .await;
