@@ -92,6 +92,14 @@ const VOCABULARY: [&str; 64] = [
     "phases",
 ];
 
+/// Longest single delay: keeps absurd settings from overflowing instants.
+const MAX_DELAY_S: f64 = 86_400.0;
+
+/// A delay from seconds, clamped to [0, MAX_DELAY_S].
+pub(crate) fn seconds(value: f64) -> Duration {
+    Duration::try_from_secs_f64(value.clamp(0.0, MAX_DELAY_S)).unwrap_or(Duration::ZERO)
+}
+
 fn next_word(rng: &mut SimRng) -> &'static str {
     VOCABULARY[((rng.next_u64() >> 32) % VOCABULARY.len() as u64) as usize]
 }
@@ -308,7 +316,7 @@ impl Generation {
         let ms_per_token =
             settings.decode_ms_per_token + settings.decode_ms_per_running * (running - 1.0);
         let factor = self.timing.jitter_factor(settings.jitter);
-        Duration::from_secs_f64((ms_per_token * tokens as f64 * factor / 1000.0).max(0.0))
+        seconds(ms_per_token * tokens as f64 * factor / 1000.0)
     }
 
     fn take_buf(&mut self) -> Bytes {
@@ -348,7 +356,7 @@ impl Generation {
             * self.shared.settings.prefill_s_per_token
             * self.timing.jitter_factor(self.shared.settings.jitter);
         let (start, end) = if prefill_s > 0.0 {
-            let duration = Duration::from_secs_f64(prefill_s);
+            let duration = seconds(prefill_s);
             let mut busy_until = self
                 .shared
                 .prefill_busy_until

@@ -585,7 +585,7 @@ async fn generate(
             }
             SimFaultKind::RateLimit => {
                 counters.faults_injected.fetch_add(1, Relaxed);
-                let retry_after_s = seconds.unwrap_or(DEFAULT_RETRY_AFTER_S).ceil() as u64;
+                let retry_after_s = seconds.unwrap_or(DEFAULT_RETRY_AFTER_S).ceil().min(1e9) as u64;
                 let mut response =
                     error_response(StatusCode::TOO_MANY_REQUESTS, "simulated rate limit");
                 response
@@ -617,7 +617,7 @@ async fn generate(
                 mid_fault = Some((MidFault::Disconnect, after_tokens));
             }
             SimFaultKind::Stall => {
-                let stall = Duration::from_secs_f64(seconds.unwrap_or(DEFAULT_STALL_S));
+                let stall = super::generate::seconds(seconds.unwrap_or(DEFAULT_STALL_S));
                 mid_fault = Some((MidFault::Stall(stall), after_tokens));
             }
             SimFaultKind::MalformedEvent => {
