@@ -300,6 +300,23 @@ async fn reasoning_stream(field: ReasoningField, key: &str) {
     assert_eq!(usage["completion_tokens"], 10, "reasoning + content");
     assert_eq!(usage["completion_tokens_details"]["reasoning_tokens"], 6);
 
+    // Not streamed: the reasoning sits beside the content in the message.
+    let response = http()
+        .post(format!("{base}/v1/chat/completions"))
+        .json_body(&json!({"messages": [{"role": "user", "content": "think"}],
+                           "max_tokens": 10, "ignore_eos": true}))
+        .send()
+        .await
+        .expect("response");
+    let body = response.json_value().await.expect("json");
+    let message = &body["choices"][0]["message"];
+    assert_eq!(count_text_tokens(message[key].as_str().unwrap_or("")), 6);
+    assert_eq!(
+        count_text_tokens(message["content"].as_str().unwrap_or("")),
+        4
+    );
+    assert_eq!(body["usage"]["completion_tokens"], 10);
+
     // Thinking switched off by the request: content only.
     for off in [
         json!({"chat_template_kwargs": {"enable_thinking": false}}),
@@ -1174,4 +1191,44 @@ fn sim_command_serves_and_rejects_bad_config() {
     let (model, first_status) = outcome.expect("simulator answered");
     assert_eq!(model, "yaml-model");
     assert_eq!(first_status, 503);
+}
+
+#[tokio::test]
+async fn shutdown_closes_open_streams() {
+    let config = SimConfig {
+        decode_ms_per_token: Some(50.0),
+        ..fast()
+    };
+    let (base, handle) = start(config).await;
+    let response = http()
+        .post(format!("{base}/v1/completions"))
+        .json_body(
+            &json!({"prompt": "x", "max_tokens": 200, "ignore_eos": true,
+                           "stream": true}),
+        )
+        .send()
+        .await
+        .expect("headers");
+    let mut body = response.bytes_stream();
+    assert!(
+        body.next().await.is_some_and(|chunk| chunk.is_ok()),
+        "first event"
+    );
+    assert_eq!(handle.stats().running, 1);
+    let started = Instant::now();
+    tokio::time::timeout(Duration::from_secs(5), handle.shutdown())
+        .await
+        .expect("shutdown does not wait for the stream");
+    assert!(started.elapsed() < Duration::from_secs(2));
+    let mut ended_with_error = false;
+    while let Some(chunk) = body.next().await {
+        if chunk.is_err() {
+            ended_with_error = true;
+        }
+    }
+    assert!(ended_with_error, "the cut stream is visible to the client");
+    assert!(
+        http().get(format!("{base}/health")).send().await.is_err(),
+        "no longer accepting"
+    );
 }
