@@ -3,4 +3,6 @@ mod client;
 mod metrics;
 mod plans;
 mod report;
+mod run;
+mod sim;
 mod workload;
