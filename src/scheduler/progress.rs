@@ -116,7 +116,7 @@ impl PhaseProgress {
     pub fn finish(&mut self, summary_line: &str) {
         match &self.bar {
             Some(bar) => bar.finish_with_message(summary_line.to_string()),
-            None if self.log_every.is_some() => eprintln!("{}: {summary_line}", self.label),
+            // Log mode: the runner prints each phase's figures; a second line would only repeat them.
             None => {}
         }
     }
