@@ -6,6 +6,7 @@
 //! clock ([`Instant`]), read when bytes arrive.
 
 mod record;
+pub mod scan;
 pub mod sse;
 pub mod stream;
 

@@ -1,6 +1,7 @@
 //! Reading one streamed completion: typed borrowed chunk parsing and per-request timing state.
 //!
-//! Each SSE `data` payload is parsed into borrowed structs that only note whether a text field
+//! Each SSE `data` payload goes through the hand-written scan in `scan.rs`; what it declines
+//! is parsed by serde into borrowed structs that only note whether a text field
 //! is non-empty (no string is copied, no `serde_json::Value` is built); only the first choice
 //! is read, the rest are skipped without allocating.
 
@@ -10,6 +11,7 @@ use serde::Deserialize;
 use serde::de::{self, Deserializer, IgnoredAny, SeqAccess, Visitor};
 
 use super::record::ErrorKind;
+use super::scan::{self, ChoiceFlags, ChunkSummary, UsageCounts};
 
 /// Whether a JSON string is non-empty; `null` deserializes through `Option` as `None`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -168,6 +170,39 @@ pub fn error_message(payload: &[u8]) -> String {
     }
 }
 
+/// One chunk's measured fields: the hand-written scan, or serde when the scan declines.
+pub fn parse_chunk(data: &[u8]) -> Result<ChunkSummary, serde_json::Error> {
+    match scan::fast(data) {
+        Some(summary) => Ok(summary),
+        None => parse_chunk_serde(data),
+    }
+}
+
+/// One chunk's measured fields through serde alone: the reference the scan must agree with.
+pub fn parse_chunk_serde(data: &[u8]) -> Result<ChunkSummary, serde_json::Error> {
+    let event: ChunkEvent<'_> = serde_json::from_slice(data)?;
+    let choice = event.choices.0.map(|choice| {
+        let (reasoning, content) = match choice.delta {
+            Some(delta) => (
+                non_empty(delta.reasoning_content) || non_empty(delta.reasoning),
+                non_empty(delta.content) || non_empty(choice.text),
+            ),
+            None => (false, non_empty(choice.text)),
+        };
+        ChoiceFlags { reasoning, content }
+    });
+    let usage = event.usage.map(|usage| UsageCounts {
+        prompt_tokens: usage.prompt_tokens,
+        completion_tokens: usage.completion_tokens,
+        cached_tokens: usage.prompt_tokens_details.and_then(|d| d.cached_tokens),
+    });
+    Ok(ChunkSummary {
+        choice,
+        usage,
+        is_error: event.error.is_some() || event.object.as_deref() == Some("error"),
+    })
+}
+
 impl StreamState {
     /// Take one SSE data payload that arrived `now_ms` after the request start.
     pub fn on_event(&mut self, data: &[u8], now_ms: f64) -> EventOutcome {
@@ -176,7 +211,7 @@ impl StreamState {
             self.done = true;
             return EventOutcome::Done;
         }
-        let event: ChunkEvent<'_> = match serde_json::from_slice(data) {
+        let event = match parse_chunk(data) {
             Ok(event) => event,
             Err(err) => {
                 return EventOutcome::Failed(StreamFailure {
@@ -185,7 +220,7 @@ impl StreamState {
                 });
             }
         };
-        if event.error.is_some() || event.object.as_deref() == Some("error") {
+        if event.is_error {
             return EventOutcome::Failed(StreamFailure {
                 kind: ErrorKind::ErrorObject,
                 message: error_message(data),
@@ -195,18 +230,11 @@ impl StreamState {
             // Keep what an earlier chunk reported if a later one omits a field.
             self.prompt_tokens = usage.prompt_tokens.or(self.prompt_tokens);
             self.completion_tokens = usage.completion_tokens.or(self.completion_tokens);
-            if let Some(cached) = usage.prompt_tokens_details.and_then(|d| d.cached_tokens) {
+            if let Some(cached) = usage.cached_tokens {
                 self.cached_tokens = Some(cached);
             }
         }
-        if let Some(choice) = event.choices.0 {
-            let (reasoning, content) = match choice.delta {
-                Some(delta) => (
-                    non_empty(delta.reasoning_content) || non_empty(delta.reasoning),
-                    non_empty(delta.content) || non_empty(choice.text),
-                ),
-                None => (false, non_empty(choice.text)),
-            };
+        if let Some(ChoiceFlags { reasoning, content }) = event.choice {
             if reasoning {
                 self.reasoning_chunks += 1;
             }
