@@ -86,6 +86,16 @@ pub enum Command {
         #[arg(long)]
         seed: Option<u64>,
     },
+    /// Measure the client itself against the in-process zero-delay simulator: requests/s,
+    /// events/s, CPU per event, peak RSS, timing error and open-loop send lag.
+    Selftest {
+        /// A short version (concurrency 1 and 64, sub-second windows).
+        #[arg(long)]
+        quick: bool,
+        /// Also write the results as JSON here.
+        #[arg(long, value_name = "FILE")]
+        out: Option<PathBuf>,
+    },
 }
 
 #[derive(Debug, clap::Args)]
@@ -155,5 +165,8 @@ pub fn run(cli: Cli) -> i32 {
             config,
             seed,
         }),
+        Command::Selftest { quick, out } => {
+            crate::selftest::run_command(crate::selftest::SelftestArgs { quick, out })
+        }
     }
 }

@@ -1,0 +1,602 @@
+//! `servebench selftest`: the client's own ceiling, cost and timing error on this machine.
+//!
+//! The real client and scheduler run against the in-process simulator with every delay at
+//! zero, over loopback. The simulator runs on its own thread (a current-thread runtime) and
+//! the client on the calling thread (another current-thread runtime), so each gets one core
+//! and CPU time is attributed per thread (`getrusage(RUSAGE_THREAD)` on each thread).
+
+mod probe;
+
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use serde::{Deserialize, Serialize};
+use tokio::sync::mpsc;
+
+use crate::client::{Client, ClientConfig, RequestRecord, ResolvedTimeouts, Sampling};
+use crate::plan::{Api, Arrival};
+use crate::scheduler::{self, Load, LiveCounters, PromptFeed, Stops, WindowSpec};
+use crate::sim::{self, SendTimes, SimConfig};
+use crate::workload::{ChatMessage, Prompt, PromptInput};
+
+pub use probe::{peak_rss_bytes, raise_nofile_limit, reset_peak_rss, thread_cpu_s};
+
+/// Output tokens per request: short requests, so per-request costs show.
+pub const OUTPUT_TOKENS: u32 = 16;
+/// SSE events per simulator response besides its text chunks: role, finish, usage, `[DONE]`.
+const FRAMING_EVENTS: u64 = 4;
+
+#[derive(Debug, Clone, Default)]
+pub struct SelftestArgs {
+    /// A short version (two concurrencies, short windows) for tests and smoke checks.
+    pub quick: bool,
+    /// Also write the results as JSON here.
+    pub out: Option<PathBuf>,
+}
+
+/// Everything one selftest measured.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SelftestReport {
+    pub quick: bool,
+    pub cpus: usize,
+    /// `/proc/loadavg` when the selftest started.
+    pub load_average: Option<String>,
+    /// The open-file limit after raising the soft limit to the hard one.
+    pub nofile_limit: Option<u64>,
+    /// Whether the peak RSS could be reset between cases (`/proc/self/clear_refs`); if not,
+    /// each case's peak includes the earlier cases.
+    pub peak_rss_reset: bool,
+    pub output_tokens: u32,
+    pub cases: Vec<CaseResult>,
+    pub open_loop: OpenLoopResult,
+}
+
+/// One closed-loop case: a concurrency and a prompt size.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CaseResult {
+    pub concurrency: u32,
+    pub prompt_tokens: u32,
+    /// Measured window (after a warmup that opens the connections).
+    pub duration_s: f64,
+    pub requests: u64,
+    pub errors: u64,
+    pub requests_per_s: f64,
+    /// SSE data events the client parsed, per second.
+    pub events_per_s: f64,
+    /// CPU seconds of the client thread over the window.
+    pub client_cpu_s: f64,
+    /// CPU seconds of the simulator thread over the window.
+    pub sim_cpu_s: f64,
+    pub client_cpu_s_per_million_events: f64,
+    /// Process peak RSS (VmHWM) by the end of the case.
+    pub peak_rss_mib: f64,
+    /// Client first-content instant minus the simulator's, ms.
+    pub ttft_error_ms: Option<Quantiles>,
+    /// Client (last − first content) minus the simulator's, ms: the error of the summed
+    /// inter-chunk times.
+    pub itl_span_error_ms: Option<Quantiles>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Quantiles {
+    pub count: u64,
+    pub p50: f64,
+    pub p99: f64,
+    pub max: f64,
+}
+
+/// Open-loop pacing: how late sends were against their schedule.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct OpenLoopResult {
+    pub target_rps: f64,
+    pub achieved_rps: f64,
+    pub requests: u64,
+    pub errors: u64,
+    pub send_lag_ms: Option<Quantiles>,
+}
+
+/// This machine's client ceiling: what the client sustains against a zero-delay simulator.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Ceiling {
+    pub concurrency: u32,
+    pub duration_s: f64,
+    pub requests_per_s: f64,
+    /// Text chunks plus three framing events per request, as [`phase_events`] counts them.
+    pub events_per_s: f64,
+}
+
+/// SSE events of a set of requests, estimated the same way for any server: text chunks plus
+/// three framing events (role, usage, `[DONE]`) per request.
+pub fn phase_events(requests: u64, text_chunks: u64) -> u64 {
+    text_chunks + 3 * requests
+}
+
+/// `servebench selftest`: run, print a table, optionally write JSON; exit code 0 or 1.
+pub fn run_command(args: SelftestArgs) -> i32 {
+    match run(&args) {
+        Ok(report) => {
+            print!("{}", render(&report));
+            if let Some(path) = &args.out {
+                let json = match serde_json::to_string_pretty(&report) {
+                    Ok(json) => json,
+                    Err(e) => {
+                        eprintln!("error: cannot serialize the selftest results: {e}");
+                        return 1;
+                    }
+                };
+                if let Err(e) = std::fs::write(path, json + "\n") {
+                    eprintln!("error: cannot write {}: {e}", path.display());
+                    return 1;
+                }
+            }
+            0
+        }
+        Err(e) => {
+            eprintln!("error: selftest failed: {e}");
+            1
+        }
+    }
+}
+
+/// Run the whole selftest (blocking; call it outside any async runtime).
+pub fn run(args: &SelftestArgs) -> Result<SelftestReport, String> {
+    let load_average = std::fs::read_to_string("/proc/loadavg")
+        .ok()
+        .map(|s| s.trim().to_string());
+    let nofile_limit = raise_nofile_limit();
+    let (concurrencies, prompts, window, warmup): (&[u32], &[u32], _, _) = if args.quick {
+        (
+            &[1, 64],
+            &[16, 4096],
+            Duration::from_millis(300),
+            Duration::from_millis(100),
+        )
+    } else {
+        (
+            &[1, 64, 1024, 4096],
+            &[16, 4096],
+            Duration::from_secs(3),
+            Duration::from_millis(500),
+        )
+    };
+    let mut peak_rss_reset = true;
+    let mut cases = Vec::new();
+    for &prompt_tokens in prompts {
+        for &concurrency in concurrencies {
+            peak_rss_reset &= reset_peak_rss();
+            cases.push(closed_case(concurrency, prompt_tokens, warmup, window)?);
+        }
+    }
+    let open_window = if args.quick {
+        Duration::from_millis(500)
+    } else {
+        Duration::from_secs(3)
+    };
+    let open_loop = open_case(2000.0, open_window)?;
+    Ok(SelftestReport {
+        quick: args.quick,
+        cpus: std::thread::available_parallelism().map_or(1, |n| n.get()),
+        load_average,
+        nofile_limit,
+        peak_rss_reset,
+        output_tokens: OUTPUT_TOKENS,
+        cases,
+        open_loop,
+    })
+}
+
+/// The client ceiling: a short closed loop at concurrency 64 with short prompts.
+pub fn measure_ceiling(window: Duration) -> Result<Ceiling, String> {
+    let concurrency = 64;
+    let sim = SimThread::start(false)?;
+    let runtime = client_runtime()?;
+    let client = Arc::new(client_for(sim.addr, concurrency)?);
+    let prompt = prompt_of(16);
+    let measured = runtime.block_on(async {
+        window_records(&client, &prompt, Load::Closed { concurrency }, window / 4).await;
+        window_records(&client, &prompt, Load::Closed { concurrency }, window).await
+    });
+    sim.stop();
+    let ok: Vec<&RequestRecord> = measured.records.iter().filter(|r| r.is_ok()).collect();
+    if ok.is_empty() {
+        return Err("no calibration request succeeded".into());
+    }
+    let chunks: u64 = ok
+        .iter()
+        .map(|r| r.content_chunks + r.reasoning_chunks)
+        .sum();
+    let duration_s = measured.elapsed_s.max(1e-9);
+    Ok(Ceiling {
+        concurrency,
+        duration_s,
+        requests_per_s: ok.len() as f64 / duration_s,
+        events_per_s: phase_events(ok.len() as u64, chunks) as f64 / duration_s,
+    })
+}
+
+/// A simulator on its own thread and current-thread runtime.
+struct SimThread {
+    addr: std::net::SocketAddr,
+    stop: tokio::sync::oneshot::Sender<()>,
+    /// Returns the send timestamps.
+    thread: std::thread::JoinHandle<Vec<SendTimes>>,
+    /// The thread's CPU-time clock, readable from any thread.
+    cpu_clock: Option<libc::clockid_t>,
+}
+
+impl SimThread {
+    fn start(record_timestamps: bool) -> Result<SimThread, String> {
+        let config = SimConfig {
+            prefill_tok_s: Some(0.0),
+            decode_ms_per_token: Some(0.0),
+            decode_ms_per_running: Some(0.0),
+            jitter: Some(0.0),
+            max_running: Some(1 << 16),
+            record_timestamps: Some(record_timestamps),
+            ..SimConfig::default()
+        };
+        let (addr_tx, addr_rx) = std::sync::mpsc::channel();
+        let (stop, stop_rx) = tokio::sync::oneshot::channel::<()>();
+        let thread = std::thread::Builder::new()
+            .name("selftest-sim".into())
+            .spawn(move || {
+                let runtime = match tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build()
+                {
+                    Ok(runtime) => runtime,
+                    Err(e) => {
+                        let _ = addr_tx.send(Err(format!("cannot start a runtime: {e}")));
+                        return Vec::new();
+                    }
+                };
+                runtime.block_on(async move {
+                    let handle = match sim::serve(config).await {
+                        Ok((addr, handle)) => {
+                            let _ = addr_tx.send(Ok(addr));
+                            handle
+                        }
+                        Err(e) => {
+                            let _ = addr_tx.send(Err(format!("cannot start the simulator: {e}")));
+                            return Vec::new();
+                        }
+                    };
+                    let _ = stop_rx.await;
+                    let timestamps = handle.timestamps();
+                    handle.shutdown().await;
+                    timestamps
+                })
+            })
+            .map_err(|e| format!("cannot start the simulator thread: {e}"))?;
+        let addr = addr_rx
+            .recv()
+            .map_err(|_| "the simulator thread ended early".to_string())??;
+        let cpu_clock = probe::cpu_clock_of(&thread);
+        Ok(SimThread {
+            addr,
+            stop,
+            thread,
+            cpu_clock,
+        })
+    }
+
+    /// The simulator thread's CPU seconds so far.
+    fn cpu_s(&self) -> f64 {
+        self.cpu_clock.map_or(0.0, probe::clock_s)
+    }
+
+    fn stop(self) -> Vec<SendTimes> {
+        let _ = self.stop.send(());
+        self.thread.join().unwrap_or_default()
+    }
+}
+
+fn client_runtime() -> Result<tokio::runtime::Runtime, String> {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| format!("cannot start a runtime: {e}"))
+}
+
+fn client_for(addr: std::net::SocketAddr, concurrency: u32) -> Result<Client, String> {
+    let config = ClientConfig {
+        base_url: format!("http://{addr}/v1"),
+        api: Api::Chat,
+        model: "sim".into(),
+        api_key: None,
+        headers: Vec::new(),
+        timeouts: ResolvedTimeouts {
+            connect: Some(Duration::from_secs(10)),
+            first_byte: Some(Duration::from_secs(30)),
+            idle: Some(Duration::from_secs(30)),
+            total: Some(Duration::from_secs(60)),
+        },
+        body: serde_json::Map::new(),
+        sampling: Sampling {
+            ignore_eos: Some(true),
+            ..Sampling::default()
+        },
+        max_connections: concurrency as usize,
+    };
+    Client::new(config).map_err(|e| e.to_string())
+}
+
+/// A chat prompt of `tokens` words (the simulator counts one token per word, plus template).
+fn prompt_of(tokens: u32) -> Prompt {
+    let words: Vec<&str> = ["alpha", "beta", "gamma", "delta"]
+        .iter()
+        .cycle()
+        .take(tokens as usize)
+        .copied()
+        .collect();
+    Prompt {
+        input: PromptInput::Messages(vec![ChatMessage {
+            role: "user".into(),
+            content: words.join(" "),
+        }]),
+        planned_prompt_tokens: None,
+        max_tokens: OUTPUT_TOKENS,
+        scheduled_at: None,
+    }
+}
+
+/// The same prompt for every request.
+struct FixedFeed(Prompt);
+
+impl PromptFeed for FixedFeed {
+    fn next_prompt(&mut self) -> Prompt {
+        self.0.clone()
+    }
+}
+
+struct Measured {
+    origin: Instant,
+    elapsed_s: f64,
+    records: Vec<RequestRecord>,
+}
+
+/// One scheduler window with the real client; records collected as the run does.
+async fn window_records(
+    client: &Arc<Client>,
+    prompt: &Prompt,
+    load: Load,
+    duration: Duration,
+) -> Measured {
+    let spec = WindowSpec {
+        load,
+        duration: Some(duration),
+        requests: None,
+        drain_timeout: Duration::from_secs(30),
+        seed: 7,
+        use_prompt_schedule: false,
+        precise_pacing: true,
+    };
+    let (tx, mut rx) = mpsc::unbounded_channel();
+    let collector = tokio::spawn(async move {
+        let mut records = Vec::new();
+        while let Some(record) = rx.recv().await {
+            records.push(record);
+        }
+        records
+    });
+    let feed = Arc::new(Mutex::new(FixedFeed(prompt.clone())));
+    let started = Instant::now();
+    let outcome = scheduler::run_window(
+        &spec,
+        client.clone(),
+        feed,
+        tx,
+        Arc::new(LiveCounters::default()),
+        &Stops::default(),
+    )
+    .await;
+    let elapsed_s = started.elapsed().as_secs_f64();
+    let records = collector.await.unwrap_or_default();
+    Measured {
+        origin: outcome.origin,
+        elapsed_s,
+        records,
+    }
+}
+
+fn closed_case(
+    concurrency: u32,
+    prompt_tokens: u32,
+    warmup: Duration,
+    window: Duration,
+) -> Result<CaseResult, String> {
+    let sim = SimThread::start(true)?;
+    let runtime = client_runtime()?;
+    let client = Arc::new(client_for(sim.addr, concurrency)?);
+    let prompt = prompt_of(prompt_tokens);
+    let load = Load::Closed { concurrency };
+    runtime.block_on(window_records(&client, &prompt, load.clone(), warmup));
+    let (client_cpu_before, sim_cpu_before) = (thread_cpu_s(), sim.cpu_s());
+    let measured = runtime.block_on(window_records(&client, &prompt, load, window));
+    let (client_cpu_s, sim_cpu_s) = (
+        thread_cpu_s() - client_cpu_before,
+        sim.cpu_s() - sim_cpu_before,
+    );
+    drop(client);
+    drop(runtime);
+    let timestamps = sim.stop();
+
+    let ok: Vec<&RequestRecord> = measured.records.iter().filter(|r| r.is_ok()).collect();
+    let events: u64 = ok
+        .iter()
+        .map(|r| r.content_chunks + r.reasoning_chunks + FRAMING_EVENTS)
+        .sum();
+    let duration_s = measured.elapsed_s.max(1e-9);
+    let (ttft_error_ms, itl_span_error_ms) = timing_errors(&measured, &timestamps);
+    Ok(CaseResult {
+        concurrency,
+        prompt_tokens,
+        duration_s,
+        requests: measured.records.len() as u64,
+        errors: (measured.records.len() - ok.len()) as u64,
+        requests_per_s: ok.len() as f64 / duration_s,
+        events_per_s: events as f64 / duration_s,
+        client_cpu_s,
+        sim_cpu_s,
+        client_cpu_s_per_million_events: if events == 0 {
+            0.0
+        } else {
+            client_cpu_s / events as f64 * 1e6
+        },
+        peak_rss_mib: peak_rss_bytes().unwrap_or(0) as f64 / (1024.0 * 1024.0),
+        ttft_error_ms,
+        itl_span_error_ms,
+    })
+}
+
+/// Client-observed instants against the simulator's send instants, matched by request id.
+fn timing_errors(
+    measured: &Measured,
+    timestamps: &[SendTimes],
+) -> (Option<Quantiles>, Option<Quantiles>) {
+    // Later entries win: the measured window ran after the warmup, whose ids repeat.
+    let by_id: std::collections::HashMap<&str, &SendTimes> = timestamps
+        .iter()
+        .filter_map(|t| Some((t.request_id.as_deref()?, t)))
+        .collect();
+    let mut ttft = Vec::new();
+    let mut span = Vec::new();
+    for record in measured.records.iter().filter(|r| r.is_ok()) {
+        let (Some(sent), Some(ttft_ms)) = (by_id.get(record.request_id.as_str()), record.ttft_ms)
+        else {
+            continue;
+        };
+        let (Some(sim_first), Some(sim_last)) = (sent.first_content, sent.last_chunk) else {
+            continue;
+        };
+        let start_ms = record.start_offset_ms;
+        let client_first_ms = start_ms + ttft_ms;
+        let client_last_ms = start_ms + record.e2e_ms;
+        let sim_first_ms = offset_ms(measured.origin, sim_first);
+        let sim_last_ms = offset_ms(measured.origin, sim_last);
+        ttft.push(client_first_ms - sim_first_ms);
+        span.push((client_last_ms - client_first_ms) - (sim_last_ms - sim_first_ms));
+    }
+    (quantiles(ttft), quantiles(span))
+}
+
+fn offset_ms(origin: Instant, at: Instant) -> f64 {
+    match at.checked_duration_since(origin) {
+        Some(d) => d.as_secs_f64() * 1e3,
+        None => -(origin.duration_since(at).as_secs_f64() * 1e3),
+    }
+}
+
+/// Nearest-rank quantiles; `None` for no values.
+pub fn quantiles(mut values: Vec<f64>) -> Option<Quantiles> {
+    if values.is_empty() {
+        return None;
+    }
+    values.sort_by(f64::total_cmp);
+    let at = |q: f64| {
+        let rank = (q * values.len() as f64).ceil() as usize;
+        values[rank.clamp(1, values.len()) - 1]
+    };
+    Some(Quantiles {
+        count: values.len() as u64,
+        p50: at(0.50),
+        p99: at(0.99),
+        max: values[values.len() - 1],
+    })
+}
+
+fn open_case(rps: f64, window: Duration) -> Result<OpenLoopResult, String> {
+    let sim = SimThread::start(false)?;
+    let runtime = client_runtime()?;
+    let client = Arc::new(client_for(sim.addr, 256)?);
+    let prompt = prompt_of(16);
+    let load = Load::Open {
+        rps,
+        arrival: Arrival::Constant,
+        burstiness: None,
+        max_concurrency: None,
+    };
+    let measured = runtime.block_on(window_records(&client, &prompt, load, window));
+    drop(client);
+    drop(runtime);
+    sim.stop();
+    let ok = measured.records.iter().filter(|r| r.is_ok()).count();
+    let lags: Vec<f64> = measured
+        .records
+        .iter()
+        .filter_map(|r| r.send_lag_ms)
+        .collect();
+    Ok(OpenLoopResult {
+        target_rps: rps,
+        achieved_rps: measured.records.len() as f64 / window.as_secs_f64(),
+        requests: measured.records.len() as u64,
+        errors: (measured.records.len() - ok) as u64,
+        send_lag_ms: quantiles(lags),
+    })
+}
+
+fn fmt_q(q: &Option<Quantiles>) -> String {
+    match q {
+        Some(q) => format!("{:.3} / {:.3}", q.p50, q.p99),
+        None => "-".into(),
+    }
+}
+
+/// The results as a plain-text table.
+pub fn render(report: &SelftestReport) -> String {
+    let mut out = String::new();
+    out.push_str(&format!(
+        "servebench selftest{}: {} CPUs, load average {}, open-file limit {}, {} output tokens per request\n",
+        if report.quick { " (quick)" } else { "" },
+        report.cpus,
+        report.load_average.as_deref().unwrap_or("unknown"),
+        report
+            .nofile_limit
+            .map_or("unknown".to_string(), |n| n.to_string()),
+        report.output_tokens,
+    ));
+    out.push_str(
+        "client on one thread, simulator on another; CPU is per thread; peak RSS is the process's\n\n",
+    );
+    out.push_str(&format!(
+        "{:>6} {:>6} {:>8} {:>6} {:>9} {:>10} {:>9} {:>8} {:>8} {:>17} {:>17}\n",
+        "conc",
+        "prompt",
+        "requests",
+        "errors",
+        "req/s",
+        "events/s",
+        "cpu s/1M",
+        "sim cpu",
+        "RSS MiB",
+        "TTFT err p50/p99",
+        "ITL err p50/p99"
+    ));
+    for c in &report.cases {
+        out.push_str(&format!(
+            "{:>6} {:>6} {:>8} {:>6} {:>9.0} {:>10.0} {:>9.2} {:>8.2} {:>8.1} {:>17} {:>17}\n",
+            c.concurrency,
+            c.prompt_tokens,
+            c.requests,
+            c.errors,
+            c.requests_per_s,
+            c.events_per_s,
+            c.client_cpu_s_per_million_events,
+            c.sim_cpu_s,
+            c.peak_rss_mib,
+            fmt_q(&c.ttft_error_ms),
+            fmt_q(&c.itl_span_error_ms),
+        ));
+    }
+    let o = &report.open_loop;
+    out.push_str(&format!(
+        "\nopen loop at {:.0} req/s: {} requests ({} errors), achieved {:.0} req/s, send lag p50/p99 {} ms\n",
+        o.target_rps,
+        o.requests,
+        o.errors,
+        o.achieved_rps,
+        fmt_q(&o.send_lag_ms)
+    ));
+    out
+}
