@@ -116,6 +116,9 @@ pub struct RunArgs {
     /// No progress output.
     #[arg(long, short)]
     pub quiet: bool,
+    /// Skip measuring this machine's client ceiling before the first phase.
+    #[arg(long)]
+    pub no_calibrate: bool,
 }
 
 /// Run the parsed command; returns the process exit code.
@@ -135,6 +138,7 @@ pub fn run(cli: Cli) -> i32 {
             out_dir: args.out,
             only: args.only,
             dry_run: args.dry_run,
+            calibrate: !args.no_calibrate,
             progress: if args.quiet {
                 crate::scheduler::progress::ProgressMode::Quiet
             } else {

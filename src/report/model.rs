@@ -43,6 +43,21 @@ pub struct Report {
     pub phases: Vec<PhaseResult>,
     /// Each recheck paired with its original.
     pub rechecks: Vec<RecheckPair>,
+    /// This machine's client ceiling, measured before the first phase (absent with
+    /// `run --no-calibrate`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_calibration: Option<ClientCalibration>,
+}
+
+/// What the client sustained against a zero-delay in-process simulator on loopback, just
+/// before the run: the most load this machine's client can generate.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct ClientCalibration {
+    pub requests_per_second: f64,
+    /// SSE events per second, counted as text chunks plus three framing events per request.
+    pub events_per_second: f64,
+    pub concurrency: u32,
+    pub duration_seconds: f64,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -118,6 +133,10 @@ pub struct PhaseResult {
     pub server_metrics: Option<ServerMetrics>,
     /// Per-request records with seed 000's `request_timings` field names.
     pub request_timings: Vec<RequestRecord>,
+    /// Share of the client ceiling this phase used: the larger of its requests/s and events/s
+    /// over the run's `client_calibration` (above ~0.7 the client may have been the limit).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_headroom: Option<f64>,
 }
 
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]

@@ -391,6 +391,7 @@ pub fn anvil_to_report(run: AnvilRun, source: PlanSource) -> Report {
         achieved_rate_ratio: None,
         server_metrics,
         request_timings: records,
+        client_headroom: None,
     };
     Report {
         schema: REPORT_SCHEMA.to_string(),
@@ -415,6 +416,7 @@ pub fn anvil_to_report(run: AnvilRun, source: PlanSource) -> Report {
         ),
         phases: vec![phase],
         rechecks: Vec::new(),
+        client_calibration: None,
     }
 }
 
@@ -502,6 +504,7 @@ pub fn gateway_to_report(run: GatewayRun, name: &str, source: PlanSource) -> Rep
             achieved_rate_ratio: None,
             server_metrics: None,
             request_timings: Vec::new(),
+            client_headroom: None,
         });
     }
     let rechecks = pair_rechecks(&phases);
@@ -543,6 +546,7 @@ pub fn gateway_to_report(run: GatewayRun, name: &str, source: PlanSource) -> Rep
         ),
         phases,
         rechecks,
+        client_calibration: None,
     }
 }
 

@@ -1,5 +1,6 @@
 //! One run of a plan: targets up, phases in order, the report rewritten after every phase.
 
+mod calibrate;
 mod host;
 pub mod output;
 pub mod scrape;
@@ -47,6 +48,8 @@ pub struct RunOptions {
     pub only: Vec<String>,
     pub dry_run: bool,
     pub progress: ProgressMode,
+    /// Measure the client ceiling before the first phase (`run --no-calibrate` skips it).
+    pub calibrate: bool,
 }
 
 /// Why a run did not produce a complete report.
@@ -134,11 +137,20 @@ pub async fn run(options: RunOptions) -> Result<RunOutcome, RunError> {
     output::prepare_dir(&out_dir).map_err(RunError::InvalidInput)?;
     let journal = Journal::create(&out_dir).map_err(RunError::InvalidInput)?;
 
+    let calibration = if options.calibrate {
+        calibrate::calibrate()
+            .await
+            .inspect_err(|e| eprintln!("warning: client calibration failed: {e}"))
+            .ok()
+    } else {
+        None
+    };
     let simulators = start_simulators(&phases).await?;
     let stops = Stops::default();
     let interrupts = install_interrupt_handler(stops.clone(), journal.clone(), out_dir.clone());
 
     let mut report = new_report(&loaded, run_id.clone(), started_at);
+    report.client_calibration = calibration;
     let write = |report: &Report| output::write_report(&out_dir, report).map_err(RunError::Failed);
     let report_path = write(&report)?;
     let http = reqwest::Client::builder()
@@ -163,8 +175,12 @@ pub async fn run(options: RunOptions) -> Result<RunOutcome, RunError> {
             http: &http,
         };
         match run.execute(&mut run_origin).await {
-            Ok(result) => {
+            Ok(mut result) => {
+                let warning = calibrate::apply(&mut result, report.client_calibration.as_ref());
                 println!("{}", phase_line(&result));
+                if let Some(warning) = warning {
+                    eprintln!("{warning}");
+                }
                 report.phases.push(result);
                 report.rechecks = recheck_pairs(&report, &phases);
                 write(&report)?;
@@ -548,6 +564,7 @@ impl PhaseRun<'_> {
                 .and_then(|rps| achieved_rate(&records).map(|r| r / rps)),
             server_metrics,
             request_timings: records,
+            client_headroom: None,
         })
     }
 
@@ -792,6 +809,7 @@ fn new_report(
         timing_methodology: timing_methodology(loaded.plan.percentile_method),
         phases: Vec::new(),
         rechecks: Vec::new(),
+        client_calibration: None,
     }
 }
 

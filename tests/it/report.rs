@@ -205,6 +205,7 @@ fn phase(spec: &PhaseSpec, index: usize, slow: f64) -> PhaseResult {
         achieved_rate_ratio: None,
         server_metrics: None,
         request_timings: recs,
+        client_headroom: None,
     }
 }
 
@@ -418,6 +419,7 @@ pub fn sample_report(slow: f64) -> Report {
             metrics,
             verdict,
         }],
+        client_calibration: None,
     }
 }
 

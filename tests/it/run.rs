@@ -27,6 +27,7 @@ fn options(plan: PathBuf, out: &Path, set: &[&str], targets: Vec<String>) -> Run
         only: Vec::new(),
         dry_run: false,
         progress: ProgressMode::Quiet,
+        calibrate: false,
     }
 }
 
