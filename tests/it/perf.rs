@@ -1,0 +1,105 @@
+//! The client's own measurements: `servebench selftest`, and calibration in a run's report.
+
+use std::path::PathBuf;
+
+use assert_cmd::Command;
+use servebench::plan::ExpandOptions;
+use servebench::runner::{RunOptions, run};
+use servebench::scheduler::progress::ProgressMode;
+use servebench::selftest::{OUTPUT_TOKENS, SelftestReport};
+
+#[test]
+fn quick_selftest_reports_every_case_with_sane_figures() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let out = dir.path().join("selftest.json");
+    let output = Command::cargo_bin("servebench")
+        .expect("binary")
+        .args(["selftest", "--quick", "--out"])
+        .arg(&out)
+        .timeout(std::time::Duration::from_secs(120))
+        .output()
+        .expect("runs");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&output.stderr));
+    assert!(stdout.contains("open loop at 2000 req/s"), "{stdout}");
+
+    let report: SelftestReport =
+        serde_json::from_str(&std::fs::read_to_string(&out).expect("json written")).expect("json");
+    assert!(report.quick);
+    let shapes: Vec<(u32, u32)> = report
+        .cases
+        .iter()
+        .map(|c| (c.prompt_tokens, c.concurrency))
+        .collect();
+    assert_eq!(shapes, [(16, 1), (16, 64), (4096, 1), (4096, 64)]);
+    for case in &report.cases {
+        assert!(case.requests > 0, "{case:?}");
+        assert_eq!(case.errors, 0, "{case:?}");
+        // Every response carries OUTPUT_TOKENS text chunks plus framing events.
+        assert!(
+            case.events_per_s > case.requests_per_s * f64::from(OUTPUT_TOKENS),
+            "{case:?}"
+        );
+        assert!(case.client_cpu_s > 0.0 && case.client_cpu_s_per_million_events > 0.0);
+        assert!(case.peak_rss_mib > 1.0, "{case:?}");
+        let ttft = case.ttft_error_ms.expect("timestamps matched");
+        assert_eq!(ttft.count, case.requests, "every request matched by id");
+        // Same clock: the client cannot see the first content before the simulator sent it.
+        assert!(ttft.p50 >= 0.0 && ttft.p50 <= ttft.p99 && ttft.p99 <= ttft.max);
+        assert!(case.itl_span_error_ms.is_some());
+    }
+    let open = &report.open_loop;
+    assert_eq!(open.target_rps, 2000.0);
+    assert!(open.requests > 0 && open.errors == 0, "{open:?}");
+    let lag = open.send_lag_ms.expect("open loop records send lag");
+    assert_eq!(lag.count, open.requests);
+}
+
+fn small_plan(dir: &std::path::Path) -> PathBuf {
+    let plan = dir.join("plan.yaml");
+    std::fs::write(
+        &plan,
+        "version: 1\nname: calib\ntargets:\n  sim:\n    simulator:\n      decode_ms_per_token: 1\nworkloads:\n  w:\n    input_tokens: 32\n    output_tokens: 8\n    ignore_eos: true\ndefaults:\n  target: sim\n  workload: w\n  requests: 8\nphases:\n  - name: c2\n    concurrency: 2\n",
+    )
+    .expect("plan written");
+    plan
+}
+
+fn options(plan: PathBuf, out: PathBuf, calibrate: bool) -> RunOptions {
+    RunOptions {
+        plan,
+        expand: ExpandOptions::default(),
+        out_dir: Some(out),
+        only: Vec::new(),
+        dry_run: false,
+        progress: ProgressMode::Quiet,
+        calibrate,
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn calibration_and_headroom_appear_in_the_report() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let plan = small_plan(dir.path());
+    let outcome = run(options(plan.clone(), dir.path().join("on"), true))
+        .await
+        .expect("run succeeds");
+    let report = outcome.report.expect("report");
+    let calibration = report.client_calibration.expect("calibration recorded");
+    assert!(calibration.requests_per_second > 0.0);
+    assert!(calibration.events_per_second > calibration.requests_per_second);
+    let headroom = report.phases[0].client_headroom.expect("headroom set");
+    // 8 requests at 1 ms per token use a sliver of the ceiling.
+    assert!(headroom > 0.0 && headroom < 1.0, "{headroom}");
+    let json = std::fs::read_to_string(dir.path().join("on/report.json")).expect("written");
+    assert!(json.contains("\"client_calibration\"") && json.contains("\"client_headroom\""));
+
+    let outcome = run(options(plan, dir.path().join("off"), false))
+        .await
+        .expect("run succeeds");
+    let report = outcome.report.expect("report");
+    assert!(report.client_calibration.is_none());
+    assert!(report.phases[0].client_headroom.is_none());
+    let json = std::fs::read_to_string(dir.path().join("off/report.json")).expect("written");
+    assert!(!json.contains("client_calibration"));
+}
