@@ -490,7 +490,8 @@ mod tests {
         leaf.prop_recursive(5, 48, 6, |inner| {
             let ws = prop_oneof![Just(""), Just(""), Just(" "), Just("\n\t")];
             prop_oneof![
-                prop::collection::vec(inner.clone(), 0..4).prop_map(|v| format!("[{}]", v.join(","))),
+                prop::collection::vec(inner.clone(), 0..4)
+                    .prop_map(|v| format!("[{}]", v.join(","))),
                 prop::collection::vec((prop::sample::select(KEYS), inner, ws), 0..5).prop_map(
                     |members| {
                         let body: Vec<String> = members

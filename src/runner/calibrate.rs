@@ -34,8 +34,7 @@ pub async fn calibrate() -> Result<ClientCalibration, String> {
 /// The phase's share of the ceiling: the larger of requests/s and events/s over it.
 pub fn headroom(phase: &PhaseResult, ceiling: &ClientCalibration) -> Option<f64> {
     let s = &phase.summary;
-    if s.elapsed <= 0.0 || ceiling.requests_per_second <= 0.0 || ceiling.events_per_second <= 0.0
-    {
+    if s.elapsed <= 0.0 || ceiling.requests_per_second <= 0.0 || ceiling.events_per_second <= 0.0 {
         return None;
     }
     let events = selftest::phase_events(s.requests, s.content_chunks + s.reasoning_chunks);

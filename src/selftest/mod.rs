@@ -16,7 +16,7 @@ use tokio::sync::mpsc;
 
 use crate::client::{Client, ClientConfig, RequestRecord, ResolvedTimeouts, Sampling};
 use crate::plan::{Api, Arrival};
-use crate::scheduler::{self, Load, LiveCounters, PromptFeed, Stops, WindowSpec};
+use crate::scheduler::{self, LiveCounters, Load, PromptFeed, Stops, WindowSpec};
 use crate::sim::{self, SendTimes, SimConfig};
 use crate::workload::{ChatMessage, Prompt, PromptInput};
 

@@ -70,5 +70,5 @@ pub fn raise_nofile_limit() -> Option<u64> {
             limit = raised;
         }
     }
-    Some(limit.rlim_cur as u64)
+    Some(limit.rlim_cur)
 }

@@ -20,7 +20,11 @@ fn quick_selftest_reports_every_case_with_sane_figures() {
         .output()
         .expect("runs");
     let stdout = String::from_utf8_lossy(&output.stdout);
-    assert!(output.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&output.stderr));
+    assert!(
+        output.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
     assert!(stdout.contains("open loop at 2000 req/s"), "{stdout}");
 
     let report: SelftestReport =
