@@ -97,24 +97,23 @@ impl<'a> Cursor<'a> {
         let start = self.i;
         let mut escaped = false;
         loop {
-            let byte = *self.b.get(self.i)?;
-            match byte {
-                b'"' => {
-                    let raw = &self.b[start..self.i];
-                    self.i += 1;
-                    return Some(Str { raw, escaped });
-                }
-                b'\\' => {
-                    match self.b.get(self.i + 1)? {
-                        b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't' => {}
-                        _ => return None, // `\u` (surrogates) and invalid escapes: serde decides
-                    }
-                    escaped = true;
-                    self.i += 2;
-                }
-                0..=0x1f => return None,
-                _ => self.i += 1,
+            let rest = &self.b[self.i..];
+            let at = memchr::memchr2(b'"', b'\\', rest)?;
+            if rest[..at].iter().any(|&b| b < 0x20) {
+                return None; // raw control characters are invalid JSON
             }
+            self.i += at;
+            if self.b[self.i] == b'"' {
+                let raw = &self.b[start..self.i];
+                self.i += 1;
+                return Some(Str { raw, escaped });
+            }
+            match self.b.get(self.i + 1)? {
+                b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't' => {}
+                _ => return None, // `\u` (surrogates) and invalid escapes: serde decides
+            }
+            escaped = true;
+            self.i += 2;
         }
     }
 
