@@ -24,6 +24,8 @@ pub use probe::{peak_rss_bytes, raise_nofile_limit, reset_peak_rss, thread_cpu_s
 
 /// Output tokens per request: short requests, so per-request costs show.
 pub const OUTPUT_TOKENS: u32 = 16;
+/// Simulator time per token in the unsaturated timing case: 1,024 streams × 20 tokens/s.
+pub const UNSATURATED_DECODE_MS: f64 = 50.0;
 /// SSE events per simulator response besides its text chunks: role, finish, usage, `[DONE]`.
 const FRAMING_EVENTS: u64 = 4;
 
@@ -49,6 +51,8 @@ pub struct SelftestReport {
     pub peak_rss_reset: bool,
     pub output_tokens: u32,
     pub cases: Vec<CaseResult>,
+    /// Timing error with the simulator pacing tokens, the client far from its ceiling.
+    pub unsaturated: CaseResult,
     pub open_loop: OpenLoopResult,
 }
 
@@ -57,6 +61,8 @@ pub struct SelftestReport {
 pub struct CaseResult {
     pub concurrency: u32,
     pub prompt_tokens: u32,
+    /// The simulator's time per output token (zero except in the unsaturated case).
+    pub decode_ms_per_token: f64,
     /// Measured window (after a warmup that opens the connections).
     pub duration_s: f64,
     pub requests: u64,
@@ -165,7 +171,13 @@ pub fn run(args: &SelftestArgs) -> Result<SelftestReport, String> {
     for &prompt_tokens in prompts {
         for &concurrency in concurrencies {
             peak_rss_reset &= reset_peak_rss();
-            cases.push(closed_case(concurrency, prompt_tokens, warmup, window)?);
+            cases.push(closed_case(
+                concurrency,
+                prompt_tokens,
+                0.0,
+                warmup,
+                window,
+            )?);
         }
     }
     let open_window = if args.quick {
@@ -173,6 +185,16 @@ pub fn run(args: &SelftestArgs) -> Result<SelftestReport, String> {
     } else {
         Duration::from_secs(3)
     };
+    // Timing error when the machine is not saturated: the same streams, paced by the
+    // simulator at UNSATURATED_DECODE_MS per token, so the client idles most of the time.
+    peak_rss_reset &= reset_peak_rss();
+    let unsaturated = closed_case(
+        if args.quick { 64 } else { 1024 },
+        16,
+        UNSATURATED_DECODE_MS,
+        warmup,
+        window,
+    )?;
     let open_loop = open_case(2000.0, open_window)?;
     Ok(SelftestReport {
         quick: args.quick,
@@ -182,6 +204,7 @@ pub fn run(args: &SelftestArgs) -> Result<SelftestReport, String> {
         peak_rss_reset,
         output_tokens: OUTPUT_TOKENS,
         cases,
+        unsaturated,
         open_loop,
     })
 }
@@ -189,7 +212,7 @@ pub fn run(args: &SelftestArgs) -> Result<SelftestReport, String> {
 /// The client ceiling: a short closed loop at concurrency 64 with short prompts.
 pub fn measure_ceiling(window: Duration) -> Result<Ceiling, String> {
     let concurrency = 64;
-    let sim = SimThread::start(false)?;
+    let sim = SimThread::start(false, 0.0)?;
     let runtime = client_runtime()?;
     let client = Arc::new(client_for(sim.addr, concurrency)?);
     let prompt = prompt_of(16);
@@ -226,10 +249,10 @@ struct SimThread {
 }
 
 impl SimThread {
-    fn start(record_timestamps: bool) -> Result<SimThread, String> {
+    fn start(record_timestamps: bool, decode_ms_per_token: f64) -> Result<SimThread, String> {
         let config = SimConfig {
             prefill_tok_s: Some(0.0),
-            decode_ms_per_token: Some(0.0),
+            decode_ms_per_token: Some(decode_ms_per_token),
             decode_ms_per_running: Some(0.0),
             jitter: Some(0.0),
             max_running: Some(1 << 16),
@@ -403,10 +426,11 @@ async fn window_records(
 fn closed_case(
     concurrency: u32,
     prompt_tokens: u32,
+    decode_ms_per_token: f64,
     warmup: Duration,
     window: Duration,
 ) -> Result<CaseResult, String> {
-    let sim = SimThread::start(true)?;
+    let sim = SimThread::start(true, decode_ms_per_token)?;
     let runtime = client_runtime()?;
     let client = Arc::new(client_for(sim.addr, concurrency)?);
     let prompt = prompt_of(prompt_tokens);
@@ -432,6 +456,7 @@ fn closed_case(
     Ok(CaseResult {
         concurrency,
         prompt_tokens,
+        decode_ms_per_token,
         duration_s,
         requests: measured.records.len() as u64,
         errors: (measured.records.len() - ok.len()) as u64,
@@ -507,8 +532,10 @@ pub fn quantiles(mut values: Vec<f64>) -> Option<Quantiles> {
 }
 
 fn open_case(rps: f64, window: Duration) -> Result<OpenLoopResult, String> {
-    let sim = SimThread::start(false)?;
-    let runtime = client_runtime()?;
+    let sim = SimThread::start(false, 0.0)?;
+    // The pacer on the multi-thread runtime `run` uses, as in a real run.
+    let runtime =
+        tokio::runtime::Runtime::new().map_err(|e| format!("cannot start a runtime: {e}"))?;
     let client = Arc::new(client_for(sim.addr, 256)?);
     let prompt = prompt_of(16);
     let load = Load::Open {
@@ -560,9 +587,10 @@ pub fn render(report: &SelftestReport) -> String {
         "client on one thread, simulator on another; CPU is per thread; peak RSS is the process's\n\n",
     );
     out.push_str(&format!(
-        "{:>6} {:>6} {:>8} {:>6} {:>9} {:>10} {:>9} {:>8} {:>8} {:>17} {:>17}\n",
+        "{:>6} {:>6} {:>5} {:>8} {:>6} {:>9} {:>10} {:>9} {:>8} {:>8} {:>17} {:>17}\n",
         "conc",
         "prompt",
+        "ms/tk",
         "requests",
         "errors",
         "req/s",
@@ -573,11 +601,12 @@ pub fn render(report: &SelftestReport) -> String {
         "TTFT err p50/p99",
         "ITL err p50/p99"
     ));
-    for c in &report.cases {
+    for c in report.cases.iter().chain([&report.unsaturated]) {
         out.push_str(&format!(
-            "{:>6} {:>6} {:>8} {:>6} {:>9.0} {:>10.0} {:>9.2} {:>8.2} {:>8.1} {:>17} {:>17}\n",
+            "{:>6} {:>6} {:>5} {:>8} {:>6} {:>9.0} {:>10.0} {:>9.2} {:>8.2} {:>8.1} {:>17} {:>17}\n",
             c.concurrency,
             c.prompt_tokens,
+            c.decode_ms_per_token,
             c.requests,
             c.errors,
             c.requests_per_s,
