@@ -254,7 +254,8 @@ impl SimThread {
             prefill_tok_s: Some(0.0),
             decode_ms_per_token: Some(decode_ms_per_token),
             decode_ms_per_running: Some(0.0),
-            jitter: Some(0.0),
+            // With paced tokens, jitter keeps the streams from emitting in lockstep bursts.
+            jitter: Some(if decode_ms_per_token > 0.0 { 0.5 } else { 0.0 }),
             max_running: Some(1 << 16),
             record_timestamps: Some(record_timestamps),
             ..SimConfig::default()
