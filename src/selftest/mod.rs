@@ -185,8 +185,8 @@ pub fn run(args: &SelftestArgs) -> Result<SelftestReport, String> {
     } else {
         Duration::from_secs(3)
     };
-    // Timing error when the machine is not saturated: the same streams, paced by the
-    // simulator at UNSATURATED_DECODE_MS per token, so the client idles most of the time.
+    // Timing error when the machine is not saturated: about as many streams in flight, paced
+    // by the simulator at UNSATURATED_DECODE_MS per token, so the client idles most of the time.
     peak_rss_reset &= reset_peak_rss();
     let unsaturated = closed_case(
         if args.quick { 64 } else { 1024 },
@@ -433,9 +433,21 @@ fn closed_case(
 ) -> Result<CaseResult, String> {
     let sim = SimThread::start(true, decode_ms_per_token)?;
     let runtime = client_runtime()?;
-    let client = Arc::new(client_for(sim.addr, concurrency)?);
+    let client = Arc::new(client_for(sim.addr, concurrency.saturating_mul(2))?);
     let prompt = prompt_of(prompt_tokens);
-    let load = Load::Closed { concurrency };
+    let load = if decode_ms_per_token > 0.0 {
+        // Paced tokens: Poisson arrivals at the rate that keeps `concurrency` streams in
+        // flight (Little's law), instead of a closed loop that starts them all at once.
+        let request_s = decode_ms_per_token * f64::from(OUTPUT_TOKENS) / 1e3;
+        Load::Open {
+            rps: f64::from(concurrency) / request_s,
+            arrival: Arrival::Poisson,
+            burstiness: None,
+            max_concurrency: None,
+        }
+    } else {
+        Load::Closed { concurrency }
+    };
     runtime.block_on(window_records(&client, &prompt, load.clone(), warmup));
     let (client_cpu_before, sim_cpu_before) = (thread_cpu_s(), sim.cpu_s());
     let measured = runtime.block_on(window_records(&client, &prompt, load, window));
