@@ -47,6 +47,15 @@ pub enum Command {
     },
     /// Run a plan (or re-run the plan embedded in a report.json) and write one combined report.
     Run(RunArgs),
+    /// Merge the reports of a sharded run (`run --shard I/N`) into one report.
+    Merge {
+        /// Every shard's report.json.
+        #[arg(required = true)]
+        reports: Vec<PathBuf>,
+        /// Where to write the merged report.
+        #[arg(long, short, value_name = "MERGED.json")]
+        output: PathBuf,
+    },
 }
 
 #[derive(Debug, clap::Args)]
@@ -67,6 +76,12 @@ pub struct RunArgs {
     /// No progress output.
     #[arg(long, short)]
     pub quiet: bool,
+    /// Run shard I of N (0-based): this machine's share of every phase's load.
+    #[arg(long, value_name = "I/N")]
+    pub shard: Option<crate::shard::ShardSpec>,
+    /// Start phase k at this RFC 3339 time plus its planned offset, so shards stay aligned.
+    #[arg(long, value_name = "RFC3339", value_parser = crate::shard::parse_start_at)]
+    pub start_at: Option<chrono::DateTime<chrono::Utc>>,
 }
 
 /// Run the parsed command; returns the process exit code.
@@ -91,6 +106,9 @@ pub fn run(cli: Cli) -> i32 {
             } else {
                 crate::scheduler::progress::ProgressMode::Auto
             },
+            shard: args.shard,
+            start_at: args.start_at,
         }),
+        Command::Merge { reports, output } => crate::shard::merge_command(&reports, &output),
     }
 }

@@ -11,5 +11,6 @@ pub mod plan;
 pub mod report;
 pub mod runner;
 pub mod scheduler;
+pub mod shard;
 pub mod sim;
 pub mod workload;

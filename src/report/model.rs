@@ -43,6 +43,12 @@ pub struct Report {
     pub phases: Vec<PhaseResult>,
     /// Each recheck paired with its original.
     pub rechecks: Vec<RecheckPair>,
+    /// Sharded runs: which shard of the run this report holds (`run --shard I/N`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shard: Option<crate::shard::ShardInfo>,
+    /// Sharded runs: the shards a `servebench merge` report was recomputed from.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub merged_from: Option<Vec<crate::shard::MergedShard>>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]

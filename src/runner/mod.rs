@@ -44,6 +44,11 @@ pub struct RunOptions {
     pub only: Vec<String>,
     pub dry_run: bool,
     pub progress: ProgressMode,
+    // Sharded runs (src/shard/).
+    /// `--shard I/N`: run this shard's share of every phase.
+    pub shard: Option<crate::shard::ShardSpec>,
+    /// `--start-at`: start each phase at this time plus its planned offset.
+    pub start_at: Option<chrono::DateTime<chrono::Utc>>,
 }
 
 /// Why a run did not produce a complete report.
@@ -106,6 +111,23 @@ pub async fn run(options: RunOptions) -> Result<RunOutcome, RunError> {
     let all = settings::resolve(&loaded.plan)
         .map_err(|errors| RunError::InvalidInput(errors.join("\n")))?;
     let phases = select_phases(all, &options.only)?;
+    // Sharded runs: planned phase starts, then this shard's share of every phase.
+    let aligned_starts = match options.start_at {
+        Some(at) => crate::shard::planned_offsets(&phases)
+            .map_err(RunError::InvalidInput)?
+            .into_iter()
+            .map(|offset| chrono::Duration::from_std(offset).map(|d| at + d))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| RunError::InvalidInput(format!("--start-at: {e}")))?,
+        None => Vec::new(),
+    };
+    let phases: Vec<_> = match options.shard {
+        Some(shard) => phases
+            .into_iter()
+            .map(|p| crate::shard::split_phase(p, shard))
+            .collect(),
+        None => phases,
+    };
     if options.dry_run {
         print!("{}", settings::describe_schedule(&loaded.plan, &phases));
         return Ok(RunOutcome {
@@ -133,6 +155,15 @@ pub async fn run(options: RunOptions) -> Result<RunOutcome, RunError> {
     let interrupts = install_interrupt_handler(stops.clone(), journal.clone(), out_dir.clone());
 
     let mut report = new_report(&loaded, run_id, started_at);
+    report.shard = options.shard.map(|shard| crate::shard::ShardInfo {
+        index: shard.index,
+        count: shard.count,
+        plan_sha256: crate::shard::plan_sha256(&loaded.plan),
+        start_at: options
+            .start_at
+            .map(|t| t.to_rfc3339_opts(chrono::SecondsFormat::Millis, true)),
+        phase_starts: Vec::new(),
+    });
     let write = |report: &Report| output::write_report(&out_dir, report).map_err(RunError::Failed);
     let report_path = write(&report)?;
     let http = reqwest::Client::builder()
@@ -141,7 +172,26 @@ pub async fn run(options: RunOptions) -> Result<RunOutcome, RunError> {
     let mut run_origin = None;
 
     let mut failure = None;
-    for phase in &phases {
+    for (phase_index, phase) in phases.iter().enumerate() {
+        // Sharded runs: every shard starts this phase at the same planned time.
+        if let Some(&at) = aligned_starts.get(phase_index) {
+            let late_ms = crate::shard::wait_until(at, &stops.stop_starting).await;
+            if late_ms > 1000.0 {
+                eprintln!(
+                    "warning: phase `{}` starts {:.1}s after its planned time {}",
+                    phase.name,
+                    late_ms / 1e3,
+                    at.to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
+                );
+            }
+            if let Some(info) = report.shard.as_mut() {
+                info.phase_starts.push(crate::shard::PlannedStart {
+                    phase: phase.name.to_string(),
+                    planned_at: at.to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
+                    late_ms,
+                });
+            }
+        }
         if stops.stop_starting.is_cancelled() {
             break;
         }
@@ -155,6 +205,7 @@ pub async fn run(options: RunOptions) -> Result<RunOutcome, RunError> {
             stops: &stops,
             progress: options.progress,
             http: &http,
+            shard: options.shard,
         };
         match run.execute(&mut run_origin).await {
             Ok(result) => {
@@ -372,6 +423,7 @@ struct PhaseRun<'a> {
     stops: &'a Stops,
     progress: ProgressMode,
     http: &'a reqwest::Client,
+    shard: Option<crate::shard::ShardSpec>,
 }
 
 impl PhaseRun<'_> {
@@ -380,6 +432,10 @@ impl PhaseRun<'_> {
         run_origin: &mut Option<std::time::Instant>,
     ) -> Result<PhaseResult, RunError> {
         let phase = self.phase;
+        // Sharded runs: a shard with no share of this phase sends nothing.
+        if crate::shard::runs_nothing(phase) {
+            return Ok(self.empty_result());
+        }
         let client = Arc::new(
             Client::new(self.client_config())
                 .map_err(|e| RunError::InvalidInput(format!("phase `{}`: {e}", phase.name)))?,
@@ -399,7 +455,7 @@ impl PhaseRun<'_> {
         })?;
         let use_prompt_schedule = phase.workload.trace.is_some();
         let feed = Arc::new(Mutex::new(source));
-        let seed = phase_seed(self.plan.plan.seed, phase.name);
+        let seed = self.shard_seed(phase_seed(self.plan.plan.seed, phase.name));
 
         let scrape_before = self.scrape().await;
 
@@ -408,7 +464,7 @@ impl PhaseRun<'_> {
             let spec = WindowSpec {
                 load: phase.load.clone(),
                 duration: w.duration.map(|d| d.0),
-                requests: w.requests,
+                requests: w.requests.map(|n| self.shard.map_or(n, |s| s.share(n))),
                 drain_timeout: phase.drain_timeout,
                 seed: seed ^ 0x5741_524d,
                 use_prompt_schedule,
@@ -631,9 +687,43 @@ impl PhaseRun<'_> {
                 .parent()
                 .map(Path::to_path_buf)
                 .unwrap_or_default(),
-            seed: phase_seed(phase.workload.seed.or(self.plan.plan.seed), phase.name),
+            seed: self.shard_seed(phase_seed(
+                phase.workload.seed.or(self.plan.plan.seed),
+                phase.name,
+            )),
             base_url: self.endpoint.base_url.clone(),
             model: self.endpoint.model.clone(),
+        }
+    }
+
+    /// Sharded runs: each shard draws its own arrivals and prompts.
+    fn shard_seed(&self, seed: u64) -> u64 {
+        self.shard.map_or(seed, |s| s.mix_seed(seed))
+    }
+
+    /// Sharded runs: the result of a phase this shard has no share of.
+    fn empty_result(&self) -> PhaseResult {
+        let phase = self.phase;
+        let now = chrono::Utc::now();
+        PhaseResult {
+            phase: phase.name.to_string(),
+            route: phase.route.to_string(),
+            target: phase.target_name.to_string(),
+            workload: phase.workload_name.to_string(),
+            concurrency: phase.concurrency(),
+            rate_rps: phase.rate_rps(),
+            recheck_of: phase.recheck_of.map(str::to_string),
+            started_at: now.to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
+            start_offset_seconds: 0.0,
+            end_offset_seconds: 0.0,
+            partial: false,
+            summary: crate::metrics::PhaseSummary::default(),
+            warmup: WarmupResult::default(),
+            prompt_tokens: prompt_check(&[], self.prompt_tolerance()),
+            send_lag_ms: None,
+            achieved_rate_ratio: None,
+            server_metrics: None,
+            request_timings: Vec::new(),
         }
     }
 
@@ -684,7 +774,7 @@ fn phase_seed(seed: Option<u64>, phase_name: &str) -> u64 {
 }
 
 /// Requests per second between the first and the last start.
-fn achieved_rate(records: &[RequestRecord]) -> Option<f64> {
+pub(crate) fn achieved_rate(records: &[RequestRecord]) -> Option<f64> {
     let first = records
         .iter()
         .map(|r| r.start_offset_ms)
@@ -696,7 +786,7 @@ fn achieved_rate(records: &[RequestRecord]) -> Option<f64> {
     (records.len() > 1 && last > first).then(|| (records.len() - 1) as f64 / ((last - first) / 1e3))
 }
 
-fn prompt_check(records: &[RequestRecord], tolerance: f64) -> PromptTokenCheck {
+pub(crate) fn prompt_check(records: &[RequestRecord], tolerance: f64) -> PromptTokenCheck {
     let pairs: Vec<(f64, f64)> = records
         .iter()
         .filter_map(|r| Some((r.planned_context_tokens? as f64, r.prompt_tokens? as f64)))
@@ -772,6 +862,8 @@ fn new_report(
         timing_methodology: timing_methodology(loaded.plan.percentile_method),
         phases: Vec::new(),
         rechecks: Vec::new(),
+        shard: None,
+        merged_from: None,
     }
 }
 
