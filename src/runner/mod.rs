@@ -468,6 +468,7 @@ impl PhaseRun<'_> {
                 drain_timeout: phase.drain_timeout,
                 seed: seed ^ 0x5741_524d,
                 use_prompt_schedule,
+                precise_pacing: true,
             };
             let (_, records) = self
                 .window(
@@ -503,6 +504,7 @@ impl PhaseRun<'_> {
             drain_timeout: phase.drain_timeout,
             seed,
             use_prompt_schedule,
+            precise_pacing: true,
         };
         let (outcome, mut records) = self
             .window(

@@ -86,6 +86,9 @@ pub struct WindowSpec {
     /// Send each request at its prompt's `scheduled_at` (trace replay) instead of drawing
     /// arrival times.
     pub use_prompt_schedule: bool,
+    /// Open loop: spin the last moment before each send for sub-millisecond pacing. Off only
+    /// where the clock is virtual (tokio's paused test clock never advances while spinning).
+    pub precise_pacing: bool,
 }
 
 /// Live counts a progress display reads while a window runs.
@@ -176,6 +179,7 @@ pub async fn run_window<E: Executor, F: PromptFeed>(
                 deadline,
                 spec.requests,
                 &stops.stop_starting,
+                spec.precise_pacing,
             )
             .await
         }

@@ -70,6 +70,7 @@ fn spec(load: Load, duration_ms: Option<u64>, requests: Option<u64>) -> WindowSp
         drain_timeout: Duration::from_secs(30),
         seed: 1,
         use_prompt_schedule: false,
+        precise_pacing: false,
     }
 }
 
