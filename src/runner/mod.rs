@@ -121,6 +121,10 @@ pub async fn run(options: RunOptions) -> Result<RunOutcome, RunError> {
             .map_err(|e| RunError::InvalidInput(format!("--start-at: {e}")))?,
         None => Vec::new(),
     };
+    let warmup_requests: Vec<Option<u64>> = phases
+        .iter()
+        .map(|p| crate::shard::warmup_requests(p, options.shard))
+        .collect();
     let phases: Vec<_> = match options.shard {
         Some(shard) => phases
             .into_iter()
@@ -206,6 +210,7 @@ pub async fn run(options: RunOptions) -> Result<RunOutcome, RunError> {
             progress: options.progress,
             http: &http,
             shard: options.shard,
+            warmup_requests: warmup_requests.get(phase_index).copied().flatten(),
         };
         match run.execute(&mut run_origin).await {
             Ok(result) => {
@@ -424,6 +429,8 @@ struct PhaseRun<'a> {
     progress: ProgressMode,
     http: &'a reqwest::Client,
     shard: Option<crate::shard::ShardSpec>,
+    /// The warmup's request bound, this shard's share of it in a sharded run.
+    warmup_requests: Option<u64>,
 }
 
 impl PhaseRun<'_> {
@@ -464,7 +471,7 @@ impl PhaseRun<'_> {
             let spec = WindowSpec {
                 load: phase.load.clone(),
                 duration: w.duration.map(|d| d.0),
-                requests: w.requests.map(|n| self.shard.map_or(n, |s| s.share(n))),
+                requests: self.warmup_requests,
                 drain_timeout: phase.drain_timeout,
                 seed: seed ^ 0x5741_524d,
                 use_prompt_schedule,

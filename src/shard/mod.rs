@@ -134,10 +134,39 @@ pub fn split_load(load: &Load, shard: ShardSpec) -> Load {
     }
 }
 
+/// This shard's part of a request count under `load` (the whole phase's load). In a closed
+/// loop with fewer workers than shards only the shards with a worker send, so the requests
+/// are split among them; in an open loop every shard sends.
+pub fn request_share(load: &Load, requests: u64, shard: ShardSpec) -> u64 {
+    match load {
+        Load::Closed { concurrency } => {
+            let senders = shard.count.min(*concurrency);
+            if shard.index < senders {
+                ShardSpec {
+                    index: shard.index,
+                    count: senders,
+                }
+                .share(requests)
+            } else {
+                0
+            }
+        }
+        Load::Open { .. } => shard.share(requests),
+    }
+}
+
+/// This shard's part of a phase's warmup request bound, if the warmup has one.
+pub fn warmup_requests(phase: &PhaseSettings<'_>, shard: Option<ShardSpec>) -> Option<u64> {
+    let requests = phase.warmup.and_then(|w| w.requests)?;
+    Some(shard.map_or(requests, |s| request_share(&phase.load, requests, s)))
+}
+
 /// A phase as this shard runs it: its share of the load and of the request bound.
 pub fn split_phase<'p>(mut phase: PhaseSettings<'p>, shard: ShardSpec) -> PhaseSettings<'p> {
+    phase.requests = phase
+        .requests
+        .map(|n| request_share(&phase.load, n, shard));
     phase.load = split_load(&phase.load, shard);
-    phase.requests = phase.requests.map(|n| shard.share(n));
     phase
 }
 

@@ -85,6 +85,30 @@ fn closed_loads_split_into_workers_and_open_loads_into_rates() {
 }
 
 #[test]
+fn request_bounds_sum_to_the_whole_and_follow_the_workers() {
+    for count in 1..=16u32 {
+        for concurrency in 1..=64u32 {
+            for requests in [0u64, 1, 7, 64, 1000] {
+                let closed = Load::Closed { concurrency };
+                let mut total = 0;
+                for i in 0..count {
+                    let shard = ShardSpec::new(i, count).unwrap();
+                    let share = request_share(&closed, requests, shard);
+                    let workers = match split_load(&closed, shard) {
+                        Load::Closed { concurrency } => concurrency,
+                        Load::Open { .. } => panic!("a closed loop stays closed"),
+                    };
+                    // A shard without workers could never send its requests.
+                    assert!(workers > 0 || share == 0);
+                    total += share;
+                }
+                assert_eq!(total, requests, "{requests} requests, c{concurrency}, {count} shards");
+            }
+        }
+    }
+}
+
+#[test]
 fn shard_specs_parse_and_bad_ones_say_why() {
     let spec: ShardSpec = "2/5".parse().unwrap();
     assert_eq!(spec, ShardSpec { index: 2, count: 5 });
@@ -166,7 +190,8 @@ fn split_phases_share_requests_and_may_run_nothing() {
         .map(|i| split_phase(phase.clone(), ShardSpec::new(i, 4).unwrap()))
         .collect();
     let requests: Vec<_> = parts.iter().map(|p| p.requests).collect();
-    assert_eq!(requests, [Some(2), Some(2), Some(2), Some(1)]);
+    // Three workers over four shards: the requests go to the three shards with a worker.
+    assert_eq!(requests, [Some(3), Some(2), Some(2), Some(0)]);
     let idle: Vec<bool> = parts.iter().map(runs_nothing).collect();
     assert_eq!(idle, [false, false, false, true]);
     assert!(!runs_nothing(&phase));
