@@ -1,2 +1,3 @@
 //! Integration tests: one binary, one module per area.
 mod plans;
+mod shard;
