@@ -61,7 +61,10 @@ pub fn merge_command(inputs: &[PathBuf], output: &Path) -> i32 {
             if report.partial {
                 eprintln!(
                     "warning: the merged report is partial: {}",
-                    report.stop_reason.as_deref().unwrap_or("a shard did not finish")
+                    report
+                        .stop_reason
+                        .as_deref()
+                        .unwrap_or("a shard did not finish")
                 );
             }
             crate::exit::SUCCESS
@@ -232,7 +235,9 @@ pub fn merge_reports(reports: Vec<(String, Report)>) -> Result<Report, MergeErro
                 .min()
                 .copied()
         };
-        let origin = start_of(true).or_else(|| start_of(false)).unwrap_or(run_origin);
+        let origin = start_of(true)
+            .or_else(|| start_of(false))
+            .unwrap_or(run_origin);
         // Every shard's offsets moved onto the earliest shard's clock.
         let mut records: Vec<(u32, RequestRecord)> = Vec::new();
         for (shard, result) in results {
@@ -368,8 +373,7 @@ pub fn merge_reports(reports: Vec<(String, Report)>) -> Result<Report, MergeErro
             started_at.format("%Y%m%dT%H%M%SZ")
         ),
         started_at: started_at.to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
-        finished_at: finished_at
-            .map(|t| t.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)),
+        finished_at: finished_at.map(|t| t.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)),
         partial,
         stop_reason: (!notes.is_empty()).then(|| notes.join("; ")),
         host: first.host.clone(),

@@ -89,7 +89,9 @@ impl FromStr for ShardSpec {
         })?;
         let number = |part: &str, what: &str| {
             part.trim().parse::<u32>().map_err(|_| {
-                format!("expected I/N with whole numbers (e.g. 0/4); the {what} `{part}` is not one")
+                format!(
+                    "expected I/N with whole numbers (e.g. 0/4); the {what} `{part}` is not one"
+                )
             })
         };
         ShardSpec::new(number(index, "index")?, number(count, "count")?)
@@ -163,9 +165,7 @@ pub fn warmup_requests(phase: &PhaseSettings<'_>, shard: Option<ShardSpec>) -> O
 
 /// A phase as this shard runs it: its share of the load and of the request bound.
 pub fn split_phase<'p>(mut phase: PhaseSettings<'p>, shard: ShardSpec) -> PhaseSettings<'p> {
-    phase.requests = phase
-        .requests
-        .map(|n| request_share(&phase.load, n, shard));
+    phase.requests = phase.requests.map(|n| request_share(&phase.load, n, shard));
     phase.load = split_load(&phase.load, shard);
     phase
 }

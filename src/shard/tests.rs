@@ -102,7 +102,10 @@ fn request_bounds_sum_to_the_whole_and_follow_the_workers() {
                     assert!(workers > 0 || share == 0);
                     total += share;
                 }
-                assert_eq!(total, requests, "{requests} requests, c{concurrency}, {count} shards");
+                assert_eq!(
+                    total, requests,
+                    "{requests} requests, c{concurrency}, {count} shards"
+                );
             }
         }
     }
@@ -114,7 +117,11 @@ fn shard_specs_parse_and_bad_ones_say_why() {
     assert_eq!(spec, ShardSpec { index: 2, count: 5 });
     assert_eq!(spec.to_string(), "2/5");
     let err = |s: &str| s.parse::<ShardSpec>().unwrap_err();
-    assert!(err("5/5").contains("out of range for 5 shard(s)"), "{}", err("5/5"));
+    assert!(
+        err("5/5").contains("out of range for 5 shard(s)"),
+        "{}",
+        err("5/5")
+    );
     assert!(err("0/0").contains("at least 1"));
     assert!(err("3").contains("expected I/N"));
     assert!(err("a/2").contains("the index `a`"));
@@ -126,11 +133,7 @@ fn shard_specs_parse_and_bad_ones_say_why() {
 fn start_at_must_be_rfc3339() {
     let t = parse_start_at("2026-12-02T14:00:00+01:00").unwrap();
     assert_eq!(t.to_rfc3339(), "2026-12-02T13:00:00+00:00");
-    assert!(
-        parse_start_at("tomorrow")
-            .unwrap_err()
-            .contains("RFC 3339")
-    );
+    assert!(parse_start_at("tomorrow").unwrap_err().contains("RFC 3339"));
 }
 
 #[test]
@@ -162,7 +165,11 @@ fn phases_are_planned_back_to_back_with_the_drain_allowance() {
     let a = Duration::from_secs(5 + 10 + 3) + DRAIN_ALLOWANCE;
     assert_eq!(
         offsets,
-        [Duration::ZERO, a, a + Duration::from_secs(20) + DRAIN_ALLOWANCE]
+        [
+            Duration::ZERO,
+            a,
+            a + Duration::from_secs(20) + DRAIN_ALLOWANCE
+        ]
     );
 }
 
@@ -175,8 +182,14 @@ fn start_at_refuses_phases_of_unknown_length_but_the_last() {
     ]));
     let phases = settings::resolve(&loaded.plan).unwrap();
     let err = planned_offsets(&phases).unwrap_err();
-    assert!(err.contains("phase `by-count` is bounded only by a request count"), "{err}");
-    assert!(err.contains("phase `count-warmup` has a warmup bounded only by a request count"), "{err}");
+    assert!(
+        err.contains("phase `by-count` is bounded only by a request count"),
+        "{err}"
+    );
+    assert!(
+        err.contains("phase `count-warmup` has a warmup bounded only by a request count"),
+        "{err}"
+    );
     assert!(!err.contains("`last`"), "{err}");
 }
 

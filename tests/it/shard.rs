@@ -9,8 +9,8 @@ use servebench::client::RequestRecord;
 use servebench::metrics::{self, PhaseSummary};
 use servebench::plan::{ExpandOptions, PercentileMethod, Plan, prepare_from_value};
 use servebench::report::{
-    HostFacts, PhaseResult, PlanSource, PromptTokenCheck, REPORT_SCHEMA, Report,
-    TimingMethodology, ToolInfo, WarmupResult,
+    HostFacts, PhaseResult, PlanSource, PromptTokenCheck, REPORT_SCHEMA, Report, TimingMethodology,
+    ToolInfo, WarmupResult,
 };
 use servebench::shard::{ShardInfo, merge_reports, plan_sha256};
 
@@ -52,7 +52,12 @@ fn record(index: u64, start_ms: f64, ttft_ms: f64) -> RequestRecord {
     }
 }
 
-fn phase(name: &str, concurrency: u32, started_at: &str, records: Vec<RequestRecord>) -> PhaseResult {
+fn phase(
+    name: &str,
+    concurrency: u32,
+    started_at: &str,
+    records: Vec<RequestRecord>,
+) -> PhaseResult {
     PhaseResult {
         phase: name.to_string(),
         route: "sim".to_string(),
@@ -176,7 +181,10 @@ fn merge_refuses_a_plan_edited_after_the_run() {
     edited.plan = small_plan(6);
     let b = write(dir.path(), "b.json", &edited);
     let err = merge_fails(dir.path(), &[a, b]);
-    assert!(err.contains("b.json: its plan was edited after the run"), "{err}");
+    assert!(
+        err.contains("b.json: its plan was edited after the run"),
+        "{err}"
+    );
 }
 
 #[test]
@@ -208,7 +216,10 @@ fn merge_refuses_mixed_shard_counts_unsharded_and_foreign_files() {
     let a = write(dir.path(), "a.json", &simple_shard(0, 2));
     let b = write(dir.path(), "b.json", &simple_shard(1, 3));
     let err = merge_fails(dir.path(), &[a.clone(), b]);
-    assert!(err.contains("the reports disagree on the number of shards"), "{err}");
+    assert!(
+        err.contains("the reports disagree on the number of shards"),
+        "{err}"
+    );
 
     let whole = shard_report(small_plan(4), None, Vec::new());
     let c = write(dir.path(), "whole.json", &whole);
@@ -236,9 +247,18 @@ fn merge_recomputes_figures_from_the_union_of_records() {
                 "c",
                 2,
                 "2026-12-02T14:00:00.000Z",
-                vec![record(0, 0.0, 10.0), record(1, 5.0, 20.0), record(2, 90.0, 90.0)],
+                vec![
+                    record(0, 0.0, 10.0),
+                    record(1, 5.0, 20.0),
+                    record(2, 90.0, 90.0),
+                ],
             ),
-            phase("c-again", 2, "2026-12-02T14:00:10.000Z", vec![record(0, 0.0, 10.0)]),
+            phase(
+                "c-again",
+                2,
+                "2026-12-02T14:00:10.000Z",
+                vec![record(0, 0.0, 10.0)],
+            ),
         ],
     );
     let s1 = shard_report(
@@ -251,7 +271,12 @@ fn merge_recomputes_figures_from_the_union_of_records() {
                 "2026-12-02T14:00:00.100Z",
                 vec![record(0, 0.0, 40.0), record(1, 1.0, 50.0)],
             ),
-            phase("c-again", 2, "2026-12-02T14:00:10.000Z", vec![record(0, 0.0, 30.0)]),
+            phase(
+                "c-again",
+                2,
+                "2026-12-02T14:00:10.000Z",
+                vec![record(0, 0.0, 30.0)],
+            ),
         ],
     );
     let merged = merge_reports(vec![("s0.json".into(), s0), ("s1.json".into(), s1)]).unwrap();
@@ -297,4 +322,365 @@ fn merge_recomputes_figures_from_the_union_of_records() {
         .unwrap();
     assert_eq!(p50.original, Some(0.040));
     assert_eq!(p50.recheck, Some(0.010));
+}
+
+fn write_plan(dir: &Path, yaml: &str) -> PathBuf {
+    let path = dir.join("plan.yaml");
+    std::fs::write(&path, yaml).unwrap();
+    path
+}
+
+const TWO_PHASE_PLAN: &str = r#"
+version: 1
+name: sharded-cli
+targets:
+  sim:
+    simulator: {}
+workloads:
+  chat:
+    input_tokens: 32
+    output_tokens: 8
+defaults: {target: sim, workload: chat}
+phases:
+  - name: by-count
+    concurrency: 3
+    requests: 12
+  - name: timed
+    rate: {rps: 10}
+    duration: 5s
+"#;
+
+#[test]
+fn run_checks_shard_and_start_at_arguments() {
+    let dir = tempfile::tempdir().unwrap();
+    let plan = write_plan(dir.path(), TWO_PHASE_PLAN);
+    let out = servebench()
+        .args(["run", "--dry-run", "--shard", "2/2"])
+        .arg(&plan)
+        .assert()
+        .code(2);
+    let err = String::from_utf8_lossy(&out.get_output().stderr).into_owned();
+    assert!(
+        err.contains("shard index 2 is out of range for 2 shard(s)"),
+        "{err}"
+    );
+
+    let out = servebench()
+        .args(["run", "--dry-run", "--start-at", "next tuesday"])
+        .arg(&plan)
+        .assert()
+        .code(2);
+    let err = String::from_utf8_lossy(&out.get_output().stderr).into_owned();
+    assert!(err.contains("RFC 3339"), "{err}");
+
+    let out = servebench()
+        .args([
+            "run",
+            "--dry-run",
+            "--shard",
+            "1/2",
+            "--start-at",
+            "2030-01-01T00:00:00Z",
+        ])
+        .arg(&plan)
+        .assert()
+        .code(2);
+    let err = String::from_utf8_lossy(&out.get_output().stderr).into_owned();
+    assert!(
+        err.contains("phase `by-count` is bounded only by a request count"),
+        "{err}"
+    );
+
+    // Without --start-at the shard's schedule shows its share: 1 of 3 workers, 6 of 12
+    // requests, half the rate.
+    let out = servebench()
+        .args(["run", "--dry-run", "--shard", "1/2"])
+        .arg(&plan)
+        .assert()
+        .success();
+    let schedule = String::from_utf8_lossy(&out.get_output().stdout).into_owned();
+    assert!(schedule.contains("concurrency 1, 6 requests"), "{schedule}");
+    assert!(schedule.contains("5 req/s"), "{schedule}");
+}
+
+/// Fixed simulator delays: no jitter, so shards and the whole run see the same server.
+fn simulator() -> servebench::sim::SimConfig {
+    servebench::sim::SimConfig {
+        seed: Some(1),
+        max_running: Some(16),
+        prefill_tok_s: Some(50_000.0),
+        decode_ms_per_token: Some(2.0),
+        decode_ms_per_running: Some(0.0),
+        chunk_tokens: Some(1),
+        jitter: Some(0.0),
+        ..Default::default()
+    }
+}
+
+const E2E_PLAN: &str = r#"
+version: 1
+name: sharded-e2e
+seed: 9
+targets:
+  sim:
+    simulator: {}
+workloads:
+  chat:
+    input_tokens: {mean: 64, stddev: 8, min: 32, max: 96}
+    output_tokens: 8
+    ignore_eos: true
+defaults: {target: sim, workload: chat, drain_timeout: 20s}
+phases:
+  - name: c3
+    concurrency: 3
+    requests: 12
+    warmup: {requests: 2}
+  - name: c1
+    concurrency: 1
+    requests: 5
+  - name: r40
+    rate: {rps: 40, arrival: poisson}
+    requests: 10
+  - name: c3-recheck
+    recheck: c3
+    requests: 12
+"#;
+
+fn run_options(
+    plan: &Path,
+    addr: std::net::SocketAddr,
+    out: PathBuf,
+    shard: Option<servebench::shard::ShardSpec>,
+    start_at: Option<chrono::DateTime<chrono::Utc>>,
+) -> servebench::runner::RunOptions {
+    servebench::runner::RunOptions {
+        plan: plan.to_path_buf(),
+        expand: ExpandOptions {
+            target_overrides: vec![format!("sim=http://{addr}/v1")],
+            ..ExpandOptions::default()
+        },
+        out_dir: Some(out),
+        only: Vec::new(),
+        dry_run: false,
+        progress: servebench::scheduler::progress::ProgressMode::Quiet,
+        shard,
+        start_at,
+    }
+}
+
+fn report_of(
+    outcome: Result<servebench::runner::RunOutcome, servebench::runner::RunError>,
+) -> (PathBuf, Report) {
+    match outcome {
+        Ok(servebench::runner::RunOutcome {
+            report_path: Some(path),
+            report: Some(report),
+            interrupted: false,
+        }) => (path, report),
+        Ok(other) => panic!("the run did not finish: {other:?}"),
+        Err(e) => panic!("the run failed: {e}"),
+    }
+}
+
+/// Order statistics computed here from raw values, independently of the merge.
+fn percentiles_of(mut values: Vec<f64>) -> [f64; 5] {
+    values.sort_by(f64::total_cmp);
+    let d = metrics::distribution(values.iter().copied(), PercentileMethod::Linear)
+        .expect("some values");
+    [d.p50, d.p95, d.p99, d.min, d.max]
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_concurrent_shards_merge_into_the_unsharded_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let plan = write_plan(dir.path(), E2E_PLAN);
+    let (addr, sim) = servebench::sim::serve(simulator())
+        .await
+        .expect("simulator starts");
+    let shard = |i| servebench::shard::ShardSpec::new(i, 2).ok();
+
+    let (s0, s1) = tokio::join!(
+        servebench::runner::run(run_options(
+            &plan,
+            addr,
+            dir.path().join("s0"),
+            shard(0),
+            None
+        )),
+        servebench::runner::run(run_options(
+            &plan,
+            addr,
+            dir.path().join("s1"),
+            shard(1),
+            None
+        )),
+    );
+    let (s0_path, s0) = report_of(s0);
+    let (s1_path, s1) = report_of(s1);
+    let whole = report_of(
+        servebench::runner::run(run_options(
+            &plan,
+            addr,
+            dir.path().join("whole"),
+            None,
+            None,
+        ))
+        .await,
+    )
+    .1;
+    sim.shutdown().await;
+
+    // Each shard ran its share: c3 splits 2 + 1 workers and 6 + 6 requests; c1's single
+    // worker and all 5 requests are shard 0's; r40 is 20 req/s and 5 requests each.
+    let requests =
+        |r: &Report| -> Vec<u64> { r.phases.iter().map(|p| p.summary.requests).collect() };
+    assert_eq!(requests(&s0), [6, 5, 5, 6]);
+    assert_eq!(requests(&s1), [6, 0, 5, 6]);
+    assert_eq!(s1.phases[1].concurrency, Some(0));
+    assert_eq!(s0.phases[2].rate_rps, Some(20.0));
+    assert_eq!(
+        s0.phases[0].warmup.requests + s1.phases[0].warmup.requests,
+        2
+    );
+    let info = s1.shard.as_ref().expect("shard section");
+    assert_eq!((info.index, info.count), (1, 2));
+    assert_eq!(info.plan_sha256, plan_sha256(&s1.plan));
+
+    let out = dir.path().join("merged.json");
+    let status = servebench()
+        .arg("merge")
+        .arg(&s0_path)
+        .arg(&s1_path)
+        .arg("-o")
+        .arg(&out)
+        .assert()
+        .success();
+    let _ = status;
+    let merged: Report =
+        serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).expect("merged report");
+    assert!(!merged.partial, "{:?}", merged.stop_reason);
+    assert_eq!(merged.merged_from.as_ref().map(Vec::len), Some(2));
+
+    // Same phases in the same order, same request counts, same loads as the whole run.
+    let names = |r: &Report| -> Vec<String> { r.phases.iter().map(|p| p.phase.clone()).collect() };
+    assert_eq!(names(&merged), names(&whole));
+    assert_eq!(requests(&merged), requests(&whole));
+    assert_eq!(requests(&merged), [12, 5, 10, 12]);
+    for (m, w) in merged.phases.iter().zip(&whole.phases) {
+        assert_eq!(m.concurrency, w.concurrency, "{}", m.phase);
+        assert_eq!(m.rate_rps, w.rate_rps, "{}", m.phase);
+        assert_eq!(m.summary.errors, 0, "{}", m.phase);
+        assert_eq!(m.recheck_of, w.recheck_of);
+    }
+    assert_eq!(merged.rechecks.len(), whole.rechecks.len());
+    assert_eq!(merged.rechecks[0].recheck, "c3-recheck");
+
+    // Merged percentiles are those of the union of the shards' records.
+    for (i, m) in merged.phases.iter().enumerate() {
+        let union: Vec<&RequestRecord> = s0.phases[i]
+            .request_timings
+            .iter()
+            .chain(&s1.phases[i].request_timings)
+            .collect();
+        assert_eq!(union.len(), m.request_timings.len());
+        let ttft_s: Vec<f64> = union
+            .iter()
+            .filter_map(|r| r.ttft_ms)
+            .map(|ms| ms / 1e3)
+            .collect();
+        let e2e_s: Vec<f64> = union.iter().map(|r| r.e2e_ms / 1e3).collect();
+        let got = m.summary.ttft.expect("ttft");
+        assert_eq!(
+            [got.p50, got.p95, got.p99, got.min, got.max],
+            percentiles_of(ttft_s),
+            "{}",
+            m.phase
+        );
+        let got = m.summary.e2e.expect("e2e");
+        assert_eq!(
+            [got.p50, got.p95, got.p99, got.min, got.max],
+            percentiles_of(e2e_s),
+            "{}",
+            m.phase
+        );
+        // Records stay distinguishable: unique ids and indices 0..n.
+        let mut ids: Vec<&str> = m
+            .request_timings
+            .iter()
+            .map(|r| r.request_id.as_str())
+            .collect();
+        ids.sort_unstable();
+        ids.dedup();
+        assert_eq!(ids.len(), m.request_timings.len(), "{}", m.phase);
+        let indices: Vec<u64> = m.request_timings.iter().map(|r| r.request_index).collect();
+        assert_eq!(
+            indices,
+            (0..m.request_timings.len() as u64).collect::<Vec<_>>()
+        );
+    }
+    // Per-shard facts survive the merge.
+    let facts = &merged.merged_from.as_ref().unwrap()[1];
+    assert_eq!(facts.index, 1);
+    assert_eq!(facts.phases[1].requests, 0);
+    assert_eq!(facts.phases[2].rate_rps, Some(20.0));
+    assert!(facts.phases[2].send_lag_ms.is_some());
+}
+
+const ALIGNED_PLAN: &str = r#"
+version: 1
+name: sharded-aligned
+targets:
+  sim:
+    simulator: {}
+workloads:
+  chat:
+    input_tokens: 32
+    output_tokens: 4
+    ignore_eos: true
+defaults: {target: sim, workload: chat, drain_timeout: 10s}
+phases:
+  - name: only
+    concurrency: 2
+    requests: 6
+"#;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn shards_wait_for_the_common_start() {
+    let dir = tempfile::tempdir().unwrap();
+    let plan = write_plan(dir.path(), ALIGNED_PLAN);
+    let (addr, sim) = servebench::sim::serve(simulator())
+        .await
+        .expect("simulator starts");
+    let start_at = chrono::Utc::now() + chrono::Duration::milliseconds(1500);
+    let shard = |i| servebench::shard::ShardSpec::new(i, 2).ok();
+    let (s0, s1) = tokio::join!(
+        servebench::runner::run(run_options(
+            &plan,
+            addr,
+            dir.path().join("s0"),
+            shard(0),
+            Some(start_at)
+        )),
+        servebench::runner::run(run_options(
+            &plan,
+            addr,
+            dir.path().join("s1"),
+            shard(1),
+            Some(start_at)
+        )),
+    );
+    sim.shutdown().await;
+    for (_, report) in [report_of(s0), report_of(s1)] {
+        let started = chrono::DateTime::parse_from_rfc3339(&report.phases[0].started_at).unwrap();
+        // Not before the common start, and not long after it (generous for a loaded machine).
+        let after_ms = (started.with_timezone(&chrono::Utc) - start_at).num_milliseconds();
+        assert!(
+            (0..1500).contains(&after_ms),
+            "started {after_ms} ms after --start-at"
+        );
+        let info = report.shard.expect("shard section");
+        assert_eq!(info.phase_starts.len(), 1);
+        assert_eq!(info.phase_starts[0].phase, "only");
+        assert!(info.phase_starts[0].late_ms < 1500.0);
+    }
 }
