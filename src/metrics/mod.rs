@@ -1,10 +1,11 @@
 //! Pure functions from request records to summaries: percentiles, rates, goodput, drift.
 
 mod drift;
+mod seed;
 mod summary;
 
 pub use drift::*;
-
+pub use seed::*;
 pub use summary::*;
 
 use crate::client::RequestRecord;
@@ -12,26 +13,273 @@ use crate::plan::{PercentileMethod, Slo};
 
 /// Fill a record's derived fields (generation, decode rate, ITL, TPOT, prefill rate) from its
 /// raw timings and token counts, exactly as DESIGN.md defines them.
+///
+/// The float expressions are the ones the seed reports were computed with, so recomputing a
+/// seed record reproduces its stored fields bit for bit. A field is `None` when undefined:
+/// no first output/content, `output_tokens ≤ 1`, or a zero time span.
 pub fn derive_record_fields(record: &mut RequestRecord) {
-    let _ = record;
-    unimplemented!("lands with the metrics issue")
+    let e2e_ms = record.e2e_ms;
+    let generation_ms = record.time_to_first_output_ms.map(|tfo_ms| e2e_ms - tfo_ms);
+    let visible_generation_ms = record.ttft_ms.map(|ttft_ms| e2e_ms - ttft_ms);
+    // Tokens after the first one: the decode phase.
+    let decode_tokens = record
+        .output_tokens
+        .filter(|&n| n > 1)
+        .map(|n| (n - 1) as f64);
+
+    record.generation_ms = generation_ms;
+    record.visible_generation_ms = visible_generation_ms;
+    record.decode_tok_s = match (decode_tokens, generation_ms) {
+        (Some(tokens), Some(g_ms)) if g_ms > 0.0 => Some(tokens / (g_ms / 1000.0)),
+        _ => None,
+    };
+    record.mean_inter_token_latency_ms = match (decode_tokens, generation_ms) {
+        (Some(tokens), Some(g_ms)) => Some(g_ms / tokens),
+        _ => None,
+    };
+    record.tpot_ms = match (decode_tokens, visible_generation_ms) {
+        (Some(tokens), Some(v_ms)) => Some(v_ms / tokens),
+        _ => None,
+    };
+    record.effective_prefill_tok_s = match (record.prompt_tokens, record.time_to_first_output_ms) {
+        (Some(prompt), Some(tfo_ms)) if tfo_ms > 0.0 => Some(prompt as f64 / (tfo_ms / 1000.0)),
+        _ => None,
+    };
+}
+
+/// The `q`-quantile (`q` in `[0, 1]`) of an ascending, NaN-free sample; NaN when empty.
+///
+/// `Linear` is numpy's default (virtual index `(n−1)·q`, numpy's two-sided lerp, so results
+/// match numpy to the last bit); `NearestRank` is `x[ceil(q·n) − 1]`.
+pub fn percentile(sorted: &[f64], q: f64, method: PercentileMethod) -> f64 {
+    let n = sorted.len();
+    if n == 0 {
+        return f64::NAN;
+    }
+    let q = q.clamp(0.0, 1.0);
+    match method {
+        PercentileMethod::NearestRank => {
+            let rank = (q * n as f64).ceil() as usize;
+            sorted[rank.clamp(1, n) - 1]
+        }
+        PercentileMethod::Linear => {
+            let virtual_index = (n - 1) as f64 * q;
+            let below = virtual_index.floor();
+            let t = virtual_index - below;
+            let i = below as usize;
+            if i + 1 >= n {
+                return sorted[n - 1];
+            }
+            let (a, b) = (sorted[i], sorted[i + 1]);
+            let diff = b - a;
+            // numpy's _lerp: interpolate from the nearer end for stability.
+            if t >= 0.5 {
+                b - diff * (1.0 - t)
+            } else {
+                a + diff * t
+            }
+        }
+    }
+}
+
+/// p50/p95/p99/min/max/mean of a sample; `None` when it holds no finite value.
+/// Non-finite values are dropped.
+pub fn distribution(values: &[f64], method: PercentileMethod) -> Option<Distribution> {
+    let mut sorted: Vec<f64> = values.iter().copied().filter(|v| v.is_finite()).collect();
+    distribution_owned(&mut sorted, method)
+}
+
+/// [`distribution`] over a buffer it may reorder (saves a copy).
+fn distribution_owned(sorted: &mut [f64], method: PercentileMethod) -> Option<Distribution> {
+    if sorted.is_empty() {
+        return None;
+    }
+    sorted.sort_unstable_by(f64::total_cmp);
+    let n = sorted.len();
+    let sum: f64 = sorted.iter().sum();
+    Some(Distribution {
+        p50: percentile(sorted, 0.50, method),
+        p95: percentile(sorted, 0.95, method),
+        p99: percentile(sorted, 0.99, method),
+        min: sorted[0],
+        max: sorted[n - 1],
+        mean: sum / n as f64,
+        samples: n as u64,
+    })
+}
+
+/// Distribution of one optional field over records, scaled (e.g. ms → s).
+fn field_distribution(
+    records: &[&RequestRecord],
+    method: PercentileMethod,
+    scale: f64,
+    field: impl Fn(&RequestRecord) -> Option<f64>,
+) -> Option<Distribution> {
+    let mut values: Vec<f64> = records
+        .iter()
+        .filter_map(|r| field(r))
+        .filter(|v| v.is_finite())
+        .map(|v| v * scale)
+        .collect();
+    distribution_owned(&mut values, method)
+}
+
+/// Seconds from the first record's start to the last record's end; 0 when empty.
+pub fn elapsed_s(records: &[RequestRecord]) -> f64 {
+    let mut first_start_ms = f64::INFINITY;
+    let mut last_end_ms = f64::NEG_INFINITY;
+    for r in records {
+        first_start_ms = first_start_ms.min(r.start_offset_ms);
+        last_end_ms = last_end_ms.max(r.start_offset_ms + r.e2e_ms);
+    }
+    if records.is_empty() || last_end_ms <= first_start_ms {
+        return 0.0;
+    }
+    (last_end_ms - first_start_ms) / 1000.0
+}
+
+fn per_second(count: f64, elapsed_s: f64) -> f64 {
+    if elapsed_s > 0.0 {
+        count / elapsed_s
+    } else {
+        0.0
+    }
+}
+
+/// Whether a successful record meets every objective the SLO sets. A TPOT objective is met by
+/// a request with a single output token (it has no inter-token time to violate).
+pub fn meets_slo(record: &RequestRecord, slo: &Slo) -> bool {
+    if !record.is_ok() {
+        return false;
+    }
+    let within = |value_ms: Option<f64>, limit: Option<crate::plan::HumanDuration>| match limit {
+        None => true,
+        Some(limit) => value_ms.is_some_and(|v| v <= limit.as_secs_f64() * 1000.0),
+    };
+    let tpot_ok = match slo.tpot {
+        None => true,
+        Some(limit) => record
+            .tpot_ms
+            .is_none_or(|v| v <= limit.as_secs_f64() * 1000.0),
+    };
+    within(record.ttft_ms, slo.ttft) && tpot_ok && within(Some(record.e2e_ms), slo.e2e)
 }
 
 /// One phase's figures from its measured records.
+///
+/// Distributions, token totals, chunk counts and token sources cover successful requests;
+/// `requests`, `elapsed` and `request_rate` cover every measured request. Records are expected
+/// to carry their derived fields ([`derive_record_fields`]; the client fills them).
 pub fn summarize(
     records: &[RequestRecord],
     method: PercentileMethod,
     slo: Option<&Slo>,
 ) -> PhaseSummary {
-    let _ = (records, method, slo);
-    unimplemented!("lands with the metrics issue")
+    let ok: Vec<&RequestRecord> = records.iter().filter(|r| r.is_ok()).collect();
+    let elapsed = elapsed_s(records);
+
+    let mut summary = PhaseSummary {
+        requests: records.len() as u64,
+        success: ok.len() as u64,
+        errors: (records.len() - ok.len()) as u64,
+        elapsed,
+        request_rate: per_second(records.len() as f64, elapsed),
+        ttft: field_distribution(&ok, method, 1e-3, |r| r.ttft_ms),
+        tpot: field_distribution(&ok, method, 1e-3, |r| r.tpot_ms),
+        e2e: field_distribution(&ok, method, 1e-3, |r| Some(r.e2e_ms)),
+        time_to_first_output: field_distribution(&ok, method, 1e-3, |r| r.time_to_first_output_ms),
+        mean_inter_token_latency_ms: field_distribution(&ok, method, 1.0, |r| {
+            r.mean_inter_token_latency_ms
+        }),
+        max_inter_chunk_ms: field_distribution(&ok, method, 1.0, |r| r.max_inter_chunk_ms),
+        decode_tok_s: field_distribution(&ok, method, 1.0, |r| r.decode_tok_s),
+        input_tokens: field_distribution(&ok, method, 1.0, |r| r.prompt_tokens.map(|t| t as f64)),
+        output_tokens: field_distribution(&ok, method, 1.0, |r| r.output_tokens.map(|t| t as f64)),
+        ..PhaseSummary::default()
+    };
+
+    let mut cached_sum = 0u64;
+    let mut cached_prompt_sum = 0u64;
+    let mut any_cached = false;
+    for r in &ok {
+        summary.total_input_tokens += r.prompt_tokens.unwrap_or(0);
+        summary.total_output_tokens += r.output_tokens.unwrap_or(0);
+        summary.content_chunks += r.content_chunks;
+        summary.reasoning_chunks += r.reasoning_chunks;
+        if let Some(source) = r.output_token_source {
+            *summary.output_token_sources.entry(source).or_insert(0) += 1;
+        }
+        if let (Some(cached), Some(prompt)) = (r.cached_tokens, r.prompt_tokens) {
+            any_cached = true;
+            cached_sum += cached;
+            cached_prompt_sum += prompt;
+        }
+    }
+    summary.output_tokens_per_second = per_second(summary.total_output_tokens as f64, elapsed);
+    summary.cached_token_ratio =
+        (any_cached && cached_prompt_sum > 0).then(|| cached_sum as f64 / cached_prompt_sum as f64);
+
+    for r in records {
+        if let Some(err) = &r.error {
+            *summary.errors_by_kind.entry(err.kind).or_insert(0) += 1;
+        }
+    }
+
+    summary.goodput = slo.map(|slo| {
+        let good = ok.iter().filter(|r| meets_slo(r, slo)).count() as u64;
+        Goodput {
+            requests: good,
+            request_rate: per_second(good as f64, elapsed),
+            fraction: if records.is_empty() {
+                0.0
+            } else {
+                good as f64 / records.len() as f64
+            },
+        }
+    });
+    summary
 }
 
-/// Order statistics and mean of `values`; `None` when empty.
-pub fn distribution(
-    values: impl Iterator<Item = f64>,
-    method: PercentileMethod,
-) -> Option<Distribution> {
-    let _ = (values, method);
-    unimplemented!("lands with the metrics issue")
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn nearest_rank_matches_definition() {
+        let x = [1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0, 10.0];
+        assert_eq!(percentile(&x, 0.5, PercentileMethod::NearestRank), 5.0);
+        assert_eq!(percentile(&x, 0.95, PercentileMethod::NearestRank), 10.0);
+        assert_eq!(percentile(&x, 0.0, PercentileMethod::NearestRank), 1.0);
+        assert_eq!(percentile(&x, 0.11, PercentileMethod::NearestRank), 2.0);
+    }
+
+    #[test]
+    fn linear_matches_numpy() {
+        let x = [1.0, 2.0, 3.0, 4.0];
+        // numpy.percentile([1,2,3,4], [50, 95, 99]) = 2.5, 3.85, 3.97
+        assert_eq!(percentile(&x, 0.5, PercentileMethod::Linear), 2.5);
+        assert!((percentile(&x, 0.95, PercentileMethod::Linear) - 3.85).abs() < 1e-12);
+        assert!((percentile(&x, 0.99, PercentileMethod::Linear) - 3.97).abs() < 1e-12);
+        assert_eq!(percentile(&x, 1.0, PercentileMethod::Linear), 4.0);
+        assert_eq!(percentile(&[7.0], 0.99, PercentileMethod::Linear), 7.0);
+        assert!(percentile(&[], 0.5, PercentileMethod::Linear).is_nan());
+    }
+
+    #[test]
+    fn derived_fields_undefined_for_single_token() {
+        let mut r = RequestRecord {
+            e2e_ms: 100.0,
+            ttft_ms: Some(40.0),
+            time_to_first_output_ms: Some(40.0),
+            output_tokens: Some(1),
+            prompt_tokens: Some(10),
+            ..RequestRecord::default()
+        };
+        derive_record_fields(&mut r);
+        assert_eq!(r.generation_ms, Some(60.0));
+        assert_eq!(r.decode_tok_s, None);
+        assert_eq!(r.tpot_ms, None);
+        assert_eq!(r.mean_inter_token_latency_ms, None);
+        assert_eq!(r.effective_prefill_tok_s, Some(250.0));
+    }
 }

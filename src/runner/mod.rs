@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use tokio::sync::mpsc;
 
-use crate::client::{Client, ClientConfig, RequestRecord, ResolvedTimeouts, Sampling};
+use crate::client::{Client, ClientConfig, RequestRecord};
 use crate::metrics;
 use crate::plan::{self, ExpandOptions, LoadedPlan, PlanErrors, TokenizerSource, TokenizerSpec};
 use crate::report::{
@@ -29,6 +29,9 @@ use settings::PhaseSettings;
 
 /// Default tolerated gap between planned and served prompt tokens.
 pub const DEFAULT_PROMPT_TOLERANCE: f64 = 0.02;
+pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+/// Longest silence allowed inside a stream unless the target sets `timeout.idle`.
+pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(120);
 /// After the first interrupt, in-flight requests get this long before they are cancelled.
 pub const INTERRUPT_GRACE: Duration = Duration::from_secs(5);
 
@@ -140,13 +143,18 @@ pub async fn run(options: RunOptions) -> Result<RunOutcome, RunError> {
             interrupted: false,
         });
     }
-    let api_keys = read_api_keys(&phases)?;
+    check_client_settings(&phases)?;
     let started_at = chrono::Utc::now();
     let run_id = format!(
         "{}-{}",
         loaded.plan.name,
         started_at.format("%Y%m%dT%H%M%SZ")
     );
+    // Sharded runs: the shard in the run id keeps request ids (and out dirs) apart.
+    let run_id = match options.shard {
+        Some(shard) => format!("{run_id}-shard{}of{}", shard.index, shard.count),
+        None => run_id,
+    };
     let out_dir = options
         .out_dir
         .clone()
@@ -158,7 +166,7 @@ pub async fn run(options: RunOptions) -> Result<RunOutcome, RunError> {
     let stops = Stops::default();
     let interrupts = install_interrupt_handler(stops.clone(), journal.clone(), out_dir.clone());
 
-    let mut report = new_report(&loaded, run_id, started_at);
+    let mut report = new_report(&loaded, run_id.clone(), started_at);
     report.shard = options.shard.map(|shard| crate::shard::ShardInfo {
         index: shard.index,
         count: shard.count,
@@ -204,7 +212,7 @@ pub async fn run(options: RunOptions) -> Result<RunOutcome, RunError> {
             plan: &loaded,
             phase,
             endpoint: &endpoint,
-            api_key: api_keys.get(phase.target_name).cloned(),
+            run_id: &run_id,
             journal: &journal,
             stops: &stops,
             progress: options.progress,
@@ -290,26 +298,14 @@ fn select_phases<'p>(
         .collect())
 }
 
-/// Keys come from the environment variables the targets name; a missing one stops the run
-/// before anything is sent. The values never leave the client.
-fn read_api_keys(phases: &[PhaseSettings<'_>]) -> Result<HashMap<String, String>, RunError> {
-    let mut keys = HashMap::new();
+/// Client settings are checked for every phase (API key variables set, a model named) before
+/// anything is sent.
+fn check_client_settings(phases: &[PhaseSettings<'_>]) -> Result<(), RunError> {
     for phase in phases {
-        if let Some(var) = &phase.target.api_key_env {
-            match std::env::var(var) {
-                Ok(key) if !key.is_empty() => {
-                    keys.insert(phase.target_name.to_string(), key);
-                }
-                _ => {
-                    return Err(RunError::InvalidInput(format!(
-                        "targets.{}.api_key_env names the environment variable `{var}`, which is not set",
-                        phase.target_name
-                    )));
-                }
-            }
-        }
+        ClientConfig::for_target(phase.target, String::new(), phase.workload, 1)
+            .map_err(|e| RunError::InvalidInput(format!("target `{}`: {e}", phase.target_name)))?;
     }
-    Ok(keys)
+    Ok(())
 }
 
 type Simulators = HashMap<String, (SocketAddr, SimHandle)>;
@@ -423,7 +419,7 @@ struct PhaseRun<'a> {
     plan: &'a LoadedPlan,
     phase: &'a PhaseSettings<'a>,
     endpoint: &'a Endpoint,
-    api_key: Option<String>,
+    run_id: &'a str,
     journal: &'a Journal,
     stops: &'a Stops,
     progress: ProgressMode,
@@ -443,10 +439,12 @@ impl PhaseRun<'_> {
         if crate::shard::runs_nothing(phase) {
             return Ok(self.empty_result());
         }
-        let client = Arc::new(
-            Client::new(self.client_config())
-                .map_err(|e| RunError::InvalidInput(format!("phase `{}`: {e}", phase.name)))?,
-        );
+        let client = self
+            .client_config()
+            .and_then(Client::new)
+            .map_err(|e| RunError::InvalidInput(format!("phase `{}`: {e}", phase.name)))?;
+        let client =
+            Arc::new(client.with_request_id_prefix(format!("{}-{}", self.run_id, phase.name)));
         let mut source =
             PromptSource::new(phase.workload, &self.workload_context()).map_err(|e| {
                 RunError::InvalidInput(format!(
@@ -563,7 +561,7 @@ impl PhaseRun<'_> {
             summary,
             warmup,
             prompt_tokens,
-            send_lag_ms: metrics::distribution(send_lags.iter().copied(), method),
+            send_lag_ms: metrics::distribution(&send_lags, method),
             achieved_rate_ratio: phase
                 .rate_rps()
                 .and_then(|rps| achieved_rate(&records).map(|r| r / rps)),
@@ -628,47 +626,23 @@ impl PhaseRun<'_> {
         (outcome, records)
     }
 
-    fn client_config(&self) -> ClientConfig {
-        let target = self.phase.target;
-        let workload = self.phase.workload;
-        let timeouts = target.timeout.clone().unwrap_or_default();
-        let mut body = target.body.clone();
-        body.extend(workload.body.clone());
-        ClientConfig {
-            base_url: self.endpoint.base_url.clone(),
-            api: target.api,
-            model: self.endpoint.model.clone(),
-            api_key: self.api_key.clone(),
-            headers: target
-                .headers
-                .iter()
-                .map(|(k, v)| (k.clone(), v.clone()))
-                .collect(),
-            timeouts: ResolvedTimeouts {
-                connect: Some(
-                    timeouts
-                        .connect
-                        .map(|d| d.0)
-                        .unwrap_or(Duration::from_secs(10)),
-                ),
-                first_byte: timeouts.first_byte.map(|d| d.0),
-                idle: Some(
-                    timeouts
-                        .idle
-                        .map(|d| d.0)
-                        .unwrap_or(Duration::from_secs(120)),
-                ),
-                total: timeouts.total.map(|d| d.0),
-            },
-            body,
-            sampling: Sampling {
-                temperature: workload.temperature,
-                ignore_eos: workload.ignore_eos,
-                min_tokens: workload.min_tokens,
-                seed: workload.seed,
-            },
-            max_connections: self.phase.max_connections(),
-        }
+    fn client_config(&self) -> Result<ClientConfig, crate::client::ClientError> {
+        let phase = self.phase;
+        let mut config = ClientConfig::for_target(
+            phase.target,
+            self.endpoint.base_url.clone(),
+            phase.workload,
+            phase.max_connections(),
+        )?;
+        config.model = self.endpoint.model.clone();
+        // Without limits a dead server would hold a phase forever; the drain timeout still
+        // bounds a slow but live one.
+        config
+            .timeouts
+            .connect
+            .get_or_insert(DEFAULT_CONNECT_TIMEOUT);
+        config.timeouts.idle.get_or_insert(DEFAULT_IDLE_TIMEOUT);
+        Ok(config)
     }
 
     fn workload_context(&self) -> WorkloadContext {

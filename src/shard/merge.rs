@@ -248,7 +248,6 @@ pub fn merge_reports(reports: Vec<(String, Report)>) -> Result<Report, MergeErro
                 let mut record = record.clone();
                 record.start_offset_ms += shift_ms;
                 record.scheduled_offset_ms = record.scheduled_offset_ms.map(|s| s + shift_ms);
-                record.request_id = format!("shard{}-{}", shard.index, record.request_id);
                 records.push((shard.index, record));
             }
         }
@@ -322,7 +321,7 @@ pub fn merge_reports(reports: Vec<(String, Report)>) -> Result<Report, MergeErro
                     .fold(0.0, f64::max),
             },
             prompt_tokens: crate::runner::prompt_check(&records, lead.prompt_tokens.tolerance),
-            send_lag_ms: metrics::distribution(send_lags.into_iter(), method),
+            send_lag_ms: metrics::distribution(&send_lags, method),
             achieved_rate_ratio: rate_rps.and_then(|rps| {
                 crate::runner::achieved_rate(&records).map(|achieved| achieved / rps)
             }),

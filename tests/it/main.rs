@@ -1,3 +1,5 @@
 //! Integration tests: one binary, one module per area.
+mod client;
+mod metrics;
 mod plans;
 mod shard;

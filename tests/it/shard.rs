@@ -38,10 +38,11 @@ fn small_plan(concurrency: u32) -> Plan {
     }
 }
 
-fn record(index: u64, start_ms: f64, ttft_ms: f64) -> RequestRecord {
+fn record(shard: u32, index: u64, start_ms: f64, ttft_ms: f64) -> RequestRecord {
     RequestRecord {
         request_index: index,
-        request_id: format!("req-{index}"),
+        // As the runner names them: the run id holds the shard.
+        request_id: format!("sharded-shard{shard}of2-c-{index}"),
         start_offset_ms: start_ms,
         time_to_first_output_ms: Some(ttft_ms),
         ttft_ms: Some(ttft_ms),
@@ -134,7 +135,7 @@ fn simple_shard(index: u32, count: u32) -> Report {
             "c",
             2,
             "2026-12-02T14:00:00.000Z",
-            vec![record(0, 0.0, 10.0)],
+            vec![record(index, 0, 0.0, 10.0)],
         )],
     )
 }
@@ -248,16 +249,16 @@ fn merge_recomputes_figures_from_the_union_of_records() {
                 2,
                 "2026-12-02T14:00:00.000Z",
                 vec![
-                    record(0, 0.0, 10.0),
-                    record(1, 5.0, 20.0),
-                    record(2, 90.0, 90.0),
+                    record(0, 0, 0.0, 10.0),
+                    record(0, 1, 5.0, 20.0),
+                    record(0, 2, 90.0, 90.0),
                 ],
             ),
             phase(
                 "c-again",
                 2,
                 "2026-12-02T14:00:10.000Z",
-                vec![record(0, 0.0, 10.0)],
+                vec![record(0, 0, 0.0, 10.0)],
             ),
         ],
     );
@@ -269,13 +270,13 @@ fn merge_recomputes_figures_from_the_union_of_records() {
                 "c",
                 2,
                 "2026-12-02T14:00:00.100Z",
-                vec![record(0, 0.0, 40.0), record(1, 1.0, 50.0)],
+                vec![record(1, 0, 0.0, 40.0), record(1, 1, 1.0, 50.0)],
             ),
             phase(
                 "c-again",
                 2,
                 "2026-12-02T14:00:10.000Z",
-                vec![record(0, 0.0, 30.0)],
+                vec![record(1, 0, 0.0, 30.0)],
             ),
         ],
     );
@@ -297,11 +298,11 @@ fn merge_recomputes_figures_from_the_union_of_records() {
     assert_eq!(
         order,
         [
-            ("shard0-req-0", 0, 0.0),
-            ("shard0-req-1", 1, 5.0),
-            ("shard0-req-2", 2, 90.0),
-            ("shard1-req-0", 3, 100.0),
-            ("shard1-req-1", 4, 101.0),
+            ("sharded-shard0of2-c-0", 0, 0.0),
+            ("sharded-shard0of2-c-1", 1, 5.0),
+            ("sharded-shard0of2-c-2", 2, 90.0),
+            ("sharded-shard1of2-c-0", 3, 100.0),
+            ("sharded-shard1of2-c-1", 4, 101.0),
         ]
     );
     // Exact nearest-rank percentiles over all five TTFTs, not an average of two shards'.
@@ -485,8 +486,7 @@ fn report_of(
 /// Order statistics computed here from raw values, independently of the merge.
 fn percentiles_of(mut values: Vec<f64>) -> [f64; 5] {
     values.sort_by(f64::total_cmp);
-    let d = metrics::distribution(values.iter().copied(), PercentileMethod::Linear)
-        .expect("some values");
+    let d = metrics::distribution(&values, PercentileMethod::Linear).expect("some values");
     [d.p50, d.p95, d.p99, d.min, d.max]
 }
 

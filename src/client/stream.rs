@@ -1,0 +1,399 @@
+//! Reading one streamed completion: typed borrowed chunk parsing and per-request timing state.
+//!
+//! Each SSE `data` payload is parsed into borrowed structs that only note whether a text field
+//! is non-empty (no string is copied, no `serde_json::Value` is built); only the first choice
+//! is read, the rest are skipped without allocating.
+
+use std::fmt;
+
+use serde::Deserialize;
+use serde::de::{self, Deserializer, IgnoredAny, SeqAccess, Visitor};
+
+use super::record::ErrorKind;
+
+/// Whether a JSON string is non-empty; `null` deserializes through `Option` as `None`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+struct NonEmpty(bool);
+
+impl<'de> Deserialize<'de> for NonEmpty {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl Visitor<'_> for V {
+            type Value = NonEmpty;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a string")
+            }
+            fn visit_str<E: de::Error>(self, s: &str) -> Result<NonEmpty, E> {
+                Ok(NonEmpty(!s.is_empty()))
+            }
+        }
+        d.deserialize_str(V)
+    }
+}
+
+fn non_empty(field: Option<NonEmpty>) -> bool {
+    matches!(field, Some(NonEmpty(true)))
+}
+
+#[derive(Debug, Default, Deserialize)]
+struct Delta {
+    #[serde(default)]
+    content: Option<NonEmpty>,
+    #[serde(default)]
+    reasoning_content: Option<NonEmpty>,
+    #[serde(default)]
+    reasoning: Option<NonEmpty>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+struct Choice {
+    #[serde(default)]
+    delta: Option<Delta>,
+    /// Completions API text.
+    #[serde(default)]
+    text: Option<NonEmpty>,
+}
+
+/// The first element of `choices`, the others skipped.
+#[derive(Debug, Default)]
+struct FirstChoice(Option<Choice>);
+
+impl<'de> Deserialize<'de> for FirstChoice {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = FirstChoice;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("an array of choices")
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<FirstChoice, A::Error> {
+                let first = seq.next_element::<Choice>()?;
+                while seq.next_element::<IgnoredAny>()?.is_some() {}
+                Ok(FirstChoice(first))
+            }
+            fn visit_unit<E: de::Error>(self) -> Result<FirstChoice, E> {
+                Ok(FirstChoice(None))
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+#[derive(Debug, Clone, Copy, Default, Deserialize)]
+struct PromptTokensDetails {
+    #[serde(default)]
+    cached_tokens: Option<u64>,
+}
+
+#[derive(Debug, Clone, Copy, Default, Deserialize)]
+struct Usage {
+    #[serde(default)]
+    prompt_tokens: Option<u64>,
+    #[serde(default)]
+    completion_tokens: Option<u64>,
+    #[serde(default)]
+    prompt_tokens_details: Option<PromptTokensDetails>,
+}
+
+/// One streamed chunk, as much of it as the measurement needs.
+#[derive(Debug, Default, Deserialize)]
+struct ChunkEvent<'a> {
+    #[serde(default)]
+    choices: FirstChoice,
+    #[serde(default)]
+    usage: Option<Usage>,
+    #[serde(default)]
+    error: Option<IgnoredAny>,
+    /// vLLM and others mark some error payloads with `"object": "error"`.
+    #[serde(default, borrow)]
+    object: Option<std::borrow::Cow<'a, str>>,
+}
+
+/// A stream ended the request early.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StreamFailure {
+    pub kind: ErrorKind,
+    pub message: String,
+}
+
+/// What the caller should do after an event.
+#[derive(Debug, Clone, PartialEq)]
+pub enum EventOutcome {
+    Continue,
+    /// `[DONE]` arrived.
+    Done,
+    Failed(StreamFailure),
+}
+
+/// Everything observed on one response stream, times in ms since the request start.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct StreamState {
+    pub first_output_ms: Option<f64>,
+    pub first_content_ms: Option<f64>,
+    pub last_output_ms: Option<f64>,
+    pub max_inter_chunk_ms: Option<f64>,
+    pub content_chunks: u64,
+    pub reasoning_chunks: u64,
+    pub prompt_tokens: Option<u64>,
+    pub completion_tokens: Option<u64>,
+    pub cached_tokens: Option<u64>,
+    pub done: bool,
+    pub events: u64,
+}
+
+/// At most this many characters of a payload go into an error message.
+const EXCERPT_CHARS: usize = 200;
+
+/// The first `EXCERPT_CHARS` characters of some bytes, lossily decoded, whitespace-trimmed.
+pub fn excerpt(bytes: &[u8]) -> String {
+    let text = String::from_utf8_lossy(bytes);
+    let text = text.trim();
+    match text.char_indices().nth(EXCERPT_CHARS) {
+        Some((cut, _)) => format!("{}…", &text[..cut]),
+        None => text.to_string(),
+    }
+}
+
+/// A readable message from an error payload: `error.message`, `message`, or an excerpt.
+pub fn error_message(payload: &[u8]) -> String {
+    let value: Option<serde_json::Value> = serde_json::from_slice(payload).ok();
+    let message = value.as_ref().and_then(|v| {
+        v.get("error")
+            .and_then(|e| e.get("message").and_then(|m| m.as_str()).or(e.as_str()))
+            .or_else(|| v.get("message").and_then(|m| m.as_str()))
+    });
+    match message {
+        Some(m) => excerpt(m.as_bytes()),
+        None => excerpt(payload),
+    }
+}
+
+impl StreamState {
+    /// Take one SSE data payload that arrived `now_ms` after the request start.
+    pub fn on_event(&mut self, data: &[u8], now_ms: f64) -> EventOutcome {
+        self.events += 1;
+        if data == b"[DONE]" {
+            self.done = true;
+            return EventOutcome::Done;
+        }
+        let event: ChunkEvent<'_> = match serde_json::from_slice(data) {
+            Ok(event) => event,
+            Err(err) => {
+                return EventOutcome::Failed(StreamFailure {
+                    kind: ErrorKind::MalformedEvent,
+                    message: format!("event is not a completion chunk ({err}): {}", excerpt(data)),
+                });
+            }
+        };
+        if event.error.is_some() || event.object.as_deref() == Some("error") {
+            return EventOutcome::Failed(StreamFailure {
+                kind: ErrorKind::ErrorObject,
+                message: error_message(data),
+            });
+        }
+        if let Some(usage) = event.usage {
+            // Keep what an earlier chunk reported if a later one omits a field.
+            self.prompt_tokens = usage.prompt_tokens.or(self.prompt_tokens);
+            self.completion_tokens = usage.completion_tokens.or(self.completion_tokens);
+            if let Some(cached) = usage.prompt_tokens_details.and_then(|d| d.cached_tokens) {
+                self.cached_tokens = Some(cached);
+            }
+        }
+        if let Some(choice) = event.choices.0 {
+            let (reasoning, content) = match choice.delta {
+                Some(delta) => (
+                    non_empty(delta.reasoning_content) || non_empty(delta.reasoning),
+                    non_empty(delta.content) || non_empty(choice.text),
+                ),
+                None => (false, non_empty(choice.text)),
+            };
+            if reasoning {
+                self.reasoning_chunks += 1;
+            }
+            if content {
+                self.content_chunks += 1;
+                self.first_content_ms.get_or_insert(now_ms);
+            }
+            if reasoning || content {
+                self.first_output_ms.get_or_insert(now_ms);
+                if let Some(last_ms) = self.last_output_ms {
+                    let gap_ms = now_ms - last_ms;
+                    if self.max_inter_chunk_ms.is_none_or(|max| gap_ms > max) {
+                        self.max_inter_chunk_ms = Some(gap_ms);
+                    }
+                }
+                self.last_output_ms = Some(now_ms);
+            }
+        }
+        EventOutcome::Continue
+    }
+
+    /// Output tokens: from usage when sent, else the number of text-carrying deltas (a lower
+    /// bound when a server packs several tokens into one delta).
+    pub fn output_tokens(&self) -> (u64, super::OutputTokenSource) {
+        match self.completion_tokens {
+            Some(n) => (n, super::OutputTokenSource::Usage),
+            None => (
+                self.content_chunks + self.reasoning_chunks,
+                super::OutputTokenSource::Counted,
+            ),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn feed(state: &mut StreamState, events: &[(&str, f64)]) -> EventOutcome {
+        let mut last = EventOutcome::Continue;
+        for (data, t) in events {
+            last = state.on_event(data.as_bytes(), *t);
+            if last != EventOutcome::Continue {
+                break;
+            }
+        }
+        last
+    }
+
+    #[test]
+    fn vllm_reasoning_then_content_with_usage_chunk() {
+        let mut s = StreamState::default();
+        let out = feed(
+            &mut s,
+            &[
+                (
+                    r#"{"choices":[{"index":0,"delta":{"role":"assistant","content":""}}]}"#,
+                    1.0,
+                ),
+                (
+                    r#"{"choices":[{"delta":{"reasoning_content":"Let"}}]}"#,
+                    10.0,
+                ),
+                (
+                    r#"{"choices":[{"delta":{"reasoning_content":" me"}}]}"#,
+                    12.0,
+                ),
+                (r#"{"choices":[{"delta":{"content":"Hi \"x\""}}]}"#, 20.0),
+                (
+                    r#"{"choices":[{"delta":{"content":"!"},"finish_reason":"stop"}]}"#,
+                    25.0,
+                ),
+                (
+                    r#"{"choices":[],"usage":{"prompt_tokens":7,"completion_tokens":4,"prompt_tokens_details":{"cached_tokens":3}}}"#,
+                    26.0,
+                ),
+                ("[DONE]", 27.0),
+            ],
+        );
+        assert_eq!(out, EventOutcome::Done);
+        assert_eq!(s.first_output_ms, Some(10.0));
+        assert_eq!(s.first_content_ms, Some(20.0));
+        assert_eq!(s.max_inter_chunk_ms, Some(8.0));
+        assert_eq!((s.reasoning_chunks, s.content_chunks), (2, 2));
+        assert_eq!(
+            (s.prompt_tokens, s.completion_tokens, s.cached_tokens),
+            (Some(7), Some(4), Some(3))
+        );
+        assert_eq!(
+            s.output_tokens(),
+            (4, super::super::OutputTokenSource::Usage)
+        );
+    }
+
+    #[test]
+    fn llama_cpp_null_content_and_usage_on_finish_chunk() {
+        let mut s = StreamState::default();
+        feed(
+            &mut s,
+            &[
+                (
+                    r#"{"choices":[{"delta":{"role":"assistant","content":null}}]}"#,
+                    1.0,
+                ),
+                (r#"{"choices":[{"delta":{"reasoning":"hmm"}}]}"#, 5.0),
+                (r#"{"choices":[{"delta":{"content":"ok"}}]}"#, 9.0),
+                (
+                    r#"{"choices":[{"delta":{},"finish_reason":"stop"}],"usage":{"prompt_tokens":5,"completion_tokens":2}}"#,
+                    9.5,
+                ),
+            ],
+        );
+        assert_eq!(
+            (s.first_output_ms, s.first_content_ms),
+            (Some(5.0), Some(9.0))
+        );
+        assert_eq!(s.completion_tokens, Some(2));
+        assert_eq!(s.cached_tokens, None);
+    }
+
+    #[test]
+    fn completions_text_and_counted_tokens() {
+        let mut s = StreamState::default();
+        feed(
+            &mut s,
+            &[
+                (r#"{"choices":[{"text":"","index":0}]}"#, 1.0),
+                (r#"{"choices":[{"text":"a"}]}"#, 2.0),
+                (r#"{"choices":[{"text":"b"}]}"#, 3.0),
+            ],
+        );
+        assert_eq!(s.first_content_ms, Some(2.0));
+        assert_eq!(
+            s.output_tokens(),
+            (2, super::super::OutputTokenSource::Counted)
+        );
+    }
+
+    #[test]
+    fn malformed_and_error_events() {
+        let mut s = StreamState::default();
+        let out = s.on_event(b"{not json", 1.0);
+        assert!(matches!(
+            out,
+            EventOutcome::Failed(StreamFailure {
+                kind: ErrorKind::MalformedEvent,
+                ..
+            })
+        ));
+        let out = s.on_event(br#"{"choices":"nope"}"#, 1.0);
+        assert!(matches!(
+            out,
+            EventOutcome::Failed(StreamFailure {
+                kind: ErrorKind::MalformedEvent,
+                ..
+            })
+        ));
+        let out = s.on_event(br#"{"error":{"message":"overloaded","code":503}}"#, 1.0);
+        assert_eq!(
+            out,
+            EventOutcome::Failed(StreamFailure {
+                kind: ErrorKind::ErrorObject,
+                message: "overloaded".into()
+            })
+        );
+        let out = s.on_event(
+            br#"{"object":"error","message":"bad","type":"BadRequest"}"#,
+            1.0,
+        );
+        assert!(matches!(
+            out,
+            EventOutcome::Failed(StreamFailure {
+                kind: ErrorKind::ErrorObject,
+                ..
+            })
+        ));
+        // "error": null is not an error.
+        assert_eq!(
+            s.on_event(br#"{"choices":[],"error":null}"#, 1.0),
+            EventOutcome::Continue
+        );
+    }
+
+    #[test]
+    fn excerpt_is_bounded_and_char_safe() {
+        let long = "é".repeat(500);
+        let e = excerpt(long.as_bytes());
+        assert_eq!(e.chars().count(), EXCERPT_CHARS + 1);
+    }
+}
