@@ -137,6 +137,10 @@ pub async fn run(options: RunOptions) -> Result<RunOutcome, RunError> {
     };
     if options.dry_run {
         print!("{}", settings::describe_schedule(&loaded.plan, &phases));
+        print!(
+            "{}",
+            crate::shard::describe_schedule(options.shard, &phases, &aligned_starts)
+        );
         return Ok(RunOutcome {
             report_path: None,
             report: None,

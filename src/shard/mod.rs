@@ -216,6 +216,33 @@ pub fn planned_offsets(phases: &[PhaseSettings<'_>]) -> Result<Vec<Duration>, St
     }
 }
 
+/// `--dry-run` of a sharded or scheduled run: which shard, and when each phase starts.
+pub fn describe_schedule(
+    shard: Option<ShardSpec>,
+    phases: &[PhaseSettings<'_>],
+    starts: &[DateTime<Utc>],
+) -> String {
+    let mut out = String::new();
+    if let Some(shard) = shard {
+        out.push_str(&format!(
+            "shard {shard}: the loads above are this shard's share{}\n",
+            if phases.iter().any(runs_nothing) {
+                "; phases with no workers or no requests send nothing here"
+            } else {
+                ""
+            }
+        ));
+    }
+    for (phase, at) in phases.iter().zip(starts) {
+        out.push_str(&format!(
+            "  {} starts at {}\n",
+            phase.name,
+            at.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
+        ));
+    }
+    out
+}
+
 /// Wait until `at` (wall clock) unless a stop comes first; returns how late we are, in
 /// milliseconds (0 when on time).
 pub async fn wait_until(at: DateTime<Utc>, stop: &tokio_util::sync::CancellationToken) -> f64 {
