@@ -47,6 +47,32 @@ pub enum Command {
     },
     /// Run a plan (or re-run the plan embedded in a report.json) and write one combined report.
     Run(RunArgs),
+    /// Render a report (servebench JSON or a seed format) as markdown, HTML or CSV.
+    Report {
+        /// A report.json, or a seed-format report.
+        input: PathBuf,
+        #[arg(long, value_enum, default_value = "md")]
+        format: crate::report::Format,
+        /// CSV only: one row per request instead of one per phase.
+        #[arg(long)]
+        requests: bool,
+        /// Write here instead of stdout.
+        #[arg(short, long)]
+        output: Option<PathBuf>,
+    },
+    /// Compare two reports phase by phase; exit 1 when a --gate fails.
+    Compare {
+        base: PathBuf,
+        new: PathBuf,
+        /// `[PHASE:]METRIC OP THRESHOLD`, e.g. 'ttft.p95 < +10%', 'errors == 0', 'e2e.p50 < 2s'.
+        #[arg(long = "gate", value_name = "EXPR")]
+        gates: Vec<String>,
+        #[arg(long, value_enum, default_value = "md")]
+        format: crate::report::CompareFormat,
+        /// Write here instead of stdout.
+        #[arg(short, long)]
+        output: Option<PathBuf>,
+    },
     /// Merge the reports of a sharded run (`run --shard I/N`) into one report.
     Merge {
         /// Every shard's report.json.
@@ -109,6 +135,19 @@ pub fn run(cli: Cli) -> i32 {
             shard: args.shard,
             start_at: args.start_at,
         }),
+        Command::Report {
+            input,
+            format,
+            requests,
+            output,
+        } => crate::report::report_command(&input, format, requests, output.as_deref()),
+        Command::Compare {
+            base,
+            new,
+            gates,
+            format,
+            output,
+        } => crate::report::compare_command(&base, &new, &gates, format, output.as_deref()),
         Command::Merge { reports, output } => crate::shard::merge_command(&reports, &output),
     }
 }

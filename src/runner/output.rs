@@ -38,30 +38,20 @@ pub fn prepare_dir(dir: &Path) -> Result<(), String> {
     Ok(())
 }
 
-/// Write `report.json` through a temporary file and a rename, so a reader (or a crash) never
-/// sees half a report.
+/// Write `report.json`, then `report.md` and `report.html`, each atomically.
 pub fn write_report(dir: &Path, report: &Report) -> Result<PathBuf, String> {
     let path = dir.join(REPORT_FILE);
-    write_atomically(&path, |w| {
-        serde_json::to_writer_pretty(w, report).map_err(std::io::Error::other)
+    let json = serde_json::to_string_pretty(report)
+        .map_err(|e| format!("cannot serialize the report: {e}"))?;
+    crate::report::write_atomic(&path, &json)
+        .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+    crate::report::write_all(report, dir).map_err(|e| {
+        format!(
+            "cannot write the markdown/HTML report in {}: {e}",
+            dir.display()
+        )
     })?;
     Ok(path)
-}
-
-pub fn write_atomically(
-    path: &Path,
-    write: impl FnOnce(&mut BufWriter<File>) -> std::io::Result<()>,
-) -> Result<(), String> {
-    let tmp = path.with_extension("tmp");
-    let result = (|| {
-        let mut file = BufWriter::new(File::create(&tmp)?);
-        write(&mut file)?;
-        file.flush()?;
-        file.get_ref().sync_all()?;
-        drop(file);
-        fs::rename(&tmp, path)
-    })();
-    result.map_err(|e| format!("cannot write {}: {e}", path.display()))
 }
 
 /// Appends one JSON line per finished request. Shared with the interrupt handler, which

@@ -2,4 +2,5 @@
 mod client;
 mod metrics;
 mod plans;
+mod report;
 mod shard;

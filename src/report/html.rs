@@ -1,0 +1,320 @@
+//! HTML writer: one self-contained offline page with inline CSS and inline SVG charts.
+
+use std::collections::BTreeSet;
+use std::fmt::Write;
+
+use indexmap::IndexMap;
+
+use super::model::{DriftVerdict, PhaseResult, Report};
+use super::svg::{self, RangeRow, RatioRow, Series, esc};
+use super::table::{self, Align, Mark, Table};
+
+const CSS: &str = "\
+body{font-family:system-ui,-apple-system,'Segoe UI',Roboto,sans-serif;margin:24px auto;max-width:1100px;padding:0 16px;color:#222;background:#fff}\
+h1{font-size:1.5em;margin-bottom:.3em}h2{font-size:1.2em;margin-top:1.8em;border-bottom:1px solid #ddd;padding-bottom:.2em}\
+table{border-collapse:collapse;margin:.6em 0;font-size:.88em}\
+th,td{border:1px solid #ddd;padding:3px 7px}th{background:#f4f4f4;text-align:left}\
+td.r{text-align:right;font-variant-numeric:tabular-nums}\
+.bad{color:#b00020;font-weight:600}.warn{color:#8a5a00;font-weight:600}.good{color:#1b7a2b}\
+.banner{border-left:4px solid #b00020;background:#fdecee;padding:8px 12px;margin:.8em 0}\
+.banner.warn{border-color:#c98a00;background:#fff6e0}\
+.facts th{width:9em}.note{color:#555;font-size:.9em}\
+svg.chart{width:100%;max-width:760px;height:auto;display:block;margin:.8em 0}\
+svg .ct{font-size:14px;font-weight:600;fill:#222}svg .tick{font-size:11px;fill:#444}\
+svg .al{font-size:12px;fill:#333}svg .lg{font-size:11px;fill:#333}\
+svg .grid{stroke:#e6e6e6;stroke-width:1}svg .axis{stroke:#555;stroke-width:1}\
+svg .pt{fill:#1f77b4;fill-opacity:.55}";
+
+/// Render `report` as one HTML document that needs nothing from the network.
+pub fn render(report: &Report) -> String {
+    let mut out = String::new();
+    let title = format!("servebench report: {}", report.plan.name);
+    let _ = write!(
+        out,
+        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\
+         <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\
+         <title>{t}</title><style>{CSS}</style></head><body>\n<h1>{t}</h1>\n",
+        t = esc(&title)
+    );
+    if report.partial {
+        let _ = writeln!(
+            out,
+            "<div class=\"banner\"><b>Partial run:</b> not every phase finished{}.</div>",
+            report
+                .stop_reason
+                .as_deref()
+                .map(|r| format!(" ({})", esc(r)))
+                .unwrap_or_default()
+        );
+    }
+    out.push_str("<table class=\"facts\">");
+    for (k, v) in table::header_facts(report) {
+        let _ = write!(out, "<tr><th>{}</th><td>{}</td></tr>", esc(&k), esc(&v));
+    }
+    out.push_str("</table>\n");
+
+    out.push_str(
+        "<h2>Phases</h2>\n<p class=\"note\">Latencies in milliseconds; phases in plan order.</p>\n",
+    );
+    write_table(&mut out, &table::phases(report));
+    sweep_charts(&mut out, report);
+    percentile_charts(&mut out, report);
+
+    if !report.rechecks.is_empty() {
+        out.push_str("<h2>Rechecks</h2>\n");
+        let headlines = table::drift_headlines(report);
+        if headlines.is_empty() {
+            let _ = writeln!(
+                out,
+                "<p class=\"good\">All {} rechecks stayed within tolerance.</p>",
+                report.rechecks.len()
+            );
+        } else {
+            let drifted = report
+                .rechecks
+                .iter()
+                .filter(|p| p.verdict == DriftVerdict::Drifted)
+                .count();
+            let _ = write!(
+                out,
+                "<div class=\"banner\"><b>⚠ {drifted} of {} rechecks drifted:</b><ul>",
+                report.rechecks.len()
+            );
+            for h in headlines {
+                let _ = write!(out, "<li><b>{}</b></li>", esc(&h));
+            }
+            out.push_str("</ul></div>\n");
+        }
+        recheck_chart(&mut out, report);
+        write_table(&mut out, &table::rechecks(report));
+    }
+
+    scatter_charts(&mut out, report);
+
+    let prompts = table::prompt_tokens(report);
+    if !prompts.is_empty() {
+        out.push_str("<h2>Prompt tokens: planned vs actual</h2>\n");
+        let warned: Vec<&str> = report
+            .phases
+            .iter()
+            .filter(|p| p.prompt_tokens.warning)
+            .map(|p| p.phase.as_str())
+            .collect();
+        if !warned.is_empty() {
+            let _ = writeln!(
+                out,
+                "<div class=\"banner warn\"><b>⚠ Prompt size outside tolerance in:</b> {}</div>",
+                esc(&warned.join(", "))
+            );
+        }
+        write_table(&mut out, &prompts);
+    }
+
+    out.push_str("<h2>Errors</h2>\n");
+    let errors = table::errors(report);
+    if errors.is_empty() {
+        out.push_str("<p>No failed requests.</p>\n");
+    } else {
+        write_table(&mut out, &errors);
+    }
+    out.push_str("</body></html>\n");
+    out
+}
+
+fn write_table(out: &mut String, t: &Table) {
+    out.push_str("<table><thead><tr>");
+    for c in &t.columns {
+        let _ = write!(out, "<th>{}</th>", esc(&c.title));
+    }
+    out.push_str("</tr></thead><tbody>\n");
+    for row in &t.rows {
+        out.push_str("<tr>");
+        for (c, col) in row.iter().zip(&t.columns) {
+            let mut classes = Vec::new();
+            if col.align == Align::Right {
+                classes.push("r");
+            }
+            match c.mark {
+                Mark::Bad => classes.push("bad"),
+                Mark::Warn => classes.push("warn"),
+                Mark::Good => classes.push("good"),
+                Mark::Plain => {}
+            }
+            if classes.is_empty() {
+                let _ = write!(out, "<td>{}</td>", esc(&c.text));
+            } else {
+                let _ = write!(
+                    out,
+                    "<td class=\"{}\">{}</td>",
+                    classes.join(" "),
+                    esc(&c.text)
+                );
+            }
+        }
+        out.push_str("</tr>\n");
+    }
+    out.push_str("</tbody></table>\n");
+}
+
+/// Closed-loop phases sharing route and workload at two or more concurrencies, rechecks left
+/// out, keyed by `route / workload`, sorted by concurrency.
+pub(crate) fn sweeps(report: &Report) -> IndexMap<String, Vec<&PhaseResult>> {
+    let mut groups: IndexMap<String, Vec<&PhaseResult>> = IndexMap::new();
+    for p in &report.phases {
+        if p.recheck_of.is_some() || p.concurrency.is_none() || p.rate_rps.is_some() {
+            continue;
+        }
+        groups
+            .entry(format!("{} / {}", p.route, p.workload))
+            .or_default()
+            .push(p);
+    }
+    for ps in groups.values_mut() {
+        // One point per level: the first phase at it in plan order (a later soak or repeat
+        // at the same level is not part of the sweep).
+        let mut seen = BTreeSet::new();
+        ps.retain(|p| seen.insert(p.concurrency));
+        ps.sort_by_key(|p| p.concurrency);
+    }
+    groups.retain(|_, ps| ps.len() >= 2);
+    groups
+}
+
+fn sweep_charts(out: &mut String, report: &Report) {
+    let groups = sweeps(report);
+    if groups.is_empty() {
+        return;
+    }
+    out.push_str("<h2>Concurrency sweeps</h2>\n");
+    let conc = |p: &PhaseResult| f64::from(p.concurrency.unwrap_or(0));
+    let throughput: Vec<Series> = groups
+        .iter()
+        .map(|(name, ps)| Series {
+            name: name.clone(),
+            points: ps
+                .iter()
+                .map(|p| (conc(p), p.summary.output_tokens_per_second))
+                .collect(),
+        })
+        .collect();
+    out.push_str(&svg::line_chart(
+        "Output throughput vs concurrency",
+        "concurrency (log scale)",
+        "output tok/s",
+        true,
+        false,
+        &throughput,
+    ));
+    let mut ttft = Vec::new();
+    for (name, ps) in &groups {
+        for (stat, pick) in [
+            (
+                "p50",
+                (|d: &crate::metrics::Distribution| d.p50) as fn(&_) -> f64,
+            ),
+            ("p95", |d| d.p95),
+        ] {
+            ttft.push(Series {
+                name: format!("{name} {stat}"),
+                points: ps
+                    .iter()
+                    .filter_map(|p| p.summary.ttft.as_ref().map(|d| (conc(p), pick(d) * 1000.0)))
+                    .collect(),
+            });
+        }
+    }
+    out.push_str(&svg::line_chart(
+        "TTFT vs concurrency",
+        "concurrency (log scale)",
+        "TTFT (ms, log scale)",
+        true,
+        true,
+        &ttft,
+    ));
+}
+
+fn percentile_charts(out: &mut String, report: &Report) {
+    let rows = |pick: fn(&PhaseResult) -> Option<&crate::metrics::Distribution>| -> Vec<RangeRow> {
+        report
+            .phases
+            .iter()
+            .filter_map(|p| {
+                pick(p).map(|d| RangeRow {
+                    label: p.phase.clone(),
+                    p50: d.p50 * 1000.0,
+                    p95: d.p95 * 1000.0,
+                    p99: d.p99 * 1000.0,
+                })
+            })
+            .collect()
+    };
+    let ttft = rows(|p| p.summary.ttft.as_ref());
+    let tpot = rows(|p| p.summary.tpot.as_ref());
+    if ttft.is_empty() && tpot.is_empty() {
+        return;
+    }
+    out.push_str("<h2>Latency percentiles per phase</h2>\n");
+    if !ttft.is_empty() {
+        out.push_str(&svg::range_rows("TTFT p50 / p95 / p99", "TTFT (ms)", &ttft));
+    }
+    if !tpot.is_empty() {
+        out.push_str(&svg::range_rows("TPOT p50 / p95 / p99", "TPOT (ms)", &tpot));
+    }
+}
+
+fn recheck_chart(out: &mut String, report: &Report) {
+    let mut rows = Vec::new();
+    for pair in &report.rechecks {
+        for d in &pair.metrics {
+            if let (Some(o), Some(r)) = (d.original, d.recheck)
+                && o > 0.0
+                && r > 0.0
+            {
+                rows.push(RatioRow {
+                    label: format!("{} · {}", pair.original, d.metric),
+                    ratio: r / o,
+                    bad: d.verdict == DriftVerdict::Drifted,
+                });
+            }
+        }
+    }
+    if !rows.is_empty() {
+        out.push_str(&svg::ratio_rows("Original vs recheck", &rows));
+    }
+}
+
+fn scatter_charts(out: &mut String, report: &Report) {
+    out.push_str("<h2>TTFT of every request over each phase</h2>\n");
+    let mut any = false;
+    for p in &report.phases {
+        let points: Vec<(f64, f64)> = p
+            .request_timings
+            .iter()
+            .filter(|r| r.is_ok())
+            .filter_map(|r| r.ttft_ms.map(|t| (r.start_offset_ms / 1000.0, t)))
+            .collect();
+        if points.is_empty() {
+            continue;
+        }
+        any = true;
+        let failed = p.request_timings.iter().filter(|r| !r.is_ok()).count();
+        let title = if failed > 0 {
+            format!(
+                "{}: {} requests ({failed} failed, not shown)",
+                p.phase,
+                points.len()
+            )
+        } else {
+            format!("{}: {} requests", p.phase, points.len())
+        };
+        out.push_str(&svg::scatter(
+            &title,
+            "request start within the phase (s)",
+            "TTFT (ms)",
+            &points,
+        ));
+    }
+    if !any {
+        out.push_str("<p class=\"note\">This report holds no per-request records.</p>\n");
+    }
+}

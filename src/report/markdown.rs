@@ -1,0 +1,139 @@
+//! Markdown writer: a report sized for a pull-request comment.
+
+use std::fmt::Write;
+
+use super::model::Report;
+use super::table::{self, Align, Mark, Table};
+
+/// Render `report` as GitHub-flavoured markdown.
+pub fn render(report: &Report) -> String {
+    let mut out = String::new();
+    let _ = writeln!(out, "# servebench report: {}\n", inline(&report.plan.name));
+    if report.partial {
+        let _ = writeln!(
+            out,
+            "> **Partial run:** not every phase finished{}.\n",
+            report
+                .stop_reason
+                .as_deref()
+                .map(|r| format!(" ({})", inline(r)))
+                .unwrap_or_default()
+        );
+    }
+    out.push_str("| | |\n|---|---|\n");
+    for (k, v) in table::header_facts(report) {
+        let _ = writeln!(out, "| {} | {} |", cell(&k), cell(&v));
+    }
+
+    out.push_str("\n## Phases\n\n");
+    out.push_str("Latencies in milliseconds; phases in plan order.\n\n");
+    write_table(&mut out, &table::phases(report));
+
+    if !report.rechecks.is_empty() {
+        out.push_str("\n## Rechecks\n\n");
+        let headlines = table::drift_headlines(report);
+        let drifted = report
+            .rechecks
+            .iter()
+            .filter(|p| p.verdict == super::model::DriftVerdict::Drifted)
+            .count();
+        if headlines.is_empty() {
+            let _ = writeln!(
+                out,
+                "All {} rechecks stayed within tolerance.\n",
+                report.rechecks.len()
+            );
+        } else {
+            let _ = writeln!(
+                out,
+                "> **⚠ {drifted} of {} rechecks drifted:**",
+                report.rechecks.len()
+            );
+            for h in headlines {
+                let _ = writeln!(out, "> - **{}**", inline(&h));
+            }
+            out.push('\n');
+        }
+        write_table(&mut out, &table::rechecks(report));
+    }
+
+    let prompts = table::prompt_tokens(report);
+    if !prompts.is_empty() {
+        out.push_str("\n## Prompt tokens: planned vs actual\n\n");
+        let warned: Vec<&str> = report
+            .phases
+            .iter()
+            .filter(|p| p.prompt_tokens.warning)
+            .map(|p| p.phase.as_str())
+            .collect();
+        if !warned.is_empty() {
+            let _ = writeln!(
+                out,
+                "> **⚠ Prompt size outside tolerance in:** {}\n",
+                inline(&warned.join(", "))
+            );
+        }
+        write_table(&mut out, &prompts);
+    }
+
+    out.push_str("\n## Errors\n\n");
+    let errors = table::errors(report);
+    if errors.is_empty() {
+        out.push_str("No failed requests.\n");
+    } else {
+        write_table(&mut out, &errors);
+    }
+    out
+}
+
+/// A pipe table; marked cells are bold so they show in a PR comment.
+pub(crate) fn write_table(out: &mut String, t: &Table) {
+    out.push('|');
+    for c in &t.columns {
+        let _ = write!(out, " {} |", cell(&c.title));
+    }
+    out.push_str("\n|");
+    for c in &t.columns {
+        out.push_str(match c.align {
+            Align::Left => "---|",
+            Align::Right => "---:|",
+        });
+    }
+    out.push('\n');
+    for row in &t.rows {
+        out.push('|');
+        for c in row {
+            let text = cell(&c.text);
+            match c.mark {
+                Mark::Bad | Mark::Warn if !text.is_empty() => {
+                    let _ = write!(out, " **{text}** |");
+                }
+                Mark::Bad | Mark::Warn | Mark::Plain | Mark::Good => {
+                    let _ = write!(out, " {text} |");
+                }
+            }
+        }
+        out.push('\n');
+    }
+}
+
+/// Text safe inside a table cell: no pipes or line breaks, markdown punctuation escaped.
+pub(crate) fn cell(s: &str) -> String {
+    inline(s).replace('|', "\\|")
+}
+
+/// Text safe in running markdown: characters that would start markup are escaped.
+pub(crate) fn inline(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for ch in s.chars() {
+        match ch {
+            '\n' | '\r' => out.push(' '),
+            '\\' | '`' | '*' | '_' | '[' | ']' | '<' | '>' | '#' => {
+                out.push('\\');
+                out.push(ch);
+            }
+            _ => out.push(ch),
+        }
+    }
+    out
+}

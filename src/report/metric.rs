@@ -1,0 +1,438 @@
+//! Metric paths (`ttft.p95`, `errors`, …): parsing, lookup in a phase, units and per-request samples.
+
+use std::fmt;
+use std::str::FromStr;
+
+use super::model::PhaseResult;
+use crate::client::RequestRecord;
+use crate::metrics::Distribution;
+use crate::plan::PercentileMethod;
+
+/// A figure of one phase that can be compared and gated.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Metric {
+    Scalar(Scalar),
+    Dist(DistKind, Stat),
+}
+
+/// A single number per phase.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Scalar {
+    Requests,
+    Success,
+    Errors,
+    /// `errors / requests`.
+    ErrorRate,
+    Elapsed,
+    OutputTokensPerSecond,
+    RequestRate,
+    TotalInputTokens,
+    TotalOutputTokens,
+    CachedTokenRatio,
+    GoodputRequestRate,
+    GoodputFraction,
+}
+
+/// A per-phase distribution of per-request values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum DistKind {
+    Ttft,
+    Tpot,
+    E2e,
+    TimeToFirstOutput,
+    MeanInterTokenLatencyMs,
+    MaxInterChunkMs,
+    DecodeTokS,
+    InputTokens,
+    OutputTokens,
+}
+
+/// An order statistic or the mean of a distribution.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Stat {
+    P50,
+    P95,
+    P99,
+    Min,
+    Max,
+    Mean,
+}
+
+/// What a metric's numbers mean, for formatting and for gate thresholds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Unit {
+    Seconds,
+    Millis,
+    TokensPerSecond,
+    RequestsPerSecond,
+    Count,
+    Tokens,
+    /// A fraction in `[0, 1]`.
+    Ratio,
+}
+
+/// Which direction is an improvement.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Better {
+    Lower,
+    Higher,
+    Neither,
+}
+
+const SCALARS: [(Scalar, &str); 12] = [
+    (Scalar::Requests, "requests"),
+    (Scalar::Success, "success"),
+    (Scalar::Errors, "errors"),
+    (Scalar::ErrorRate, "error_rate"),
+    (Scalar::Elapsed, "elapsed"),
+    (Scalar::OutputTokensPerSecond, "output_tokens_per_second"),
+    (Scalar::RequestRate, "request_rate"),
+    (Scalar::TotalInputTokens, "total_input_tokens"),
+    (Scalar::TotalOutputTokens, "total_output_tokens"),
+    (Scalar::CachedTokenRatio, "cached_token_ratio"),
+    (Scalar::GoodputRequestRate, "goodput.request_rate"),
+    (Scalar::GoodputFraction, "goodput.fraction"),
+];
+
+const DISTS: [(DistKind, &str); 9] = [
+    (DistKind::Ttft, "ttft"),
+    (DistKind::Tpot, "tpot"),
+    (DistKind::E2e, "e2e"),
+    (DistKind::TimeToFirstOutput, "time_to_first_output"),
+    (
+        DistKind::MeanInterTokenLatencyMs,
+        "mean_inter_token_latency_ms",
+    ),
+    (DistKind::MaxInterChunkMs, "max_inter_chunk_ms"),
+    (DistKind::DecodeTokS, "decode_tok_s"),
+    (DistKind::InputTokens, "input_tokens"),
+    (DistKind::OutputTokens, "output_tokens"),
+];
+
+const STATS: [(Stat, &str); 6] = [
+    (Stat::P50, "p50"),
+    (Stat::P95, "p95"),
+    (Stat::P99, "p99"),
+    (Stat::Min, "min"),
+    (Stat::Max, "max"),
+    (Stat::Mean, "mean"),
+];
+
+/// Every metric name a user may write, for error messages.
+pub fn known_metrics() -> String {
+    let mut names: Vec<String> = SCALARS.iter().map(|(_, n)| n.to_string()).collect();
+    names.extend(
+        DISTS
+            .iter()
+            .map(|(_, n)| format!("{n}.{{p50,p95,p99,min,max,mean}}")),
+    );
+    names.join(", ")
+}
+
+/// Why a metric path did not parse.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum MetricParseError {
+    #[error("`{0}` is a distribution; name a statistic, e.g. `{0}.p95`")]
+    MissingStat(String),
+    #[error("unknown statistic `{stat}` in `{path}`; use p50, p95, p99, min, max or mean")]
+    UnknownStat { path: String, stat: String },
+    #[error("unknown metric `{0}`")]
+    Unknown(String),
+}
+
+impl FromStr for Metric {
+    type Err = MetricParseError;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let path = s.trim();
+        if let Some((scalar, _)) = SCALARS.iter().find(|(_, n)| *n == path) {
+            return Ok(Metric::Scalar(*scalar));
+        }
+        if let Some((kind, _)) = DISTS.iter().find(|(_, n)| *n == path) {
+            let _ = kind;
+            return Err(MetricParseError::MissingStat(path.to_string()));
+        }
+        let Some((head, stat)) = path.rsplit_once('.') else {
+            return Err(MetricParseError::Unknown(path.to_string()));
+        };
+        let Some((kind, _)) = DISTS.iter().find(|(_, n)| *n == head) else {
+            return Err(MetricParseError::Unknown(path.to_string()));
+        };
+        let Some((stat, _)) = STATS.iter().find(|(_, n)| *n == stat) else {
+            return Err(MetricParseError::UnknownStat {
+                path: path.to_string(),
+                stat: stat.to_string(),
+            });
+        };
+        Ok(Metric::Dist(*kind, *stat))
+    }
+}
+
+impl fmt::Display for Metric {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Metric::Scalar(s) => f.write_str(s.name()),
+            Metric::Dist(k, s) => write!(f, "{}.{}", k.name(), s.name()),
+        }
+    }
+}
+
+impl Scalar {
+    pub fn name(self) -> &'static str {
+        SCALARS
+            .iter()
+            .find(|(s, _)| *s == self)
+            .map_or("?", |(_, n)| n)
+    }
+}
+
+impl DistKind {
+    pub fn name(self) -> &'static str {
+        DISTS
+            .iter()
+            .find(|(k, _)| *k == self)
+            .map_or("?", |(_, n)| n)
+    }
+
+    pub fn unit(self) -> Unit {
+        match self {
+            DistKind::Ttft | DistKind::Tpot | DistKind::E2e | DistKind::TimeToFirstOutput => {
+                Unit::Seconds
+            }
+            DistKind::MeanInterTokenLatencyMs | DistKind::MaxInterChunkMs => Unit::Millis,
+            DistKind::DecodeTokS => Unit::TokensPerSecond,
+            DistKind::InputTokens | DistKind::OutputTokens => Unit::Tokens,
+        }
+    }
+
+    /// The phase's summary distribution of this kind.
+    pub fn distribution(self, phase: &PhaseResult) -> Option<&Distribution> {
+        let s = &phase.summary;
+        match self {
+            DistKind::Ttft => s.ttft.as_ref(),
+            DistKind::Tpot => s.tpot.as_ref(),
+            DistKind::E2e => s.e2e.as_ref(),
+            DistKind::TimeToFirstOutput => s.time_to_first_output.as_ref(),
+            DistKind::MeanInterTokenLatencyMs => s.mean_inter_token_latency_ms.as_ref(),
+            DistKind::MaxInterChunkMs => s.max_inter_chunk_ms.as_ref(),
+            DistKind::DecodeTokS => s.decode_tok_s.as_ref(),
+            DistKind::InputTokens => s.input_tokens.as_ref(),
+            DistKind::OutputTokens => s.output_tokens.as_ref(),
+        }
+    }
+
+    /// One request's value in this distribution's unit; `None` when the request has none.
+    pub fn record_value(self, r: &RequestRecord) -> Option<f64> {
+        if !r.is_ok() {
+            return None;
+        }
+        match self {
+            DistKind::Ttft => r.ttft_ms.map(|v| v / 1000.0),
+            DistKind::Tpot => r.tpot_ms.map(|v| v / 1000.0),
+            DistKind::E2e => Some(r.e2e_ms / 1000.0),
+            DistKind::TimeToFirstOutput => r.time_to_first_output_ms.map(|v| v / 1000.0),
+            DistKind::MeanInterTokenLatencyMs => r.mean_inter_token_latency_ms,
+            DistKind::MaxInterChunkMs => r.max_inter_chunk_ms,
+            DistKind::DecodeTokS => r.decode_tok_s,
+            DistKind::InputTokens => r.prompt_tokens.map(|v| v as f64),
+            DistKind::OutputTokens => r.output_tokens.map(|v| v as f64),
+        }
+    }
+}
+
+impl Stat {
+    pub fn name(self) -> &'static str {
+        STATS
+            .iter()
+            .find(|(s, _)| *s == self)
+            .map_or("?", |(_, n)| n)
+    }
+
+    pub fn of(self, d: &Distribution) -> f64 {
+        match self {
+            Stat::P50 => d.p50,
+            Stat::P95 => d.p95,
+            Stat::P99 => d.p99,
+            Stat::Min => d.min,
+            Stat::Max => d.max,
+            Stat::Mean => d.mean,
+        }
+    }
+
+    /// This statistic of an ascending-sorted, non-empty sample.
+    pub fn of_sorted(self, sorted: &[f64], method: PercentileMethod) -> f64 {
+        match self {
+            Stat::P50 => percentile(sorted, 0.50, method),
+            Stat::P95 => percentile(sorted, 0.95, method),
+            Stat::P99 => percentile(sorted, 0.99, method),
+            Stat::Min => sorted.first().copied().unwrap_or(f64::NAN),
+            Stat::Max => sorted.last().copied().unwrap_or(f64::NAN),
+            Stat::Mean => sorted.iter().sum::<f64>() / sorted.len() as f64,
+        }
+    }
+}
+
+/// Quantile `q` of an ascending-sorted sample, by the report's method.
+pub fn percentile(sorted: &[f64], q: f64, method: PercentileMethod) -> f64 {
+    let n = sorted.len();
+    if n == 0 {
+        return f64::NAN;
+    }
+    match method {
+        PercentileMethod::NearestRank => {
+            let rank = (q * n as f64).ceil() as usize;
+            sorted[rank.clamp(1, n) - 1]
+        }
+        PercentileMethod::Linear => {
+            let pos = q * (n - 1) as f64;
+            let lo = pos.floor() as usize;
+            let hi = pos.ceil() as usize;
+            let frac = pos - lo as f64;
+            sorted[lo] + (sorted[hi] - sorted[lo]) * frac
+        }
+    }
+}
+
+impl Metric {
+    pub fn unit(self) -> Unit {
+        match self {
+            Metric::Dist(k, _) => k.unit(),
+            Metric::Scalar(s) => match s {
+                Scalar::Requests | Scalar::Success | Scalar::Errors => Unit::Count,
+                Scalar::ErrorRate | Scalar::CachedTokenRatio | Scalar::GoodputFraction => {
+                    Unit::Ratio
+                }
+                Scalar::Elapsed => Unit::Seconds,
+                Scalar::OutputTokensPerSecond => Unit::TokensPerSecond,
+                Scalar::RequestRate | Scalar::GoodputRequestRate => Unit::RequestsPerSecond,
+                Scalar::TotalInputTokens | Scalar::TotalOutputTokens => Unit::Tokens,
+            },
+        }
+    }
+
+    pub fn better(self) -> Better {
+        match self {
+            Metric::Dist(k, _) => match k {
+                DistKind::Ttft
+                | DistKind::Tpot
+                | DistKind::E2e
+                | DistKind::TimeToFirstOutput
+                | DistKind::MeanInterTokenLatencyMs
+                | DistKind::MaxInterChunkMs => Better::Lower,
+                DistKind::DecodeTokS => Better::Higher,
+                DistKind::InputTokens | DistKind::OutputTokens => Better::Neither,
+            },
+            Metric::Scalar(s) => match s {
+                Scalar::Errors | Scalar::ErrorRate => Better::Lower,
+                Scalar::OutputTokensPerSecond
+                | Scalar::RequestRate
+                | Scalar::Success
+                | Scalar::CachedTokenRatio
+                | Scalar::GoodputRequestRate
+                | Scalar::GoodputFraction => Better::Higher,
+                Scalar::Requests
+                | Scalar::Elapsed
+                | Scalar::TotalInputTokens
+                | Scalar::TotalOutputTokens => Better::Neither,
+            },
+        }
+    }
+
+    /// The phase's figure, in the unit of [`Metric::unit`].
+    pub fn value(self, phase: &PhaseResult) -> Option<f64> {
+        let s = &phase.summary;
+        match self {
+            // Imported summaries carry no mean; `samples == 0` marks it unknown.
+            Metric::Dist(_, Stat::Mean) if self.dist_samples(phase) == Some(0) => None,
+            Metric::Dist(k, stat) => k.distribution(phase).map(|d| stat.of(d)),
+            Metric::Scalar(sc) => match sc {
+                Scalar::Requests => Some(s.requests as f64),
+                Scalar::Success => Some(s.success as f64),
+                Scalar::Errors => Some(s.errors as f64),
+                Scalar::ErrorRate => (s.requests > 0).then(|| s.errors as f64 / s.requests as f64),
+                Scalar::Elapsed => Some(s.elapsed),
+                Scalar::OutputTokensPerSecond => Some(s.output_tokens_per_second),
+                Scalar::RequestRate => Some(s.request_rate),
+                Scalar::TotalInputTokens => Some(s.total_input_tokens as f64),
+                Scalar::TotalOutputTokens => Some(s.total_output_tokens as f64),
+                Scalar::CachedTokenRatio => s.cached_token_ratio,
+                Scalar::GoodputRequestRate => s.goodput.as_ref().map(|g| g.request_rate),
+                Scalar::GoodputFraction => s.goodput.as_ref().map(|g| g.fraction),
+            },
+        }
+    }
+
+    fn dist_samples(self, phase: &PhaseResult) -> Option<u64> {
+        match self {
+            Metric::Dist(k, _) => k.distribution(phase).map(|d| d.samples),
+            Metric::Scalar(_) => None,
+        }
+    }
+
+    /// Per-request values a bootstrap can resample, with the statistic that reduces them;
+    /// `None` for figures that are not a statistic of independent per-request values.
+    pub fn samples(self, phase: &PhaseResult) -> Option<(Vec<f64>, Stat)> {
+        if phase.request_timings.is_empty() {
+            return None;
+        }
+        match self {
+            Metric::Dist(k, stat) => {
+                let v: Vec<f64> = phase
+                    .request_timings
+                    .iter()
+                    .filter_map(|r| k.record_value(r))
+                    .filter(|v| v.is_finite())
+                    .collect();
+                (!v.is_empty()).then_some((v, stat))
+            }
+            Metric::Scalar(Scalar::ErrorRate) => Some((
+                phase
+                    .request_timings
+                    .iter()
+                    .map(|r| if r.is_ok() { 0.0 } else { 1.0 })
+                    .collect(),
+                Stat::Mean,
+            )),
+            Metric::Scalar(_) => None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_and_prints_paths() {
+        for p in [
+            "ttft.p95",
+            "errors",
+            "goodput.fraction",
+            "decode_tok_s.mean",
+        ] {
+            let m: Metric = p.parse().unwrap();
+            assert_eq!(m.to_string(), p);
+        }
+        assert_eq!(
+            "ttft".parse::<Metric>(),
+            Err(MetricParseError::MissingStat("ttft".into()))
+        );
+        assert!(matches!(
+            "ttft.p90".parse::<Metric>(),
+            Err(MetricParseError::UnknownStat { .. })
+        ));
+        assert!(matches!(
+            "latency".parse::<Metric>(),
+            Err(MetricParseError::Unknown(_))
+        ));
+    }
+
+    #[test]
+    fn percentiles_by_method() {
+        let x = [1.0, 2.0, 3.0, 4.0];
+        assert_eq!(percentile(&x, 0.5, PercentileMethod::NearestRank), 2.0);
+        assert_eq!(percentile(&x, 0.5, PercentileMethod::Linear), 2.5);
+        assert_eq!(percentile(&x, 0.99, PercentileMethod::NearestRank), 4.0);
+        assert!((percentile(&x, 0.95, PercentileMethod::Linear) - 3.85).abs() < 1e-12);
+    }
+}

@@ -1,0 +1,615 @@
+//! Import of the seed report formats: single-run `anvil-serving.benchmark/v1` (one phase) and
+//! the multi-phase gateway report of seed 004 (summaries only, no request records).
+
+use std::collections::BTreeMap;
+
+use indexmap::IndexMap;
+use serde::Deserialize;
+use serde_json::Value;
+
+use super::model::{
+    HostFacts, PhaseResult, PlanSource, PromptTokenCheck, REPORT_SCHEMA, RecheckPair, Report,
+    ServerMetrics, TimingMethodology, ToolInfo, WarmupResult,
+};
+use crate::client::{OutputTokenSource, RequestRecord};
+use crate::metrics::{Distribution, PhaseSummary};
+use crate::plan::{PercentileMethod, Phase, Plan, Target, TokenCount, Tolerance, Workload};
+
+/// Schema tag of the single-run seed reports (000, 002).
+pub const ANVIL_SCHEMA: &str = "anvil-serving.benchmark/v1";
+
+/// Prompt-size tolerance applied to imported runs, which carry none of their own.
+pub const IMPORT_PROMPT_TOLERANCE: f64 = 0.10;
+
+/// A single-run report as seeds 000 and 002 write it.
+#[derive(Debug, Deserialize)]
+pub struct AnvilRun {
+    pub schema: String,
+    pub run_id: String,
+    #[serde(default)]
+    pub started_at: Option<String>,
+    #[serde(default)]
+    pub finished_at: Option<String>,
+    #[serde(default)]
+    pub base_url: Option<String>,
+    #[serde(default)]
+    pub model: Option<String>,
+    #[serde(default)]
+    pub engine: Option<String>,
+    #[serde(default)]
+    pub gpu: Option<String>,
+    #[serde(default)]
+    pub measurement_protocol: Option<String>,
+    pub concurrency: u32,
+    #[serde(default)]
+    pub context_tokens: Option<u32>,
+    #[serde(default)]
+    pub context_seed: Option<u64>,
+    #[serde(default)]
+    pub max_tokens: Option<u32>,
+    #[serde(default)]
+    pub failed: Option<u64>,
+    #[serde(default)]
+    pub wall_clock_ms: Option<f64>,
+    #[serde(default)]
+    pub metrics: Option<AnvilMetrics>,
+    #[serde(default)]
+    pub timing_methodology: BTreeMap<String, String>,
+    #[serde(default)]
+    pub serve_flags: Option<Value>,
+    pub request_timings: Vec<AnvilTiming>,
+}
+
+#[derive(Debug, Deserialize)]
+pub struct AnvilMetrics {
+    #[serde(default)]
+    pub prefix_cache_hit_avg: Option<f64>,
+}
+
+/// One `request_timings` entry of a single-run seed report.
+#[derive(Debug, Deserialize)]
+pub struct AnvilTiming {
+    pub request_index: u64,
+    pub e2e_ms: f64,
+    #[serde(default)]
+    pub time_to_first_output_ms: Option<f64>,
+    #[serde(default)]
+    pub ttft_ms: Option<f64>,
+    #[serde(default)]
+    pub generation_ms: Option<f64>,
+    #[serde(default)]
+    pub visible_generation_ms: Option<f64>,
+    #[serde(default)]
+    pub decode_tok_s: Option<f64>,
+    #[serde(default)]
+    pub mean_inter_token_latency_ms: Option<f64>,
+    #[serde(default)]
+    pub effective_prefill_tok_s: Option<f64>,
+    #[serde(default)]
+    pub planned_context_tokens: Option<u64>,
+    #[serde(default)]
+    pub prompt_tokens: Option<u64>,
+    #[serde(default)]
+    pub cached_tokens: Option<u64>,
+    #[serde(default)]
+    pub output_tokens: Option<u64>,
+    #[serde(default)]
+    pub output_token_source: Option<OutputTokenSource>,
+    #[serde(default)]
+    pub content_chunks: u64,
+    #[serde(default)]
+    pub reasoning_chunks: u64,
+}
+
+/// Seed 004's multi-phase report.
+#[derive(Debug, Deserialize)]
+pub struct GatewayRun {
+    #[serde(default)]
+    pub model: Option<String>,
+    #[serde(default)]
+    pub engine: Option<String>,
+    #[serde(default)]
+    pub hardware: Option<String>,
+    #[serde(default)]
+    pub precision: Option<String>,
+    #[serde(default)]
+    pub method: Option<String>,
+    #[serde(default)]
+    pub notes: Vec<String>,
+    pub phases: Vec<GatewayPhase>,
+}
+
+#[derive(Debug, Deserialize)]
+pub struct GatewayPhase {
+    pub phase: String,
+    #[serde(default)]
+    pub route: Option<String>,
+    #[serde(default)]
+    pub workload: Option<String>,
+    #[serde(default)]
+    pub concurrency: Option<u32>,
+    pub requests: u64,
+    pub success: u64,
+    pub errors: u64,
+    pub elapsed: f64,
+    pub output_tokens_per_second: f64,
+    pub request_rate: f64,
+    #[serde(default)]
+    pub ttft: Option<Distribution>,
+    #[serde(default)]
+    pub tpot: Option<Distribution>,
+    #[serde(default)]
+    pub e2e: Option<Distribution>,
+    #[serde(default)]
+    pub input_tokens: Option<Distribution>,
+    #[serde(default)]
+    pub output_tokens: Option<Distribution>,
+    #[serde(default)]
+    pub start_offset_seconds: f64,
+    #[serde(default)]
+    pub end_offset_seconds: f64,
+}
+
+fn methodology(
+    method: PercentileMethod,
+    seed: &BTreeMap<String, String>,
+    note: &str,
+) -> TimingMethodology {
+    let get = |k: &str, default: &str| seed.get(k).cloned().unwrap_or_else(|| default.to_string());
+    TimingMethodology {
+        clock: get("clock", note),
+        percentile_method: method,
+        time_to_first_output: get("time_to_first_output", note),
+        ttft: get("ttft", note),
+        generation: get("generation", note),
+        decode: get("decode", note),
+        mean_inter_token_latency: get("mean_inter_token_latency", note),
+        tpot: get(
+            "tpot",
+            "(e2e − ttft) / (output_tokens − 1), derived on import from the request timings",
+        ),
+        effective_prefill: get("effective_prefill", note),
+        elapsed: get("elapsed", note),
+    }
+}
+
+/// `host:port` of a base URL, the route label of an imported single run.
+fn route_of(base_url: Option<&str>) -> String {
+    let Some(url) = base_url else {
+        return "default".to_string();
+    };
+    let rest = url.split_once("://").map_or(url, |(_, r)| r);
+    let host = rest.split('/').next().unwrap_or("");
+    if host.is_empty() {
+        "default".to_string()
+    } else {
+        host.to_string()
+    }
+}
+
+/// Request starts for a closed loop of `concurrency` workers taking requests in index order;
+/// the seed format records no start times.
+fn reconstruct_starts(e2e_ms: &[f64], concurrency: u32) -> Vec<f64> {
+    // More workers than requests changes nothing; the cap keeps a bogus value from allocating.
+    let workers = (concurrency.max(1) as usize).min(e2e_ms.len().max(1));
+    let mut free_at = vec![0.0f64; workers];
+    e2e_ms
+        .iter()
+        .map(|e2e| {
+            let (slot, start) =
+                free_at
+                    .iter()
+                    .copied()
+                    .enumerate()
+                    .fold(
+                        (0, f64::INFINITY),
+                        |best, (i, t)| if t < best.1 { (i, t) } else { best },
+                    );
+            free_at[slot] = start + e2e;
+            start
+        })
+        .collect()
+}
+
+fn mean(values: impl Iterator<Item = f64>) -> Option<f64> {
+    let (sum, n) = values.fold((0.0, 0usize), |(s, n), v| (s + v, n + 1));
+    (n > 0).then(|| sum / n as f64)
+}
+
+/// Planned against served prompt tokens from per-request records.
+pub(crate) fn prompt_check(records: &[RequestRecord], tolerance: f64) -> PromptTokenCheck {
+    let planned = mean(
+        records
+            .iter()
+            .filter_map(|r| r.planned_context_tokens)
+            .map(|v| v as f64),
+    );
+    let actual = mean(
+        records
+            .iter()
+            .filter_map(|r| r.prompt_tokens)
+            .map(|v| v as f64),
+    );
+    let relative_error = match (planned, actual) {
+        (Some(p), Some(a)) if p > 0.0 => Some((a - p) / p),
+        _ => None,
+    };
+    PromptTokenCheck {
+        planned_mean: planned,
+        actual_mean: actual,
+        relative_error,
+        tolerance,
+        warning: relative_error.is_some_and(|e| e.abs() > tolerance),
+    }
+}
+
+/// A single-run seed report's `request_timings` as records: ids from the run id, start
+/// offsets reconstructed for a closed loop, TPOT derived as DESIGN.md defines it.
+pub fn anvil_records(run: &AnvilRun) -> Vec<RequestRecord> {
+    let mut timings: Vec<&AnvilTiming> = run.request_timings.iter().collect();
+    timings.sort_by_key(|t| t.request_index);
+    let e2e: Vec<f64> = timings.iter().map(|t| t.e2e_ms).collect();
+    let starts = reconstruct_starts(&e2e, run.concurrency);
+    timings
+        .into_iter()
+        .zip(starts)
+        .map(|(t, start)| {
+            let tpot_ms = match (t.ttft_ms, t.output_tokens) {
+                (Some(ttft), Some(out)) if out > 1 => Some((t.e2e_ms - ttft) / (out - 1) as f64),
+                _ => None,
+            };
+            RequestRecord {
+                request_index: t.request_index,
+                request_id: format!("{}-{}", run.run_id, t.request_index),
+                start_offset_ms: start,
+                scheduled_offset_ms: None,
+                send_lag_ms: None,
+                time_to_first_output_ms: t.time_to_first_output_ms,
+                ttft_ms: t.ttft_ms,
+                e2e_ms: t.e2e_ms,
+                generation_ms: t.generation_ms,
+                visible_generation_ms: t.visible_generation_ms,
+                decode_tok_s: t.decode_tok_s,
+                mean_inter_token_latency_ms: t.mean_inter_token_latency_ms,
+                tpot_ms,
+                effective_prefill_tok_s: t.effective_prefill_tok_s,
+                planned_context_tokens: t.planned_context_tokens,
+                prompt_tokens: t.prompt_tokens,
+                cached_tokens: t.cached_tokens,
+                output_tokens: t.output_tokens,
+                output_token_source: t.output_token_source,
+                content_chunks: t.content_chunks,
+                reasoning_chunks: t.reasoning_chunks,
+                max_inter_chunk_ms: None,
+                error: None,
+            }
+        })
+        .collect()
+}
+
+/// A single-run seed report as a one-phase [`Report`]. The summary is recomputed from the
+/// records by [`crate::metrics::summarize`] with nearest rank, as the seed computed it; elapsed
+/// and the rates use the seed's `wall_clock_ms` when present, as its `throughput_tok_s` did.
+pub fn anvil_to_report(run: AnvilRun, source: PlanSource) -> Report {
+    let route = route_of(run.base_url.as_deref());
+    let phase_name = format!("c{}", run.concurrency);
+    let records = anvil_records(&run);
+
+    let method = PercentileMethod::NearestRank;
+    let mut summary = crate::metrics::summarize(&records, method, None);
+    // Failures the seed lists without timings still count as failed requests.
+    let failed_without_record = run.failed.unwrap_or(0);
+    summary.requests += failed_without_record;
+    summary.errors += failed_without_record;
+    if let Some(wall_ms) = run.wall_clock_ms.filter(|w| *w > 0.0) {
+        summary.elapsed = wall_ms / 1000.0;
+        summary.output_tokens_per_second = summary.total_output_tokens as f64 / summary.elapsed;
+        summary.request_rate = summary.requests as f64 / summary.elapsed;
+    }
+    let prompt_tokens = prompt_check(&records, IMPORT_PROMPT_TOLERANCE);
+    let server_metrics = run
+        .metrics
+        .as_ref()
+        .and_then(|m| m.prefix_cache_hit_avg)
+        .map(|hit| ServerMetrics {
+            prefix_cache_hit_avg: Some(hit),
+            ..ServerMetrics::default()
+        });
+
+    let mut metadata = IndexMap::new();
+    metadata.insert("imported_from".to_string(), Value::from(ANVIL_SCHEMA));
+    for (k, v) in [
+        ("engine", &run.engine),
+        ("gpu", &run.gpu),
+        ("measurement_protocol", &run.measurement_protocol),
+    ] {
+        if let Some(v) = v {
+            metadata.insert(k.to_string(), Value::from(v.clone()));
+        }
+    }
+    if let Some(flags) = &run.serve_flags {
+        metadata.insert("serve_flags".to_string(), flags.clone());
+    }
+    metadata.insert(
+        "start_offsets".to_string(),
+        Value::from("reconstructed from concurrency and e2e (not recorded by the seed format)"),
+    );
+
+    let workload = Workload {
+        input_tokens: run.context_tokens.map(TokenCount::Fixed),
+        output_tokens: run.max_tokens.map(TokenCount::Fixed),
+        seed: run.context_seed,
+        prompt_tolerance: Some(IMPORT_PROMPT_TOLERANCE),
+        ..Workload::default()
+    };
+    let target = Target {
+        base_url: run.base_url.clone(),
+        model: run.model.clone(),
+        ..Target::default()
+    };
+    let plan = Plan {
+        version: crate::plan::PLAN_VERSION,
+        name: run.run_id.clone(),
+        description: Some(format!("imported {ANVIL_SCHEMA} report")),
+        vars: IndexMap::new(),
+        metadata: metadata.clone(),
+        seed: run.context_seed,
+        percentile_method: method,
+        slo: None,
+        targets: IndexMap::from([(route.clone(), target)]),
+        workloads: IndexMap::from([("seed".to_string(), workload)]),
+        defaults: Default::default(),
+        phases: vec![Phase {
+            name: Some(phase_name.clone()),
+            target: Some(route.clone()),
+            workload: Some("seed".to_string()),
+            concurrency: Some(run.concurrency),
+            requests: Some(summary.requests),
+            ..Phase::default()
+        }],
+    };
+    let started_at = run
+        .started_at
+        .clone()
+        .unwrap_or_else(|| "unknown".to_string());
+    let phase = PhaseResult {
+        phase: phase_name,
+        route: route.clone(),
+        target: route,
+        workload: "seed".to_string(),
+        concurrency: Some(run.concurrency),
+        rate_rps: None,
+        recheck_of: None,
+        started_at: started_at.clone(),
+        start_offset_seconds: 0.0,
+        end_offset_seconds: summary.elapsed,
+        partial: false,
+        summary,
+        warmup: WarmupResult::default(),
+        prompt_tokens,
+        send_lag_ms: None,
+        achieved_rate_ratio: None,
+        server_metrics,
+        request_timings: records,
+    };
+    Report {
+        schema: REPORT_SCHEMA.to_string(),
+        tool: ToolInfo {
+            name: "anvil-serving".to_string(),
+            version: ANVIL_SCHEMA.to_string(),
+        },
+        run_id: run.run_id,
+        started_at,
+        finished_at: run.finished_at,
+        partial: false,
+        stop_reason: None,
+        host: HostFacts::default(),
+        plan_source: source,
+        vars: IndexMap::new(),
+        plan,
+        metadata,
+        timing_methodology: methodology(
+            method,
+            &run.timing_methodology,
+            "not stated by the imported report",
+        ),
+        phases: vec![phase],
+        rechecks: Vec::new(),
+        shard: None,
+        merged_from: None,
+    }
+}
+
+/// Seed 004's multi-phase report as a [`Report`]: summaries as given (seconds, linear
+/// percentiles), no request records, rechecks paired by name (`recheck-X` ↔ `…X`).
+pub fn gateway_to_report(run: GatewayRun, name: &str, source: PlanSource) -> Report {
+    let mut metadata = IndexMap::new();
+    metadata.insert(
+        "imported_from".to_string(),
+        Value::from("multi-phase gateway report"),
+    );
+    for (k, v) in [
+        ("model", &run.model),
+        ("engine", &run.engine),
+        ("hardware", &run.hardware),
+        ("precision", &run.precision),
+        ("method", &run.method),
+    ] {
+        if let Some(v) = v {
+            metadata.insert(k.to_string(), Value::from(v.clone()));
+        }
+    }
+    if !run.notes.is_empty() {
+        metadata.insert("notes".to_string(), Value::from(run.notes.join(" ")));
+    }
+
+    let mut targets = IndexMap::new();
+    let mut workloads = IndexMap::new();
+    let mut plan_phases = Vec::new();
+    let mut phases: Vec<PhaseResult> = Vec::new();
+    for g in run.phases {
+        let route = g.route.unwrap_or_else(|| "default".to_string());
+        let workload = g.workload.unwrap_or_else(|| "default".to_string());
+        targets.entry(route.clone()).or_insert_with(|| Target {
+            model: run.model.clone(),
+            ..Target::default()
+        });
+        workloads
+            .entry(workload.clone())
+            .or_insert_with(Workload::default);
+        let recheck_of = original_of(&g.phase, &route, &workload, g.concurrency, &phases);
+        plan_phases.push(Phase {
+            name: Some(g.phase.clone()),
+            recheck: recheck_of.clone(),
+            target: Some(route.clone()),
+            route: Some(route.clone()),
+            workload: Some(workload.clone()),
+            concurrency: g.concurrency,
+            ..Phase::default()
+        });
+        let summary = PhaseSummary {
+            requests: g.requests,
+            success: g.success,
+            errors: g.errors,
+            elapsed: g.elapsed,
+            output_tokens_per_second: g.output_tokens_per_second,
+            request_rate: g.request_rate,
+            ttft: g.ttft,
+            tpot: g.tpot,
+            e2e: g.e2e,
+            input_tokens: g.input_tokens,
+            output_tokens: g.output_tokens,
+            ..PhaseSummary::default()
+        };
+        phases.push(PhaseResult {
+            phase: g.phase,
+            route: route.clone(),
+            target: route,
+            workload,
+            concurrency: g.concurrency,
+            rate_rps: None,
+            recheck_of,
+            started_at: "unknown".to_string(),
+            start_offset_seconds: g.start_offset_seconds,
+            end_offset_seconds: g.end_offset_seconds,
+            partial: false,
+            summary,
+            warmup: WarmupResult::default(),
+            // Seed 004 states no planned prompt size, so there is nothing to check.
+            prompt_tokens: PromptTokenCheck {
+                tolerance: IMPORT_PROMPT_TOLERANCE,
+                ..PromptTokenCheck::default()
+            },
+            send_lag_ms: None,
+            achieved_rate_ratio: None,
+            server_metrics: None,
+            request_timings: Vec::new(),
+        });
+    }
+    let rechecks = pair_rechecks(&phases);
+    let method = PercentileMethod::Linear;
+    let plan = Plan {
+        version: crate::plan::PLAN_VERSION,
+        name: name.to_string(),
+        description: Some("imported multi-phase report".to_string()),
+        vars: IndexMap::new(),
+        metadata: metadata.clone(),
+        seed: None,
+        percentile_method: method,
+        slo: None,
+        targets,
+        workloads,
+        defaults: Default::default(),
+        phases: plan_phases,
+    };
+    Report {
+        schema: REPORT_SCHEMA.to_string(),
+        tool: ToolInfo {
+            name: "unknown".to_string(),
+            version: "unknown".to_string(),
+        },
+        run_id: name.to_string(),
+        started_at: "unknown".to_string(),
+        finished_at: None,
+        partial: false,
+        stop_reason: None,
+        host: HostFacts::default(),
+        plan_source: source,
+        vars: IndexMap::new(),
+        plan,
+        metadata,
+        timing_methodology: methodology(
+            method,
+            &BTreeMap::new(),
+            "not stated by the imported report",
+        ),
+        phases,
+        rechecks,
+        shard: None,
+        merged_from: None,
+    }
+}
+
+/// The earlier phase a `recheck-X` phase repeats: same route, workload and concurrency, and a
+/// name that is `X` or ends in `-X`.
+fn original_of(
+    name: &str,
+    route: &str,
+    workload: &str,
+    concurrency: Option<u32>,
+    earlier: &[PhaseResult],
+) -> Option<String> {
+    let suffix = name.strip_prefix("recheck-")?;
+    earlier
+        .iter()
+        .find(|p| {
+            p.route == route
+                && p.workload == workload
+                && p.concurrency == concurrency
+                && p.recheck_of.is_none()
+                && (p.phase == suffix || p.phase.ends_with(&format!("-{suffix}")))
+        })
+        .map(|p| p.phase.clone())
+}
+
+/// Drift of every recheck against its original, with the default tolerances the runner uses
+/// when a plan sets none.
+fn pair_rechecks(phases: &[PhaseResult]) -> Vec<RecheckPair> {
+    let mut pairs = Vec::new();
+    for recheck in phases {
+        let Some(orig_name) = &recheck.recheck_of else {
+            continue;
+        };
+        let Some(original) = phases.iter().find(|p| &p.phase == orig_name) else {
+            continue;
+        };
+        pairs.push(crate::metrics::recheck_pair(
+            &original.phase,
+            &original.summary,
+            &recheck.phase,
+            &recheck.summary,
+            &Tolerance::default(),
+        ));
+    }
+    pairs
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn closed_loop_starts() {
+        // Two workers: requests 0,1 start at 0; 2 takes the first free slot (t=100).
+        assert_eq!(
+            reconstruct_starts(&[100.0, 300.0, 50.0, 10.0], 2),
+            vec![0.0, 0.0, 100.0, 150.0]
+        );
+        assert_eq!(
+            route_of(Some("http://127.0.0.1:39062/v1")),
+            "127.0.0.1:39062"
+        );
+        assert_eq!(route_of(None), "default");
+        assert_eq!(reconstruct_starts(&[5.0, 6.0], u32::MAX), vec![0.0, 0.0]);
+    }
+}
