@@ -418,6 +418,8 @@ pub fn sample_report(slow: f64) -> Report {
             metrics,
             verdict,
         }],
+        shard: None,
+        merged_from: None,
     }
 }
 
