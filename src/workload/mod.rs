@@ -1,6 +1,19 @@
 //! Prompt sources: synthetic (seeded, token-count targets, shared prefixes), datasets, traces.
 
+pub mod dataset;
+pub mod synthetic;
+pub mod tokens;
+pub mod trace;
+mod words;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use rand::Rng;
 use serde::{Deserialize, Serialize};
+
+use synthetic::{Purpose, TextKit, stream_rng};
+use tokens::{ServerCalibration, ServerCounter, TokenCounter};
 
 /// One request's input, ready for the client to put in a body.
 #[derive(Debug, Clone, PartialEq)]
@@ -30,7 +43,7 @@ pub struct ChatMessage {
 
 use std::path::PathBuf;
 
-use crate::plan::{Api, TokenizerSpec, Workload};
+use crate::plan::{Api, TokenCount, TokenizerSource, TokenizerSpec, Workload};
 
 /// What a prompt source needs to know about where its prompts go.
 #[derive(Debug, Clone)]
@@ -48,31 +61,518 @@ pub struct WorkloadContext {
     pub model: String,
 }
 
+/// The tokenizer a phase counts with: the workload's, else the target's, else the simulator's
+/// rules for a simulator target, else the built-in table.
+pub fn resolve_tokenizer(workload: &Workload, target: &crate::plan::Target) -> TokenizerSpec {
+    let fallback = if target.simulator.is_some() {
+        TokenizerSource::Simulator
+    } else {
+        TokenizerSource::Builtin
+    };
+    workload
+        .tokenizer
+        .clone()
+        .or_else(|| target.tokenizer.clone())
+        .unwrap_or(TokenizerSpec {
+            source: fallback,
+            path: None,
+            chat_template: None,
+        })
+}
+
 /// A workload could not be built (missing dataset, bad tokenizer file, …).
 #[derive(Debug, thiserror::Error)]
 #[error("{0}")]
 pub struct WorkloadError(pub String);
 
+/// `max_tokens` when the workload sets no `output_tokens` (and the dataset or trace entry
+/// gives none).
+pub const DEFAULT_OUTPUT_TOKENS: u32 = 256;
+/// Planned prompt tokens of a synthetic workload that sets no `input_tokens`.
+pub const DEFAULT_INPUT_TOKENS: u32 = 512;
+/// Relative gap between planned and served prompt tokens tolerated before a warning.
+pub const DEFAULT_PROMPT_TOLERANCE: f64 = 0.02;
+
+/// Where prompts come from.
+enum Kind {
+    Synthetic,
+    Dataset(dataset::DatasetSource),
+    Trace(trace::TraceSource),
+}
+
 /// Deterministic stream of prompts for one phase.
+///
+/// Prompt `i` depends only on the workload, the context and `i`: the same plan and seed give
+/// byte-identical prompts on every machine.
 pub struct PromptSource {
-    _workload: Workload,
+    workload: Workload,
+    context: WorkloadContext,
+    kit: TextKit,
+    kind: Kind,
+    next_index: u64,
+    calibration: Option<ServerCalibration>,
+    /// Smallest synthetic prompt (template, shared prefix, nonce), measured once per counter.
+    floor_tokens: u64,
 }
 
 impl PromptSource {
     pub fn new(workload: &Workload, context: &WorkloadContext) -> Result<Self, WorkloadError> {
-        let _ = context;
-        Ok(PromptSource {
-            _workload: workload.clone(),
-        })
+        let sources =
+            usize::from(workload.dataset.is_some()) + usize::from(workload.trace.is_some());
+        if sources > 1 {
+            return Err(WorkloadError(
+                "a workload takes a dataset or a trace, not both".into(),
+            ));
+        }
+        if let Some(count) = &workload.input_tokens {
+            synthetic::validate_count(count, "input_tokens")?;
+        }
+        if let Some(count) = &workload.output_tokens {
+            synthetic::validate_count(count, "output_tokens")?;
+        }
+        if let Some(p) = &workload.shared_prefix {
+            if p.groups == 0 || p.tokens == 0 {
+                return Err(WorkloadError(
+                    "shared_prefix: tokens and groups must be at least 1".into(),
+                ));
+            }
+            if sources > 0 {
+                return Err(WorkloadError(
+                    "shared_prefix applies to synthetic prompts, not to a dataset or trace".into(),
+                ));
+            }
+        }
+        if let Some(c) = &workload.conversation {
+            if c.turns == 0 {
+                return Err(WorkloadError(
+                    "conversation: turns must be at least 1".into(),
+                ));
+            }
+            if sources > 0 {
+                return Err(WorkloadError(
+                    "conversation applies to synthetic prompts, not to a dataset or trace".into(),
+                ));
+            }
+        }
+        if let Some(t) = workload
+            .prompt_tolerance
+            .filter(|t| !(t.is_finite() && *t >= 0.0))
+        {
+            return Err(WorkloadError(format!(
+                "prompt_tolerance must be a non-negative fraction, got {t}"
+            )));
+        }
+        let counter = tokens::counter_for(&context.tokenizer, &context.plan_dir)?;
+        let kit = TextKit::new(counter, context.api)?;
+        let kind = if let Some(d) = &workload.dataset {
+            let path = tokens::resolve(&context.plan_dir, &d.path);
+            Kind::Dataset(dataset::prepare(d, &path, &kit, context.seed)?)
+        } else if let Some(t) = &workload.trace {
+            let path = tokens::resolve(&context.plan_dir, &t.path);
+            Kind::Trace(trace::load(&path, t.time_scale, t.block_tokens)?)
+        } else {
+            Kind::Synthetic
+        };
+        let mut source = PromptSource {
+            workload: workload.clone(),
+            context: context.clone(),
+            kit,
+            kind,
+            next_index: 0,
+            calibration: None,
+            floor_tokens: 0,
+        };
+        source.floor_tokens = source.synthetic_floor()?;
+        source.check()?;
+        Ok(source)
+    }
+
+    /// Fails on a fixed target below what the template and nonce alone take, and on a chat
+    /// template that cannot render; builds the first prompt to prove the rest.
+    fn check(&self) -> Result<(), WorkloadError> {
+        if let (Kind::Synthetic, Some(TokenCount::Fixed(n))) =
+            (&self.kind, &self.workload.input_tokens)
+        {
+            let floor = self.floor_tokens;
+            if u64::from(*n) < floor {
+                return Err(WorkloadError(format!(
+                    "input_tokens {n} is below the {floor} tokens the template, nonce{} take \
+                     alone with {}",
+                    if self.workload.shared_prefix.is_some() {
+                        " and shared prefix"
+                    } else {
+                        ""
+                    },
+                    self.kit.counter.description()
+                )));
+            }
+        }
+        self.build(0).map(|_| ())
+    }
+
+    fn synthetic_floor(&self) -> Result<u64, WorkloadError> {
+        let prefix = self
+            .workload
+            .shared_prefix
+            .as_ref()
+            .map_or(0, |p| p.tokens as usize);
+        self.kit.floor(&[], prefix + synthetic::NONCE_WORDS)
     }
 
     /// For `tokenizer: server`: measure the chat-template overhead against `/tokenize`.
     pub async fn calibrate(&mut self) -> Result<(), WorkloadError> {
-        Ok(())
+        match self.context.tokenizer.source {
+            TokenizerSource::Server => {}
+            TokenizerSource::Simulator | TokenizerSource::Builtin | TokenizerSource::File => {
+                return Ok(());
+            }
+        }
+        let sample = format!(" {}", self.kit.words.join(" "));
+        let calibration =
+            tokens::calibrate_server(&self.context.base_url, &self.context.model, &sample).await?;
+        let counter: Arc<dyn TokenCounter> = Arc::new(ServerCounter::new(calibration.clone())?);
+        self.kit = TextKit::new(counter, self.context.api)?;
+        self.calibration = Some(calibration);
+        self.floor_tokens = self.synthetic_floor()?;
+        self.check()
     }
 
     /// The next prompt, in a seeded, reproducible order.
     pub fn next_prompt(&mut self) -> Prompt {
-        unimplemented!("lands with the workload issue")
+        let index = self.next_index;
+        self.next_index += 1;
+        self.prompt(index)
+    }
+
+    /// Prompt number `index` (what the `index + 1`-th `next_prompt` call returns).
+    pub fn prompt(&self, index: u64) -> Prompt {
+        match self.build(index) {
+            Ok(p) => p,
+            // `new` built prompt 0 with the same counter, so this is not expected; still,
+            // send something of the planned shape rather than stop the run.
+            Err(_) => Prompt {
+                input: self.kit.input(&[], String::new()),
+                planned_prompt_tokens: None,
+                max_tokens: DEFAULT_OUTPUT_TOKENS,
+                scheduled_at: None,
+            },
+        }
+    }
+
+    /// Trace replay: send times relative to the phase start, one per trace entry. The
+    /// scheduler sends prompt `i` at `Prompt.scheduled_at` (equal to `schedule[i]` for the
+    /// first pass).
+    pub fn arrival_schedule(&self) -> Option<&[Duration]> {
+        match &self.kind {
+            Kind::Trace(t) => Some(&t.schedule),
+            Kind::Synthetic | Kind::Dataset(_) => None,
+        }
+    }
+
+    /// Requests in one pass of a trace: the natural `requests` bound of a replay phase.
+    pub fn request_limit(&self) -> Option<u64> {
+        match &self.kind {
+            Kind::Trace(t) => Some(t.entries.len() as u64),
+            Kind::Synthetic | Kind::Dataset(_) => None,
+        }
+    }
+
+    /// sha256 (hex) of the dataset or trace file, for the report.
+    pub fn dataset_sha256(&self) -> Option<&str> {
+        match &self.kind {
+            Kind::Dataset(d) => Some(&d.sha256),
+            Kind::Trace(t) => Some(&t.sha256),
+            Kind::Synthetic => None,
+        }
+    }
+
+    /// How prompt tokens are counted (for the report and the mismatch warning).
+    pub fn tokenizer_description(&self) -> String {
+        self.kit.counter.description()
+    }
+
+    /// The `/tokenize` measurements, after [`PromptSource::calibrate`] on a server tokenizer.
+    pub fn calibration(&self) -> Option<&ServerCalibration> {
+        self.calibration.as_ref()
+    }
+
+    /// The workload's tolerance for planned vs served prompt tokens (default 2%).
+    pub fn prompt_tolerance(&self) -> f64 {
+        self.workload
+            .prompt_tolerance
+            .unwrap_or(DEFAULT_PROMPT_TOLERANCE)
+    }
+
+    /// One line saying what the prompts are planned to be, e.g. for the report header.
+    pub fn planned_tokens_description(&self) -> String {
+        let output = self.workload.output_tokens.as_ref().map_or(
+            format!("{DEFAULT_OUTPUT_TOKENS} (default)"),
+            synthetic::describe_count,
+        );
+        let what = match &self.kind {
+            Kind::Synthetic => {
+                let input = self.workload.input_tokens.as_ref().map_or(
+                    format!("{DEFAULT_INPUT_TOKENS} (default)"),
+                    synthetic::describe_count,
+                );
+                let mut s = format!("synthetic: input {input} tokens, output {output} tokens");
+                if let Some(p) = &self.workload.shared_prefix {
+                    s.push_str(&format!(
+                        ", shared prefix {} tokens in {} groups",
+                        p.tokens, p.groups
+                    ));
+                }
+                if let Some(c) = &self.workload.conversation {
+                    s.push_str(&format!(", {}-turn conversations", c.turns));
+                }
+                s
+            }
+            Kind::Dataset(d) => format!(
+                "dataset: {} of {} entries, output {}",
+                d.entries.len(),
+                d.total_entries,
+                if self.workload.output_tokens.is_some() {
+                    format!("{output} tokens")
+                } else {
+                    "from each entry".into()
+                }
+            ),
+            Kind::Trace(t) => format!(
+                "trace: {} requests over {:.3} s, {} tokens per hash block",
+                t.entries.len(),
+                t.span().as_secs_f64(),
+                t.block_tokens
+            ),
+        };
+        format!("{what} ({})", self.kit.counter.description())
+    }
+
+    fn output_tokens(&self, rng: &mut rand_chacha::ChaCha8Rng, fallback: Option<u32>) -> u32 {
+        match &self.workload.output_tokens {
+            Some(count) => synthetic::sample_count(count, rng),
+            None => fallback.unwrap_or(DEFAULT_OUTPUT_TOKENS),
+        }
+    }
+
+    fn build(&self, index: u64) -> Result<Prompt, WorkloadError> {
+        match &self.kind {
+            Kind::Synthetic => match &self.workload.conversation {
+                Some(c) if c.turns > 1 => self.build_turn(index, u64::from(c.turns)),
+                Some(_) | None => self.build_synthetic(index),
+            },
+            Kind::Dataset(d) => {
+                let entry = &d.entries[(index % d.entries.len() as u64) as usize];
+                let input = dataset::to_input(&entry.input, self.context.api);
+                let tokens = self.kit.count(&input)?;
+                let mut rng = stream_rng(self.context.seed, Purpose::Request, index);
+                Ok(Prompt {
+                    input,
+                    planned_prompt_tokens: Some(tokens),
+                    max_tokens: self.output_tokens(&mut rng, entry.output_tokens),
+                    scheduled_at: None,
+                })
+            }
+            Kind::Trace(t) => self.build_trace(t, index),
+        }
+    }
+
+    /// A target drawn from `input_tokens`, raised to what the template and head need.
+    fn input_target(&self, rng: &mut rand_chacha::ChaCha8Rng) -> Result<u64, WorkloadError> {
+        let drawn = match &self.workload.input_tokens {
+            Some(count) => synthetic::sample_count(count, rng),
+            None => DEFAULT_INPUT_TOKENS,
+        };
+        Ok(u64::from(drawn).max(self.floor_tokens))
+    }
+
+    /// Head words of a synthetic first turn: the group's shared prefix, then the nonce.
+    fn head(&self, unique: u64, rng: &mut rand_chacha::ChaCha8Rng) -> Vec<&'static str> {
+        let mut head = Vec::new();
+        if let Some(p) = &self.workload.shared_prefix {
+            let group = rng.random_range(0..p.groups);
+            let mut group_rng =
+                stream_rng(self.context.seed, Purpose::PrefixGroup, u64::from(group));
+            head = self.kit.random_words(&mut group_rng, p.tokens as usize);
+        }
+        head.extend(self.kit.nonce(unique, rng));
+        head
+    }
+
+    fn build_synthetic(&self, index: u64) -> Result<Prompt, WorkloadError> {
+        let mut rng = stream_rng(self.context.seed, Purpose::Request, index);
+        let target = self.input_target(&mut rng)?;
+        let max_tokens = self.output_tokens(&mut rng, None);
+        let head = self.head(index, &mut rng);
+        let fitted = self.kit.fit(&[], &head, head.len(), &mut rng, target)?;
+        Ok(Prompt {
+            input: fitted.input,
+            planned_prompt_tokens: Some(fitted.tokens),
+            max_tokens,
+            scheduled_at: None,
+        })
+    }
+
+    /// Conversation `index / turns`, turn `index % turns`: the earlier turns (user message,
+    /// then a synthetic reply of that turn's `max_tokens` words) followed by a new user
+    /// message of `input_tokens` words. Turn 0 alone hits `input_tokens` exactly.
+    fn build_turn(&self, index: u64, turns: u64) -> Result<Prompt, WorkloadError> {
+        let conversation = index / turns;
+        let turn = index % turns;
+        let mut history: Vec<ChatMessage> = Vec::new();
+        let mut last = None;
+        for k in 0..=turn {
+            let mut rng = stream_rng(
+                self.context.seed,
+                Purpose::Conversation,
+                conversation * turns + k,
+            );
+            let target = self.input_target(&mut rng)?;
+            let max_tokens = self.output_tokens(&mut rng, None);
+            let content = if k == 0 {
+                let head = self.head(conversation, &mut rng);
+                self.kit
+                    .fit(&[], &head, head.len(), &mut rng, target)?
+                    .content
+            } else {
+                self.kit.random_words(&mut rng, target as usize).join(" ")
+            };
+            if k < turn {
+                let reply = self
+                    .kit
+                    .random_words(&mut rng, max_tokens as usize)
+                    .join(" ");
+                history.push(ChatMessage {
+                    role: "user".into(),
+                    content,
+                });
+                history.push(ChatMessage {
+                    role: "assistant".into(),
+                    content: reply,
+                });
+            } else {
+                last = Some((content, max_tokens));
+            }
+        }
+        let (content, max_tokens) =
+            last.ok_or_else(|| WorkloadError("conversation has no turns".into()))?;
+        let input = self.kit.input(&history, content);
+        let tokens = self.kit.count(&input)?;
+        Ok(Prompt {
+            input,
+            planned_prompt_tokens: Some(tokens),
+            max_tokens,
+            scheduled_at: None,
+        })
+    }
+
+    /// Trace entry `index % len`: one block of words per hash id (equal ids give equal
+    /// blocks), cut or extended to `input_length` tokens in all. Later passes over the trace
+    /// are shifted by the span plus one mean gap.
+    fn build_trace(&self, t: &trace::TraceSource, index: u64) -> Result<Prompt, WorkloadError> {
+        let len = t.entries.len() as u64;
+        let entry = &t.entries[(index % len) as usize];
+        let pass = index / len;
+        let mut head = Vec::new();
+        for id in &entry.hash_ids {
+            if head.len() as u64 >= entry.input_length {
+                break;
+            }
+            let mut block_rng = stream_rng(self.context.seed, Purpose::TraceBlock, *id);
+            head.extend(
+                self.kit
+                    .random_words(&mut block_rng, t.block_tokens as usize),
+            );
+        }
+        // Seeded by the entry, so a later pass repeats the same prompt.
+        let mut rng = stream_rng(self.context.seed, Purpose::Request, index % len);
+        let fitted = self.kit.fit(&[], &head, 0, &mut rng, entry.input_length)?;
+        let span = t.span();
+        let gap = if len > 1 {
+            span / (len - 1) as u32
+        } else {
+            Duration::from_secs(1)
+        };
+        let offset = (span + gap) * u32::try_from(pass).unwrap_or(u32::MAX);
+        let max_tokens = u32::try_from(entry.output_length).unwrap_or(u32::MAX);
+        Ok(Prompt {
+            input: fitted.input,
+            planned_prompt_tokens: Some(fitted.tokens),
+            max_tokens,
+            scheduled_at: Some(t.schedule[(index % len) as usize] + offset),
+        })
+    }
+}
+
+/// Planned vs served prompt tokens over a phase's requests (after the warmup).
+#[derive(Debug, Clone, PartialEq)]
+pub struct PromptTokenCheck {
+    /// Requests with both a planned count and a served `usage.prompt_tokens`.
+    pub requests: u64,
+    pub planned_tokens: u64,
+    pub served_tokens: u64,
+    /// `(served − planned) / planned`: negative when the server saw fewer tokens.
+    pub relative_gap: f64,
+    pub tolerance: f64,
+}
+
+impl PromptTokenCheck {
+    /// Sums `(planned, served)` pairs; `None` when there are none to compare.
+    pub fn new(pairs: impl IntoIterator<Item = (u64, u64)>, tolerance: f64) -> Option<Self> {
+        let (mut requests, mut planned_tokens, mut served_tokens) = (0u64, 0u64, 0u64);
+        for (planned, served) in pairs {
+            requests += 1;
+            planned_tokens += planned;
+            served_tokens += served;
+        }
+        if requests == 0 || planned_tokens == 0 {
+            return None;
+        }
+        let relative_gap = (served_tokens as f64 - planned_tokens as f64) / planned_tokens as f64;
+        Some(PromptTokenCheck {
+            requests,
+            planned_tokens,
+            served_tokens,
+            relative_gap,
+            tolerance,
+        })
+    }
+
+    pub fn within_tolerance(&self) -> bool {
+        self.relative_gap.abs() <= self.tolerance
+    }
+
+    /// The warning to print when the gap is beyond tolerance.
+    pub fn warning(&self, tokenizer: &str) -> Option<String> {
+        if self.within_tolerance() {
+            return None;
+        }
+        Some(format!(
+            "prompts missed their planned size: planned {:.1} prompt tokens per request, the \
+             server reported {:.1} ({:+.1}%, tolerance {:.1}%); counted with {tokenizer}: \
+             set the workload's `tokenizer` to the model's tokenizer.json or `source: server`",
+            self.planned_tokens as f64 / self.requests as f64,
+            self.served_tokens as f64 / self.requests as f64,
+            self.relative_gap * 100.0,
+            self.tolerance * 100.0
+        ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn prompt_token_check_warns_beyond_tolerance() {
+        // Seed 000: 4096 planned, 2960 served.
+        let check = PromptTokenCheck::new([(4096, 2960), (4096, 2960)], 0.02).expect("pairs");
+        assert!(!check.within_tolerance());
+        let warning = check.warning("built-in BPE").expect("warning");
+        assert!(warning.contains("planned 4096.0"), "{warning}");
+        assert!(warning.contains("reported 2960.0 (-27.7%"), "{warning}");
+        let close = PromptTokenCheck::new([(1000, 1015)], 0.02).expect("pairs");
+        assert!(close.within_tolerance());
+        assert_eq!(close.warning("x"), None);
+        assert_eq!(PromptTokenCheck::new([], 0.02), None);
     }
 }

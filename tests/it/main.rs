@@ -4,3 +4,4 @@ mod metrics;
 mod plans;
 mod report;
 mod shard;
+mod workload;

@@ -1,0 +1,244 @@
+//! Dataset files (JSONL prompts or messages, ShareGPT JSON): parsing, filtering, sampling.
+
+use std::path::Path;
+
+use rand::seq::SliceRandom;
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+
+use super::synthetic::{Purpose, TextKit, stream_rng};
+use super::{ChatMessage, PromptInput, WorkloadError};
+use crate::plan::{Api, Dataset, DatasetFormat};
+
+/// One usable dataset entry.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Entry {
+    pub input: EntryInput,
+    /// The entry's own output length: JSONL `output_tokens`/`max_tokens`, ShareGPT's first
+    /// reply counted in tokens.
+    pub output_tokens: Option<u32>,
+    /// 1-based line (JSONL) or entry number (ShareGPT) in the file, for messages.
+    pub origin: usize,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum EntryInput {
+    Text(String),
+    Messages(Vec<ChatMessage>),
+}
+
+/// The file's bytes read once: its sha256 and its entries.
+pub struct Loaded {
+    pub sha256: String,
+    pub entries: Vec<Entry>,
+}
+
+pub fn read_file(path: &Path) -> Result<(Vec<u8>, String), WorkloadError> {
+    let bytes = std::fs::read(path)
+        .map_err(|e| WorkloadError(format!("{}: cannot read: {e}", path.display())))?;
+    let sha = hex::encode(Sha256::digest(&bytes));
+    Ok((bytes, sha))
+}
+
+pub fn load(path: &Path, format: DatasetFormat, kit: &TextKit) -> Result<Loaded, WorkloadError> {
+    let (bytes, sha256) = read_file(path)?;
+    let text = std::str::from_utf8(&bytes)
+        .map_err(|e| WorkloadError(format!("{}: not UTF-8: {e}", path.display())))?;
+    let entries = match format {
+        DatasetFormat::Jsonl => parse_jsonl(path, text)?,
+        DatasetFormat::Sharegpt => parse_sharegpt(path, text, kit)?,
+    };
+    if entries.is_empty() {
+        return Err(WorkloadError(format!(
+            "{}: the dataset has no usable entries",
+            path.display()
+        )));
+    }
+    Ok(Loaded { sha256, entries })
+}
+
+fn parse_jsonl(path: &Path, text: &str) -> Result<Vec<Entry>, WorkloadError> {
+    let mut entries = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        let line_no = i + 1;
+        let at = |msg: String| WorkloadError(format!("{}:{line_no}: {msg}", path.display()));
+        if line.trim().is_empty() {
+            continue;
+        }
+        let value: Value =
+            serde_json::from_str(line).map_err(|e| at(format!("invalid JSON: {e}")))?;
+        let obj = value
+            .as_object()
+            .ok_or_else(|| at("expected a JSON object".into()))?;
+        let input = match (obj.get("prompt"), obj.get("messages")) {
+            (Some(Value::String(p)), None) => EntryInput::Text(p.clone()),
+            (None, Some(m)) => EntryInput::Messages(
+                serde_json::from_value::<Vec<ChatMessage>>(m.clone()).map_err(|e| {
+                    at(format!(
+                        "`messages` must be an array of {{role, content}} strings: {e}"
+                    ))
+                })?,
+            ),
+            (Some(_), Some(_)) => return Err(at("has both `prompt` and `messages`".into())),
+            (Some(_), None) => return Err(at("`prompt` must be a string".into())),
+            (None, None) => return Err(at("needs a `prompt` string or a `messages` array".into())),
+        };
+        if matches!(&input, EntryInput::Messages(m) if m.is_empty()) {
+            return Err(at("`messages` is empty".into()));
+        }
+        let output_tokens = match obj.get("output_tokens").or_else(|| obj.get("max_tokens")) {
+            None | Some(Value::Null) => None,
+            Some(v) => Some(
+                v.as_u64()
+                    .and_then(|n| u32::try_from(n).ok())
+                    .filter(|n| *n > 0)
+                    .ok_or_else(|| at("`output_tokens` must be a positive integer".into()))?,
+            ),
+        };
+        entries.push(Entry {
+            input,
+            output_tokens,
+            origin: line_no,
+        });
+    }
+    Ok(entries)
+}
+
+/// ShareGPT: the first human turn is the prompt and the reply after it sets the output
+/// length (as vLLM's benchmark does); conversations without both are skipped.
+fn parse_sharegpt(path: &Path, text: &str, kit: &TextKit) -> Result<Vec<Entry>, WorkloadError> {
+    let value: Value = serde_json::from_str(text).map_err(|e| {
+        WorkloadError(format!(
+            "{}:{}:{}: invalid JSON: {e}",
+            path.display(),
+            e.line(),
+            e.column()
+        ))
+    })?;
+    let items = value.as_array().ok_or_else(|| {
+        WorkloadError(format!(
+            "{}: ShareGPT data must be a JSON array of {{conversations: [...]}}",
+            path.display()
+        ))
+    })?;
+    let mut entries = Vec::new();
+    for (i, item) in items.iter().enumerate() {
+        let at = |msg: &str| WorkloadError(format!("{}: entry {}: {msg}", path.display(), i + 1));
+        let turns = item
+            .get("conversations")
+            .and_then(|c| c.as_array())
+            .ok_or_else(|| at("needs a `conversations` array"))?;
+        let mut prompt = None;
+        let mut reply = None;
+        for turn in turns {
+            let from = turn.get("from").and_then(|f| f.as_str());
+            let value = turn.get("value").and_then(|v| v.as_str());
+            let (Some(from), Some(value)) = (from, value) else {
+                return Err(at("each turn needs `from` and `value` strings"));
+            };
+            match (from, &prompt) {
+                ("human" | "user", None) => prompt = Some(value.to_string()),
+                ("gpt" | "assistant" | "chatgpt" | "bard", Some(_)) => {
+                    reply = Some(value.to_string());
+                    break;
+                }
+                _ => {}
+            }
+        }
+        if let (Some(prompt), Some(reply)) = (prompt, reply) {
+            let output = kit.counter.count_fragment(&reply)?;
+            entries.push(Entry {
+                input: EntryInput::Text(prompt),
+                output_tokens: u32::try_from(output).ok().filter(|n| *n > 0),
+                origin: i + 1,
+            });
+        }
+    }
+    Ok(entries)
+}
+
+/// An entry as a request input for `api`.
+pub fn to_input(entry: &EntryInput, api: Api) -> PromptInput {
+    match (entry, api) {
+        (EntryInput::Text(t), Api::Completions) => PromptInput::Text(t.clone()),
+        (EntryInput::Text(t), Api::Chat) => PromptInput::Messages(vec![ChatMessage {
+            role: "user".into(),
+            content: t.clone(),
+        }]),
+        (EntryInput::Messages(m), Api::Chat) => PromptInput::Messages(m.clone()),
+        // Completions have no roles: the contents, one paragraph each.
+        (EntryInput::Messages(m), Api::Completions) => PromptInput::Text(
+            m.iter()
+                .map(|m| m.content.as_str())
+                .collect::<Vec<_>>()
+                .join("\n\n"),
+        ),
+    }
+}
+
+/// A dataset ready to serve: entries filtered by length, then sampled.
+pub struct DatasetSource {
+    pub sha256: String,
+    pub entries: Vec<Entry>,
+    /// Entries in the file before filtering.
+    pub total_entries: usize,
+}
+
+pub fn prepare(
+    dataset: &Dataset,
+    path: &Path,
+    kit: &TextKit,
+    seed: u64,
+) -> Result<DatasetSource, WorkloadError> {
+    if dataset.sample == Some(0) {
+        return Err(WorkloadError(format!(
+            "{}: sample must be at least 1",
+            path.display()
+        )));
+    }
+    let loaded = load(path, dataset.format, kit)?;
+    let total_entries = loaded.entries.len();
+    let mut kept = Vec::new();
+    for entry in loaded.entries {
+        let tokens = kit.count(&to_input(&entry.input, kit.api))?;
+        let low = dataset
+            .min_input_tokens
+            .is_some_and(|m| tokens < u64::from(m));
+        let high = dataset
+            .max_input_tokens
+            .is_some_and(|m| tokens > u64::from(m));
+        if !low && !high {
+            kept.push(entry);
+        }
+    }
+    if kept.is_empty() {
+        return Err(WorkloadError(format!(
+            "{}: none of the {total_entries} entries has between {} and {} input tokens ({})",
+            path.display(),
+            dataset
+                .min_input_tokens
+                .map_or("0".into(), |m| m.to_string()),
+            dataset
+                .max_input_tokens
+                .map_or("any".into(), |m| m.to_string()),
+            kit.counter.description()
+        )));
+    }
+    if let Some(sample) = dataset.sample {
+        let sample = sample as usize;
+        if sample > kept.len() {
+            return Err(WorkloadError(format!(
+                "{}: sample {sample} asks for more than the {} entries that pass the length filter",
+                path.display(),
+                kept.len()
+            )));
+        }
+        kept.shuffle(&mut stream_rng(seed, Purpose::DatasetOrder, 0));
+        kept.truncate(sample);
+    }
+    Ok(DatasetSource {
+        sha256: loaded.sha256,
+        entries: kept,
+        total_entries,
+    })
+}
