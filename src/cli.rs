@@ -73,6 +73,19 @@ pub enum Command {
         #[arg(short, long)]
         output: Option<PathBuf>,
     },
+    /// Serve the OpenAI-compatible simulator until Ctrl-C.
+    Sim {
+        #[arg(long, default_value = "127.0.0.1")]
+        host: std::net::IpAddr,
+        #[arg(long, default_value_t = 8000)]
+        port: u16,
+        /// Simulator settings (YAML, or JSON when the name ends in .json).
+        #[arg(long)]
+        config: Option<PathBuf>,
+        /// Seed for jitter, output lengths and fault draws (overrides the file's `seed`).
+        #[arg(long)]
+        seed: Option<u64>,
+    },
     /// Merge the reports of a sharded run (`run --shard I/N`) into one report.
     Merge {
         /// Every shard's report.json.
@@ -148,6 +161,17 @@ pub fn run(cli: Cli) -> i32 {
             format,
             output,
         } => crate::report::compare_command(&base, &new, &gates, format, output.as_deref()),
+        Command::Sim {
+            host,
+            port,
+            config,
+            seed,
+        } => crate::sim::command::run(crate::sim::command::SimArgs {
+            host,
+            port,
+            config,
+            seed,
+        }),
         Command::Merge { reports, output } => crate::shard::merge_command(&reports, &output),
     }
 }

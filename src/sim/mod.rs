@@ -47,6 +47,12 @@ pub struct SimConfig {
     /// Faults injected on demand.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub faults: Vec<SimFault>,
+    /// Context window: prompt plus `max_tokens` beyond it is rejected with 400 (default 32768).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_model_len: Option<u64>,
+    /// Keep per-request send timestamps for [`SimHandle::timestamps`] (default false).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub record_timestamps: Option<bool>,
 }
 
 /// Block-hashed prefix cache with LRU eviction.
@@ -144,22 +150,23 @@ pub enum SimFaultKind {
     ErrorObject,
 }
 
+mod api;
+mod cache;
+pub mod command;
+mod faults;
+mod generate;
+mod metrics;
+mod rng;
+mod server;
+mod settings;
 pub mod tokenizer;
 
-use std::net::SocketAddr;
+pub use server::{SendTimes, SimHandle, SimStats, serve, serve_on};
+pub use settings::SimConfigError;
 
-/// A running simulator; dropping the handle does not stop it, `shutdown` does.
-pub struct SimHandle {
-    _private: (),
-}
-
-impl SimHandle {
-    /// Stop accepting, close connections, and wait for the server task to end.
-    pub async fn shutdown(self) {}
-}
-
-/// Start a simulator on `127.0.0.1:0`.
-pub async fn serve(config: SimConfig) -> std::io::Result<(SocketAddr, SimHandle)> {
-    let _ = config;
-    unimplemented!("lands with the simulator issue")
+impl SimConfig {
+    /// Check every value; returns all problems at once.
+    pub fn validate(&self) -> Result<(), SimConfigError> {
+        settings::Settings::resolve(self).map(|_| ())
+    }
 }

@@ -3,5 +3,7 @@ mod client;
 mod metrics;
 mod plans;
 mod report;
+mod run;
 mod shard;
+mod sim;
 mod workload;

@@ -1,0 +1,199 @@
+//! OpenAI-compatible request bodies as the simulator reads them, and what it derives from them.
+
+use serde::Deserialize;
+
+use super::tokenizer;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Api {
+    Chat,
+    Completions,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(untagged)]
+pub(crate) enum MessageContent {
+    Text(String),
+    Parts(Vec<ContentPart>),
+}
+
+#[derive(Debug, Deserialize)]
+pub(crate) struct ContentPart {
+    #[serde(default)]
+    pub text: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+pub(crate) struct ChatMessage {
+    #[serde(default)]
+    pub content: Option<MessageContent>,
+}
+
+impl ChatMessage {
+    fn text(&self) -> String {
+        match &self.content {
+            None => String::new(),
+            Some(MessageContent::Text(text)) => text.clone(),
+            Some(MessageContent::Parts(parts)) => parts
+                .iter()
+                .filter_map(|part| part.text.as_deref())
+                .collect::<Vec<_>>()
+                .join("\n"),
+        }
+    }
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(untagged)]
+pub(crate) enum PromptInput {
+    Text(String),
+    Texts(Vec<String>),
+    Ids(Vec<u32>),
+}
+
+#[derive(Debug, Default, Deserialize)]
+pub(crate) struct StreamOptions {
+    #[serde(default)]
+    pub include_usage: Option<bool>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+pub(crate) struct ChatTemplateKwargs {
+    #[serde(default)]
+    pub enable_thinking: Option<bool>,
+    #[serde(default)]
+    pub thinking: Option<bool>,
+    #[serde(default)]
+    pub thinking_mode: Option<String>,
+}
+
+/// The fields of `/v1/chat/completions` and `/v1/completions` the simulator acts on; others
+/// (temperature, top_p, …) are accepted and ignored.
+#[derive(Debug, Deserialize)]
+pub(crate) struct GenerationRequest {
+    #[serde(default)]
+    pub messages: Option<Vec<ChatMessage>>,
+    #[serde(default)]
+    pub prompt: Option<PromptInput>,
+    #[serde(default)]
+    pub max_tokens: Option<u64>,
+    #[serde(default)]
+    pub max_completion_tokens: Option<u64>,
+    #[serde(default)]
+    pub min_tokens: Option<u64>,
+    #[serde(default)]
+    pub ignore_eos: Option<bool>,
+    #[serde(default)]
+    pub stream: Option<bool>,
+    #[serde(default)]
+    pub stream_options: Option<StreamOptions>,
+    #[serde(default)]
+    pub chat_template_kwargs: Option<ChatTemplateKwargs>,
+    #[serde(default)]
+    pub reasoning_effort: Option<String>,
+    #[serde(default)]
+    pub n: Option<u32>,
+}
+
+/// `/tokenize` in vLLM's shape (`prompt` or `messages`) or llama.cpp's (`content`).
+#[derive(Debug, Deserialize)]
+pub(crate) struct TokenizeRequest {
+    #[serde(default)]
+    pub prompt: Option<PromptInput>,
+    #[serde(default)]
+    pub messages: Option<Vec<ChatMessage>>,
+    #[serde(default)]
+    pub content: Option<String>,
+    #[serde(default)]
+    pub add_generation_prompt: Option<bool>,
+}
+
+/// The prompt as token ids (exact per `tokenizer`), for counting and for the prefix cache.
+pub(crate) fn chat_ids(messages: &[ChatMessage], add_generation_prompt: bool) -> Vec<u32> {
+    let texts: Vec<String> = messages.iter().map(ChatMessage::text).collect();
+    let mut ids = tokenizer::chat_token_ids(texts.iter().map(String::as_str));
+    if !add_generation_prompt {
+        ids.truncate(ids.len() - tokenizer::GENERATION_PROMPT_TOKENS as usize);
+    }
+    ids
+}
+
+pub(crate) fn prompt_ids(prompt: &PromptInput) -> Result<Vec<u32>, String> {
+    match prompt {
+        PromptInput::Text(text) => Ok(tokenizer::text_token_ids(text).collect()),
+        PromptInput::Texts(texts) => match texts.as_slice() {
+            [one] => Ok(tokenizer::text_token_ids(one).collect()),
+            _ => Err(format!(
+                "`prompt` must hold exactly one string, found {}",
+                texts.len()
+            )),
+        },
+        PromptInput::Ids(ids) => Ok(ids.clone()),
+    }
+}
+
+/// Thinking is on when the simulator has `reasoning_tokens > 0` and the request does not turn
+/// it off (`chat_template_kwargs.enable_thinking: false`, `thinking: false` or
+/// `thinking_mode: "disabled"`, or `reasoning_effort: "none"`). `reasoning_effort` scales the
+/// budget: `minimal` and `low` ¼, `medium` ½ (rounded up), `high`/absent/other the full amount.
+pub(crate) fn reasoning_budget(request: &GenerationRequest, reasoning_tokens: u32) -> u64 {
+    let full = u64::from(reasoning_tokens);
+    if full == 0 {
+        return 0;
+    }
+    if let Some(kwargs) = &request.chat_template_kwargs {
+        let disabled = kwargs.enable_thinking == Some(false)
+            || kwargs.thinking == Some(false)
+            || kwargs.thinking_mode.as_deref() == Some("disabled");
+        if disabled {
+            return 0;
+        }
+    }
+    match request.reasoning_effort.as_deref() {
+        Some("none") => 0,
+        Some("minimal") | Some("low") => full.div_ceil(4),
+        Some("medium") => full.div_ceil(2),
+        _ => full,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn request(json: &str) -> GenerationRequest {
+        serde_json::from_str(json).expect("valid request")
+    }
+
+    #[test]
+    fn thinking_rules() {
+        assert_eq!(reasoning_budget(&request("{}"), 0), 0);
+        assert_eq!(reasoning_budget(&request("{}"), 10), 10);
+        let off = r#"{"chat_template_kwargs":{"enable_thinking":false}}"#;
+        assert_eq!(reasoning_budget(&request(off), 10), 0);
+        let off = r#"{"chat_template_kwargs":{"thinking_mode":"disabled"}}"#;
+        assert_eq!(reasoning_budget(&request(off), 10), 0);
+        assert_eq!(
+            reasoning_budget(&request(r#"{"reasoning_effort":"low"}"#), 10),
+            3
+        );
+        assert_eq!(
+            reasoning_budget(&request(r#"{"reasoning_effort":"medium"}"#), 10),
+            5
+        );
+    }
+
+    #[test]
+    fn content_parts_count_like_text() {
+        let req = request(
+            r#"{"messages":[{"role":"user","content":[{"type":"text","text":"a b"},{"type":"text","text":"c"}]}]}"#,
+        );
+        let ids = chat_ids(req.messages.as_deref().unwrap_or_default(), true);
+        assert_eq!(ids.len() as u64, tokenizer::count_chat_tokens(["a b c"]));
+        let ids = chat_ids(req.messages.as_deref().unwrap_or_default(), false);
+        assert_eq!(
+            ids.len() as u64,
+            tokenizer::count_chat_tokens(["a b c"]) - tokenizer::GENERATION_PROMPT_TOKENS
+        );
+    }
+}

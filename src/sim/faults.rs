@@ -1,0 +1,82 @@
+//! Which fault rule, if any, applies to a request number.
+
+use super::SimFault;
+use super::rng::{STREAM_FAULTS, SimRng};
+
+/// The first rule that selects request `seq` (counted from 1): listed in `at`, a multiple of
+/// `every`, or a seeded draw below `probability`. Every rule draws, so adding a rule does not
+/// change which requests earlier probability rules select.
+pub(crate) fn select(faults: &[SimFault], seed: u64, seq: u64) -> Option<&SimFault> {
+    let mut rng = SimRng::new(seed, seq, STREAM_FAULTS);
+    let mut chosen = None;
+    for fault in faults {
+        let draw = rng.next_f64();
+        let hit = fault.at.contains(&seq)
+            || fault
+                .every
+                .is_some_and(|every| every > 0 && seq % every == 0)
+            || fault.probability.is_some_and(|p| draw < p);
+        if hit && chosen.is_none() {
+            chosen = Some(fault);
+        }
+    }
+    chosen
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sim::SimFaultKind;
+
+    fn rule(kind: SimFaultKind) -> SimFault {
+        SimFault {
+            kind,
+            probability: None,
+            every: None,
+            at: vec![],
+            status: None,
+            seconds: None,
+            after_tokens: None,
+        }
+    }
+
+    #[test]
+    fn schedule_and_probability() {
+        let faults = vec![
+            SimFault {
+                at: vec![2],
+                ..rule(SimFaultKind::Status)
+            },
+            SimFault {
+                every: Some(3),
+                ..rule(SimFaultKind::RateLimit)
+            },
+        ];
+        let kinds: Vec<_> = (1..=6)
+            .map(|seq| select(&faults, 0, seq).map(|f| f.kind))
+            .collect();
+        assert_eq!(
+            kinds,
+            vec![
+                None,
+                Some(SimFaultKind::Status),
+                Some(SimFaultKind::RateLimit),
+                None,
+                None,
+                Some(SimFaultKind::RateLimit)
+            ]
+        );
+        let half = vec![SimFault {
+            probability: Some(0.5),
+            ..rule(SimFaultKind::Stall)
+        }];
+        let hits = (1..=2000)
+            .filter(|seq| select(&half, 9, *seq).is_some())
+            .count();
+        assert!((800..1200).contains(&hits), "{hits}");
+        let again = (1..=2000)
+            .filter(|seq| select(&half, 9, *seq).is_some())
+            .count();
+        assert_eq!(hits, again);
+    }
+}

@@ -1,0 +1,826 @@
+//! One generation as a poll-driven state machine: queue slot, prefill, timed token events, the
+//! finish/usage/`[DONE]` tail, mid-stream faults; it is also the streaming response body.
+
+use std::future::Future;
+use std::io;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::sync::atomic::Ordering::Relaxed;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use bytes::{BufMut, Bytes, BytesMut};
+use hyper::body::{Body, Frame, SizeHint};
+use serde_json::{Value, json};
+use tokio::sync::{AcquireError, OwnedSemaphorePermit};
+use tokio::time::{Instant, Sleep};
+
+use super::api::Api;
+use super::cache::block_hashes;
+use super::rng::{STREAM_TIMING, STREAM_WORDS, SimRng};
+use super::server::{SendTimes, Shared};
+use super::{ReasoningField, RoleChunk, UsagePlacement};
+
+/// Batched events are handed to hyper once this many bytes are ready.
+const FLUSH_BYTES: usize = 16 * 1024;
+
+/// Output words; none needs JSON escaping and each is exactly one simulator token.
+const VOCABULARY: [&str; 64] = [
+    "the",
+    "model",
+    "serves",
+    "tokens",
+    "quickly",
+    "while",
+    "queue",
+    "grows",
+    "under",
+    "load",
+    "and",
+    "cache",
+    "blocks",
+    "stay",
+    "warm",
+    "for",
+    "shared",
+    "prefixes",
+    "decode",
+    "steps",
+    "batch",
+    "many",
+    "requests",
+    "together",
+    "so",
+    "latency",
+    "rises",
+    "with",
+    "concurrency",
+    "but",
+    "throughput",
+    "improves",
+    "until",
+    "slots",
+    "fill",
+    "then",
+    "waiting",
+    "time",
+    "dominates",
+    "first",
+    "token",
+    "arrives",
+    "after",
+    "prefill",
+    "of",
+    "prompt",
+    "each",
+    "chunk",
+    "carries",
+    "text",
+    "to",
+    "client",
+    "which",
+    "records",
+    "timing",
+    "data",
+    "per",
+    "event",
+    "in",
+    "order",
+    "a",
+    "plan",
+    "runs",
+    "phases",
+];
+
+/// Longest single delay: keeps absurd settings from overflowing instants.
+const MAX_DELAY_S: f64 = 86_400.0;
+
+/// A delay from seconds, clamped to [0, MAX_DELAY_S].
+pub(crate) fn seconds(value: f64) -> Duration {
+    Duration::try_from_secs_f64(value.clamp(0.0, MAX_DELAY_S)).unwrap_or(Duration::ZERO)
+}
+
+fn next_word(rng: &mut SimRng) -> &'static str {
+    VOCABULARY[((rng.next_u64() >> 32) % VOCABULARY.len() as u64) as usize]
+}
+
+/// A fault that strikes after some output tokens.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum MidFault {
+    Disconnect,
+    Stall(Duration),
+    Malformed,
+}
+
+/// Everything fixed about a generation before it starts.
+#[derive(Debug)]
+pub(crate) struct GenSpec {
+    pub api: Api,
+    pub stream: bool,
+    pub include_usage: bool,
+    pub seq: u64,
+    pub request_id: Option<String>,
+    pub received: Instant,
+    pub created_unix_s: u64,
+    /// Prompt token ids, kept only when the prefix cache needs them.
+    pub prompt_ids: Vec<u32>,
+    pub prompt_tokens: u64,
+    pub reasoning_tokens: u64,
+    pub content_tokens: u64,
+    pub finish_reason: &'static str,
+    /// The fault and the output-token count after which it strikes.
+    pub fault: Option<(MidFault, u64)>,
+    pub missing_done: bool,
+}
+
+/// Decrements a gauge when dropped, so aborted requests leave the counts right.
+struct InFlight(Arc<Shared>);
+
+impl InFlight {
+    pub fn enter(shared: Arc<Shared>) -> Self {
+        let now = shared.counters.in_flight.fetch_add(1, Relaxed) + 1;
+        shared.counters.max_in_flight.fetch_max(now, Relaxed);
+        InFlight(shared)
+    }
+}
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        self.0.counters.in_flight.fetch_sub(1, Relaxed);
+    }
+}
+
+struct Waiting(Arc<Shared>);
+
+impl Drop for Waiting {
+    fn drop(&mut self) {
+        self.0.counters.waiting.fetch_sub(1, Relaxed);
+    }
+}
+
+struct Running {
+    shared: Arc<Shared>,
+    _permit: OwnedSemaphorePermit,
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        self.shared.counters.running.fetch_sub(1, Relaxed);
+    }
+}
+
+type Acquire = Pin<Box<dyn Future<Output = Result<OwnedSemaphorePermit, AcquireError>> + Send>>;
+
+enum State {
+    Start,
+    Queued(Acquire),
+    Tokens,
+    Finish,
+    Done,
+}
+
+/// Per-request pre-serialized SSE pieces: an event is `prefix + words + suffix`.
+struct Templates {
+    head: String,
+    content_prefix: Vec<u8>,
+    reasoning_prefix: Vec<u8>,
+    suffix: &'static [u8],
+}
+
+pub(crate) struct Generation {
+    shared: Arc<Shared>,
+    spec: GenSpec,
+    state: State,
+    templates: Templates,
+    buf: BytesMut,
+    words: SimRng,
+    timing: SimRng,
+    timer: Option<Pin<Box<Sleep>>>,
+    deadline: Instant,
+    now: Instant,
+    emitted_reasoning: u64,
+    emitted_content: u64,
+    cached_tokens: u64,
+    prefill_start: Instant,
+    prefill_end: Instant,
+    first_output: Option<Instant>,
+    first_content: Option<Instant>,
+    last_chunk: Option<Instant>,
+    fault_fired: bool,
+    disconnect_yielded: bool,
+    reasoning_text: String,
+    content_text: String,
+    in_flight: Option<InFlight>,
+    waiting: Option<Waiting>,
+    running: Option<Running>,
+    finished: bool,
+}
+
+fn chunk_head(spec: &GenSpec, shared: &Shared) -> String {
+    let (prefix, object) = match (spec.api, spec.stream) {
+        (Api::Chat, true) => ("chatcmpl", "chat.completion.chunk"),
+        (Api::Chat, false) => ("chatcmpl", "chat.completion"),
+        (Api::Completions, _) => ("cmpl", "text_completion"),
+    };
+    format!(
+        r#"{{"id":"{prefix}-{:016x}","object":"{object}","created":{},"model":{},"choices":"#,
+        super::rng::mix64(shared.settings.seed ^ spec.seq),
+        spec.created_unix_s,
+        shared.settings.model_json
+    )
+}
+
+impl Generation {
+    pub fn new(shared: Arc<Shared>, spec: GenSpec) -> Self {
+        let head = chunk_head(&spec, &shared);
+        let reasoning_key = match shared.settings.reasoning_field {
+            ReasoningField::ReasoningContent => "reasoning_content",
+            ReasoningField::Reasoning => "reasoning",
+        };
+        let (content_prefix, reasoning_prefix, suffix): (String, String, &'static [u8]) =
+            match spec.api {
+                Api::Chat => (
+                    format!(r#"data: {head}[{{"index":0,"delta":{{"content":""#),
+                    format!(r#"data: {head}[{{"index":0,"delta":{{"{reasoning_key}":""#),
+                    b"\"},\"logprobs\":null,\"finish_reason\":null}]}\n\n",
+                ),
+                Api::Completions => (
+                    format!(r#"data: {head}[{{"index":0,"text":""#),
+                    format!(r#"data: {head}[{{"index":0,"text":""#),
+                    b"\",\"logprobs\":null,\"finish_reason\":null,\"stop_reason\":null}]}\n\n",
+                ),
+            };
+        let now = Instant::now();
+        Generation {
+            words: SimRng::new(shared.settings.seed, spec.seq, STREAM_WORDS),
+            timing: SimRng::new(shared.settings.seed, spec.seq, STREAM_TIMING),
+            in_flight: Some(InFlight::enter(shared.clone())),
+            shared,
+            spec,
+            state: State::Start,
+            templates: Templates {
+                head,
+                content_prefix: content_prefix.into_bytes(),
+                reasoning_prefix: reasoning_prefix.into_bytes(),
+                suffix,
+            },
+            buf: BytesMut::new(),
+            timer: None,
+            deadline: now,
+            now,
+            emitted_reasoning: 0,
+            emitted_content: 0,
+            cached_tokens: 0,
+            prefill_start: now,
+            prefill_end: now,
+            first_output: None,
+            first_content: None,
+            last_chunk: None,
+            fault_fired: false,
+            disconnect_yielded: false,
+            reasoning_text: String::new(),
+            content_text: String::new(),
+            waiting: None,
+            running: None,
+            finished: false,
+        }
+    }
+
+    fn total_tokens(&self) -> u64 {
+        self.spec.reasoning_tokens + self.spec.content_tokens
+    }
+
+    fn emitted(&self) -> u64 {
+        self.emitted_reasoning + self.emitted_content
+    }
+
+    /// Tokens in the next event (0 when all are out); events never mix reasoning and content.
+    fn next_event_tokens(&self) -> u64 {
+        let chunk = u64::from(self.shared.settings.chunk_tokens);
+        if self.emitted_reasoning < self.spec.reasoning_tokens {
+            chunk.min(self.spec.reasoning_tokens - self.emitted_reasoning)
+        } else {
+            chunk.min(self.spec.content_tokens - self.emitted_content)
+        }
+    }
+
+    /// Decode time for `tokens` tokens at the current batch size, jittered.
+    fn decode_delay(&mut self, tokens: u64) -> Duration {
+        let settings = &self.shared.settings;
+        if tokens == 0
+            || (settings.decode_ms_per_token == 0.0 && settings.decode_ms_per_running == 0.0)
+        {
+            return Duration::ZERO;
+        }
+        let running = self.shared.counters.running.load(Relaxed).max(1) as f64;
+        let ms_per_token =
+            settings.decode_ms_per_token + settings.decode_ms_per_running * (running - 1.0);
+        let factor = self.timing.jitter_factor(settings.jitter);
+        seconds(ms_per_token * tokens as f64 * factor / 1000.0)
+    }
+
+    fn take_buf(&mut self) -> Bytes {
+        self.buf.split().freeze()
+    }
+
+    /// Take a slot: count prompt tokens, consult the prefix cache, schedule prefill (one
+    /// prefill runs at a time, like an engine's forward pass) and the first token event.
+    fn admit(&mut self, permit: OwnedSemaphorePermit) {
+        self.waiting = None;
+        let counters = &self.shared.counters;
+        let running = counters.running.fetch_add(1, Relaxed) + 1;
+        counters.max_running.fetch_max(running, Relaxed);
+        self.running = Some(Running {
+            shared: self.shared.clone(),
+            _permit: permit,
+        });
+        counters
+            .prompt_tokens
+            .fetch_add(self.spec.prompt_tokens, Relaxed);
+        if let (Some(cache), Some(cache_settings)) =
+            (&self.shared.cache, &self.shared.settings.prefix_cache)
+        {
+            let hashes = block_hashes(&self.spec.prompt_ids, cache_settings.block_tokens);
+            let mut cache = cache.lock().unwrap_or_else(|poison| poison.into_inner());
+            self.cached_tokens = cache.admit(&hashes, self.spec.prompt_tokens);
+            counters.evicted_blocks.store(cache.evicted_blocks, Relaxed);
+            drop(cache);
+            counters
+                .prefix_queries
+                .fetch_add(self.spec.prompt_tokens, Relaxed);
+            counters.prefix_hits.fetch_add(self.cached_tokens, Relaxed);
+        }
+        let now = Instant::now();
+        let uncached = self.spec.prompt_tokens - self.cached_tokens;
+        let prefill_s = uncached as f64
+            * self.shared.settings.prefill_s_per_token
+            * self.timing.jitter_factor(self.shared.settings.jitter);
+        let (start, end) = if prefill_s > 0.0 {
+            let duration = seconds(prefill_s);
+            let mut busy_until = self
+                .shared
+                .prefill_busy_until
+                .lock()
+                .unwrap_or_else(|poison| poison.into_inner());
+            let start = (*busy_until).max(now);
+            *busy_until = start + duration;
+            (start, start + duration)
+        } else {
+            (now, now)
+        };
+        self.prefill_start = start;
+        self.prefill_end = end;
+        self.now = now;
+        // The prefill produces the first token; the rest of the first event is decoded.
+        let first = self.next_event_tokens();
+        self.deadline = end + self.decode_delay(first.saturating_sub(1));
+    }
+
+    /// Write the next token event (and the role chunk before the first one).
+    fn emit_event(&mut self) {
+        let tokens = self.next_event_tokens();
+        let reasoning = self.emitted_reasoning < self.spec.reasoning_tokens;
+        let stamp = if self.spec.stream {
+            Some(Instant::now())
+        } else {
+            None
+        };
+        if self.emitted() == 0 {
+            let counters = &self.shared.counters;
+            counters
+                .ttft
+                .observe(Instant::now().saturating_duration_since(self.spec.received));
+            self.first_output = stamp;
+            if self.spec.stream && self.spec.api == Api::Chat {
+                let role = match self.shared.settings.role_chunk {
+                    RoleChunk::Empty => Some("\"\""),
+                    RoleChunk::Null => Some("null"),
+                    RoleChunk::None => None,
+                };
+                if let Some(content) = role {
+                    let head = &self.templates.head;
+                    let chunk = format!(
+                        "data: {head}[{{\"index\":0,\"delta\":{{\"role\":\"assistant\",\"content\":{content}}},\"logprobs\":null,\"finish_reason\":null}}]}}\n\n"
+                    );
+                    self.buf.put_slice(chunk.as_bytes());
+                }
+            }
+        }
+        if !reasoning && self.emitted_content == 0 {
+            self.first_content = stamp;
+        }
+        if self.spec.stream {
+            let prefix = if reasoning {
+                &self.templates.reasoning_prefix
+            } else {
+                &self.templates.content_prefix
+            };
+            self.buf
+                .reserve(prefix.len() + self.templates.suffix.len() + 12 * tokens as usize);
+            self.buf.put_slice(prefix);
+            for _ in 0..tokens {
+                let word = next_word(&mut self.words);
+                self.buf.put_u8(b' ');
+                self.buf.put_slice(word.as_bytes());
+            }
+            self.buf.put_slice(self.templates.suffix);
+        } else {
+            let text = if reasoning {
+                &mut self.reasoning_text
+            } else {
+                &mut self.content_text
+            };
+            for _ in 0..tokens {
+                let word = next_word(&mut self.words);
+                text.push(' ');
+                text.push_str(word);
+            }
+        }
+        if reasoning {
+            self.emitted_reasoning += tokens;
+        } else {
+            self.emitted_content += tokens;
+        }
+        self.shared
+            .counters
+            .generation_tokens
+            .fetch_add(tokens, Relaxed);
+        let next = self.next_event_tokens();
+        if next > 0 {
+            let delay = self.decode_delay(next);
+            self.deadline += delay;
+        }
+    }
+
+    /// Wait for `deadline`; flushes batched events before sleeping.
+    fn wait_deadline(&mut self, cx: &mut Context<'_>) -> Option<Poll<Option<io::Result<Bytes>>>> {
+        if self.deadline <= self.now {
+            return None;
+        }
+        self.now = Instant::now();
+        if self.deadline <= self.now {
+            return None;
+        }
+        if !self.buf.is_empty() {
+            return Some(Poll::Ready(Some(Ok(self.take_buf()))));
+        }
+        let deadline = self.deadline;
+        let timer = self
+            .timer
+            .get_or_insert_with(|| Box::pin(tokio::time::sleep_until(deadline)));
+        if timer.deadline() != deadline {
+            timer.as_mut().reset(deadline);
+        }
+        if timer.as_mut().poll(cx).is_pending() {
+            return Some(Poll::Pending);
+        }
+        self.now = Instant::now();
+        None
+    }
+
+    /// The mid-stream fault, once its token count is reached.
+    fn due_fault(&mut self) -> Option<MidFault> {
+        let (fault, after_tokens) = self.spec.fault?;
+        if self.fault_fired || self.emitted() < after_tokens.min(self.total_tokens()) {
+            return None;
+        }
+        self.fault_fired = true;
+        Some(fault)
+    }
+
+    /// Apply a due fault; `Some` is what to return from `poll_frame`.
+    fn apply_fault(&mut self, fault: MidFault) -> Option<Poll<Option<io::Result<Bytes>>>> {
+        self.shared.counters.faults_injected.fetch_add(1, Relaxed);
+        match fault {
+            MidFault::Disconnect => {
+                self.running = None;
+                self.state = State::Done;
+                Some(Poll::Ready(Some(Err(io::Error::new(
+                    io::ErrorKind::ConnectionAborted,
+                    "simulated disconnect mid-stream",
+                )))))
+            }
+            MidFault::Stall(duration) => {
+                self.deadline = self.deadline.max(Instant::now()) + duration;
+                None
+            }
+            MidFault::Malformed => {
+                if self.spec.stream {
+                    // Cut a chunk mid-JSON: a well-framed SSE event whose data does not parse.
+                    self.buf.put_slice(b"data: ");
+                    self.buf.put_slice(self.templates.head.as_bytes());
+                    self.buf
+                        .put_slice(b"[{\"index\":0,\"delta\":{\"content\":\n\n");
+                }
+                None
+            }
+        }
+    }
+
+    fn usage_json(&self) -> Value {
+        let completion = self.emitted();
+        json!({
+            "prompt_tokens": self.spec.prompt_tokens,
+            "total_tokens": self.spec.prompt_tokens + completion,
+            "completion_tokens": completion,
+            "prompt_tokens_details": {"cached_tokens": self.cached_tokens},
+            "completion_tokens_details": {"reasoning_tokens": self.emitted_reasoning},
+        })
+    }
+
+    /// llama.cpp's `timings` object, from this generation's actual schedule.
+    fn timings_json(&self, end: Instant) -> Value {
+        let prompt_n = self.spec.prompt_tokens - self.cached_tokens;
+        let prompt_ms = (self.prefill_end - self.prefill_start).as_secs_f64() * 1000.0;
+        let predicted_n = self.emitted();
+        let predicted_ms = end
+            .saturating_duration_since(self.prefill_end)
+            .as_secs_f64()
+            * 1000.0;
+        let per = |ms: f64, n: u64| if n > 0 { ms / n as f64 } else { 0.0 };
+        let rate = |ms: f64, n: u64| {
+            if ms > 0.0 {
+                n as f64 * 1000.0 / ms
+            } else {
+                0.0
+            }
+        };
+        json!({
+            "cache_n": self.cached_tokens,
+            "prompt_n": prompt_n,
+            "prompt_ms": prompt_ms,
+            "prompt_per_token_ms": per(prompt_ms, prompt_n),
+            "prompt_per_second": rate(prompt_ms, prompt_n),
+            "predicted_n": predicted_n,
+            "predicted_ms": predicted_ms,
+            "predicted_per_token_ms": per(predicted_ms, predicted_n),
+            "predicted_per_second": rate(predicted_ms, predicted_n),
+        })
+    }
+
+    fn chunk_object(&self, choices: Value) -> serde_json::Map<String, Value> {
+        let (prefix, object) = match self.spec.api {
+            Api::Chat => ("chatcmpl", "chat.completion.chunk"),
+            Api::Completions => ("cmpl", "text_completion"),
+        };
+        let object = if self.spec.stream {
+            object
+        } else {
+            match self.spec.api {
+                Api::Chat => "chat.completion",
+                Api::Completions => "text_completion",
+            }
+        };
+        let mut map = serde_json::Map::new();
+        map.insert(
+            "id".into(),
+            Value::String(format!(
+                "{prefix}-{:016x}",
+                super::rng::mix64(self.shared.settings.seed ^ self.spec.seq)
+            )),
+        );
+        map.insert("object".into(), Value::String(object.into()));
+        map.insert("created".into(), json!(self.spec.created_unix_s));
+        map.insert(
+            "model".into(),
+            Value::String(self.shared.settings.model.clone()),
+        );
+        map.insert("choices".into(), choices);
+        map
+    }
+
+    fn put_event(&mut self, value: &serde_json::Map<String, Value>) {
+        self.buf.put_slice(b"data: ");
+        self.buf
+            .put_slice(Value::Object(value.clone()).to_string().as_bytes());
+        self.buf.put_slice(b"\n\n");
+    }
+
+    /// Finish chunk, usage, timings and `[DONE]` for a stream; the whole JSON otherwise.
+    fn write_tail(&mut self) {
+        let end = Instant::now();
+        let settings = &self.shared.settings;
+        let with_usage = settings.usage != UsagePlacement::None
+            && (self.spec.include_usage || !self.spec.stream);
+        let timings = settings.llama_timings.then(|| self.timings_json(end));
+        let finish_reason = self.spec.finish_reason;
+        if self.spec.stream {
+            let finish_choice = match self.spec.api {
+                Api::Chat => json!([{"index": 0, "delta": {}, "logprobs": null,
+                    "finish_reason": finish_reason}]),
+                Api::Completions => json!([{"index": 0, "text": "", "logprobs": null,
+                    "finish_reason": finish_reason, "stop_reason": null}]),
+            };
+            let mut finish = self.chunk_object(finish_choice);
+            let separate = with_usage && settings.usage == UsagePlacement::Separate;
+            if with_usage && settings.usage == UsagePlacement::FinishChunk {
+                finish.insert("usage".into(), self.usage_json());
+            }
+            if let (false, Some(timings)) = (separate, &timings) {
+                finish.insert("timings".into(), timings.clone());
+            }
+            self.put_event(&finish);
+            if separate {
+                let mut usage = self.chunk_object(json!([]));
+                usage.insert("usage".into(), self.usage_json());
+                if let Some(timings) = timings {
+                    usage.insert("timings".into(), timings);
+                }
+                self.put_event(&usage);
+            }
+            if !self.spec.missing_done {
+                self.buf.put_slice(b"data: [DONE]\n\n");
+            }
+        } else {
+            let choice = match self.spec.api {
+                Api::Chat => {
+                    let mut message = serde_json::Map::new();
+                    message.insert("role".into(), json!("assistant"));
+                    message.insert("content".into(), json!(self.content_text));
+                    if self.spec.reasoning_tokens > 0 {
+                        let key = match settings.reasoning_field {
+                            ReasoningField::ReasoningContent => "reasoning_content",
+                            ReasoningField::Reasoning => "reasoning",
+                        };
+                        message.insert(key.into(), json!(self.reasoning_text));
+                    }
+                    json!([{"index": 0, "message": message, "logprobs": null,
+                        "finish_reason": finish_reason}])
+                }
+                Api::Completions => json!([{"index": 0, "text": self.content_text,
+                    "logprobs": null, "finish_reason": finish_reason, "stop_reason": null}]),
+            };
+            let mut body = self.chunk_object(choice);
+            if with_usage {
+                body.insert("usage".into(), self.usage_json());
+            }
+            if let Some(timings) = timings {
+                body.insert("timings".into(), timings);
+            }
+            let mut text = Value::Object(body).to_string();
+            if self.fault_fired && matches!(self.spec.fault, Some((MidFault::Malformed, _))) {
+                text.truncate(text.len() / 2);
+            }
+            self.buf.put_slice(text.as_bytes());
+        }
+        let counters = &self.shared.counters;
+        match finish_reason {
+            "length" => counters.finished_length.fetch_add(1, Relaxed),
+            _ => counters.finished_stop.fetch_add(1, Relaxed),
+        };
+        counters
+            .e2e
+            .observe(end.saturating_duration_since(self.spec.received));
+        self.last_chunk = Some(end);
+        self.finish();
+    }
+
+    /// Release the slot and in-flight count, and keep the send timestamps.
+    fn finish(&mut self) {
+        if self.finished {
+            return;
+        }
+        self.finished = true;
+        self.running = None;
+        self.waiting = None;
+        self.in_flight = None;
+        if let Some(log) = &self.shared.timestamps {
+            let mut log = log.lock().unwrap_or_else(|poison| poison.into_inner());
+            if log.len() < super::server::MAX_RECORDED_REQUESTS {
+                log.push(SendTimes {
+                    request_id: self.spec.request_id.take(),
+                    seq: self.spec.seq,
+                    received: self.spec.received.into_std(),
+                    first_output: self.first_output.map(Instant::into_std),
+                    first_content: self.first_content.map(Instant::into_std),
+                    last_chunk: self.last_chunk.map(Instant::into_std),
+                });
+            }
+        }
+    }
+
+    fn poll_next(&mut self, cx: &mut Context<'_>) -> Poll<Option<io::Result<Bytes>>> {
+        loop {
+            match &mut self.state {
+                State::Start => {
+                    let counters = &self.shared.counters;
+                    counters.waiting.fetch_add(1, Relaxed);
+                    self.waiting = Some(Waiting(self.shared.clone()));
+                    self.state = State::Queued(Box::pin(self.shared.slots.clone().acquire_owned()));
+                }
+                State::Queued(acquire) => {
+                    let permit = match acquire.as_mut().poll(cx) {
+                        Poll::Pending => return Poll::Pending,
+                        Poll::Ready(Ok(permit)) => permit,
+                        Poll::Ready(Err(_)) => {
+                            self.state = State::Done;
+                            return Poll::Ready(Some(Err(io::Error::other(
+                                "simulator shutting down",
+                            ))));
+                        }
+                    };
+                    self.admit(permit);
+                    self.state = State::Tokens;
+                }
+                State::Tokens => {
+                    if let Some(fault) = self.due_fault() {
+                        if matches!(fault, MidFault::Disconnect) && self.spec.stream {
+                            // Deliver what was generated before cutting the connection: hand
+                            // over the batch, then yield once so hyper flushes it to the socket.
+                            if !self.buf.is_empty() {
+                                self.fault_fired = false;
+                                return Poll::Ready(Some(Ok(self.take_buf())));
+                            }
+                            if !self.disconnect_yielded {
+                                self.disconnect_yielded = true;
+                                self.fault_fired = false;
+                                cx.waker().wake_by_ref();
+                                return Poll::Pending;
+                            }
+                        }
+                        if let Some(poll) = self.apply_fault(fault) {
+                            return poll;
+                        }
+                    }
+                    if self.emitted() == self.total_tokens() {
+                        self.state = State::Finish;
+                        continue;
+                    }
+                    if let Some(poll) = self.wait_deadline(cx) {
+                        return poll;
+                    }
+                    self.emit_event();
+                    if self.buf.len() >= FLUSH_BYTES {
+                        return Poll::Ready(Some(Ok(self.take_buf())));
+                    }
+                }
+                State::Finish => {
+                    if let Some(poll) = self.wait_deadline(cx) {
+                        return poll;
+                    }
+                    self.write_tail();
+                    self.state = State::Done;
+                    return Poll::Ready(Some(Ok(self.take_buf())));
+                }
+                State::Done => {
+                    self.finish();
+                    return Poll::Ready(None);
+                }
+            }
+        }
+    }
+}
+
+impl Drop for Generation {
+    fn drop(&mut self) {
+        if !self.finished {
+            self.shared.counters.finished_abort.fetch_add(1, Relaxed);
+            self.last_chunk = None;
+            self.finish();
+        }
+    }
+}
+
+/// A response body: a fixed buffer, or a generation streamed as it runs.
+pub(crate) enum SimBody {
+    Full(Option<Bytes>),
+    Generation(Box<Generation>),
+}
+
+impl SimBody {
+    pub fn full(bytes: impl Into<Bytes>) -> Self {
+        SimBody::Full(Some(bytes.into()))
+    }
+}
+
+impl Body for SimBody {
+    type Data = Bytes;
+    type Error = io::Error;
+
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, io::Error>>> {
+        match self.get_mut() {
+            SimBody::Full(bytes) => Poll::Ready(bytes.take().map(|b| Ok(Frame::data(b)))),
+            SimBody::Generation(generation) => generation
+                .poll_next(cx)
+                .map(|next| next.map(|result| result.map(Frame::data))),
+        }
+    }
+
+    fn is_end_stream(&self) -> bool {
+        match self {
+            SimBody::Full(bytes) => bytes.is_none(),
+            SimBody::Generation(_) => false,
+        }
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        match self {
+            SimBody::Full(Some(bytes)) => SizeHint::with_exact(bytes.len() as u64),
+            SimBody::Full(None) => SizeHint::with_exact(0),
+            SimBody::Generation(_) => SizeHint::default(),
+        }
+    }
+}
