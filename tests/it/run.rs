@@ -27,6 +27,8 @@ fn options(plan: PathBuf, out: &Path, set: &[&str], targets: Vec<String>) -> Run
         only: Vec::new(),
         dry_run: false,
         progress: ProgressMode::Quiet,
+        shard: None,
+        start_at: None,
     }
 }
 
@@ -44,10 +46,20 @@ fn read_report(dir: &Path) -> (serde_json::Value, Report) {
 }
 
 fn assert_valid_report(value: &serde_json::Value) {
-    let schema: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(repo_path("schemas/report.schema.json")).unwrap()).unwrap();
+    let schema: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(repo_path("schemas/report.schema.json")).unwrap(),
+    )
+    .unwrap();
     let validator = jsonschema::validator_for(&schema).expect("the report schema compiles");
-    let errors: Vec<String> = validator.iter_errors(value).map(|e| format!("{} at {}", e, e.instance_path())).collect();
-    assert!(errors.is_empty(), "report does not match schemas/report.schema.json:\n{}", errors.join("\n"));
+    let errors: Vec<String> = validator
+        .iter_errors(value)
+        .map(|e| format!("{} at {}", e, e.instance_path()))
+        .collect();
+    assert!(
+        errors.is_empty(),
+        "report does not match schemas/report.schema.json:\n{}",
+        errors.join("\n")
+    );
 }
 
 fn journal_lines(dir: &Path) -> Vec<serde_json::Value> {
@@ -71,7 +83,14 @@ const SMALL_WORKLOAD: &str = "    input_tokens: 64\n    output_tokens: 8\n    ig
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn quickstart_writes_a_report_that_matches_the_schema() {
     let out = tempfile::tempdir().unwrap();
-    let outcome = run(options(repo_path("plans/quickstart.yaml"), out.path(), &["duration=1s"], vec![])).await.unwrap();
+    let outcome = run(options(
+        repo_path("plans/quickstart.yaml"),
+        out.path(),
+        &["duration=1s"],
+        vec![],
+    ))
+    .await
+    .unwrap();
     assert!(!outcome.interrupted);
     let (value, report) = read_report(out.path());
     assert_valid_report(&value);
@@ -87,7 +106,9 @@ async fn quickstart_writes_a_report_that_matches_the_schema() {
         assert!(phase.server_metrics.is_some());
     }
     // The report can be read back as a plan and expands to the same plan.
-    let again = servebench::plan::prepare(&out.path().join("report.json"), &ExpandOptions::default()).unwrap();
+    let again =
+        servebench::plan::prepare(&out.path().join("report.json"), &ExpandOptions::default())
+            .unwrap();
     assert_eq!(again.plan, report.plan);
 }
 
@@ -95,17 +116,42 @@ async fn quickstart_writes_a_report_that_matches_the_schema() {
 async fn gateway_plan_runs_fourteen_phases_in_seed_order_with_rechecks_paired() {
     let out = tempfile::tempdir().unwrap();
     let set = ["duration=300ms", "soak_duration=300ms", "warmup=100ms"];
-    run(options(repo_path("plans/gateway.yaml"), out.path(), &set, vec![])).await.unwrap();
+    run(options(
+        repo_path("plans/gateway.yaml"),
+        out.path(),
+        &set,
+        vec![],
+    ))
+    .await
+    .unwrap();
     let (value, report) = read_report(out.path());
     assert_valid_report(&value);
-    let seed: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(repo_path("tests/fixtures/seeds/004_00b102e15ffdad6e.txt")).unwrap()).unwrap();
-    let seed_names: Vec<&str> = seed["phases"].as_array().unwrap().iter().map(|p| p["phase"].as_str().unwrap()).collect();
+    let seed: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(repo_path("tests/fixtures/seeds/004_00b102e15ffdad6e.txt"))
+            .unwrap(),
+    )
+    .unwrap();
+    let seed_names: Vec<&str> = seed["phases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["phase"].as_str().unwrap())
+        .collect();
     let names: Vec<&str> = report.phases.iter().map(|p| p.phase.as_str()).collect();
     assert_eq!(names, seed_names);
-    let seed_routes: Vec<&str> = seed["phases"].as_array().unwrap().iter().map(|p| p["route"].as_str().unwrap()).collect();
+    let seed_routes: Vec<&str> = seed["phases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["route"].as_str().unwrap())
+        .collect();
     let routes: Vec<&str> = report.phases.iter().map(|p| p.route.as_str()).collect();
     assert_eq!(routes, seed_routes);
-    let pairs: Vec<(&str, &str)> = report.rechecks.iter().map(|r| (r.original.as_str(), r.recheck.as_str())).collect();
+    let pairs: Vec<(&str, &str)> = report
+        .rechecks
+        .iter()
+        .map(|r| (r.original.as_str(), r.recheck.as_str()))
+        .collect();
     assert_eq!(
         pairs,
         [
@@ -118,30 +164,74 @@ async fn gateway_plan_runs_fourteen_phases_in_seed_order_with_rechecks_paired() 
     );
     // Phase offsets increase in run order, as seed 004 reports them.
     assert_eq!(report.phases[0].start_offset_seconds, 0.0);
-    assert!(report.phases.windows(2).all(|w| w[1].start_offset_seconds >= w[0].end_offset_seconds));
+    assert!(
+        report
+            .phases
+            .windows(2)
+            .all(|w| w[1].start_offset_seconds >= w[0].end_offset_seconds)
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn closed_loop_holds_exactly_n_in_flight_and_warmup_is_not_counted() {
-    let (addr, sim) = serve(SimConfig { max_running: Some(64), decode_ms_per_token: Some(2.0), ..SimConfig::default() }).await.unwrap();
+    let (addr, sim) = serve(SimConfig {
+        max_running: Some(64),
+        decode_ms_per_token: Some(2.0),
+        ..SimConfig::default()
+    })
+    .await
+    .unwrap();
     let dir = tempfile::tempdir().unwrap();
-    let plan_path = write_plan(dir.path(), &plan(SMALL_WORKLOAD, "  - {name: c6, concurrency: 6, requests: 60, warmup: {requests: 12}}\n"));
+    let plan_path = write_plan(
+        dir.path(),
+        &plan(
+            SMALL_WORKLOAD,
+            "  - {name: c6, concurrency: 6, requests: 60, warmup: {requests: 12}}\n",
+        ),
+    );
     let out = dir.path().join("out");
-    run(options(plan_path, &out, &[], vec![format!("sim=http://{addr}/v1")])).await.unwrap();
+    run(options(
+        plan_path,
+        &out,
+        &[],
+        vec![format!("sim=http://{addr}/v1")],
+    ))
+    .await
+    .unwrap();
     let stats = sim.stats();
     sim.shutdown().await;
-    assert_eq!(stats.max_running_observed, 6, "closed loop must hold exactly N in flight");
-    assert_eq!(stats.requests_total, 72, "warmup and measured requests both reach the server");
+    assert_eq!(
+        stats.max_running_observed, 6,
+        "closed loop must hold exactly N in flight"
+    );
+    assert_eq!(
+        stats.requests_total, 72,
+        "warmup and measured requests both reach the server"
+    );
     let (value, report) = read_report(&out);
     assert_valid_report(&value);
     let phase = &report.phases[0];
     assert_eq!(phase.warmup.requests, 12);
     assert_eq!(phase.summary.requests, 60);
-    let indices: Vec<u64> = phase.request_timings.iter().map(|r| r.request_index).collect();
-    assert_eq!(indices, (0..60).collect::<Vec<_>>(), "only measured requests are in the report");
+    let indices: Vec<u64> = phase
+        .request_timings
+        .iter()
+        .map(|r| r.request_index)
+        .collect();
+    assert_eq!(
+        indices,
+        (0..60).collect::<Vec<_>>(),
+        "only measured requests are in the report"
+    );
     let journal = journal_lines(&out);
-    assert_eq!(journal.iter().filter(|l| l["window"] == "measured").count(), 60);
-    assert_eq!(journal.iter().filter(|l| l["window"] == "warmup").count(), 12);
+    assert_eq!(
+        journal.iter().filter(|l| l["window"] == "measured").count(),
+        60
+    );
+    assert_eq!(
+        journal.iter().filter(|l| l["window"] == "warmup").count(),
+        12
+    );
 }
 
 /// Kolmogorov–Smirnov statistic of `gaps` against an exponential with `rate`.
@@ -152,7 +242,9 @@ fn ks_exponential(gaps: &mut [f64], rate: f64) -> f64 {
         .enumerate()
         .map(|(i, &x)| {
             let cdf = 1.0 - (-rate * x).exp();
-            (cdf - i as f64 / n).abs().max(((i + 1) as f64 / n - cdf).abs())
+            (cdf - i as f64 / n)
+                .abs()
+                .max(((i + 1) as f64 / n - cdf).abs())
         })
         .fold(0.0, f64::max)
 }
@@ -161,7 +253,15 @@ fn ks_exponential(gaps: &mut [f64], rate: f64) -> f64 {
 async fn open_loop_poisson_hits_its_rate_and_its_arrivals_fit_an_exponential() {
     let dir = tempfile::tempdir().unwrap();
     let rps = 250.0;
-    let plan_path = write_plan(dir.path(), &plan(SMALL_WORKLOAD, &format!("  - {{name: open, rate: {{rps: {rps}, arrival: poisson}}, requests: 1200}}\n")));
+    let plan_path = write_plan(
+        dir.path(),
+        &plan(
+            SMALL_WORKLOAD,
+            &format!(
+                "  - {{name: open, rate: {{rps: {rps}, arrival: poisson}}, requests: 1200}}\n"
+            ),
+        ),
+    );
     let out = dir.path().join("out");
     run(options(plan_path, &out, &[], vec![])).await.unwrap();
     let (_, report) = read_report(&out);
@@ -169,14 +269,25 @@ async fn open_loop_poisson_hits_its_rate_and_its_arrivals_fit_an_exponential() {
     assert_eq!(phase.summary.requests, 1200);
     assert_eq!(phase.summary.errors, 0);
     let ratio = phase.achieved_rate_ratio.unwrap();
-    assert!((ratio - 1.0).abs() < 0.05, "achieved {:.1}% of the target rate", ratio * 100.0);
-    let mut starts: Vec<f64> = phase.request_timings.iter().map(|r| r.start_offset_ms / 1e3).collect();
+    assert!(
+        (ratio - 1.0).abs() < 0.05,
+        "achieved {:.1}% of the target rate",
+        ratio * 100.0
+    );
+    let mut starts: Vec<f64> = phase
+        .request_timings
+        .iter()
+        .map(|r| r.start_offset_ms / 1e3)
+        .collect();
     starts.sort_by(f64::total_cmp);
     let mut gaps: Vec<f64> = starts.windows(2).map(|w| w[1] - w[0]).collect();
     let d = ks_exponential(&mut gaps, rps);
     // 1% critical value of the one-sample KS test.
     let critical = 1.63 / (gaps.len() as f64).sqrt();
-    assert!(d < critical, "inter-arrival times do not fit an exponential: D = {d:.4} ≥ {critical:.4}");
+    assert!(
+        d < critical,
+        "inter-arrival times do not fit an exponential: D = {d:.4} ≥ {critical:.4}"
+    );
     let lag = phase.send_lag_ms.unwrap();
     assert!(lag.p50 < 1.0, "median send lag {:.3} ms", lag.p50);
 }
@@ -194,22 +305,52 @@ async fn fault_storm_counts_every_error_by_kind_and_loses_no_record() {
     let (value, report) = read_report(&out);
     assert_valid_report(&value);
     let phase = &report.phases[0];
-    assert_eq!(phase.request_timings.len(), 400, "every request sent has a record");
+    assert_eq!(
+        phase.request_timings.len(),
+        400,
+        "every request sent has a record"
+    );
     assert_eq!(journal_lines(&out).len(), 400);
-    let failed = phase.request_timings.iter().filter(|r| r.error.is_some()).count() as u64;
+    let failed = phase
+        .request_timings
+        .iter()
+        .filter(|r| r.error.is_some())
+        .count() as u64;
     assert_eq!(phase.summary.errors, failed);
     assert_eq!(phase.summary.errors_by_kind.values().sum::<u64>(), failed);
     // About 20% of requests hit a fault; each injected kind shows up as its own error kind.
     assert!((40..=130).contains(&failed), "{failed} failed");
-    for kind in [ErrorKind::HttpStatus, ErrorKind::RateLimited, ErrorKind::StreamBroken, ErrorKind::IdleTimeout, ErrorKind::MalformedEvent] {
-        assert!(phase.summary.errors_by_kind.get(&kind).copied().unwrap_or(0) > 0, "no {kind:?} error counted: {:?}", phase.summary.errors_by_kind);
+    for kind in [
+        ErrorKind::HttpStatus,
+        ErrorKind::RateLimited,
+        ErrorKind::StreamBroken,
+        ErrorKind::IdleTimeout,
+        ErrorKind::MalformedEvent,
+    ] {
+        assert!(
+            phase
+                .summary
+                .errors_by_kind
+                .get(&kind)
+                .copied()
+                .unwrap_or(0)
+                > 0,
+            "no {kind:?} error counted: {:?}",
+            phase.summary.errors_by_kind
+        );
     }
 }
 
 #[test]
 fn sigint_leaves_a_valid_partial_report_and_an_intact_journal() {
     let dir = tempfile::tempdir().unwrap();
-    let plan_path = write_plan(dir.path(), &plan(SMALL_WORKLOAD, "  - {name: first, concurrency: 4, requests: 40}\n  - {name: long, concurrency: 4, duration: 60s}\n  - {name: never, concurrency: 4, requests: 10}\n"));
+    let plan_path = write_plan(
+        dir.path(),
+        &plan(
+            SMALL_WORKLOAD,
+            "  - {name: first, concurrency: 4, requests: 40}\n  - {name: long, concurrency: 4, duration: 60s}\n  - {name: never, concurrency: 4, requests: 10}\n",
+        ),
+    );
     let out = dir.path().join("out");
     let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_servebench"))
         .args(["run", "--quiet", "--out"])
@@ -222,14 +363,22 @@ fn sigint_leaves_a_valid_partial_report_and_an_intact_journal() {
     // Wait (bounded) until the second phase is under way: its records reach the journal.
     let deadline = std::time::Instant::now() + Duration::from_secs(30);
     loop {
-        let started_long = std::fs::read_to_string(out.join("journal.jsonl")).map(|j| j.contains("\"phase\":\"long\"")).unwrap_or(false);
+        let started_long = std::fs::read_to_string(out.join("journal.jsonl"))
+            .map(|j| j.contains("\"phase\":\"long\""))
+            .unwrap_or(false);
         if started_long {
             break;
         }
-        assert!(std::time::Instant::now() < deadline, "the run never reached its second phase");
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the run never reached its second phase"
+        );
         std::thread::sleep(Duration::from_millis(50));
     }
-    let status = std::process::Command::new("kill").args(["-INT", &child.id().to_string()]).status().unwrap();
+    let status = std::process::Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
     assert!(status.success());
     let exit = child.wait().unwrap();
     assert_eq!(exit.code(), Some(3), "an interrupted run exits 3");
@@ -241,16 +390,31 @@ fn sigint_leaves_a_valid_partial_report_and_an_intact_journal() {
     assert_eq!(names, ["first", "long"]);
     assert!(report.phases[1].partial);
     let in_report: usize = report.phases.iter().map(|p| p.request_timings.len()).sum();
-    assert_eq!(journal_lines(&out).len(), in_report, "journal and report hold the same requests");
+    assert_eq!(
+        journal_lines(&out).len(),
+        in_report,
+        "journal and report hold the same requests"
+    );
 }
 
 #[test]
 fn unwritable_out_fails_before_sending_anything() {
     let dir = tempfile::tempdir().unwrap();
-    let plan_path = write_plan(dir.path(), &plan(SMALL_WORKLOAD, "  - {name: a, concurrency: 1, requests: 1}\n"));
+    let plan_path = write_plan(
+        dir.path(),
+        &plan(
+            SMALL_WORKLOAD,
+            "  - {name: a, concurrency: 1, requests: 1}\n",
+        ),
+    );
     let blocker = dir.path().join("file");
     std::fs::write(&blocker, b"not a directory").unwrap();
-    let output = std::process::Command::new(env!("CARGO_BIN_EXE_servebench")).args(["run", "--quiet", "--out"]).arg(blocker.join("out")).arg(&plan_path).output().unwrap();
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_servebench"))
+        .args(["run", "--quiet", "--out"])
+        .arg(blocker.join("out"))
+        .arg(&plan_path)
+        .output()
+        .unwrap();
     assert_eq!(output.status.code(), Some(2));
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(stderr.contains("--out"), "{stderr}");
@@ -258,7 +422,11 @@ fn unwritable_out_fails_before_sending_anything() {
 
 #[test]
 fn dry_run_prints_the_schedule_and_sends_nothing() {
-    let output = std::process::Command::new(env!("CARGO_BIN_EXE_servebench")).args(["run", "--dry-run"]).arg(repo_path("plans/gateway.yaml")).output().unwrap();
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_servebench"))
+        .args(["run", "--dry-run"])
+        .arg(repo_path("plans/gateway.yaml"))
+        .output()
+        .unwrap();
     assert!(output.status.success());
     let stdout = String::from_utf8_lossy(&output.stdout);
     assert!(stdout.contains("14 phase(s)"), "{stdout}");
@@ -270,8 +438,17 @@ fn dry_run_prints_the_schedule_and_sends_nothing() {
 #[test]
 fn seed_gateway_recheck_jump_reads_as_drifted() {
     // Built from seed 004's own phase summaries: gateway-c4's p99 TTFT 14.9 s vs 0.32 s.
-    let seed = servebench::report::read_report(&repo_path("tests/fixtures/seeds/004_00b102e15ffdad6e.txt")).unwrap();
+    let seed = servebench::report::read_report(&repo_path(
+        "tests/fixtures/seeds/004_00b102e15ffdad6e.txt",
+    ))
+    .unwrap();
     let find = |name: &str| seed.phases.iter().find(|p| p.phase == name).unwrap();
-    let pair = servebench::metrics::recheck_pair("gateway-c4", &find("gateway-c4").summary, "recheck-c4", &find("recheck-c4").summary, &Default::default());
+    let pair = servebench::metrics::recheck_pair(
+        "gateway-c4",
+        &find("gateway-c4").summary,
+        "recheck-c4",
+        &find("recheck-c4").summary,
+        &Default::default(),
+    );
     assert_eq!(pair.verdict, DriftVerdict::Drifted);
 }
