@@ -492,6 +492,18 @@ fn percentiles_of(mut values: Vec<f64>) -> [f64; 5] {
     [d.p50, d.p95, d.p99, d.min, d.max]
 }
 
+fn assert_valid_report(value: &serde_json::Value) {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("schemas/report.schema.json");
+    let schema: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let validator = jsonschema::validator_for(&schema).expect("the report schema compiles");
+    let errors: Vec<String> = validator
+        .iter_errors(value)
+        .map(|e| format!("{e} at {}", e.instance_path()))
+        .collect();
+    assert!(errors.is_empty(), "{}", errors.join("\n"));
+}
+
 /// Equal up to the rounding of milliseconds to seconds.
 fn assert_close(got: [f64; 5], want: [f64; 5], phase: &str) {
     for (g, w) in got.iter().zip(&want) {
@@ -554,6 +566,16 @@ async fn two_concurrent_shards_merge_into_the_unsharded_run() {
         s0.phases[0].warmup.requests + s1.phases[0].warmup.requests,
         2
     );
+    // Each shard draws its own arrival stream.
+    let schedule = |r: &Report| -> Vec<Option<f64>> {
+        r.phases[2]
+            .request_timings
+            .iter()
+            .map(|t| t.scheduled_offset_ms)
+            .collect()
+    };
+    assert!(schedule(&s0).iter().all(Option::is_some));
+    assert_ne!(schedule(&s0), schedule(&s1));
     let info = s1.shard.as_ref().expect("shard section");
     assert_eq!((info.index, info.count), (1, 2));
     assert_eq!(info.plan_sha256, plan_sha256(&s1.plan));
@@ -568,8 +590,13 @@ async fn two_concurrent_shards_merge_into_the_unsharded_run() {
         .assert()
         .success();
     let _ = status;
-    let merged: Report =
-        serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).expect("merged report");
+    let merged_json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).expect("merged JSON");
+    assert_valid_report(&merged_json);
+    let s0_json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&s0_path).unwrap()).expect("shard JSON");
+    assert_valid_report(&s0_json);
+    let merged: Report = serde_json::from_value(merged_json).expect("merged report");
     assert!(!merged.partial, "{:?}", merged.stop_reason);
     assert_eq!(merged.merged_from.as_ref().map(Vec::len), Some(2));
 
