@@ -110,7 +110,10 @@ pub fn run_command(options: RunOptions) -> i32 {
 
 /// Run a plan end to end.
 pub async fn run(options: RunOptions) -> Result<RunOutcome, RunError> {
-    let loaded = load_plan(&options.plan, &options.expand)?;
+    let mut loaded = load_plan(&options.plan, &options.expand)?;
+    if !options.dry_run {
+        discover_models(&mut loaded.plan, &options.only).await?;
+    }
     let all = settings::resolve(&loaded.plan)
         .map_err(|errors| RunError::InvalidInput(errors.join("\n")))?;
     let phases = select_phases(all, &options.only)?;
@@ -271,6 +274,52 @@ pub async fn run(options: RunOptions) -> Result<RunOutcome, RunError> {
 
 fn load_plan(path: &Path, options: &ExpandOptions) -> Result<LoadedPlan, RunError> {
     Ok(plan::prepare(path, options)?)
+}
+
+/// A server target that names no model gets the first one its `/models` lists, as serving
+/// engines expose exactly the model they serve; the report's plan then names it.
+async fn discover_models(plan: &mut plan::Plan, only: &[String]) -> Result<(), RunError> {
+    let used: Vec<String> = plan
+        .phases
+        .iter()
+        .filter(|p| only.is_empty() || p.name.as_ref().is_some_and(|n| only.contains(n)))
+        .filter_map(|p| p.target.clone().or_else(|| plan.defaults.target.clone()))
+        .collect();
+    let http = reqwest::Client::builder()
+        .timeout(Duration::from_secs(10))
+        .build()
+        .map_err(|e| RunError::Failed(format!("cannot build an HTTP client: {e}")))?;
+    for (name, target) in plan.targets.iter_mut() {
+        let Some(base_url) = target.base_url.clone() else {
+            continue;
+        };
+        if target.model.is_some() || !used.contains(name) {
+            continue;
+        }
+        let url = format!("{}/models", base_url.trim_end_matches('/'));
+        let not_found = |why: String| {
+            RunError::InvalidInput(format!(
+                "target `{name}` names no model and {url} {why}; set `model:` on the target"
+            ))
+        };
+        let response = http
+            .get(&url)
+            .send()
+            .await
+            .map_err(|e| not_found(format!("did not answer ({e})")))?;
+        let text = response
+            .text()
+            .await
+            .map_err(|e| not_found(format!("sent no body ({e})")))?;
+        let listing: serde_json::Value = serde_json::from_str(&text)
+            .map_err(|_| not_found("did not return JSON".to_string()))?;
+        let id = listing["data"][0]["id"]
+            .as_str()
+            .ok_or_else(|| not_found("listed no model".to_string()))?;
+        eprintln!("target `{name}`: using model `{id}` from {url}");
+        target.model = Some(id.to_string());
+    }
+    Ok(())
 }
 
 fn select_phases<'p>(

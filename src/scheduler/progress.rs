@@ -114,10 +114,9 @@ impl PhaseProgress {
     }
 
     pub fn finish(&mut self, summary_line: &str) {
-        match &self.bar {
-            Some(bar) => bar.finish_with_message(summary_line.to_string()),
-            None if self.log_every.is_some() => eprintln!("{}: {summary_line}", self.label),
-            None => {}
+        // Log mode prints nothing here: the runner prints each phase's figures.
+        if let Some(bar) = &self.bar {
+            bar.finish_with_message(summary_line.to_string());
         }
     }
 
