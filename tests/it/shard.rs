@@ -802,3 +802,52 @@ fn the_kubernetes_manifests_run_indexed_shards_and_merge_them() {
         assert!(load(name)["kind"].is_string(), "{name}");
     }
 }
+
+#[test]
+fn a_phase_missing_from_an_interrupted_shard_makes_the_merge_partial() {
+    let plan = small_plan(4);
+    let whole = shard_report(
+        plan.clone(),
+        Some((0, 2)),
+        vec![
+            phase(
+                "c",
+                2,
+                "2026-12-02T14:00:00.000Z",
+                vec![record(0, 0, 0.0, 10.0)],
+            ),
+            phase(
+                "c-again",
+                2,
+                "2026-12-02T14:00:10.000Z",
+                vec![record(0, 0, 0.0, 10.0)],
+            ),
+        ],
+    );
+    let mut cut = shard_report(
+        plan,
+        Some((1, 2)),
+        vec![phase(
+            "c",
+            2,
+            "2026-12-02T14:00:00.000Z",
+            vec![record(1, 0, 0.0, 20.0)],
+        )],
+    );
+    cut.partial = true;
+    cut.stop_reason = Some("interrupted".to_string());
+    let merged = merge_reports(vec![("s0.json".into(), whole), ("s1.json".into(), cut)]).unwrap();
+    assert!(merged.partial);
+    assert!(!merged.phases[0].partial);
+    assert!(merged.phases[1].partial);
+    assert_eq!(merged.phases[1].summary.requests, 1);
+    let reason = merged.stop_reason.unwrap_or_default();
+    assert!(
+        reason.contains("phase `c-again` is missing from shard(s) 1 (s1.json)"),
+        "{reason}"
+    );
+    assert!(
+        reason.contains("shard 1 (s1.json): interrupted"),
+        "{reason}"
+    );
+}
