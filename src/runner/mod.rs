@@ -195,6 +195,9 @@ pub async fn run(options: RunOptions) -> Result<RunOutcome, RunError> {
         // Sharded runs: every shard starts this phase at the same planned time.
         if let Some(&at) = aligned_starts.get(phase_index) {
             let late_ms = crate::shard::wait_until(at, &stops.stop_starting).await;
+            if stops.stop_starting.is_cancelled() {
+                break;
+            }
             if late_ms > 1000.0 {
                 eprintln!(
                     "warning: phase `{}` starts {:.1}s after its planned time {}",
