@@ -15,7 +15,7 @@ use tokio::sync::mpsc;
 
 use crate::client::{Client, ClientConfig, RequestRecord};
 use crate::metrics;
-use crate::plan::{self, ExpandOptions, LoadedPlan, PlanErrors, TokenizerSource, TokenizerSpec};
+use crate::plan::{self, ExpandOptions, LoadedPlan, PlanErrors};
 use crate::report::{
     PhaseResult, PlanSource, PromptTokenCheck, REPORT_SCHEMA, Report, TimingMethodology, ToolInfo,
     WarmupResult,
@@ -132,10 +132,13 @@ pub async fn run(options: RunOptions) -> Result<RunOutcome, RunError> {
         .map(|p| crate::shard::warmup_requests(p, options.shard))
         .collect();
     let phases: Vec<_> = match options.shard {
-        Some(shard) => phases
-            .into_iter()
-            .map(|p| crate::shard::split_phase(p, shard))
-            .collect(),
+        Some(shard) => {
+            crate::shard::check_shardable(&phases, shard).map_err(RunError::InvalidInput)?;
+            phases
+                .into_iter()
+                .map(|p| crate::shard::split_phase(p, shard))
+                .collect()
+        }
         None => phases,
     };
     if options.dry_run {
@@ -514,7 +517,14 @@ impl PhaseRun<'_> {
                 phase.name
             ))
         })?;
-        let use_prompt_schedule = phase.workload.trace.is_some();
+        let tokenizer = source.tokenizer_description();
+        let prompt_tolerance = source.prompt_tolerance();
+        let dataset_sha256 = source.dataset_sha256().map(str::to_string);
+        // A trace replay's natural bound is one pass over the trace.
+        let trace_requests = match phase.load {
+            scheduler::Load::Replay => source.request_limit(),
+            _ => None,
+        };
         let feed = Arc::new(Mutex::new(source));
         let seed = self.shard_seed(phase_seed(self.plan.plan.seed, phase.name));
 
@@ -528,7 +538,6 @@ impl PhaseRun<'_> {
                 requests: self.warmup_requests,
                 drain_timeout: phase.drain_timeout,
                 seed: seed ^ 0x5741_524d,
-                use_prompt_schedule,
                 precise_pacing: true,
             };
             let (_, records) = self
@@ -549,7 +558,7 @@ impl PhaseRun<'_> {
                     .fold(0.0, f64::max)
                     / 1e3,
             };
-            self.warn_on_prompt_gap(&prompt_check(&records, self.prompt_tolerance()), "warmup");
+            self.warn_on_prompt_gap(&records, prompt_tolerance, &tokenizer, "warmup");
         }
         if self.stops.stop_starting.is_cancelled() && phase.warmup.is_some() {
             return Err(RunError::Failed(format!(
@@ -561,10 +570,13 @@ impl PhaseRun<'_> {
         let spec = WindowSpec {
             load: phase.load.clone(),
             duration: phase.duration,
-            requests: phase.requests,
+            requests: phase.requests.or(if phase.duration.is_none() {
+                trace_requests
+            } else {
+                None
+            }),
             drain_timeout: phase.drain_timeout,
             seed,
-            use_prompt_schedule,
             precise_pacing: true,
         };
         let (outcome, mut records) = self
@@ -591,9 +603,9 @@ impl PhaseRun<'_> {
             / 1e3;
         let method = self.plan.plan.percentile_method;
         let summary = metrics::summarize(&records, method, self.plan.plan.slo.as_ref());
-        let prompt_tokens = prompt_check(&records, self.prompt_tolerance());
+        let prompt_tokens = PromptTokenCheck::from_records(&records, prompt_tolerance);
         if warmup.requests == 0 {
-            self.warn_on_prompt_gap(&prompt_tokens, "measured window");
+            self.warn_on_prompt_gap(&records, prompt_tolerance, &tokenizer, "measured window");
         }
         let send_lags: Vec<f64> = records.iter().filter_map(|r| r.send_lag_ms).collect();
         let server_metrics = match (&self.endpoint.metrics_url, scrape_before, scrape_after) {
@@ -617,6 +629,7 @@ impl PhaseRun<'_> {
             summary,
             warmup,
             prompt_tokens,
+            dataset_sha256,
             send_lag_ms: metrics::distribution(&send_lags, method),
             achieved_rate_ratio: phase
                 .rate_rps()
@@ -703,23 +716,9 @@ impl PhaseRun<'_> {
 
     fn workload_context(&self) -> WorkloadContext {
         let phase = self.phase;
-        let tokenizer = phase
-            .workload
-            .tokenizer
-            .clone()
-            .or_else(|| phase.target.tokenizer.clone())
-            .unwrap_or(TokenizerSpec {
-                source: if phase.target.simulator.is_some() {
-                    TokenizerSource::Simulator
-                } else {
-                    TokenizerSource::Builtin
-                },
-                path: None,
-                chat_template: None,
-            });
         WorkloadContext {
             api: phase.target.api,
-            tokenizer,
+            tokenizer: crate::workload::resolve_tokenizer(phase.workload, phase.target),
             plan_dir: self
                 .plan
                 .source_path
@@ -743,7 +742,6 @@ impl PhaseRun<'_> {
     /// Sharded runs: the result of a phase this shard has no share of.
     fn empty_result(&self) -> PhaseResult {
         let phase = self.phase;
-        let now = chrono::Utc::now();
         PhaseResult {
             phase: phase.name.to_string(),
             route: phase.route.to_string(),
@@ -752,13 +750,14 @@ impl PhaseRun<'_> {
             concurrency: phase.concurrency(),
             rate_rps: phase.rate_rps(),
             recheck_of: phase.recheck_of.map(str::to_string),
-            started_at: now.to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
+            started_at: chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
             start_offset_seconds: 0.0,
             end_offset_seconds: 0.0,
             partial: false,
             summary: crate::metrics::PhaseSummary::default(),
             warmup: WarmupResult::default(),
-            prompt_tokens: prompt_check(&[], self.prompt_tolerance()),
+            prompt_tokens: PromptTokenCheck::default(),
+            dataset_sha256: None,
             send_lag_ms: None,
             achieved_rate_ratio: None,
             server_metrics: None,
@@ -766,26 +765,17 @@ impl PhaseRun<'_> {
         }
     }
 
-    fn prompt_tolerance(&self) -> f64 {
-        self.phase
-            .workload
-            .prompt_tolerance
-            .unwrap_or(DEFAULT_PROMPT_TOLERANCE)
-    }
-
-    fn warn_on_prompt_gap(&self, check: &PromptTokenCheck, window: &str) {
-        if let (true, Some(planned), Some(actual), Some(err)) = (
-            check.warning,
-            check.planned_mean,
-            check.actual_mean,
-            check.relative_error,
-        ) {
-            eprintln!(
-                "warning: phase `{}` ({window}): the server counted {actual:.0} prompt tokens per request where the plan asked for {planned:.0} ({:+.1}%, tolerance {:.1}%); check the workload's tokenizer",
-                self.phase.name,
-                err * 100.0,
-                check.tolerance * 100.0
-            );
+    fn warn_on_prompt_gap(
+        &self,
+        records: &[RequestRecord],
+        tolerance: f64,
+        tokenizer: &str,
+        window: &str,
+    ) {
+        if let Some(warning) =
+            served_vs_planned(records, tolerance).and_then(|check| check.warning(tokenizer))
+        {
+            eprintln!("warning: phase `{}` ({window}): {warning}", self.phase.name);
         }
     }
 
@@ -825,30 +815,16 @@ pub(crate) fn achieved_rate(records: &[RequestRecord]) -> Option<f64> {
     (records.len() > 1 && last > first).then(|| (records.len() - 1) as f64 / ((last - first) / 1e3))
 }
 
-pub(crate) fn prompt_check(records: &[RequestRecord], tolerance: f64) -> PromptTokenCheck {
-    let pairs: Vec<(f64, f64)> = records
-        .iter()
-        .filter_map(|r| Some((r.planned_context_tokens? as f64, r.prompt_tokens? as f64)))
-        .collect();
-    let actual: Vec<f64> = records
-        .iter()
-        .filter_map(|r| r.prompt_tokens.map(|t| t as f64))
-        .collect();
-    let mean =
-        |xs: &mut dyn Iterator<Item = f64>, n: usize| (n > 0).then(|| xs.sum::<f64>() / n as f64);
-    let planned_mean = mean(&mut pairs.iter().map(|p| p.0), pairs.len());
-    let paired_actual = mean(&mut pairs.iter().map(|p| p.1), pairs.len());
-    let relative_error = match (planned_mean, paired_actual) {
-        (Some(p), Some(a)) if p > 0.0 => Some((a - p) / p),
-        _ => None,
-    };
-    PromptTokenCheck {
-        planned_mean,
-        actual_mean: paired_actual.or_else(|| mean(&mut actual.iter().copied(), actual.len())),
-        relative_error,
+fn served_vs_planned(
+    records: &[RequestRecord],
+    tolerance: f64,
+) -> Option<crate::workload::PromptTokenCheck> {
+    crate::workload::PromptTokenCheck::new(
+        records
+            .iter()
+            .filter_map(|r| Some((r.planned_context_tokens?, r.prompt_tokens?))),
         tolerance,
-        warning: relative_error.is_some_and(|e| e.abs() > tolerance),
-    }
+    )
 }
 
 fn recheck_pairs(report: &Report, phases: &[PhaseSettings<'_>]) -> Vec<crate::report::RecheckPair> {
@@ -957,10 +933,13 @@ mod tests {
     #[test]
     fn prompt_check_flags_a_missed_plan() {
         // Seed 000: planned 4096, served 2960.
-        let check = prompt_check(&[record(4096, 2960, 0.0), record(4096, 2960, 1.0)], 0.02);
+        let check = PromptTokenCheck::from_records(
+            &[record(4096, 2960, 0.0), record(4096, 2960, 1.0)],
+            0.02,
+        );
         assert!(check.warning);
         assert!((check.relative_error.unwrap() - (2960.0 - 4096.0) / 4096.0).abs() < 1e-12);
-        let exact = prompt_check(&[record(538, 538, 0.0)], 0.02);
+        let exact = PromptTokenCheck::from_records(&[record(538, 538, 0.0)], 0.02);
         assert!(!exact.warning);
         assert_eq!(exact.relative_error, Some(0.0));
     }

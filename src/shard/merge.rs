@@ -320,7 +320,11 @@ pub fn merge_reports(reports: Vec<(String, Report)>) -> Result<Report, MergeErro
                     .map(|(_, r)| r.warmup.elapsed)
                     .fold(0.0, f64::max),
             },
-            prompt_tokens: crate::runner::prompt_check(&records, lead.prompt_tokens.tolerance),
+            prompt_tokens: crate::report::PromptTokenCheck::from_records(
+                &records,
+                lead.prompt_tokens.tolerance,
+            ),
+            dataset_sha256: results.iter().find_map(|(_, r)| r.dataset_sha256.clone()),
             send_lag_ms: metrics::distribution(&send_lags, method),
             achieved_rate_ratio: rate_rps.and_then(|rps| {
                 crate::runner::achieved_rate(&records).map(|achieved| achieved / rps)

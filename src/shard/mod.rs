@@ -133,7 +133,25 @@ pub fn split_load(load: &Load, shard: ShardSpec) -> Load {
             burstiness: *burstiness,
             max_concurrency: max_concurrency.map(|cap| (shard.share(u64::from(cap)) as u32).max(1)),
         },
+        Load::Replay => Load::Replay,
     }
+}
+
+/// Trace replays send each trace request at its recorded time; splitting a trace among
+/// shards is not supported yet, so a replay phase runs unsharded or not at all.
+pub fn check_shardable(phases: &[PhaseSettings<'_>], shard: ShardSpec) -> Result<(), String> {
+    let replays: Vec<&str> = phases
+        .iter()
+        .filter(|p| matches!(p.load, Load::Replay))
+        .map(|p| p.name)
+        .collect();
+    if shard.count > 1 && !replays.is_empty() {
+        return Err(format!(
+            "--shard {shard}: trace replay phases cannot be split among shards (every shard would replay the whole trace): {}; run them without --shard, or leave them out with --only",
+            replays.join(", ")
+        ));
+    }
+    Ok(())
 }
 
 /// This shard's part of a request count under `load` (the whole phase's load). In a closed
@@ -153,7 +171,7 @@ pub fn request_share(load: &Load, requests: u64, shard: ShardSpec) -> u64 {
                 0
             }
         }
-        Load::Open { .. } => shard.share(requests),
+        Load::Open { .. } | Load::Replay => shard.share(requests),
     }
 }
 

@@ -52,7 +52,7 @@ fn closed_loads_split_into_workers_and_open_loads_into_rates() {
                         ShardSpec::new(i, count).unwrap(),
                     ) {
                         Load::Closed { concurrency } => concurrency,
-                        Load::Open { .. } => panic!("a closed loop stays closed"),
+                        Load::Open { .. } | Load::Replay => panic!("a closed loop stays closed"),
                     }
                 })
                 .sum();
@@ -77,7 +77,7 @@ fn closed_loads_split_into_workers_and_open_loads_into_rates() {
                     assert_eq!(arrival, Arrival::Poisson);
                     assert!(max_concurrency.is_some_and(|cap| cap >= 1));
                 }
-                Load::Closed { .. } => panic!("an open loop stays open"),
+                Load::Closed { .. } | Load::Replay => panic!("an open loop stays open"),
             }
         }
         assert!((rate - 37.5).abs() < 1e-9, "{rate} over {count}");
@@ -96,7 +96,7 @@ fn request_bounds_sum_to_the_whole_and_follow_the_workers() {
                     let share = request_share(&closed, requests, shard);
                     let workers = match split_load(&closed, shard) {
                         Load::Closed { concurrency } => concurrency,
-                        Load::Open { .. } => panic!("a closed loop stays closed"),
+                        Load::Open { .. } | Load::Replay => panic!("a closed loop stays closed"),
                     };
                     // A shard without workers could never send its requests.
                     assert!(workers > 0 || share == 0);

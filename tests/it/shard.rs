@@ -74,6 +74,7 @@ fn phase(
         summary: PhaseSummary::default(),
         warmup: WarmupResult::default(),
         prompt_tokens: PromptTokenCheck::default(),
+        dataset_sha256: None,
         send_lag_ms: None,
         achieved_rate_ratio: None,
         server_metrics: None,
