@@ -221,3 +221,14 @@ fn plan_digest_survives_a_json_round_trip_and_tells_plans_apart() {
     let other = plan(serde_json::json!([{"name": "c1", "concurrency": 2, "requests": 4}]));
     assert_ne!(plan_sha256(&other.plan), sha);
 }
+
+#[test]
+fn trace_replays_refuse_to_be_split() {
+    let loaded = plan(serde_json::json!([{"name": "replay", "concurrency": 1, "requests": 4}]));
+    let mut phases = settings::resolve(&loaded.plan).unwrap();
+    phases[0].load = Load::Replay;
+    let err = check_shardable(&phases, ShardSpec::new(0, 2).unwrap()).unwrap_err();
+    assert!(err.contains("trace replay phases cannot be split"), "{err}");
+    assert!(err.contains(": replay;"), "{err}");
+    assert!(check_shardable(&phases, ShardSpec::new(0, 1).unwrap()).is_ok());
+}
