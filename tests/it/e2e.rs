@@ -48,6 +48,7 @@ fn client(base_url: &str, api: Api, workload: &Workload) -> Client {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn client_records_match_the_simulators_ground_truth_at_concurrency_one() {
+    let _exclusive = crate::common::exclusive_run().await;
     let config = SimConfig {
         prefill_tok_s: Some(50_000.0),
         decode_ms_per_token: Some(3.0),
@@ -226,6 +227,7 @@ async fn a_workload_counted_with_the_wrong_tokenizer_is_flagged_in_the_report() 
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn shared_prefixes_hit_the_cache_and_lower_ttft() {
+    let _exclusive = crate::common::exclusive_run().await;
     // 2,000-token prompts at 20,000 tok/s: 100 ms of prefill unless the prefix is cached.
     let report = run_plan(
         "version: 1\nname: prefix\ntargets:\n  sim: {simulator: {prefill_tok_s: 20000, decode_ms_per_token: 0.5, jitter: 0, prefix_cache: {capacity_tokens: 1000000}}}\n\
@@ -266,6 +268,7 @@ async fn shared_prefixes_hit_the_cache_and_lower_ttft() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_trace_replay_reproduces_its_arrival_times() {
+    let _exclusive = crate::common::exclusive_run().await;
     let trace = repo_path("tests/fixtures/workload/trace.jsonl");
     let lines: Vec<serde_json::Value> = std::fs::read_to_string(&trace)
         .unwrap()

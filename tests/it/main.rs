@@ -1,5 +1,6 @@
 //! Integration tests: one binary, one module per area.
 mod client;
+mod common;
 mod e2e;
 mod metrics;
 mod plans;

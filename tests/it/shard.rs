@@ -517,6 +517,7 @@ fn assert_close(got: [f64; 5], want: [f64; 5], phase: &str) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_concurrent_shards_merge_into_the_unsharded_run() {
+    let _exclusive = crate::common::exclusive_run().await;
     let dir = tempfile::tempdir().unwrap();
     let plan = write_plan(dir.path(), E2E_PLAN);
     let (addr, sim) = servebench::sim::serve(simulator())
@@ -685,6 +686,7 @@ phases:
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn shards_wait_for_the_common_start() {
+    let _exclusive = crate::common::exclusive_run().await;
     let dir = tempfile::tempdir().unwrap();
     let plan = write_plan(dir.path(), ALIGNED_PLAN);
     let (addr, sim) = servebench::sim::serve(simulator())
