@@ -96,6 +96,15 @@ pub enum Command {
         #[arg(long, value_name = "FILE")]
         out: Option<PathBuf>,
     },
+    /// Merge the reports of a sharded run (`run --shard I/N`) into one report.
+    Merge {
+        /// Every shard's report.json.
+        #[arg(required = true)]
+        reports: Vec<PathBuf>,
+        /// Where to write the merged report.
+        #[arg(long, short, value_name = "MERGED.json")]
+        output: PathBuf,
+    },
 }
 
 #[derive(Debug, clap::Args)]
@@ -119,6 +128,12 @@ pub struct RunArgs {
     /// Skip measuring this machine's client ceiling before the first phase.
     #[arg(long)]
     pub no_calibrate: bool,
+    /// Run shard I of N (0-based): this machine's share of every phase's load.
+    #[arg(long, value_name = "I/N")]
+    pub shard: Option<crate::shard::ShardSpec>,
+    /// Start phase k at this RFC 3339 time plus its planned offset, so shards stay aligned.
+    #[arg(long, value_name = "RFC3339", value_parser = crate::shard::parse_start_at)]
+    pub start_at: Option<chrono::DateTime<chrono::Utc>>,
 }
 
 /// Run the parsed command; returns the process exit code.
@@ -144,6 +159,8 @@ pub fn run(cli: Cli) -> i32 {
             } else {
                 crate::scheduler::progress::ProgressMode::Auto
             },
+            shard: args.shard,
+            start_at: args.start_at,
         }),
         Command::Report {
             input,
@@ -172,5 +189,6 @@ pub fn run(cli: Cli) -> i32 {
         Command::Selftest { quick, out } => {
             crate::selftest::run_command(crate::selftest::SelftestArgs { quick, out })
         }
+        Command::Merge { reports, output } => crate::shard::merge_command(&reports, &output),
     }
 }

@@ -12,5 +12,6 @@ pub mod report;
 pub mod runner;
 pub mod scheduler;
 pub mod selftest;
+pub mod shard;
 pub mod sim;
 pub mod workload;

@@ -462,6 +462,73 @@ fn check_phase(plan: &Plan, p: &str, phase: &Phase, issues: &mut Vec<Issue>) {
         }
         Some(_) => {}
     }
+    let replays_trace = phase
+        .workload
+        .as_ref()
+        .and_then(|w| plan.workloads.get(w))
+        .is_some_and(|w| w.trace.is_some());
+    if replays_trace {
+        // A trace sets its own arrival times and, by default, its own length (one pass).
+        if phase.concurrency.is_some() || phase.rate.is_some() {
+            issues.push(
+                Issue::new(p, "a trace replay takes its arrival times from the trace").hint(Some(
+                    "remove `concurrency`/`rate`; scale the trace with `trace.time_scale`".into(),
+                )),
+            );
+        }
+    } else {
+        check_load_model(p, phase, issues);
+        if phase.duration.is_none() && phase.requests.is_none() {
+            issues.push(
+                Issue::new(p, "the phase has no bound").hint(Some(
+                    "add `duration` (e.g. 60s) and/or `requests` (a count), or set them in `defaults`"
+                        .into(),
+                )),
+            );
+        }
+    }
+    if phase.duration.is_some_and(|d| d.0.is_zero()) {
+        issues.push(Issue::new(
+            format!("{p}/duration"),
+            "must be longer than zero",
+        ));
+    }
+    if phase.requests == Some(0) {
+        issues.push(Issue::new(
+            format!("{p}/requests"),
+            "must be at least 1, found 0",
+        ));
+    }
+    if let Some(w) = &phase.warmup {
+        match (&w.duration, &w.requests) {
+            (None, None) => issues.push(
+                Issue::new(
+                    format!("{p}/warmup"),
+                    "a warmup needs `duration` or `requests`",
+                )
+                .hint(Some(
+                    "for example `warmup: {duration: 10s}`, or remove it".into(),
+                )),
+            ),
+            (Some(_), Some(_)) => issues.push(
+                Issue::new(
+                    format!("{p}/warmup"),
+                    "a warmup takes `duration` or `requests`, not both",
+                )
+                .at_key(),
+            ),
+            (Some(_), None) | (None, Some(_)) => {}
+        }
+    }
+    if let Some(t) = &phase.tolerance {
+        check_tolerance(&format!("{p}/tolerance"), t, issues);
+    }
+    if phase.tags.iter().any(|t| t.trim().is_empty()) {
+        issues.push(Issue::new(format!("{p}/tags"), "tags must not be empty"));
+    }
+}
+
+fn check_load_model(p: &str, phase: &Phase, issues: &mut Vec<Issue>) {
     match (&phase.concurrency, &phase.rate) {
         (Some(_), Some(_)) => issues.push(
             Issue::new(
@@ -513,52 +580,5 @@ fn check_phase(plan: &Plan, p: &str, phase: &Phase, issues: &mut Vec<Issue>) {
                 ));
             }
         }
-    }
-    if phase.duration.is_none() && phase.requests.is_none() {
-        issues.push(
-            Issue::new(p, "the phase has no bound").hint(Some(
-                "add `duration` (e.g. 60s) and/or `requests` (a count), or set them in `defaults`"
-                    .into(),
-            )),
-        );
-    }
-    if phase.duration.is_some_and(|d| d.0.is_zero()) {
-        issues.push(Issue::new(
-            format!("{p}/duration"),
-            "must be longer than zero",
-        ));
-    }
-    if phase.requests == Some(0) {
-        issues.push(Issue::new(
-            format!("{p}/requests"),
-            "must be at least 1, found 0",
-        ));
-    }
-    if let Some(w) = &phase.warmup {
-        match (&w.duration, &w.requests) {
-            (None, None) => issues.push(
-                Issue::new(
-                    format!("{p}/warmup"),
-                    "a warmup needs `duration` or `requests`",
-                )
-                .hint(Some(
-                    "for example `warmup: {duration: 10s}`, or remove it".into(),
-                )),
-            ),
-            (Some(_), Some(_)) => issues.push(
-                Issue::new(
-                    format!("{p}/warmup"),
-                    "a warmup takes `duration` or `requests`, not both",
-                )
-                .at_key(),
-            ),
-            (Some(_), None) | (None, Some(_)) => {}
-        }
-    }
-    if let Some(t) = &phase.tolerance {
-        check_tolerance(&format!("{p}/tolerance"), t, issues);
-    }
-    if phase.tags.iter().any(|t| t.trim().is_empty()) {
-        issues.push(Issue::new(format!("{p}/tags"), "tags must not be empty"));
     }
 }

@@ -43,6 +43,12 @@ pub struct Report {
     pub phases: Vec<PhaseResult>,
     /// Each recheck paired with its original.
     pub rechecks: Vec<RecheckPair>,
+    /// Sharded runs: which shard of the run this report holds (`run --shard I/N`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shard: Option<crate::shard::ShardInfo>,
+    /// Sharded runs: the shards a `servebench merge` report was recomputed from.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub merged_from: Option<Vec<crate::shard::MergedShard>>,
     /// This machine's client ceiling, measured before the first phase (absent with
     /// `run --no-calibrate`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -125,6 +131,9 @@ pub struct PhaseResult {
     pub summary: PhaseSummary,
     pub warmup: WarmupResult,
     pub prompt_tokens: PromptTokenCheck,
+    /// sha256 of the dataset or trace file the prompts came from.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dataset_sha256: Option<String>,
     /// Open loop: how far sends lagged their schedule, milliseconds.
     pub send_lag_ms: Option<crate::metrics::Distribution>,
     /// Open loop: achieved `requests / elapsed` over the target rate.
@@ -158,6 +167,34 @@ pub struct PromptTokenCheck {
     pub tolerance: f64,
     /// True when the relative error exceeds the tolerance.
     pub warning: bool,
+}
+
+impl PromptTokenCheck {
+    /// Planned vs served over the requests that have both figures.
+    pub fn from_records(records: &[RequestRecord], tolerance: f64) -> Self {
+        let pairs: Vec<(f64, f64)> = records
+            .iter()
+            .filter_map(|r| Some((r.planned_context_tokens? as f64, r.prompt_tokens? as f64)))
+            .collect();
+        let served: Vec<f64> = records
+            .iter()
+            .filter_map(|r| r.prompt_tokens.map(|t| t as f64))
+            .collect();
+        let mean = |xs: &[f64]| (!xs.is_empty()).then(|| xs.iter().sum::<f64>() / xs.len() as f64);
+        let planned_mean = mean(&pairs.iter().map(|p| p.0).collect::<Vec<_>>());
+        let paired_served = mean(&pairs.iter().map(|p| p.1).collect::<Vec<_>>());
+        let relative_error = match (planned_mean, paired_served) {
+            (Some(planned), Some(served)) if planned > 0.0 => Some((served - planned) / planned),
+            _ => None,
+        };
+        PromptTokenCheck {
+            planned_mean,
+            actual_mean: paired_served.or_else(|| mean(&served)),
+            relative_error,
+            tolerance,
+            warning: relative_error.is_some_and(|e| e.abs() > tolerance),
+        }
+    }
 }
 
 /// Deltas of a Prometheus endpoint's counters over a phase, and its gauges' extremes.

@@ -211,38 +211,6 @@ fn reconstruct_starts(e2e_ms: &[f64], concurrency: u32) -> Vec<f64> {
         .collect()
 }
 
-fn mean(values: impl Iterator<Item = f64>) -> Option<f64> {
-    let (sum, n) = values.fold((0.0, 0usize), |(s, n), v| (s + v, n + 1));
-    (n > 0).then(|| sum / n as f64)
-}
-
-/// Planned against served prompt tokens from per-request records.
-pub(crate) fn prompt_check(records: &[RequestRecord], tolerance: f64) -> PromptTokenCheck {
-    let planned = mean(
-        records
-            .iter()
-            .filter_map(|r| r.planned_context_tokens)
-            .map(|v| v as f64),
-    );
-    let actual = mean(
-        records
-            .iter()
-            .filter_map(|r| r.prompt_tokens)
-            .map(|v| v as f64),
-    );
-    let relative_error = match (planned, actual) {
-        (Some(p), Some(a)) if p > 0.0 => Some((a - p) / p),
-        _ => None,
-    };
-    PromptTokenCheck {
-        planned_mean: planned,
-        actual_mean: actual,
-        relative_error,
-        tolerance,
-        warning: relative_error.is_some_and(|e| e.abs() > tolerance),
-    }
-}
-
 /// A single-run seed report's `request_timings` as records: ids from the run id, start
 /// offsets reconstructed for a closed loop, TPOT derived as DESIGN.md defines it.
 pub fn anvil_records(run: &AnvilRun) -> Vec<RequestRecord> {
@@ -306,7 +274,7 @@ pub fn anvil_to_report(run: AnvilRun, source: PlanSource) -> Report {
         summary.output_tokens_per_second = summary.total_output_tokens as f64 / summary.elapsed;
         summary.request_rate = summary.requests as f64 / summary.elapsed;
     }
-    let prompt_tokens = prompt_check(&records, IMPORT_PROMPT_TOLERANCE);
+    let prompt_tokens = PromptTokenCheck::from_records(&records, IMPORT_PROMPT_TOLERANCE);
     let server_metrics = run
         .metrics
         .as_ref()
@@ -387,6 +355,7 @@ pub fn anvil_to_report(run: AnvilRun, source: PlanSource) -> Report {
         summary,
         warmup: WarmupResult::default(),
         prompt_tokens,
+        dataset_sha256: None,
         send_lag_ms: None,
         achieved_rate_ratio: None,
         server_metrics,
@@ -417,6 +386,8 @@ pub fn anvil_to_report(run: AnvilRun, source: PlanSource) -> Report {
         phases: vec![phase],
         rechecks: Vec::new(),
         client_calibration: None,
+        shard: None,
+        merged_from: None,
     }
 }
 
@@ -500,6 +471,7 @@ pub fn gateway_to_report(run: GatewayRun, name: &str, source: PlanSource) -> Rep
                 tolerance: IMPORT_PROMPT_TOLERANCE,
                 ..PromptTokenCheck::default()
             },
+            dataset_sha256: None,
             send_lag_ms: None,
             achieved_rate_ratio: None,
             server_metrics: None,
@@ -547,6 +519,8 @@ pub fn gateway_to_report(run: GatewayRun, name: &str, source: PlanSource) -> Rep
         phases,
         rechecks,
         client_calibration: None,
+        shard: None,
+        merged_from: None,
     }
 }
 

@@ -16,7 +16,7 @@ use tokio::sync::mpsc;
 
 use crate::client::{Client, ClientConfig, RequestRecord};
 use crate::metrics;
-use crate::plan::{self, ExpandOptions, LoadedPlan, PlanErrors, TokenizerSource, TokenizerSpec};
+use crate::plan::{self, ExpandOptions, LoadedPlan, PlanErrors};
 use crate::report::{
     PhaseResult, PlanSource, PromptTokenCheck, REPORT_SCHEMA, Report, TimingMethodology, ToolInfo,
     WarmupResult,
@@ -50,6 +50,11 @@ pub struct RunOptions {
     pub progress: ProgressMode,
     /// Measure the client ceiling before the first phase (`run --no-calibrate` skips it).
     pub calibrate: bool,
+    // Sharded runs (src/shard/).
+    /// `--shard I/N`: run this shard's share of every phase.
+    pub shard: Option<crate::shard::ShardSpec>,
+    /// `--start-at`: start each phase at this time plus its planned offset.
+    pub start_at: Option<chrono::DateTime<chrono::Utc>>,
 }
 
 /// Why a run did not produce a complete report.
@@ -115,8 +120,36 @@ pub async fn run(options: RunOptions) -> Result<RunOutcome, RunError> {
     let all = settings::resolve(&loaded.plan)
         .map_err(|errors| RunError::InvalidInput(errors.join("\n")))?;
     let phases = select_phases(all, &options.only)?;
+    // Sharded runs: planned phase starts, then this shard's share of every phase.
+    let aligned_starts = match options.start_at {
+        Some(at) => crate::shard::planned_offsets(&phases)
+            .map_err(RunError::InvalidInput)?
+            .into_iter()
+            .map(|offset| chrono::Duration::from_std(offset).map(|d| at + d))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| RunError::InvalidInput(format!("--start-at: {e}")))?,
+        None => Vec::new(),
+    };
+    let warmup_requests: Vec<Option<u64>> = phases
+        .iter()
+        .map(|p| crate::shard::warmup_requests(p, options.shard))
+        .collect();
+    let phases: Vec<_> = match options.shard {
+        Some(shard) => {
+            crate::shard::check_shardable(&phases, shard).map_err(RunError::InvalidInput)?;
+            phases
+                .into_iter()
+                .map(|p| crate::shard::split_phase(p, shard))
+                .collect()
+        }
+        None => phases,
+    };
     if options.dry_run {
         print!("{}", settings::describe_schedule(&loaded.plan, &phases));
+        print!(
+            "{}",
+            crate::shard::describe_schedule(options.shard, &phases, &aligned_starts)
+        );
         return Ok(RunOutcome {
             report_path: None,
             report: None,
@@ -130,6 +163,11 @@ pub async fn run(options: RunOptions) -> Result<RunOutcome, RunError> {
         loaded.plan.name,
         started_at.format("%Y%m%dT%H%M%SZ")
     );
+    // Sharded runs: the shard in the run id keeps request ids (and out dirs) apart.
+    let run_id = match options.shard {
+        Some(shard) => format!("{run_id}-shard{}of{}", shard.index, shard.count),
+        None => run_id,
+    };
     let out_dir = options
         .out_dir
         .clone()
@@ -151,6 +189,15 @@ pub async fn run(options: RunOptions) -> Result<RunOutcome, RunError> {
 
     let mut report = new_report(&loaded, run_id.clone(), started_at);
     report.client_calibration = calibration;
+    report.shard = options.shard.map(|shard| crate::shard::ShardInfo {
+        index: shard.index,
+        count: shard.count,
+        plan_sha256: crate::shard::plan_sha256(&loaded.plan),
+        start_at: options
+            .start_at
+            .map(|t| t.to_rfc3339_opts(chrono::SecondsFormat::Millis, true)),
+        phase_starts: Vec::new(),
+    });
     let write = |report: &Report| output::write_report(&out_dir, report).map_err(RunError::Failed);
     let report_path = write(&report)?;
     let http = reqwest::Client::builder()
@@ -159,7 +206,29 @@ pub async fn run(options: RunOptions) -> Result<RunOutcome, RunError> {
     let mut run_origin = None;
 
     let mut failure = None;
-    for phase in &phases {
+    for (phase_index, phase) in phases.iter().enumerate() {
+        // Sharded runs: every shard starts this phase at the same planned time.
+        if let Some(&at) = aligned_starts.get(phase_index) {
+            let late_ms = crate::shard::wait_until(at, &stops.stop_starting).await;
+            if stops.stop_starting.is_cancelled() {
+                break;
+            }
+            if late_ms > 1000.0 {
+                eprintln!(
+                    "warning: phase `{}` starts {:.1}s after its planned time {}",
+                    phase.name,
+                    late_ms / 1e3,
+                    at.to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
+                );
+            }
+            if let Some(info) = report.shard.as_mut() {
+                info.phase_starts.push(crate::shard::PlannedStart {
+                    phase: phase.name.to_string(),
+                    planned_at: at.to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
+                    late_ms,
+                });
+            }
+        }
         if stops.stop_starting.is_cancelled() {
             break;
         }
@@ -173,6 +242,8 @@ pub async fn run(options: RunOptions) -> Result<RunOutcome, RunError> {
             stops: &stops,
             progress: options.progress,
             http: &http,
+            shard: options.shard,
+            warmup_requests: warmup_requests.get(phase_index).copied().flatten(),
         };
         match run.execute(&mut run_origin).await {
             Ok(mut result) => {
@@ -428,6 +499,9 @@ struct PhaseRun<'a> {
     stops: &'a Stops,
     progress: ProgressMode,
     http: &'a reqwest::Client,
+    shard: Option<crate::shard::ShardSpec>,
+    /// The warmup's request bound, this shard's share of it in a sharded run.
+    warmup_requests: Option<u64>,
 }
 
 impl PhaseRun<'_> {
@@ -436,6 +510,10 @@ impl PhaseRun<'_> {
         run_origin: &mut Option<std::time::Instant>,
     ) -> Result<PhaseResult, RunError> {
         let phase = self.phase;
+        // Sharded runs: a shard with no share of this phase sends nothing.
+        if crate::shard::runs_nothing(phase) {
+            return Ok(self.empty_result());
+        }
         let client = self
             .client_config()
             .and_then(Client::new)
@@ -455,9 +533,16 @@ impl PhaseRun<'_> {
                 phase.name
             ))
         })?;
-        let use_prompt_schedule = phase.workload.trace.is_some();
+        let tokenizer = source.tokenizer_description();
+        let prompt_tolerance = source.prompt_tolerance();
+        let dataset_sha256 = source.dataset_sha256().map(str::to_string);
+        // A trace replay's natural bound is one pass over the trace.
+        let trace_requests = match phase.load {
+            scheduler::Load::Replay => source.request_limit(),
+            _ => None,
+        };
         let feed = Arc::new(Mutex::new(source));
-        let seed = phase_seed(self.plan.plan.seed, phase.name);
+        let seed = self.shard_seed(phase_seed(self.plan.plan.seed, phase.name));
 
         let scrape_before = self.scrape().await;
 
@@ -466,10 +551,9 @@ impl PhaseRun<'_> {
             let spec = WindowSpec {
                 load: phase.load.clone(),
                 duration: w.duration.map(|d| d.0),
-                requests: w.requests,
+                requests: self.warmup_requests,
                 drain_timeout: phase.drain_timeout,
                 seed: seed ^ 0x5741_524d,
-                use_prompt_schedule,
                 precise_pacing: true,
             };
             let (_, records) = self
@@ -490,7 +574,7 @@ impl PhaseRun<'_> {
                     .fold(0.0, f64::max)
                     / 1e3,
             };
-            self.warn_on_prompt_gap(&prompt_check(&records, self.prompt_tolerance()), "warmup");
+            self.warn_on_prompt_gap(&records, prompt_tolerance, &tokenizer, "warmup");
         }
         if self.stops.stop_starting.is_cancelled() && phase.warmup.is_some() {
             return Err(RunError::Failed(format!(
@@ -502,10 +586,13 @@ impl PhaseRun<'_> {
         let spec = WindowSpec {
             load: phase.load.clone(),
             duration: phase.duration,
-            requests: phase.requests,
+            requests: phase.requests.or(if phase.duration.is_none() {
+                trace_requests
+            } else {
+                None
+            }),
             drain_timeout: phase.drain_timeout,
             seed,
-            use_prompt_schedule,
             precise_pacing: true,
         };
         let (outcome, mut records) = self
@@ -532,9 +619,9 @@ impl PhaseRun<'_> {
             / 1e3;
         let method = self.plan.plan.percentile_method;
         let summary = metrics::summarize(&records, method, self.plan.plan.slo.as_ref());
-        let prompt_tokens = prompt_check(&records, self.prompt_tolerance());
+        let prompt_tokens = PromptTokenCheck::from_records(&records, prompt_tolerance);
         if warmup.requests == 0 {
-            self.warn_on_prompt_gap(&prompt_tokens, "measured window");
+            self.warn_on_prompt_gap(&records, prompt_tolerance, &tokenizer, "measured window");
         }
         let send_lags: Vec<f64> = records.iter().filter_map(|r| r.send_lag_ms).collect();
         let server_metrics = match (&self.endpoint.metrics_url, scrape_before, scrape_after) {
@@ -558,6 +645,7 @@ impl PhaseRun<'_> {
             summary,
             warmup,
             prompt_tokens,
+            dataset_sha256,
             send_lag_ms: metrics::distribution(&send_lags, method),
             achieved_rate_ratio: phase
                 .rate_rps()
@@ -645,55 +733,67 @@ impl PhaseRun<'_> {
 
     fn workload_context(&self) -> WorkloadContext {
         let phase = self.phase;
-        let tokenizer = phase
-            .workload
-            .tokenizer
-            .clone()
-            .or_else(|| phase.target.tokenizer.clone())
-            .unwrap_or(TokenizerSpec {
-                source: if phase.target.simulator.is_some() {
-                    TokenizerSource::Simulator
-                } else {
-                    TokenizerSource::Builtin
-                },
-                path: None,
-                chat_template: None,
-            });
         WorkloadContext {
             api: phase.target.api,
-            tokenizer,
+            tokenizer: crate::workload::resolve_tokenizer(phase.workload, phase.target),
             plan_dir: self
                 .plan
                 .source_path
                 .parent()
                 .map(Path::to_path_buf)
                 .unwrap_or_default(),
-            seed: phase_seed(phase.workload.seed.or(self.plan.plan.seed), phase.name),
+            seed: self.shard_seed(phase_seed(
+                phase.workload.seed.or(self.plan.plan.seed),
+                phase.name,
+            )),
             base_url: self.endpoint.base_url.clone(),
             model: self.endpoint.model.clone(),
         }
     }
 
-    fn prompt_tolerance(&self) -> f64 {
-        self.phase
-            .workload
-            .prompt_tolerance
-            .unwrap_or(DEFAULT_PROMPT_TOLERANCE)
+    /// Sharded runs: each shard draws its own arrivals and prompts.
+    fn shard_seed(&self, seed: u64) -> u64 {
+        self.shard.map_or(seed, |s| s.mix_seed(seed))
     }
 
-    fn warn_on_prompt_gap(&self, check: &PromptTokenCheck, window: &str) {
-        if let (true, Some(planned), Some(actual), Some(err)) = (
-            check.warning,
-            check.planned_mean,
-            check.actual_mean,
-            check.relative_error,
-        ) {
-            eprintln!(
-                "warning: phase `{}` ({window}): the server counted {actual:.0} prompt tokens per request where the plan asked for {planned:.0} ({:+.1}%, tolerance {:.1}%); check the workload's tokenizer",
-                self.phase.name,
-                err * 100.0,
-                check.tolerance * 100.0
-            );
+    /// Sharded runs: the result of a phase this shard has no share of.
+    fn empty_result(&self) -> PhaseResult {
+        let phase = self.phase;
+        PhaseResult {
+            phase: phase.name.to_string(),
+            route: phase.route.to_string(),
+            target: phase.target_name.to_string(),
+            workload: phase.workload_name.to_string(),
+            concurrency: phase.concurrency(),
+            rate_rps: phase.rate_rps(),
+            recheck_of: phase.recheck_of.map(str::to_string),
+            started_at: chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
+            start_offset_seconds: 0.0,
+            end_offset_seconds: 0.0,
+            partial: false,
+            summary: crate::metrics::PhaseSummary::default(),
+            warmup: WarmupResult::default(),
+            prompt_tokens: PromptTokenCheck::default(),
+            dataset_sha256: None,
+            send_lag_ms: None,
+            achieved_rate_ratio: None,
+            server_metrics: None,
+            request_timings: Vec::new(),
+            client_headroom: None,
+        }
+    }
+
+    fn warn_on_prompt_gap(
+        &self,
+        records: &[RequestRecord],
+        tolerance: f64,
+        tokenizer: &str,
+        window: &str,
+    ) {
+        if let Some(warning) =
+            served_vs_planned(records, tolerance).and_then(|check| check.warning(tokenizer))
+        {
+            eprintln!("warning: phase `{}` ({window}): {warning}", self.phase.name);
         }
     }
 
@@ -721,7 +821,7 @@ fn phase_seed(seed: Option<u64>, phase_name: &str) -> u64 {
 }
 
 /// Requests per second between the first and the last start.
-fn achieved_rate(records: &[RequestRecord]) -> Option<f64> {
+pub(crate) fn achieved_rate(records: &[RequestRecord]) -> Option<f64> {
     let first = records
         .iter()
         .map(|r| r.start_offset_ms)
@@ -733,30 +833,16 @@ fn achieved_rate(records: &[RequestRecord]) -> Option<f64> {
     (records.len() > 1 && last > first).then(|| (records.len() - 1) as f64 / ((last - first) / 1e3))
 }
 
-fn prompt_check(records: &[RequestRecord], tolerance: f64) -> PromptTokenCheck {
-    let pairs: Vec<(f64, f64)> = records
-        .iter()
-        .filter_map(|r| Some((r.planned_context_tokens? as f64, r.prompt_tokens? as f64)))
-        .collect();
-    let actual: Vec<f64> = records
-        .iter()
-        .filter_map(|r| r.prompt_tokens.map(|t| t as f64))
-        .collect();
-    let mean =
-        |xs: &mut dyn Iterator<Item = f64>, n: usize| (n > 0).then(|| xs.sum::<f64>() / n as f64);
-    let planned_mean = mean(&mut pairs.iter().map(|p| p.0), pairs.len());
-    let paired_actual = mean(&mut pairs.iter().map(|p| p.1), pairs.len());
-    let relative_error = match (planned_mean, paired_actual) {
-        (Some(p), Some(a)) if p > 0.0 => Some((a - p) / p),
-        _ => None,
-    };
-    PromptTokenCheck {
-        planned_mean,
-        actual_mean: paired_actual.or_else(|| mean(&mut actual.iter().copied(), actual.len())),
-        relative_error,
+fn served_vs_planned(
+    records: &[RequestRecord],
+    tolerance: f64,
+) -> Option<crate::workload::PromptTokenCheck> {
+    crate::workload::PromptTokenCheck::new(
+        records
+            .iter()
+            .filter_map(|r| Some((r.planned_context_tokens?, r.prompt_tokens?))),
         tolerance,
-        warning: relative_error.is_some_and(|e| e.abs() > tolerance),
-    }
+    )
 }
 
 fn recheck_pairs(report: &Report, phases: &[PhaseSettings<'_>]) -> Vec<crate::report::RecheckPair> {
@@ -810,6 +896,8 @@ fn new_report(
         phases: Vec::new(),
         rechecks: Vec::new(),
         client_calibration: None,
+        shard: None,
+        merged_from: None,
     }
 }
 
@@ -864,10 +952,13 @@ mod tests {
     #[test]
     fn prompt_check_flags_a_missed_plan() {
         // Seed 000: planned 4096, served 2960.
-        let check = prompt_check(&[record(4096, 2960, 0.0), record(4096, 2960, 1.0)], 0.02);
+        let check = PromptTokenCheck::from_records(
+            &[record(4096, 2960, 0.0), record(4096, 2960, 1.0)],
+            0.02,
+        );
         assert!(check.warning);
         assert!((check.relative_error.unwrap() - (2960.0 - 4096.0) / 4096.0).abs() < 1e-12);
-        let exact = prompt_check(&[record(538, 538, 0.0)], 0.02);
+        let exact = PromptTokenCheck::from_records(&[record(538, 538, 0.0)], 0.02);
         assert!(!exact.warning);
         assert_eq!(exact.relative_error, Some(0.0));
     }

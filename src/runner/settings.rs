@@ -32,14 +32,14 @@ impl PhaseSettings<'_> {
     pub fn concurrency(&self) -> Option<u32> {
         match self.load {
             Load::Closed { concurrency } => Some(concurrency),
-            Load::Open { .. } => None,
+            Load::Open { .. } | Load::Replay => None,
         }
     }
 
     pub fn rate_rps(&self) -> Option<f64> {
         match self.load {
             Load::Open { rps, .. } => Some(rps),
-            Load::Closed { .. } => None,
+            Load::Closed { .. } | Load::Replay => None,
         }
     }
 
@@ -52,6 +52,7 @@ impl PhaseSettings<'_> {
                 ..
             } => *cap as usize,
             Load::Open { rps, .. } => (rps.ceil() as usize).clamp(16, 4096),
+            Load::Replay => 256,
         }
     }
 
@@ -74,6 +75,7 @@ impl PhaseSettings<'_> {
                 }
                 s
             }
+            Load::Replay => "trace replay".to_string(),
         };
         let mut bounds = Vec::new();
         if let Some(d) = self.duration {
@@ -81,6 +83,9 @@ impl PhaseSettings<'_> {
         }
         if let Some(n) = self.requests {
             bounds.push(format!("{n} requests"));
+        }
+        if bounds.is_empty() {
+            bounds.push("one pass".to_string());
         }
         format!("{load}, {}", bounds.join(" or "))
     }
@@ -125,7 +130,9 @@ fn resolve_phase<'p>(plan: &'p Plan, phase: &'p Phase) -> Result<PhaseSettings<'
         .workloads
         .get(workload_name)
         .ok_or_else(|| format!("phase `{name}`: unknown workload `{workload_name}`"))?;
+    let replays_trace = workload.trace.is_some();
     let load = match (&phase.concurrency, &phase.rate) {
+        (None, None) if replays_trace => Load::Replay,
         (Some(concurrency), None) => Load::Closed {
             concurrency: *concurrency,
         },
@@ -143,7 +150,7 @@ fn resolve_phase<'p>(plan: &'p Plan, phase: &'p Phase) -> Result<PhaseSettings<'
     };
     let duration = phase.duration.or(defaults.duration).map(|d| d.0);
     let requests = phase.requests.or(defaults.requests);
-    if duration.is_none() && requests.is_none() {
+    if duration.is_none() && requests.is_none() && !replays_trace {
         return Err(format!(
             "phase `{name}` needs a bound: `duration` or `requests`"
         ));

@@ -69,6 +69,8 @@ pub enum Load {
         burstiness: Option<f64>,
         max_concurrency: Option<u32>,
     },
+    /// Each request at its prompt's `scheduled_at` (trace replay), independent of responses.
+    Replay,
 }
 
 /// One window: a load model, its bounds and how long stragglers may take.
@@ -83,9 +85,6 @@ pub struct WindowSpec {
     pub drain_timeout: Duration,
     /// Seed for arrival times.
     pub seed: u64,
-    /// Send each request at its prompt's `scheduled_at` (trace replay) instead of drawing
-    /// arrival times.
-    pub use_prompt_schedule: bool,
     /// Open loop: spin the last moment before each send for sub-millisecond pacing. Off only
     /// where the clock is virtual (tokio's paused test clock never advances while spinning).
     pub precise_pacing: bool,
@@ -165,17 +164,23 @@ pub async fn run_window<E: Executor, F: PromptFeed>(
             burstiness,
             max_concurrency,
         } => {
-            let arrivals = open::Arrivals::new(
-                *arrival,
-                *rps,
-                *burstiness,
-                spec.seed,
-                spec.use_prompt_schedule,
-            );
+            let arrivals = open::Arrivals::drawn(*arrival, *rps, *burstiness, spec.seed);
             open::start(
                 &ctx,
                 arrivals,
                 *max_concurrency,
+                deadline,
+                spec.requests,
+                &stops.stop_starting,
+                spec.precise_pacing,
+            )
+            .await
+        }
+        Load::Replay => {
+            open::start(
+                &ctx,
+                open::Arrivals::from_prompts(),
+                None,
                 deadline,
                 spec.requests,
                 &stops.stop_starting,

@@ -19,16 +19,18 @@ pub(super) struct Arrivals {
 }
 
 impl Arrivals {
-    pub(super) fn new(
-        arrival: Arrival,
-        rps: f64,
-        burstiness: Option<f64>,
-        seed: u64,
-        use_prompt_schedule: bool,
-    ) -> Self {
-        let gaps = (!use_prompt_schedule).then(|| ArrivalGaps::new(arrival, rps, burstiness, seed));
+    /// Seeded gaps drawn for the load model.
+    pub(super) fn drawn(arrival: Arrival, rps: f64, burstiness: Option<f64>, seed: u64) -> Self {
         Arrivals {
-            gaps,
+            gaps: Some(ArrivalGaps::new(arrival, rps, burstiness, seed)),
+            next_offset_s: 0.0,
+        }
+    }
+
+    /// Each prompt's own `scheduled_at` (trace replay).
+    pub(super) fn from_prompts() -> Self {
+        Arrivals {
+            gaps: None,
             next_offset_s: 0.0,
         }
     }

@@ -69,7 +69,6 @@ fn spec(load: Load, duration_ms: Option<u64>, requests: Option<u64>) -> WindowSp
         requests,
         drain_timeout: Duration::from_secs(30),
         seed: 1,
-        use_prompt_schedule: false,
         precise_pacing: false,
     }
 }

@@ -393,7 +393,6 @@ async fn window_records(
         requests: None,
         drain_timeout: Duration::from_secs(30),
         seed: 7,
-        use_prompt_schedule: false,
         precise_pacing: true,
     };
     let (tx, mut rx) = mpsc::unbounded_channel();

@@ -77,6 +77,8 @@ fn options(plan: PathBuf, out: PathBuf, calibrate: bool) -> RunOptions {
         only: Vec::new(),
         dry_run: false,
         progress: ProgressMode::Quiet,
+        shard: None,
+        start_at: None,
         calibrate,
     }
 }

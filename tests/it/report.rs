@@ -201,6 +201,7 @@ fn phase(spec: &PhaseSpec, index: usize, slow: f64) -> PhaseResult {
             tolerance: 0.10,
             warning: rel.abs() > 0.10,
         },
+        dataset_sha256: None,
         send_lag_ms: None,
         achieved_rate_ratio: None,
         server_metrics: None,
@@ -420,6 +421,8 @@ pub fn sample_report(slow: f64) -> Report {
             verdict,
         }],
         client_calibration: None,
+        shard: None,
+        merged_from: None,
     }
 }
 

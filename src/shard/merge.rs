@@ -1,0 +1,574 @@
+//! `servebench merge`: shard reports checked against each other, then one report recomputed
+//! from the union of their request records.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use chrono::{DateTime, Utc};
+use indexmap::IndexMap;
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+
+use super::{MergedShard, ShardPhaseFacts};
+use crate::client::RequestRecord;
+use crate::metrics;
+use crate::plan::Plan;
+use crate::report::{PhaseResult, REPORT_SCHEMA, RecheckPair, Report, ToolInfo, WarmupResult};
+
+/// Why shard reports could not be merged.
+#[derive(Debug, thiserror::Error)]
+pub enum MergeError {
+    /// The inputs are not the shards of one run; every problem found, one per line.
+    #[error("{}", .0.join("\n"))]
+    Invalid(Vec<String>),
+    /// The merged report could not be written.
+    #[error("{0}")]
+    Failed(String),
+}
+
+impl MergeError {
+    pub fn exit_code(&self) -> i32 {
+        match self {
+            MergeError::Invalid(_) => crate::exit::INVALID_INPUT,
+            MergeError::Failed(_) => crate::exit::RUN_FAILED,
+        }
+    }
+}
+
+/// `servebench merge REPORT… -o MERGED.json`.
+pub fn merge_command(inputs: &[PathBuf], output: &Path) -> i32 {
+    let result = merge_files(inputs).and_then(|report| {
+        write_json(output, &report)?;
+        Ok(report)
+    });
+    match result {
+        Ok(report) => {
+            for phase in &report.phases {
+                let s = &phase.summary;
+                println!(
+                    "{}: {} requests, {} errors, {:.2} req/s, TTFT p99 {}",
+                    phase.phase,
+                    s.requests,
+                    s.errors,
+                    s.request_rate,
+                    s.ttft
+                        .map(|d| format!("{:.1} ms", d.p99 * 1e3))
+                        .unwrap_or_else(|| "-".to_string())
+                );
+            }
+            let shards = report.merged_from.as_ref().map_or(0, Vec::len);
+            eprintln!("merged {shards} shard(s): {}", output.display());
+            if report.partial {
+                eprintln!(
+                    "warning: the merged report is partial: {}",
+                    report
+                        .stop_reason
+                        .as_deref()
+                        .unwrap_or("a shard did not finish")
+                );
+            }
+            crate::exit::SUCCESS
+        }
+        Err(MergeError::Invalid(problems)) => {
+            for problem in problems {
+                eprintln!("error: {problem}");
+            }
+            crate::exit::INVALID_INPUT
+        }
+        Err(e) => {
+            eprintln!("error: {e}");
+            e.exit_code()
+        }
+    }
+}
+
+/// Read shard reports and merge them.
+pub fn merge_files(inputs: &[PathBuf]) -> Result<Report, MergeError> {
+    let mut reports = Vec::new();
+    let mut problems = Vec::new();
+    for path in inputs {
+        match read_report(path) {
+            Ok(report) => reports.push((path.display().to_string(), report)),
+            Err(problem) => problems.push(problem),
+        }
+    }
+    if !problems.is_empty() {
+        return Err(MergeError::Invalid(problems));
+    }
+    merge_reports(reports)
+}
+
+fn read_report(path: &Path) -> Result<Report, String> {
+    let name = path.display();
+    let text = std::fs::read_to_string(path).map_err(|e| format!("{name}: cannot read: {e}"))?;
+    let value: Value =
+        serde_json::from_str(&text).map_err(|e| format!("{name}: not a JSON file: {e}"))?;
+    match value.get("schema").and_then(Value::as_str) {
+        Some(REPORT_SCHEMA) => {}
+        Some(other) => {
+            return Err(format!(
+                "{name}: not a servebench report (its `schema` is `{other}`, expected `{REPORT_SCHEMA}`)"
+            ));
+        }
+        None => {
+            return Err(format!(
+                "{name}: not a servebench report (no `schema: {REPORT_SCHEMA}` field)"
+            ));
+        }
+    }
+    serde_json::from_value(value).map_err(|e| format!("{name}: not a valid servebench report: {e}"))
+}
+
+/// sha256 (hex) of the canonical JSON of an expanded plan: object keys sorted, no spaces.
+pub fn plan_sha256(plan: &Plan) -> String {
+    let value = serde_json::to_value(plan).unwrap_or(Value::Null);
+    let mut text = String::new();
+    write_canonical(&value, &mut text);
+    hex::encode(Sha256::digest(text.as_bytes()))
+}
+
+fn write_canonical(value: &Value, out: &mut String) {
+    match value {
+        Value::Object(map) => {
+            let mut entries: Vec<(&String, &Value)> = map.iter().collect();
+            entries.sort_by(|a, b| a.0.cmp(b.0));
+            out.push('{');
+            for (i, (key, item)) in entries.into_iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                out.push_str(&Value::String(key.clone()).to_string());
+                out.push(':');
+                write_canonical(item, out);
+            }
+            out.push('}');
+        }
+        Value::Array(items) => {
+            out.push('[');
+            for (i, item) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                write_canonical(item, out);
+            }
+            out.push(']');
+        }
+        scalar => out.push_str(&scalar.to_string()),
+    }
+}
+
+/// One input: the name to use in messages, and the report.
+struct Shard<'a> {
+    file: &'a str,
+    index: u32,
+    report: &'a Report,
+}
+
+/// Check that `reports` (named by file) are all the shards of one run, then merge them.
+pub fn merge_reports(reports: Vec<(String, Report)>) -> Result<Report, MergeError> {
+    if reports.is_empty() {
+        return Err(MergeError::Invalid(vec![
+            "nothing to merge: give the shard reports".to_string(),
+        ]));
+    }
+    let shards = check_shards(&reports)?;
+    let first = shards[0].report;
+    let parse = |file: &str, what: &str, text: &str| {
+        DateTime::parse_from_rfc3339(text)
+            .map(|t| t.with_timezone(&Utc))
+            .map_err(|e| format!("{file}: {what} `{text}` is not an RFC 3339 time: {e}"))
+    };
+
+    // Phases in run order, each with its shards' results.
+    let mut by_phase: IndexMap<&str, Vec<(&Shard<'_>, &PhaseResult)>> = IndexMap::new();
+    for shard in &shards {
+        for phase in &shard.report.phases {
+            by_phase
+                .entry(phase.phase.as_str())
+                .or_default()
+                .push((shard, phase));
+        }
+    }
+    let mut problems = Vec::new();
+    let mut starts: BTreeMap<(u32, String), DateTime<Utc>> = BTreeMap::new();
+    for (name, results) in &by_phase {
+        for (shard, result) in results {
+            match parse(
+                shard.file,
+                &format!("phase `{name}` started_at"),
+                &result.started_at,
+            ) {
+                Ok(t) => {
+                    starts.insert((shard.index, name.to_string()), t);
+                }
+                Err(e) => problems.push(e),
+            }
+        }
+    }
+    if !problems.is_empty() {
+        return Err(MergeError::Invalid(problems));
+    }
+    let run_origin = by_phase
+        .first()
+        .and_then(|(name, results)| {
+            results
+                .iter()
+                .filter(|(_, r)| !r.request_timings.is_empty())
+                .filter_map(|(s, _)| starts.get(&(s.index, name.to_string())))
+                .min()
+        })
+        .or_else(|| starts.values().min())
+        .copied()
+        .unwrap_or_else(Utc::now);
+
+    let count = shards.len();
+    let method = first.plan.percentile_method;
+    let mut phases = Vec::new();
+    let mut notes = Vec::new();
+    for (name, results) in &by_phase {
+        // A shard with no share of the phase sent nothing; its start says nothing.
+        let start_of = |senders_only: bool| {
+            results
+                .iter()
+                .filter(|(_, r)| !senders_only || !r.request_timings.is_empty())
+                .filter_map(|(s, _)| starts.get(&(s.index, name.to_string())))
+                .min()
+                .copied()
+        };
+        let origin = start_of(true)
+            .or_else(|| start_of(false))
+            .unwrap_or(run_origin);
+        // Every shard's offsets moved onto the earliest shard's clock.
+        let mut records: Vec<(u32, RequestRecord)> = Vec::new();
+        for (shard, result) in results {
+            let shift_ms = starts
+                .get(&(shard.index, name.to_string()))
+                .map_or(0.0, |t| ms_between(origin, *t));
+            for record in &result.request_timings {
+                let mut record = record.clone();
+                record.start_offset_ms += shift_ms;
+                record.scheduled_offset_ms = record.scheduled_offset_ms.map(|s| s + shift_ms);
+                records.push((shard.index, record));
+            }
+        }
+        records.sort_by(|a, b| {
+            a.1.start_offset_ms
+                .total_cmp(&b.1.start_offset_ms)
+                .then(a.0.cmp(&b.0))
+                .then(a.1.request_index.cmp(&b.1.request_index))
+        });
+        let records: Vec<RequestRecord> = records
+            .into_iter()
+            .enumerate()
+            .map(|(i, (_, mut record))| {
+                record.request_index = i as u64;
+                record
+            })
+            .collect();
+
+        let (_, lead) = results[0];
+        let summary = metrics::summarize(&records, method, first.plan.slo.as_ref());
+        let start_offset_seconds = ms_between(run_origin, origin) / 1e3;
+        let last_end_s = records
+            .iter()
+            .map(|r| r.start_offset_ms + r.e2e_ms)
+            .fold(0.0, f64::max)
+            / 1e3;
+        let send_lags: Vec<f64> = records.iter().filter_map(|r| r.send_lag_ms).collect();
+        let sum_u32 = |pick: fn(&PhaseResult) -> Option<u32>| {
+            results
+                .iter()
+                .filter_map(|(_, r)| pick(r))
+                .reduce(|a, b| a + b)
+        };
+        let concurrency = sum_u32(|r| r.concurrency);
+        let rate_rps = results
+            .iter()
+            .filter_map(|(_, r)| r.rate_rps)
+            .reduce(|a, b| a + b);
+        let missing = results.len() < count;
+        if missing {
+            let have: Vec<u32> = results.iter().map(|(s, _)| s.index).collect();
+            notes.push(format!(
+                "phase `{name}` is missing from shard(s) {}",
+                shards
+                    .iter()
+                    .filter(|s| !have.contains(&s.index))
+                    .map(|s| format!("{} ({})", s.index, s.file))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ));
+        }
+        phases.push(PhaseResult {
+            phase: name.to_string(),
+            route: lead.route.clone(),
+            target: lead.target.clone(),
+            workload: lead.workload.clone(),
+            concurrency,
+            rate_rps,
+            recheck_of: lead.recheck_of.clone(),
+            started_at: origin.to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
+            start_offset_seconds,
+            end_offset_seconds: start_offset_seconds + last_end_s,
+            partial: missing || results.iter().any(|(_, r)| r.partial),
+            summary,
+            warmup: WarmupResult {
+                requests: results.iter().map(|(_, r)| r.warmup.requests).sum(),
+                errors: results.iter().map(|(_, r)| r.warmup.errors).sum(),
+                elapsed: results
+                    .iter()
+                    .map(|(_, r)| r.warmup.elapsed)
+                    .fold(0.0, f64::max),
+            },
+            prompt_tokens: crate::report::PromptTokenCheck::from_records(
+                &records,
+                lead.prompt_tokens.tolerance,
+            ),
+            dataset_sha256: results.iter().find_map(|(_, r)| r.dataset_sha256.clone()),
+            send_lag_ms: metrics::distribution(&send_lags, method),
+            achieved_rate_ratio: rate_rps.and_then(|rps| {
+                crate::runner::achieved_rate(&records).map(|achieved| achieved / rps)
+            }),
+            // Each shard scraped the server around its own window; those overlap, so they
+            // stay per shard rather than being summed.
+            server_metrics: None,
+            request_timings: records,
+            // The merged load came from several machines, each with its own ceiling.
+            client_headroom: None,
+        });
+    }
+
+    let rechecks = recheck_pairs(&first.plan, &phases);
+    let merged_from: Vec<MergedShard> = shards.iter().map(shard_facts).collect();
+    let started_at = shards
+        .iter()
+        .filter_map(|s| parse(s.file, "started_at", &s.report.started_at).ok())
+        .min()
+        .unwrap_or(run_origin);
+    let finished_at = shards
+        .iter()
+        .map(|s| {
+            s.report
+                .finished_at
+                .as_deref()
+                .and_then(|t| parse(s.file, "finished_at", t).ok())
+        })
+        .collect::<Option<Vec<_>>>()
+        .and_then(|ts| ts.into_iter().max());
+    for shard in &shards {
+        if let Some(reason) = &shard.report.stop_reason {
+            notes.push(format!("shard {} ({}): {reason}", shard.index, shard.file));
+        } else if shard.report.partial {
+            notes.push(format!(
+                "shard {} ({}) did not finish",
+                shard.index, shard.file
+            ));
+        }
+    }
+    let partial = !notes.is_empty() || phases.iter().any(|p| p.partial);
+    Ok(Report {
+        schema: REPORT_SCHEMA.to_string(),
+        tool: ToolInfo {
+            name: env!("CARGO_PKG_NAME").to_string(),
+            version: env!("CARGO_PKG_VERSION").to_string(),
+        },
+        run_id: format!(
+            "{}-{}-merged",
+            first.plan.name,
+            started_at.format("%Y%m%dT%H%M%SZ")
+        ),
+        started_at: started_at.to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
+        finished_at: finished_at.map(|t| t.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)),
+        partial,
+        stop_reason: (!notes.is_empty()).then(|| notes.join("; ")),
+        host: first.host.clone(),
+        plan_source: first.plan_source.clone(),
+        vars: first.vars.clone(),
+        plan: first.plan.clone(),
+        metadata: first.metadata.clone(),
+        timing_methodology: first.timing_methodology.clone(),
+        phases,
+        rechecks,
+        shard: None,
+        merged_from: Some(merged_from),
+        client_calibration: None,
+    })
+}
+
+/// Every input must be a shard of the same plan, with one report per index from 0 to N−1.
+fn check_shards(reports: &[(String, Report)]) -> Result<Vec<Shard<'_>>, MergeError> {
+    let mut problems = Vec::new();
+    let mut shards = Vec::new();
+    let mut shas: IndexMap<String, Vec<&str>> = IndexMap::new();
+    for (file, report) in reports {
+        let Some(info) = &report.shard else {
+            problems.push(format!(
+                "{file}: not a shard report (it was run without --shard I/N)"
+            ));
+            continue;
+        };
+        let sha = plan_sha256(&report.plan);
+        if sha != info.plan_sha256 {
+            problems.push(format!(
+                "{file}: its plan was edited after the run (plan sha256 {} does not match the recorded {})",
+                short(&sha),
+                short(&info.plan_sha256)
+            ));
+        }
+        shas.entry(sha).or_default().push(file);
+        shards.push((file.as_str(), info.index, info.count, report));
+    }
+    if shas.len() > 1 {
+        problems.push(format!(
+            "the reports ran different plans: {}",
+            shas.iter()
+                .map(|(sha, files)| format!("{} ran plan sha256 {}", files.join(", "), short(sha)))
+                .collect::<Vec<_>>()
+                .join("; ")
+        ));
+    }
+    let mut counts: IndexMap<u32, Vec<&str>> = IndexMap::new();
+    for (file, _, count, _) in &shards {
+        counts.entry(*count).or_default().push(*file);
+    }
+    if counts.len() > 1 {
+        problems.push(format!(
+            "the reports disagree on the number of shards: {}",
+            counts
+                .iter()
+                .map(|(n, files)| format!("{} of {n}", files.join(", ")))
+                .collect::<Vec<_>>()
+                .join("; ")
+        ));
+    }
+    let mut by_index: BTreeMap<u32, Vec<&str>> = BTreeMap::new();
+    for (file, index, _, _) in &shards {
+        by_index.entry(*index).or_default().push(*file);
+    }
+    for (index, files) in &by_index {
+        if files.len() > 1 {
+            problems.push(format!(
+                "shard {index} appears {} times: {}",
+                files.len(),
+                files.join(", ")
+            ));
+        }
+    }
+    if counts.len() == 1
+        && let Some((&count, _)) = counts.first()
+    {
+        let missing: Vec<String> = (0..count)
+            .filter(|i| !by_index.contains_key(i))
+            .map(|i| format!("{i}/{count}"))
+            .collect();
+        if !missing.is_empty() {
+            problems.push(format!(
+                "missing shard(s) {}: the reports given are {}",
+                missing.join(", "),
+                shards
+                    .iter()
+                    .map(|(file, index, count, _)| format!("{index}/{count} ({file})"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ));
+        }
+    }
+    if !problems.is_empty() {
+        return Err(MergeError::Invalid(problems));
+    }
+    let mut shards: Vec<Shard<'_>> = shards
+        .into_iter()
+        .map(|(file, index, _, report)| Shard {
+            file,
+            index,
+            report,
+        })
+        .collect();
+    shards.sort_by_key(|s| s.index);
+    Ok(shards)
+}
+
+fn short(sha: &str) -> &str {
+    sha.get(..12).unwrap_or(sha)
+}
+
+fn ms_between(earlier: DateTime<Utc>, later: DateTime<Utc>) -> f64 {
+    (later - earlier).num_microseconds().unwrap_or(0) as f64 / 1e3
+}
+
+fn shard_facts(shard: &Shard<'_>) -> MergedShard {
+    let report = shard.report;
+    let info = report.shard.as_ref();
+    MergedShard {
+        index: shard.index,
+        file: shard.file.to_string(),
+        run_id: report.run_id.clone(),
+        host: report.host.clone(),
+        started_at: report.started_at.clone(),
+        finished_at: report.finished_at.clone(),
+        partial: report.partial,
+        stop_reason: report.stop_reason.clone(),
+        start_at: info.and_then(|i| i.start_at.clone()),
+        phases: report
+            .phases
+            .iter()
+            .map(|p| ShardPhaseFacts {
+                phase: p.phase.clone(),
+                started_at: p.started_at.clone(),
+                concurrency: p.concurrency,
+                rate_rps: p.rate_rps,
+                requests: p.summary.requests,
+                errors: p.summary.errors,
+                warmup: p.warmup.clone(),
+                send_lag_ms: p.send_lag_ms,
+                achieved_rate_ratio: p.achieved_rate_ratio,
+                late_ms: info.and_then(|i| {
+                    i.phase_starts
+                        .iter()
+                        .find(|s| s.phase == p.phase)
+                        .map(|s| s.late_ms)
+                }),
+                server_metrics: p.server_metrics.clone(),
+            })
+            .collect(),
+    }
+}
+
+/// Rechecks paired again over the merged summaries, with the plan's tolerances.
+fn recheck_pairs(plan: &Plan, phases: &[PhaseResult]) -> Vec<RecheckPair> {
+    let settings = crate::runner::settings::resolve(plan).unwrap_or_default();
+    phases
+        .iter()
+        .filter_map(|recheck| {
+            let original_name = recheck.recheck_of.as_deref()?;
+            let original = phases.iter().find(|p| p.phase == original_name)?;
+            let tolerance = settings
+                .iter()
+                .find(|s| s.name == recheck.phase)
+                .map(|s| s.tolerance.clone())
+                .unwrap_or_default();
+            Some(metrics::recheck_pair(
+                original_name,
+                &original.summary,
+                &recheck.phase,
+                &recheck.summary,
+                &tolerance,
+            ))
+        })
+        .collect()
+}
+
+/// Write pretty JSON through a temporary file, so a reader never sees half a report.
+fn write_json(path: &Path, report: &Report) -> Result<(), MergeError> {
+    let mut text = serde_json::to_string_pretty(report)
+        .map_err(|e| MergeError::Failed(format!("cannot serialize the merged report: {e}")))?;
+    text.push('\n');
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir)
+            .map_err(|e| MergeError::Failed(format!("cannot create {}: {e}", dir.display())))?;
+    }
+    let tmp = path.with_extension("json.tmp");
+    std::fs::write(&tmp, text)
+        .and_then(|()| std::fs::rename(&tmp, path))
+        .map_err(|e| MergeError::Failed(format!("cannot write {}: {e}", path.display())))
+}
