@@ -42,14 +42,52 @@ pub struct ClientConfig {
     pub max_connections: usize,
 }
 
-/// Header names whose values are redacted in `Debug` output.
-fn is_secret_header(name: &str) -> bool {
+/// Header names whose values are secret: redacted in `Debug` output, error messages and the
+/// report's copy of the plan.
+pub fn is_secret_header(name: &str) -> bool {
     let name = name.to_ascii_lowercase();
     [
         "auth", "key", "token", "secret", "cookie", "password", "session",
     ]
     .iter()
     .any(|s| name.contains(s))
+}
+
+/// What stands in for a secret wherever one would have been shown.
+pub const REDACTED: &str = "<redacted>";
+
+/// `plan` with the values of its targets' secret headers replaced by [`REDACTED`], and any
+/// `vars` value that holds one of them too: what a report may keep of a plan.
+pub fn redact_plan(
+    plan: &crate::plan::Plan,
+    vars: &indexmap::IndexMap<String, serde_json::Value>,
+) -> (
+    crate::plan::Plan,
+    indexmap::IndexMap<String, serde_json::Value>,
+) {
+    let mut plan = plan.clone();
+    let mut secrets = Vec::new();
+    for target in plan.targets.values_mut() {
+        for (name, value) in target.headers.iter_mut() {
+            if is_secret_header(name) && !value.is_empty() {
+                secrets.push(std::mem::replace(value, REDACTED.to_string()));
+            }
+        }
+    }
+    let vars = vars
+        .iter()
+        .map(|(name, value)| {
+            let text = value.to_string();
+            let holds_secret = secrets.iter().any(|s| text.contains(s.as_str()));
+            let value = if holds_secret {
+                serde_json::Value::String(REDACTED.to_string())
+            } else {
+                value.clone()
+            };
+            (name.clone(), value)
+        })
+        .collect();
+    (plan, vars)
 }
 
 impl fmt::Debug for ClientConfig {
@@ -225,6 +263,24 @@ impl fmt::Debug for Client {
 }
 
 impl Client {
+    /// `message` with the API key and secret header values cut out: a server may echo them
+    /// (a 401 body quoting the request's headers).
+    fn redact(&self, mut message: String) -> String {
+        let secrets = self.config.api_key.iter().chain(
+            self.config
+                .headers
+                .iter()
+                .filter(|(name, _)| is_secret_header(name))
+                .map(|(_, value)| value),
+        );
+        for secret in secrets {
+            if !secret.is_empty() && message.contains(secret.as_str()) {
+                message = message.replace(secret.as_str(), REDACTED);
+            }
+        }
+        message
+    }
+
     pub fn new(config: ClientConfig) -> Result<Self, ClientError> {
         let base = config.base_url.trim_end_matches('/');
         let path = match config.api {
@@ -414,7 +470,7 @@ impl Client {
                 record.error = Some(RequestError {
                     kind: failure.kind,
                     status: failure.status,
-                    message: failure.message,
+                    message: self.redact(failure.message),
                 });
             }
         }
