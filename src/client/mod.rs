@@ -266,19 +266,54 @@ impl Client {
     /// `message` with the API key and secret header values cut out: a server may echo them
     /// (a 401 body quoting the request's headers).
     fn redact(&self, mut message: String) -> String {
-        let secrets = self.config.api_key.iter().chain(
-            self.config
-                .headers
-                .iter()
-                .filter(|(name, _)| is_secret_header(name))
-                .map(|(_, value)| value),
-        );
-        for secret in secrets {
-            if !secret.is_empty() && message.contains(secret.as_str()) {
-                message = message.replace(secret.as_str(), REDACTED);
+        for secret in self.secrets() {
+            if message.contains(secret) {
+                message = message.replace(secret, REDACTED);
+            }
+            // An excerpt cut inside a secret ends in its first characters and `…`.
+            if let Some(head) = message.strip_suffix('…') {
+                let cut = (4..secret.len())
+                    .rev()
+                    .filter(|&k| secret.is_char_boundary(k))
+                    .find(|&k| head.ends_with(&secret[..k]));
+                if let Some(k) = cut {
+                    message = format!("{}{REDACTED}…", &head[..head.len() - k]);
+                }
             }
         }
         message
+    }
+
+    /// A response body with the secrets cut out, before any excerpt could split one.
+    fn redact_bytes(&self, body: Vec<u8>) -> Vec<u8> {
+        let mut body = body;
+        for secret in self.secrets() {
+            let secret = secret.as_bytes();
+            while let Some(at) = memchr::memmem::find(&body, secret) {
+                body.splice(at..at + secret.len(), REDACTED.bytes());
+            }
+        }
+        body
+    }
+
+    /// The API key and the secret header values, longest first.
+    fn secrets(&self) -> Vec<&str> {
+        let mut secrets: Vec<&str> = self
+            .config
+            .api_key
+            .iter()
+            .map(String::as_str)
+            .chain(
+                self.config
+                    .headers
+                    .iter()
+                    .filter(|(name, _)| is_secret_header(name))
+                    .map(|(_, value)| value.as_str()),
+            )
+            .filter(|s| !s.is_empty())
+            .collect();
+        secrets.sort_by_key(|s| std::cmp::Reverse(s.len()));
+        secrets
     }
 
     pub fn new(config: ClientConfig) -> Result<Self, ClientError> {
@@ -608,7 +643,7 @@ impl Client {
             .get(header::RETRY_AFTER)
             .and_then(|v| v.to_str().ok())
             .map(str::to_string);
-        let body = read_body_prefix(response, total_deadline).await;
+        let body = self.redact_bytes(read_body_prefix(response, total_deadline).await);
         let body = error_excerpt(&body);
         let (kind, mut message) = if status == reqwest::StatusCode::TOO_MANY_REQUESTS {
             (ErrorKind::RateLimited, format!("HTTP {status}"))
@@ -646,7 +681,7 @@ impl Client {
             .and_then(|v| v.to_str().ok())
             .unwrap_or("none")
             .to_string();
-        let body = read_body_prefix(response, total_deadline).await;
+        let body = self.redact_bytes(read_body_prefix(response, total_deadline).await);
         let value: Option<serde_json::Value> = serde_json::from_slice(&body).ok();
         let is_error = value.as_ref().is_some_and(|v| {
             v.get("error").is_some_and(|e| !e.is_null())

@@ -134,7 +134,8 @@ fn interrupt_at(
     assert_valid_report(&value);
     let report: Report = serde_json::from_value(value).unwrap();
     assert!(report.partial, "{what}");
-    assert_eq!(report.stop_reason.as_deref(), Some("interrupted"), "{what}");
+    let reason = report.stop_reason.as_deref().unwrap_or("");
+    assert!(reason.starts_with("interrupted"), "{what}: {reason}");
     let lines = journal(&out);
     // Journal ⊇ report: every reported request is journaled in its phase's measured window.
     let journaled: HashSet<(String, String)> = lines
@@ -222,8 +223,8 @@ fn a_second_signal_exits_at_once_with_the_journal_intact() {
     let plan = write(
         dir.path(),
         "plan.yaml",
-        "version: 1\nname: slow\nseed: 1\ntargets:\n  sim:\n    simulator: {decode_ms_per_token: 100, prefill_tok_s: 1000000}\nworkloads:\n  w: {input_tokens: 16, output_tokens: 200, ignore_eos: true}\ndefaults: {target: sim, workload: w}\nphases:\n  - {name: quick, concurrency: 4, requests: 4, workload: q}\n  - {name: slow, concurrency: 2, requests: 4}\n"
-            .replace("workloads:\n", "workloads:\n  q: {input_tokens: 16, output_tokens: 2, ignore_eos: true}\n")
+        "version: 1\nname: slow\nseed: 1\ntargets:\n  sim:\n    simulator: {decode_ms_per_token: 100, prefill_tok_s: 1000000}\nworkloads:\n  w: {input_tokens: 32, output_tokens: 200, ignore_eos: true}\ndefaults: {target: sim, workload: w}\nphases:\n  - {name: quick, concurrency: 4, requests: 4, workload: q}\n  - {name: slow, concurrency: 2, requests: 4}\n"
+            .replace("workloads:\n", "workloads:\n  q: {input_tokens: 32, output_tokens: 2, ignore_eos: true}\n")
             .as_str(),
     );
     let out = dir.path().join("out");
@@ -266,7 +267,7 @@ fn one_request_plan(dir: &Path) -> PathBuf {
     write(
         dir,
         "plan.yaml",
-        "version: 1\nname: o\ntargets:\n  s:\n    base_url: http://127.0.0.1:9/v1\nworkloads:\n  w: {input_tokens: 8, output_tokens: 2}\ndefaults: {target: s, workload: w}\nphases:\n  - {name: a, concurrency: 1, requests: 1}\n",
+        "version: 1\nname: o\ntargets:\n  s:\n    base_url: http://127.0.0.1:9/v1\nworkloads:\n  w: {input_tokens: 32, output_tokens: 2}\ndefaults: {target: s, workload: w}\nphases:\n  - {name: a, concurrency: 1, requests: 1}\n",
     )
 }
 
@@ -279,7 +280,7 @@ async fn unwritable_out_fails_before_the_first_request_even_model_discovery() {
     let plan = write(
         dir.path(),
         "plan.yaml",
-        &format!("version: 1\nname: o\ntargets:\n  s:\n    base_url: http://{addr}/v1\nworkloads:\n  w: {{input_tokens: 8, output_tokens: 2}}\ndefaults: {{target: s, workload: w}}\nphases:\n  - {{name: a, concurrency: 1, requests: 1}}\n"),
+        &format!("version: 1\nname: o\ntargets:\n  s:\n    base_url: http://{addr}/v1\nworkloads:\n  w: {{input_tokens: 32, output_tokens: 2}}\ndefaults: {{target: s, workload: w}}\nphases:\n  - {{name: a, concurrency: 1, requests: 1}}\n"),
     );
     // /proc refuses new directories even to root.
     for out in ["/proc/servebench-out", "/proc/self/servebench/out"] {
@@ -303,7 +304,7 @@ fn out_inside_a_missing_path_is_created() {
     let plan = write(
         dir.path(),
         "plan.yaml",
-        "version: 1\nname: o\ntargets:\n  sim:\n    simulator: {prefill_tok_s: 1000000, decode_ms_per_token: 1}\nworkloads:\n  w: {input_tokens: 8, output_tokens: 2}\ndefaults: {target: sim, workload: w}\nphases:\n  - {name: a, concurrency: 1, requests: 2}\n",
+        "version: 1\nname: o\ntargets:\n  sim:\n    simulator: {prefill_tok_s: 1000000, decode_ms_per_token: 1}\nworkloads:\n  w: {input_tokens: 32, output_tokens: 2}\ndefaults: {target: sim, workload: w}\nphases:\n  - {name: a, concurrency: 1, requests: 2}\n",
     );
     let out = dir.path().join("does/not/exist/yet");
     let output = bin()
@@ -410,7 +411,7 @@ async fn secrets_appear_in_no_artefact_of_a_run() {
         dir.path(),
         "plan.yaml",
         &format!(
-            "version: 1\nname: secret\nseed: 1\ntargets:\n  sim:\n    simulator: {{prefill_tok_s: 1000000, decode_ms_per_token: 1}}\n    api_key_env: SERVEBENCH_TEST_KEY\n    headers: {secret_headers}\n  echo:\n    base_url: http://{addr}/v1\n    model: m\n    api_key_env: SERVEBENCH_TEST_KEY\n    headers: {secret_headers}\n    timeout: {{total: 5s}}\nworkloads:\n  w: {{input_tokens: 16, output_tokens: 4}}\ndefaults: {{workload: w}}\nphases:\n  - {{name: sim, target: sim, concurrency: 2, requests: 4}}\n  - {{name: echo, target: echo, concurrency: 1, requests: 6}}\n"
+            "version: 1\nname: secret\nseed: 1\ntargets:\n  sim:\n    simulator: {{prefill_tok_s: 1000000, decode_ms_per_token: 1}}\n    api_key_env: SERVEBENCH_TEST_KEY\n    headers: {secret_headers}\n  echo:\n    base_url: http://{addr}/v1\n    model: m\n    api_key_env: SERVEBENCH_TEST_KEY\n    headers: {secret_headers}\n    timeout: {{total: 5s}}\nworkloads:\n  w: {{input_tokens: 32, output_tokens: 4}}\ndefaults: {{workload: w}}\nphases:\n  - {{name: sim, target: sim, concurrency: 2, requests: 4}}\n  - {{name: echo, target: echo, concurrency: 1, requests: 6}}\n"
         ),
     );
     let out = dir.path().join("out");
@@ -459,7 +460,7 @@ fn a_missing_api_key_names_the_variable_and_sends_nothing() {
     let plan = write(
         dir.path(),
         "plan.yaml",
-        "version: 1\nname: k\ntargets:\n  s:\n    base_url: http://127.0.0.1:9/v1\n    model: m\n    api_key_env: SERVEBENCH_TEST_UNSET_KEY\nworkloads:\n  w: {input_tokens: 8, output_tokens: 2}\ndefaults: {target: s, workload: w}\nphases:\n  - {name: a, concurrency: 1, requests: 1}\n",
+        "version: 1\nname: k\ntargets:\n  s:\n    base_url: http://127.0.0.1:9/v1\n    model: m\n    api_key_env: SERVEBENCH_TEST_UNSET_KEY\nworkloads:\n  w: {input_tokens: 32, output_tokens: 2}\ndefaults: {target: s, workload: w}\nphases:\n  - {name: a, concurrency: 1, requests: 1}\n",
     );
     let output = bin()
         .args(["run", "--quiet", "--out"])
@@ -493,7 +494,7 @@ fn plan_templates_cannot_read_the_environment() {
         let plan = write(
             dir.path(),
             "plan.yaml",
-            &format!("version: 1\nname: e\ndescription: \"{attempt}\"\nmetadata: {{x: \"{attempt}\"}}\ntargets:\n  sim:\n    simulator: {{}}\nworkloads:\n  w: {{input_tokens: 8, output_tokens: 2}}\ndefaults: {{target: sim, workload: w}}\nphases:\n  - {{name: a, concurrency: 1, requests: 1}}\n"),
+            &format!("version: 1\nname: e\ndescription: \"{attempt}\"\nmetadata: {{x: \"{attempt}\"}}\ntargets:\n  sim:\n    simulator: {{}}\nworkloads:\n  w: {{input_tokens: 32, output_tokens: 2}}\ndefaults: {{target: sim, workload: w}}\nphases:\n  - {{name: a, concurrency: 1, requests: 1}}\n"),
         );
         let output = bin()
             .arg("expand")
@@ -516,7 +517,7 @@ fn validate_phase(phase: &str) -> (Option<i32>, String) {
     let plan = write(
         dir.path(),
         "plan.yaml",
-        &format!("version: 1\nname: l\ntargets:\n  sim:\n    simulator: {{}}\nworkloads:\n  w: {{input_tokens: 8, output_tokens: 2}}\ndefaults: {{target: sim, workload: w}}\nphases:\n  - {phase}\n"),
+        &format!("version: 1\nname: l\ntargets:\n  sim:\n    simulator: {{}}\nworkloads:\n  w: {{input_tokens: 32, output_tokens: 2}}\ndefaults: {{target: sim, workload: w}}\nphases:\n  - {phase}\n"),
     );
     let output = bin().arg("validate").arg(&plan).output().unwrap();
     (
