@@ -436,7 +436,10 @@ pub const MAX_RPS: f64 = 1_000_000.0;
 fn check_limits(p: &str, phase: &Phase, issues: &mut Vec<Issue>) {
     let durations = [
         ("duration", phase.duration.as_ref()),
-        ("warmup/duration", phase.warmup.as_ref().and_then(|w| w.duration.as_ref())),
+        (
+            "warmup/duration",
+            phase.warmup.as_ref().and_then(|w| w.duration.as_ref()),
+        ),
         ("cooldown", phase.cooldown.as_ref()),
         ("drain_timeout", phase.drain_timeout.as_ref()),
     ];
@@ -458,7 +461,10 @@ fn check_limits(p: &str, phase: &Phase, issues: &mut Vec<Issue>) {
     }
     let concurrency = [
         ("concurrency", phase.concurrency),
-        ("rate/max_concurrency", phase.rate.as_ref().and_then(|r| r.max_concurrency)),
+        (
+            "rate/max_concurrency",
+            phase.rate.as_ref().and_then(|r| r.max_concurrency),
+        ),
     ];
     for (key, c) in concurrency {
         if let Some(c) = c
@@ -476,7 +482,10 @@ fn check_limits(p: &str, phase: &Phase, issues: &mut Vec<Issue>) {
     {
         issues.push(Issue::new(
             format!("{p}/rate/rps"),
-            format!("{} is more than the limit of {MAX_RPS} requests per second", rate.rps),
+            format!(
+                "{} is more than the limit of {MAX_RPS} requests per second",
+                rate.rps
+            ),
         ));
     }
 }

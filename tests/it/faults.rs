@@ -50,7 +50,9 @@ async fn run_checked(yaml: &str) -> Report {
     let plan_path = dir.path().join("plan.yaml");
     std::fs::write(&plan_path, yaml).unwrap();
     let out = dir.path().join("out");
-    let outcome = run(options(plan_path, &out)).await.expect("the run completes");
+    let outcome = run(options(plan_path, &out))
+        .await
+        .expect("the run completes");
     assert!(!outcome.interrupted);
     let text = std::fs::read_to_string(out.join("report.json")).unwrap();
     let value: serde_json::Value = serde_json::from_str(&text).unwrap();
@@ -76,7 +78,10 @@ async fn run_checked(yaml: &str) -> Report {
     let mut sorted_journal = journal_ids.clone();
     sorted_journal.sort();
     report_ids.sort();
-    assert_eq!(sorted_journal, report_ids, "journal and report hold the same requests");
+    assert_eq!(
+        sorted_journal, report_ids,
+        "journal and report hold the same requests"
+    );
     for phase in &report.phases {
         assert_eq!(phase.request_timings.len() as u64, phase.summary.requests);
         let failed = phase
@@ -338,7 +343,11 @@ async fn http_1_0_without_keep_alive_works_request_after_request() {
     ))
     .await;
     let phase = &report.phases[0];
-    assert_eq!(phase.summary.errors, 0, "{:?}", phase.summary.errors_by_kind);
+    assert_eq!(
+        phase.summary.errors, 0,
+        "{:?}",
+        phase.summary.errors_by_kind
+    );
     assert_eq!(phase.request_timings.len(), 10);
     for r in &phase.request_timings {
         assert_eq!(r.content_chunks, 2);
@@ -349,7 +358,11 @@ async fn http_1_0_without_keep_alive_works_request_after_request() {
 /// Accepts and answers on `addr` until `down` is set, then closes the listener and every
 /// open connection.
 fn start_good_server(listener: TcpListener) -> tokio::task::JoinHandle<()> {
-    tokio::spawn(async move {
+    tokio::spawn(serve_good(listener))
+}
+
+async fn serve_good(listener: TcpListener) {
+    {
         let mut tasks = tokio::task::JoinSet::new();
         while let Ok((mut stream, _)) = listener.accept().await {
             tasks.spawn(async move {
@@ -360,7 +373,7 @@ fn start_good_server(listener: TcpListener) -> tokio::task::JoinHandle<()> {
                 }
             });
         }
-    })
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -389,13 +402,14 @@ async fn a_server_that_dies_mid_phase_and_comes_back_counts_errors_only_while_do
         tokio::time::sleep(Duration::from_millis(800)).await;
         flag.store(false, Ordering::SeqCst);
         let listener = TcpListener::bind(addr).await.expect("rebind the same port");
-        start_good_server(listener)
+        serve_good(listener).await;
     });
     let out = dir.path().join("out");
-    run(options(plan_path, &out)).await.expect("the run completes");
-    let back = outage.await.unwrap();
-    back.abort();
-    assert!(!down.load(Ordering::SeqCst));
+    run(options(plan_path, &out))
+        .await
+        .expect("the run completes");
+    outage.abort();
+    assert!(!down.load(Ordering::SeqCst), "the server came back");
     let text = std::fs::read_to_string(out.join("report.json")).unwrap();
     let value: serde_json::Value = serde_json::from_str(&text).unwrap();
     assert_valid_report(&value);
@@ -416,5 +430,12 @@ async fn a_server_that_dies_mid_phase_and_comes_back_counts_errors_only_while_do
         assert_eq!(kind, Some(ErrorKind::Connect), "while down: {r:?}");
     }
     assert!(after.clone().count() > 5 && after.clone().all(|r| r.is_ok()));
-    assert!(phase.summary.errors_by_kind.get(&ErrorKind::Connect).copied() >= Some(10));
+    assert!(
+        phase
+            .summary
+            .errors_by_kind
+            .get(&ErrorKind::Connect)
+            .copied()
+            >= Some(10)
+    );
 }

@@ -280,7 +280,9 @@ async fn unwritable_out_fails_before_the_first_request_even_model_discovery() {
     let plan = write(
         dir.path(),
         "plan.yaml",
-        &format!("version: 1\nname: o\ntargets:\n  s:\n    base_url: http://{addr}/v1\nworkloads:\n  w: {{input_tokens: 32, output_tokens: 2}}\ndefaults: {{target: s, workload: w}}\nphases:\n  - {{name: a, concurrency: 1, requests: 1}}\n"),
+        &format!(
+            "version: 1\nname: o\ntargets:\n  s:\n    base_url: http://{addr}/v1\nworkloads:\n  w: {{input_tokens: 32, output_tokens: 2}}\ndefaults: {{target: s, workload: w}}\nphases:\n  - {{name: a, concurrency: 1, requests: 1}}\n"
+        ),
     );
     // /proc refuses new directories even to root.
     for out in ["/proc/servebench-out", "/proc/self/servebench/out"] {
@@ -293,8 +295,7 @@ async fn unwritable_out_fails_before_the_first_request_even_model_discovery() {
         let stderr = String::from_utf8_lossy(&output.stderr);
         assert!(stderr.contains("--out") && stderr.contains(out), "{stderr}");
     }
-    let accepted =
-        tokio::time::timeout(Duration::from_millis(200), listener.accept()).await;
+    let accepted = tokio::time::timeout(Duration::from_millis(200), listener.accept()).await;
     assert!(accepted.is_err(), "a request reached the server");
 }
 
@@ -430,7 +431,10 @@ async fn secrets_appear_in_no_artefact_of_a_run() {
     let echo = &report.phases[1];
     assert_eq!(echo.summary.errors, 3, "{:?}", echo.summary.errors_by_kind);
     let message = &echo.request_timings[0].error.as_ref().unwrap().message;
-    assert!(message.contains("401") && message.contains("x-api-key"), "{message}");
+    assert!(
+        message.contains("401") && message.contains("x-api-key"),
+        "{message}"
+    );
     assert!(message.contains("<redacted>"), "{message}");
     // The target's non-secret header is kept, the secret ones are not.
     assert_eq!(report.plan.targets["sim"].headers["x-trace"], "visible");
@@ -444,7 +448,10 @@ async fn secrets_appear_in_no_artefact_of_a_run() {
     }
     let names: Vec<&str> = artefacts.iter().map(|(n, _)| n.as_str()).collect();
     for needed in ["report.json", "report.md", "report.html", "journal.jsonl"] {
-        assert!(names.iter().any(|n| n.ends_with(needed)), "{needed} missing");
+        assert!(
+            names.iter().any(|n| n.ends_with(needed)),
+            "{needed} missing"
+        );
     }
     for (name, bytes) in &artefacts {
         let text = String::from_utf8_lossy(bytes);
@@ -494,7 +501,9 @@ fn plan_templates_cannot_read_the_environment() {
         let plan = write(
             dir.path(),
             "plan.yaml",
-            &format!("version: 1\nname: e\ndescription: \"{attempt}\"\nmetadata: {{x: \"{attempt}\"}}\ntargets:\n  sim:\n    simulator: {{}}\nworkloads:\n  w: {{input_tokens: 32, output_tokens: 2}}\ndefaults: {{target: sim, workload: w}}\nphases:\n  - {{name: a, concurrency: 1, requests: 1}}\n"),
+            &format!(
+                "version: 1\nname: e\ndescription: \"{attempt}\"\nmetadata: {{x: \"{attempt}\"}}\ntargets:\n  sim:\n    simulator: {{}}\nworkloads:\n  w: {{input_tokens: 32, output_tokens: 2}}\ndefaults: {{target: sim, workload: w}}\nphases:\n  - {{name: a, concurrency: 1, requests: 1}}\n"
+            ),
         );
         let output = bin()
             .arg("expand")
@@ -507,7 +516,10 @@ fn plan_templates_cannot_read_the_environment() {
             String::from_utf8_lossy(&output.stdout),
             String::from_utf8_lossy(&output.stderr)
         );
-        assert!(!all.contains("env-SENTINEL"), "{attempt} read the environment: {all}");
+        assert!(
+            !all.contains("env-SENTINEL"),
+            "{attempt} read the environment: {all}"
+        );
     }
 }
 
@@ -517,7 +529,9 @@ fn validate_phase(phase: &str) -> (Option<i32>, String) {
     let plan = write(
         dir.path(),
         "plan.yaml",
-        &format!("version: 1\nname: l\ntargets:\n  sim:\n    simulator: {{}}\nworkloads:\n  w: {{input_tokens: 32, output_tokens: 2}}\ndefaults: {{target: sim, workload: w}}\nphases:\n  - {phase}\n"),
+        &format!(
+            "version: 1\nname: l\ntargets:\n  sim:\n    simulator: {{}}\nworkloads:\n  w: {{input_tokens: 32, output_tokens: 2}}\ndefaults: {{target: sim, workload: w}}\nphases:\n  - {phase}\n"
+        ),
     );
     let output = bin().arg("validate").arg(&plan).output().unwrap();
     (
@@ -529,17 +543,44 @@ fn validate_phase(phase: &str) -> (Option<i32>, String) {
 #[test]
 fn absurd_durations_concurrency_and_rates_are_refused() {
     let cases = [
-        ("{name: a, concurrency: 1, duration: 31d}", "phases[0].duration", "30 days"),
-        ("{name: a, concurrency: 1, requests: 1, warmup: {duration: 1000h}}", "warmup.duration", "30 days"),
-        ("{name: a, concurrency: 1, requests: 1, cooldown: 100d}", "cooldown", "30 days"),
-        ("{name: a, concurrency: 1000001, requests: 1}", "phases[0].concurrency", "1000000"),
-        ("{name: a, rate: {rps: 5, max_concurrency: 4000000000}, requests: 1}", "max_concurrency", "1000000"),
-        ("{name: a, rate: {rps: 1e12}, requests: 1}", "rate.rps", "requests per second"),
+        (
+            "{name: a, concurrency: 1, duration: 31d}",
+            "phases[0].duration",
+            "30 days",
+        ),
+        (
+            "{name: a, concurrency: 1, requests: 1, warmup: {duration: 1000h}}",
+            "warmup.duration",
+            "30 days",
+        ),
+        (
+            "{name: a, concurrency: 1, requests: 1, cooldown: 100d}",
+            "cooldown",
+            "30 days",
+        ),
+        (
+            "{name: a, concurrency: 1000001, requests: 1}",
+            "phases[0].concurrency",
+            "1000000",
+        ),
+        (
+            "{name: a, rate: {rps: 5, max_concurrency: 4000000000}, requests: 1}",
+            "max_concurrency",
+            "1000000",
+        ),
+        (
+            "{name: a, rate: {rps: 1e12}, requests: 1}",
+            "rate.rps",
+            "requests per second",
+        ),
     ];
     for (phase, path, limit) in cases {
         let (code, stderr) = validate_phase(phase);
         assert_eq!(code, Some(2), "{phase}: {stderr}");
-        assert!(stderr.contains(path) && stderr.contains(limit), "{phase}: {stderr}");
+        assert!(
+            stderr.contains(path) && stderr.contains(limit),
+            "{phase}: {stderr}"
+        );
     }
     // The limits themselves are allowed.
     for phase in [
@@ -557,14 +598,21 @@ fn a_plan_expanding_to_too_many_phases_is_refused() {
         "{name: \"a-{{ c }}-{{ d }}\", concurrency: \"{{ c }}\", requests: \"{{ d }}\", matrix: {c: [1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18,19,20,21,22,23,24,25,26,27,28,29,30,31,32,33,34], d: [1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18,19,20,21,22,23,24,25,26,27,28,29,30,31,32,33,34]}}",
     );
     assert_eq!(code, Some(2), "{stderr}");
-    assert!(stderr.contains("1156") && stderr.contains("1000"), "{stderr}");
+    assert!(
+        stderr.contains("1156") && stderr.contains("1000"),
+        "{stderr}"
+    );
 }
 
 #[test]
 fn bad_dataset_files_fail_with_exit_2_and_name_the_problem() {
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("empty.jsonl"), b"").unwrap();
-    std::fs::write(dir.path().join("binary.jsonl"), b"\x89PNG\r\n\x1a\n\x00\x00").unwrap();
+    std::fs::write(
+        dir.path().join("binary.jsonl"),
+        b"\x89PNG\r\n\x1a\n\x00\x00",
+    )
+    .unwrap();
     std::fs::copy(
         repo_path("tests/fixtures/workload/sharegpt.json"),
         dir.path().join("sharegpt.json"),
@@ -587,7 +635,9 @@ fn bad_dataset_files_fail_with_exit_2_and_name_the_problem() {
         let plan = write(
             dir.path(),
             "plan.yaml",
-            &format!("version: 1\nname: d\ntargets:\n  sim:\n    simulator: {{}}\nworkloads:\n  w:\n    dataset: {{path: {file}, format: {format}}}\n    output_tokens: 2\ndefaults: {{target: sim, workload: w}}\nphases:\n  - {{name: a, concurrency: 1, requests: 1}}\n"),
+            &format!(
+                "version: 1\nname: d\ntargets:\n  sim:\n    simulator: {{}}\nworkloads:\n  w:\n    dataset: {{path: {file}, format: {format}}}\n    output_tokens: 2\ndefaults: {{target: sim, workload: w}}\nphases:\n  - {{name: a, concurrency: 1, requests: 1}}\n"
+            ),
         );
         let output = bin()
             .args(["run", "--quiet", "--out"])
@@ -596,7 +646,11 @@ fn bad_dataset_files_fail_with_exit_2_and_name_the_problem() {
             .output()
             .unwrap();
         let stderr = String::from_utf8_lossy(&output.stderr);
-        assert_eq!(output.status.code(), Some(2), "{file} as {format}: {stderr}");
+        assert_eq!(
+            output.status.code(),
+            Some(2),
+            "{file} as {format}: {stderr}"
+        );
         assert!(
             stderr.contains(file) && stderr.contains(expect),
             "{file} as {format}: {stderr}"
