@@ -428,11 +428,8 @@ async fn a_server_that_dies_mid_phase_and_comes_back_counts_errors_only_while_do
         first_error >= 10,
         "only {first_error} successes before the outage"
     );
-    assert!(
-        records.len() - last_error - 1 >= 10,
-        "only {} successes after the outage",
-        records.len() - last_error - 1
-    );
+    let after = records.len() - last_error - 1;
+    assert!(after >= 10, "only {after} successes after the outage");
     for r in &records[first_error..=last_error] {
         let kind = r.error.as_ref().map(|e| e.kind);
         // Requests in flight when it died broke; later ones found nobody listening.
