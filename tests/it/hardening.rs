@@ -364,6 +364,58 @@ fn a_full_disk_fails_fast_with_a_clear_message() {
     );
 }
 
+#[test]
+fn a_disk_that_fills_mid_run_ends_it_with_a_clear_error_and_a_readable_report() {
+    let dir = tempfile::tempdir().unwrap();
+    let mount = dir.path().join("tiny");
+    std::fs::create_dir(&mount).unwrap();
+    let mounted = Command::new("mount")
+        .args(["-t", "tmpfs", "-o", "size=64k"])
+        .arg("tmpfs")
+        .arg(&mount)
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if !mounted {
+        eprintln!("cannot mount a tmpfs here: full-disk case not exercised");
+        return;
+    }
+    struct Unmount(PathBuf);
+    impl Drop for Unmount {
+        fn drop(&mut self) {
+            let _ = Command::new("umount").arg(&self.0).status();
+        }
+    }
+    let _unmount = Unmount(mount.clone());
+    // 2000 journal lines need far more than 64 KiB.
+    let plan = write(
+        dir.path(),
+        "plan.yaml",
+        "version: 1\nname: o\ntargets:\n  sim:\n    simulator: {prefill_tok_s: 1000000, decode_ms_per_token: 0}\nworkloads:\n  w: {input_tokens: 32, output_tokens: 2}\ndefaults: {target: sim, workload: w}\nphases:\n  - {name: a, concurrency: 4, requests: 2000}\n  - {name: b, concurrency: 4, requests: 20}\n",
+    );
+    let out = mount.join("out");
+    let output = bin()
+        .args(["run", "--quiet", "--out"])
+        .arg(&out)
+        .arg(&plan)
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(3));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("No space left"), "{stderr}");
+    // The last report that fit is still whole JSON, and no temporary file is left.
+    let value: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("report.json")).unwrap()).unwrap();
+    assert_valid_report(&value);
+    for entry in std::fs::read_dir(&out).unwrap() {
+        let name = entry.unwrap().file_name();
+        assert!(
+            !name.to_string_lossy().ends_with(".tmp"),
+            "{name:?} left behind"
+        );
+    }
+}
+
 const SENTINEL_KEY: &str = "sk-SENTINEL-7c1e9f4a2b";
 const SENTINEL_HEADER: &str = "hdr-SENTINEL-5d8a3e6f01";
 
