@@ -43,14 +43,52 @@ pub struct ClientConfig {
     pub max_connections: usize,
 }
 
-/// Header names whose values are redacted in `Debug` output.
-fn is_secret_header(name: &str) -> bool {
+/// Header names whose values are secret: redacted in `Debug` output, error messages and the
+/// report's copy of the plan.
+pub fn is_secret_header(name: &str) -> bool {
     let name = name.to_ascii_lowercase();
     [
         "auth", "key", "token", "secret", "cookie", "password", "session",
     ]
     .iter()
     .any(|s| name.contains(s))
+}
+
+/// What stands in for a secret wherever one would have been shown.
+pub const REDACTED: &str = "<redacted>";
+
+/// `plan` with the values of its targets' secret headers replaced by [`REDACTED`], and any
+/// `vars` value that holds one of them too: what a report may keep of a plan.
+pub fn redact_plan(
+    plan: &crate::plan::Plan,
+    vars: &indexmap::IndexMap<String, serde_json::Value>,
+) -> (
+    crate::plan::Plan,
+    indexmap::IndexMap<String, serde_json::Value>,
+) {
+    let mut plan = plan.clone();
+    let mut secrets = Vec::new();
+    for target in plan.targets.values_mut() {
+        for (name, value) in target.headers.iter_mut() {
+            if is_secret_header(name) && !value.is_empty() {
+                secrets.push(std::mem::replace(value, REDACTED.to_string()));
+            }
+        }
+    }
+    let vars = vars
+        .iter()
+        .map(|(name, value)| {
+            let text = value.to_string();
+            let holds_secret = secrets.iter().any(|s| text.contains(s.as_str()));
+            let value = if holds_secret {
+                serde_json::Value::String(REDACTED.to_string())
+            } else {
+                value.clone()
+            };
+            (name.clone(), value)
+        })
+        .collect();
+    (plan, vars)
 }
 
 impl fmt::Debug for ClientConfig {
@@ -226,6 +264,59 @@ impl fmt::Debug for Client {
 }
 
 impl Client {
+    /// `message` with the API key and secret header values cut out: a server may echo them
+    /// (a 401 body quoting the request's headers).
+    fn redact(&self, mut message: String) -> String {
+        for secret in self.secrets() {
+            if message.contains(secret) {
+                message = message.replace(secret, REDACTED);
+            }
+            // An excerpt cut inside a secret ends in its first characters and `…`.
+            if let Some(head) = message.strip_suffix('…') {
+                let cut = (4..secret.len())
+                    .rev()
+                    .filter(|&k| secret.is_char_boundary(k))
+                    .find(|&k| head.ends_with(&secret[..k]));
+                if let Some(k) = cut {
+                    message = format!("{}{REDACTED}…", &head[..head.len() - k]);
+                }
+            }
+        }
+        message
+    }
+
+    /// A response body with the secrets cut out, before any excerpt could split one.
+    fn redact_bytes(&self, body: Vec<u8>) -> Vec<u8> {
+        let mut body = body;
+        for secret in self.secrets() {
+            let secret = secret.as_bytes();
+            while let Some(at) = memchr::memmem::find(&body, secret) {
+                body.splice(at..at + secret.len(), REDACTED.bytes());
+            }
+        }
+        body
+    }
+
+    /// The API key and the secret header values, longest first.
+    fn secrets(&self) -> Vec<&str> {
+        let mut secrets: Vec<&str> = self
+            .config
+            .api_key
+            .iter()
+            .map(String::as_str)
+            .chain(
+                self.config
+                    .headers
+                    .iter()
+                    .filter(|(name, _)| is_secret_header(name))
+                    .map(|(_, value)| value.as_str()),
+            )
+            .filter(|s| !s.is_empty())
+            .collect();
+        secrets.sort_by_key(|s| std::cmp::Reverse(s.len()));
+        secrets
+    }
+
     pub fn new(config: ClientConfig) -> Result<Self, ClientError> {
         let base = config.base_url.trim_end_matches('/');
         let path = match config.api {
@@ -415,7 +506,7 @@ impl Client {
                 record.error = Some(RequestError {
                     kind: failure.kind,
                     status: failure.status,
-                    message: failure.message,
+                    message: self.redact(failure.message),
                 });
             }
         }
@@ -553,7 +644,7 @@ impl Client {
             .get(header::RETRY_AFTER)
             .and_then(|v| v.to_str().ok())
             .map(str::to_string);
-        let body = read_body_prefix(response, total_deadline).await;
+        let body = self.redact_bytes(read_body_prefix(response, total_deadline).await);
         let body = error_excerpt(&body);
         let (kind, mut message) = if status == reqwest::StatusCode::TOO_MANY_REQUESTS {
             (ErrorKind::RateLimited, format!("HTTP {status}"))
@@ -591,7 +682,7 @@ impl Client {
             .and_then(|v| v.to_str().ok())
             .unwrap_or("none")
             .to_string();
-        let body = read_body_prefix(response, total_deadline).await;
+        let body = self.redact_bytes(read_body_prefix(response, total_deadline).await);
         let value: Option<serde_json::Value> = serde_json::from_slice(&body).ok();
         let is_error = value.as_ref().is_some_and(|v| {
             v.get("error").is_some_and(|e| !e.is_null())

@@ -165,6 +165,10 @@ impl SseParser {
         F: FnMut(EventKind, &[u8]) -> ControlFlow<()>,
     {
         let line = &chunk[start..end];
+        // The same per-line cap as a line carried across chunks, so splits do not matter.
+        if line.len() > self.max_event_bytes {
+            return Err(self.too_large());
+        }
         if line.is_empty() {
             return Ok(self.dispatch(chunk, on_data));
         }

@@ -425,7 +425,73 @@ fn check_phases(plan: &Plan, issues: &mut Vec<Issue>) {
     }
 }
 
+/// Longest duration a phase, warmup, cooldown or drain may have: 30 days.
+pub const MAX_PHASE_DURATION_S: u64 = 30 * 24 * 3600;
+/// Most concurrent requests (closed loop) or in-flight cap (open loop) a phase may ask for.
+pub const MAX_CONCURRENCY: u32 = 1_000_000;
+/// Highest open-loop request rate, requests per second.
+pub const MAX_RPS: f64 = 1_000_000.0;
+
+/// Values that parse but cannot be meant: a run of months, a million connections.
+fn check_limits(p: &str, phase: &Phase, issues: &mut Vec<Issue>) {
+    let durations = [
+        ("duration", phase.duration.as_ref()),
+        (
+            "warmup/duration",
+            phase.warmup.as_ref().and_then(|w| w.duration.as_ref()),
+        ),
+        ("cooldown", phase.cooldown.as_ref()),
+        ("drain_timeout", phase.drain_timeout.as_ref()),
+    ];
+    for (key, d) in durations {
+        if let Some(d) = d
+            && d.0.as_secs() > MAX_PHASE_DURATION_S
+        {
+            issues.push(
+                Issue::new(
+                    format!("{p}/{key}"),
+                    format!(
+                        "{:.1} days is longer than the limit of 30 days",
+                        d.0.as_secs_f64() / 86_400.0
+                    ),
+                )
+                .hint(Some("split a long soak into several phases".into())),
+            );
+        }
+    }
+    let concurrency = [
+        ("concurrency", phase.concurrency),
+        (
+            "rate/max_concurrency",
+            phase.rate.as_ref().and_then(|r| r.max_concurrency),
+        ),
+    ];
+    for (key, c) in concurrency {
+        if let Some(c) = c
+            && c > MAX_CONCURRENCY
+        {
+            issues.push(Issue::new(
+                format!("{p}/{key}"),
+                format!("{c} is more than the limit of {MAX_CONCURRENCY} concurrent requests"),
+            ));
+        }
+    }
+    if let Some(rate) = &phase.rate
+        && rate.rps.is_finite()
+        && rate.rps > MAX_RPS
+    {
+        issues.push(Issue::new(
+            format!("{p}/rate/rps"),
+            format!(
+                "{} is more than the limit of {MAX_RPS} requests per second",
+                rate.rps
+            ),
+        ));
+    }
+}
+
 fn check_phase(plan: &Plan, p: &str, phase: &Phase, issues: &mut Vec<Issue>) {
+    check_limits(p, phase, issues);
     let names = |m: Vec<&str>| m.join("`, `");
     match &phase.target {
         None => {

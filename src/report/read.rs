@@ -61,19 +61,28 @@ pub fn read_report(path: &Path) -> Result<Report, ReadError> {
         problem,
     };
     let bytes = std::fs::read(path).map_err(|e| err(format!("cannot read: {e}")))?;
+    read_report_bytes(&bytes, path)
+}
+
+/// Read a report from bytes already in memory; `path` names it in errors and the source.
+pub fn read_report_bytes(bytes: &[u8], path: &Path) -> Result<Report, ReadError> {
+    let err = |problem: String| ReadError {
+        path: path.to_path_buf(),
+        problem,
+    };
     let doc: Value =
-        serde_json::from_slice(&bytes).map_err(|e| err(format!("not valid JSON: {e}")))?;
+        serde_json::from_slice(bytes).map_err(|e| err(format!("not valid JSON: {e}")))?;
     let format = detect(&doc).map_err(err)?;
     let source = PlanSource {
         path: path.display().to_string(),
-        sha256: hex::encode(Sha256::digest(&bytes)),
+        sha256: hex::encode(Sha256::digest(bytes)),
     };
     match format {
         // Typed parses run on the bytes so errors carry line and column.
-        ReportFormat::Servebench => serde_json::from_slice::<Report>(&bytes)
+        ReportFormat::Servebench => serde_json::from_slice::<Report>(bytes)
             .map_err(|e| err(format!("not a valid {REPORT_SCHEMA} report: {e}"))),
         ReportFormat::AnvilRun => {
-            let run: AnvilRun = serde_json::from_slice(&bytes)
+            let run: AnvilRun = serde_json::from_slice(bytes)
                 .map_err(|e| err(format!("not a valid {ANVIL_SCHEMA} report: {e}")))?;
             if run.request_timings.is_empty() {
                 return Err(err(
@@ -86,7 +95,7 @@ pub fn read_report(path: &Path) -> Result<Report, ReadError> {
             Ok(seed::anvil_to_report(run, source))
         }
         ReportFormat::MultiPhase => {
-            let run: GatewayRun = serde_json::from_slice(&bytes)
+            let run: GatewayRun = serde_json::from_slice(bytes)
                 .map_err(|e| err(format!("not a valid multi-phase report: {e}")))?;
             if run.phases.is_empty() {
                 return Err(err("`phases` is empty".to_string()));

@@ -115,6 +115,10 @@ pub fn run_command(options: RunOptions) -> i32 {
 pub async fn run(options: RunOptions) -> Result<RunOutcome, RunError> {
     let mut loaded = load_plan(&options.plan, &options.expand)?;
     if !options.dry_run {
+        // Prove `--out` writable before model discovery sends the first request.
+        if let Some(dir) = &options.out_dir {
+            output::prepare_dir(dir).map_err(RunError::InvalidInput)?;
+        }
         discover_models(&mut loaded.plan, &options.only).await?;
     }
     let all = settings::resolve(&loaded.plan)
@@ -873,6 +877,7 @@ fn new_report(
     run_id: String,
     started_at: chrono::DateTime<chrono::Utc>,
 ) -> Report {
+    let (redacted_plan, redacted_vars) = crate::client::redact_plan(&loaded.plan, &loaded.vars);
     Report {
         schema: REPORT_SCHEMA.to_string(),
         tool: ToolInfo {
@@ -889,8 +894,9 @@ fn new_report(
             path: loaded.source_path.display().to_string(),
             sha256: loaded.source_sha256.clone(),
         },
-        vars: loaded.vars.clone(),
-        plan: loaded.plan.clone(),
+        // Secret header values stay out of the report (and so out of report.md/html).
+        vars: redacted_vars,
+        plan: redacted_plan,
         metadata: loaded.plan.metadata.clone(),
         timing_methodology: timing_methodology(loaded.plan.percentile_method),
         phases: Vec::new(),

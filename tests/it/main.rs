@@ -2,6 +2,9 @@
 mod client;
 mod common;
 mod e2e;
+mod faults;
+mod fuzz_corpus;
+mod hardening;
 mod metrics;
 mod perf;
 mod plans;
