@@ -27,6 +27,9 @@ fn options(plan: PathBuf, out: &Path) -> RunOptions {
         only: Vec::new(),
         dry_run: false,
         progress: ProgressMode::Quiet,
+        calibrate: false,
+        shard: None,
+        start_at: None,
     }
 }
 
