@@ -14,7 +14,7 @@ pub(crate) fn select(faults: &[SimFault], seed: u64, seq: u64) -> Option<&SimFau
         let hit = fault.at.contains(&seq)
             || fault
                 .every
-                .is_some_and(|every| every > 0 && seq % every == 0)
+                .is_some_and(|every| every > 0 && seq.is_multiple_of(every))
             || fault.probability.is_some_and(|p| draw < p);
         if hit && chosen.is_none() {
             chosen = Some(fault);

@@ -875,14 +875,14 @@ async fn metrics_are_prometheus_text() {
         let value: f64 = value.parse().expect("numeric sample");
         let name = series.split('{').next().unwrap_or("");
         assert!(name_ok(name), "{line}");
-        if let Some(labels) = series.strip_prefix(name) {
-            if !labels.is_empty() {
-                assert!(labels.starts_with('{') && labels.ends_with('}'), "{line}");
-                for pair in labels[1..labels.len() - 1].split(',') {
-                    let (key, val) = pair.split_once('=').expect("label pair");
-                    assert!(name_ok(key), "{line}");
-                    assert!(val.starts_with('"') && val.ends_with('"'), "{line}");
-                }
+        if let Some(labels) = series.strip_prefix(name)
+            && !labels.is_empty()
+        {
+            assert!(labels.starts_with('{') && labels.ends_with('}'), "{line}");
+            for pair in labels[1..labels.len() - 1].split(',') {
+                let (key, val) = pair.split_once('=').expect("label pair");
+                assert!(name_ok(key), "{line}");
+                assert!(val.starts_with('"') && val.ends_with('"'), "{line}");
             }
         }
         let family = ["_bucket", "_count", "_sum"]
