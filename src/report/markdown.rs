@@ -60,12 +60,7 @@ pub fn render(report: &Report) -> String {
     let prompts = table::prompt_tokens(report);
     if !prompts.is_empty() {
         out.push_str("\n## Prompt tokens: planned vs actual\n\n");
-        let warned: Vec<&str> = report
-            .phases
-            .iter()
-            .filter(|p| p.prompt_tokens.warning)
-            .map(|p| p.phase.as_str())
-            .collect();
+        let warned = table::prompt_warnings(report);
         if !warned.is_empty() {
             let _ = writeln!(
                 out,

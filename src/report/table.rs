@@ -405,3 +405,13 @@ pub fn errors(report: &Report) -> Table {
     }
     t
 }
+
+/// Phases whose served prompt size missed the plan beyond tolerance.
+pub fn prompt_warnings(report: &Report) -> Vec<&str> {
+    report
+        .phases
+        .iter()
+        .filter(|p| p.prompt_tokens.warning)
+        .map(|p| p.phase.as_str())
+        .collect()
+}
