@@ -95,6 +95,9 @@ pub enum Command {
         /// Also write the results as JSON here.
         #[arg(long, value_name = "FILE")]
         out: Option<PathBuf>,
+        /// Let idle CPUs sleep deeply: do not hold /dev/cpu_dma_latency at 0 µs.
+        #[arg(long)]
+        no_latency_hint: bool,
     },
     /// Merge the reports of a sharded run (`run --shard I/N`) into one report.
     Merge {
@@ -128,6 +131,13 @@ pub struct RunArgs {
     /// Skip measuring this machine's client ceiling before the first phase.
     #[arg(long)]
     pub no_calibrate: bool,
+    /// Let idle CPUs sleep deeply: do not hold /dev/cpu_dma_latency at 0 µs during the run.
+    #[arg(long)]
+    pub no_latency_hint: bool,
+    /// Keep the client's threads polling instead of sleeping between events: finer timings
+    /// where wakeups are slow, at the cost of a busy core per runtime worker.
+    #[arg(long)]
+    pub busy_poll: bool,
     /// Run shard I of N (0-based): this machine's share of every phase's load.
     #[arg(long, value_name = "I/N")]
     pub shard: Option<crate::shard::ShardSpec>,
@@ -154,6 +164,8 @@ pub fn run(cli: Cli) -> i32 {
             only: args.only,
             dry_run: args.dry_run,
             calibrate: !args.no_calibrate,
+            latency_hint: !args.no_latency_hint,
+            busy_poll: args.busy_poll,
             progress: if args.quiet {
                 crate::scheduler::progress::ProgressMode::Quiet
             } else {
@@ -186,9 +198,15 @@ pub fn run(cli: Cli) -> i32 {
             config,
             seed,
         }),
-        Command::Selftest { quick, out } => {
-            crate::selftest::run_command(crate::selftest::SelftestArgs { quick, out })
-        }
+        Command::Selftest {
+            quick,
+            out,
+            no_latency_hint,
+        } => crate::selftest::run_command(crate::selftest::SelftestArgs {
+            quick,
+            out,
+            latency_hint: !no_latency_hint,
+        }),
         Command::Merge { reports, output } => crate::shard::merge_command(&reports, &output),
     }
 }

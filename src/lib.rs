@@ -14,4 +14,5 @@ pub mod scheduler;
 pub mod selftest;
 pub mod shard;
 pub mod sim;
+pub mod wakeup;
 pub mod workload;

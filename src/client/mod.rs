@@ -472,8 +472,45 @@ impl Client {
     where
         C: Future<Output = ()>,
     {
-        let request_id = self.request_id(request_index);
         let body = self.request_body(prompt);
+        self.send_body(
+            request_index,
+            body,
+            prompt.planned_prompt_tokens,
+            origin,
+            cancel,
+        )
+        .await
+    }
+
+    /// [`Client::send`] taking the prompt by value: it is dropped once the body is built, so a
+    /// long prompt is held once (in its body) while its request is in flight.
+    pub async fn send_owned(
+        &self,
+        request_index: u64,
+        prompt: Prompt,
+        origin: Instant,
+    ) -> RequestRecord {
+        let body = self.request_body(&prompt);
+        let planned = prompt.planned_prompt_tokens;
+        drop(prompt);
+        self.send_body(request_index, body, planned, origin, std::future::pending())
+            .await
+    }
+
+    /// One request with its serialized body; `planned` is the prompt's planned token count.
+    async fn send_body<C>(
+        &self,
+        request_index: u64,
+        body: String,
+        planned: Option<u64>,
+        origin: Instant,
+        cancel: C,
+    ) -> RequestRecord
+    where
+        C: Future<Output = ()>,
+    {
+        let request_id = self.request_id(request_index);
         let mut state = StreamState::default();
         let start = Instant::now();
         let outcome = {
@@ -491,7 +528,7 @@ impl Client {
             start_offset_ms: signed_ms(origin, start),
             time_to_first_output_ms: state.first_output_ms,
             ttft_ms: state.first_content_ms,
-            planned_context_tokens: prompt.planned_prompt_tokens,
+            planned_context_tokens: planned,
             prompt_tokens: state.prompt_tokens,
             cached_tokens: state.cached_tokens,
             content_chunks: state.content_chunks,

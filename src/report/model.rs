@@ -53,6 +53,9 @@ pub struct Report {
     /// `run --no-calibrate`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub client_calibration: Option<ClientCalibration>,
+    /// The client's runtime workers polled instead of parking (`run --busy-poll`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub client_busy_poll: bool,
 }
 
 /// What the client sustained against a zero-delay in-process simulator on loopback, just
@@ -64,6 +67,10 @@ pub struct ClientCalibration {
     pub events_per_second: f64,
     pub concurrency: u32,
     pub duration_seconds: f64,
+    /// How late a sleeping thread woke on this machine, measured just before the run: the
+    /// error a parked client thread can add to any timing.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wake_latency: Option<crate::wakeup::WakeLatency>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -81,6 +88,9 @@ pub struct HostFacts {
     pub cpus: usize,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub memory_bytes: Option<u64>,
+    /// Whether the run held the kernel's request to keep idle CPUs quick to wake.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_latency_hint: Option<crate::wakeup::CpuLatencyHint>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]

@@ -386,6 +386,7 @@ pub fn anvil_to_report(run: AnvilRun, source: PlanSource) -> Report {
         phases: vec![phase],
         rechecks: Vec::new(),
         client_calibration: None,
+        client_busy_poll: false,
         shard: None,
         merged_from: None,
     }
@@ -519,6 +520,7 @@ pub fn gateway_to_report(run: GatewayRun, name: &str, source: PlanSource) -> Rep
         phases,
         rechecks,
         client_calibration: None,
+        client_busy_poll: false,
         shard: None,
         merged_from: None,
     }

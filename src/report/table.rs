@@ -143,6 +143,9 @@ pub fn header_facts(report: &Report) -> Vec<(String, String)> {
         "complete".to_string()
     };
     facts.push(("Status".to_string(), status));
+    if let Some(client) = client_fact(report) {
+        facts.push(("Client".to_string(), client));
+    }
     facts.push((
         "Percentiles".to_string(),
         match report.timing_methodology.percentile_method {
@@ -151,6 +154,39 @@ pub fn header_facts(report: &Report) -> Vec<(String, String)> {
         },
     ));
     facts
+}
+
+/// The client's own limits, when the run measured them: ceiling, wake latency, wake hint.
+fn client_fact(report: &Report) -> Option<String> {
+    let mut parts = Vec::new();
+    if let Some(c) = &report.client_calibration {
+        parts.push(format!(
+            "ceiling {} req/s, {} events/s",
+            sig3(c.requests_per_second),
+            sig3(c.events_per_second)
+        ));
+        if let Some(w) = &c.wake_latency {
+            let slow = if w.p99_ms > crate::wakeup::SLOW_WAKE_MS {
+                " (slow: timings can be off by this much)"
+            } else {
+                ""
+            };
+            parts.push(format!("wakeup late by p99 {} ms{slow}", sig3(w.p99_ms)));
+        }
+    }
+    if let Some(hint) = &report.host.cpu_latency_hint {
+        parts.push(match hint.status {
+            crate::wakeup::HintStatus::Held => "CPU wake-latency hint held".to_string(),
+            crate::wakeup::HintStatus::Off => "CPU wake-latency hint off".to_string(),
+            crate::wakeup::HintStatus::Unavailable => {
+                "CPU wake-latency hint unavailable".to_string()
+            }
+        });
+    }
+    if report.client_busy_poll {
+        parts.push("busy polling".to_string());
+    }
+    (!parts.is_empty()).then(|| parts.join("; "))
 }
 
 fn short_sha(sha: &str) -> String {

@@ -7,20 +7,23 @@ use crate::selftest;
 
 /// Measured window of the calibration (plus a quarter of it as warmup).
 pub const CALIBRATION_WINDOW: Duration = Duration::from_millis(1200);
+/// Sleeps timed by the wake-latency probe (~0.2 s).
+pub const WAKE_SAMPLES: u32 = 200;
 /// Above this share of the ceiling, a phase's numbers may be the client's, not the server's.
 pub const HEADROOM_WARNING: f64 = 0.7;
 
-/// Measure this machine's client ceiling on threads of its own (the calibration runs its
+/// Measure how late a sleeping thread wakes, then this machine's client ceiling, on threads of its own (the calibration runs its
 /// simulator and client on dedicated current-thread runtimes), so the run's runtime is idle.
 pub async fn calibrate() -> Result<ClientCalibration, String> {
     let (tx, rx) = tokio::sync::oneshot::channel();
     std::thread::Builder::new()
         .name("calibrate".into())
         .spawn(move || {
-            let _ = tx.send(selftest::measure_ceiling(CALIBRATION_WINDOW));
+            let wake = crate::wakeup::probe(WAKE_SAMPLES);
+            let _ = tx.send(selftest::measure_ceiling(CALIBRATION_WINDOW).map(|c| (c, wake)));
         })
         .map_err(|e| format!("cannot start the calibration thread: {e}"))?;
-    let ceiling = rx
+    let (ceiling, wake) = rx
         .await
         .map_err(|_| "the calibration thread ended early".to_string())??;
     Ok(ClientCalibration {
@@ -28,6 +31,7 @@ pub async fn calibrate() -> Result<ClientCalibration, String> {
         events_per_second: ceiling.events_per_s,
         concurrency: ceiling.concurrency,
         duration_seconds: ceiling.duration_s,
+        wake_latency: Some(wake),
     })
 }
 

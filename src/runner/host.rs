@@ -17,6 +17,8 @@ pub fn host_facts() -> HostFacts {
             .map(|n| n.get())
             .unwrap_or(1),
         memory_bytes: memory_bytes(),
+        // The run sets it once it has asked.
+        cpu_latency_hint: None,
     }
 }
 

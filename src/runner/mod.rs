@@ -50,6 +50,12 @@ pub struct RunOptions {
     pub progress: ProgressMode,
     /// Measure the client ceiling before the first phase (`run --no-calibrate` skips it).
     pub calibrate: bool,
+    /// Hold the kernel's request to keep idle CPUs quick to wake for the whole run
+    /// (`run --no-latency-hint` skips it); see [`crate::wakeup`].
+    pub latency_hint: bool,
+    /// Keep the runtime's workers polling instead of parking for the whole run
+    /// (`run --busy-poll`); see [`scheduler::BusyPoll`].
+    pub busy_poll: bool,
     // Sharded runs (src/shard/).
     /// `--shard I/N`: run this shard's share of every phase.
     pub shard: Option<crate::shard::ShardSpec>,
@@ -179,6 +185,8 @@ pub async fn run(options: RunOptions) -> Result<RunOutcome, RunError> {
     output::prepare_dir(&out_dir).map_err(RunError::InvalidInput)?;
     let journal = Journal::create(&out_dir).map_err(RunError::InvalidInput)?;
 
+    // Held until the run returns: calibration and every phase run with quick wakeups.
+    let (_latency_request, latency_hint) = crate::wakeup::request_if(options.latency_hint);
     let calibration = if options.calibrate {
         calibrate::calibrate()
             .await
@@ -187,12 +195,22 @@ pub async fn run(options: RunOptions) -> Result<RunOutcome, RunError> {
     } else {
         None
     };
+    if let Some(warning) = calibration
+        .as_ref()
+        .and_then(|c| c.wake_latency.as_ref())
+        .and_then(|wake| crate::wakeup::slow_wake_warning(wake, &latency_hint))
+    {
+        eprintln!("{warning}");
+    }
+    let _busy_poll = options.busy_poll.then(scheduler::BusyPoll::start);
     let simulators = start_simulators(&phases).await?;
     let stops = Stops::default();
     let interrupts = install_interrupt_handler(stops.clone(), journal.clone(), out_dir.clone());
 
     let mut report = new_report(&loaded, run_id.clone(), started_at);
     report.client_calibration = calibration;
+    report.host.cpu_latency_hint = Some(latency_hint);
+    report.client_busy_poll = options.busy_poll;
     report.shard = options.shard.map(|shard| crate::shard::ShardInfo {
         index: shard.index,
         count: shard.count,
@@ -902,6 +920,7 @@ fn new_report(
         phases: Vec::new(),
         rechecks: Vec::new(),
         client_calibration: None,
+        client_busy_poll: false,
         shard: None,
         merged_from: None,
     }

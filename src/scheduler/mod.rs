@@ -6,6 +6,7 @@
 //! fake in unit tests) and every finished request is sent to the caller as a record.
 
 pub mod arrivals;
+mod busy;
 mod closed;
 mod open;
 pub mod progress;
@@ -19,6 +20,8 @@ use tokio::time::Instant;
 
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
+
+pub use busy::BusyPoll;
 
 use crate::client::{Client, ErrorKind, RequestError, RequestRecord};
 use crate::plan::Arrival;
@@ -42,7 +45,7 @@ impl Executor for Client {
         prompt: Prompt,
         origin: std::time::Instant,
     ) -> RequestRecord {
-        self.send(request_index, &prompt, origin).await
+        self.send_owned(request_index, prompt, origin).await
     }
 }
 

@@ -3,7 +3,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::sync::Semaphore;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+use tokio::task::JoinSet;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
@@ -52,73 +53,180 @@ impl Arrivals {
 
 pub(super) async fn start<E: Executor, F: PromptFeed>(
     ctx: &WindowContext<E, F>,
-    mut arrivals: Arrivals,
+    arrivals: Arrivals,
     max_concurrency: Option<u32>,
     deadline: Option<Instant>,
     max_requests: Option<u64>,
     stop: &CancellationToken,
     precise: bool,
 ) -> InFlight {
-    let slots = max_concurrency.map(|n| Arc::new(Semaphore::new(n as usize)));
-    let mut tasks = tokio::task::JoinSet::new();
-    let mut index = 0u64;
-    loop {
-        if max_requests.is_some_and(|max| index >= max) || ctx.abort.is_cancelled() {
-            break;
+    let pacer = Pacer {
+        ctx: ctx.clone_for_task(),
+        arrivals,
+        slots: max_concurrency.map(|n| Arc::new(Semaphore::new(n as usize))),
+        deadline,
+        max_requests,
+        stop: stop.clone(),
+    };
+    if !precise {
+        return pacer.run_on_timers().await;
+    }
+    // Timer wheels fire on millisecond ticks, and a runtime worker that spins instead takes a
+    // core from the requests it paces. A thread of its own sleeps on the OS's fine timer and
+    // spins only the last moment, so sends land within microseconds of their schedule.
+    let handle = tokio::runtime::Handle::current();
+    match tokio::task::spawn_blocking(move || pacer.run_on_thread(&handle)).await {
+        Ok(in_flight) => in_flight,
+        Err(e) => std::panic::resume_unwind(e.into_panic()),
+    }
+}
+
+/// Spin (rather than sleep) this close to a send: with 1 ns timer slack, a sleeping thread
+/// usually wakes within this much of its deadline.
+const SPIN_WINDOW: Duration = Duration::from_micros(50);
+/// The longest sleep between checks for an interrupt.
+const STOP_CHECK: Duration = Duration::from_millis(10);
+
+/// The calling thread's timer slack at 1 ns (Linux adds 50 µs to every sleep by default), for
+/// as long as this lives; a pool thread gets its default back.
+struct FineTimerSlack;
+
+const FINE_SLACK_NS: libc::c_ulong = 1;
+/// PR_SET_TIMERSLACK's value for "the thread's default".
+const DEFAULT_SLACK: libc::c_ulong = 0;
+
+impl FineTimerSlack {
+    fn set() -> FineTimerSlack {
+        // SAFETY: PR_SET_TIMERSLACK takes an integer and touches only this thread's slack.
+        unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, FINE_SLACK_NS) };
+        FineTimerSlack
+    }
+}
+
+impl Drop for FineTimerSlack {
+    fn drop(&mut self) {
+        // SAFETY: as above; 0 restores the thread's default slack.
+        unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, DEFAULT_SLACK) };
+    }
+}
+
+/// One open-loop window's sending side.
+struct Pacer<E, F> {
+    ctx: WindowContext<E, F>,
+    arrivals: Arrivals,
+    slots: Option<Arc<Semaphore>>,
+    deadline: Option<Instant>,
+    max_requests: Option<u64>,
+    stop: CancellationToken,
+}
+
+impl<E: Executor, F: PromptFeed> Pacer<E, F> {
+    /// The next request's prompt and offset, or `None` once the window's bound is reached.
+    fn next(&mut self, index: u64) -> Option<(Prompt, Duration)> {
+        if self.max_requests.is_some_and(|max| index >= max) || self.ctx.abort.is_cancelled() {
+            return None;
         }
         // Build the prompt before waiting, so its cost never delays the send.
-        let prompt = ctx.next_prompt();
-        let offset = arrivals.next_offset(&prompt);
-        let send_at = ctx.origin + offset;
-        if deadline.is_some_and(|d| send_at >= d) {
-            break;
+        let prompt = self.ctx.next_prompt();
+        let offset = self.arrivals.next_offset(&prompt);
+        if self.deadline.is_some_and(|d| self.ctx.origin + offset >= d) {
+            return None;
         }
-        tokio::select! {
-            _ = pace_until(send_at, precise) => {}
-            _ = stop.cancelled() => break,
+        Some((prompt, offset))
+    }
+
+    /// Pacing on the runtime's timers (whole milliseconds; also tokio's paused test clock).
+    async fn run_on_timers(mut self) -> InFlight {
+        let mut tasks = JoinSet::new();
+        let mut index = 0u64;
+        while let Some((prompt, offset)) = self.next(index) {
+            tokio::select! {
+                _ = tokio::time::sleep_until(self.ctx.origin + offset) => {}
+                _ = self.stop.cancelled() => break,
+            }
+            let Some(permit) = self.slot().await else {
+                break;
+            };
+            self.spawn(&mut tasks, index, prompt, offset, permit, None);
+            index += 1;
         }
-        // Waiting for a slot counts as send lag: client-side queueing stays visible.
-        let permit = match &slots {
-            Some(slots) => tokio::select! {
-                permit = slots.clone().acquire_owned() => match permit {
-                    Ok(permit) => Some(permit),
-                    Err(_) => break,
-                },
-                _ = stop.cancelled() => break,
-            },
-            None => None,
+        self.ctx.bound_reached.cancel();
+        InFlight { tasks }
+    }
+
+    /// Pacing on this (blocking) thread; requests run on `handle`'s runtime.
+    fn run_on_thread(mut self, handle: &tokio::runtime::Handle) -> InFlight {
+        let mut tasks = JoinSet::new();
+        let mut index = 0u64;
+        let origin = self.ctx.origin.into_std();
+        let _slack = FineTimerSlack::set();
+        while let Some((prompt, offset)) = self.next(index) {
+            if !self.wait_until(origin + offset) {
+                break;
+            }
+
+            let Some(permit) = handle.block_on(self.slot()) else {
+                break;
+            };
+            self.spawn(&mut tasks, index, prompt, offset, permit, Some(handle));
+            index += 1;
+        }
+        self.ctx.bound_reached.cancel();
+        InFlight { tasks }
+    }
+
+    /// Block until `send_at`: sleep to just short of it, then spin. False when stopped first.
+    fn wait_until(&self, send_at: std::time::Instant) -> bool {
+        loop {
+            if self.stop.is_cancelled() || self.ctx.abort.is_cancelled() {
+                return false;
+            }
+            let now = std::time::Instant::now();
+            let Some(left) = send_at.checked_duration_since(now).filter(|d| !d.is_zero()) else {
+                return true;
+            };
+            if left > SPIN_WINDOW {
+                std::thread::sleep((left - SPIN_WINDOW).min(STOP_CHECK));
+            } else {
+                std::hint::spin_loop();
+            }
+        }
+    }
+
+    /// A concurrency slot when the window caps concurrency. Waiting for one counts as send
+    /// lag, so client-side queueing stays visible. `None` when stopped first.
+    async fn slot(&self) -> Option<Option<OwnedSemaphorePermit>> {
+        let Some(slots) = &self.slots else {
+            return Some(None);
         };
+        tokio::select! {
+            permit = slots.clone().acquire_owned() => permit.ok().map(Some),
+            _ = self.stop.cancelled() => None,
+        }
+    }
+
+    fn spawn(
+        &self,
+        tasks: &mut JoinSet<()>,
+        request_index: u64,
+        prompt: Prompt,
+        offset: Duration,
+        permit: Option<OwnedSemaphorePermit>,
+        handle: Option<&tokio::runtime::Handle>,
+    ) {
         while tasks.try_join_next().is_some() {}
-        let task_ctx = ctx.clone_for_task();
+        let task_ctx = self.ctx.clone_for_task();
         let scheduled_ms = offset.as_secs_f64() * 1e3;
-        let request_index = index;
-        tasks.spawn(async move {
+        let request = async move {
             let mut record = task_ctx.send(request_index, prompt).await;
             drop(permit);
             record.scheduled_offset_ms = Some(scheduled_ms);
             record.send_lag_ms = Some(record.start_offset_ms - scheduled_ms);
             task_ctx.deliver(record);
-        });
-        index += 1;
-    }
-    ctx.bound_reached.cancel();
-    InFlight { tasks }
-}
-
-/// Timer wheels fire on millisecond ticks, late by up to a tick; at 1,000+ req/s that is most of
-/// a gap. So sleep to just short of the send time, then yield-spin to it.
-async fn pace_until(send_at: Instant, precise: bool) {
-    const SPIN_WINDOW: Duration = Duration::from_micros(1500);
-    if !precise {
-        tokio::time::sleep_until(send_at).await;
-        return;
-    }
-    if let Some(coarse) = send_at.checked_sub(SPIN_WINDOW)
-        && coarse > Instant::now()
-    {
-        tokio::time::sleep_until(coarse).await;
-    }
-    while Instant::now() < send_at {
-        tokio::task::yield_now().await;
+        };
+        match handle {
+            Some(handle) => tasks.spawn_on(request, handle),
+            None => tasks.spawn(request),
+        };
     }
 }

@@ -220,3 +220,65 @@ async fn stop_starting_ends_the_window_early_and_keeps_finished_records() {
     assert_eq!(records.len(), 5);
     assert!(records.iter().all(|r| r.error.is_none()));
 }
+
+/// The precise pacer runs on a thread of its own against the real clock.
+fn precise(load: Load, duration_ms: u64, requests: Option<u64>) -> WindowSpec {
+    WindowSpec {
+        precise_pacing: true,
+        ..spec(load, Some(duration_ms), requests)
+    }
+}
+
+fn open_load(rps: f64, max_concurrency: Option<u32>) -> Load {
+    Load::Open {
+        rps,
+        arrival: Arrival::Constant,
+        burstiness: None,
+        max_concurrency,
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_pacer_thread_sends_every_request_in_schedule_order() {
+    let server = FakeServer::new(1);
+    let (outcome, records) = run(
+        &precise(open_load(1000.0, Some(2)), 60_000, Some(50)),
+        server.clone(),
+        &Stops::default(),
+    )
+    .await;
+    assert_eq!(outcome.started, 50);
+    assert_eq!(records.len(), 50);
+    assert!(server.max_in_flight.load(Ordering::SeqCst) <= 2);
+    for (i, record) in records.iter().enumerate() {
+        // 1 ms apart, and never before the schedule.
+        assert_eq!(record.scheduled_offset_ms, Some(i as f64));
+        let lag = record.send_lag_ms.expect("open loop records send lag");
+        assert!(lag >= 0.0, "request {i} sent {lag} ms early");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_pacer_thread_stops_within_a_gap_when_asked() {
+    let stops = Stops::default();
+    let stop = stops.stop_starting.clone();
+    tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        stop.cancel();
+    });
+    let began = std::time::Instant::now();
+    // One request per 10 s: only the first goes before the stop.
+    let (outcome, records) = run(
+        &precise(open_load(0.1, None), 60_000, None),
+        FakeServer::new(1),
+        &stops,
+    )
+    .await;
+    assert!(outcome.interrupted);
+    assert_eq!(records.len(), 1);
+    assert!(
+        began.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        began.elapsed()
+    );
+}

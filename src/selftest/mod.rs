@@ -2,8 +2,9 @@
 //!
 //! The real client and scheduler run against the in-process simulator with every delay at
 //! zero, over loopback. The simulator runs on its own thread (a current-thread runtime) and
-//! the client on the calling thread (another current-thread runtime), so each gets one core
-//! and CPU time is attributed per thread (`getrusage(RUSAGE_THREAD)` on each thread).
+//! the client on the calling thread (another current-thread runtime), so each gets one core.
+//! The simulator's CPU is its thread's clock; the client's is the process's less that, so it
+//! includes the open-loop pacer thread.
 
 mod probe;
 
@@ -18,10 +19,13 @@ use crate::client::{Client, ClientConfig, RequestRecord, ResolvedTimeouts, Sampl
 use crate::plan::{Api, Arrival};
 use crate::scheduler::{self, LiveCounters, Load, PromptFeed, Stops, WindowSpec};
 use crate::sim::{self, SendTimes, SimConfig};
+use crate::wakeup::{self, CpuLatencyHint, WakeLatency};
 use crate::workload::{ChatMessage, Prompt, PromptInput};
 
-pub use probe::{peak_rss_bytes, raise_nofile_limit, reset_peak_rss, thread_cpu_s};
+pub use probe::{peak_rss_bytes, process_cpu_s, raise_nofile_limit, reset_peak_rss};
 
+/// Sleeps timed by the wake-latency probe.
+const WAKE_SAMPLES: u32 = 400;
 /// Output tokens per request: short requests, so per-request costs show.
 pub const OUTPUT_TOKENS: u32 = 16;
 /// Simulator time per token in the unsaturated timing case: 1,024 streams × 20 tokens/s.
@@ -35,6 +39,8 @@ pub struct SelftestArgs {
     pub quick: bool,
     /// Also write the results as JSON here.
     pub out: Option<PathBuf>,
+    /// Hold the kernel's request to keep idle CPUs quick to wake (see [`crate::wakeup`]).
+    pub latency_hint: bool,
 }
 
 /// Everything one selftest measured.
@@ -49,10 +55,16 @@ pub struct SelftestReport {
     /// Whether the peak RSS could be reset between cases (`/proc/self/clear_refs`); if not,
     /// each case's peak includes the earlier cases.
     pub peak_rss_reset: bool,
+    /// Whether the CPU wake-latency request was held while measuring.
+    pub cpu_latency_hint: CpuLatencyHint,
+    /// How late a sleeping thread woke, measured first.
+    pub wake_latency: WakeLatency,
     pub output_tokens: u32,
     pub cases: Vec<CaseResult>,
     /// Timing error with the simulator pacing tokens, the client far from its ceiling.
     pub unsaturated: CaseResult,
+    /// The same with the client busy polling instead of parking (`run --busy-poll`).
+    pub unsaturated_busy_poll: CaseResult,
     pub open_loop: OpenLoopResult,
 }
 
@@ -63,6 +75,9 @@ pub struct CaseResult {
     pub prompt_tokens: u32,
     /// The simulator's time per output token (zero except in the unsaturated case).
     pub decode_ms_per_token: f64,
+    /// The client's runtime polled instead of parking between events.
+    #[serde(default)]
+    pub busy_poll: bool,
     /// Measured window (after a warmup that opens the connections).
     pub duration_s: f64,
     pub requests: u64,
@@ -70,7 +85,7 @@ pub struct CaseResult {
     pub requests_per_s: f64,
     /// SSE data events the client parsed, per second.
     pub events_per_s: f64,
-    /// CPU seconds of the client thread over the window.
+    /// CPU seconds of the client over the window: the process's, less the simulator thread's.
     pub client_cpu_s: f64,
     /// CPU seconds of the simulator thread over the window.
     pub sim_cpu_s: f64,
@@ -151,6 +166,8 @@ pub fn run(args: &SelftestArgs) -> Result<SelftestReport, String> {
         .ok()
         .map(|s| s.trim().to_string());
     let nofile_limit = raise_nofile_limit();
+    let (_latency_request, cpu_latency_hint) = wakeup::request_if(args.latency_hint);
+    let wake_latency = wakeup::probe(if args.quick { 100 } else { WAKE_SAMPLES });
     let (concurrencies, prompts, window, warmup): (&[u32], &[u32], _, _) = if args.quick {
         (
             &[1, 64],
@@ -175,6 +192,7 @@ pub fn run(args: &SelftestArgs) -> Result<SelftestReport, String> {
                 concurrency,
                 prompt_tokens,
                 0.0,
+                false,
                 warmup,
                 window,
             )?);
@@ -187,11 +205,22 @@ pub fn run(args: &SelftestArgs) -> Result<SelftestReport, String> {
     };
     // Timing error when the machine is not saturated: about as many streams in flight, paced
     // by the simulator at UNSATURATED_DECODE_MS per token, so the client idles most of the time.
+    let unsaturated_streams = if args.quick { 64 } else { 1024 };
     peak_rss_reset &= reset_peak_rss();
     let unsaturated = closed_case(
-        if args.quick { 64 } else { 1024 },
+        unsaturated_streams,
         16,
         UNSATURATED_DECODE_MS,
+        false,
+        warmup,
+        window,
+    )?;
+    peak_rss_reset &= reset_peak_rss();
+    let unsaturated_busy_poll = closed_case(
+        unsaturated_streams,
+        16,
+        UNSATURATED_DECODE_MS,
+        true,
         warmup,
         window,
     )?;
@@ -202,9 +231,12 @@ pub fn run(args: &SelftestArgs) -> Result<SelftestReport, String> {
         load_average,
         nofile_limit,
         peak_rss_reset,
+        cpu_latency_hint,
+        wake_latency,
         output_tokens: OUTPUT_TOKENS,
         cases,
         unsaturated,
+        unsaturated_busy_poll,
         open_loop,
     })
 }
@@ -427,6 +459,7 @@ fn closed_case(
     concurrency: u32,
     prompt_tokens: u32,
     decode_ms_per_token: f64,
+    busy_poll: bool,
     warmup: Duration,
     window: Duration,
 ) -> Result<CaseResult, String> {
@@ -447,13 +480,15 @@ fn closed_case(
     } else {
         Load::Closed { concurrency }
     };
+    let busy = busy_poll.then(|| runtime.block_on(async { scheduler::BusyPoll::start() }));
     runtime.block_on(window_records(&client, &prompt, load.clone(), warmup));
-    let (client_cpu_before, sim_cpu_before) = (thread_cpu_s(), sim.cpu_s());
+    // The client's CPU is the process's less the simulator thread's: the client thread, the
+    // open-loop pacer and any runtime helpers.
+    let (process_cpu_before, sim_cpu_before) = (process_cpu_s(), sim.cpu_s());
     let measured = runtime.block_on(window_records(&client, &prompt, load, window));
-    let (client_cpu_s, sim_cpu_s) = (
-        thread_cpu_s() - client_cpu_before,
-        sim.cpu_s() - sim_cpu_before,
-    );
+    let sim_cpu_s = sim.cpu_s() - sim_cpu_before;
+    let client_cpu_s = process_cpu_s() - process_cpu_before - sim_cpu_s;
+    drop(busy);
     drop(client);
     drop(runtime);
     let timestamps = sim.stop();
@@ -469,6 +504,7 @@ fn closed_case(
         concurrency,
         prompt_tokens,
         decode_ms_per_token,
+        busy_poll,
         duration_s,
         requests: measured.records.len() as u64,
         errors: (measured.records.len() - ok.len()) as u64,
@@ -595,14 +631,28 @@ pub fn render(report: &SelftestReport) -> String {
             .map_or("unknown".to_string(), |n| n.to_string()),
         report.output_tokens,
     ));
+    let hint = &report.cpu_latency_hint;
+    out.push_str(&format!(
+        "CPU wake-latency hint: {}{}; a sleeping thread wakes late by p50 {:.3} / p99 {:.3} / max {:.3} ms\n",
+        match hint.status {
+            wakeup::HintStatus::Held => "held (/dev/cpu_dma_latency = 0 µs)",
+            wakeup::HintStatus::Off => "off",
+            wakeup::HintStatus::Unavailable => "unavailable",
+        },
+        hint.reason.as_deref().map(|r| format!(" ({r})")).unwrap_or_default(),
+        report.wake_latency.p50_ms,
+        report.wake_latency.p99_ms,
+        report.wake_latency.max_ms,
+    ));
     out.push_str(
-        "client on one thread, simulator on another; CPU is per thread; peak RSS is the process's\n\n",
+        "client on one thread, simulator on another; client CPU = process less simulator thread; peak RSS is the process's\n\n",
     );
     out.push_str(&format!(
-        "{:>6} {:>6} {:>5} {:>8} {:>6} {:>9} {:>10} {:>9} {:>8} {:>8} {:>17} {:>17}\n",
+        "{:>6} {:>6} {:>5} {:>4} {:>8} {:>6} {:>9} {:>10} {:>9} {:>8} {:>8} {:>17} {:>17}\n",
         "conc",
         "prompt",
         "ms/tk",
+        "idle",
         "requests",
         "errors",
         "req/s",
@@ -613,12 +663,17 @@ pub fn render(report: &SelftestReport) -> String {
         "TTFT err p50/p99",
         "ITL err p50/p99"
     ));
-    for c in report.cases.iter().chain([&report.unsaturated]) {
+    let rows = report
+        .cases
+        .iter()
+        .chain([&report.unsaturated, &report.unsaturated_busy_poll]);
+    for c in rows {
         out.push_str(&format!(
-            "{:>6} {:>6} {:>5} {:>8} {:>6} {:>9.0} {:>10.0} {:>9.2} {:>8.2} {:>8.1} {:>17} {:>17}\n",
+            "{:>6} {:>6} {:>5} {:>4} {:>8} {:>6} {:>9.0} {:>10.0} {:>9.2} {:>8.2} {:>8.1} {:>17} {:>17}\n",
             c.concurrency,
             c.prompt_tokens,
             c.decode_ms_per_token,
+            if c.busy_poll { "spin" } else { "park" },
             c.requests,
             c.errors,
             c.requests_per_s,

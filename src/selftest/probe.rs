@@ -2,9 +2,9 @@
 
 use std::os::unix::thread::JoinHandleExt;
 
-/// CPU seconds used so far by the calling thread.
-pub fn thread_cpu_s() -> f64 {
-    clock_s(libc::CLOCK_THREAD_CPUTIME_ID)
+/// CPU seconds used so far by the whole process, every thread together.
+pub fn process_cpu_s() -> f64 {
+    clock_s(libc::CLOCK_PROCESS_CPUTIME_ID)
 }
 
 /// The CPU-time clock of another thread, while it runs.

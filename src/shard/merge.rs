@@ -392,6 +392,7 @@ pub fn merge_reports(reports: Vec<(String, Report)>) -> Result<Report, MergeErro
         shard: None,
         merged_from: Some(merged_from),
         client_calibration: None,
+        client_busy_poll: false,
     })
 }
 

@@ -155,6 +155,8 @@ async fn run_plan(yaml: &str) -> Report {
         shard: None,
         start_at: None,
         calibrate: false,
+        latency_hint: false,
+        busy_poll: false,
     };
     run(options).await.unwrap();
     serde_json::from_str(&std::fs::read_to_string(out.join("report.json")).unwrap()).unwrap()

@@ -7,6 +7,7 @@ use servebench::plan::ExpandOptions;
 use servebench::runner::{RunOptions, run};
 use servebench::scheduler::progress::ProgressMode;
 use servebench::selftest::{OUTPUT_TOKENS, SelftestReport};
+use servebench::wakeup::HintStatus;
 
 #[test]
 fn quick_selftest_reports_every_case_with_sane_figures() {
@@ -52,6 +53,22 @@ fn quick_selftest_reports_every_case_with_sane_figures() {
         assert!(ttft.p50 >= 0.0 && ttft.p50 <= ttft.p99 && ttft.p99 <= ttft.max);
         assert!(case.itl_span_error_ms.is_some());
     }
+    // Timing error while parked and while busy polling, same load.
+    assert!(!report.unsaturated.busy_poll && report.unsaturated_busy_poll.busy_poll);
+    for case in [&report.unsaturated, &report.unsaturated_busy_poll] {
+        assert_eq!(case.errors, 0, "{case:?}");
+        let ttft = case.ttft_error_ms.expect("timestamps matched");
+        assert_eq!(ttft.count, case.requests, "{case:?}");
+    }
+    assert_eq!(report.wake_latency.samples, 100);
+    assert!(report.wake_latency.p50_ms <= report.wake_latency.p99_ms);
+    // Asked for by default: held, or refused with the reason.
+    match report.cpu_latency_hint.status {
+        HintStatus::Held => assert!(report.cpu_latency_hint.reason.is_none()),
+        HintStatus::Unavailable => assert!(report.cpu_latency_hint.reason.is_some()),
+        HintStatus::Off => panic!("the hint is on unless --no-latency-hint"),
+    }
+    assert!(stdout.contains("CPU wake-latency hint:"), "{stdout}");
     let open = &report.open_loop;
     assert_eq!(open.target_rps, 2000.0);
     assert!(open.requests > 0 && open.errors == 0, "{open:?}");
@@ -80,6 +97,8 @@ fn options(plan: PathBuf, out: PathBuf, calibrate: bool) -> RunOptions {
         shard: None,
         start_at: None,
         calibrate,
+        latency_hint: calibrate,
+        busy_poll: calibrate,
     }
 }
 
@@ -97,8 +116,28 @@ async fn calibration_and_headroom_appear_in_the_report() {
     let headroom = report.phases[0].client_headroom.expect("headroom set");
     // 8 requests at 1 ms per token use a sliver of the ceiling.
     assert!(headroom > 0.0 && headroom < 1.0, "{headroom}");
+    let wake = calibration.wake_latency.expect("wake latency probed");
+    assert_eq!(wake.samples, 200);
+    assert!(wake.p50_ms >= 0.0 && wake.p50_ms <= wake.p99_ms && wake.p99_ms <= wake.max_ms);
+    let hint = report
+        .host
+        .cpu_latency_hint
+        .as_ref()
+        .expect("hint recorded");
+    assert_ne!(hint.status, HintStatus::Off);
+    assert!(report.client_busy_poll);
     let json = std::fs::read_to_string(dir.path().join("on/report.json")).expect("written");
     assert!(json.contains("\"client_calibration\"") && json.contains("\"client_headroom\""));
+    assert!(json.contains("\"wake_latency\"") && json.contains("\"client_busy_poll\": true"));
+    let markdown = std::fs::read_to_string(dir.path().join("on/report.md")).expect("written");
+    let client_line = markdown
+        .lines()
+        .find(|l| l.starts_with("| Client |"))
+        .expect("a Client fact in the header");
+    assert!(
+        client_line.contains("ceiling") && client_line.contains("busy polling"),
+        "{client_line}"
+    );
 
     let outcome = run(options(plan, dir.path().join("off"), false))
         .await
@@ -106,6 +145,11 @@ async fn calibration_and_headroom_appear_in_the_report() {
     let report = outcome.report.expect("report");
     assert!(report.client_calibration.is_none());
     assert!(report.phases[0].client_headroom.is_none());
+    assert_eq!(
+        report.host.cpu_latency_hint.map(|h| h.status),
+        Some(HintStatus::Off)
+    );
+    assert!(!report.client_busy_poll);
     let json = std::fs::read_to_string(dir.path().join("off/report.json")).expect("written");
-    assert!(!json.contains("client_calibration"));
+    assert!(!json.contains("client_calibration") && !json.contains("client_busy_poll"));
 }

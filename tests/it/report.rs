@@ -393,6 +393,7 @@ pub fn sample_report(slow: f64) -> Report {
             arch: "x86_64".into(),
             cpus: 2,
             memory_bytes: None,
+            cpu_latency_hint: None,
         },
         plan_source: PlanSource {
             path: "plans/gateway-demo.yaml".into(),
@@ -421,6 +422,7 @@ pub fn sample_report(slow: f64) -> Report {
             verdict,
         }],
         client_calibration: None,
+        client_busy_poll: false,
         shard: None,
         merged_from: None,
     }

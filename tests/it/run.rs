@@ -28,6 +28,8 @@ fn options(plan: PathBuf, out: &Path, set: &[&str], targets: Vec<String>) -> Run
         dry_run: false,
         progress: ProgressMode::Quiet,
         calibrate: false,
+        latency_hint: false,
+        busy_poll: false,
         shard: None,
         start_at: None,
     }

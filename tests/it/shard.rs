@@ -127,6 +127,7 @@ fn shard_report(plan: Plan, shard: Option<(u32, u32)>, phases: Vec<PhaseResult>)
         rechecks: Vec::new(),
         merged_from: None,
         client_calibration: None,
+        client_busy_poll: false,
     }
 }
 
@@ -472,6 +473,8 @@ fn run_options(
         shard,
         start_at,
         calibrate: false,
+        latency_hint: false,
+        busy_poll: false,
     }
 }
 
