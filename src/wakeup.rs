@@ -114,18 +114,13 @@ pub fn probe(samples: u32) -> WakeLatency {
         late_ms.push(Instant::now().saturating_duration_since(due).as_secs_f64() * 1e3);
     }
     late_ms.sort_by(f64::total_cmp);
-    let rank = |q: f64| {
-        let rank = (q * late_ms.len() as f64).ceil() as usize;
-        late_ms
-            .get(rank.clamp(1, late_ms.len().max(1)) - 1)
-            .copied()
-            .unwrap_or(0.0)
-    };
+    let rank =
+        |q| crate::metrics::percentile(&late_ms, q, crate::plan::PercentileMethod::NearestRank);
     WakeLatency {
         samples,
         p50_ms: rank(0.50),
         p99_ms: rank(0.99),
-        max_ms: late_ms.last().copied().unwrap_or(0.0),
+        max_ms: rank(1.0),
     }
 }
 
