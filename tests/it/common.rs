@@ -19,3 +19,41 @@ pub async fn exclusive_run() -> MutexGuard<'static, ()> {
 pub fn exclusive_run_blocking() -> MutexGuard<'static, ()> {
     heavy_runs().blocking_lock()
 }
+
+/// Run options for tests: no progress, no calibration, no machine-wide wake hint, no busy
+/// polling; tests override what they exercise with struct-update syntax.
+pub fn quiet_run_options(
+    plan: std::path::PathBuf,
+    out: &std::path::Path,
+) -> servebench::runner::RunOptions {
+    servebench::runner::RunOptions {
+        plan,
+        expand: servebench::plan::ExpandOptions::default(),
+        out_dir: Some(out.to_path_buf()),
+        only: Vec::new(),
+        dry_run: false,
+        progress: servebench::scheduler::progress::ProgressMode::Quiet,
+        calibrate: false,
+        latency_hint: false,
+        busy_poll: false,
+        shard: None,
+        start_at: None,
+    }
+}
+
+/// Fail with every violation when `value` does not match schemas/report.schema.json.
+pub fn assert_valid_report(value: &serde_json::Value) {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("schemas/report.schema.json");
+    let schema: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let validator = jsonschema::validator_for(&schema).expect("the report schema compiles");
+    let errors: Vec<String> = validator
+        .iter_errors(value)
+        .map(|e| format!("{e} at {}", e.instance_path()))
+        .collect();
+    assert!(
+        errors.is_empty(),
+        "report does not match schemas/report.schema.json:\n{}",
+        errors.join("\n")
+    );
+}

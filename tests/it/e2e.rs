@@ -5,10 +5,9 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use servebench::client::{Client, ClientConfig};
-use servebench::plan::{Api, ExpandOptions, TokenizerSource, TokenizerSpec, Workload};
+use servebench::plan::{Api, TokenizerSource, TokenizerSpec, Workload};
 use servebench::report::Report;
-use servebench::runner::{RunOptions, run};
-use servebench::scheduler::progress::ProgressMode;
+use servebench::runner::run;
 use servebench::sim::{ReasoningField, SimConfig, SimDialect, serve};
 use servebench::workload::{PromptSource, WorkloadContext};
 
@@ -145,19 +144,8 @@ async fn run_plan(yaml: &str) -> Report {
     let plan = dir.path().join("plan.yaml");
     std::fs::write(&plan, yaml).unwrap();
     let out = dir.path().join("out");
-    let options = RunOptions {
-        plan,
-        expand: ExpandOptions::default(),
-        out_dir: Some(out.clone()),
-        only: Vec::new(),
-        dry_run: false,
-        progress: ProgressMode::Quiet,
-        shard: None,
-        start_at: None,
-        calibrate: false,
-        latency_hint: false,
-        busy_poll: false,
-    };
+    let options = crate::common::quiet_run_options(plan, &out);
+
     run(options).await.unwrap();
     serde_json::from_str(&std::fs::read_to_string(out.join("report.json")).unwrap()).unwrap()
 }

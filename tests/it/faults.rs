@@ -1,6 +1,7 @@
 //! Server faults through `servebench::runner::run`: every simulator fault mode on both APIs,
 //! and hand-made loopback servers that misbehave at the HTTP and socket level.
 
+use crate::common::assert_valid_report;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -8,44 +9,13 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 
 use servebench::client::ErrorKind;
-use servebench::plan::ExpandOptions;
 use servebench::report::Report;
 use servebench::runner::{RunOptions, run};
-use servebench::scheduler::progress::ProgressMode;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
-fn repo_path(relative: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join(relative)
-}
-
 fn options(plan: PathBuf, out: &Path) -> RunOptions {
-    RunOptions {
-        plan,
-        expand: ExpandOptions::default(),
-        out_dir: Some(out.to_path_buf()),
-        only: Vec::new(),
-        dry_run: false,
-        progress: ProgressMode::Quiet,
-        calibrate: false,
-        latency_hint: false,
-        busy_poll: false,
-        shard: None,
-        start_at: None,
-    }
-}
-
-fn assert_valid_report(value: &serde_json::Value) {
-    let schema: serde_json::Value = serde_json::from_str(
-        &std::fs::read_to_string(repo_path("schemas/report.schema.json")).unwrap(),
-    )
-    .unwrap();
-    let validator = jsonschema::validator_for(&schema).expect("the report schema compiles");
-    let errors: Vec<String> = validator
-        .iter_errors(value)
-        .map(|e| format!("{} at {}", e, e.instance_path()))
-        .collect();
-    assert!(errors.is_empty(), "invalid report:\n{}", errors.join("\n"));
+    crate::common::quiet_run_options(plan, out)
 }
 
 /// Runs `yaml` and checks what every faulty run must keep: a valid report whose records

@@ -2,6 +2,7 @@
 //! unwritable output, secrets kept out of every artefact, plans kept away from the
 //! environment, and limits on what a plan may ask for.
 
+use crate::common::assert_valid_report;
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
@@ -21,19 +22,6 @@ fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
     let path = dir.join(name);
     std::fs::write(&path, text).unwrap();
     path
-}
-
-fn assert_valid_report(value: &serde_json::Value) {
-    let schema: serde_json::Value = serde_json::from_str(
-        &std::fs::read_to_string(repo_path("schemas/report.schema.json")).unwrap(),
-    )
-    .unwrap();
-    let validator = jsonschema::validator_for(&schema).expect("the report schema compiles");
-    let errors: Vec<String> = validator
-        .iter_errors(value)
-        .map(|e| format!("{} at {}", e, e.instance_path()))
-        .collect();
-    assert!(errors.is_empty(), "invalid report:\n{}", errors.join("\n"));
 }
 
 fn journal(out: &Path) -> Vec<serde_json::Value> {

@@ -3,9 +3,7 @@
 use std::path::PathBuf;
 
 use assert_cmd::Command;
-use servebench::plan::ExpandOptions;
 use servebench::runner::{RunOptions, run};
-use servebench::scheduler::progress::ProgressMode;
 use servebench::selftest::{OUTPUT_TOKENS, SelftestReport};
 use servebench::wakeup::HintStatus;
 
@@ -88,17 +86,10 @@ fn small_plan(dir: &std::path::Path) -> PathBuf {
 
 fn options(plan: PathBuf, out: PathBuf, calibrate: bool) -> RunOptions {
     RunOptions {
-        plan,
-        expand: ExpandOptions::default(),
-        out_dir: Some(out),
-        only: Vec::new(),
-        dry_run: false,
-        progress: ProgressMode::Quiet,
-        shard: None,
-        start_at: None,
         calibrate,
         latency_hint: calibrate,
         busy_poll: calibrate,
+        ..crate::common::quiet_run_options(plan, &out)
     }
 }
 

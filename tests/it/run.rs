@@ -1,6 +1,7 @@
 //! `servebench run` end to end against the simulator over loopback: scheduling, warmups,
 //! rechecks, faults, interrupts and the report's schema.
 
+use crate::common::assert_valid_report;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -8,7 +9,6 @@ use servebench::client::ErrorKind;
 use servebench::plan::ExpandOptions;
 use servebench::report::{DriftVerdict, Report};
 use servebench::runner::{RunOptions, run};
-use servebench::scheduler::progress::ProgressMode;
 use servebench::sim::{SimConfig, serve};
 
 fn repo_path(relative: &str) -> PathBuf {
@@ -17,21 +17,12 @@ fn repo_path(relative: &str) -> PathBuf {
 
 fn options(plan: PathBuf, out: &Path, set: &[&str], targets: Vec<String>) -> RunOptions {
     RunOptions {
-        plan,
         expand: ExpandOptions {
             set: set.iter().map(|s| s.to_string()).collect(),
             target_overrides: targets,
             ..ExpandOptions::default()
         },
-        out_dir: Some(out.to_path_buf()),
-        only: Vec::new(),
-        dry_run: false,
-        progress: ProgressMode::Quiet,
-        calibrate: false,
-        latency_hint: false,
-        busy_poll: false,
-        shard: None,
-        start_at: None,
+        ..crate::common::quiet_run_options(plan, out)
     }
 }
 
@@ -46,23 +37,6 @@ fn read_report(dir: &Path) -> (serde_json::Value, Report) {
     let value: serde_json::Value = serde_json::from_str(&text).unwrap();
     let report: Report = serde_json::from_value(value.clone()).unwrap();
     (value, report)
-}
-
-fn assert_valid_report(value: &serde_json::Value) {
-    let schema: serde_json::Value = serde_json::from_str(
-        &std::fs::read_to_string(repo_path("schemas/report.schema.json")).unwrap(),
-    )
-    .unwrap();
-    let validator = jsonschema::validator_for(&schema).expect("the report schema compiles");
-    let errors: Vec<String> = validator
-        .iter_errors(value)
-        .map(|e| format!("{} at {}", e, e.instance_path()))
-        .collect();
-    assert!(
-        errors.is_empty(),
-        "report does not match schemas/report.schema.json:\n{}",
-        errors.join("\n")
-    );
 }
 
 fn journal_lines(dir: &Path) -> Vec<serde_json::Value> {

@@ -1,6 +1,7 @@
 //! Sharded runs: merge checks on hand-built shard reports, and two shards run concurrently
 //! against one simulator, merged and compared with an unsharded run.
 
+use crate::common::assert_valid_report;
 use std::path::{Path, PathBuf};
 
 use assert_cmd::Command;
@@ -461,20 +462,13 @@ fn run_options(
     start_at: Option<chrono::DateTime<chrono::Utc>>,
 ) -> servebench::runner::RunOptions {
     servebench::runner::RunOptions {
-        plan: plan.to_path_buf(),
         expand: ExpandOptions {
             target_overrides: vec![format!("sim=http://{addr}/v1")],
             ..ExpandOptions::default()
         },
-        out_dir: Some(out),
-        only: Vec::new(),
-        dry_run: false,
-        progress: servebench::scheduler::progress::ProgressMode::Quiet,
         shard,
         start_at,
-        calibrate: false,
-        latency_hint: false,
-        busy_poll: false,
+        ..crate::common::quiet_run_options(plan.to_path_buf(), &out)
     }
 }
 
@@ -497,18 +491,6 @@ fn percentiles_of(mut values: Vec<f64>) -> [f64; 5] {
     values.sort_by(f64::total_cmp);
     let d = metrics::distribution(&values, PercentileMethod::Linear).expect("some values");
     [d.p50, d.p95, d.p99, d.min, d.max]
-}
-
-fn assert_valid_report(value: &serde_json::Value) {
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("schemas/report.schema.json");
-    let schema: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
-    let validator = jsonschema::validator_for(&schema).expect("the report schema compiles");
-    let errors: Vec<String> = validator
-        .iter_errors(value)
-        .map(|e| format!("{e} at {}", e.instance_path()))
-        .collect();
-    assert!(errors.is_empty(), "{}", errors.join("\n"));
 }
 
 /// Equal up to the rounding of milliseconds to seconds.
