@@ -6,6 +6,7 @@
 pub mod cli;
 pub mod client;
 pub mod exit;
+pub mod hash;
 pub mod metrics;
 pub mod plan;
 pub mod report;

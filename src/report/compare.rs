@@ -16,6 +16,7 @@ use super::metric::{
     Better, DistKind, Metric, MetricParseError, Scalar, Stat, Unit, known_metrics,
 };
 use super::model::{PhaseResult, Report};
+use crate::metrics;
 use crate::plan::PercentileMethod;
 
 /// Resamples per bootstrap.
@@ -492,7 +493,8 @@ fn compare_phase(
             continue;
         };
         let stats: Vec<Stat> = members.iter().filter_map(|m| first_stat(*m)).collect();
-        let seed = BOOTSTRAP_SEED ^ fnv1a(&format!("{}/{group}", new.phase));
+        let seed =
+            BOOTSTRAP_SEED ^ crate::hash::fnv1a_64(format!("{}/{group}", new.phase).as_bytes());
         let cis = bootstrap_diff_cis(&bs, base_method, &ns, new_method, &stats, seed);
         for (m, ci) in members.iter().zip(cis) {
             intervals.insert(*m, (ci, [bs.len() as u64, ns.len() as u64]));
@@ -556,12 +558,6 @@ fn dist_samples(kind: DistKind, p: &PhaseResult) -> Option<u64> {
     kind.distribution(p).map(|d| d.samples).filter(|n| *n > 0)
 }
 
-fn fnv1a(s: &str) -> u64 {
-    s.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| {
-        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
-    })
-}
-
 /// Percentile-bootstrap interval of `stat(new) − stat(base)`, resampling each side
 /// independently with replacement.
 pub fn bootstrap_diff_ci(
@@ -603,15 +599,15 @@ pub fn bootstrap_diff_cis(
         .map(|mut d| {
             d.sort_by(f64::total_cmp);
             [
-                super::metric::percentile(&d, alpha, PercentileMethod::Linear),
-                super::metric::percentile(&d, 1.0 - alpha, PercentileMethod::Linear),
+                metrics::percentile(&d, alpha, PercentileMethod::Linear),
+                metrics::percentile(&d, 1.0 - alpha, PercentileMethod::Linear),
             ]
         })
         .collect()
 }
 
 /// Order-statistic ranks (0-based) a statistic reads, with the interpolation weight of the
-/// upper one; `None` for the mean.
+/// upper one ([`metrics::percentile_ranks`]); `None` for the mean.
 fn ranks(stat: Stat, n: usize, method: PercentileMethod) -> Option<(usize, usize, f64)> {
     let q = match stat {
         Stat::P50 => 0.50,
@@ -621,16 +617,7 @@ fn ranks(stat: Stat, n: usize, method: PercentileMethod) -> Option<(usize, usize
         Stat::Max => return Some((n - 1, n - 1, 0.0)),
         Stat::Mean => return None,
     };
-    Some(match method {
-        PercentileMethod::NearestRank => {
-            let r = ((q * n as f64).ceil() as usize).clamp(1, n) - 1;
-            (r, r, 0.0)
-        }
-        PercentileMethod::Linear => {
-            let pos = q * (n - 1) as f64;
-            (pos.floor() as usize, pos.ceil() as usize, pos - pos.floor())
-        }
-    })
+    Some(metrics::percentile_ranks(n, q, method))
 }
 
 /// `stats` of one bootstrap resample of the ascending `sorted`, without building it.
@@ -671,10 +658,7 @@ fn resampled_stats(
     stats
         .iter()
         .map(|s| match ranks(*s, n, method) {
-            Some((lo, hi, w)) => {
-                let (a, b) = (at_rank[&lo], at_rank[&hi]);
-                a + (b - a) * w
-            }
+            Some((lo, hi, w)) => metrics::interpolate(at_rank[&lo], at_rank[&hi], w),
             None => resampled_mean(sorted, rng),
         })
         .collect()

@@ -5,7 +5,7 @@ use std::str::FromStr;
 
 use super::model::PhaseResult;
 use crate::client::RequestRecord;
-use crate::metrics::Distribution;
+use crate::metrics::{Distribution, percentile};
 use crate::plan::PercentileMethod;
 
 /// A figure of one phase that can be compared and gated.
@@ -272,27 +272,6 @@ impl Stat {
     }
 }
 
-/// Quantile `q` of an ascending-sorted sample, by the report's method.
-pub fn percentile(sorted: &[f64], q: f64, method: PercentileMethod) -> f64 {
-    let n = sorted.len();
-    if n == 0 {
-        return f64::NAN;
-    }
-    match method {
-        PercentileMethod::NearestRank => {
-            let rank = (q * n as f64).ceil() as usize;
-            sorted[rank.clamp(1, n) - 1]
-        }
-        PercentileMethod::Linear => {
-            let pos = q * (n - 1) as f64;
-            let lo = pos.floor() as usize;
-            let hi = pos.ceil() as usize;
-            let frac = pos - lo as f64;
-            sorted[lo] + (sorted[hi] - sorted[lo]) * frac
-        }
-    }
-}
-
 impl Metric {
     pub fn unit(self) -> Unit {
         match self {
@@ -428,11 +407,29 @@ mod tests {
     }
 
     #[test]
-    fn percentiles_by_method() {
-        let x = [1.0, 2.0, 3.0, 4.0];
-        assert_eq!(percentile(&x, 0.5, PercentileMethod::NearestRank), 2.0);
-        assert_eq!(percentile(&x, 0.5, PercentileMethod::Linear), 2.5);
-        assert_eq!(percentile(&x, 0.99, PercentileMethod::NearestRank), 4.0);
-        assert!((percentile(&x, 0.95, PercentileMethod::Linear) - 3.85).abs() < 1e-12);
+    fn gate_statistic_equals_the_reports_figure_bit_for_bit() {
+        // Five values whose p95 is where a plain lerp, a + (b − a)·t, and numpy's lerp part in
+        // the last bit (1.9242 against 1.9242000000000001).
+        let sorted = [0.771, 0.896, 1.607, 1.849, 1.943];
+        let pos = 0.95 * (sorted.len() - 1) as f64;
+        let lo = pos.floor() as usize;
+        let plain_lerp = sorted[lo] + (sorted[lo + 1] - sorted[lo]) * (pos - lo as f64);
+        let report = crate::metrics::distribution(&sorted, PercentileMethod::Linear).unwrap();
+        assert_ne!(plain_lerp.to_bits(), report.p95.to_bits());
+        for (stat, figure) in [
+            (Stat::P50, report.p50),
+            (Stat::P95, report.p95),
+            (Stat::P99, report.p99),
+            (Stat::Mean, report.mean),
+        ] {
+            let gate = stat.of_sorted(&sorted, PercentileMethod::Linear);
+            assert_eq!(gate.to_bits(), figure.to_bits(), "{stat:?}");
+            assert_eq!(stat.of(&report).to_bits(), figure.to_bits(), "{stat:?}");
+        }
+        let nearest = crate::metrics::distribution(&sorted, PercentileMethod::NearestRank).unwrap();
+        assert_eq!(
+            Stat::P95.of_sorted(&sorted, PercentileMethod::NearestRank),
+            nearest.p95
+        );
     }
 }

@@ -835,11 +835,7 @@ impl PhaseRun<'_> {
 /// not its exact prompts, which a server's prefix cache would otherwise serve from memory.
 fn phase_seed(seed: Option<u64>, phase_name: &str) -> u64 {
     // FNV-1a: stable across platforms and releases, unlike std's hasher.
-    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
-    for byte in phase_name.bytes() {
-        hash = (hash ^ u64::from(byte)).wrapping_mul(0x0000_0100_0000_01b3);
-    }
-    seed.unwrap_or(0) ^ hash
+    seed.unwrap_or(0) ^ crate::hash::fnv1a_64(phase_name.as_bytes())
 }
 
 /// Requests per second between the first and the last start.

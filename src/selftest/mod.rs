@@ -567,10 +567,8 @@ pub fn quantiles(mut values: Vec<f64>) -> Option<Quantiles> {
         return None;
     }
     values.sort_by(f64::total_cmp);
-    let at = |q: f64| {
-        let rank = (q * values.len() as f64).ceil() as usize;
-        values[rank.clamp(1, values.len()) - 1]
-    };
+    let at =
+        |q: f64| crate::metrics::percentile(&values, q, crate::plan::PercentileMethod::NearestRank);
     Some(Quantiles {
         count: values.len() as u64,
         p50: at(0.50),

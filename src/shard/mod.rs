@@ -70,7 +70,7 @@ impl ShardSpec {
 
     /// A seed of its own for this shard, so that shards draw independent arrivals and prompts.
     pub fn mix_seed(&self, seed: u64) -> u64 {
-        seed ^ splitmix64((u64::from(self.count) << 32) | u64::from(self.index))
+        seed ^ crate::hash::splitmix64((u64::from(self.count) << 32) | u64::from(self.index))
     }
 }
 
@@ -105,14 +105,6 @@ pub fn parse_start_at(s: &str) -> Result<DateTime<Utc>, String> {
         .map_err(|e| {
             format!("expected an RFC 3339 time such as 2026-12-02T14:00:00Z, found `{s}` ({e})")
         })
-}
-
-/// SplitMix64's finaliser: spreads small inputs over all 64 bits.
-fn splitmix64(x: u64) -> u64 {
-    let mut z = x.wrapping_add(0x9e37_79b9_7f4a_7c15);
-    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    z ^ (z >> 31)
 }
 
 /// This shard's part of a load: its workers (closed loop), or its part of the rate and of the

@@ -39,11 +39,7 @@ pub const FIRST_WORD_ID: u32 = 16;
 
 /// Stable id of one whitespace-free word.
 pub fn token_id(word: &str) -> u32 {
-    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
-    for byte in word.as_bytes() {
-        hash ^= u64::from(*byte);
-        hash = hash.wrapping_mul(0x0100_0000_01b3);
-    }
+    let hash = crate::hash::fnv1a_64(word.as_bytes());
     let span = u64::from(i32::MAX as u32 - FIRST_WORD_ID);
     FIRST_WORD_ID + (hash % span) as u32
 }

@@ -19,23 +19,9 @@ const SEED_004: &str = "tests/fixtures/seeds/004_00b102e15ffdad6e.txt";
 
 // ------------------------------------------------------------------ the hand-built report
 
-/// Linear-interpolation distribution of `values` (seconds or tokens).
+/// Linear-interpolation distribution of `values` (seconds or tokens), as a run computes it.
 fn dist(values: &[f64]) -> Option<Distribution> {
-    if values.is_empty() {
-        return None;
-    }
-    let mut v = values.to_vec();
-    v.sort_by(f64::total_cmp);
-    let q = |q: f64| report::metric::percentile(&v, q, PercentileMethod::Linear);
-    Some(Distribution {
-        p50: q(0.50),
-        p95: q(0.95),
-        p99: q(0.99),
-        min: v[0],
-        max: v[v.len() - 1],
-        mean: v.iter().sum::<f64>() / v.len() as f64,
-        samples: v.len() as u64,
-    })
+    servebench::metrics::distribution(values, PercentileMethod::Linear)
 }
 
 /// Deterministic records for one phase: TTFT grows with concurrency, with a few slow
