@@ -1,11 +1,11 @@
 //! Pure functions from request records to summaries: percentiles, rates, goodput, drift.
 
+mod anvil;
 mod drift;
-mod seed;
 mod summary;
 
+pub use anvil::*;
 pub use drift::*;
-pub use seed::*;
 pub use summary::*;
 
 use crate::client::RequestRecord;

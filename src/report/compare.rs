@@ -12,8 +12,8 @@ use rand_chacha::ChaCha8Rng;
 use rand_distr::{Beta, Binomial, Distribution};
 use serde::Serialize;
 
-use super::metric::{
-    Better, DistKind, Metric, MetricParseError, Scalar, Stat, Unit, known_metrics,
+use super::figure_path::{
+    Better, DistKind, FigurePath, FigurePathError, Scalar, Stat, Unit, known_figure_paths,
 };
 use super::model::{PhaseResult, Report};
 use crate::metrics;
@@ -95,7 +95,7 @@ impl Threshold {
 pub struct Gate {
     pub text: String,
     pub phase: Option<String>,
-    pub metric: Metric,
+    pub metric: FigurePath,
     pub op: Op,
     pub threshold: Threshold,
 }
@@ -158,11 +158,11 @@ impl FromStr for Gate {
             Some(_) => return Err(fail("empty phase name before `:`".to_string())),
             None => (None, lhs),
         };
-        let metric: Metric = metric_text.parse().map_err(|e: MetricParseError| match e {
-            MetricParseError::Unknown(_) => {
-                fail(format!("{e}; known metrics: {}", known_metrics()))
+        let metric: FigurePath = metric_text.parse().map_err(|e: FigurePathError| match e {
+            FigurePathError::Unknown(_) => {
+                fail(format!("{e}; known metrics: {}", known_figure_paths()))
             }
-            MetricParseError::MissingStat(_) | MetricParseError::UnknownStat { .. } => {
+            FigurePathError::MissingStat(_) | FigurePathError::UnknownStat { .. } => {
                 fail(e.to_string())
             }
         })?;
@@ -177,7 +177,7 @@ impl FromStr for Gate {
     }
 }
 
-fn parse_threshold(rhs: &str, metric: Metric) -> Result<Threshold, String> {
+fn parse_threshold(rhs: &str, metric: FigurePath) -> Result<Threshold, String> {
     let (signed, negative, body) = match rhs.as_bytes().first() {
         Some(b'+') => (true, false, rhs[1..].trim_start()),
         Some(b'-') => (true, true, rhs[1..].trim_start()),
@@ -473,18 +473,18 @@ fn compare_phase(
     new: &PhaseResult,
     new_method: PercentileMethod,
 ) -> PhaseComparison {
-    let metrics: Vec<Metric> = COMPARED_METRICS
+    let metrics: Vec<FigurePath> = COMPARED_METRICS
         .iter()
         .filter_map(|n| n.parse().ok())
         .collect();
     // Metrics that are statistics of the same per-request values share one bootstrap.
-    let mut groups: IndexMap<&'static str, Vec<Metric>> = IndexMap::new();
+    let mut groups: IndexMap<&'static str, Vec<FigurePath>> = IndexMap::new();
     for m in &metrics {
         if let Some(g) = sample_group(*m) {
             groups.entry(g).or_default().push(*m);
         }
     }
-    let mut intervals: HashMap<Metric, ([f64; 2], [u64; 2])> = HashMap::new();
+    let mut intervals: HashMap<FigurePath, ([f64; 2], [u64; 2])> = HashMap::new();
     for (group, members) in &groups {
         let Some(first) = members.first() else {
             continue;
@@ -523,7 +523,7 @@ fn compare_phase(
             change.ci95 = Some(*ci);
             change.significant = Some(ci[0] > 0.0 || ci[1] < 0.0);
             change.samples = Some(*samples);
-        } else if let Metric::Dist(kind, _) = metric {
+        } else if let FigurePath::Dist(kind, _) = metric {
             change.samples = dist_samples(kind, base)
                 .zip(dist_samples(kind, new))
                 .map(|(b, n)| [b, n]);
@@ -537,20 +537,20 @@ fn compare_phase(
 }
 
 /// Which per-request values a metric is a statistic of, for metrics that have them.
-fn sample_group(m: Metric) -> Option<&'static str> {
+fn sample_group(m: FigurePath) -> Option<&'static str> {
     match m {
-        Metric::Dist(kind, _) => Some(kind.name()),
-        Metric::Scalar(Scalar::ErrorRate) => Some("error_rate"),
-        Metric::Scalar(_) => None,
+        FigurePath::Dist(kind, _) => Some(kind.name()),
+        FigurePath::Scalar(Scalar::ErrorRate) => Some("error_rate"),
+        FigurePath::Scalar(_) => None,
     }
 }
 
 /// The statistic a sampled metric reduces its values with.
-fn first_stat(m: Metric) -> Option<Stat> {
+fn first_stat(m: FigurePath) -> Option<Stat> {
     match m {
-        Metric::Dist(_, stat) => Some(stat),
-        Metric::Scalar(Scalar::ErrorRate) => Some(Stat::Mean),
-        Metric::Scalar(_) => None,
+        FigurePath::Dist(_, stat) => Some(stat),
+        FigurePath::Scalar(Scalar::ErrorRate) => Some(Stat::Mean),
+        FigurePath::Scalar(_) => None,
     }
 }
 

@@ -3,8 +3,8 @@
 use std::fmt::Write;
 
 use super::compare::{Compared, Comparison, MetricChange};
+use super::figure_path::{Better, Unit};
 use super::markdown::{cell, inline, write_table};
-use super::metric::{Better, Unit};
 use super::numfmt::{pct_change, sig3, signed, with_unit};
 use super::table::{Align, Cell, Mark, Table};
 

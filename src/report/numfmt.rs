@@ -1,6 +1,6 @@
 //! Number formatting shared by the writers: milliseconds, rates, changes, metric values.
 
-use super::metric::Unit;
+use super::figure_path::Unit;
 
 /// Seconds shown as milliseconds with precision that suits the size.
 pub fn ms_from_s(seconds: f64) -> String {

@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use super::metric::{Metric, Unit};
+use super::figure_path::{FigurePath, Unit};
 use super::model::{DriftVerdict, PhaseResult, Report};
 use super::numfmt::{ms_from_s, pct_change, sig3, with_unit};
 use crate::client::ErrorKind;
@@ -267,7 +267,7 @@ pub fn phases(report: &Report) -> Table {
 /// The unit of a drift metric's numbers, from its name.
 fn drift_unit(metric: &str) -> Unit {
     metric
-        .parse::<Metric>()
+        .parse::<FigurePath>()
         .map(|m| m.unit())
         .unwrap_or(Unit::Count)
 }

@@ -155,7 +155,7 @@ mod cache;
 pub mod command;
 mod faults;
 mod generate;
-mod metrics;
+mod prometheus;
 mod rng;
 mod server;
 mod settings;
@@ -163,6 +163,8 @@ pub mod tokenizer;
 
 pub use server::{SendTimes, SimHandle, SimStats, serve, serve_on};
 pub use settings::SimConfigError;
+// The server's `use super::metrics::Counters` predates the rename to `prometheus`.
+use prometheus as metrics;
 
 impl SimConfig {
     /// Check every value; returns all problems at once.

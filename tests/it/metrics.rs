@@ -6,7 +6,7 @@ use std::time::Duration;
 use serde_json::Value;
 use servebench::client::{ErrorKind, OutputTokenSource, RequestError, RequestRecord};
 use servebench::metrics::{
-    derive_record_fields, distribution, percentile, seed_metrics, summarize,
+    anvil_metrics, derive_record_fields, distribution, percentile, summarize,
 };
 use servebench::plan::{HumanDuration, PercentileMethod, Slo};
 
@@ -72,7 +72,7 @@ fn check_seed(name: &str) {
         records.push(r);
     }
     let wall_clock_ms = num(&doc, "wall_clock_ms").expect("wall_clock_ms");
-    let ours = seed_metrics(&records, wall_clock_ms, PercentileMethod::NearestRank);
+    let ours = anvil_metrics(&records, wall_clock_ms, PercentileMethod::NearestRank);
     let ours = serde_json::to_value(&ours).expect("serializable");
     let theirs = doc["metrics"].as_object().expect("metrics block");
     let ours = ours.as_object().expect("object");

@@ -1,4 +1,4 @@
-//! Aggregate figures in the format of seed reports 000/002 (`anvil-serving.benchmark/v1`'s `metrics` block).
+//! The `metrics` block of the older `anvil-serving.benchmark/v1` report format (seed reports 000/002).
 
 use std::collections::BTreeMap;
 
@@ -12,7 +12,7 @@ use crate::plan::PercentileMethod;
 /// The `metrics` block of a seed 000/002 report, field for field. Percentiles are `None` when
 /// no record carries the field.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
-pub struct SeedMetrics {
+pub struct AnvilMetrics {
     pub content_chunks: u64,
     /// Content chunks per second; the seeds leave it null.
     pub content_chunks_s: Option<f64>,
@@ -30,7 +30,7 @@ pub struct SeedMetrics {
     /// Σ output tokens.
     pub output_tokens: u64,
     /// Mean prefix-cache hit rate from the server's Prometheus metrics; not derivable from
-    /// records, so [`seed_metrics`] leaves it `None` for the caller to fill.
+    /// records, so [`anvil_metrics`] leaves it `None` for the caller to fill.
     pub prefix_cache_hit_avg: Option<f64>,
     pub prompt_token_samples: u64,
     /// Σ prompt tokens.
@@ -69,14 +69,14 @@ fn p50_p95(
     )
 }
 
-/// Seed-format aggregate metrics over successful records (`completed` requests in the seeds).
+/// `anvil-serving.benchmark/v1` aggregate metrics over successful records (`completed` requests in the seeds).
 /// `wall_clock_ms` is the run's wall clock (the seeds' top-level `wall_clock_ms`); the seeds
 /// use nearest rank.
-pub fn seed_metrics(
+pub fn anvil_metrics(
     records: &[RequestRecord],
     wall_clock_ms: f64,
     method: PercentileMethod,
-) -> SeedMetrics {
+) -> AnvilMetrics {
     let ok: Vec<&RequestRecord> = records.iter().filter(|r| r.is_ok()).collect();
     let ok = ok.as_slice();
     let (decode_tok_s_p50, decode_tok_s_p95, _) = p50_p95(ok, method, |r| r.decode_tok_s);
@@ -97,7 +97,7 @@ pub fn seed_metrics(
         *output_token_sources.entry(source).or_insert(0) += 1;
     }
     let output_tokens: u64 = ok.iter().filter_map(|r| r.output_tokens).sum();
-    SeedMetrics {
+    AnvilMetrics {
         content_chunks: ok.iter().map(|r| r.content_chunks).sum(),
         content_chunks_s: None,
         decode_tok_s_p50,

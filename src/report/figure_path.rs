@@ -1,4 +1,4 @@
-//! Metric paths (`ttft.p95`, `errors`, …): parsing, lookup in a phase, units and per-request samples.
+//! Paths to a figure in a report (`ttft.p95`, `errors`, …), as compare and gates name them: parsing, lookup in a phase, units and per-request samples.
 
 use std::fmt;
 use std::str::FromStr;
@@ -10,7 +10,7 @@ use crate::plan::PercentileMethod;
 
 /// A figure of one phase that can be compared and gated.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Metric {
+pub enum FigurePath {
     Scalar(Scalar),
     Dist(DistKind, Stat),
 }
@@ -119,7 +119,7 @@ const STATS: [(Stat, &str); 6] = [
 ];
 
 /// Every metric name a user may write, for error messages.
-pub fn known_metrics() -> String {
+pub fn known_figure_paths() -> String {
     let mut names: Vec<String> = SCALARS.iter().map(|(_, n)| n.to_string()).collect();
     names.extend(
         DISTS
@@ -131,7 +131,7 @@ pub fn known_metrics() -> String {
 
 /// Why a metric path did not parse.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum MetricParseError {
+pub enum FigurePathError {
     #[error("`{0}` is a distribution; name a statistic, e.g. `{0}.p95`")]
     MissingStat(String),
     #[error("unknown statistic `{stat}` in `{path}`; use p50, p95, p99, min, max or mean")]
@@ -140,39 +140,39 @@ pub enum MetricParseError {
     Unknown(String),
 }
 
-impl FromStr for Metric {
-    type Err = MetricParseError;
+impl FromStr for FigurePath {
+    type Err = FigurePathError;
 
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         let path = s.trim();
         if let Some((scalar, _)) = SCALARS.iter().find(|(_, n)| *n == path) {
-            return Ok(Metric::Scalar(*scalar));
+            return Ok(FigurePath::Scalar(*scalar));
         }
         if let Some((kind, _)) = DISTS.iter().find(|(_, n)| *n == path) {
             let _ = kind;
-            return Err(MetricParseError::MissingStat(path.to_string()));
+            return Err(FigurePathError::MissingStat(path.to_string()));
         }
         let Some((head, stat)) = path.rsplit_once('.') else {
-            return Err(MetricParseError::Unknown(path.to_string()));
+            return Err(FigurePathError::Unknown(path.to_string()));
         };
         let Some((kind, _)) = DISTS.iter().find(|(_, n)| *n == head) else {
-            return Err(MetricParseError::Unknown(path.to_string()));
+            return Err(FigurePathError::Unknown(path.to_string()));
         };
         let Some((stat, _)) = STATS.iter().find(|(_, n)| *n == stat) else {
-            return Err(MetricParseError::UnknownStat {
+            return Err(FigurePathError::UnknownStat {
                 path: path.to_string(),
                 stat: stat.to_string(),
             });
         };
-        Ok(Metric::Dist(*kind, *stat))
+        Ok(FigurePath::Dist(*kind, *stat))
     }
 }
 
-impl fmt::Display for Metric {
+impl fmt::Display for FigurePath {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Metric::Scalar(s) => f.write_str(s.name()),
-            Metric::Dist(k, s) => write!(f, "{}.{}", k.name(), s.name()),
+            FigurePath::Scalar(s) => f.write_str(s.name()),
+            FigurePath::Dist(k, s) => write!(f, "{}.{}", k.name(), s.name()),
         }
     }
 }
@@ -272,11 +272,11 @@ impl Stat {
     }
 }
 
-impl Metric {
+impl FigurePath {
     pub fn unit(self) -> Unit {
         match self {
-            Metric::Dist(k, _) => k.unit(),
-            Metric::Scalar(s) => match s {
+            FigurePath::Dist(k, _) => k.unit(),
+            FigurePath::Scalar(s) => match s {
                 Scalar::Requests | Scalar::Success | Scalar::Errors => Unit::Count,
                 Scalar::ErrorRate | Scalar::CachedTokenRatio | Scalar::GoodputFraction => {
                     Unit::Ratio
@@ -291,7 +291,7 @@ impl Metric {
 
     pub fn better(self) -> Better {
         match self {
-            Metric::Dist(k, _) => match k {
+            FigurePath::Dist(k, _) => match k {
                 DistKind::Ttft
                 | DistKind::Tpot
                 | DistKind::E2e
@@ -301,7 +301,7 @@ impl Metric {
                 DistKind::DecodeTokS => Better::Higher,
                 DistKind::InputTokens | DistKind::OutputTokens => Better::Neither,
             },
-            Metric::Scalar(s) => match s {
+            FigurePath::Scalar(s) => match s {
                 Scalar::Errors | Scalar::ErrorRate => Better::Lower,
                 Scalar::OutputTokensPerSecond
                 | Scalar::RequestRate
@@ -317,14 +317,14 @@ impl Metric {
         }
     }
 
-    /// The phase's figure, in the unit of [`Metric::unit`].
+    /// The phase's figure, in the unit of [`FigurePath::unit`].
     pub fn value(self, phase: &PhaseResult) -> Option<f64> {
         let s = &phase.summary;
         match self {
             // Imported summaries carry no mean; `samples == 0` marks it unknown.
-            Metric::Dist(_, Stat::Mean) if self.dist_samples(phase) == Some(0) => None,
-            Metric::Dist(k, stat) => k.distribution(phase).map(|d| stat.of(d)),
-            Metric::Scalar(sc) => match sc {
+            FigurePath::Dist(_, Stat::Mean) if self.dist_samples(phase) == Some(0) => None,
+            FigurePath::Dist(k, stat) => k.distribution(phase).map(|d| stat.of(d)),
+            FigurePath::Scalar(sc) => match sc {
                 Scalar::Requests => Some(s.requests as f64),
                 Scalar::Success => Some(s.success as f64),
                 Scalar::Errors => Some(s.errors as f64),
@@ -343,8 +343,8 @@ impl Metric {
 
     fn dist_samples(self, phase: &PhaseResult) -> Option<u64> {
         match self {
-            Metric::Dist(k, _) => k.distribution(phase).map(|d| d.samples),
-            Metric::Scalar(_) => None,
+            FigurePath::Dist(k, _) => k.distribution(phase).map(|d| d.samples),
+            FigurePath::Scalar(_) => None,
         }
     }
 
@@ -355,7 +355,7 @@ impl Metric {
             return None;
         }
         match self {
-            Metric::Dist(k, stat) => {
+            FigurePath::Dist(k, stat) => {
                 let v: Vec<f64> = phase
                     .request_timings
                     .iter()
@@ -364,7 +364,7 @@ impl Metric {
                     .collect();
                 (!v.is_empty()).then_some((v, stat))
             }
-            Metric::Scalar(Scalar::ErrorRate) => Some((
+            FigurePath::Scalar(Scalar::ErrorRate) => Some((
                 phase
                     .request_timings
                     .iter()
@@ -372,7 +372,7 @@ impl Metric {
                     .collect(),
                 Stat::Mean,
             )),
-            Metric::Scalar(_) => None,
+            FigurePath::Scalar(_) => None,
         }
     }
 }
@@ -389,20 +389,20 @@ mod tests {
             "goodput.fraction",
             "decode_tok_s.mean",
         ] {
-            let m: Metric = p.parse().unwrap();
+            let m: FigurePath = p.parse().unwrap();
             assert_eq!(m.to_string(), p);
         }
         assert_eq!(
-            "ttft".parse::<Metric>(),
-            Err(MetricParseError::MissingStat("ttft".into()))
+            "ttft".parse::<FigurePath>(),
+            Err(FigurePathError::MissingStat("ttft".into()))
         );
         assert!(matches!(
-            "ttft.p90".parse::<Metric>(),
-            Err(MetricParseError::UnknownStat { .. })
+            "ttft.p90".parse::<FigurePath>(),
+            Err(FigurePathError::UnknownStat { .. })
         ));
         assert!(matches!(
-            "latency".parse::<Metric>(),
-            Err(MetricParseError::Unknown(_))
+            "latency".parse::<FigurePath>(),
+            Err(FigurePathError::Unknown(_))
         ));
     }
 
