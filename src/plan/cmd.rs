@@ -117,7 +117,7 @@ pub fn expand(plan: &Path, args: &ExpandArgs, format: ExpandFormat) -> i32 {
 pub fn print_schema(kind: SchemaKind) -> i32 {
     let value = match kind {
         SchemaKind::Plan => schema::plan_schema(),
-        SchemaKind::Report => schema::report_schema(),
+        SchemaKind::Report => crate::report::schema::report_schema(),
     };
     print!("{}", schema::to_pretty(&value));
     exit::SUCCESS

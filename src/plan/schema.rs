@@ -52,15 +52,7 @@ pub fn plan_schema() -> Value {
     value
 }
 
-/// The JSON schema of a report, as committed in `schemas/report.schema.json`.
-pub fn report_schema() -> Value {
-    let schema = schemars::generate::SchemaSettings::draft2020_12()
-        .into_generator()
-        .into_root_schema_for::<crate::report::Report>();
-    serde_json::to_value(schema).unwrap_or(Value::Null)
-}
-
-/// Pretty JSON with a final newline, the form the committed files use.
+/// Pretty JSON with a final newline, the form the committed schema files use.
 pub fn to_pretty(schema: &Value) -> String {
     let mut text = serde_json::to_string_pretty(schema).unwrap_or_default();
     text.push('\n');

@@ -14,6 +14,7 @@ pub mod html;
 pub mod markdown;
 mod numfmt;
 pub mod read;
+pub mod schema;
 pub mod seed;
 pub mod svg;
 mod table;

@@ -199,7 +199,7 @@ fn every_invalid_fixture_exits_2_with_location_and_key_path() {
 fn committed_schemas_match_the_types() {
     for (kind, generated) in [
         ("plan", plan::schema::plan_schema()),
-        ("report", plan::schema::report_schema()),
+        ("report", servebench::report::schema::report_schema()),
     ] {
         let path = root().join(format!("schemas/{kind}.schema.json"));
         let committed = std::fs::read_to_string(&path).unwrap_or_default();
