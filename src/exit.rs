@@ -8,3 +8,5 @@ pub const GATE_FAILED: i32 = 1;
 pub const INVALID_INPUT: i32 = 2;
 /// The run itself failed.
 pub const RUN_FAILED: i32 = 3;
+/// `selftest` could not measure or could not write its results.
+pub const SELFTEST_FAILED: i32 = 1;

@@ -3,8 +3,8 @@
 //! Data flows one way: [`plan`] → [`workload`] → [`client`] → [`metrics`] → [`report`], with
 //! [`scheduler`] running phases and [`sim`] standing in for a real server.
 
-pub mod cli;
 pub mod client;
+pub mod commands;
 pub mod exit;
 pub mod hash;
 pub mod metrics;

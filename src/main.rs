@@ -1,6 +1,6 @@
 use clap::Parser;
 
 fn main() {
-    let cli = servebench::cli::Cli::parse();
-    std::process::exit(servebench::cli::run(cli));
+    let cli = servebench::commands::Cli::parse();
+    std::process::exit(servebench::commands::run(cli));
 }

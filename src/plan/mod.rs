@@ -8,7 +8,6 @@
 //! only when the ones before it succeeded, so no error is reported twice.
 
 pub mod check;
-pub mod cmd;
 pub mod diag;
 pub mod duration;
 pub mod expand;

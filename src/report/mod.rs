@@ -19,6 +19,7 @@ pub mod seed;
 pub mod svg;
 mod table;
 
+pub use compare_md::render as render_comparison;
 pub use model::*;
 pub use read::{ReadError, read_report};
 
@@ -104,106 +105,4 @@ pub fn write_atomic(path: &Path, contents: &str) -> io::Result<()> {
         return Err(e);
     }
     std::fs::rename(&tmp, path)
-}
-
-/// Output format of `servebench compare`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum CompareFormat {
-    Md,
-    Json,
-}
-
-/// `servebench report`: render a report file; returns the exit code.
-pub fn report_command(input: &Path, format: Format, requests: bool, output: Option<&Path>) -> i32 {
-    if requests && format != Format::Csv {
-        eprintln!("error: --requests applies to --format csv only");
-        return crate::exit::INVALID_INPUT;
-    }
-    let report = match read_report(input) {
-        Ok(r) => r,
-        Err(e) => {
-            eprintln!("error: {e}");
-            return crate::exit::INVALID_INPUT;
-        }
-    };
-    let text = exporter(format, requests).render(&report);
-    emit(&text, output)
-}
-
-fn emit(text: &str, output: Option<&Path>) -> i32 {
-    let result = match output {
-        Some(path) => write_atomic(path, text).map_err(|e| format!("{}: {e}", path.display())),
-        None => io::stdout()
-            .lock()
-            .write_all(text.as_bytes())
-            .map_err(|e| format!("stdout: {e}")),
-    };
-    match result {
-        Ok(()) => crate::exit::SUCCESS,
-        Err(e) => {
-            eprintln!("error: cannot write {e}");
-            crate::exit::RUN_FAILED
-        }
-    }
-}
-
-/// `servebench compare`: exit 0 when every gate passes, 1 when one fails, 2 on bad input.
-pub fn compare_command(
-    base: &Path,
-    new: &Path,
-    gates: &[String],
-    format: CompareFormat,
-    output: Option<&Path>,
-) -> i32 {
-    let mut parsed = Vec::new();
-    let mut bad = false;
-    for g in gates {
-        match g.parse::<compare::Gate>() {
-            Ok(g) => parsed.push(g),
-            Err(e) => {
-                eprintln!("error: {e}");
-                bad = true;
-            }
-        }
-    }
-    if bad {
-        return crate::exit::INVALID_INPUT;
-    }
-    let (base_report, new_report) = match (read_report(base), read_report(new)) {
-        (Ok(b), Ok(n)) => (b, n),
-        (b, n) => {
-            for e in [b.err(), n.err()].into_iter().flatten() {
-                eprintln!("error: {e}");
-            }
-            return crate::exit::INVALID_INPUT;
-        }
-    };
-    let comparison = compare::compare(
-        &base.display().to_string(),
-        &base_report,
-        &new.display().to_string(),
-        &new_report,
-        &parsed,
-    );
-    let text = match format {
-        CompareFormat::Md => compare_md::render(&comparison),
-        CompareFormat::Json => match serde_json::to_string_pretty(&comparison) {
-            Ok(s) => s + "\n",
-            Err(e) => {
-                eprintln!("error: cannot encode the comparison: {e}");
-                return crate::exit::RUN_FAILED;
-            }
-        },
-    };
-    let code = emit(&text, output);
-    if code != crate::exit::SUCCESS {
-        return code;
-    }
-    if comparison.passed {
-        crate::exit::SUCCESS
-    } else {
-        let failed = comparison.gates.iter().filter(|g| !g.passed).count();
-        eprintln!("{failed} gate check(s) failed");
-        crate::exit::GATE_FAILED
-    }
 }

@@ -152,7 +152,7 @@ pub enum SimFaultKind {
 
 mod api;
 mod cache;
-pub mod command;
+pub mod config_file;
 mod faults;
 mod generate;
 mod prometheus;

@@ -1,18 +1,8 @@
-//! `servebench sim`: load settings, serve on the given address until Ctrl-C.
+//! The simulator's settings file: YAML or JSON, checked before serving.
 
-use std::net::{IpAddr, SocketAddr};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use super::SimConfig;
-
-/// Arguments of `servebench sim`.
-#[derive(Debug, Clone)]
-pub struct SimArgs {
-    pub host: IpAddr,
-    pub port: u16,
-    pub config: Option<PathBuf>,
-    pub seed: Option<u64>,
-}
 
 /// Read a settings file: JSON when it ends in `.json`, YAML otherwise.
 pub fn load_config(path: &Path) -> Result<SimConfig, String> {
@@ -30,51 +20,6 @@ pub fn load_config(path: &Path) -> Result<SimConfig, String> {
         .validate()
         .map_err(|err| format!("{}: {err}", path.display()))?;
     Ok(config)
-}
-
-/// Run the simulator in the foreground; returns the process exit code.
-pub fn run(args: SimArgs) -> i32 {
-    let mut config = match &args.config {
-        Some(path) => match load_config(path) {
-            Ok(config) => config,
-            Err(message) => {
-                eprintln!("error: {message}");
-                return crate::exit::INVALID_INPUT;
-            }
-        },
-        None => SimConfig::default(),
-    };
-    if args.seed.is_some() {
-        config.seed = args.seed;
-    }
-    let runtime = match tokio::runtime::Runtime::new() {
-        Ok(runtime) => runtime,
-        Err(err) => {
-            eprintln!("error: cannot start the async runtime: {err}");
-            return crate::exit::RUN_FAILED;
-        }
-    };
-    let model = config.model.clone().unwrap_or_else(|| "sim".to_string());
-    runtime.block_on(async move {
-        let addr = SocketAddr::new(args.host, args.port);
-        let (local, handle) = match super::serve_on(config, addr).await {
-            Ok(served) => served,
-            Err(err) if err.kind() == std::io::ErrorKind::InvalidInput => {
-                eprintln!("error: {err}");
-                return crate::exit::INVALID_INPUT;
-            }
-            Err(err) => {
-                eprintln!("error: cannot listen on {addr}: {err}");
-                return crate::exit::RUN_FAILED;
-            }
-        };
-        eprintln!("servebench sim: serving model `{model}` on http://{local}/v1 (Ctrl-C stops)");
-        if let Err(err) = tokio::signal::ctrl_c().await {
-            eprintln!("error: cannot wait for Ctrl-C: {err}");
-        }
-        handle.shutdown().await;
-        crate::exit::SUCCESS
-    })
 }
 
 #[cfg(test)]

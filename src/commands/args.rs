@@ -1,0 +1,36 @@
+//! Arguments shared by every command that reads a plan.
+
+use std::path::PathBuf;
+
+use clap::Args;
+
+use crate::plan::{DEFAULT_MAX_PHASES, ExpandOptions};
+
+/// Options that change how a plan expands; shared by every command that reads a plan.
+#[derive(Debug, Clone, Default, Args)]
+pub struct ExpandArgs {
+    /// Set a plan variable (value typed as YAML: 8, 1.5, true, 60s, [1, 2]); repeatable,
+    /// applied after --vars.
+    #[arg(long = "set", value_name = "NAME=VALUE")]
+    pub set: Vec<String>,
+    /// Read plan variables from a YAML/TOML/JSON mapping; repeatable, in order.
+    #[arg(long = "vars", value_name = "FILE")]
+    pub vars: Vec<PathBuf>,
+    /// Point target NAME at a server instead of its simulator; repeatable.
+    #[arg(long = "target", value_name = "NAME=URL")]
+    pub target: Vec<String>,
+    /// Refuse plans that expand to more phases than this.
+    #[arg(long = "max-phases", value_name = "N", default_value_t = DEFAULT_MAX_PHASES)]
+    pub max_phases: usize,
+}
+
+impl ExpandArgs {
+    pub fn options(&self) -> ExpandOptions {
+        ExpandOptions {
+            vars_files: self.vars.clone(),
+            set: self.set.clone(),
+            max_phases: self.max_phases,
+            target_overrides: self.target.clone(),
+        }
+    }
+}

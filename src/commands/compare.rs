@@ -1,0 +1,83 @@
+//! `servebench compare`: exit 0 when every gate passes, 1 when one fails, 2 on bad input.
+
+use std::path::PathBuf;
+
+use super::emit;
+use crate::exit;
+use crate::report::compare::{Gate, compare};
+use crate::report::{read_report, render_comparison};
+
+#[derive(Debug, clap::Args)]
+pub struct CompareArgs {
+    pub base: PathBuf,
+    pub new: PathBuf,
+    /// `[PHASE:]METRIC OP THRESHOLD`, e.g. 'ttft.p95 < +10%', 'errors == 0', 'e2e.p50 < 2s'.
+    #[arg(long = "gate", value_name = "EXPR")]
+    pub gates: Vec<String>,
+    #[arg(long, value_enum, default_value = "md")]
+    pub format: CompareFormat,
+    /// Write here instead of stdout.
+    #[arg(short, long)]
+    pub output: Option<PathBuf>,
+}
+
+/// Output format of `servebench compare`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum CompareFormat {
+    Md,
+    Json,
+}
+
+pub fn run(args: &CompareArgs) -> i32 {
+    let mut gates = Vec::new();
+    let mut bad = false;
+    for g in &args.gates {
+        match g.parse::<Gate>() {
+            Ok(g) => gates.push(g),
+            Err(e) => {
+                eprintln!("error: {e}");
+                bad = true;
+            }
+        }
+    }
+    if bad {
+        return exit::INVALID_INPUT;
+    }
+    let (base_report, new_report) = match (read_report(&args.base), read_report(&args.new)) {
+        (Ok(b), Ok(n)) => (b, n),
+        (b, n) => {
+            for e in [b.err(), n.err()].into_iter().flatten() {
+                eprintln!("error: {e}");
+            }
+            return exit::INVALID_INPUT;
+        }
+    };
+    let comparison = compare(
+        &args.base.display().to_string(),
+        &base_report,
+        &args.new.display().to_string(),
+        &new_report,
+        &gates,
+    );
+    let text = match args.format {
+        CompareFormat::Md => render_comparison(&comparison),
+        CompareFormat::Json => match serde_json::to_string_pretty(&comparison) {
+            Ok(s) => s + "\n",
+            Err(e) => {
+                eprintln!("error: cannot encode the comparison: {e}");
+                return exit::RUN_FAILED;
+            }
+        },
+    };
+    let code = emit(&text, args.output.as_deref());
+    if code != exit::SUCCESS {
+        return code;
+    }
+    if comparison.passed {
+        exit::SUCCESS
+    } else {
+        let failed = comparison.gates.iter().filter(|g| !g.passed).count();
+        eprintln!("{failed} gate check(s) failed");
+        exit::GATE_FAILED
+    }
+}

@@ -1,0 +1,107 @@
+//! Command handling: argument types, dispatch, printing and exit codes for every verb.
+//!
+//! One file per verb. Domain modules return values and errors; only this module prints them
+//! and turns them into exit codes ([`crate::exit`]).
+
+mod args;
+mod compare;
+mod completions;
+mod expand;
+mod merge;
+mod report;
+mod run;
+mod schema;
+mod selftest;
+mod sim;
+mod validate;
+
+use std::io::Write as _;
+use std::path::Path;
+
+use clap::{Parser, Subcommand};
+
+pub use args::ExpandArgs;
+pub use compare::{CompareArgs, CompareFormat};
+pub use completions::CompletionsArgs;
+pub use expand::{ExpandCommandArgs, ExpandFormat};
+pub use merge::MergeArgs;
+pub use report::ReportArgs;
+pub use run::RunArgs;
+pub use schema::{SchemaArgs, SchemaKind};
+pub use selftest::SelftestCommandArgs;
+pub use sim::SimArgs;
+pub use validate::ValidateArgs;
+
+use crate::exit;
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "servebench",
+    version,
+    about = "Benchmark plans for OpenAI-compatible LLM endpoints"
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Check plans against the schema and the semantic rules; exit 2 on any problem.
+    Validate(ValidateArgs),
+    /// Print the concrete plan: variables, matrix, defaults and rechecks resolved.
+    Expand(ExpandCommandArgs),
+    /// Print the JSON schema of plans or reports.
+    Schema(SchemaArgs),
+    /// Print a shell completion script.
+    Completions(CompletionsArgs),
+    /// Run a plan (or re-run the plan embedded in a report.json) and write one combined report.
+    Run(RunArgs),
+    /// Render a report (servebench JSON or a seed format) as markdown, HTML or CSV.
+    Report(ReportArgs),
+    /// Compare two reports phase by phase; exit 1 when a --gate fails.
+    Compare(CompareArgs),
+    /// Serve the OpenAI-compatible simulator until Ctrl-C.
+    Sim(SimArgs),
+    /// Measure the client itself against the in-process zero-delay simulator: requests/s,
+    /// events/s, CPU per event, peak RSS, timing error and open-loop send lag.
+    Selftest(SelftestCommandArgs),
+    /// Merge the reports of a sharded run (`run --shard I/N`) into one report.
+    Merge(MergeArgs),
+}
+
+/// Run the parsed command; returns the process exit code.
+pub fn run(cli: Cli) -> i32 {
+    match cli.command {
+        Command::Validate(args) => validate::run(&args),
+        Command::Expand(args) => expand::run(&args),
+        Command::Schema(args) => schema::run(&args),
+        Command::Completions(args) => completions::run(&args),
+        Command::Run(args) => run::run(args),
+        Command::Report(args) => report::run(&args),
+        Command::Compare(args) => compare::run(&args),
+        Command::Sim(args) => sim::run(args),
+        Command::Selftest(args) => selftest::run(&args),
+        Command::Merge(args) => merge::run(&args),
+    }
+}
+
+/// Write a command's output to `output`, atomically, or to stdout; the exit code.
+fn emit(text: &str, output: Option<&Path>) -> i32 {
+    let result = match output {
+        Some(path) => {
+            crate::report::write_atomic(path, text).map_err(|e| format!("{}: {e}", path.display()))
+        }
+        None => std::io::stdout()
+            .lock()
+            .write_all(text.as_bytes())
+            .map_err(|e| format!("stdout: {e}")),
+    };
+    match result {
+        Ok(()) => exit::SUCCESS,
+        Err(e) => {
+            eprintln!("error: cannot write {e}");
+            exit::RUN_FAILED
+        }
+    }
+}

@@ -1,0 +1,94 @@
+//! `servebench run`: build the runtime, run the plan, map the outcome to an exit code.
+
+use std::path::PathBuf;
+
+use super::ExpandArgs;
+use crate::exit;
+use crate::runner::{RunError, RunOptions};
+use crate::scheduler::progress::ProgressMode;
+
+#[derive(Debug, clap::Args)]
+pub struct RunArgs {
+    /// Plan file (YAML, TOML or JSON), or a report.json to repeat.
+    pub plan: PathBuf,
+    #[command(flatten)]
+    pub expand: ExpandArgs,
+    /// Directory for report.json and journal.jsonl [default: runs/<plan>-<UTC time>/].
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
+    /// Run only these phases, in plan order.
+    #[arg(long, value_name = "PHASE", num_args = 1..)]
+    pub only: Vec<String>,
+    /// Print the schedule without sending anything.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// No progress output.
+    #[arg(long, short)]
+    pub quiet: bool,
+    /// Skip measuring this machine's client ceiling before the first phase.
+    #[arg(long)]
+    pub no_calibrate: bool,
+    /// Let idle CPUs sleep deeply: do not hold /dev/cpu_dma_latency at 0 µs during the run.
+    #[arg(long)]
+    pub no_latency_hint: bool,
+    /// Keep the client's threads polling instead of sleeping between events: finer timings
+    /// where wakeups are slow, at the cost of a busy core per runtime worker.
+    #[arg(long)]
+    pub busy_poll: bool,
+    /// Run shard I of N (0-based): this machine's share of every phase's load.
+    #[arg(long, value_name = "I/N")]
+    pub shard: Option<crate::shard::ShardSpec>,
+    /// Start phase k at this RFC 3339 time plus its planned offset, so shards stay aligned.
+    #[arg(long, value_name = "RFC3339", value_parser = crate::shard::parse_start_at)]
+    pub start_at: Option<chrono::DateTime<chrono::Utc>>,
+}
+
+impl RunArgs {
+    /// The runner's options for these arguments.
+    pub fn options(self) -> RunOptions {
+        RunOptions {
+            plan: self.plan,
+            expand: self.expand.options(),
+            out_dir: self.out,
+            only: self.only,
+            dry_run: self.dry_run,
+            calibrate: !self.no_calibrate,
+            latency_hint: !self.no_latency_hint,
+            busy_poll: self.busy_poll,
+            progress: if self.quiet {
+                ProgressMode::Quiet
+            } else {
+                ProgressMode::Auto
+            },
+            shard: self.shard,
+            start_at: self.start_at,
+        }
+    }
+}
+
+pub fn run(args: RunArgs) -> i32 {
+    let runtime = match tokio::runtime::Runtime::new() {
+        Ok(runtime) => runtime,
+        Err(e) => {
+            eprintln!("error: cannot start the async runtime: {e}");
+            return exit::RUN_FAILED;
+        }
+    };
+    match runtime.block_on(crate::runner::run(args.options())) {
+        // An interrupted run wrote a partial report; it still did not finish.
+        Ok(outcome) if outcome.interrupted => exit::RUN_FAILED,
+        Ok(_) => exit::SUCCESS,
+        Err(RunError::InvalidPlan(errors)) => {
+            eprintln!("{errors}");
+            exit::INVALID_INPUT
+        }
+        Err(e @ RunError::InvalidInput(_)) => {
+            eprintln!("error: {e}");
+            exit::INVALID_INPUT
+        }
+        Err(e @ RunError::Failed(_)) => {
+            eprintln!("error: {e}");
+            exit::RUN_FAILED
+        }
+    }
+}

@@ -1,0 +1,29 @@
+//! `servebench schema plan|report`: print a generated JSON schema.
+
+use clap::ValueEnum;
+
+use crate::exit;
+use crate::plan::schema::{plan_schema, to_pretty};
+use crate::report::schema::report_schema;
+
+#[derive(Debug, clap::Args)]
+pub struct SchemaArgs {
+    #[arg(value_enum)]
+    pub kind: SchemaKind,
+}
+
+/// Which schema `schema` prints.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum SchemaKind {
+    Plan,
+    Report,
+}
+
+pub fn run(args: &SchemaArgs) -> i32 {
+    let value = match args.kind {
+        SchemaKind::Plan => plan_schema(),
+        SchemaKind::Report => report_schema(),
+    };
+    print!("{}", to_pretty(&value));
+    exit::SUCCESS
+}
