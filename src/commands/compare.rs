@@ -4,7 +4,8 @@ use std::path::PathBuf;
 
 use super::emit;
 use crate::exit;
-use crate::report::compare::{Gate, compare};
+use crate::report::compare::compare;
+use crate::report::gate::Gate;
 use crate::report::{read_report, render_comparison};
 
 #[derive(Debug, clap::Args)]

@@ -1,10 +1,12 @@
-//! Pure functions from request records to summaries: percentiles, rates, goodput, drift.
+//! Pure functions from request records to summaries: percentiles, rates, goodput, drift, bootstrap.
 
 mod anvil;
+mod bootstrap;
 mod drift;
 mod summary;
 
 pub use anvil::*;
+pub use bootstrap::*;
 pub use drift::*;
 pub use summary::*;
 
@@ -98,6 +100,44 @@ pub fn interpolate(a: f64, b: f64, t: f64) -> f64 {
         b - diff * (1.0 - t)
     } else {
         a + diff * t
+    }
+}
+
+/// An order statistic or the mean of a distribution.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Stat {
+    P50,
+    P95,
+    P99,
+    Min,
+    Max,
+    Mean,
+}
+
+impl Stat {
+    /// This statistic of a summary distribution.
+    pub fn of(self, d: &Distribution) -> f64 {
+        match self {
+            Stat::P50 => d.p50,
+            Stat::P95 => d.p95,
+            Stat::P99 => d.p99,
+            Stat::Min => d.min,
+            Stat::Max => d.max,
+            Stat::Mean => d.mean,
+        }
+    }
+
+    /// This statistic of an ascending-sorted, non-empty sample, computed as [`distribution`]
+    /// computes it.
+    pub fn of_sorted(self, sorted: &[f64], method: PercentileMethod) -> f64 {
+        match self {
+            Stat::P50 => percentile(sorted, 0.50, method),
+            Stat::P95 => percentile(sorted, 0.95, method),
+            Stat::P99 => percentile(sorted, 0.99, method),
+            Stat::Min => sorted.first().copied().unwrap_or(f64::NAN),
+            Stat::Max => sorted.last().copied().unwrap_or(f64::NAN),
+            Stat::Mean => sorted.iter().sum::<f64>() / sorted.len() as f64,
+        }
     }
 }
 

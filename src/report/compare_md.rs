@@ -2,8 +2,9 @@
 
 use std::fmt::Write;
 
-use super::compare::{Compared, Comparison, MetricChange};
+use super::compare::{Comparison, MetricChange};
 use super::figure_path::{Better, Unit};
+use super::gate::Compared;
 use super::markdown::{cell, inline, write_table};
 use super::numfmt::{pct_change, sig3, signed, with_unit};
 use super::table::{Align, Cell, Mark, Table};

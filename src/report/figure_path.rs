@@ -5,8 +5,8 @@ use std::str::FromStr;
 
 use super::model::PhaseResult;
 use crate::client::RequestRecord;
-use crate::metrics::{Distribution, percentile};
-use crate::plan::PercentileMethod;
+use crate::metrics::Distribution;
+pub use crate::metrics::Stat;
 
 /// A figure of one phase that can be compared and gated.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -45,17 +45,6 @@ pub enum DistKind {
     DecodeTokS,
     InputTokens,
     OutputTokens,
-}
-
-/// An order statistic or the mean of a distribution.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Stat {
-    P50,
-    P95,
-    P99,
-    Min,
-    Max,
-    Mean,
 }
 
 /// What a metric's numbers mean, for formatting and for gate thresholds.
@@ -247,29 +236,6 @@ impl Stat {
             .find(|(s, _)| *s == self)
             .map_or("?", |(_, n)| n)
     }
-
-    pub fn of(self, d: &Distribution) -> f64 {
-        match self {
-            Stat::P50 => d.p50,
-            Stat::P95 => d.p95,
-            Stat::P99 => d.p99,
-            Stat::Min => d.min,
-            Stat::Max => d.max,
-            Stat::Mean => d.mean,
-        }
-    }
-
-    /// This statistic of an ascending-sorted, non-empty sample.
-    pub fn of_sorted(self, sorted: &[f64], method: PercentileMethod) -> f64 {
-        match self {
-            Stat::P50 => percentile(sorted, 0.50, method),
-            Stat::P95 => percentile(sorted, 0.95, method),
-            Stat::P99 => percentile(sorted, 0.99, method),
-            Stat::Min => sorted.first().copied().unwrap_or(f64::NAN),
-            Stat::Max => sorted.last().copied().unwrap_or(f64::NAN),
-            Stat::Mean => sorted.iter().sum::<f64>() / sorted.len() as f64,
-        }
-    }
 }
 
 impl FigurePath {
@@ -380,6 +346,7 @@ impl FigurePath {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::plan::PercentileMethod;
 
     #[test]
     fn parses_and_prints_paths() {

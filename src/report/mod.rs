@@ -2,7 +2,7 @@
 //!
 //! One [`Report`] feeds small exporters (markdown, HTML, CSV); markdown and HTML share their
 //! table content through `table`. [`read_report`] reads servebench's JSON and the seed formats;
-//! [`compare::compare`] matches two reports' phases and checks gates.
+//! [`compare::compare`] matches two reports' phases and checks [`gate`]s.
 
 mod model;
 
@@ -10,6 +10,7 @@ pub mod compare;
 mod compare_md;
 pub mod csv;
 pub mod figure_path;
+pub mod gate;
 pub mod html;
 pub mod markdown;
 mod numfmt;
