@@ -1,0 +1,162 @@
+//! Report writers: the committed fixture, markdown and CSV snapshots, HTML, the report command's flags.
+
+use super::*;
+
+#[test]
+fn fixture_matches_the_hand_built_report() {
+    let built = sample_report(1.0);
+    if std::env::var_os("UPDATE_REPORT_FIXTURES").is_some() {
+        std::fs::write(
+            FIXTURE,
+            serde_json::to_string_pretty(&built).expect("json") + "\n",
+        )
+        .expect("write fixture");
+    }
+    let read = report::read_report(Path::new(FIXTURE)).expect("fixture reads");
+    assert!(
+        read == built,
+        "{FIXTURE} differs from sample_report(); regenerate with UPDATE_REPORT_FIXTURES=1"
+    );
+}
+
+#[test]
+fn markdown_snapshot() {
+    let md = report::markdown::render(&sample_report(1.0));
+    insta::assert_snapshot!("sample_markdown", md);
+}
+
+#[test]
+fn markdown_makes_the_drift_and_warnings_obvious() {
+    let md = report::markdown::render(&sample_report(1.0));
+    assert!(md.contains("**⚠ 1 of 1 rechecks drifted:**"), "{md}");
+    assert!(
+        md.contains("> - **gateway-c4 → recheck-c4: ttft.p99 14.9 s → 0.258 s (−98.3%)**"),
+        "{md}"
+    );
+    // Pipes and markup in user text cannot break the table.
+    assert!(
+        md.contains("Direct vs \\<gateway\\> \\| least-request & friends"),
+        "{md}"
+    );
+    assert!(
+        md.contains(
+            "| burst-5rps | rate\\_limited | **1** | HTTP 429: slow down, \"burst\" limit hit |"
+        ),
+        "{md}"
+    );
+    assert!(
+        md.contains("| burst-5rps | stream\\_broken | **2** | connection reset after 3 chunks |"),
+        "{md}"
+    );
+    assert!(
+        md.contains("> **⚠ Prompt size outside tolerance in:** burst-5rps\n"),
+        "{md}"
+    );
+}
+
+#[test]
+fn a_partial_run_says_so() {
+    let mut r = sample_report(1.0);
+    r.partial = true;
+    r.finished_at = None;
+    r.stop_reason = Some("interrupted | Ctrl-C".to_string());
+    r.phases[5].partial = true;
+    let md = report::markdown::render(&r);
+    assert!(
+        md.contains("> **Partial run:** not every phase finished (interrupted | Ctrl-C)."),
+        "{md}"
+    );
+    assert!(
+        md.contains("| Status | PARTIAL: interrupted \\| Ctrl-C |"),
+        "{md}"
+    );
+    assert!(md.contains("| **burst-5rps (partial)** |"), "{md}");
+    let html = report::html::render(&r);
+    assert!(html.contains("<b>Partial run:</b> not every phase finished (interrupted | Ctrl-C)."));
+}
+
+#[test]
+fn csv_snapshot_and_rfc4180() {
+    let r = sample_report(1.0);
+    let phases = report::csv::render_phases(&r);
+    insta::assert_snapshot!("sample_phases_csv", phases);
+    let mut rd = csv::Reader::from_reader(phases.as_bytes());
+    let header = rd.headers().expect("header").clone();
+    let rows: Vec<csv::StringRecord> = rd.records().map(|r| r.expect("row")).collect();
+    assert_eq!(rows.len(), r.phases.len());
+    let col = |name: &str| header.iter().position(|h| h == name).expect(name);
+    assert_eq!(&rows[2][col("phase")], "gateway-c4");
+    let p99: f64 = rows[2][col("ttft_p99_ms")].parse().expect("number");
+    assert!((p99 - r.phases[2].summary.ttft.expect("ttft").p99 * 1000.0).abs() < 1e-6);
+
+    let requests = report::csv::render_requests(&r);
+    let mut rd = csv::Reader::from_reader(requests.as_bytes());
+    let header = rd.headers().expect("header").clone();
+    let rows: Vec<csv::StringRecord> = rd.records().map(|r| r.expect("row")).collect();
+    let total: usize = r.phases.iter().map(|p| p.request_timings.len()).sum();
+    assert_eq!(rows.len(), total);
+    let msg = header
+        .iter()
+        .position(|h| h == "error_message")
+        .expect("column");
+    let messages: Vec<&str> = rows
+        .iter()
+        .map(|r| &r[msg])
+        .filter(|m| !m.is_empty())
+        .collect();
+    assert!(messages.contains(&"slow down, \"burst\" limit hit"));
+    assert!(messages.contains(&"connection reset\nafter 3 chunks"));
+}
+
+#[test]
+fn html_is_self_contained_and_escaped() {
+    let html = report::html::render(&sample_report(1.0));
+    for needle in ["<script", "src=", "href=", "@import", "url(", "@font-face"] {
+        assert!(
+            !html.contains(needle),
+            "external or active content: {needle}"
+        );
+    }
+    assert!(html.contains("Direct vs &lt;gateway&gt; | least-request &amp; friends"));
+    // Sweep charts, two percentile charts, the recheck chart and one scatter per phase.
+    assert_eq!(html.matches("<svg").count(), 2 + 2 + 1 + 6);
+    assert!(html.contains("Output throughput vs concurrency"));
+    assert!(html.contains("gateway-c4: 24 requests"));
+    assert!(html.contains("burst-5rps: 21 requests (3 failed, not shown)"));
+}
+
+#[test]
+fn write_all_writes_markdown_and_html() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let r = sample_report(1.0);
+    report::write_all(&r, dir.path()).expect("write_all");
+    let md = std::fs::read_to_string(dir.path().join("report.md")).expect("md");
+    let html = std::fs::read_to_string(dir.path().join("report.html")).expect("html");
+    assert_eq!(md, report::markdown::render(&r));
+    assert!(html.starts_with("<!DOCTYPE html>"));
+    let leftovers: Vec<_> = std::fs::read_dir(dir.path())
+        .expect("dir")
+        .filter_map(|e| e.ok())
+        .filter(|e| e.file_name().to_string_lossy().ends_with(".tmp"))
+        .collect();
+    assert!(leftovers.is_empty());
+}
+
+#[test]
+fn requests_flag_needs_csv() {
+    let out = servebench()
+        .args(["report", FIXTURE, "--format", "md", "--requests"])
+        .output()
+        .expect("run");
+    assert_eq!(out.status.code(), Some(2));
+    let out = servebench()
+        .args(["report", FIXTURE, "--format", "csv", "--requests"])
+        .output()
+        .expect("run");
+    assert!(out.status.success());
+    // Header, one line per request, plus one for each of the two quoted multi-line messages.
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout).lines().count(),
+        1 + 6 * 24 + 2
+    );
+}
