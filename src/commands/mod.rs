@@ -105,3 +105,15 @@ fn emit(text: &str, output: Option<&Path>) -> i32 {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use clap::CommandFactory;
+
+    use super::Cli;
+
+    #[test]
+    fn arguments_are_consistent() {
+        Cli::command().debug_assert();
+    }
+}

@@ -324,6 +324,57 @@ mod tests {
         assert!(percentile(&[], 0.5, PercentileMethod::Linear).is_nan());
     }
 
+    /// numpy's `percentile(..., method="linear")`, written out as numpy computes it.
+    fn numpy_linear(sorted: &[f64], q: f64) -> f64 {
+        let n = sorted.len();
+        let virtual_index = (n - 1) as f64 * q;
+        let below = virtual_index.floor();
+        let t = virtual_index - below;
+        let i = below as usize;
+        if i + 1 >= n {
+            return sorted[n - 1];
+        }
+        let (a, b) = (sorted[i], sorted[i + 1]);
+        let diff = b - a;
+        if t >= 0.5 {
+            b - diff * (1.0 - t)
+        } else {
+            a + diff * t
+        }
+    }
+
+    #[test]
+    fn ranks_and_interpolate_match_numpy_bit_for_bit() {
+        // The bootstrap reads only the ranks a statistic needs and interpolates them itself.
+        let x: Vec<f64> = (0..23)
+            .map(|i| (f64::from(i) * 0.731).sin() * 10.0)
+            .collect();
+        let mut sorted = x.clone();
+        sorted.sort_by(f64::total_cmp);
+        for n in 1..=sorted.len() {
+            let s = &sorted[..n];
+            for q in [0.0, 0.025, 0.05, 0.5, 0.95, 0.975, 0.99, 1.0] {
+                let (lo, hi, t) = percentile_ranks(n, q, PercentileMethod::Linear);
+                assert!(lo <= hi && hi < n && (hi == lo || hi == lo + 1));
+                let figure = interpolate(s[lo], s[hi], t);
+                assert_eq!(
+                    figure.to_bits(),
+                    numpy_linear(s, q).to_bits(),
+                    "n={n} q={q}"
+                );
+                assert_eq!(
+                    percentile(s, q, PercentileMethod::Linear).to_bits(),
+                    figure.to_bits()
+                );
+                let (lo, hi, t) = percentile_ranks(n, q, PercentileMethod::NearestRank);
+                assert_eq!((lo, hi, t), {
+                    let r = ((q * n as f64).ceil() as usize).clamp(1, n) - 1;
+                    (r, r, 0.0)
+                });
+            }
+        }
+    }
+
     #[test]
     fn derived_fields_undefined_for_single_token() {
         let mut r = RequestRecord {
