@@ -7,7 +7,7 @@ use indexmap::IndexMap;
 use serde::Serialize;
 
 use super::figure_path::{Better, DistKind, FigurePath, Scalar, Stat, Unit};
-use super::gate::{Gate, GateCheck, Threshold, check_gate, relative};
+use super::gate::{Gate, GateCheck, check_gates, relative};
 use super::model::{PhaseResult, Report};
 use crate::metrics::{BOOTSTRAP_RESAMPLES, CONFIDENCE, bootstrap_diff_cis};
 use crate::plan::PercentileMethod;
@@ -128,43 +128,7 @@ pub fn compare(
         .map(|p| p.phase.clone())
         .collect();
 
-    let mut checks = Vec::new();
-    for gate in gates {
-        let before = checks.len();
-        match &gate.phase {
-            Some(name) => {
-                let b = base.phases.iter().find(|p| &p.phase == name);
-                let n = new.phases.iter().find(|p| &p.phase == name);
-                let mut c = check_gate(gate, name, b, n);
-                if n.is_none() && c.problem.is_some() {
-                    c.problem = Some(format!("no phase `{name}` in the new report"));
-                }
-                checks.push(c);
-            }
-            None => {
-                for n in &new.phases {
-                    let b = base.phases.iter().find(|p| p.phase == n.phase);
-                    // Value gates hold for every new phase; change gates need both sides.
-                    if b.is_some() || matches!(gate.threshold, Threshold::Value(_)) {
-                        checks.push(check_gate(gate, &n.phase, b, Some(n)));
-                    }
-                }
-            }
-        }
-        if checks.len() == before {
-            checks.push(GateCheck {
-                gate: gate.text.clone(),
-                phase: None,
-                compared: gate.threshold.compared(),
-                unit: Some(gate.metric.unit()),
-                base: None,
-                new: None,
-                observed: None,
-                passed: false,
-                problem: Some("no phase in common between the two reports".to_string()),
-            });
-        }
-    }
+    let checks = check_gates(gates, base, new);
     let passed = checks.iter().all(|c| c.passed);
     Comparison {
         base: side(base_path, base),

@@ -6,7 +6,7 @@ use std::str::FromStr;
 use serde::Serialize;
 
 use super::figure_path::{FigurePath, FigurePathError, Unit, known_figure_paths};
-use super::model::PhaseResult;
+use super::model::{PhaseResult, Report};
 
 /// A comparison operator.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -228,7 +228,50 @@ pub struct GateCheck {
     pub problem: Option<String>,
 }
 
-pub(super) fn check_gate(
+/// Every gate checked on the phases it names, or on every new phase (change gates only where
+/// the base has the phase too); a gate that matched no phase fails.
+pub fn check_gates(gates: &[Gate], base: &Report, new: &Report) -> Vec<GateCheck> {
+    let mut checks = Vec::new();
+    for gate in gates {
+        let before = checks.len();
+        match &gate.phase {
+            Some(name) => {
+                let b = base.phases.iter().find(|p| &p.phase == name);
+                let n = new.phases.iter().find(|p| &p.phase == name);
+                let mut c = check_gate(gate, name, b, n);
+                if n.is_none() && c.problem.is_some() {
+                    c.problem = Some(format!("no phase `{name}` in the new report"));
+                }
+                checks.push(c);
+            }
+            None => {
+                for n in &new.phases {
+                    let b = base.phases.iter().find(|p| p.phase == n.phase);
+                    // Value gates hold for every new phase; change gates need both sides.
+                    if b.is_some() || matches!(gate.threshold, Threshold::Value(_)) {
+                        checks.push(check_gate(gate, &n.phase, b, Some(n)));
+                    }
+                }
+            }
+        }
+        if checks.len() == before {
+            checks.push(GateCheck {
+                gate: gate.text.clone(),
+                phase: None,
+                compared: gate.threshold.compared(),
+                unit: Some(gate.metric.unit()),
+                base: None,
+                new: None,
+                observed: None,
+                passed: false,
+                problem: Some("no phase in common between the two reports".to_string()),
+            });
+        }
+    }
+    checks
+}
+
+fn check_gate(
     gate: &Gate,
     phase: &str,
     base: Option<&PhaseResult>,
