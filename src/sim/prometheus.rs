@@ -113,70 +113,11 @@ impl Counters {
     pub fn render(&self, model: &str) -> String {
         let labels = format!("model_name=\"{}\"", escape_label(model));
         let mut out = String::with_capacity(4096);
-        let gauge = |out: &mut String, name: &str, help: &str, value: u64| {
+        for (name, kind, help, value) in self.scalars() {
             let _ = writeln!(out, "# HELP {name} {help}");
-            let _ = writeln!(out, "# TYPE {name} gauge");
-            let _ = writeln!(out, "{name}{{{labels}}} {value}.0");
-        };
-        let counter = |out: &mut String, name: &str, help: &str, value: u64| {
-            let _ = writeln!(out, "# HELP {name} {help}");
-            let _ = writeln!(out, "# TYPE {name} counter");
-            let _ = writeln!(out, "{name}{{{labels}}} {value}.0");
-        };
-        gauge(
-            &mut out,
-            "vllm:num_requests_running",
-            "Number of requests in model execution batches.",
-            self.running.load(Relaxed),
-        );
-        gauge(
-            &mut out,
-            "vllm:num_requests_waiting",
-            "Number of requests waiting to be processed.",
-            self.waiting.load(Relaxed),
-        );
-        counter(
-            &mut out,
-            "vllm:prompt_tokens_total",
-            "Number of prefill tokens processed.",
-            self.prompt_tokens.load(Relaxed),
-        );
-        counter(
-            &mut out,
-            "vllm:generation_tokens_total",
-            "Number of generation tokens processed.",
-            self.generation_tokens.load(Relaxed),
-        );
-        counter(
-            &mut out,
-            "vllm:prefix_cache_queries_total",
-            "Prefix cache queries, in terms of number of queried tokens.",
-            self.prefix_queries.load(Relaxed),
-        );
-        counter(
-            &mut out,
-            "vllm:prefix_cache_hits_total",
-            "Prefix cache hits, in terms of number of cached tokens.",
-            self.prefix_hits.load(Relaxed),
-        );
-        counter(
-            &mut out,
-            "vllm:num_preemptions_total",
-            "Cumulative number of preemptions from the engine.",
-            self.preemptions.load(Relaxed),
-        );
-        counter(
-            &mut out,
-            "servebench_sim:prefix_cache_evicted_blocks_total",
-            "Prefix cache blocks evicted (LRU).",
-            self.evicted_blocks.load(Relaxed),
-        );
-        counter(
-            &mut out,
-            "servebench_sim:faults_injected_total",
-            "Requests that received an injected fault.",
-            self.faults_injected.load(Relaxed),
-        );
+            let _ = writeln!(out, "# TYPE {name} {kind}");
+            let _ = writeln!(out, "{name}{{{labels}}} {}.0", value.load(Relaxed));
+        }
         let _ = writeln!(
             out,
             "# HELP vllm:request_success_total Count of successfully processed requests."
@@ -206,6 +147,66 @@ impl Counters {
             &labels,
         );
         out
+    }
+
+    /// The single-valued series, in exposition order: name, type, help, value.
+    fn scalars(&self) -> [(&'static str, &'static str, &'static str, &AtomicU64); 9] {
+        [
+            (
+                "vllm:num_requests_running",
+                "gauge",
+                "Number of requests in model execution batches.",
+                &self.running,
+            ),
+            (
+                "vllm:num_requests_waiting",
+                "gauge",
+                "Number of requests waiting to be processed.",
+                &self.waiting,
+            ),
+            (
+                "vllm:prompt_tokens_total",
+                "counter",
+                "Number of prefill tokens processed.",
+                &self.prompt_tokens,
+            ),
+            (
+                "vllm:generation_tokens_total",
+                "counter",
+                "Number of generation tokens processed.",
+                &self.generation_tokens,
+            ),
+            (
+                "vllm:prefix_cache_queries_total",
+                "counter",
+                "Prefix cache queries, in terms of number of queried tokens.",
+                &self.prefix_queries,
+            ),
+            (
+                "vllm:prefix_cache_hits_total",
+                "counter",
+                "Prefix cache hits, in terms of number of cached tokens.",
+                &self.prefix_hits,
+            ),
+            (
+                "vllm:num_preemptions_total",
+                "counter",
+                "Cumulative number of preemptions from the engine.",
+                &self.preemptions,
+            ),
+            (
+                "servebench_sim:prefix_cache_evicted_blocks_total",
+                "counter",
+                "Prefix cache blocks evicted (LRU).",
+                &self.evicted_blocks,
+            ),
+            (
+                "servebench_sim:faults_injected_total",
+                "counter",
+                "Requests that received an injected fault.",
+                &self.faults_injected,
+            ),
+        ]
     }
 }
 
@@ -241,5 +242,49 @@ mod tests {
             )
         );
         assert!(text.contains("vllm:time_to_first_token_seconds_count{model_name=\"m\"} 3.0"));
+    }
+
+    #[test]
+    fn series_come_in_exposition_order_with_their_types() {
+        let counters = Counters::new();
+        counters.running.store(2, Relaxed);
+        counters.finished_length.store(5, Relaxed);
+        let text = counters.render("m");
+        let head: Vec<&str> = text.lines().take(6).collect();
+        assert_eq!(
+            head,
+            [
+                "# HELP vllm:num_requests_running Number of requests in model execution batches.",
+                "# TYPE vllm:num_requests_running gauge",
+                "vllm:num_requests_running{model_name=\"m\"} 2.0",
+                "# HELP vllm:num_requests_waiting Number of requests waiting to be processed.",
+                "# TYPE vllm:num_requests_waiting gauge",
+                "vllm:num_requests_waiting{model_name=\"m\"} 0.0",
+            ]
+        );
+        let types: Vec<&str> = text
+            .lines()
+            .filter_map(|l| l.strip_prefix("# TYPE "))
+            .collect();
+        assert_eq!(
+            types,
+            [
+                "vllm:num_requests_running gauge",
+                "vllm:num_requests_waiting gauge",
+                "vllm:prompt_tokens_total counter",
+                "vllm:generation_tokens_total counter",
+                "vllm:prefix_cache_queries_total counter",
+                "vllm:prefix_cache_hits_total counter",
+                "vllm:num_preemptions_total counter",
+                "servebench_sim:prefix_cache_evicted_blocks_total counter",
+                "servebench_sim:faults_injected_total counter",
+                "vllm:request_success_total counter",
+                "vllm:time_to_first_token_seconds histogram",
+                "vllm:e2e_request_latency_seconds histogram",
+            ]
+        );
+        assert!(text.contains(
+            "vllm:request_success_total{finished_reason=\"length\",model_name=\"m\"} 5.0"
+        ));
     }
 }
