@@ -1,7 +1,9 @@
 //! servebench: declarative benchmark plans for OpenAI-compatible LLM serving endpoints.
 //!
 //! Data flows one way: [`plan`] → [`workload`] → [`client`] → [`metrics`] → [`report`], with
-//! [`scheduler`] running phases and [`sim`] standing in for a real server.
+//! [`scheduler`] running phases and [`sim`] standing in for a real server. [`commands`] is the
+//! command line: argument types, printing and exit codes; [`hash`] holds the stable hashes and
+//! seeded streams that reports and the simulator depend on.
 
 pub mod client;
 pub mod commands;
