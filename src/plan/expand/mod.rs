@@ -1,9 +1,9 @@
 //! The `expand` pass: variables, `--set`, `{{ }}` templates, `matrix` sweeps, defaults and
 //! recheck entries, turning a raw document into a concrete one.
 //!
-//! In order: [`vars`] resolves and renders the variables; the top-level keys and `defaults`
-//! are rendered; [`phases`] turns each raw phase into one phase per [`matrix`] combination
-//! with defaults filled in; [`rechecks`] gives each recheck its original's settings.
+//! In order: `vars` resolves and renders the variables; the top-level keys and `defaults`
+//! are rendered; `phases` turns each raw phase into one phase per `matrix` combination
+//! with defaults filled in; `rechecks` gives each recheck its original's settings.
 
 mod matrix;
 mod phases;
