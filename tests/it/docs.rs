@@ -16,7 +16,7 @@ const PAGES: &[(&str, usize, usize)] = &[
     ("README.md", 7, 1),
     ("docs/plans.md", 12, 0),
     ("docs/measurement.md", 0, 0),
-    ("docs/workloads.md", 0, 0),
+    ("docs/workloads.md", 3, 0),
     ("docs/simulator.md", 13, 0),
     ("docs/reports.md", 10, 0),
     ("docs/sharding.md", 9, 0),
