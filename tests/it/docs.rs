@@ -424,6 +424,11 @@ fn check_page(label: &str) -> (usize, usize) {
                         line.contains(&server),
                         "{what}: curl only the test's server"
                     );
+                    let curl = Command::new("curl").arg("--version").output();
+                    assert!(
+                        curl.is_ok_and(|o| o.status.success()),
+                        "{what}: the docs test runs the documented curl commands; install curl"
+                    );
                     line = format!("curl --silent --show-error --fail {rest}");
                 }
                 assert_loopback_only(label, cmd.line, &line);
