@@ -4,6 +4,7 @@ mod common;
 mod e2e;
 mod faults;
 mod fuzz_corpus;
+mod golden;
 mod hardening;
 mod metrics;
 mod perf;
