@@ -1,10 +1,12 @@
 //! Pure functions from request records to summaries: percentiles, rates, goodput, drift.
 
 mod drift;
+mod rates;
 mod seed;
 mod summary;
 
 pub use drift::*;
+pub use rates::*;
 pub use seed::*;
 pub use summary::*;
 

@@ -13,12 +13,14 @@ pub mod html;
 pub mod markdown;
 pub mod metric;
 mod numfmt;
+pub mod phase;
 pub mod read;
 pub mod seed;
 pub mod svg;
 mod table;
 
 pub use model::*;
+pub use phase::{Figures, PhaseFacts, pair_rechecks, phase_result};
 pub use read::{ReadError, read_report};
 
 use std::io::{self, Write as _};

@@ -9,7 +9,10 @@ use serde_json::Value;
 
 use crate::client::RequestRecord;
 use crate::metrics::PhaseSummary;
+// Report types computed by earlier stages, re-exported where the report gathers them.
+pub use crate::metrics::{Drift, DriftVerdict, RecheckPair};
 use crate::plan::{PercentileMethod, Plan};
+pub use crate::workload::PromptTokenCheck;
 
 /// Identifies this report format.
 pub const REPORT_SCHEMA: &str = "servebench.report/v1";
@@ -165,48 +168,6 @@ pub struct WarmupResult {
     pub elapsed: f64,
 }
 
-/// Planned prompt size against what the server reported.
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
-pub struct PromptTokenCheck {
-    /// Mean planned prompt tokens per request.
-    pub planned_mean: Option<f64>,
-    /// Mean `usage.prompt_tokens` per request.
-    pub actual_mean: Option<f64>,
-    /// `(actual − planned) / planned`.
-    pub relative_error: Option<f64>,
-    pub tolerance: f64,
-    /// True when the relative error exceeds the tolerance.
-    pub warning: bool,
-}
-
-impl PromptTokenCheck {
-    /// Planned vs served over the requests that have both figures.
-    pub fn from_records(records: &[RequestRecord], tolerance: f64) -> Self {
-        let pairs: Vec<(f64, f64)> = records
-            .iter()
-            .filter_map(|r| Some((r.planned_context_tokens? as f64, r.prompt_tokens? as f64)))
-            .collect();
-        let served: Vec<f64> = records
-            .iter()
-            .filter_map(|r| r.prompt_tokens.map(|t| t as f64))
-            .collect();
-        let mean = |xs: &[f64]| (!xs.is_empty()).then(|| xs.iter().sum::<f64>() / xs.len() as f64);
-        let planned_mean = mean(&pairs.iter().map(|p| p.0).collect::<Vec<_>>());
-        let paired_served = mean(&pairs.iter().map(|p| p.1).collect::<Vec<_>>());
-        let relative_error = match (planned_mean, paired_served) {
-            (Some(planned), Some(served)) if planned > 0.0 => Some((served - planned) / planned),
-            _ => None,
-        };
-        PromptTokenCheck {
-            planned_mean,
-            actual_mean: paired_served.or_else(|| mean(&served)),
-            relative_error,
-            tolerance,
-            warning: relative_error.is_some_and(|e| e.abs() > tolerance),
-        }
-    }
-}
-
 /// Deltas of a Prometheus endpoint's counters over a phase, and its gauges' extremes.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
 pub struct ServerMetrics {
@@ -223,33 +184,4 @@ pub struct ServerMetrics {
 pub struct GaugeRange {
     pub min: f64,
     pub max: f64,
-}
-
-/// A recheck and its original, metric by metric.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
-pub struct RecheckPair {
-    pub original: String,
-    pub recheck: String,
-    pub metrics: Vec<Drift>,
-    /// `drifted` when any metric is outside its tolerance.
-    pub verdict: DriftVerdict,
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
-pub struct Drift {
-    /// e.g. `ttft.p99`, `output_tokens_per_second`, `error_rate`.
-    pub metric: String,
-    pub original: Option<f64>,
-    pub recheck: Option<f64>,
-    /// `(recheck − original) / original`; absolute change for `error_rate`.
-    pub change: Option<f64>,
-    pub tolerance: f64,
-    pub verdict: DriftVerdict,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "snake_case")]
-pub enum DriftVerdict {
-    Stable,
-    Drifted,
 }

@@ -8,9 +8,10 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use super::model::{
-    HostFacts, PhaseResult, PlanSource, PromptTokenCheck, REPORT_SCHEMA, RecheckPair, Report,
-    ServerMetrics, TimingMethodology, ToolInfo, WarmupResult,
+    HostFacts, PhaseResult, PlanSource, REPORT_SCHEMA, Report, ServerMetrics, TimingMethodology,
+    ToolInfo,
 };
+use super::phase::{Figures, PhaseFacts, pair_rechecks, phase_result};
 use crate::client::{OutputTokenSource, RequestRecord};
 use crate::metrics::{Distribution, PhaseSummary};
 use crate::plan::{PercentileMethod, Phase, Plan, Target, TokenCount, Tolerance, Workload};
@@ -264,17 +265,10 @@ pub fn anvil_to_report(run: AnvilRun, source: PlanSource) -> Report {
     let records = anvil_records(&run);
 
     let method = PercentileMethod::NearestRank;
-    let mut summary = crate::metrics::summarize(&records, method, None);
-    // Failures the seed lists without timings still count as failed requests.
-    let failed_without_record = run.failed.unwrap_or(0);
-    summary.requests += failed_without_record;
-    summary.errors += failed_without_record;
-    if let Some(wall_ms) = run.wall_clock_ms.filter(|w| *w > 0.0) {
-        summary.elapsed = wall_ms / 1000.0;
-        summary.output_tokens_per_second = summary.total_output_tokens as f64 / summary.elapsed;
-        summary.request_rate = summary.requests as f64 / summary.elapsed;
-    }
-    let prompt_tokens = PromptTokenCheck::from_records(&records, IMPORT_PROMPT_TOLERANCE);
+    let started_at = run
+        .started_at
+        .clone()
+        .unwrap_or_else(|| "unknown".to_string());
     let server_metrics = run
         .metrics
         .as_ref()
@@ -283,6 +277,33 @@ pub fn anvil_to_report(run: AnvilRun, source: PlanSource) -> Report {
             prefix_cache_hit_avg: Some(hit),
             ..ServerMetrics::default()
         });
+    let facts = PhaseFacts {
+        phase: phase_name.clone(),
+        route: route.clone(),
+        target: route.clone(),
+        workload: "seed".to_string(),
+        concurrency: Some(run.concurrency),
+        started_at: started_at.clone(),
+        server_metrics,
+        ..PhaseFacts::default()
+    };
+    let figures = Figures {
+        method,
+        slo: None,
+        prompt_tolerance: IMPORT_PROMPT_TOLERANCE,
+    };
+    let mut phase = phase_result(facts, records, figures);
+    // Failures the seed lists without timings still count as failed requests.
+    let summary = &mut phase.summary;
+    let failed_without_record = run.failed.unwrap_or(0);
+    summary.requests += failed_without_record;
+    summary.errors += failed_without_record;
+    if let Some(wall_ms) = run.wall_clock_ms.filter(|w| *w > 0.0) {
+        summary.elapsed = wall_ms / 1000.0;
+        summary.output_tokens_per_second = summary.total_output_tokens as f64 / summary.elapsed;
+        summary.request_rate = summary.requests as f64 / summary.elapsed;
+    }
+    phase.end_offset_seconds = summary.elapsed;
 
     let mut metadata = IndexMap::new();
     metadata.insert("imported_from".to_string(), Value::from(ANVIL_SCHEMA));
@@ -332,35 +353,9 @@ pub fn anvil_to_report(run: AnvilRun, source: PlanSource) -> Report {
             target: Some(route.clone()),
             workload: Some("seed".to_string()),
             concurrency: Some(run.concurrency),
-            requests: Some(summary.requests),
+            requests: Some(phase.summary.requests),
             ..Phase::default()
         }],
-    };
-    let started_at = run
-        .started_at
-        .clone()
-        .unwrap_or_else(|| "unknown".to_string());
-    let phase = PhaseResult {
-        phase: phase_name,
-        route: route.clone(),
-        target: route,
-        workload: "seed".to_string(),
-        concurrency: Some(run.concurrency),
-        rate_rps: None,
-        recheck_of: None,
-        started_at: started_at.clone(),
-        start_offset_seconds: 0.0,
-        end_offset_seconds: summary.elapsed,
-        partial: false,
-        summary,
-        warmup: WarmupResult::default(),
-        prompt_tokens,
-        dataset_sha256: None,
-        send_lag_ms: None,
-        achieved_rate_ratio: None,
-        server_metrics,
-        request_timings: records,
-        client_headroom: None,
     };
     Report {
         schema: REPORT_SCHEMA.to_string(),
@@ -453,34 +448,31 @@ pub fn gateway_to_report(run: GatewayRun, name: &str, source: PlanSource) -> Rep
             output_tokens: g.output_tokens,
             ..PhaseSummary::default()
         };
-        phases.push(PhaseResult {
+        let facts = PhaseFacts {
             phase: g.phase,
             route: route.clone(),
             target: route,
             workload,
             concurrency: g.concurrency,
-            rate_rps: None,
             recheck_of,
             started_at: "unknown".to_string(),
             start_offset_seconds: g.start_offset_seconds,
-            end_offset_seconds: g.end_offset_seconds,
-            partial: false,
-            summary,
-            warmup: WarmupResult::default(),
-            // Seed 004 states no planned prompt size, so there is nothing to check.
-            prompt_tokens: PromptTokenCheck {
-                tolerance: IMPORT_PROMPT_TOLERANCE,
-                ..PromptTokenCheck::default()
-            },
-            dataset_sha256: None,
-            send_lag_ms: None,
-            achieved_rate_ratio: None,
-            server_metrics: None,
-            request_timings: Vec::new(),
-            client_headroom: None,
-        });
+            ..PhaseFacts::default()
+        };
+        // No request records: the figures are the seed's own. It states no planned prompt
+        // size, so the prompt check has nothing to compare.
+        let figures = Figures {
+            method: PercentileMethod::Linear,
+            slo: None,
+            prompt_tolerance: IMPORT_PROMPT_TOLERANCE,
+        };
+        let mut phase = phase_result(facts, Vec::new(), figures);
+        phase.summary = summary;
+        phase.end_offset_seconds = g.end_offset_seconds;
+        phases.push(phase);
     }
-    let rechecks = pair_rechecks(&phases);
+    // Imported runs carry no tolerances: the defaults the runner uses when a plan sets none.
+    let rechecks = pair_rechecks(&phases, |_| Tolerance::default());
     let method = PercentileMethod::Linear;
     let plan = Plan {
         version: crate::plan::PLAN_VERSION,
@@ -546,28 +538,6 @@ fn original_of(
                 && (p.phase == suffix || p.phase.ends_with(&format!("-{suffix}")))
         })
         .map(|p| p.phase.clone())
-}
-
-/// Drift of every recheck against its original, with the default tolerances the runner uses
-/// when a plan sets none.
-fn pair_rechecks(phases: &[PhaseResult]) -> Vec<RecheckPair> {
-    let mut pairs = Vec::new();
-    for recheck in phases {
-        let Some(orig_name) = &recheck.recheck_of else {
-            continue;
-        };
-        let Some(original) = phases.iter().find(|p| &p.phase == orig_name) else {
-            continue;
-        };
-        pairs.push(crate::metrics::recheck_pair(
-            &original.phase,
-            &original.summary,
-            &recheck.phase,
-            &recheck.summary,
-            &Tolerance::default(),
-        ));
-    }
-    pairs
 }
 
 #[cfg(test)]

@@ -18,8 +18,8 @@ use crate::client::{Client, ClientConfig, RequestRecord};
 use crate::metrics;
 use crate::plan::{self, ExpandOptions, LoadedPlan, PlanErrors};
 use crate::report::{
-    PhaseResult, PlanSource, PromptTokenCheck, REPORT_SCHEMA, Report, TimingMethodology, ToolInfo,
-    WarmupResult,
+    self, Figures, PhaseFacts, PhaseResult, PlanSource, PromptTokenCheck, REPORT_SCHEMA, Report,
+    TimingMethodology, ToolInfo, WarmupResult,
 };
 use crate::scheduler::progress::{PhaseProgress, ProgressMode};
 use crate::scheduler::{self, LiveCounters, Stops, WindowSpec};
@@ -275,7 +275,13 @@ pub async fn run(options: RunOptions) -> Result<RunOutcome, RunError> {
                     eprintln!("{warning}");
                 }
                 report.phases.push(result);
-                report.rechecks = recheck_pairs(&report, &phases);
+                report.rechecks = report::pair_rechecks(&report.phases, |name| {
+                    phases
+                        .iter()
+                        .find(|p| p.name == name)
+                        .map(|p| p.tolerance.clone())
+                        .unwrap_or_default()
+                });
                 write(&report)?;
             }
             Err(e) => {
@@ -630,27 +636,39 @@ impl PhaseRun<'_> {
         records.sort_by_key(|r| r.request_index);
 
         let origin = *run_origin.get_or_insert(outcome.origin);
-        let start_offset_seconds = outcome
-            .origin
-            .saturating_duration_since(origin)
-            .as_secs_f64();
-        let last_end_s = records
-            .iter()
-            .map(|r| r.start_offset_ms + r.e2e_ms)
-            .fold(0.0, f64::max)
-            / 1e3;
-        let method = self.plan.plan.percentile_method;
-        let summary = metrics::summarize(&records, method, self.plan.plan.slo.as_ref());
-        let prompt_tokens = PromptTokenCheck::from_records(&records, prompt_tolerance);
         if warmup.requests == 0 {
             self.warn_on_prompt_gap(&records, prompt_tolerance, &tokenizer, "measured window");
         }
-        let send_lags: Vec<f64> = records.iter().filter_map(|r| r.send_lag_ms).collect();
         let server_metrics = match (&self.endpoint.metrics_url, scrape_before, scrape_after) {
             (Some(url), Some(before), Some(after)) => Some(scrape::diff(url, &before, &after)),
             _ => None,
         };
-        Ok(PhaseResult {
+        let facts = PhaseFacts {
+            started_at: outcome
+                .started_at
+                .to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
+            start_offset_seconds: outcome
+                .origin
+                .saturating_duration_since(origin)
+                .as_secs_f64(),
+            partial: outcome.interrupted,
+            warmup,
+            dataset_sha256,
+            server_metrics,
+            ..self.phase_facts()
+        };
+        let figures = Figures {
+            method: self.plan.plan.percentile_method,
+            slo: self.plan.plan.slo.as_ref(),
+            prompt_tolerance,
+        };
+        Ok(report::phase_result(facts, records, figures))
+    }
+
+    /// The phase's settings as the report states them.
+    fn phase_facts(&self) -> PhaseFacts {
+        let phase = self.phase;
+        PhaseFacts {
             phase: phase.name.to_string(),
             route: phase.route.to_string(),
             target: phase.target_name.to_string(),
@@ -658,24 +676,8 @@ impl PhaseRun<'_> {
             concurrency: phase.concurrency(),
             rate_rps: phase.rate_rps(),
             recheck_of: phase.recheck_of.map(str::to_string),
-            started_at: outcome
-                .started_at
-                .to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
-            start_offset_seconds,
-            end_offset_seconds: start_offset_seconds + last_end_s,
-            partial: outcome.interrupted,
-            summary,
-            warmup,
-            prompt_tokens,
-            dataset_sha256,
-            send_lag_ms: metrics::distribution(&send_lags, method),
-            achieved_rate_ratio: phase
-                .rate_rps()
-                .and_then(|rps| achieved_rate(&records).map(|r| r / rps)),
-            server_metrics,
-            request_timings: records,
-            client_headroom: None,
-        })
+            ..PhaseFacts::default()
+        }
     }
 
     /// Run one window, journaling and showing progress as records arrive.
@@ -780,29 +782,17 @@ impl PhaseRun<'_> {
 
     /// Sharded runs: the result of a phase this shard has no share of.
     fn empty_result(&self) -> PhaseResult {
-        let phase = self.phase;
-        PhaseResult {
-            phase: phase.name.to_string(),
-            route: phase.route.to_string(),
-            target: phase.target_name.to_string(),
-            workload: phase.workload_name.to_string(),
-            concurrency: phase.concurrency(),
-            rate_rps: phase.rate_rps(),
-            recheck_of: phase.recheck_of.map(str::to_string),
+        let facts = PhaseFacts {
             started_at: chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
-            start_offset_seconds: 0.0,
-            end_offset_seconds: 0.0,
-            partial: false,
-            summary: crate::metrics::PhaseSummary::default(),
-            warmup: WarmupResult::default(),
-            prompt_tokens: PromptTokenCheck::default(),
-            dataset_sha256: None,
-            send_lag_ms: None,
-            achieved_rate_ratio: None,
-            server_metrics: None,
-            request_timings: Vec::new(),
-            client_headroom: None,
-        }
+            ..self.phase_facts()
+        };
+        // Nothing was sent: no objective to meet and no prompt size to check.
+        let figures = Figures {
+            method: self.plan.plan.percentile_method,
+            slo: None,
+            prompt_tolerance: 0.0,
+        };
+        report::phase_result(facts, Vec::new(), figures)
     }
 
     fn warn_on_prompt_gap(
@@ -812,9 +802,13 @@ impl PhaseRun<'_> {
         tokenizer: &str,
         window: &str,
     ) {
-        if let Some(warning) =
-            served_vs_planned(records, tolerance).and_then(|check| check.warning(tokenizer))
-        {
+        let check = PromptTokenCheck::from_requests(
+            records
+                .iter()
+                .map(|r| (r.planned_context_tokens, r.prompt_tokens)),
+            tolerance,
+        );
+        if let Some(warning) = check.warning(tokenizer) {
             eprintln!("warning: phase `{}` ({window}): {warning}", self.phase.name);
         }
     }
@@ -840,54 +834,6 @@ fn phase_seed(seed: Option<u64>, phase_name: &str) -> u64 {
         hash = (hash ^ u64::from(byte)).wrapping_mul(0x0000_0100_0000_01b3);
     }
     seed.unwrap_or(0) ^ hash
-}
-
-/// Requests per second between the first and the last start.
-pub(crate) fn achieved_rate(records: &[RequestRecord]) -> Option<f64> {
-    let first = records
-        .iter()
-        .map(|r| r.start_offset_ms)
-        .fold(f64::INFINITY, f64::min);
-    let last = records
-        .iter()
-        .map(|r| r.start_offset_ms)
-        .fold(f64::NEG_INFINITY, f64::max);
-    (records.len() > 1 && last > first).then(|| (records.len() - 1) as f64 / ((last - first) / 1e3))
-}
-
-fn served_vs_planned(
-    records: &[RequestRecord],
-    tolerance: f64,
-) -> Option<crate::workload::PromptTokenCheck> {
-    crate::workload::PromptTokenCheck::new(
-        records
-            .iter()
-            .filter_map(|r| Some((r.planned_context_tokens?, r.prompt_tokens?))),
-        tolerance,
-    )
-}
-
-fn recheck_pairs(report: &Report, phases: &[PhaseSettings<'_>]) -> Vec<crate::report::RecheckPair> {
-    report
-        .phases
-        .iter()
-        .filter_map(|recheck| {
-            let original_name = recheck.recheck_of.as_deref()?;
-            let original = report.phases.iter().find(|p| p.phase == original_name)?;
-            let tolerance = phases
-                .iter()
-                .find(|p| p.name == recheck.phase)
-                .map(|p| p.tolerance.clone())
-                .unwrap_or_default();
-            Some(metrics::recheck_pair(
-                original_name,
-                &original.summary,
-                &recheck.phase,
-                &recheck.summary,
-                &tolerance,
-            ))
-        })
-        .collect()
 }
 
 fn new_report(
@@ -964,36 +910,6 @@ fn phase_line(result: &PhaseResult) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn record(planned: u64, actual: u64, start_ms: f64) -> RequestRecord {
-        RequestRecord {
-            planned_context_tokens: Some(planned),
-            prompt_tokens: Some(actual),
-            start_offset_ms: start_ms,
-            ..RequestRecord::default()
-        }
-    }
-
-    #[test]
-    fn prompt_check_flags_a_missed_plan() {
-        // Seed 000: planned 4096, served 2960.
-        let check = PromptTokenCheck::from_records(
-            &[record(4096, 2960, 0.0), record(4096, 2960, 1.0)],
-            0.02,
-        );
-        assert!(check.warning);
-        assert!((check.relative_error.unwrap() - (2960.0 - 4096.0) / 4096.0).abs() < 1e-12);
-        let exact = PromptTokenCheck::from_records(&[record(538, 538, 0.0)], 0.02);
-        assert!(!exact.warning);
-        assert_eq!(exact.relative_error, Some(0.0));
-    }
-
-    #[test]
-    fn achieved_rate_is_measured_between_first_and_last_start() {
-        let records: Vec<_> = (0..101).map(|i| record(1, 1, i as f64 * 10.0)).collect();
-        assert!((achieved_rate(&records).unwrap() - 100.0).abs() < 1e-9);
-        assert_eq!(achieved_rate(&records[..1]), None);
-    }
 
     #[test]
     fn phase_seeds_differ_by_name_and_follow_the_plan_seed() {

@@ -11,9 +11,11 @@ use sha2::{Digest, Sha256};
 
 use super::{MergedShard, ShardPhaseFacts};
 use crate::client::RequestRecord;
-use crate::metrics;
 use crate::plan::Plan;
-use crate::report::{PhaseResult, REPORT_SCHEMA, RecheckPair, Report, ToolInfo, WarmupResult};
+use crate::report::{
+    Figures, PhaseFacts, PhaseResult, REPORT_SCHEMA, RecheckPair, Report, ToolInfo, WarmupResult,
+    pair_rechecks, phase_result,
+};
 
 /// Why shard reports could not be merged.
 #[derive(Debug, thiserror::Error)]
@@ -267,25 +269,13 @@ pub fn merge_reports(reports: Vec<(String, Report)>) -> Result<Report, MergeErro
             .collect();
 
         let (_, lead) = results[0];
-        let summary = metrics::summarize(&records, method, first.plan.slo.as_ref());
         let start_offset_seconds = ms_between(run_origin, origin) / 1e3;
-        let last_end_s = records
-            .iter()
-            .map(|r| r.start_offset_ms + r.e2e_ms)
-            .fold(0.0, f64::max)
-            / 1e3;
-        let send_lags: Vec<f64> = records.iter().filter_map(|r| r.send_lag_ms).collect();
         let sum_u32 = |pick: fn(&PhaseResult) -> Option<u32>| {
             results
                 .iter()
                 .filter_map(|(_, r)| pick(r))
                 .reduce(|a, b| a + b)
         };
-        let concurrency = sum_u32(|r| r.concurrency);
-        let rate_rps = results
-            .iter()
-            .filter_map(|(_, r)| r.rate_rps)
-            .reduce(|a, b| a + b);
         let missing = results.len() < count;
         if missing {
             let have: Vec<u32> = results.iter().map(|(s, _)| s.index).collect();
@@ -299,19 +289,20 @@ pub fn merge_reports(reports: Vec<(String, Report)>) -> Result<Report, MergeErro
                     .join(", ")
             ));
         }
-        phases.push(PhaseResult {
+        let facts = PhaseFacts {
             phase: name.to_string(),
             route: lead.route.clone(),
             target: lead.target.clone(),
             workload: lead.workload.clone(),
-            concurrency,
-            rate_rps,
+            concurrency: sum_u32(|r| r.concurrency),
+            rate_rps: results
+                .iter()
+                .filter_map(|(_, r)| r.rate_rps)
+                .reduce(|a, b| a + b),
             recheck_of: lead.recheck_of.clone(),
             started_at: origin.to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
             start_offset_seconds,
-            end_offset_seconds: start_offset_seconds + last_end_s,
             partial: missing || results.iter().any(|(_, r)| r.partial),
-            summary,
             warmup: WarmupResult {
                 requests: results.iter().map(|(_, r)| r.warmup.requests).sum(),
                 errors: results.iter().map(|(_, r)| r.warmup.errors).sum(),
@@ -320,22 +311,19 @@ pub fn merge_reports(reports: Vec<(String, Report)>) -> Result<Report, MergeErro
                     .map(|(_, r)| r.warmup.elapsed)
                     .fold(0.0, f64::max),
             },
-            prompt_tokens: crate::report::PromptTokenCheck::from_records(
-                &records,
-                lead.prompt_tokens.tolerance,
-            ),
             dataset_sha256: results.iter().find_map(|(_, r)| r.dataset_sha256.clone()),
-            send_lag_ms: metrics::distribution(&send_lags, method),
-            achieved_rate_ratio: rate_rps.and_then(|rps| {
-                crate::runner::achieved_rate(&records).map(|achieved| achieved / rps)
-            }),
             // Each shard scraped the server around its own window; those overlap, so they
             // stay per shard rather than being summed.
             server_metrics: None,
-            request_timings: records,
-            // The merged load came from several machines, each with its own ceiling.
-            client_headroom: None,
-        });
+        };
+        let figures = Figures {
+            method,
+            slo: first.plan.slo.as_ref(),
+            prompt_tolerance: lead.prompt_tokens.tolerance,
+        };
+        // The merged load came from several machines, each with its own ceiling, so the
+        // result states no share of a client ceiling.
+        phases.push(phase_result(facts, records, figures));
     }
 
     let rechecks = recheck_pairs(&first.plan, &phases);
@@ -538,25 +526,13 @@ fn shard_facts(shard: &Shard<'_>) -> MergedShard {
 /// Rechecks paired again over the merged summaries, with the plan's tolerances.
 fn recheck_pairs(plan: &Plan, phases: &[PhaseResult]) -> Vec<RecheckPair> {
     let settings = crate::runner::settings::resolve(plan).unwrap_or_default();
-    phases
-        .iter()
-        .filter_map(|recheck| {
-            let original_name = recheck.recheck_of.as_deref()?;
-            let original = phases.iter().find(|p| p.phase == original_name)?;
-            let tolerance = settings
-                .iter()
-                .find(|s| s.name == recheck.phase)
-                .map(|s| s.tolerance.clone())
-                .unwrap_or_default();
-            Some(metrics::recheck_pair(
-                original_name,
-                &original.summary,
-                &recheck.phase,
-                &recheck.summary,
-                &tolerance,
-            ))
-        })
-        .collect()
+    pair_rechecks(phases, |name| {
+        settings
+            .iter()
+            .find(|s| s.name == name)
+            .map(|s| s.tolerance.clone())
+            .unwrap_or_default()
+    })
 }
 
 /// Write pretty JSON through a temporary file, so a reader never sees half a report.
