@@ -1,7 +1,8 @@
 //! servebench: declarative benchmark plans for OpenAI-compatible LLM serving endpoints.
 //!
-//! Data flows one way: [`plan`] → [`workload`] → [`client`] → [`metrics`] → [`report`], with
-//! [`scheduler`] running phases and [`sim`] standing in for a real server.
+//! Data flows one way: [`plan`] → [`workload`] → [`client`] → [`schedule`] → [`scheduler`] →
+//! [`metrics`] → [`report`] → [`runner`] → [`shard`], with [`sim`] standing in for a real
+//! server.
 
 pub mod cli;
 pub mod client;
@@ -10,6 +11,7 @@ pub mod metrics;
 pub mod plan;
 pub mod report;
 pub mod runner;
+pub mod schedule;
 pub mod scheduler;
 pub mod selftest;
 pub mod shard;

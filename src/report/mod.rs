@@ -16,12 +16,14 @@ mod numfmt;
 pub mod phase;
 pub mod read;
 pub mod seed;
+mod shards;
 pub mod svg;
 mod table;
 
 pub use model::*;
 pub use phase::{Figures, PhaseFacts, pair_rechecks, phase_result};
 pub use read::{ReadError, read_report};
+pub use shards::*;
 
 use std::io::{self, Write as _};
 use std::path::{Path, PathBuf};

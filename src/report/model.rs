@@ -48,10 +48,10 @@ pub struct Report {
     pub rechecks: Vec<RecheckPair>,
     /// Sharded runs: which shard of the run this report holds (`run --shard I/N`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub shard: Option<crate::shard::ShardInfo>,
+    pub shard: Option<super::shards::ShardInfo>,
     /// Sharded runs: the shards a `servebench merge` report was recomputed from.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub merged_from: Option<Vec<crate::shard::MergedShard>>,
+    pub merged_from: Option<Vec<super::shards::MergedShard>>,
     /// This machine's client ceiling, measured before the first phase (absent with
     /// `run --no-calibrate`).
     #[serde(default, skip_serializing_if = "Option::is_none")]

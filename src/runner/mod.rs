@@ -4,7 +4,6 @@ mod calibrate;
 mod host;
 pub mod output;
 pub mod scrape;
-pub mod settings;
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
@@ -18,15 +17,15 @@ use crate::client::{Client, ClientConfig, RequestRecord};
 use crate::metrics;
 use crate::plan::{self, ExpandOptions, LoadedPlan, PlanErrors};
 use crate::report::{
-    self, Figures, PhaseFacts, PhaseResult, PlanSource, PromptTokenCheck, REPORT_SCHEMA, Report,
-    TimingMethodology, ToolInfo, WarmupResult,
+    self, Figures, PhaseFacts, PhaseResult, PlanSource, PlannedStart, PromptTokenCheck,
+    REPORT_SCHEMA, Report, ShardInfo, TimingMethodology, ToolInfo, WarmupResult,
 };
+use crate::schedule::{self, PhaseSettings, Schedule, ScheduleOptions, ShardSpec};
 use crate::scheduler::progress::{PhaseProgress, ProgressMode};
 use crate::scheduler::{self, LiveCounters, Stops, WindowSpec};
 use crate::sim::{self, SimHandle};
 use crate::workload::{PromptSource, WorkloadContext};
 use output::{Journal, Window};
-use settings::PhaseSettings;
 
 /// Default tolerated gap between planned and served prompt tokens.
 pub const DEFAULT_PROMPT_TOLERANCE: f64 = 0.02;
@@ -56,9 +55,9 @@ pub struct RunOptions {
     /// Keep the runtime's workers polling instead of parking for the whole run
     /// (`run --busy-poll`); see [`scheduler::BusyPoll`].
     pub busy_poll: bool,
-    // Sharded runs (src/shard/).
+    // Sharded runs (src/schedule/shard.rs).
     /// `--shard I/N`: run this shard's share of every phase.
-    pub shard: Option<crate::shard::ShardSpec>,
+    pub shard: Option<ShardSpec>,
     /// `--start-at`: start each phase at this time plus its planned offset.
     pub start_at: Option<chrono::DateTime<chrono::Utc>>,
 }
@@ -127,46 +126,25 @@ pub async fn run(options: RunOptions) -> Result<RunOutcome, RunError> {
         }
         discover_models(&mut loaded.plan, &options.only).await?;
     }
-    let all = settings::resolve(&loaded.plan)
-        .map_err(|errors| RunError::InvalidInput(errors.join("\n")))?;
-    let phases = select_phases(all, &options.only)?;
-    // Sharded runs: planned phase starts, then this shard's share of every phase.
-    let aligned_starts = match options.start_at {
-        Some(at) => crate::shard::planned_offsets(&phases)
-            .map_err(RunError::InvalidInput)?
-            .into_iter()
-            .map(|offset| chrono::Duration::from_std(offset).map(|d| at + d))
-            .collect::<Result<Vec<_>, _>>()
-            .map_err(|e| RunError::InvalidInput(format!("--start-at: {e}")))?,
-        None => Vec::new(),
-    };
-    let warmup_requests: Vec<Option<u64>> = phases
-        .iter()
-        .map(|p| crate::shard::warmup_requests(p, options.shard))
-        .collect();
-    let phases: Vec<_> = match options.shard {
-        Some(shard) => {
-            crate::shard::check_shardable(&phases, shard).map_err(RunError::InvalidInput)?;
-            phases
-                .into_iter()
-                .map(|p| crate::shard::split_phase(p, shard))
-                .collect()
-        }
-        None => phases,
-    };
+    let schedule = Schedule::new(
+        &loaded.plan,
+        &ScheduleOptions {
+            only: &options.only,
+            shard: options.shard,
+            start_at: options.start_at,
+        },
+    )
+    .map_err(RunError::InvalidInput)?;
     if options.dry_run {
-        print!("{}", settings::describe_schedule(&loaded.plan, &phases));
-        print!(
-            "{}",
-            crate::shard::describe_schedule(options.shard, &phases, &aligned_starts)
-        );
+        print!("{}", schedule.describe());
         return Ok(RunOutcome {
             report_path: None,
             report: None,
             interrupted: false,
         });
     }
-    check_client_settings(&phases)?;
+    let phases = &schedule.phases;
+    check_client_settings(phases)?;
     let started_at = chrono::Utc::now();
     let run_id = format!(
         "{}-{}",
@@ -203,7 +181,7 @@ pub async fn run(options: RunOptions) -> Result<RunOutcome, RunError> {
         eprintln!("{warning}");
     }
     let _busy_poll = options.busy_poll.then(scheduler::BusyPoll::start);
-    let simulators = start_simulators(&phases).await?;
+    let simulators = start_simulators(phases).await?;
     let stops = Stops::default();
     let interrupts = install_interrupt_handler(stops.clone(), journal.clone(), out_dir.clone());
 
@@ -211,10 +189,10 @@ pub async fn run(options: RunOptions) -> Result<RunOutcome, RunError> {
     report.client_calibration = calibration;
     report.host.cpu_latency_hint = Some(latency_hint);
     report.client_busy_poll = options.busy_poll;
-    report.shard = options.shard.map(|shard| crate::shard::ShardInfo {
+    report.shard = options.shard.map(|shard| ShardInfo {
         index: shard.index,
         count: shard.count,
-        plan_sha256: crate::shard::plan_sha256(&loaded.plan),
+        plan_sha256: schedule::plan_sha256(&loaded.plan),
         start_at: options
             .start_at
             .map(|t| t.to_rfc3339_opts(chrono::SecondsFormat::Millis, true)),
@@ -230,8 +208,8 @@ pub async fn run(options: RunOptions) -> Result<RunOutcome, RunError> {
     let mut failure = None;
     for (phase_index, phase) in phases.iter().enumerate() {
         // Sharded runs: every shard starts this phase at the same planned time.
-        if let Some(&at) = aligned_starts.get(phase_index) {
-            let late_ms = crate::shard::wait_until(at, &stops.stop_starting).await;
+        if let Some(&at) = schedule.starts.get(phase_index) {
+            let late_ms = wait_until(at, &stops.stop_starting).await;
             if stops.stop_starting.is_cancelled() {
                 break;
             }
@@ -244,7 +222,7 @@ pub async fn run(options: RunOptions) -> Result<RunOutcome, RunError> {
                 );
             }
             if let Some(info) = report.shard.as_mut() {
-                info.phase_starts.push(crate::shard::PlannedStart {
+                info.phase_starts.push(PlannedStart {
                     phase: phase.name.to_string(),
                     planned_at: at.to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
                     late_ms,
@@ -265,7 +243,7 @@ pub async fn run(options: RunOptions) -> Result<RunOutcome, RunError> {
             progress: options.progress,
             http: &http,
             shard: options.shard,
-            warmup_requests: warmup_requests.get(phase_index).copied().flatten(),
+            warmup_requests: schedule.warmup_requests.get(phase_index).copied().flatten(),
         };
         match run.execute(&mut run_origin).await {
             Ok(mut result) => {
@@ -370,35 +348,6 @@ async fn discover_models(plan: &mut plan::Plan, only: &[String]) -> Result<(), R
         target.model = Some(id.to_string());
     }
     Ok(())
-}
-
-fn select_phases<'p>(
-    all: Vec<PhaseSettings<'p>>,
-    only: &[String],
-) -> Result<Vec<PhaseSettings<'p>>, RunError> {
-    if only.is_empty() {
-        return Ok(all);
-    }
-    let unknown: Vec<&String> = only
-        .iter()
-        .filter(|name| !all.iter().any(|p| p.name == name.as_str()))
-        .collect();
-    if !unknown.is_empty() {
-        let known: Vec<&str> = all.iter().map(|p| p.name).collect();
-        return Err(RunError::InvalidInput(format!(
-            "--only: no phase named {}; the plan's phases are: {}",
-            unknown
-                .iter()
-                .map(|n| format!("`{n}`"))
-                .collect::<Vec<_>>()
-                .join(", "),
-            known.join(", ")
-        )));
-    }
-    Ok(all
-        .into_iter()
-        .filter(|p| only.iter().any(|n| n == p.name))
-        .collect())
 }
 
 /// Client settings are checked for every phase (API key variables set, a model named) before
@@ -527,7 +476,7 @@ struct PhaseRun<'a> {
     stops: &'a Stops,
     progress: ProgressMode,
     http: &'a reqwest::Client,
-    shard: Option<crate::shard::ShardSpec>,
+    shard: Option<ShardSpec>,
     /// The warmup's request bound, this shard's share of it in a sharded run.
     warmup_requests: Option<u64>,
 }
@@ -539,7 +488,7 @@ impl PhaseRun<'_> {
     ) -> Result<PhaseResult, RunError> {
         let phase = self.phase;
         // Sharded runs: a shard with no share of this phase sends nothing.
-        if crate::shard::runs_nothing(phase) {
+        if schedule::runs_nothing(phase) {
             return Ok(self.empty_result());
         }
         let client = self
@@ -822,6 +771,25 @@ impl PhaseRun<'_> {
                 None
             }
         }
+    }
+}
+
+/// Wait until `at` (wall clock) unless a stop comes first; returns how late we are, in
+/// milliseconds (0 when on time).
+pub async fn wait_until(
+    at: chrono::DateTime<chrono::Utc>,
+    stop: &tokio_util::sync::CancellationToken,
+) -> f64 {
+    let now = chrono::Utc::now();
+    match (at - now).to_std() {
+        Ok(wait) if !wait.is_zero() => {
+            tokio::select! {
+                _ = tokio::time::sleep(wait) => {}
+                _ = stop.cancelled() => {}
+            }
+            0.0
+        }
+        _ => (now - at).num_microseconds().unwrap_or(i64::MAX) as f64 / 1e3,
     }
 }
 

@@ -7,15 +7,14 @@ use std::path::{Path, PathBuf};
 use chrono::{DateTime, Utc};
 use indexmap::IndexMap;
 use serde_json::Value;
-use sha2::{Digest, Sha256};
 
-use super::{MergedShard, ShardPhaseFacts};
 use crate::client::RequestRecord;
 use crate::plan::Plan;
 use crate::report::{
-    Figures, PhaseFacts, PhaseResult, REPORT_SCHEMA, RecheckPair, Report, ToolInfo, WarmupResult,
-    pair_rechecks, phase_result,
+    Figures, MergedShard, PhaseFacts, PhaseResult, REPORT_SCHEMA, RecheckPair, Report,
+    ShardPhaseFacts, ToolInfo, WarmupResult, pair_rechecks, phase_result,
 };
+use crate::schedule::plan_sha256;
 
 /// Why shard reports could not be merged.
 #[derive(Debug, thiserror::Error)]
@@ -119,44 +118,6 @@ fn read_report(path: &Path) -> Result<Report, String> {
         }
     }
     serde_json::from_value(value).map_err(|e| format!("{name}: not a valid servebench report: {e}"))
-}
-
-/// sha256 (hex) of the canonical JSON of an expanded plan: object keys sorted, no spaces.
-pub fn plan_sha256(plan: &Plan) -> String {
-    let value = serde_json::to_value(plan).unwrap_or(Value::Null);
-    let mut text = String::new();
-    write_canonical(&value, &mut text);
-    hex::encode(Sha256::digest(text.as_bytes()))
-}
-
-fn write_canonical(value: &Value, out: &mut String) {
-    match value {
-        Value::Object(map) => {
-            let mut entries: Vec<(&String, &Value)> = map.iter().collect();
-            entries.sort_by(|a, b| a.0.cmp(b.0));
-            out.push('{');
-            for (i, (key, item)) in entries.into_iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                out.push_str(&Value::String(key.clone()).to_string());
-                out.push(':');
-                write_canonical(item, out);
-            }
-            out.push('}');
-        }
-        Value::Array(items) => {
-            out.push('[');
-            for (i, item) in items.iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                write_canonical(item, out);
-            }
-            out.push(']');
-        }
-        scalar => out.push_str(&scalar.to_string()),
-    }
 }
 
 /// One input: the name to use in messages, and the report.
@@ -525,7 +486,7 @@ fn shard_facts(shard: &Shard<'_>) -> MergedShard {
 
 /// Rechecks paired again over the merged summaries, with the plan's tolerances.
 fn recheck_pairs(plan: &Plan, phases: &[PhaseResult]) -> Vec<RecheckPair> {
-    let settings = crate::runner::settings::resolve(plan).unwrap_or_default();
+    let settings = crate::schedule::resolve(plan).unwrap_or_default();
     pair_rechecks(phases, |name| {
         settings
             .iter()
