@@ -159,10 +159,12 @@ mod metrics;
 mod rng;
 mod server;
 mod settings;
+mod state;
 pub mod tokenizer;
 
-pub use server::{SendTimes, SimHandle, SimStats, serve, serve_on};
+pub use server::{SimHandle, SimStats, serve, serve_on};
 pub use settings::SimConfigError;
+pub use state::SendTimes;
 
 impl SimConfig {
     /// Check every value; returns all problems at once.
