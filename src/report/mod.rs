@@ -19,14 +19,16 @@ pub mod seed;
 mod shards;
 pub mod svg;
 mod table;
+mod write;
 
 pub use model::*;
 pub use phase::{Figures, PhaseFacts, pair_rechecks, phase_result};
 pub use read::{ReadError, read_report};
 pub use shards::*;
+pub use write::{REPORT_FILE, ReportFiles, write_all, write_atomic, write_files};
 
 use std::io::{self, Write as _};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 /// An output format of `servebench report`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -80,33 +82,6 @@ pub fn exporter(format: Format, requests: bool) -> Box<dyn Exporter> {
         Format::Html => Box::new(HtmlExporter),
         Format::Csv => Box::new(CsvExporter { requests }),
     }
-}
-
-/// Write `report.md` and `report.html` into `dir`, each replaced atomically so a reader never
-/// sees half a file. The run command calls this after every phase.
-pub fn write_all(report: &Report, dir: &Path) -> io::Result<()> {
-    write_atomic(&dir.join("report.md"), &markdown::render(report))?;
-    write_atomic(&dir.join("report.html"), &html::render(report))?;
-    Ok(())
-}
-
-/// Write through a temporary file and a rename, so a reader (or a crash) never sees half a file.
-pub fn write_atomic(path: &Path, contents: &str) -> io::Result<()> {
-    let mut tmp = PathBuf::from(path);
-    tmp.set_extension(format!(
-        "{}.tmp",
-        path.extension().and_then(|e| e.to_str()).unwrap_or("")
-    ));
-    let written = std::fs::File::create(&tmp).and_then(|mut f| {
-        f.write_all(contents.as_bytes())?;
-        f.sync_all()
-    });
-    if let Err(e) = written {
-        // A full disk must not leave a stray temporary file behind.
-        let _ = std::fs::remove_file(&tmp);
-        return Err(e);
-    }
-    std::fs::rename(&tmp, path)
 }
 
 /// Output format of `servebench compare`.

@@ -39,7 +39,8 @@ impl MergeError {
 /// `servebench merge REPORT… -o MERGED.json`.
 pub fn merge_command(inputs: &[PathBuf], output: &Path) -> i32 {
     let result = merge_files(inputs).and_then(|report| {
-        write_json(output, &report)?;
+        crate::report::write_files(&report, &crate::report::ReportFiles::json(output))
+            .map_err(MergeError::Failed)?;
         Ok(report)
     });
     match result {
@@ -494,19 +495,4 @@ fn recheck_pairs(plan: &Plan, phases: &[PhaseResult]) -> Vec<RecheckPair> {
             .map(|s| s.tolerance.clone())
             .unwrap_or_default()
     })
-}
-
-/// Write pretty JSON through a temporary file, so a reader never sees half a report.
-fn write_json(path: &Path, report: &Report) -> Result<(), MergeError> {
-    let mut text = serde_json::to_string_pretty(report)
-        .map_err(|e| MergeError::Failed(format!("cannot serialize the merged report: {e}")))?;
-    text.push('\n');
-    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-        std::fs::create_dir_all(dir)
-            .map_err(|e| MergeError::Failed(format!("cannot create {}: {e}", dir.display())))?;
-    }
-    let tmp = path.with_extension("json.tmp");
-    std::fs::write(&tmp, text)
-        .and_then(|()| std::fs::rename(&tmp, path))
-        .map_err(|e| MergeError::Failed(format!("cannot write {}: {e}", path.display())))
 }
