@@ -157,8 +157,13 @@ pub struct PhaseResult {
     pub request_timings: Vec<RequestRecord>,
     /// Share of the client ceiling this phase used: the larger of its requests/s and events/s
     /// over the run's `client_calibration` (above ~0.7 the client may have been the limit).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub client_headroom: Option<f64>,
+    /// Written `client_headroom` by earlier versions.
+    #[serde(
+        default,
+        alias = "client_headroom",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub client_load_share: Option<f64>,
 }
 
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
@@ -184,4 +189,25 @@ pub struct ServerMetrics {
 pub struct GaugeRange {
     pub min: f64,
     pub max: f64,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_client_load_share_still_reads_under_its_old_name() {
+        let text = std::fs::read_to_string(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/fixtures/reports/sample.json"
+        ))
+        .expect("fixture");
+        let mut doc: Value = serde_json::from_str(&text).expect("JSON");
+        doc["phases"][0]["client_headroom"] = Value::from(0.25);
+        let report: Report = serde_json::from_value(doc).expect("reads");
+        assert_eq!(report.phases[0].client_load_share, Some(0.25));
+        let written = serde_json::to_value(&report).expect("writes");
+        assert_eq!(written["phases"][0]["client_load_share"], Value::from(0.25));
+        assert!(written["phases"][0].get("client_headroom").is_none());
+    }
 }

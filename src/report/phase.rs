@@ -77,7 +77,7 @@ pub fn phase_result(
             .and_then(|rps| metrics::achieved_rate(&records).map(|r| r / rps)),
         server_metrics: facts.server_metrics,
         request_timings: records,
-        client_headroom: None,
+        client_load_share: None,
     }
 }
 

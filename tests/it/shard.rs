@@ -80,7 +80,7 @@ fn phase(
         achieved_rate_ratio: None,
         server_metrics: None,
         request_timings: records,
-        client_headroom: None,
+        client_load_share: None,
     }
 }
 
