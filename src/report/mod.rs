@@ -1,26 +1,30 @@
 //! The report data model and its writers and readers.
 //!
 //! One [`Report`] feeds small exporters (markdown, HTML, CSV); markdown and HTML share their
-//! table content through `table`. [`read_report`] reads servebench's JSON and the seed formats;
-//! [`compare::compare`] matches two reports' phases and checks gates.
+//! table content through `table`. [`read_report`] reads servebench's JSON and the older
+//! formats (`anvil`, `multiphase`); [`phase_result`] builds every phase result;
+//! [`write_files`] writes every report file; [`compare::compare`] matches two reports' phases
+//! and checks gates.
 
-mod model;
-
+pub mod anvil;
 pub mod compare;
 mod compare_md;
 pub mod csv;
 pub mod html;
+mod import;
 pub mod markdown;
 pub mod metric;
+mod model;
+pub mod multiphase;
 mod numfmt;
 pub mod phase;
 pub mod read;
-pub mod seed;
 mod shards;
 pub mod svg;
 mod table;
 mod write;
 
+pub use import::IMPORT_PROMPT_TOLERANCE;
 pub use model::*;
 pub use phase::{Figures, PhaseFacts, pair_rechecks, phase_result};
 pub use read::{ReadError, read_report};

@@ -1,5 +1,5 @@
-//! Import of the seed report formats: single-run `anvil-serving.benchmark/v1` (one phase) and
-//! the multi-phase gateway report of seed 004 (summaries only, no request records).
+//! The single-run `anvil-serving.benchmark/v1` format (seeds 000 and 002): one phase with
+//! per-request timings, read into a one-phase [`Report`].
 
 use std::collections::BTreeMap;
 
@@ -7,20 +7,14 @@ use indexmap::IndexMap;
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::model::{
-    HostFacts, PhaseResult, PlanSource, REPORT_SCHEMA, Report, ServerMetrics, TimingMethodology,
-    ToolInfo,
-};
-use super::phase::{Figures, PhaseFacts, pair_rechecks, phase_result};
+use super::import::{IMPORT_PROMPT_TOLERANCE, Imported, imported_report, methodology};
+use super::model::{PhaseResult, PlanSource, Report, ServerMetrics, ToolInfo};
+use super::phase::{Figures, PhaseFacts, phase_result};
 use crate::client::{OutputTokenSource, RequestRecord};
-use crate::metrics::{Distribution, PhaseSummary};
-use crate::plan::{PercentileMethod, Phase, Plan, Target, TokenCount, Tolerance, Workload};
+use crate::plan::{PercentileMethod, Phase, Plan, Target, TokenCount, Workload};
 
-/// Schema tag of the single-run seed reports (000, 002).
+/// Schema tag of the single-run reports (seeds 000, 002).
 pub const ANVIL_SCHEMA: &str = "anvil-serving.benchmark/v1";
-
-/// Prompt-size tolerance applied to imported runs, which carry none of their own.
-pub const IMPORT_PROMPT_TOLERANCE: f64 = 0.10;
 
 /// A single-run report as seeds 000 and 002 write it.
 #[derive(Debug, Deserialize)]
@@ -100,78 +94,6 @@ pub struct AnvilTiming {
     pub content_chunks: u64,
     #[serde(default)]
     pub reasoning_chunks: u64,
-}
-
-/// Seed 004's multi-phase report.
-#[derive(Debug, Deserialize)]
-pub struct GatewayRun {
-    #[serde(default)]
-    pub model: Option<String>,
-    #[serde(default)]
-    pub engine: Option<String>,
-    #[serde(default)]
-    pub hardware: Option<String>,
-    #[serde(default)]
-    pub precision: Option<String>,
-    #[serde(default)]
-    pub method: Option<String>,
-    #[serde(default)]
-    pub notes: Vec<String>,
-    pub phases: Vec<GatewayPhase>,
-}
-
-#[derive(Debug, Deserialize)]
-pub struct GatewayPhase {
-    pub phase: String,
-    #[serde(default)]
-    pub route: Option<String>,
-    #[serde(default)]
-    pub workload: Option<String>,
-    #[serde(default)]
-    pub concurrency: Option<u32>,
-    pub requests: u64,
-    pub success: u64,
-    pub errors: u64,
-    pub elapsed: f64,
-    pub output_tokens_per_second: f64,
-    pub request_rate: f64,
-    #[serde(default)]
-    pub ttft: Option<Distribution>,
-    #[serde(default)]
-    pub tpot: Option<Distribution>,
-    #[serde(default)]
-    pub e2e: Option<Distribution>,
-    #[serde(default)]
-    pub input_tokens: Option<Distribution>,
-    #[serde(default)]
-    pub output_tokens: Option<Distribution>,
-    #[serde(default)]
-    pub start_offset_seconds: f64,
-    #[serde(default)]
-    pub end_offset_seconds: f64,
-}
-
-fn methodology(
-    method: PercentileMethod,
-    seed: &BTreeMap<String, String>,
-    note: &str,
-) -> TimingMethodology {
-    let get = |k: &str, default: &str| seed.get(k).cloned().unwrap_or_else(|| default.to_string());
-    TimingMethodology {
-        clock: get("clock", note),
-        percentile_method: method,
-        time_to_first_output: get("time_to_first_output", note),
-        ttft: get("ttft", note),
-        generation: get("generation", note),
-        decode: get("decode", note),
-        mean_inter_token_latency: get("mean_inter_token_latency", note),
-        tpot: get(
-            "tpot",
-            "(e2e − ttft) / (output_tokens − 1), derived on import from the request timings",
-        ),
-        effective_prefill: get("effective_prefill", note),
-        elapsed: get("elapsed", note),
-    }
 }
 
 /// `host:port` of a base URL, the route label of an imported single run.
@@ -256,19 +178,43 @@ pub fn anvil_records(run: &AnvilRun) -> Vec<RequestRecord> {
         .collect()
 }
 
-/// A single-run seed report as a one-phase [`Report`]. The summary is recomputed from the
+/// A single-run report as a one-phase [`Report`]. The summary is recomputed from the
 /// records by [`crate::metrics::summarize`] with nearest rank, as the seed computed it; elapsed
 /// and the rates use the seed's `wall_clock_ms` when present, as its `throughput_tok_s` did.
 pub fn anvil_to_report(run: AnvilRun, source: PlanSource) -> Report {
     let route = route_of(run.base_url.as_deref());
     let phase_name = format!("c{}", run.concurrency);
-    let records = anvil_records(&run);
-
     let method = PercentileMethod::NearestRank;
     let started_at = run
         .started_at
         .clone()
         .unwrap_or_else(|| "unknown".to_string());
+    let phase = anvil_phase(&run, &route, &phase_name, &started_at);
+    let metadata = anvil_metadata(&run);
+    let plan = anvil_plan(&run, &route, phase_name, phase.summary.requests, &metadata);
+    imported_report(Imported {
+        tool: ToolInfo {
+            name: "anvil-serving".to_string(),
+            version: ANVIL_SCHEMA.to_string(),
+        },
+        timing_methodology: methodology(
+            method,
+            &run.timing_methodology,
+            "not stated by the imported report",
+        ),
+        run_id: run.run_id,
+        started_at,
+        finished_at: run.finished_at,
+        source,
+        plan,
+        metadata,
+        phases: vec![phase],
+        rechecks: Vec::new(),
+    })
+}
+
+/// The run's one phase, its figures recomputed from the records.
+fn anvil_phase(run: &AnvilRun, route: &str, phase_name: &str, started_at: &str) -> PhaseResult {
     let server_metrics = run
         .metrics
         .as_ref()
@@ -278,21 +224,21 @@ pub fn anvil_to_report(run: AnvilRun, source: PlanSource) -> Report {
             ..ServerMetrics::default()
         });
     let facts = PhaseFacts {
-        phase: phase_name.clone(),
-        route: route.clone(),
-        target: route.clone(),
+        phase: phase_name.to_string(),
+        route: route.to_string(),
+        target: route.to_string(),
         workload: "seed".to_string(),
         concurrency: Some(run.concurrency),
-        started_at: started_at.clone(),
+        started_at: started_at.to_string(),
         server_metrics,
         ..PhaseFacts::default()
     };
     let figures = Figures {
-        method,
+        method: PercentileMethod::NearestRank,
         slo: None,
         prompt_tolerance: IMPORT_PROMPT_TOLERANCE,
     };
-    let mut phase = phase_result(facts, records, figures);
+    let mut phase = phase_result(facts, anvil_records(run), figures);
     // Failures the seed lists without timings still count as failed requests.
     let summary = &mut phase.summary;
     let failed_without_record = run.failed.unwrap_or(0);
@@ -304,7 +250,11 @@ pub fn anvil_to_report(run: AnvilRun, source: PlanSource) -> Report {
         summary.request_rate = summary.requests as f64 / summary.elapsed;
     }
     phase.end_offset_seconds = summary.elapsed;
+    phase
+}
 
+/// The run's labels, and a note that its start offsets are reconstructed.
+fn anvil_metadata(run: &AnvilRun) -> IndexMap<String, Value> {
     let mut metadata = IndexMap::new();
     metadata.insert("imported_from".to_string(), Value::from(ANVIL_SCHEMA));
     for (k, v) in [
@@ -323,7 +273,17 @@ pub fn anvil_to_report(run: AnvilRun, source: PlanSource) -> Report {
         "start_offsets".to_string(),
         Value::from("reconstructed from concurrency and e2e (not recorded by the seed format)"),
     );
+    metadata
+}
 
+/// A plan that would repeat the run: one closed-loop phase of the same size.
+fn anvil_plan(
+    run: &AnvilRun,
+    route: &str,
+    phase_name: String,
+    requests: u64,
+    metadata: &IndexMap<String, Value>,
+) -> Plan {
     let workload = Workload {
         input_tokens: run.context_tokens.map(TokenCount::Fixed),
         output_tokens: run.max_tokens.map(TokenCount::Fixed),
@@ -336,208 +296,27 @@ pub fn anvil_to_report(run: AnvilRun, source: PlanSource) -> Report {
         model: run.model.clone(),
         ..Target::default()
     };
-    let plan = Plan {
+    Plan {
         version: crate::plan::PLAN_VERSION,
         name: run.run_id.clone(),
         description: Some(format!("imported {ANVIL_SCHEMA} report")),
         vars: IndexMap::new(),
         metadata: metadata.clone(),
         seed: run.context_seed,
-        percentile_method: method,
+        percentile_method: PercentileMethod::NearestRank,
         slo: None,
-        targets: IndexMap::from([(route.clone(), target)]),
+        targets: IndexMap::from([(route.to_string(), target)]),
         workloads: IndexMap::from([("seed".to_string(), workload)]),
         defaults: Default::default(),
         phases: vec![Phase {
-            name: Some(phase_name.clone()),
-            target: Some(route.clone()),
+            name: Some(phase_name),
+            target: Some(route.to_string()),
             workload: Some("seed".to_string()),
             concurrency: Some(run.concurrency),
-            requests: Some(phase.summary.requests),
+            requests: Some(requests),
             ..Phase::default()
         }],
-    };
-    Report {
-        schema: REPORT_SCHEMA.to_string(),
-        tool: ToolInfo {
-            name: "anvil-serving".to_string(),
-            version: ANVIL_SCHEMA.to_string(),
-        },
-        run_id: run.run_id,
-        started_at,
-        finished_at: run.finished_at,
-        partial: false,
-        stop_reason: None,
-        host: HostFacts::default(),
-        plan_source: source,
-        vars: IndexMap::new(),
-        plan,
-        metadata,
-        timing_methodology: methodology(
-            method,
-            &run.timing_methodology,
-            "not stated by the imported report",
-        ),
-        phases: vec![phase],
-        rechecks: Vec::new(),
-        client_calibration: None,
-        client_busy_poll: false,
-        shard: None,
-        merged_from: None,
     }
-}
-
-/// Seed 004's multi-phase report as a [`Report`]: summaries as given (seconds, linear
-/// percentiles), no request records, rechecks paired by name (`recheck-X` ↔ `…X`).
-pub fn gateway_to_report(run: GatewayRun, name: &str, source: PlanSource) -> Report {
-    let mut metadata = IndexMap::new();
-    metadata.insert(
-        "imported_from".to_string(),
-        Value::from("multi-phase gateway report"),
-    );
-    for (k, v) in [
-        ("model", &run.model),
-        ("engine", &run.engine),
-        ("hardware", &run.hardware),
-        ("precision", &run.precision),
-        ("method", &run.method),
-    ] {
-        if let Some(v) = v {
-            metadata.insert(k.to_string(), Value::from(v.clone()));
-        }
-    }
-    if !run.notes.is_empty() {
-        metadata.insert("notes".to_string(), Value::from(run.notes.join(" ")));
-    }
-
-    let mut targets = IndexMap::new();
-    let mut workloads = IndexMap::new();
-    let mut plan_phases = Vec::new();
-    let mut phases: Vec<PhaseResult> = Vec::new();
-    for g in run.phases {
-        let route = g.route.unwrap_or_else(|| "default".to_string());
-        let workload = g.workload.unwrap_or_else(|| "default".to_string());
-        targets.entry(route.clone()).or_insert_with(|| Target {
-            model: run.model.clone(),
-            ..Target::default()
-        });
-        workloads
-            .entry(workload.clone())
-            .or_insert_with(Workload::default);
-        let recheck_of = original_of(&g.phase, &route, &workload, g.concurrency, &phases);
-        plan_phases.push(Phase {
-            name: Some(g.phase.clone()),
-            recheck: recheck_of.clone(),
-            target: Some(route.clone()),
-            route: Some(route.clone()),
-            workload: Some(workload.clone()),
-            concurrency: g.concurrency,
-            ..Phase::default()
-        });
-        let summary = PhaseSummary {
-            requests: g.requests,
-            success: g.success,
-            errors: g.errors,
-            elapsed: g.elapsed,
-            output_tokens_per_second: g.output_tokens_per_second,
-            request_rate: g.request_rate,
-            ttft: g.ttft,
-            tpot: g.tpot,
-            e2e: g.e2e,
-            input_tokens: g.input_tokens,
-            output_tokens: g.output_tokens,
-            ..PhaseSummary::default()
-        };
-        let facts = PhaseFacts {
-            phase: g.phase,
-            route: route.clone(),
-            target: route,
-            workload,
-            concurrency: g.concurrency,
-            recheck_of,
-            started_at: "unknown".to_string(),
-            start_offset_seconds: g.start_offset_seconds,
-            ..PhaseFacts::default()
-        };
-        // No request records: the figures are the seed's own. It states no planned prompt
-        // size, so the prompt check has nothing to compare.
-        let figures = Figures {
-            method: PercentileMethod::Linear,
-            slo: None,
-            prompt_tolerance: IMPORT_PROMPT_TOLERANCE,
-        };
-        let mut phase = phase_result(facts, Vec::new(), figures);
-        phase.summary = summary;
-        phase.end_offset_seconds = g.end_offset_seconds;
-        phases.push(phase);
-    }
-    // Imported runs carry no tolerances: the defaults the runner uses when a plan sets none.
-    let rechecks = pair_rechecks(&phases, |_| Tolerance::default());
-    let method = PercentileMethod::Linear;
-    let plan = Plan {
-        version: crate::plan::PLAN_VERSION,
-        name: name.to_string(),
-        description: Some("imported multi-phase report".to_string()),
-        vars: IndexMap::new(),
-        metadata: metadata.clone(),
-        seed: None,
-        percentile_method: method,
-        slo: None,
-        targets,
-        workloads,
-        defaults: Default::default(),
-        phases: plan_phases,
-    };
-    Report {
-        schema: REPORT_SCHEMA.to_string(),
-        tool: ToolInfo {
-            name: "unknown".to_string(),
-            version: "unknown".to_string(),
-        },
-        run_id: name.to_string(),
-        started_at: "unknown".to_string(),
-        finished_at: None,
-        partial: false,
-        stop_reason: None,
-        host: HostFacts::default(),
-        plan_source: source,
-        vars: IndexMap::new(),
-        plan,
-        metadata,
-        timing_methodology: methodology(
-            method,
-            &BTreeMap::new(),
-            "not stated by the imported report",
-        ),
-        phases,
-        rechecks,
-        client_calibration: None,
-        client_busy_poll: false,
-        shard: None,
-        merged_from: None,
-    }
-}
-
-/// The earlier phase a `recheck-X` phase repeats: same route, workload and concurrency, and a
-/// name that is `X` or ends in `-X`.
-fn original_of(
-    name: &str,
-    route: &str,
-    workload: &str,
-    concurrency: Option<u32>,
-    earlier: &[PhaseResult],
-) -> Option<String> {
-    let suffix = name.strip_prefix("recheck-")?;
-    earlier
-        .iter()
-        .find(|p| {
-            p.route == route
-                && p.workload == workload
-                && p.concurrency == concurrency
-                && p.recheck_of.is_none()
-                && (p.phase == suffix || p.phase.ends_with(&format!("-{suffix}")))
-        })
-        .map(|p| p.phase.clone())
 }
 
 #[cfg(test)]
