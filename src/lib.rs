@@ -1,9 +1,9 @@
 //! servebench: declarative benchmark plans for OpenAI-compatible LLM serving endpoints.
 //!
-//! Data flows one way: [`plan`] → [`workload`] → [`client`] → [`metrics`] → [`report`], with
-//! [`scheduler`] running phases and [`sim`] standing in for a real server. [`commands`] is the
-//! command line: argument types, printing and exit codes; [`hash`] holds the stable hashes and
-//! seeded streams that reports and the simulator depend on.
+//! Data flows one way: [`plan`] → [`workload`] → [`client`] → [`schedule`] → [`scheduler`] →
+//! [`metrics`] → [`report`] → [`runner`] → [`shard`], with [`sim`] standing in for a real
+//! server. [`commands`] is the command line: argument types, printing and exit codes; [`hash`]
+//! holds the stable hashes and seeded streams that reports and the simulator depend on.
 
 pub mod client;
 pub mod commands;
@@ -13,6 +13,7 @@ pub mod metrics;
 pub mod plan;
 pub mod report;
 pub mod runner;
+pub mod schedule;
 pub mod scheduler;
 pub mod selftest;
 pub mod shard;

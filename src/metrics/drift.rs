@@ -1,7 +1,9 @@
 //! Drift between a phase and its recheck, metric by metric, against tolerances.
 
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
 use crate::plan::Tolerance;
-use crate::report::{Drift, DriftVerdict, RecheckPair};
 
 use super::PhaseSummary;
 
@@ -119,6 +121,35 @@ fn error_rate(summary: &PhaseSummary) -> f64 {
     } else {
         summary.errors as f64 / summary.requests as f64
     }
+}
+
+/// A recheck and its original, metric by metric.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct RecheckPair {
+    pub original: String,
+    pub recheck: String,
+    pub metrics: Vec<Drift>,
+    /// `drifted` when any metric is outside its tolerance.
+    pub verdict: DriftVerdict,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Drift {
+    /// e.g. `ttft.p99`, `output_tokens_per_second`, `error_rate`.
+    pub metric: String,
+    pub original: Option<f64>,
+    pub recheck: Option<f64>,
+    /// `(recheck − original) / original`; absolute change for `error_rate`.
+    pub change: Option<f64>,
+    pub tolerance: f64,
+    pub verdict: DriftVerdict,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum DriftVerdict {
+    Stable,
+    Drifted,
 }
 
 #[cfg(test)]

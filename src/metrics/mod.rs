@@ -3,11 +3,13 @@
 mod anvil;
 mod bootstrap;
 mod drift;
+mod rates;
 mod summary;
 
 pub use anvil::*;
 pub use bootstrap::*;
 pub use drift::*;
+pub use rates::*;
 pub use summary::*;
 
 use crate::client::RequestRecord;

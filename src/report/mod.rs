@@ -1,31 +1,38 @@
 //! The report data model and its writers and readers.
 //!
 //! One [`Report`] feeds small exporters (markdown, HTML, CSV); markdown and HTML share their
-//! table content through `table`. [`read_report`] reads servebench's JSON and the seed formats;
-//! [`compare::compare`] matches two reports' phases and checks [`gate`]s.
+//! table content through `table`. [`read_report`] reads servebench's JSON and the older
+//! formats (`anvil`, `multiphase`); [`phase_result`] builds every phase result;
+//! [`write_files`] writes every report file; [`compare::compare`] matches two reports' phases
+//! and checks [`gate`]s.
 
-mod model;
-
+pub mod anvil;
 pub mod compare;
 mod compare_md;
 pub mod csv;
 pub mod figure_path;
 pub mod gate;
 pub mod html;
+mod import;
 pub mod markdown;
+mod model;
+pub mod multiphase;
 mod numfmt;
+pub mod phase;
 pub mod read;
 pub mod schema;
-pub mod seed;
+mod shards;
 pub mod svg;
 mod table;
+mod write;
 
 pub use compare_md::render as render_comparison;
+pub use import::IMPORT_PROMPT_TOLERANCE;
 pub use model::*;
+pub use phase::{Figures, PhaseFacts, pair_rechecks, phase_result};
 pub use read::{ReadError, read_report};
-
-use std::io::{self, Write as _};
-use std::path::{Path, PathBuf};
+pub use shards::*;
+pub use write::{REPORT_FILE, ReportFiles, write_all, write_atomic, write_files};
 
 /// An output format of `servebench report`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -79,31 +86,4 @@ pub fn exporter(format: Format, requests: bool) -> Box<dyn Exporter> {
         Format::Html => Box::new(HtmlExporter),
         Format::Csv => Box::new(CsvExporter { requests }),
     }
-}
-
-/// Write `report.md` and `report.html` into `dir`, each replaced atomically so a reader never
-/// sees half a file. The run command calls this after every phase.
-pub fn write_all(report: &Report, dir: &Path) -> io::Result<()> {
-    write_atomic(&dir.join("report.md"), &markdown::render(report))?;
-    write_atomic(&dir.join("report.html"), &html::render(report))?;
-    Ok(())
-}
-
-/// Write through a temporary file and a rename, so a reader (or a crash) never sees half a file.
-pub fn write_atomic(path: &Path, contents: &str) -> io::Result<()> {
-    let mut tmp = PathBuf::from(path);
-    tmp.set_extension(format!(
-        "{}.tmp",
-        path.extension().and_then(|e| e.to_str()).unwrap_or("")
-    ));
-    let written = std::fs::File::create(&tmp).and_then(|mut f| {
-        f.write_all(contents.as_bytes())?;
-        f.sync_all()
-    });
-    if let Err(e) = written {
-        // A full disk must not leave a stray temporary file behind.
-        let _ = std::fs::remove_file(&tmp);
-        return Err(e);
-    }
-    std::fs::rename(&tmp, path)
 }

@@ -9,7 +9,10 @@ use serde_json::Value;
 
 use crate::client::RequestRecord;
 use crate::metrics::PhaseSummary;
+// Report types computed by earlier stages, re-exported where the report gathers them.
+pub use crate::metrics::{Drift, DriftVerdict, RecheckPair};
 use crate::plan::{PercentileMethod, Plan};
+pub use crate::workload::PromptTokenCheck;
 
 /// Identifies this report format.
 pub const REPORT_SCHEMA: &str = "servebench.report/v1";
@@ -45,10 +48,10 @@ pub struct Report {
     pub rechecks: Vec<RecheckPair>,
     /// Sharded runs: which shard of the run this report holds (`run --shard I/N`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub shard: Option<crate::shard::ShardInfo>,
+    pub shard: Option<super::shards::ShardInfo>,
     /// Sharded runs: the shards a `servebench merge` report was recomputed from.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub merged_from: Option<Vec<crate::shard::MergedShard>>,
+    pub merged_from: Option<Vec<super::shards::MergedShard>>,
     /// This machine's client ceiling, measured before the first phase (absent with
     /// `run --no-calibrate`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -154,8 +157,13 @@ pub struct PhaseResult {
     pub request_timings: Vec<RequestRecord>,
     /// Share of the client ceiling this phase used: the larger of its requests/s and events/s
     /// over the run's `client_calibration` (above ~0.7 the client may have been the limit).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub client_headroom: Option<f64>,
+    /// Written `client_headroom` by earlier versions.
+    #[serde(
+        default,
+        alias = "client_headroom",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub client_load_share: Option<f64>,
 }
 
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
@@ -163,48 +171,6 @@ pub struct WarmupResult {
     pub requests: u64,
     pub errors: u64,
     pub elapsed: f64,
-}
-
-/// Planned prompt size against what the server reported.
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
-pub struct PromptTokenCheck {
-    /// Mean planned prompt tokens per request.
-    pub planned_mean: Option<f64>,
-    /// Mean `usage.prompt_tokens` per request.
-    pub actual_mean: Option<f64>,
-    /// `(actual − planned) / planned`.
-    pub relative_error: Option<f64>,
-    pub tolerance: f64,
-    /// True when the relative error exceeds the tolerance.
-    pub warning: bool,
-}
-
-impl PromptTokenCheck {
-    /// Planned vs served over the requests that have both figures.
-    pub fn from_records(records: &[RequestRecord], tolerance: f64) -> Self {
-        let pairs: Vec<(f64, f64)> = records
-            .iter()
-            .filter_map(|r| Some((r.planned_context_tokens? as f64, r.prompt_tokens? as f64)))
-            .collect();
-        let served: Vec<f64> = records
-            .iter()
-            .filter_map(|r| r.prompt_tokens.map(|t| t as f64))
-            .collect();
-        let mean = |xs: &[f64]| (!xs.is_empty()).then(|| xs.iter().sum::<f64>() / xs.len() as f64);
-        let planned_mean = mean(&pairs.iter().map(|p| p.0).collect::<Vec<_>>());
-        let paired_served = mean(&pairs.iter().map(|p| p.1).collect::<Vec<_>>());
-        let relative_error = match (planned_mean, paired_served) {
-            (Some(planned), Some(served)) if planned > 0.0 => Some((served - planned) / planned),
-            _ => None,
-        };
-        PromptTokenCheck {
-            planned_mean,
-            actual_mean: paired_served.or_else(|| mean(&served)),
-            relative_error,
-            tolerance,
-            warning: relative_error.is_some_and(|e| e.abs() > tolerance),
-        }
-    }
 }
 
 /// Deltas of a Prometheus endpoint's counters over a phase, and its gauges' extremes.
@@ -225,31 +191,23 @@ pub struct GaugeRange {
     pub max: f64,
 }
 
-/// A recheck and its original, metric by metric.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
-pub struct RecheckPair {
-    pub original: String,
-    pub recheck: String,
-    pub metrics: Vec<Drift>,
-    /// `drifted` when any metric is outside its tolerance.
-    pub verdict: DriftVerdict,
-}
+#[cfg(test)]
+mod tests {
+    use super::*;
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
-pub struct Drift {
-    /// e.g. `ttft.p99`, `output_tokens_per_second`, `error_rate`.
-    pub metric: String,
-    pub original: Option<f64>,
-    pub recheck: Option<f64>,
-    /// `(recheck − original) / original`; absolute change for `error_rate`.
-    pub change: Option<f64>,
-    pub tolerance: f64,
-    pub verdict: DriftVerdict,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "snake_case")]
-pub enum DriftVerdict {
-    Stable,
-    Drifted,
+    #[test]
+    fn the_client_load_share_still_reads_under_its_old_name() {
+        let text = std::fs::read_to_string(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/fixtures/reports/sample.json"
+        ))
+        .expect("fixture");
+        let mut doc: Value = serde_json::from_str(&text).expect("JSON");
+        doc["phases"][0]["client_headroom"] = Value::from(0.25);
+        let report: Report = serde_json::from_value(doc).expect("reads");
+        assert_eq!(report.phases[0].client_load_share, Some(0.25));
+        let written = serde_json::to_value(&report).expect("writes");
+        assert_eq!(written["phases"][0]["client_load_share"], Value::from(0.25));
+        assert!(written["phases"][0].get("client_headroom").is_none());
+    }
 }

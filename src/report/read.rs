@@ -1,12 +1,14 @@
-//! Reading a report file in any supported format: servebench's own JSON or a seed format.
+//! Reading a report file in any supported format: servebench's own JSON, the single-run
+//! `anvil-serving.benchmark/v1` format or the untagged multi-phase format.
 
 use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
+use super::anvil::{ANVIL_SCHEMA, AnvilRun, anvil_to_report};
 use super::model::{PlanSource, REPORT_SCHEMA, Report};
-use super::seed::{self, ANVIL_SCHEMA, AnvilRun, GatewayRun};
+use super::multiphase::{MultiPhaseRun, multiphase_to_report};
 
 /// Why a report file could not be read; names the file and the problem.
 #[derive(Debug, thiserror::Error)]
@@ -92,10 +94,10 @@ pub fn read_report_bytes(bytes: &[u8], path: &Path) -> Result<Report, ReadError>
             if run.concurrency == 0 {
                 return Err(err("`concurrency` must be at least 1".to_string()));
             }
-            Ok(seed::anvil_to_report(run, source))
+            Ok(anvil_to_report(run, source))
         }
         ReportFormat::MultiPhase => {
-            let run: GatewayRun = serde_json::from_slice(bytes)
+            let run: MultiPhaseRun = serde_json::from_slice(bytes)
                 .map_err(|e| err(format!("not a valid multi-phase report: {e}")))?;
             if run.phases.is_empty() {
                 return Err(err("`phases` is empty".to_string()));
@@ -104,7 +106,7 @@ pub fn read_report_bytes(bytes: &[u8], path: &Path) -> Result<Report, ReadError>
                 .file_stem()
                 .map(|s| s.to_string_lossy().into_owned())
                 .unwrap_or_else(|| "imported".to_string());
-            Ok(seed::gateway_to_report(run, &name, source))
+            Ok(multiphase_to_report(run, &name, source))
         }
     }
 }

@@ -10,7 +10,7 @@ pub const CALIBRATION_WINDOW: Duration = Duration::from_millis(1200);
 /// Sleeps timed by the wake-latency probe (~0.2 s).
 pub const WAKE_SAMPLES: u32 = 200;
 /// Above this share of the ceiling, a phase's numbers may be the client's, not the server's.
-pub const HEADROOM_WARNING: f64 = 0.7;
+pub const LOAD_SHARE_WARNING: f64 = 0.7;
 
 /// Measure how late a sleeping thread wakes, then this machine's client ceiling, on threads of its own (the calibration runs its
 /// simulator and client on dedicated current-thread runtimes), so the run's runtime is idle.
@@ -36,7 +36,7 @@ pub async fn calibrate() -> Result<ClientCalibration, String> {
 }
 
 /// The phase's share of the ceiling: the larger of requests/s and events/s over it.
-pub fn headroom(phase: &PhaseResult, ceiling: &ClientCalibration) -> Option<f64> {
+pub fn load_share(phase: &PhaseResult, ceiling: &ClientCalibration) -> Option<f64> {
     let s = &phase.summary;
     if s.elapsed <= 0.0 || ceiling.requests_per_second <= 0.0 || ceiling.events_per_second <= 0.0 {
         return None;
@@ -50,11 +50,11 @@ pub fn headroom(phase: &PhaseResult, ceiling: &ClientCalibration) -> Option<f64>
     )
 }
 
-/// Set the phase's `client_headroom`; a warning line when the phase ran near the ceiling.
+/// Set the phase's `client_load_share`; a warning line when the phase ran near the ceiling.
 pub fn apply(phase: &mut PhaseResult, ceiling: Option<&ClientCalibration>) -> Option<String> {
-    let share = headroom(phase, ceiling?)?;
-    phase.client_headroom = Some(share);
-    (share > HEADROOM_WARNING).then(|| {
+    let share = load_share(phase, ceiling?)?;
+    phase.client_load_share = Some(share);
+    (share > LOAD_SHARE_WARNING).then(|| {
         format!(
             "warning: phase {} used {:.0}% of this machine's client ceiling; its throughput and latency may be limited by the client, not the server",
             phase.phase,

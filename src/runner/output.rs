@@ -9,9 +9,9 @@ use std::sync::{Arc, Mutex};
 use serde::Serialize;
 
 use crate::client::RequestRecord;
-use crate::report::Report;
+use crate::report::{Report, ReportFiles};
 
-pub const REPORT_FILE: &str = "report.json";
+pub use crate::report::REPORT_FILE;
 pub const JOURNAL_FILE: &str = "journal.jsonl";
 
 /// Create (or reuse, when empty) the run directory and prove it is writable, before any
@@ -40,18 +40,9 @@ pub fn prepare_dir(dir: &Path) -> Result<(), String> {
 
 /// Write `report.json`, then `report.md` and `report.html`, each atomically.
 pub fn write_report(dir: &Path, report: &Report) -> Result<PathBuf, String> {
-    let path = dir.join(REPORT_FILE);
-    let json = serde_json::to_string_pretty(report)
-        .map_err(|e| format!("cannot serialize the report: {e}"))?;
-    crate::report::write_atomic(&path, &json)
-        .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
-    crate::report::write_all(report, dir).map_err(|e| {
-        format!(
-            "cannot write the markdown/HTML report in {}: {e}",
-            dir.display()
-        )
-    })?;
-    Ok(path)
+    let files = ReportFiles::run_dir(dir);
+    crate::report::write_files(report, &files)?;
+    Ok(dir.join(REPORT_FILE))
 }
 
 /// Appends one JSON line per finished request. Shared with the interrupt handler, which

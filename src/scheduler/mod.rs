@@ -24,7 +24,7 @@ use tokio_util::sync::CancellationToken;
 pub use busy::BusyPoll;
 
 use crate::client::{Client, ErrorKind, RequestError, RequestRecord};
-use crate::plan::Arrival;
+pub use crate::schedule::Load;
 use crate::workload::{Prompt, PromptSource};
 
 /// Sends one request and measures it. Never fails: failures are data in the record.
@@ -58,22 +58,6 @@ impl PromptFeed for PromptSource {
     fn next_prompt(&mut self) -> Prompt {
         PromptSource::next_prompt(self)
     }
-}
-
-/// What holds the load constant.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Load {
-    /// Exactly this many requests in flight.
-    Closed { concurrency: u32 },
-    /// Arrivals at a rate, independent of responses.
-    Open {
-        rps: f64,
-        arrival: Arrival,
-        burstiness: Option<f64>,
-        max_concurrency: Option<u32>,
-    },
-    /// Each request at its prompt's `scheduled_at` (trace replay), independent of responses.
-    Replay,
 }
 
 /// One window: a load model, its bounds and how long stragglers may take.

@@ -8,6 +8,7 @@ use tokio::sync::mpsc;
 use tokio::time::Instant;
 
 use super::*;
+use crate::plan::Arrival;
 use crate::workload::PromptInput;
 
 /// Answers every request after a fixed latency and tracks how many were in flight at once.

@@ -133,33 +133,6 @@ pub fn phase_events(requests: u64, text_chunks: u64) -> u64 {
     text_chunks + 3 * requests
 }
 
-/// `servebench selftest`: run, print a table, optionally write JSON; exit code 0 or 1.
-pub fn run_command(args: SelftestArgs) -> i32 {
-    match run(&args) {
-        Ok(report) => {
-            print!("{}", render(&report));
-            if let Some(path) = &args.out {
-                let json = match serde_json::to_string_pretty(&report) {
-                    Ok(json) => json,
-                    Err(e) => {
-                        eprintln!("error: cannot serialize the selftest results: {e}");
-                        return 1;
-                    }
-                };
-                if let Err(e) = std::fs::write(path, json + "\n") {
-                    eprintln!("error: cannot write {}: {e}", path.display());
-                    return 1;
-                }
-            }
-            0
-        }
-        Err(e) => {
-            eprintln!("error: selftest failed: {e}");
-            1
-        }
-    }
-}
-
 /// Run the whole selftest (blocking; call it outside any async runtime).
 pub fn run(args: &SelftestArgs) -> Result<SelftestReport, String> {
     let load_average = std::fs::read_to_string("/proc/loadavg")

@@ -7,13 +7,14 @@ use std::path::{Path, PathBuf};
 use chrono::{DateTime, Utc};
 use indexmap::IndexMap;
 use serde_json::Value;
-use sha2::{Digest, Sha256};
 
-use super::{MergedShard, ShardPhaseFacts};
 use crate::client::RequestRecord;
-use crate::metrics;
 use crate::plan::Plan;
-use crate::report::{PhaseResult, REPORT_SCHEMA, RecheckPair, Report, ToolInfo, WarmupResult};
+use crate::report::{
+    Figures, MergedShard, PhaseFacts, PhaseResult, REPORT_SCHEMA, RecheckPair, Report,
+    ShardPhaseFacts, ToolInfo, WarmupResult, pair_rechecks, phase_result,
+};
+use crate::schedule::plan_sha256;
 
 /// Why shard reports could not be merged.
 #[derive(Debug, thiserror::Error)]
@@ -31,53 +32,6 @@ impl MergeError {
         match self {
             MergeError::Invalid(_) => crate::exit::INVALID_INPUT,
             MergeError::Failed(_) => crate::exit::RUN_FAILED,
-        }
-    }
-}
-
-/// `servebench merge REPORT… -o MERGED.json`.
-pub fn merge_command(inputs: &[PathBuf], output: &Path) -> i32 {
-    let result = merge_files(inputs).and_then(|report| {
-        write_json(output, &report)?;
-        Ok(report)
-    });
-    match result {
-        Ok(report) => {
-            for phase in &report.phases {
-                let s = &phase.summary;
-                println!(
-                    "{}: {} requests, {} errors, {:.2} req/s, TTFT p99 {}",
-                    phase.phase,
-                    s.requests,
-                    s.errors,
-                    s.request_rate,
-                    s.ttft
-                        .map(|d| format!("{:.1} ms", d.p99 * 1e3))
-                        .unwrap_or_else(|| "-".to_string())
-                );
-            }
-            let shards = report.merged_from.as_ref().map_or(0, Vec::len);
-            eprintln!("merged {shards} shard(s): {}", output.display());
-            if report.partial {
-                eprintln!(
-                    "warning: the merged report is partial: {}",
-                    report
-                        .stop_reason
-                        .as_deref()
-                        .unwrap_or("a shard did not finish")
-                );
-            }
-            crate::exit::SUCCESS
-        }
-        Err(MergeError::Invalid(problems)) => {
-            for problem in problems {
-                eprintln!("error: {problem}");
-            }
-            crate::exit::INVALID_INPUT
-        }
-        Err(e) => {
-            eprintln!("error: {e}");
-            e.exit_code()
         }
     }
 }
@@ -119,50 +73,17 @@ fn read_report(path: &Path) -> Result<Report, String> {
     serde_json::from_value(value).map_err(|e| format!("{name}: not a valid servebench report: {e}"))
 }
 
-/// sha256 (hex) of the canonical JSON of an expanded plan: object keys sorted, no spaces.
-pub fn plan_sha256(plan: &Plan) -> String {
-    let value = serde_json::to_value(plan).unwrap_or(Value::Null);
-    let mut text = String::new();
-    write_canonical(&value, &mut text);
-    hex::encode(Sha256::digest(text.as_bytes()))
-}
-
-fn write_canonical(value: &Value, out: &mut String) {
-    match value {
-        Value::Object(map) => {
-            let mut entries: Vec<(&String, &Value)> = map.iter().collect();
-            entries.sort_by(|a, b| a.0.cmp(b.0));
-            out.push('{');
-            for (i, (key, item)) in entries.into_iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                out.push_str(&Value::String(key.clone()).to_string());
-                out.push(':');
-                write_canonical(item, out);
-            }
-            out.push('}');
-        }
-        Value::Array(items) => {
-            out.push('[');
-            for (i, item) in items.iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                write_canonical(item, out);
-            }
-            out.push(']');
-        }
-        scalar => out.push_str(&scalar.to_string()),
-    }
-}
-
 /// One input: the name to use in messages, and the report.
 struct Shard<'a> {
     file: &'a str,
     index: u32,
     report: &'a Report,
 }
+
+/// Each phase's results, in run order, with the shard that ran each.
+type ByPhase<'a> = IndexMap<&'a str, Vec<(&'a Shard<'a>, &'a PhaseResult)>>;
+/// Each shard's measured start of each phase: `(shard index, phase) → time`.
+type Starts = BTreeMap<(u32, String), DateTime<Utc>>;
 
 /// Check that `reports` (named by file) are all the shards of one run, then merge them.
 pub fn merge_reports(reports: Vec<(String, Report)>) -> Result<Report, MergeError> {
@@ -173,15 +94,31 @@ pub fn merge_reports(reports: Vec<(String, Report)>) -> Result<Report, MergeErro
     }
     let shards = check_shards(&reports)?;
     let first = shards[0].report;
-    let parse = |file: &str, what: &str, text: &str| {
-        DateTime::parse_from_rfc3339(text)
-            .map(|t| t.with_timezone(&Utc))
-            .map_err(|e| format!("{file}: {what} `{text}` is not an RFC 3339 time: {e}"))
+    let by_phase = group_by_phase(&shards);
+    let starts = phase_starts(&by_phase)?;
+    let merge = PhaseMerge {
+        shards: &shards,
+        starts: &starts,
+        run_origin: run_origin(&by_phase, &starts),
+        first,
     };
+    let mut notes = Vec::new();
+    let phases: Vec<PhaseResult> = by_phase
+        .iter()
+        .map(|(name, results)| merge.phase(name, results, &mut notes))
+        .collect();
+    Ok(merge.report(phases, notes))
+}
 
-    // Phases in run order, each with its shards' results.
-    let mut by_phase: IndexMap<&str, Vec<(&Shard<'_>, &PhaseResult)>> = IndexMap::new();
-    for shard in &shards {
+fn parse_time(file: &str, what: &str, text: &str) -> Result<DateTime<Utc>, String> {
+    DateTime::parse_from_rfc3339(text)
+        .map(|t| t.with_timezone(&Utc))
+        .map_err(|e| format!("{file}: {what} `{text}` is not an RFC 3339 time: {e}"))
+}
+
+fn group_by_phase<'a>(shards: &'a [Shard<'a>]) -> ByPhase<'a> {
+    let mut by_phase: ByPhase<'a> = IndexMap::new();
+    for shard in shards {
         for phase in &shard.report.phases {
             by_phase
                 .entry(phase.phase.as_str())
@@ -189,15 +126,16 @@ pub fn merge_reports(reports: Vec<(String, Report)>) -> Result<Report, MergeErro
                 .push((shard, phase));
         }
     }
+    by_phase
+}
+
+fn phase_starts(by_phase: &ByPhase<'_>) -> Result<Starts, MergeError> {
     let mut problems = Vec::new();
-    let mut starts: BTreeMap<(u32, String), DateTime<Utc>> = BTreeMap::new();
-    for (name, results) in &by_phase {
+    let mut starts = Starts::new();
+    for (name, results) in by_phase {
         for (shard, result) in results {
-            match parse(
-                shard.file,
-                &format!("phase `{name}` started_at"),
-                &result.started_at,
-            ) {
+            let what = format!("phase `{name}` started_at");
+            match parse_time(shard.file, &what, &result.started_at) {
                 Ok(t) => {
                     starts.insert((shard.index, name.to_string()), t);
                 }
@@ -205,10 +143,16 @@ pub fn merge_reports(reports: Vec<(String, Report)>) -> Result<Report, MergeErro
             }
         }
     }
-    if !problems.is_empty() {
-        return Err(MergeError::Invalid(problems));
+    if problems.is_empty() {
+        Ok(starts)
+    } else {
+        Err(MergeError::Invalid(problems))
     }
-    let run_origin = by_phase
+}
+
+/// The earliest start of the first phase among shards that sent requests in it.
+fn run_origin(by_phase: &ByPhase<'_>, starts: &Starts) -> DateTime<Utc> {
+    by_phase
         .first()
         .and_then(|(name, results)| {
             results
@@ -219,29 +163,104 @@ pub fn merge_reports(reports: Vec<(String, Report)>) -> Result<Report, MergeErro
         })
         .or_else(|| starts.values().min())
         .copied()
-        .unwrap_or_else(Utc::now);
+        .unwrap_or_else(Utc::now)
+}
 
-    let count = shards.len();
-    let method = first.plan.percentile_method;
-    let mut phases = Vec::new();
-    let mut notes = Vec::new();
-    for (name, results) in &by_phase {
+/// Everything the merge of one phase needs from the run as a whole.
+struct PhaseMerge<'a> {
+    shards: &'a [Shard<'a>],
+    starts: &'a Starts,
+    run_origin: DateTime<Utc>,
+    first: &'a Report,
+}
+
+impl PhaseMerge<'_> {
+    /// One phase recomputed from every shard's records; a note when a shard lacks it.
+    fn phase(
+        &self,
+        name: &str,
+        results: &[(&Shard<'_>, &PhaseResult)],
+        notes: &mut Vec<String>,
+    ) -> PhaseResult {
         // A shard with no share of the phase sent nothing; its start says nothing.
         let start_of = |senders_only: bool| {
             results
                 .iter()
                 .filter(|(_, r)| !senders_only || !r.request_timings.is_empty())
-                .filter_map(|(s, _)| starts.get(&(s.index, name.to_string())))
+                .filter_map(|(s, _)| self.starts.get(&(s.index, name.to_string())))
                 .min()
                 .copied()
         };
         let origin = start_of(true)
             .or_else(|| start_of(false))
-            .unwrap_or(run_origin);
-        // Every shard's offsets moved onto the earliest shard's clock.
+            .unwrap_or(self.run_origin);
+        let records = self.records(name, results, origin);
+        let (_, lead) = results[0];
+        let missing = results.len() < self.shards.len();
+        if missing {
+            let have: Vec<u32> = results.iter().map(|(s, _)| s.index).collect();
+            notes.push(format!(
+                "phase `{name}` is missing from shard(s) {}",
+                self.shards
+                    .iter()
+                    .filter(|s| !have.contains(&s.index))
+                    .map(|s| format!("{} ({})", s.index, s.file))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ));
+        }
+        let facts = PhaseFacts {
+            phase: name.to_string(),
+            route: lead.route.clone(),
+            target: lead.target.clone(),
+            workload: lead.workload.clone(),
+            concurrency: results
+                .iter()
+                .filter_map(|(_, r)| r.concurrency)
+                .reduce(|a, b| a + b),
+            rate_rps: results
+                .iter()
+                .filter_map(|(_, r)| r.rate_rps)
+                .reduce(|a, b| a + b),
+            recheck_of: lead.recheck_of.clone(),
+            started_at: origin.to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
+            start_offset_seconds: ms_between(self.run_origin, origin) / 1e3,
+            partial: missing || results.iter().any(|(_, r)| r.partial),
+            warmup: WarmupResult {
+                requests: results.iter().map(|(_, r)| r.warmup.requests).sum(),
+                errors: results.iter().map(|(_, r)| r.warmup.errors).sum(),
+                elapsed: results
+                    .iter()
+                    .map(|(_, r)| r.warmup.elapsed)
+                    .fold(0.0, f64::max),
+            },
+            dataset_sha256: results.iter().find_map(|(_, r)| r.dataset_sha256.clone()),
+            // Each shard scraped the server around its own window; those overlap, so they
+            // stay per shard rather than being summed.
+            server_metrics: None,
+        };
+        let figures = Figures {
+            method: self.first.plan.percentile_method,
+            slo: self.first.plan.slo.as_ref(),
+            prompt_tolerance: lead.prompt_tokens.tolerance,
+        };
+        // The merged load came from several machines, each with its own ceiling, so the
+        // result states no share of a client ceiling.
+        phase_result(facts, records, figures)
+    }
+
+    /// Every shard's records of a phase on the earliest shard's clock, in start order and
+    /// numbered again.
+    fn records(
+        &self,
+        name: &str,
+        results: &[(&Shard<'_>, &PhaseResult)],
+        origin: DateTime<Utc>,
+    ) -> Vec<RequestRecord> {
         let mut records: Vec<(u32, RequestRecord)> = Vec::new();
         for (shard, result) in results {
-            let shift_ms = starts
+            let shift_ms = self
+                .starts
                 .get(&(shard.index, name.to_string()))
                 .map_or(0.0, |t| ms_between(origin, *t));
             for record in &result.request_timings {
@@ -257,143 +276,81 @@ pub fn merge_reports(reports: Vec<(String, Report)>) -> Result<Report, MergeErro
                 .then(a.0.cmp(&b.0))
                 .then(a.1.request_index.cmp(&b.1.request_index))
         });
-        let records: Vec<RequestRecord> = records
+        records
             .into_iter()
             .enumerate()
             .map(|(i, (_, mut record))| {
                 record.request_index = i as u64;
                 record
             })
-            .collect();
+            .collect()
+    }
 
-        let (_, lead) = results[0];
-        let summary = metrics::summarize(&records, method, first.plan.slo.as_ref());
-        let start_offset_seconds = ms_between(run_origin, origin) / 1e3;
-        let last_end_s = records
+    /// The merged report around the merged phases; partial when any shard or phase was.
+    fn report(&self, phases: Vec<PhaseResult>, mut notes: Vec<String>) -> Report {
+        let first = self.first;
+        let started_at = self
+            .shards
             .iter()
-            .map(|r| r.start_offset_ms + r.e2e_ms)
-            .fold(0.0, f64::max)
-            / 1e3;
-        let send_lags: Vec<f64> = records.iter().filter_map(|r| r.send_lag_ms).collect();
-        let sum_u32 = |pick: fn(&PhaseResult) -> Option<u32>| {
-            results
-                .iter()
-                .filter_map(|(_, r)| pick(r))
-                .reduce(|a, b| a + b)
-        };
-        let concurrency = sum_u32(|r| r.concurrency);
-        let rate_rps = results
+            .filter_map(|s| parse_time(s.file, "started_at", &s.report.started_at).ok())
+            .min()
+            .unwrap_or(self.run_origin);
+        let finished_at = self
+            .shards
             .iter()
-            .filter_map(|(_, r)| r.rate_rps)
-            .reduce(|a, b| a + b);
-        let missing = results.len() < count;
-        if missing {
-            let have: Vec<u32> = results.iter().map(|(s, _)| s.index).collect();
-            notes.push(format!(
-                "phase `{name}` is missing from shard(s) {}",
-                shards
-                    .iter()
-                    .filter(|s| !have.contains(&s.index))
-                    .map(|s| format!("{} ({})", s.index, s.file))
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ));
-        }
-        phases.push(PhaseResult {
-            phase: name.to_string(),
-            route: lead.route.clone(),
-            target: lead.target.clone(),
-            workload: lead.workload.clone(),
-            concurrency,
-            rate_rps,
-            recheck_of: lead.recheck_of.clone(),
-            started_at: origin.to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
-            start_offset_seconds,
-            end_offset_seconds: start_offset_seconds + last_end_s,
-            partial: missing || results.iter().any(|(_, r)| r.partial),
-            summary,
-            warmup: WarmupResult {
-                requests: results.iter().map(|(_, r)| r.warmup.requests).sum(),
-                errors: results.iter().map(|(_, r)| r.warmup.errors).sum(),
-                elapsed: results
-                    .iter()
-                    .map(|(_, r)| r.warmup.elapsed)
-                    .fold(0.0, f64::max),
+            .map(|s| {
+                s.report
+                    .finished_at
+                    .as_deref()
+                    .and_then(|t| parse_time(s.file, "finished_at", t).ok())
+            })
+            .collect::<Option<Vec<_>>>()
+            .and_then(|ts| ts.into_iter().max());
+        notes.extend(self.shards.iter().filter_map(unfinished_note));
+        let partial = !notes.is_empty() || phases.iter().any(|p| p.partial);
+        Report {
+            schema: REPORT_SCHEMA.to_string(),
+            tool: ToolInfo {
+                name: env!("CARGO_PKG_NAME").to_string(),
+                version: env!("CARGO_PKG_VERSION").to_string(),
             },
-            prompt_tokens: crate::report::PromptTokenCheck::from_records(
-                &records,
-                lead.prompt_tokens.tolerance,
+            run_id: format!(
+                "{}-{}-merged",
+                first.plan.name,
+                started_at.format("%Y%m%dT%H%M%SZ")
             ),
-            dataset_sha256: results.iter().find_map(|(_, r)| r.dataset_sha256.clone()),
-            send_lag_ms: metrics::distribution(&send_lags, method),
-            achieved_rate_ratio: rate_rps.and_then(|rps| {
-                crate::runner::achieved_rate(&records).map(|achieved| achieved / rps)
-            }),
-            // Each shard scraped the server around its own window; those overlap, so they
-            // stay per shard rather than being summed.
-            server_metrics: None,
-            request_timings: records,
-            // The merged load came from several machines, each with its own ceiling.
-            client_headroom: None,
-        });
-    }
-
-    let rechecks = recheck_pairs(&first.plan, &phases);
-    let merged_from: Vec<MergedShard> = shards.iter().map(shard_facts).collect();
-    let started_at = shards
-        .iter()
-        .filter_map(|s| parse(s.file, "started_at", &s.report.started_at).ok())
-        .min()
-        .unwrap_or(run_origin);
-    let finished_at = shards
-        .iter()
-        .map(|s| {
-            s.report
-                .finished_at
-                .as_deref()
-                .and_then(|t| parse(s.file, "finished_at", t).ok())
-        })
-        .collect::<Option<Vec<_>>>()
-        .and_then(|ts| ts.into_iter().max());
-    for shard in &shards {
-        if let Some(reason) = &shard.report.stop_reason {
-            notes.push(format!("shard {} ({}): {reason}", shard.index, shard.file));
-        } else if shard.report.partial {
-            notes.push(format!(
-                "shard {} ({}) did not finish",
-                shard.index, shard.file
-            ));
+            started_at: started_at.to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
+            finished_at: finished_at.map(|t| t.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)),
+            partial,
+            stop_reason: (!notes.is_empty()).then(|| notes.join("; ")),
+            host: first.host.clone(),
+            plan_source: first.plan_source.clone(),
+            vars: first.vars.clone(),
+            plan: first.plan.clone(),
+            metadata: first.metadata.clone(),
+            timing_methodology: first.timing_methodology.clone(),
+            rechecks: recheck_pairs(&first.plan, &phases),
+            phases,
+            shard: None,
+            merged_from: Some(self.shards.iter().map(shard_facts).collect()),
+            client_calibration: None,
+            client_busy_poll: false,
         }
     }
-    let partial = !notes.is_empty() || phases.iter().any(|p| p.partial);
-    Ok(Report {
-        schema: REPORT_SCHEMA.to_string(),
-        tool: ToolInfo {
-            name: env!("CARGO_PKG_NAME").to_string(),
-            version: env!("CARGO_PKG_VERSION").to_string(),
-        },
-        run_id: format!(
-            "{}-{}-merged",
-            first.plan.name,
-            started_at.format("%Y%m%dT%H%M%SZ")
-        ),
-        started_at: started_at.to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
-        finished_at: finished_at.map(|t| t.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)),
-        partial,
-        stop_reason: (!notes.is_empty()).then(|| notes.join("; ")),
-        host: first.host.clone(),
-        plan_source: first.plan_source.clone(),
-        vars: first.vars.clone(),
-        plan: first.plan.clone(),
-        metadata: first.metadata.clone(),
-        timing_methodology: first.timing_methodology.clone(),
-        phases,
-        rechecks,
-        shard: None,
-        merged_from: Some(merged_from),
-        client_calibration: None,
-        client_busy_poll: false,
-    })
+}
+
+/// Why a shard did not finish, if it did not.
+fn unfinished_note(shard: &Shard<'_>) -> Option<String> {
+    if let Some(reason) = &shard.report.stop_reason {
+        Some(format!("shard {} ({}): {reason}", shard.index, shard.file))
+    } else if shard.report.partial {
+        Some(format!(
+            "shard {} ({}) did not finish",
+            shard.index, shard.file
+        ))
+    } else {
+        None
+    }
 }
 
 /// Every input must be a shard of the same plan, with one report per index from 0 to N−1.
@@ -428,8 +385,27 @@ fn check_shards(reports: &[(String, Report)]) -> Result<Vec<Shard<'_>>, MergeErr
                 .join("; ")
         ));
     }
+    problems.extend(numbering_problems(&shards));
+    if !problems.is_empty() {
+        return Err(MergeError::Invalid(problems));
+    }
+    let mut shards: Vec<Shard<'_>> = shards
+        .into_iter()
+        .map(|(file, index, _, report)| Shard {
+            file,
+            index,
+            report,
+        })
+        .collect();
+    shards.sort_by_key(|s| s.index);
+    Ok(shards)
+}
+
+/// The shard numbering: one count N, and each index from 0 to N−1 exactly once.
+fn numbering_problems(shards: &[(&str, u32, u32, &Report)]) -> Vec<String> {
+    let mut problems = Vec::new();
     let mut counts: IndexMap<u32, Vec<&str>> = IndexMap::new();
-    for (file, _, count, _) in &shards {
+    for (file, _, count, _) in shards {
         counts.entry(*count).or_default().push(*file);
     }
     if counts.len() > 1 {
@@ -443,7 +419,7 @@ fn check_shards(reports: &[(String, Report)]) -> Result<Vec<Shard<'_>>, MergeErr
         ));
     }
     let mut by_index: BTreeMap<u32, Vec<&str>> = BTreeMap::new();
-    for (file, index, _, _) in &shards {
+    for (file, index, _, _) in shards {
         by_index.entry(*index).or_default().push(*file);
     }
     for (index, files) in &by_index {
@@ -474,19 +450,7 @@ fn check_shards(reports: &[(String, Report)]) -> Result<Vec<Shard<'_>>, MergeErr
             ));
         }
     }
-    if !problems.is_empty() {
-        return Err(MergeError::Invalid(problems));
-    }
-    let mut shards: Vec<Shard<'_>> = shards
-        .into_iter()
-        .map(|(file, index, _, report)| Shard {
-            file,
-            index,
-            report,
-        })
-        .collect();
-    shards.sort_by_key(|s| s.index);
-    Ok(shards)
+    problems
 }
 
 fn short(sha: &str) -> &str {
@@ -537,39 +501,12 @@ fn shard_facts(shard: &Shard<'_>) -> MergedShard {
 
 /// Rechecks paired again over the merged summaries, with the plan's tolerances.
 fn recheck_pairs(plan: &Plan, phases: &[PhaseResult]) -> Vec<RecheckPair> {
-    let settings = crate::runner::settings::resolve(plan).unwrap_or_default();
-    phases
-        .iter()
-        .filter_map(|recheck| {
-            let original_name = recheck.recheck_of.as_deref()?;
-            let original = phases.iter().find(|p| p.phase == original_name)?;
-            let tolerance = settings
-                .iter()
-                .find(|s| s.name == recheck.phase)
-                .map(|s| s.tolerance.clone())
-                .unwrap_or_default();
-            Some(metrics::recheck_pair(
-                original_name,
-                &original.summary,
-                &recheck.phase,
-                &recheck.summary,
-                &tolerance,
-            ))
-        })
-        .collect()
-}
-
-/// Write pretty JSON through a temporary file, so a reader never sees half a report.
-fn write_json(path: &Path, report: &Report) -> Result<(), MergeError> {
-    let mut text = serde_json::to_string_pretty(report)
-        .map_err(|e| MergeError::Failed(format!("cannot serialize the merged report: {e}")))?;
-    text.push('\n');
-    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-        std::fs::create_dir_all(dir)
-            .map_err(|e| MergeError::Failed(format!("cannot create {}: {e}", dir.display())))?;
-    }
-    let tmp = path.with_extension("json.tmp");
-    std::fs::write(&tmp, text)
-        .and_then(|()| std::fs::rename(&tmp, path))
-        .map_err(|e| MergeError::Failed(format!("cannot write {}: {e}", path.display())))
+    let settings = crate::schedule::resolve(plan).unwrap_or_default();
+    pair_rechecks(phases, |name| {
+        settings
+            .iter()
+            .find(|s| s.name == name)
+            .map(|s| s.tolerance.clone())
+            .unwrap_or_default()
+    })
 }

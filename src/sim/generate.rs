@@ -18,7 +18,7 @@ use tokio::time::{Instant, Sleep};
 use super::api::Api;
 use super::cache::block_hashes;
 use super::rng::{STREAM_TIMING, STREAM_WORDS, SimRng};
-use super::server::{SendTimes, Shared};
+use super::state::{SendTimes, Shared};
 use super::{ReasoningField, RoleChunk, UsagePlacement};
 
 /// Batched events are handed to hyper once this many bytes are ready.
@@ -686,7 +686,7 @@ impl Generation {
         self.in_flight = None;
         if let Some(log) = &self.shared.timestamps {
             let mut log = log.lock().unwrap_or_else(|poison| poison.into_inner());
-            if log.len() < super::server::MAX_RECORDED_REQUESTS {
+            if log.len() < super::state::MAX_RECORDED_REQUESTS {
                 log.push(SendTimes {
                     request_id: self.spec.request_id.take(),
                     seq: self.spec.seq,

@@ -159,12 +159,12 @@ mod prometheus;
 mod rng;
 mod server;
 mod settings;
+mod state;
 pub mod tokenizer;
 
-pub use server::{SendTimes, SimHandle, SimStats, serve, serve_on};
+pub use server::{SimHandle, SimStats, serve, serve_on};
 pub use settings::SimConfigError;
-// The server's `use super::metrics::Counters` predates the rename to `prometheus`.
-use prometheus as metrics;
+pub use state::SendTimes;
 
 impl SimConfig {
     /// Check every value; returns all problems at once.

@@ -6,6 +6,9 @@ pub mod tokens;
 pub mod trace;
 mod words;
 
+mod prompt_check;
+pub use prompt_check::PromptTokenCheck;
+
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -500,79 +503,5 @@ impl PromptSource {
             max_tokens,
             scheduled_at: Some(t.schedule[(index % len) as usize] + offset),
         })
-    }
-}
-
-/// Planned vs served prompt tokens over a phase's requests (after the warmup).
-#[derive(Debug, Clone, PartialEq)]
-pub struct PromptTokenCheck {
-    /// Requests with both a planned count and a served `usage.prompt_tokens`.
-    pub requests: u64,
-    pub planned_tokens: u64,
-    pub served_tokens: u64,
-    /// `(served − planned) / planned`: negative when the server saw fewer tokens.
-    pub relative_gap: f64,
-    pub tolerance: f64,
-}
-
-impl PromptTokenCheck {
-    /// Sums `(planned, served)` pairs; `None` when there are none to compare.
-    pub fn new(pairs: impl IntoIterator<Item = (u64, u64)>, tolerance: f64) -> Option<Self> {
-        let (mut requests, mut planned_tokens, mut served_tokens) = (0u64, 0u64, 0u64);
-        for (planned, served) in pairs {
-            requests += 1;
-            planned_tokens += planned;
-            served_tokens += served;
-        }
-        if requests == 0 || planned_tokens == 0 {
-            return None;
-        }
-        let relative_gap = (served_tokens as f64 - planned_tokens as f64) / planned_tokens as f64;
-        Some(PromptTokenCheck {
-            requests,
-            planned_tokens,
-            served_tokens,
-            relative_gap,
-            tolerance,
-        })
-    }
-
-    pub fn within_tolerance(&self) -> bool {
-        self.relative_gap.abs() <= self.tolerance
-    }
-
-    /// The warning to print when the gap is beyond tolerance.
-    pub fn warning(&self, tokenizer: &str) -> Option<String> {
-        if self.within_tolerance() {
-            return None;
-        }
-        Some(format!(
-            "prompts missed their planned size: planned {:.1} prompt tokens per request, the \
-             server reported {:.1} ({:+.1}%, tolerance {:.1}%); counted with {tokenizer}: \
-             set the workload's `tokenizer` to the model's tokenizer.json or `source: server`",
-            self.planned_tokens as f64 / self.requests as f64,
-            self.served_tokens as f64 / self.requests as f64,
-            self.relative_gap * 100.0,
-            self.tolerance * 100.0
-        ))
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn prompt_token_check_warns_beyond_tolerance() {
-        // Seed 000: 4096 planned, 2960 served.
-        let check = PromptTokenCheck::new([(4096, 2960), (4096, 2960)], 0.02).expect("pairs");
-        assert!(!check.within_tolerance());
-        let warning = check.warning("built-in BPE").expect("warning");
-        assert!(warning.contains("planned 4096.0"), "{warning}");
-        assert!(warning.contains("reported 2960.0 (-27.7%"), "{warning}");
-        let close = PromptTokenCheck::new([(1000, 1015)], 0.02).expect("pairs");
-        assert!(close.within_tolerance());
-        assert_eq!(close.warning("x"), None);
-        assert_eq!(PromptTokenCheck::new([], 0.02), None);
     }
 }

@@ -5,6 +5,7 @@ mod docs;
 mod e2e;
 mod faults;
 mod fuzz_corpus;
+mod golden;
 mod hardening;
 mod metrics;
 mod perf;

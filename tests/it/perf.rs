@@ -94,7 +94,7 @@ fn options(plan: PathBuf, out: PathBuf, calibrate: bool) -> RunOptions {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn calibration_and_headroom_appear_in_the_report() {
+async fn calibration_and_load_share_appear_in_the_report() {
     let dir = tempfile::tempdir().expect("temp dir");
     let plan = small_plan(dir.path());
     let outcome = run(options(plan.clone(), dir.path().join("on"), true))
@@ -104,9 +104,9 @@ async fn calibration_and_headroom_appear_in_the_report() {
     let calibration = report.client_calibration.expect("calibration recorded");
     assert!(calibration.requests_per_second > 0.0);
     assert!(calibration.events_per_second > calibration.requests_per_second);
-    let headroom = report.phases[0].client_headroom.expect("headroom set");
+    let share = report.phases[0].client_load_share.expect("load share set");
     // 8 requests at 1 ms per token use a sliver of the ceiling.
-    assert!(headroom > 0.0 && headroom < 1.0, "{headroom}");
+    assert!(share > 0.0 && share < 1.0, "{share}");
     let wake = calibration.wake_latency.expect("wake latency probed");
     assert_eq!(wake.samples, 200);
     assert!(wake.p50_ms >= 0.0 && wake.p50_ms <= wake.p99_ms && wake.p99_ms <= wake.max_ms);
@@ -118,7 +118,7 @@ async fn calibration_and_headroom_appear_in_the_report() {
     assert_ne!(hint.status, HintStatus::Off);
     assert!(report.client_busy_poll);
     let json = std::fs::read_to_string(dir.path().join("on/report.json")).expect("written");
-    assert!(json.contains("\"client_calibration\"") && json.contains("\"client_headroom\""));
+    assert!(json.contains("\"client_calibration\"") && json.contains("\"client_load_share\""));
     assert!(json.contains("\"wake_latency\"") && json.contains("\"client_busy_poll\": true"));
     let markdown = std::fs::read_to_string(dir.path().join("on/report.md")).expect("written");
     let client_line = markdown
@@ -135,7 +135,7 @@ async fn calibration_and_headroom_appear_in_the_report() {
         .expect("run succeeds");
     let report = outcome.report.expect("report");
     assert!(report.client_calibration.is_none());
-    assert!(report.phases[0].client_headroom.is_none());
+    assert!(report.phases[0].client_load_share.is_none());
     assert_eq!(
         report.host.cpu_latency_hint.map(|h| h.status),
         Some(HintStatus::Off)

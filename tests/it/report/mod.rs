@@ -195,7 +195,7 @@ fn phase(spec: &PhaseSpec, index: usize, slow: f64) -> PhaseResult {
         achieved_rate_ratio: None,
         server_metrics: None,
         request_timings: recs,
-        client_headroom: None,
+        client_load_share: None,
     }
 }
 

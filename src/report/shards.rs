@@ -3,8 +3,8 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use super::model::{HostFacts, ServerMetrics, WarmupResult};
 use crate::metrics::Distribution;
-use crate::report::{HostFacts, ServerMetrics, WarmupResult};
 
 /// Which part of a sharded run a report holds (`servebench run --shard I/N`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]

@@ -1,12 +1,28 @@
-//! A phase's settings resolved from the expanded plan: the phase's own, else the defaults.
+//! A phase's settings read from the expanded plan, where `expand` already merged the
+//! defaults into every phase.
 
 use std::time::Duration;
 
-use crate::plan::{Phase, Plan, Target, Tolerance, Warmup, Workload};
-use crate::scheduler::Load;
+use crate::plan::{Arrival, Phase, Plan, Target, Tolerance, Warmup, Workload};
 
 /// In-flight requests get this long after a phase's bound unless the plan says otherwise.
 pub const DEFAULT_DRAIN_TIMEOUT: Duration = Duration::from_secs(120);
+
+/// What holds the load constant.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Load {
+    /// Exactly this many requests in flight.
+    Closed { concurrency: u32 },
+    /// Arrivals at a rate, independent of responses.
+    Open {
+        rps: f64,
+        arrival: Arrival,
+        burstiness: Option<f64>,
+        max_concurrency: Option<u32>,
+    },
+    /// Each request at its prompt's `scheduled_at` (trace replay), independent of responses.
+    Replay,
+}
 
 /// Everything needed to run one phase, borrowed from the plan.
 #[derive(Debug, Clone)]
@@ -92,7 +108,8 @@ impl PhaseSettings<'_> {
 }
 
 /// Resolve every phase, or say what is missing. The plan checks make these errors
-/// unreachable for a plan that came through `plan::prepare`; they guard hand-edited reports.
+/// unreachable for a plan that came through `plan::prepare` (which also merged the defaults
+/// into every phase); they guard hand-edited reports.
 pub fn resolve(plan: &Plan) -> Result<Vec<PhaseSettings<'_>>, Vec<String>> {
     let mut settings = Vec::new();
     let mut errors = Vec::new();
@@ -110,12 +127,10 @@ pub fn resolve(plan: &Plan) -> Result<Vec<PhaseSettings<'_>>, Vec<String>> {
 }
 
 fn resolve_phase<'p>(plan: &'p Plan, phase: &'p Phase) -> Result<PhaseSettings<'p>, String> {
-    let defaults = &plan.defaults;
     let name = phase.name.as_deref().ok_or("phase has no name")?;
     let target_name = phase
         .target
         .as_deref()
-        .or(defaults.target.as_deref())
         .ok_or_else(|| format!("phase `{name}` names no target"))?;
     let target = plan
         .targets
@@ -124,7 +139,6 @@ fn resolve_phase<'p>(plan: &'p Plan, phase: &'p Phase) -> Result<PhaseSettings<'
     let workload_name = phase
         .workload
         .as_deref()
-        .or(defaults.workload.as_deref())
         .ok_or_else(|| format!("phase `{name}` names no workload"))?;
     let workload = plan
         .workloads
@@ -148,9 +162,8 @@ fn resolve_phase<'p>(plan: &'p Plan, phase: &'p Phase) -> Result<PhaseSettings<'
             ));
         }
     };
-    let duration = phase.duration.or(defaults.duration).map(|d| d.0);
-    let requests = phase.requests.or(defaults.requests);
-    if duration.is_none() && requests.is_none() && !replays_trace {
+    let duration = phase.duration.map(|d| d.0);
+    if duration.is_none() && phase.requests.is_none() && !replays_trace {
         return Err(format!(
             "phase `{name}` needs a bound: `duration` or `requests`"
         ));
@@ -164,68 +177,15 @@ fn resolve_phase<'p>(plan: &'p Plan, phase: &'p Phase) -> Result<PhaseSettings<'
         workload,
         load,
         duration,
-        requests,
-        warmup: phase.warmup.as_ref().or(defaults.warmup.as_ref()),
-        cooldown: phase.cooldown.or(defaults.cooldown).map(|d| d.0),
+        requests: phase.requests,
+        warmup: phase.warmup.as_ref(),
+        cooldown: phase.cooldown.map(|d| d.0),
         drain_timeout: phase
             .drain_timeout
-            .or(defaults.drain_timeout)
             .map(|d| d.0)
             .unwrap_or(DEFAULT_DRAIN_TIMEOUT),
-        tolerance: phase
-            .tolerance
-            .clone()
-            .or_else(|| defaults.tolerance.clone())
-            .unwrap_or_default(),
+        tolerance: phase.tolerance.clone().unwrap_or_default(),
         recheck_of: phase.recheck.as_deref(),
         tags: &phase.tags,
     })
-}
-
-/// `--dry-run`: the schedule, without sending anything.
-pub fn describe_schedule(plan: &Plan, phases: &[PhaseSettings<'_>]) -> String {
-    let mut out = format!("plan {} — {} phase(s)\n", plan.name, phases.len());
-    let mut total = Duration::ZERO;
-    let mut open_ended = false;
-    for (i, p) in phases.iter().enumerate() {
-        out.push_str(&format!(
-            "{:>3}. {} → target {} (route {}), workload {}: {}",
-            i + 1,
-            p.name,
-            p.target_name,
-            p.route,
-            p.workload_name,
-            p.describe_load()
-        ));
-        if let Some(w) = p.warmup {
-            let mut parts = Vec::new();
-            if let Some(d) = w.duration {
-                parts.push(d.to_string());
-                total += d.0;
-            }
-            if let Some(n) = w.requests {
-                parts.push(format!("{n} requests"));
-                open_ended = true;
-            }
-            out.push_str(&format!("; warmup {}", parts.join(" or ")));
-        }
-        if let Some(c) = p.cooldown {
-            out.push_str(&format!("; cooldown {}", humantime::format_duration(c)));
-            total += c;
-        }
-        if let Some(of) = p.recheck_of {
-            out.push_str(&format!("; recheck of {of}"));
-        }
-        out.push('\n');
-        match p.duration {
-            Some(d) => total += d,
-            None => open_ended = true,
-        }
-    }
-    let estimate = humantime::format_duration(Duration::from_secs(total.as_secs()));
-    out.push_str(&format!(
-        "estimated duration: {}{estimate} (plus draining)\n",
-        if open_ended { "at least " } else { "" }
-    ));
-    out
 }

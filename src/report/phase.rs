@@ -1,0 +1,104 @@
+//! The one builder of a [`PhaseResult`] from request records, and the one pairing of rechecks
+//! with their originals; the runner, the shard merge and the older-format readers all call
+//! these.
+
+use crate::client::RequestRecord;
+use crate::metrics::{self, RecheckPair};
+use crate::plan::{PercentileMethod, Slo, Tolerance};
+
+use super::model::{PhaseResult, PromptTokenCheck, ServerMetrics, WarmupResult};
+
+/// What a phase was and how it ran, apart from its measured records.
+#[derive(Debug, Clone, Default)]
+pub struct PhaseFacts {
+    pub phase: String,
+    pub route: String,
+    pub target: String,
+    pub workload: String,
+    pub concurrency: Option<u32>,
+    pub rate_rps: Option<f64>,
+    pub recheck_of: Option<String>,
+    /// RFC 3339 of the measured window's start.
+    pub started_at: String,
+    /// Seconds from the run's first measured phase start to this phase's measured start.
+    pub start_offset_seconds: f64,
+    pub partial: bool,
+    pub warmup: WarmupResult,
+    pub dataset_sha256: Option<String>,
+    pub server_metrics: Option<ServerMetrics>,
+}
+
+/// How a phase's figures are computed from its records.
+#[derive(Debug, Clone, Copy)]
+pub struct Figures<'a> {
+    pub method: PercentileMethod,
+    pub slo: Option<&'a Slo>,
+    /// Tolerated gap between planned and served prompt tokens.
+    pub prompt_tolerance: f64,
+}
+
+/// A phase's result: its facts, and every figure computed from `records` (which it keeps).
+pub fn phase_result(
+    facts: PhaseFacts,
+    records: Vec<RequestRecord>,
+    figures: Figures<'_>,
+) -> PhaseResult {
+    let last_end_s = records
+        .iter()
+        .map(|r| r.start_offset_ms + r.e2e_ms)
+        .fold(0.0, f64::max)
+        / 1e3;
+    let send_lags: Vec<f64> = records.iter().filter_map(|r| r.send_lag_ms).collect();
+    let prompt_tokens = PromptTokenCheck::from_requests(
+        records
+            .iter()
+            .map(|r| (r.planned_context_tokens, r.prompt_tokens)),
+        figures.prompt_tolerance,
+    );
+    PhaseResult {
+        phase: facts.phase,
+        route: facts.route,
+        target: facts.target,
+        workload: facts.workload,
+        concurrency: facts.concurrency,
+        rate_rps: facts.rate_rps,
+        recheck_of: facts.recheck_of,
+        started_at: facts.started_at,
+        start_offset_seconds: facts.start_offset_seconds,
+        end_offset_seconds: facts.start_offset_seconds + last_end_s,
+        partial: facts.partial,
+        summary: metrics::summarize(&records, figures.method, figures.slo),
+        warmup: facts.warmup,
+        prompt_tokens,
+        dataset_sha256: facts.dataset_sha256,
+        send_lag_ms: metrics::distribution(&send_lags, figures.method),
+        achieved_rate_ratio: facts
+            .rate_rps
+            .and_then(|rps| metrics::achieved_rate(&records).map(|r| r / rps)),
+        server_metrics: facts.server_metrics,
+        request_timings: records,
+        client_load_share: None,
+    }
+}
+
+/// Every recheck among `phases` paired with its original, each judged with the tolerance
+/// `tolerance_of` gives for the recheck's name.
+pub fn pair_rechecks(
+    phases: &[PhaseResult],
+    tolerance_of: impl Fn(&str) -> Tolerance,
+) -> Vec<RecheckPair> {
+    phases
+        .iter()
+        .filter_map(|recheck| {
+            let original_name = recheck.recheck_of.as_deref()?;
+            let original = phases.iter().find(|p| p.phase == original_name)?;
+            Some(metrics::recheck_pair(
+                original_name,
+                &original.summary,
+                &recheck.phase,
+                &recheck.summary,
+                &tolerance_of(&recheck.phase),
+            ))
+        })
+        .collect()
+}

@@ -1,0 +1,24 @@
+//! The line a run prints on stdout after each phase.
+
+use crate::report::PhaseResult;
+
+/// One phase's headline figures: requests, errors, throughput and latency percentiles.
+pub(super) fn phase_line(result: &PhaseResult) -> String {
+    let s = &result.summary;
+    let ms = |d: Option<crate::metrics::Distribution>,
+              pick: fn(&crate::metrics::Distribution) -> f64| {
+        d.map(|d| format!("{:.1}", pick(&d) * 1e3))
+            .unwrap_or_else(|| "-".into())
+    };
+    format!(
+        "{}: {} requests, {} errors, {:.1} output tok/s, {:.2} req/s, TTFT p50 {} ms p99 {} ms, TPOT p50 {} ms",
+        result.phase,
+        s.requests,
+        s.errors,
+        s.output_tokens_per_second,
+        s.request_rate,
+        ms(s.ttft, |d| d.p50),
+        ms(s.ttft, |d| d.p99),
+        ms(s.tpot, |d| d.p50),
+    )
+}

@@ -1,0 +1,367 @@
+//! One run of a plan: targets up, phases in order, the report rewritten after every phase,
+//! and a partial report when the run stops early.
+
+use std::path::{Path, PathBuf};
+
+use crate::plan::{self, ExpandOptions, LoadedPlan, PlanErrors};
+use crate::report::{
+    ClientCalibration, PhaseResult, PlannedStart, Report, ShardInfo, pair_rechecks,
+};
+use crate::schedule::{self, PhaseSettings, Schedule, ScheduleOptions, ShardSpec};
+use crate::scheduler::progress::ProgressMode;
+use crate::scheduler::{self, Stops};
+
+use super::calibrate;
+use super::console::phase_line;
+use super::facts::new_report;
+use super::interrupt::install_interrupt_handler;
+use super::output::{self, Journal};
+use super::phase::PhaseRun;
+use super::targets::{
+    Simulators, check_client_settings, discover_models, endpoint_for, start_simulators,
+};
+
+/// What `servebench run` was asked to do.
+#[derive(Debug, Clone)]
+pub struct RunOptions {
+    /// A plan file, or a `report.json` whose embedded plan is run again.
+    pub plan: PathBuf,
+    pub expand: ExpandOptions,
+    /// Default: `runs/<plan-name>-<UTC timestamp>/`.
+    pub out_dir: Option<PathBuf>,
+    /// Run only these phases (by name), in plan order.
+    pub only: Vec<String>,
+    pub dry_run: bool,
+    pub progress: ProgressMode,
+    /// Measure the client ceiling before the first phase (`run --no-calibrate` skips it).
+    pub calibrate: bool,
+    /// Hold the kernel's request to keep idle CPUs quick to wake for the whole run
+    /// (`run --no-latency-hint` skips it); see [`crate::wakeup`].
+    pub latency_hint: bool,
+    /// Keep the runtime's workers polling instead of parking for the whole run
+    /// (`run --busy-poll`); see [`scheduler::BusyPoll`].
+    pub busy_poll: bool,
+    // Sharded runs (src/schedule/shard.rs).
+    /// `--shard I/N`: run this shard's share of every phase.
+    pub shard: Option<ShardSpec>,
+    /// `--start-at`: start each phase at this time plus its planned offset.
+    pub start_at: Option<chrono::DateTime<chrono::Utc>>,
+}
+
+/// Why a run did not produce a complete report.
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    #[error("{0}")]
+    InvalidPlan(#[from] PlanErrors),
+    /// Bad arguments or environment, found before any request was sent.
+    #[error("{0}")]
+    InvalidInput(String),
+    /// The run could not go on (a simulator did not start, the report could not be written).
+    #[error("{0}")]
+    Failed(String),
+}
+
+impl RunError {
+    pub fn exit_code(&self) -> i32 {
+        match self {
+            RunError::InvalidPlan(_) | RunError::InvalidInput(_) => crate::exit::INVALID_INPUT,
+            RunError::Failed(_) => crate::exit::RUN_FAILED,
+        }
+    }
+}
+
+/// What a finished (or interrupted) run left behind.
+#[derive(Debug)]
+pub struct RunOutcome {
+    /// `None` for `--dry-run`.
+    pub report_path: Option<PathBuf>,
+    pub report: Option<Report>,
+    pub interrupted: bool,
+}
+
+/// Run a plan end to end.
+pub async fn run(options: RunOptions) -> Result<RunOutcome, RunError> {
+    let mut loaded = load_plan(&options.plan, &options.expand)?;
+    if !options.dry_run {
+        // Prove `--out` writable before model discovery sends the first request.
+        if let Some(dir) = &options.out_dir {
+            output::prepare_dir(dir).map_err(RunError::InvalidInput)?;
+        }
+        discover_models(&mut loaded.plan, &options.only).await?;
+    }
+    let schedule = Schedule::new(
+        &loaded.plan,
+        &ScheduleOptions {
+            only: &options.only,
+            shard: options.shard,
+            start_at: options.start_at,
+        },
+    )
+    .map_err(RunError::InvalidInput)?;
+    if options.dry_run {
+        print!("{}", schedule.describe());
+        return Ok(RunOutcome {
+            report_path: None,
+            report: None,
+            interrupted: false,
+        });
+    }
+    check_client_settings(&schedule.phases)?;
+    let started_at = chrono::Utc::now();
+    let run_id = run_id(&loaded.plan.name, started_at, options.shard);
+    let (out_dir, journal) = open_run_dir(options.out_dir.as_deref(), &run_id)?;
+
+    // Held until the run returns: calibration and every phase run with quick wakeups.
+    let (_latency_request, latency_hint) = crate::wakeup::request_if(options.latency_hint);
+    let calibration = calibrate_client(options.calibrate, &latency_hint).await;
+    let _busy_poll = options.busy_poll.then(scheduler::BusyPoll::start);
+    let simulators = start_simulators(&schedule.phases).await?;
+    let stops = Stops::default();
+    let interrupts = install_interrupt_handler(stops.clone(), journal.clone(), out_dir.clone());
+
+    let mut report = new_report(&loaded, run_id.clone(), started_at);
+    report.client_calibration = calibration;
+    report.host.cpu_latency_hint = Some(latency_hint);
+    report.client_busy_poll = options.busy_poll;
+    report.shard = shard_info(&loaded.plan, &options);
+    let report_path = output::write_report(&out_dir, &report).map_err(RunError::Failed)?;
+    let http = reqwest::Client::builder()
+        .build()
+        .map_err(|e| RunError::Failed(format!("cannot build an HTTP client: {e}")))?;
+    let phases = Phases {
+        loaded: &loaded,
+        schedule: &schedule,
+        simulators: &simulators,
+        run_id: &run_id,
+        journal: &journal,
+        stops: &stops,
+        http: &http,
+        options: &options,
+        out_dir: &out_dir,
+    };
+    let failure = phases.run(&mut report).await?;
+
+    let interrupted = stops.stop_starting.is_cancelled();
+    close(
+        &mut report,
+        failure.as_ref(),
+        interrupted,
+        schedule.phases.len(),
+    );
+    output::write_report(&out_dir, &report).map_err(RunError::Failed)?;
+    let _ = journal.flush();
+    interrupts.abort();
+    for (_, (_, handle)) in simulators {
+        handle.shutdown().await;
+    }
+    eprintln!("report: {}", report_path.display());
+    if let Some(e) = failure {
+        return Err(e);
+    }
+    Ok(RunOutcome {
+        report_path: Some(report_path),
+        report: Some(report),
+        interrupted,
+    })
+}
+
+/// The run directory (`--out`, else `runs/<run id>/`), checked writable, with its journal.
+fn open_run_dir(out: Option<&Path>, run_id: &str) -> Result<(PathBuf, Journal), RunError> {
+    let dir = out.map_or_else(|| Path::new("runs").join(run_id), Path::to_path_buf);
+    output::prepare_dir(&dir).map_err(RunError::InvalidInput)?;
+    let journal = Journal::create(&dir).map_err(RunError::InvalidInput)?;
+    Ok((dir, journal))
+}
+
+/// Sharded runs: which shard this report holds and the plan digest its siblings share.
+fn shard_info(plan: &plan::Plan, options: &RunOptions) -> Option<ShardInfo> {
+    options.shard.map(|shard| ShardInfo {
+        index: shard.index,
+        count: shard.count,
+        plan_sha256: schedule::plan_sha256(plan),
+        start_at: options
+            .start_at
+            .map(|t| t.to_rfc3339_opts(chrono::SecondsFormat::Millis, true)),
+        phase_starts: Vec::new(),
+    })
+}
+
+/// The run's end: when it finished, and whether (and why) it stopped before every phase ran.
+fn close(report: &mut Report, failure: Option<&RunError>, interrupted: bool, phases: usize) {
+    report.finished_at =
+        Some(chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true));
+    report.partial = interrupted || failure.is_some() || report.phases.len() < phases;
+    report.stop_reason = match (failure, interrupted) {
+        (Some(e), _) => Some(e.to_string()),
+        (None, true) => Some("interrupted".to_string()),
+        (None, false) => None,
+    };
+}
+
+/// `<plan>-<UTC time>`; in a sharded run the shard keeps request ids (and out dirs) apart.
+fn run_id(
+    plan_name: &str,
+    started_at: chrono::DateTime<chrono::Utc>,
+    shard: Option<ShardSpec>,
+) -> String {
+    let run_id = format!("{plan_name}-{}", started_at.format("%Y%m%dT%H%M%SZ"));
+    match shard {
+        Some(shard) => format!("{run_id}-shard{}of{}", shard.index, shard.count),
+        None => run_id,
+    }
+}
+
+/// This machine's client ceiling, measured before the first phase unless skipped; warns when
+/// sleeping threads wake slowly here.
+async fn calibrate_client(
+    calibrate: bool,
+    latency_hint: &crate::wakeup::CpuLatencyHint,
+) -> Option<ClientCalibration> {
+    let calibration = if calibrate {
+        calibrate::calibrate()
+            .await
+            .inspect_err(|e| eprintln!("warning: client calibration failed: {e}"))
+            .ok()
+    } else {
+        None
+    };
+    if let Some(warning) = calibration
+        .as_ref()
+        .and_then(|c| c.wake_latency.as_ref())
+        .and_then(|wake| crate::wakeup::slow_wake_warning(wake, latency_hint))
+    {
+        eprintln!("{warning}");
+    }
+    calibration
+}
+
+/// The phases of a run, in order, and everything they share.
+struct Phases<'a> {
+    loaded: &'a LoadedPlan,
+    schedule: &'a Schedule<'a>,
+    simulators: &'a Simulators,
+    run_id: &'a str,
+    journal: &'a Journal,
+    stops: &'a Stops,
+    http: &'a reqwest::Client,
+    options: &'a RunOptions,
+    out_dir: &'a Path,
+}
+
+impl Phases<'_> {
+    /// Run every phase, rewriting the report after each; the error that stopped them early,
+    /// if one did. Only a report that cannot be written fails the call itself.
+    async fn run(&self, report: &mut Report) -> Result<Option<RunError>, RunError> {
+        let mut run_origin = None;
+        for (phase_index, phase) in self.schedule.phases.iter().enumerate() {
+            // Sharded runs: every shard starts this phase at the same planned time.
+            if let Some(&at) = self.schedule.starts.get(phase_index) {
+                self.wait_for_planned_start(phase, at, report).await;
+            }
+            if self.stops.stop_starting.is_cancelled() {
+                break;
+            }
+            let endpoint = endpoint_for(phase, self.simulators);
+            let run = PhaseRun {
+                plan: self.loaded,
+                phase,
+                endpoint: &endpoint,
+                run_id: self.run_id,
+                journal: self.journal,
+                stops: self.stops,
+                progress: self.options.progress,
+                http: self.http,
+                shard: self.options.shard,
+                warmup_requests: self
+                    .schedule
+                    .warmup_requests
+                    .get(phase_index)
+                    .copied()
+                    .flatten(),
+            };
+            match run.execute(&mut run_origin).await {
+                Ok(result) => self.add_phase(report, result)?,
+                Err(e) => return Ok(Some(e)),
+            }
+            if let Some(cooldown) = phase.cooldown {
+                tokio::select! {
+                    _ = tokio::time::sleep(cooldown) => {}
+                    _ = self.stops.stop_starting.cancelled() => {}
+                }
+            }
+        }
+        Ok(None)
+    }
+
+    /// Wait for a phase's planned start (`--start-at`) and note in the report how late it is.
+    async fn wait_for_planned_start(
+        &self,
+        phase: &PhaseSettings<'_>,
+        at: chrono::DateTime<chrono::Utc>,
+        report: &mut Report,
+    ) {
+        let late_ms = wait_until(at, &self.stops.stop_starting).await;
+        if self.stops.stop_starting.is_cancelled() {
+            return;
+        }
+        if late_ms > 1000.0 {
+            eprintln!(
+                "warning: phase `{}` starts {:.1}s after its planned time {}",
+                phase.name,
+                late_ms / 1e3,
+                at.to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
+            );
+        }
+        if let Some(info) = report.shard.as_mut() {
+            info.phase_starts.push(PlannedStart {
+                phase: phase.name.to_string(),
+                planned_at: at.to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
+                late_ms,
+            });
+        }
+    }
+
+    /// A finished phase: its console line, its place in the report, the rechecks paired
+    /// again, and the report rewritten.
+    fn add_phase(&self, report: &mut Report, mut result: PhaseResult) -> Result<(), RunError> {
+        let warning = calibrate::apply(&mut result, report.client_calibration.as_ref());
+        println!("{}", phase_line(&result));
+        if let Some(warning) = warning {
+            eprintln!("{warning}");
+        }
+        report.phases.push(result);
+        let phases = &self.schedule.phases;
+        report.rechecks = pair_rechecks(&report.phases, |name| {
+            phases
+                .iter()
+                .find(|p| p.name == name)
+                .map(|p| p.tolerance.clone())
+                .unwrap_or_default()
+        });
+        output::write_report(self.out_dir, report).map_err(RunError::Failed)?;
+        Ok(())
+    }
+}
+
+fn load_plan(path: &Path, options: &ExpandOptions) -> Result<LoadedPlan, RunError> {
+    Ok(plan::prepare(path, options)?)
+}
+
+/// Wait until `at` (wall clock) unless a stop comes first; returns how late we are, in
+/// milliseconds (0 when on time).
+async fn wait_until(
+    at: chrono::DateTime<chrono::Utc>,
+    stop: &tokio_util::sync::CancellationToken,
+) -> f64 {
+    let now = chrono::Utc::now();
+    match (at - now).to_std() {
+        Ok(wait) if !wait.is_zero() => {
+            tokio::select! {
+                _ = tokio::time::sleep(wait) => {}
+                _ = stop.cancelled() => {}
+            }
+            0.0
+        }
+        _ => (now - at).num_microseconds().unwrap_or(i64::MAX) as f64 / 1e3,
+    }
+}

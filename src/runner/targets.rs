@@ -1,0 +1,125 @@
+//! A run's targets: models discovered, client settings checked, simulators started, and the
+//! endpoint each phase's requests go to.
+
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use crate::client::ClientConfig;
+use crate::plan;
+use crate::schedule::PhaseSettings;
+use crate::sim::{self, SimHandle};
+
+use super::run::RunError;
+
+/// A server target that names no model gets the first one its `/models` lists, as serving
+/// engines expose exactly the model they serve; the report's plan then names it.
+pub(super) async fn discover_models(
+    plan: &mut plan::Plan,
+    only: &[String],
+) -> Result<(), RunError> {
+    let used: Vec<String> = plan
+        .phases
+        .iter()
+        .filter(|p| only.is_empty() || p.name.as_ref().is_some_and(|n| only.contains(n)))
+        .filter_map(|p| p.target.clone().or_else(|| plan.defaults.target.clone()))
+        .collect();
+    let http = reqwest::Client::builder()
+        .timeout(Duration::from_secs(10))
+        .build()
+        .map_err(|e| RunError::Failed(format!("cannot build an HTTP client: {e}")))?;
+    for (name, target) in plan.targets.iter_mut() {
+        let Some(base_url) = target.base_url.clone() else {
+            continue;
+        };
+        if target.model.is_some() || !used.contains(name) {
+            continue;
+        }
+        let url = format!("{}/models", base_url.trim_end_matches('/'));
+        let not_found = |why: String| {
+            RunError::InvalidInput(format!(
+                "target `{name}` names no model and {url} {why}; set `model:` on the target"
+            ))
+        };
+        let response = http
+            .get(&url)
+            .send()
+            .await
+            .map_err(|e| not_found(format!("did not answer ({e})")))?;
+        let text = response
+            .text()
+            .await
+            .map_err(|e| not_found(format!("sent no body ({e})")))?;
+        let listing: serde_json::Value = serde_json::from_str(&text)
+            .map_err(|_| not_found("did not return JSON".to_string()))?;
+        let id = listing["data"][0]["id"]
+            .as_str()
+            .ok_or_else(|| not_found("listed no model".to_string()))?;
+        eprintln!("target `{name}`: using model `{id}` from {url}");
+        target.model = Some(id.to_string());
+    }
+    Ok(())
+}
+
+/// Client settings are checked for every phase (API key variables set, a model named) before
+/// anything is sent.
+pub(super) fn check_client_settings(phases: &[PhaseSettings<'_>]) -> Result<(), RunError> {
+    for phase in phases {
+        ClientConfig::for_target(phase.target, String::new(), phase.workload, 1)
+            .map_err(|e| RunError::InvalidInput(format!("target `{}`: {e}", phase.target_name)))?;
+    }
+    Ok(())
+}
+
+pub(super) type Simulators = HashMap<String, (SocketAddr, SimHandle)>;
+
+pub(super) async fn start_simulators(phases: &[PhaseSettings<'_>]) -> Result<Simulators, RunError> {
+    let mut simulators = Simulators::new();
+    for phase in phases {
+        if let Some(config) = &phase.target.simulator
+            && !simulators.contains_key(phase.target_name)
+        {
+            let (addr, handle) = sim::serve(config.clone()).await.map_err(|e| {
+                RunError::Failed(format!(
+                    "cannot start the simulator for target `{}`: {e}",
+                    phase.target_name
+                ))
+            })?;
+            simulators.insert(phase.target_name.to_string(), (addr, handle));
+        }
+    }
+    Ok(simulators)
+}
+
+/// Where a phase's requests go.
+#[derive(Debug, Clone)]
+pub(super) struct Endpoint {
+    pub base_url: String,
+    pub metrics_url: Option<String>,
+    pub model: String,
+}
+
+pub(super) fn endpoint_for(phase: &PhaseSettings<'_>, simulators: &Simulators) -> Endpoint {
+    let target = phase.target;
+    match simulators.get(phase.target_name) {
+        Some((addr, _)) => Endpoint {
+            base_url: format!("http://{addr}/v1"),
+            metrics_url: Some(format!("http://{addr}/metrics")),
+            model: target
+                .model
+                .clone()
+                .or_else(|| target.simulator.as_ref().and_then(|s| s.model.clone()))
+                .unwrap_or_else(|| "sim".to_string()),
+        },
+        None => Endpoint {
+            base_url: target
+                .base_url
+                .clone()
+                .unwrap_or_default()
+                .trim_end_matches('/')
+                .to_string(),
+            metrics_url: target.metrics_url.clone(),
+            model: target.model.clone().unwrap_or_default(),
+        },
+    }
+}

@@ -1,0 +1,46 @@
+//! The simulator's shared state: settings, counters, slots, the prefix cache and the send-time
+//! log, read and written by the accept loop, every request handler and every generation.
+
+use std::sync::atomic::AtomicU64;
+use std::sync::{Arc, Mutex};
+
+use tokio::sync::{Semaphore, watch};
+use tokio::time::Instant;
+
+use super::cache::PrefixCache;
+use super::prometheus::Counters;
+use super::settings::Settings;
+
+/// Send timestamps kept at most for this many requests (about 100 bytes each).
+pub const MAX_RECORDED_REQUESTS: usize = 100_000;
+
+/// State shared by the accept loop, every connection and the handle.
+pub(crate) struct Shared {
+    pub settings: Settings,
+    pub counters: Counters,
+    pub slots: Arc<Semaphore>,
+    pub started: Instant,
+    pub next_seq: AtomicU64,
+    /// When the single prefill lane is next free.
+    pub prefill_busy_until: Mutex<Instant>,
+    pub cache: Option<Mutex<PrefixCache>>,
+    pub timestamps: Option<Mutex<Vec<SendTimes>>>,
+    pub stop: watch::Sender<bool>,
+}
+
+/// When the simulator wrote a request's response pieces (its own clock, `record_timestamps`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SendTimes {
+    /// The request's `x-request-id` header, if it had one.
+    pub request_id: Option<String>,
+    /// Request number, counted from 1 per simulator.
+    pub seq: u64,
+    /// When the handler started reading the request.
+    pub received: std::time::Instant,
+    /// First token event (reasoning or content) handed to the connection; streams only.
+    pub first_output: Option<std::time::Instant>,
+    /// First content event handed to the connection; streams only.
+    pub first_content: Option<std::time::Instant>,
+    /// The final bytes (`[DONE]` or the whole JSON body); `None` if the request was aborted.
+    pub last_chunk: Option<std::time::Instant>,
+}
