@@ -250,6 +250,7 @@ pub fn anvil_records(run: &AnvilRun) -> Vec<RequestRecord> {
                 reasoning_chunks: t.reasoning_chunks,
                 max_inter_chunk_ms: None,
                 error: None,
+                ..RequestRecord::default()
             }
         })
         .collect()

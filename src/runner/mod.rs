@@ -1,6 +1,7 @@
 //! One run of a plan: targets up, phases in order, the report rewritten after every phase.
 
 mod calibrate;
+pub mod endpoint;
 mod host;
 pub mod output;
 pub mod scrape;
@@ -337,7 +338,7 @@ async fn discover_models(plan: &mut plan::Plan, only: &[String]) -> Result<(), R
         let Some(base_url) = target.base_url.clone() else {
             continue;
         };
-        if target.model.is_some() || !used.contains(name) {
+        if endpoint::model_name(target).is_some() || !used.contains(name) {
             continue;
         }
         let url = format!("{}/models", base_url.trim_end_matches('/'));
@@ -399,7 +400,7 @@ fn select_phases<'p>(
 /// anything is sent.
 fn check_client_settings(phases: &[PhaseSettings<'_>]) -> Result<(), RunError> {
     for phase in phases {
-        ClientConfig::for_target(phase.target, String::new(), phase.workload, 1)
+        endpoint::client_config(phase.target, String::new(), phase.workload, 1)
             .map_err(|e| RunError::InvalidInput(format!("target `{}`: {e}", phase.target_name)))?;
     }
     Ok(())
@@ -439,11 +440,7 @@ fn endpoint_for(phase: &PhaseSettings<'_>, simulators: &Simulators) -> Endpoint 
         Some((addr, _)) => Endpoint {
             base_url: format!("http://{addr}/v1"),
             metrics_url: Some(format!("http://{addr}/metrics")),
-            model: target
-                .model
-                .clone()
-                .or_else(|| target.simulator.as_ref().and_then(|s| s.model.clone()))
-                .unwrap_or_else(|| "sim".to_string()),
+            model: endpoint::model_name(target).unwrap_or_default(),
         },
         None => Endpoint {
             base_url: target
@@ -453,7 +450,7 @@ fn endpoint_for(phase: &PhaseSettings<'_>, simulators: &Simulators) -> Endpoint 
                 .trim_end_matches('/')
                 .to_string(),
             metrics_url: target.metrics_url.clone(),
-            model: target.model.clone().unwrap_or_default(),
+            model: endpoint::model_name(target).unwrap_or_default(),
         },
     }
 }
@@ -736,7 +733,7 @@ impl PhaseRun<'_> {
 
     fn client_config(&self) -> Result<ClientConfig, crate::client::ClientError> {
         let phase = self.phase;
-        let mut config = ClientConfig::for_target(
+        let mut config = endpoint::client_config(
             phase.target,
             self.endpoint.base_url.clone(),
             phase.workload,
@@ -895,7 +892,7 @@ fn new_report(
     run_id: String,
     started_at: chrono::DateTime<chrono::Utc>,
 ) -> Report {
-    let (redacted_plan, redacted_vars) = crate::client::redact_plan(&loaded.plan, &loaded.vars);
+    let (redacted_plan, redacted_vars) = endpoint::redact_plan(&loaded.plan, &loaded.vars);
     Report {
         schema: REPORT_SCHEMA.to_string(),
         tool: ToolInfo {
