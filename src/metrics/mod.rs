@@ -3,10 +3,12 @@
 mod drift;
 mod seed;
 mod summary;
+mod transport;
 
 pub use drift::*;
 pub use seed::*;
 pub use summary::*;
+pub use transport::*;
 
 use crate::client::RequestRecord;
 use crate::plan::{PercentileMethod, Slo};

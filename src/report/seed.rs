@@ -360,6 +360,7 @@ pub fn anvil_to_report(run: AnvilRun, source: PlanSource) -> Report {
         send_lag_ms: None,
         achieved_rate_ratio: None,
         server_metrics,
+        transport: Default::default(),
         request_timings: records,
         client_headroom: None,
     };
@@ -477,6 +478,7 @@ pub fn gateway_to_report(run: GatewayRun, name: &str, source: PlanSource) -> Rep
             send_lag_ms: None,
             achieved_rate_ratio: None,
             server_metrics: None,
+            transport: Default::default(),
             request_timings: Vec::new(),
             client_headroom: None,
         });

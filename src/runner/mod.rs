@@ -670,6 +670,11 @@ impl PhaseRun<'_> {
                 .rate_rps()
                 .and_then(|rps| achieved_rate(&records).map(|r| r / rps)),
             server_metrics,
+            transport: metrics::transport(
+                &records,
+                method,
+                endpoint::connection(phase.target.connection.as_ref()).reuse,
+            ),
             request_timings: records,
             client_headroom: None,
         })
@@ -797,6 +802,7 @@ impl PhaseRun<'_> {
             send_lag_ms: None,
             achieved_rate_ratio: None,
             server_metrics: None,
+            transport: Default::default(),
             request_timings: Vec::new(),
             client_headroom: None,
         }

@@ -332,6 +332,14 @@ pub fn merge_reports(reports: Vec<(String, Report)>) -> Result<Report, MergeErro
             // Each shard scraped the server around its own window; those overlap, so they
             // stay per shard rather than being summed.
             server_metrics: None,
+            // A shard that saw its server close every connection says so again here.
+            transport: metrics::transport(
+                &records,
+                method,
+                results
+                    .iter()
+                    .any(|(_, r)| !r.transport.warnings.is_empty()),
+            ),
             request_timings: records,
             // The merged load came from several machines, each with its own ceiling.
             client_headroom: None,

@@ -48,6 +48,9 @@ pub(crate) struct Shared {
     pub prefill_busy_until: Mutex<Instant>,
     pub cache: Option<Mutex<PrefixCache>>,
     pub timestamps: Option<Mutex<Vec<SendTimes>>>,
+    /// `x-request-id`s of requests reset before headers: a client's resend of one is reset
+    /// again (the request, not the connection, is what fails) without taking a new number.
+    reset_ids: Mutex<std::collections::HashSet<String>>,
     stop: watch::Sender<bool>,
 }
 
@@ -188,6 +191,7 @@ pub async fn serve_on(config: SimConfig, addr: SocketAddr) -> io::Result<(Socket
         started: now,
         next_seq: AtomicU64::new(0),
         prefill_busy_until: Mutex::new(now),
+        reset_ids: Mutex::new(Default::default()),
         stop,
     });
     let task = tokio::spawn(accept_loop(listener, shared.clone(), stop_rx));
@@ -648,13 +652,27 @@ async fn generate(
     api: Api,
 ) -> Reply {
     let received = Instant::now();
-    let seq = shared.next_seq.fetch_add(1, Relaxed) + 1;
-    shared.counters.requests_total.fetch_add(1, Relaxed);
     let request_id = request
         .headers()
         .get("x-request-id")
         .and_then(|value| value.to_str().ok())
         .map(str::to_string);
+    if let Some(id) = &request_id {
+        let resent = shared
+            .reset_ids
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .contains(id);
+        if resent {
+            reset.store(true, Relaxed);
+            return Err(io::Error::new(
+                io::ErrorKind::ConnectionReset,
+                "simulated reset before headers, again",
+            ));
+        }
+    }
+    let seq = shared.next_seq.fetch_add(1, Relaxed) + 1;
+    shared.counters.requests_total.fetch_add(1, Relaxed);
     let body = match read_body(request).await {
         Ok(body) => body,
         Err(response) => return Ok(response),
@@ -718,6 +736,10 @@ async fn generate(
             }
             SimFaultKind::ResetBeforeHeaders => {
                 counters.faults_injected.fetch_add(1, Relaxed);
+                if let Some(id) = &request_id {
+                    let mut ids = shared.reset_ids.lock().unwrap_or_else(|p| p.into_inner());
+                    ids.insert(id.clone());
+                }
                 reset.store(true, Relaxed);
                 return Err(io::Error::new(
                     io::ErrorKind::ConnectionReset,
