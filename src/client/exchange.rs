@@ -8,19 +8,20 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use http_body_util::Full;
 use hyper::body::Incoming;
-use hyper::header::{self, HeaderMap, HeaderName, HeaderValue};
+use hyper::header::{self, HeaderMap, HeaderValue};
 use hyper::{Method, Request, Response, Uri};
 
-use super::config::{Api, ClientConfig, ClientError, Redactor, is_secret_header};
+use super::config::{Api, ClientConfig, ClientError, Redactor};
 use super::failure::{
     Failure, Waited, Which, error_chain, error_excerpt, ms_since, next_chunk, read_body_prefix,
     signed_ms, wait,
 };
 use super::pool::{Lease, Origin, Pool, ServerKeepAlive};
 use super::record::{ErrorKind, RequestError, RequestRecord};
+use super::request::{RequestTemplate, default_request_id_prefix};
 use super::sse::{DEFAULT_MAX_EVENT_BYTES, EventKind, SseParser};
 use super::stream::{self, EventOutcome, StreamFailure, StreamState, excerpt};
-use crate::workload::{Prompt, PromptInput};
+use crate::workload::Prompt;
 
 /// After `[DONE]`, how long to wait for the body's end so the connection can be reused.
 const DRAIN_WAIT: Duration = Duration::from_millis(500);
@@ -31,17 +32,10 @@ pub struct Client {
     url: reqwest::Url,
     /// The request target (path and query) sent on the request line.
     path: Uri,
-    /// Content type, accept, authorization and the target's headers.
-    headers: HeaderMap,
+    /// Headers and the fixed part of every body.
+    template: RequestTemplate,
     pool: Pool,
     redactor: Redactor,
-    /// The body's fixed fields (model, stream, sampling, extra body), serialized without the
-    /// enclosing braces; each request prepends its prompt and `max_tokens`.
-    fixed_body: String,
-    /// Whether the extra body sets `max_tokens` itself.
-    body_sets_max_tokens: bool,
-    /// Whether the extra body sets `messages` or `prompt` itself.
-    body_sets_input: bool,
     request_id_prefix: String,
     max_event_bytes: usize,
 }
@@ -86,31 +80,20 @@ impl Client {
         let path: Uri = target
             .parse()
             .map_err(|e| ClientError(format!("invalid base_url {:?}: {e}", config.base_url)))?;
-        let headers = default_headers(&config)?;
         let pool = Pool::new(
             Origin::new(&url)?,
             config.connection,
             config.timeouts.connect,
             config.max_connections,
         );
-
-        let fixed = fixed_body_fields(&config);
-        let body_sets_max_tokens = fixed.contains_key("max_tokens");
-        let body_sets_input = fixed.contains_key("messages") || fixed.contains_key("prompt");
-        let fixed_body = serde_json::to_string(&fixed)
-            .map_err(|e| ClientError(format!("cannot serialize the request body: {e}")))?;
-        let fixed_body = fixed_body[1..fixed_body.len() - 1].to_string();
-
+        let template = RequestTemplate::new(&config)?;
         Ok(Client {
             redactor: Redactor::new(&config),
             config,
             url,
             path,
-            headers,
+            template,
             pool,
-            fixed_body,
-            body_sets_max_tokens,
-            body_sets_input,
             request_id_prefix: default_request_id_prefix(),
             max_event_bytes: DEFAULT_MAX_EVENT_BYTES,
         })
@@ -145,32 +128,7 @@ impl Client {
 
     /// The JSON body for one prompt.
     pub fn request_body(&self, prompt: &Prompt) -> String {
-        let mut body = String::with_capacity(self.fixed_body.len() + 256);
-        body.push('{');
-        if !self.body_sets_input {
-            let (key, value) = match &prompt.input {
-                PromptInput::Messages(messages) => ("messages", serde_json::to_string(messages)),
-                PromptInput::Text(text) => ("prompt", serde_json::to_string(text)),
-            };
-            // Serializing strings and string maps cannot fail.
-            let value = value.unwrap_or_else(|_| "null".to_string());
-            body.push('"');
-            body.push_str(key);
-            body.push_str("\":");
-            body.push_str(&value);
-            body.push(',');
-        }
-        if !self.body_sets_max_tokens {
-            body.push_str("\"max_tokens\":");
-            body.push_str(&prompt.max_tokens.to_string());
-            body.push(',');
-        }
-        body.push_str(&self.fixed_body);
-        if body.ends_with(',') {
-            body.pop();
-        }
-        body.push('}');
-        body
+        self.template.body(prompt)
     }
 
     /// Send one streamed request; `origin` is the phase's measured start, from which
@@ -378,7 +336,7 @@ impl Client {
         *request.method_mut() = Method::POST;
         *request.uri_mut() = self.path.clone();
         let headers = request.headers_mut();
-        *headers = self.headers.clone();
+        *headers = self.template.headers.clone();
         headers.insert(header::HOST, self.pool.origin().host_header.clone());
         if let Ok(id) = HeaderValue::from_str(request_id) {
             headers.insert("x-request-id", id);
@@ -553,43 +511,6 @@ fn finish_stream(
     ))
 }
 
-/// Content type, accept, the API key and the target's headers, secrets marked sensitive.
-fn default_headers(config: &ClientConfig) -> Result<HeaderMap, ClientError> {
-    let mut headers = HeaderMap::new();
-    headers.insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static("application/json"),
-    );
-    headers.insert(
-        header::ACCEPT,
-        HeaderValue::from_static("text/event-stream"),
-    );
-    if let Some(key) = &config.api_key {
-        let mut value = HeaderValue::from_str(&format!("Bearer {key}")).map_err(|_| {
-            ClientError("the API key holds characters not allowed in a header".into())
-        })?;
-        value.set_sensitive(true);
-        headers.insert(header::AUTHORIZATION, value);
-    }
-    for (name, value) in &config.headers {
-        let header_name = HeaderName::from_bytes(name.as_bytes())
-            .map_err(|_| ClientError(format!("invalid header name {name:?}")))?;
-        let mut header_value = HeaderValue::from_str(value).map_err(|_| {
-            ClientError(format!(
-                "header {name:?} has a value not allowed in a header"
-            ))
-        })?;
-        if is_secret_header(name) {
-            header_value.set_sensitive(true);
-        }
-        headers.insert(header_name, header_value);
-    }
-    if !config.connection.reuse {
-        headers.insert(header::CONNECTION, HeaderValue::from_static("close"));
-    }
-    Ok(headers)
-}
-
 /// Hand one SSE payload to the stream state; stop on `[DONE]` or a failure.
 fn on_data(
     state: &mut StreamState,
@@ -616,35 +537,4 @@ fn on_data(
             ControlFlow::Break(())
         }
     }
-}
-
-/// The fixed body fields: model, streaming, sampling, then the extra body merged over them.
-fn fixed_body_fields(config: &ClientConfig) -> serde_json::Map<String, serde_json::Value> {
-    use serde_json::{Value, json};
-    let mut fixed = serde_json::Map::new();
-    fixed.insert("model".into(), Value::String(config.model.clone()));
-    fixed.insert("stream".into(), Value::Bool(true));
-    fixed.insert("stream_options".into(), json!({ "include_usage": true }));
-    let s = &config.sampling;
-    if let Some(t) = s.temperature {
-        fixed.insert("temperature".into(), json!(t));
-    }
-    if let Some(v) = s.ignore_eos {
-        fixed.insert("ignore_eos".into(), json!(v));
-    }
-    if let Some(v) = s.min_tokens {
-        fixed.insert("min_tokens".into(), json!(v));
-    }
-    if let Some(v) = s.seed {
-        fixed.insert("seed".into(), json!(v));
-    }
-    for (key, value) in &config.body {
-        fixed.insert(key.clone(), value.clone());
-    }
-    fixed
-}
-
-/// A per-process-unique id prefix: `sb-` and 8 random hex digits.
-fn default_request_id_prefix() -> String {
-    format!("sb-{:08x}", rand::random::<u32>())
 }

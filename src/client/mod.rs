@@ -6,8 +6,8 @@
 //! clock ([`Instant`](std::time::Instant)), read when bytes arrive. The client takes plain
 //! values ([`ClientConfig`]); resolving them from a plan is the runner's job.
 //!
-//! Files: `config.rs` (settings, secrets), `pool.rs` (connections), `exchange.rs` (one
-//! request and its stream), `failure.rs` (deadlines and error kinds), `stream.rs`/`scan.rs`/
+//! Files: `config.rs` (settings, secrets), `pool.rs` (connections), `request.rs` (headers and
+//! body), `exchange.rs` (one request and its stream), `failure.rs` (deadlines and error kinds), `stream.rs`/`scan.rs`/
 //! `sse.rs` (parsing), `record.rs` (what a request produced).
 
 mod config;
@@ -15,6 +15,7 @@ mod exchange;
 mod failure;
 mod pool;
 mod record;
+mod request;
 pub mod scan;
 pub mod sse;
 pub mod stream;

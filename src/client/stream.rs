@@ -149,9 +149,10 @@ pub struct StreamState {
 ///
 /// llama.cpp's server sends `timings` (`prompt_ms`, `predicted_ms`, `prompt_n`,
 /// `predicted_n`, …) on its last streamed chunk. vLLM and SGLang send no per-request timing
-/// in their OpenAI-compatible streams (only Prometheus histograms), and TGI's `x-compute-time`,
-/// `x-queue-time` and `x-inference-time` headers come only with non-streamed responses (a
-/// stream's headers leave before the work is done), so for those servers this stays empty.
+/// in their OpenAI-compatible streams (only Prometheus histograms). TGI's timing headers
+/// (`x-queue-time`, `x-inference-time`, `x-total-time`, …) come only with non-streamed
+/// responses: a stream's headers leave before the work is done. So for those servers this
+/// stays empty.
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
 pub struct ServerTimings {
     pub prompt_ms: Option<f64>,
@@ -335,6 +336,35 @@ mod tests {
             }
         }
         last
+    }
+
+    #[test]
+    fn llama_cpp_timings_on_the_last_chunk_are_kept() {
+        let mut s = StreamState::default();
+        let out = feed(
+            &mut s,
+            &[
+                (
+                    r#"{"choices":[{"delta":{"content":"hi"}}],"timings":{"prompt_ms":99.0}}"#,
+                    1.0,
+                ),
+                (
+                    r#"{"choices":[{"delta":{},"finish_reason":"length"}],"timings":{"prompt_n":5,"prompt_ms":12.5,"predicted_n":2,"predicted_ms":30.25}}"#,
+                    2.0,
+                ),
+                ("[DONE]", 3.0),
+            ],
+        );
+        assert_eq!(out, EventOutcome::Done);
+        // Text-carrying chunks are not searched for timings; the last chunk's win.
+        assert_eq!(s.server.prompt_ms, Some(12.5));
+        assert_eq!(s.server.total_ms(), Some(42.75));
+        let mut none = StreamState::default();
+        feed(
+            &mut none,
+            &[(r#"{"choices":[],"timings":{"prompt_ms":"x"}}"#, 1.0)],
+        );
+        assert_eq!(none.server, ServerTimings::default());
     }
 
     #[test]

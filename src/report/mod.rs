@@ -8,6 +8,7 @@ mod model;
 
 pub mod compare;
 mod compare_md;
+mod connections;
 pub mod csv;
 pub mod html;
 pub mod markdown;

@@ -163,6 +163,7 @@ mod cache;
 pub mod command;
 mod faults;
 mod generate;
+mod keepalive;
 mod metrics;
 mod rng;
 mod server;

@@ -20,13 +20,14 @@ use hyper_util::rt::{TokioIo, TokioTimer};
 use serde_json::json;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::{Notify, Semaphore, watch};
+use tokio::sync::{Semaphore, watch};
 use tokio::task::{JoinHandle, JoinSet};
 use tokio::time::Instant;
 
 use super::api::{self, Api, GenerationRequest, TokenizeRequest};
 use super::cache::PrefixCache;
 use super::generate::{GenSpec, Generation, MidFault, SimBody};
+use super::keepalive::{Activity, Busy, Tracked};
 use super::metrics::Counters;
 use super::rng::{STREAM_LENGTH, SimRng};
 use super::settings::{DEFAULT_RETRY_AFTER_S, DEFAULT_STALL_S, Settings};
@@ -318,104 +319,6 @@ async fn serve_connection(stream: TcpStream, shared: Arc<Shared>) {
     // Unannounced: no `Connection: close` header, the socket just closes once idle.
     connection.as_mut().graceful_shutdown();
     let _ = connection.await;
-}
-
-/// Whether a connection has a response in progress, and since when it has been idle.
-struct Activity {
-    busy: AtomicU64,
-    served: AtomicU64,
-    idle_since: Mutex<Instant>,
-    changed: Notify,
-}
-
-impl Activity {
-    fn new() -> Self {
-        Activity {
-            busy: AtomicU64::new(0),
-            served: AtomicU64::new(0),
-            idle_since: Mutex::new(Instant::now()),
-            changed: Notify::new(),
-        }
-    }
-
-    /// Completes when the simulator should close the connection: after a response with
-    /// `close_after_response`, after `keep_alive_timeout` idle; never otherwise.
-    async fn close_due(&self, settings: &Settings) {
-        if !settings.close_after_response && settings.keep_alive_timeout.is_none() {
-            return std::future::pending().await;
-        }
-        loop {
-            let changed = self.changed.notified();
-            if self.busy.load(Relaxed) == 0 {
-                if settings.close_after_response && self.served.load(Relaxed) > 0 {
-                    return;
-                }
-                if let Some(timeout) = settings.keep_alive_timeout {
-                    let since = *self.idle_since.lock().unwrap_or_else(|p| p.into_inner());
-                    tokio::select! {
-                        () = tokio::time::sleep_until(since + timeout) => {
-                            if self.busy.load(Relaxed) == 0 {
-                                return;
-                            }
-                            continue;
-                        }
-                        () = changed => continue,
-                    }
-                }
-            }
-            changed.await;
-        }
-    }
-}
-
-/// One request in progress on a connection; ends when hyper drops the response body.
-struct Busy(Arc<Activity>);
-
-impl Busy {
-    fn start(activity: Arc<Activity>) -> Self {
-        activity.busy.fetch_add(1, Relaxed);
-        activity.changed.notify_waiters();
-        Busy(activity)
-    }
-}
-
-impl Drop for Busy {
-    fn drop(&mut self) {
-        let activity = &self.0;
-        *activity
-            .idle_since
-            .lock()
-            .unwrap_or_else(|p| p.into_inner()) = Instant::now();
-        activity.served.fetch_add(1, Relaxed);
-        activity.busy.fetch_sub(1, Relaxed);
-        activity.changed.notify_waiters();
-    }
-}
-
-/// A response body that keeps its request counted as in progress until it is dropped.
-struct Tracked {
-    body: SimBody,
-    _busy: Busy,
-}
-
-impl hyper::body::Body for Tracked {
-    type Data = Bytes;
-    type Error = io::Error;
-
-    fn poll_frame(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-    ) -> Poll<Option<Result<hyper::body::Frame<Bytes>, io::Error>>> {
-        Pin::new(&mut self.body).poll_frame(cx)
-    }
-
-    fn is_end_stream(&self) -> bool {
-        self.body.is_end_stream()
-    }
-
-    fn size_hint(&self) -> hyper::body::SizeHint {
-        self.body.size_hint()
-    }
 }
 
 type Reply = Result<Response<SimBody>, io::Error>;

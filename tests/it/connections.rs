@@ -80,6 +80,11 @@ async fn a_server_closing_after_every_response_costs_no_errors() {
     let json = &value["phases"][0];
     assert_eq!(json["connections_opened"], t.connections_opened);
     assert_eq!(json["connection_retries"], t.connection_retries);
+    let md = servebench::report::markdown::render(&report);
+    assert!(md.contains("## Connections and server timing"), "{md}");
+    assert!(md.contains("closes the connection after every response"));
+    let html = servebench::report::html::render(&report);
+    assert!(html.contains("closes the connection after every response"));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
