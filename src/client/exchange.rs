@@ -317,6 +317,7 @@ impl Client {
                 Ok(response) => return Ok((response, lease)),
                 Err(_) if !lease.fresh && lease.bytes_read() == read_before => {
                     used.retries += 1;
+                    used.new_connection = None;
                     lease = self.connect().await?;
                 }
                 Err(err) => return Err(Failure::before_response(&err, self.url.as_str())),
