@@ -33,6 +33,10 @@ impl Activity {
         }
     }
 
+    pub fn is_busy(&self) -> bool {
+        self.busy.load(Relaxed) > 0
+    }
+
     /// Completes when the simulator should close the connection: after a response with
     /// `close_after_response`, after `keep_alive_timeout` idle; never otherwise.
     pub async fn close_due(&self, settings: &Settings) {

@@ -316,10 +316,18 @@ async fn serve_connection(stream: TcpStream, shared: Arc<Shared>) {
         _ = connection.as_mut() => return,
         () = activity.close_due(&shared.settings) => {}
     }
-    // Unannounced: no `Connection: close` header, the socket just closes once idle.
+    // Unannounced: no `Connection: close` header, the socket just closes once idle. The
+    // grace lets a response's last bytes go out; a connection still idle after it is dropped.
     connection.as_mut().graceful_shutdown();
-    let _ = connection.await;
+    let flushed = tokio::time::timeout(CLOSE_GRACE, connection.as_mut()).await;
+    if flushed.is_err() && activity.is_busy() {
+        // A request that slipped in before the close is served to its end.
+        let _ = connection.await;
+    }
 }
+
+/// How long a connection being closed may take to flush before its socket is dropped.
+const CLOSE_GRACE: Duration = Duration::from_millis(200);
 
 type Reply = Result<Response<SimBody>, io::Error>;
 

@@ -44,8 +44,8 @@ fn errors(phase: &PhaseResult) -> Vec<String> {
     phase
         .request_timings
         .iter()
-        .filter_map(|r| r.error.as_ref())
-        .map(|e| format!("{:?}: {}", e.kind, e.message))
+        .filter(|r| !r.is_ok())
+        .map(|r| format!("{r:?}"))
         .collect()
 }
 
