@@ -55,6 +55,23 @@ pub struct RequestRecord {
     /// `None` when the request succeeded.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<RequestError>,
+    /// 1 when a reused connection failed before any response byte and the request was sent
+    /// again on a new one (its latency includes the lost attempt).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub connection_retries: u32,
+    /// Whether the request ran on a connection opened for it (absent when none was made).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub new_connection: Option<bool>,
+    /// The server's own prompt (prefill) time, when it reports one (llama.cpp `timings`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_prompt_ms: Option<f64>,
+    /// The server's own prompt plus generation time, when it reports them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_total_ms: Option<f64>,
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
 }
 
 impl RequestRecord {

@@ -141,6 +141,56 @@ pub struct StreamState {
     pub cached_tokens: Option<u64>,
     pub done: bool,
     pub events: u64,
+    /// The server's own timing of this request, when it sent one.
+    pub server: ServerTimings,
+}
+
+/// What a server says it spent on one request.
+///
+/// llama.cpp's server sends `timings` (`prompt_ms`, `predicted_ms`, `prompt_n`,
+/// `predicted_n`, …) on its last streamed chunk. vLLM and SGLang send no per-request timing
+/// in their OpenAI-compatible streams (only Prometheus histograms). TGI's timing headers
+/// (`x-queue-time`, `x-inference-time`, `x-total-time`, …) come only with non-streamed
+/// responses: a stream's headers leave before the work is done. So for those servers this
+/// stays empty.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct ServerTimings {
+    pub prompt_ms: Option<f64>,
+    pub predicted_ms: Option<f64>,
+}
+
+impl ServerTimings {
+    /// Prompt plus generation time, when both are known.
+    pub fn total_ms(&self) -> Option<f64> {
+        Some(self.prompt_ms? + self.predicted_ms?)
+    }
+}
+
+#[derive(Debug, Default, Deserialize)]
+struct TimingsEvent {
+    #[serde(default)]
+    timings: Option<Timings>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+struct Timings {
+    #[serde(default)]
+    prompt_ms: Option<f64>,
+    #[serde(default)]
+    predicted_ms: Option<f64>,
+}
+
+/// llama.cpp's `timings`, read only from chunks that carry no text (its last chunk, or the
+/// usage chunk), so the per-token path pays nothing.
+fn server_timings(data: &[u8]) -> Option<ServerTimings> {
+    memchr::memmem::find(data, b"\"timings\"")?;
+    let event: TimingsEvent = serde_json::from_slice(data).ok()?;
+    let timings = event.timings?;
+    let finite = |v: Option<f64>| v.filter(|x| x.is_finite() && *x >= 0.0);
+    Some(ServerTimings {
+        prompt_ms: finite(timings.prompt_ms),
+        predicted_ms: finite(timings.predicted_ms),
+    })
 }
 
 /// At most this many characters of a payload go into an error message.
@@ -234,6 +284,10 @@ impl StreamState {
                 self.cached_tokens = Some(cached);
             }
         }
+        let carries_text = event.choice.is_some_and(|c| c.reasoning || c.content);
+        if !carries_text && let Some(timings) = server_timings(data) {
+            self.server = timings;
+        }
         if let Some(ChoiceFlags { reasoning, content }) = event.choice {
             if reasoning {
                 self.reasoning_chunks += 1;
@@ -282,6 +336,35 @@ mod tests {
             }
         }
         last
+    }
+
+    #[test]
+    fn llama_cpp_timings_on_the_last_chunk_are_kept() {
+        let mut s = StreamState::default();
+        let out = feed(
+            &mut s,
+            &[
+                (
+                    r#"{"choices":[{"delta":{"content":"hi"}}],"timings":{"prompt_ms":99.0}}"#,
+                    1.0,
+                ),
+                (
+                    r#"{"choices":[{"delta":{},"finish_reason":"length"}],"timings":{"prompt_n":5,"prompt_ms":12.5,"predicted_n":2,"predicted_ms":30.25}}"#,
+                    2.0,
+                ),
+                ("[DONE]", 3.0),
+            ],
+        );
+        assert_eq!(out, EventOutcome::Done);
+        // Text-carrying chunks are not searched for timings; the last chunk's win.
+        assert_eq!(s.server.prompt_ms, Some(12.5));
+        assert_eq!(s.server.total_ms(), Some(42.75));
+        let mut none = StreamState::default();
+        feed(
+            &mut none,
+            &[(r#"{"choices":[],"timings":{"prompt_ms":"x"}}"#, 1.0)],
+        );
+        assert_eq!(none.server, ServerTimings::default());
     }
 
     #[test]

@@ -5,12 +5,14 @@ mod bootstrap;
 mod drift;
 mod rates;
 mod summary;
+mod transport;
 
 pub use anvil::*;
 pub use bootstrap::*;
 pub use drift::*;
 pub use rates::*;
 pub use summary::*;
+pub use transport::*;
 
 use crate::client::RequestRecord;
 use crate::plan::{PercentileMethod, Slo};

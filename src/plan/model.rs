@@ -117,6 +117,23 @@ pub struct Target {
     /// Extra request body fields (`chat_template_kwargs`, `reasoning_effort`, …).
     #[serde(default, skip_serializing_if = "serde_json::Map::is_empty")]
     pub body: serde_json::Map<String, Value>,
+    /// How connections to the target are kept between requests.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub connection: Option<TargetConnection>,
+}
+
+/// How connections to a target are kept between requests.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct TargetConnection {
+    /// Keep connections open for later requests (default true); `false` opens a new
+    /// connection for every request, to measure that case on purpose.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reuse: Option<bool>,
+    /// How long an idle connection is kept for the next request (default `4s`, below common
+    /// server keep-alive timeouts); a server's shorter `Keep-Alive: timeout=` wins.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub idle_timeout: Option<HumanDuration>,
 }
 
 /// Per-request time limits.

@@ -173,6 +173,7 @@ pub fn anvil_records(run: &AnvilRun) -> Vec<RequestRecord> {
                 reasoning_chunks: t.reasoning_chunks,
                 max_inter_chunk_ms: None,
                 error: None,
+                ..RequestRecord::default()
             }
         })
         .collect()
@@ -237,6 +238,8 @@ fn anvil_phase(run: &AnvilRun, route: &str, phase_name: &str, started_at: &str) 
         method: PercentileMethod::NearestRank,
         slo: None,
         prompt_tolerance: IMPORT_PROMPT_TOLERANCE,
+        // Older formats record no connections.
+        connection_reuse: false,
     };
     let mut phase = phase_result(facts, anvil_records(run), figures);
     // Failures the seed lists without timings still count as failed requests.

@@ -105,6 +105,15 @@ pub fn render(report: &Report) -> String {
         write_table(&mut out, &prompts);
     }
 
+    let connections = super::connections::table(report);
+    if !connections.is_empty() {
+        out.push_str("<h2>Connections and server timing</h2>\n");
+        for w in super::connections::warnings(report) {
+            let _ = writeln!(out, "<div class=\"banner warn\"><b>⚠ {}</b></div>", esc(&w));
+        }
+        write_table(&mut out, &connections);
+    }
+
     out.push_str("<h2>Errors</h2>\n");
     let errors = table::errors(report);
     if errors.is_empty() {

@@ -71,6 +71,15 @@ pub fn render(report: &Report) -> String {
         write_table(&mut out, &prompts);
     }
 
+    let connections = super::connections::table(report);
+    if !connections.is_empty() {
+        out.push_str("\n## Connections and server timing\n\n");
+        for w in super::connections::warnings(report) {
+            let _ = writeln!(out, "> **⚠ {}**\n", inline(&w));
+        }
+        write_table(&mut out, &connections);
+    }
+
     out.push_str("\n## Errors\n\n");
     let errors = table::errors(report);
     if errors.is_empty() {

@@ -9,6 +9,7 @@
 pub mod anvil;
 pub mod compare;
 mod compare_md;
+mod connections;
 pub mod csv;
 pub mod figure_path;
 pub mod gate;

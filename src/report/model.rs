@@ -153,6 +153,9 @@ pub struct PhaseResult {
     pub achieved_rate_ratio: Option<f64>,
     /// Server counters and gauges scraped before and after the phase.
     pub server_metrics: Option<ServerMetrics>,
+    /// Connections opened, retries, the client-versus-server timing gap, connection warnings.
+    #[serde(flatten)]
+    pub transport: crate::metrics::TransportSummary,
     /// Per-request records with seed 000's `request_timings` field names.
     pub request_timings: Vec<RequestRecord>,
     /// Share of the client ceiling this phase used: the larger of its requests/s and events/s

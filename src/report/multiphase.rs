@@ -195,6 +195,8 @@ fn entry_result(
         method: PercentileMethod::Linear,
         slo: None,
         prompt_tolerance: IMPORT_PROMPT_TOLERANCE,
+        // Older formats record no connections.
+        connection_reuse: false,
     };
     let mut phase = phase_result(facts, Vec::new(), figures);
     phase.summary = summary;

@@ -35,6 +35,9 @@ pub struct Figures<'a> {
     pub slo: Option<&'a Slo>,
     /// Tolerated gap between planned and served prompt tokens.
     pub prompt_tolerance: f64,
+    /// Whether the client kept connections for reuse: only then is a server that closes
+    /// every one worth a warning.
+    pub connection_reuse: bool,
 }
 
 /// A phase's result: its facts, and every figure computed from `records` (which it keeps).
@@ -76,6 +79,7 @@ pub fn phase_result(
             .rate_rps
             .and_then(|rps| metrics::achieved_rate(&records).map(|r| r / rps)),
         server_metrics: facts.server_metrics,
+        transport: metrics::transport(&records, figures.method, figures.connection_reuse),
         request_timings: records,
         client_load_share: None,
     }

@@ -12,7 +12,7 @@ pub(super) fn new_report(
     run_id: String,
     started_at: chrono::DateTime<chrono::Utc>,
 ) -> Report {
-    let (redacted_plan, redacted_vars) = crate::client::redact_plan(&loaded.plan, &loaded.vars);
+    let (redacted_plan, redacted_vars) = super::endpoint::redact_plan(&loaded.plan, &loaded.vars);
     Report {
         schema: REPORT_SCHEMA.to_string(),
         tool: ToolInfo {

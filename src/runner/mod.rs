@@ -6,6 +6,7 @@
 
 mod calibrate;
 mod console;
+pub mod endpoint;
 mod facts;
 mod host;
 mod interrupt;

@@ -120,6 +120,8 @@ impl PhaseRun<'_> {
             method: self.plan.plan.percentile_method,
             slo: self.plan.plan.slo.as_ref(),
             prompt_tolerance: prepared.prompt_tolerance,
+            connection_reuse: super::endpoint::connection(self.phase.target.connection.as_ref())
+                .reuse,
         };
         Ok(report::phase_result(facts, records, figures))
     }
@@ -276,7 +278,7 @@ impl PhaseRun<'_> {
 
     fn client_config(&self) -> Result<ClientConfig, crate::client::ClientError> {
         let phase = self.phase;
-        let mut config = ClientConfig::for_target(
+        let mut config = super::endpoint::client_config(
             phase.target,
             self.endpoint.base_url.clone(),
             phase.workload,
@@ -329,6 +331,7 @@ impl PhaseRun<'_> {
             method: self.plan.plan.percentile_method,
             slo: None,
             prompt_tolerance: 0.0,
+            connection_reuse: true,
         };
         report::phase_result(facts, Vec::new(), figures)
     }

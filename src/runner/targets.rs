@@ -5,7 +5,6 @@ use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use crate::client::ClientConfig;
 use crate::plan;
 use crate::schedule::PhaseSettings;
 use crate::sim::{self, SimHandle};
@@ -32,7 +31,7 @@ pub(super) async fn discover_models(
         let Some(base_url) = target.base_url.clone() else {
             continue;
         };
-        if target.model.is_some() || !used.contains(name) {
+        if super::endpoint::model_name(target).is_some() || !used.contains(name) {
             continue;
         }
         let url = format!("{}/models", base_url.trim_end_matches('/'));
@@ -65,7 +64,7 @@ pub(super) async fn discover_models(
 /// anything is sent.
 pub(super) fn check_client_settings(phases: &[PhaseSettings<'_>]) -> Result<(), RunError> {
     for phase in phases {
-        ClientConfig::for_target(phase.target, String::new(), phase.workload, 1)
+        super::endpoint::client_config(phase.target, String::new(), phase.workload, 1)
             .map_err(|e| RunError::InvalidInput(format!("target `{}`: {e}", phase.target_name)))?;
     }
     Ok(())
@@ -105,11 +104,7 @@ pub(super) fn endpoint_for(phase: &PhaseSettings<'_>, simulators: &Simulators) -
         Some((addr, _)) => Endpoint {
             base_url: format!("http://{addr}/v1"),
             metrics_url: Some(format!("http://{addr}/metrics")),
-            model: target
-                .model
-                .clone()
-                .or_else(|| target.simulator.as_ref().and_then(|s| s.model.clone()))
-                .unwrap_or_else(|| "sim".to_string()),
+            model: super::endpoint::model_name(target).unwrap_or_default(),
         },
         None => Endpoint {
             base_url: target
@@ -119,7 +114,7 @@ pub(super) fn endpoint_for(phase: &PhaseSettings<'_>, simulators: &Simulators) -
                 .trim_end_matches('/')
                 .to_string(),
             metrics_url: target.metrics_url.clone(),
-            model: target.model.clone().unwrap_or_default(),
+            model: super::endpoint::model_name(target).unwrap_or_default(),
         },
     }
 }

@@ -15,8 +15,9 @@ use std::time::{Duration, Instant};
 use serde::{Deserialize, Serialize};
 use tokio::sync::mpsc;
 
+use crate::client::Api;
 use crate::client::{Client, ClientConfig, RequestRecord, ResolvedTimeouts, Sampling};
-use crate::plan::{Api, Arrival};
+use crate::plan::Arrival;
 use crate::scheduler::{self, LiveCounters, Load, PromptFeed, Stops, WindowSpec};
 use crate::sim::{self, SendTimes, SimConfig};
 use crate::wakeup::{self, CpuLatencyHint, WakeLatency};
@@ -347,6 +348,7 @@ fn client_for(addr: std::net::SocketAddr, concurrency: u32) -> Result<Client, St
             ..Sampling::default()
         },
         max_connections: concurrency as usize,
+        connection: Default::default(),
     };
     Client::new(config).map_err(|e| e.to_string())
 }

@@ -243,6 +243,10 @@ impl PhaseMerge<'_> {
             method: self.first.plan.percentile_method,
             slo: self.first.plan.slo.as_ref(),
             prompt_tolerance: lead.prompt_tokens.tolerance,
+            // A shard that saw its server close every connection says so again here.
+            connection_reuse: results
+                .iter()
+                .any(|(_, r)| !r.transport.warnings.is_empty()),
         };
         // The merged load came from several machines, each with its own ceiling, so the
         // result states no share of a client ceiling.

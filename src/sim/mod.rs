@@ -53,6 +53,14 @@ pub struct SimConfig {
     /// Keep per-request send timestamps for [`SimHandle::timestamps`] (default false).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub record_timestamps: Option<bool>,
+    /// Close the connection after every response while still announcing
+    /// `Keep-Alive: timeout=5, max=100`, as llama.cpp's server does (default false).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub close_after_response: Option<bool>,
+    /// Close a keep-alive connection after it sat idle this long, without announcing it, as
+    /// uvicorn does after 5 s (default: never).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub keep_alive_timeout: Option<crate::plan::HumanDuration>,
 }
 
 /// Block-hashed prefix cache with LRU eviction.
@@ -155,6 +163,7 @@ mod cache;
 pub mod config_file;
 mod faults;
 mod generate;
+mod keepalive;
 mod prometheus;
 mod rng;
 mod server;
@@ -163,7 +172,7 @@ mod state;
 pub mod tokenizer;
 
 pub use server::{SimHandle, SimStats, serve, serve_on};
-pub use settings::SimConfigError;
+pub use settings::{DEFAULT_MODEL, SimConfigError};
 pub use state::SendTimes;
 
 impl SimConfig {

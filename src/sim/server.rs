@@ -27,6 +27,7 @@ use tokio::time::Instant;
 use super::api::{self, Api, GenerationRequest, TokenizeRequest};
 use super::cache::PrefixCache;
 use super::generate::{GenSpec, Generation, MidFault, SimBody};
+use super::keepalive::{Activity, Busy, Tracked};
 use super::prometheus::Counters;
 use super::rng::{STREAM_LENGTH, SimRng};
 use super::settings::{DEFAULT_RETRY_AFTER_S, DEFAULT_STALL_S, Settings};
@@ -156,6 +157,7 @@ pub async fn serve_on(config: SimConfig, addr: SocketAddr) -> io::Result<(Socket
         started: now,
         next_seq: AtomicU64::new(0),
         prefill_busy_until: Mutex::new(now),
+        reset_ids: Mutex::new(Default::default()),
         stop,
     });
     let task = tokio::spawn(accept_loop(listener, shared.clone(), stop_rx));
@@ -249,15 +251,48 @@ async fn serve_connection(stream: TcpStream, shared: Arc<Shared>) {
         inner: stream,
         reset: reset.clone(),
     });
-    let service = service_fn(move |request| route(shared.clone(), reset.clone(), request));
-    let _ = http1::Builder::new()
+    let activity = Arc::new(Activity::new());
+    let service = {
+        let (shared, activity) = (shared.clone(), activity.clone());
+        service_fn(move |request| {
+            let busy = Busy::start(activity.clone());
+            let (shared, reset) = (shared.clone(), reset.clone());
+            async move {
+                let mut response = route(shared.clone(), reset, request).await?;
+                if shared.settings.close_after_response {
+                    // What llama.cpp's server announces, though it closes after each response.
+                    response
+                        .headers_mut()
+                        .insert("keep-alive", HeaderValue::from_static("timeout=5, max=100"));
+                }
+                Ok::<_, io::Error>(response.map(|body| Tracked { body, _busy: busy }))
+            }
+        })
+    };
+    let connection = http1::Builder::new()
         .timer(TokioTimer::new())
-        // Idle keep-alive connections stay open: a benchmark may pause between phases.
+        // Idle keep-alive connections stay open unless `keep_alive_timeout` says otherwise: a
+        // benchmark may pause between phases.
         .header_read_timeout(None)
         .keep_alive(true)
-        .serve_connection(io, service)
-        .await;
+        .serve_connection(io, service);
+    tokio::pin!(connection);
+    tokio::select! {
+        _ = connection.as_mut() => return,
+        () = activity.close_due(&shared.settings) => {}
+    }
+    // Unannounced: no `Connection: close` header, the socket just closes once idle. The
+    // grace lets a response's last bytes go out; a connection still idle after it is dropped.
+    connection.as_mut().graceful_shutdown();
+    let flushed = tokio::time::timeout(CLOSE_GRACE, connection.as_mut()).await;
+    if flushed.is_err() && activity.is_busy() {
+        // A request that slipped in before the close is served to its end.
+        let _ = connection.await;
+    }
 }
+
+/// How long a connection being closed may take to flush before its socket is dropped.
+const CLOSE_GRACE: Duration = Duration::from_millis(200);
 
 type Reply = Result<Response<SimBody>, io::Error>;
 
@@ -493,13 +528,27 @@ async fn generate(
     api: Api,
 ) -> Reply {
     let received = Instant::now();
-    let seq = shared.next_seq.fetch_add(1, Relaxed) + 1;
-    shared.counters.requests_total.fetch_add(1, Relaxed);
     let request_id = request
         .headers()
         .get("x-request-id")
         .and_then(|value| value.to_str().ok())
         .map(str::to_string);
+    if let Some(id) = &request_id {
+        let resent = shared
+            .reset_ids
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .contains(id);
+        if resent {
+            reset.store(true, Relaxed);
+            return Err(io::Error::new(
+                io::ErrorKind::ConnectionReset,
+                "simulated reset before headers, again",
+            ));
+        }
+    }
+    let seq = shared.next_seq.fetch_add(1, Relaxed) + 1;
+    shared.counters.requests_total.fetch_add(1, Relaxed);
     let body = match read_body(request).await {
         Ok(body) => body,
         Err(response) => return Ok(response),
@@ -563,6 +612,10 @@ async fn generate(
             }
             SimFaultKind::ResetBeforeHeaders => {
                 counters.faults_injected.fetch_add(1, Relaxed);
+                if let Some(id) = &request_id {
+                    let mut ids = shared.reset_ids.lock().unwrap_or_else(|p| p.into_inner());
+                    ids.insert(id.clone());
+                }
                 reset.store(true, Relaxed);
                 return Err(io::Error::new(
                     io::ErrorKind::ConnectionReset,

@@ -67,6 +67,9 @@ pub(crate) struct Settings {
     pub llama_timings: bool,
     pub faults: Vec<SimFault>,
     pub record_timestamps: bool,
+    pub close_after_response: bool,
+    /// Idle keep-alive connections are closed after this long.
+    pub keep_alive_timeout: Option<std::time::Duration>,
 }
 
 fn check_non_negative(problems: &mut Vec<String>, name: &str, value: f64) {
@@ -136,6 +139,9 @@ impl Settings {
         for (index, fault) in config.faults.iter().enumerate() {
             check_fault(&mut problems, index, fault);
         }
+        if config.keep_alive_timeout.is_some_and(|d| d.0.is_zero()) {
+            problems.push("keep_alive_timeout must be above zero".to_string());
+        }
         let dialect = config.dialect.clone().unwrap_or_default();
         if !problems.is_empty() {
             return Err(SimConfigError { problems });
@@ -167,6 +173,8 @@ impl Settings {
             llama_timings: dialect.llama_timings.unwrap_or(false),
             faults: config.faults.clone(),
             record_timestamps: config.record_timestamps.unwrap_or(false),
+            close_after_response: config.close_after_response.unwrap_or(false),
+            keep_alive_timeout: config.keep_alive_timeout.map(|d| d.0),
         })
     }
 }

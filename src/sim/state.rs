@@ -25,6 +25,9 @@ pub(crate) struct Shared {
     pub prefill_busy_until: Mutex<Instant>,
     pub cache: Option<Mutex<PrefixCache>>,
     pub timestamps: Option<Mutex<Vec<SendTimes>>>,
+    /// `x-request-id`s of requests reset before headers: a client's resend of one is reset
+    /// again (the request, not the connection, is what fails) without taking a new number.
+    pub reset_ids: Mutex<std::collections::HashSet<String>>,
     pub stop: watch::Sender<bool>,
 }
 

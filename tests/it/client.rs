@@ -7,9 +7,9 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use servebench::client::{
-    Client, ClientConfig, ErrorKind, OutputTokenSource, RequestRecord, ResolvedTimeouts, Sampling,
+    Api, Client, ClientConfig, ErrorKind, OutputTokenSource, RequestRecord, ResolvedTimeouts,
+    Sampling,
 };
-use servebench::plan::Api;
 use servebench::workload::{ChatMessage, Prompt, PromptInput};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
@@ -208,6 +208,7 @@ fn config(base_url: String) -> ClientConfig {
             seed: None,
         },
         max_connections: 1,
+        connection: Default::default(),
     }
 }
 

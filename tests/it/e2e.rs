@@ -4,9 +4,10 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use servebench::client::{Client, ClientConfig};
+use servebench::client::Client;
 use servebench::plan::{Api, TokenizerSource, TokenizerSpec, Workload};
 use servebench::report::Report;
+use servebench::runner::endpoint::client_config;
 use servebench::runner::run;
 use servebench::sim::{ReasoningField, SimConfig, SimDialect, serve};
 use servebench::workload::{PromptSource, WorkloadContext};
@@ -41,8 +42,7 @@ fn client(base_url: &str, api: Api, workload: &Workload) -> Client {
         model: Some("sim".into()),
         ..Default::default()
     };
-    Client::new(ClientConfig::for_target(&target, base_url.to_string(), workload, 4).unwrap())
-        .unwrap()
+    Client::new(client_config(&target, base_url.to_string(), workload, 4).unwrap()).unwrap()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

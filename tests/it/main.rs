@@ -1,6 +1,7 @@
 //! Integration tests: one binary, one module per area.
 mod client;
 mod common;
+mod connections;
 mod docs;
 mod e2e;
 mod faults;

@@ -194,6 +194,7 @@ fn phase(spec: &PhaseSpec, index: usize, slow: f64) -> PhaseResult {
         send_lag_ms: None,
         achieved_rate_ratio: None,
         server_metrics: None,
+        transport: Default::default(),
         request_timings: recs,
         client_load_share: None,
     }

@@ -62,6 +62,7 @@ fn phase(
         send_lag_ms: None,
         achieved_rate_ratio: None,
         server_metrics: None,
+        transport: Default::default(),
         request_timings: records,
         client_load_share: None,
     }

@@ -1,0 +1,194 @@
+//! What the client is told: plain endpoint values (no plan types), and the secrets among them.
+
+use std::fmt;
+use std::time::Duration;
+
+/// Which OpenAI endpoint requests go to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Api {
+    /// `/chat/completions` with `messages`.
+    #[default]
+    Chat,
+    /// `/completions` with `prompt`.
+    Completions,
+}
+
+/// How long a pooled connection may sit idle by default: below the 5 s keep-alive timeout of
+/// uvicorn (vLLM, SGLang, llama-cpp-python) and of llama.cpp's server.
+pub const DEFAULT_CONNECTION_IDLE_TIMEOUT: Duration = Duration::from_secs(4);
+
+/// How connections are kept between requests.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ConnectionSettings {
+    /// Keep connections open for later requests; `false` opens one per request.
+    pub reuse: bool,
+    /// Longest a pooled connection waits idle before it is closed by the client.
+    pub idle_timeout: Duration,
+}
+
+impl Default for ConnectionSettings {
+    fn default() -> Self {
+        ConnectionSettings {
+            reuse: true,
+            idle_timeout: DEFAULT_CONNECTION_IDLE_TIMEOUT,
+        }
+    }
+}
+
+/// Everything the client needs to talk to one target for one phase.
+#[derive(Clone)]
+pub struct ClientConfig {
+    /// Base URL including `/v1`.
+    pub base_url: String,
+    pub api: Api,
+    pub model: String,
+    /// The API key's value, read from the environment by the caller; never logged.
+    pub api_key: Option<String>,
+    pub headers: Vec<(String, String)>,
+    pub timeouts: ResolvedTimeouts,
+    /// Extra body fields: the target's, then the workload's merged over them.
+    pub body: serde_json::Map<String, serde_json::Value>,
+    /// Sampling settings from the workload.
+    pub sampling: Sampling,
+    /// Most idle connections kept (the phase's concurrency).
+    pub max_connections: usize,
+    pub connection: ConnectionSettings,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct ResolvedTimeouts {
+    pub connect: Option<Duration>,
+    pub first_byte: Option<Duration>,
+    pub idle: Option<Duration>,
+    pub total: Option<Duration>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Sampling {
+    pub temperature: Option<f64>,
+    pub ignore_eos: Option<bool>,
+    pub min_tokens: Option<u32>,
+    pub seed: Option<u64>,
+}
+
+/// The client could not be set up (bad URL, bad header); requests themselves never error.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct ClientError(pub String);
+
+/// Header names whose values are secret: redacted in `Debug` output, error messages and the
+/// report's copy of the plan.
+pub fn is_secret_header(name: &str) -> bool {
+    let name = name.to_ascii_lowercase();
+    [
+        "auth", "key", "token", "secret", "cookie", "password", "session",
+    ]
+    .iter()
+    .any(|s| name.contains(s))
+}
+
+/// What stands in for a secret wherever one would have been shown.
+pub const REDACTED: &str = "<redacted>";
+
+/// Merge `over` into `base`: objects merge key by key (so a workload can add one
+/// `chat_template_kwargs` entry to the target's), anything else replaces.
+pub fn merge_body(
+    base: &mut serde_json::Map<String, serde_json::Value>,
+    over: &serde_json::Map<String, serde_json::Value>,
+) {
+    for (key, value) in over {
+        match (base.get_mut(key), value) {
+            (Some(serde_json::Value::Object(b)), serde_json::Value::Object(o)) => merge_body(b, o),
+            _ => {
+                base.insert(key.clone(), value.clone());
+            }
+        }
+    }
+}
+
+impl fmt::Debug for ClientConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let headers: Vec<(&str, &str)> = self
+            .headers
+            .iter()
+            .map(|(name, value)| {
+                let shown = if is_secret_header(name) {
+                    REDACTED
+                } else {
+                    value.as_str()
+                };
+                (name.as_str(), shown)
+            })
+            .collect();
+        f.debug_struct("ClientConfig")
+            .field("base_url", &self.base_url)
+            .field("api", &self.api)
+            .field("model", &self.model)
+            .field("api_key", &self.api_key.as_ref().map(|_| REDACTED))
+            .field("headers", &headers)
+            .field("timeouts", &self.timeouts)
+            .field("body", &self.body)
+            .field("sampling", &self.sampling)
+            .field("max_connections", &self.max_connections)
+            .field("connection", &self.connection)
+            .finish()
+    }
+}
+
+/// Cuts the API key and secret header values out of text a server sent back (a 401 body may
+/// quote the request's headers).
+#[derive(Clone, Default)]
+pub(crate) struct Redactor {
+    /// Longest first, so a secret containing another is cut whole.
+    secrets: Vec<String>,
+}
+
+impl Redactor {
+    pub fn new(config: &ClientConfig) -> Self {
+        let mut secrets: Vec<String> = config
+            .api_key
+            .iter()
+            .cloned()
+            .chain(
+                config
+                    .headers
+                    .iter()
+                    .filter(|(name, _)| is_secret_header(name))
+                    .map(|(_, value)| value.clone()),
+            )
+            .filter(|s| !s.is_empty())
+            .collect();
+        secrets.sort_by_key(|s| std::cmp::Reverse(s.len()));
+        Redactor { secrets }
+    }
+
+    /// `message` with every secret replaced, including one cut short by an excerpt's `…`.
+    pub fn text(&self, mut message: String) -> String {
+        for secret in &self.secrets {
+            if message.contains(secret.as_str()) {
+                message = message.replace(secret.as_str(), REDACTED);
+            }
+            if let Some(head) = message.strip_suffix('…') {
+                let cut = (4..secret.len())
+                    .rev()
+                    .filter(|&k| secret.is_char_boundary(k))
+                    .find(|&k| head.ends_with(&secret[..k]));
+                if let Some(k) = cut {
+                    message = format!("{}{REDACTED}…", &head[..head.len() - k]);
+                }
+            }
+        }
+        message
+    }
+
+    /// A response body with the secrets cut out, before any excerpt could split one.
+    pub fn bytes(&self, mut body: Vec<u8>) -> Vec<u8> {
+        for secret in &self.secrets {
+            let secret = secret.as_bytes();
+            while let Some(at) = memchr::memmem::find(&body, secret) {
+                body.splice(at..at + secret.len(), REDACTED.bytes());
+            }
+        }
+        body
+    }
+}

@@ -1,0 +1,541 @@
+//! One request and its streamed response over a pooled connection, measured into a record.
+
+use std::fmt;
+use std::future::Future;
+use std::ops::ControlFlow;
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use http_body_util::Full;
+use hyper::body::Incoming;
+use hyper::header::{self, HeaderMap, HeaderValue};
+use hyper::{Method, Request, Response, Uri};
+
+use super::config::{Api, ClientConfig, ClientError, Redactor};
+use super::failure::{
+    Failure, Waited, Which, error_chain, error_excerpt, ms_since, next_chunk, read_body_prefix,
+    signed_ms, wait,
+};
+use super::pool::{Lease, Origin, Pool, ServerKeepAlive};
+use super::record::{ErrorKind, RequestError, RequestRecord};
+use super::request::{RequestTemplate, default_request_id_prefix};
+use super::sse::{DEFAULT_MAX_EVENT_BYTES, EventKind, SseParser};
+use super::stream::{self, EventOutcome, StreamFailure, StreamState, excerpt};
+use crate::workload::Prompt;
+
+/// After `[DONE]`, how long to wait for the body's end so the connection can be reused.
+const DRAIN_WAIT: Duration = Duration::from_millis(500);
+
+/// A connection pool and request builder for one target.
+pub struct Client {
+    config: ClientConfig,
+    url: reqwest::Url,
+    /// The request target (path and query) sent on the request line.
+    path: Uri,
+    /// Headers and the fixed part of every body.
+    template: RequestTemplate,
+    pool: Pool,
+    redactor: Redactor,
+    request_id_prefix: String,
+    max_event_bytes: usize,
+}
+
+impl fmt::Debug for Client {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Client")
+            .field("config", &self.config)
+            .field("url", &self.url.as_str())
+            .field("request_id_prefix", &self.request_id_prefix)
+            .finish()
+    }
+}
+
+/// Which connection a request ended up on.
+#[derive(Debug, Default)]
+struct ConnectionUse {
+    /// `None` until a connection was had.
+    new_connection: Option<bool>,
+    retries: u32,
+}
+
+impl Client {
+    pub fn new(config: ClientConfig) -> Result<Self, ClientError> {
+        let base = config.base_url.trim_end_matches('/');
+        let path = match config.api {
+            Api::Chat => "chat/completions",
+            Api::Completions => "completions",
+        };
+        let url = reqwest::Url::parse(&format!("{base}/{path}"))
+            .map_err(|e| ClientError(format!("invalid base_url {:?}: {e}", config.base_url)))?;
+        if !matches!(url.scheme(), "http" | "https") {
+            return Err(ClientError(format!(
+                "invalid base_url {:?}: expected http:// or https://",
+                config.base_url
+            )));
+        }
+        let target = match url.query() {
+            Some(query) => format!("{}?{query}", url.path()),
+            None => url.path().to_string(),
+        };
+        let path: Uri = target
+            .parse()
+            .map_err(|e| ClientError(format!("invalid base_url {:?}: {e}", config.base_url)))?;
+        let pool = Pool::new(
+            Origin::new(&url)?,
+            config.connection,
+            config.timeouts.connect,
+            config.max_connections,
+        );
+        let template = RequestTemplate::new(&config)?;
+        Ok(Client {
+            redactor: Redactor::new(&config),
+            config,
+            url,
+            path,
+            template,
+            pool,
+            request_id_prefix: default_request_id_prefix(),
+            max_event_bytes: DEFAULT_MAX_EVENT_BYTES,
+        })
+    }
+
+    /// Use `prefix` for request ids (`{prefix}-{request_index}`) instead of a random one, e.g.
+    /// the run id plus the phase name.
+    pub fn with_request_id_prefix(mut self, prefix: impl Into<String>) -> Self {
+        self.request_id_prefix = prefix.into();
+        self
+    }
+
+    /// Cap on one SSE event's size (default 1 MiB); larger events are `malformed_event`.
+    pub fn with_max_event_bytes(mut self, max_event_bytes: usize) -> Self {
+        self.max_event_bytes = max_event_bytes.max(1);
+        self
+    }
+
+    pub fn config(&self) -> &ClientConfig {
+        &self.config
+    }
+
+    /// The URL requests are sent to.
+    pub fn url(&self) -> &str {
+        self.url.as_str()
+    }
+
+    /// The `x-request-id` a request with this index is sent with.
+    pub fn request_id(&self, request_index: u64) -> String {
+        format!("{}-{request_index}", self.request_id_prefix)
+    }
+
+    /// The JSON body for one prompt.
+    pub fn request_body(&self, prompt: &Prompt) -> String {
+        self.template.body(prompt)
+    }
+
+    /// Send one streamed request; `origin` is the phase's measured start, from which
+    /// `start_offset_ms` is taken. Failures are recorded in the returned record.
+    pub async fn send(
+        &self,
+        request_index: u64,
+        prompt: &Prompt,
+        origin: Instant,
+    ) -> RequestRecord {
+        self.send_cancellable(request_index, prompt, origin, std::future::pending())
+            .await
+    }
+
+    /// [`Client::send`], ended early with `ErrorKind::Cancelled` when `cancel` completes
+    /// (e.g. on Ctrl-C); the record keeps what was measured until then.
+    pub async fn send_cancellable<C>(
+        &self,
+        request_index: u64,
+        prompt: &Prompt,
+        origin: Instant,
+        cancel: C,
+    ) -> RequestRecord
+    where
+        C: Future<Output = ()>,
+    {
+        let body = self.request_body(prompt);
+        self.send_body(
+            request_index,
+            body,
+            prompt.planned_prompt_tokens,
+            origin,
+            cancel,
+        )
+        .await
+    }
+
+    /// [`Client::send`] taking the prompt by value: it is dropped once the body is built, so a
+    /// long prompt is held once (in its body) while its request is in flight.
+    pub async fn send_owned(
+        &self,
+        request_index: u64,
+        prompt: Prompt,
+        origin: Instant,
+    ) -> RequestRecord {
+        let body = self.request_body(&prompt);
+        let planned = prompt.planned_prompt_tokens;
+        drop(prompt);
+        self.send_body(request_index, body, planned, origin, std::future::pending())
+            .await
+    }
+
+    /// One request with its serialized body; `planned` is the prompt's planned token count.
+    async fn send_body<C>(
+        &self,
+        request_index: u64,
+        body: String,
+        planned: Option<u64>,
+        origin: Instant,
+        cancel: C,
+    ) -> RequestRecord
+    where
+        C: Future<Output = ()>,
+    {
+        let request_id = self.request_id(request_index);
+        let mut state = StreamState::default();
+        let mut used = ConnectionUse::default();
+        let start = Instant::now();
+        let outcome = {
+            let exchange =
+                self.exchange(&request_id, Bytes::from(body), start, &mut state, &mut used);
+            tokio::select! {
+                biased;
+                outcome = exchange => outcome,
+                () = cancel => Err(Failure::new(ErrorKind::Cancelled, "cancelled while in flight")),
+            }
+        };
+        let end = Instant::now();
+        let mut record = RequestRecord {
+            request_index,
+            request_id,
+            start_offset_ms: signed_ms(origin, start),
+            time_to_first_output_ms: state.first_output_ms,
+            ttft_ms: state.first_content_ms,
+            planned_context_tokens: planned,
+            prompt_tokens: state.prompt_tokens,
+            cached_tokens: state.cached_tokens,
+            content_chunks: state.content_chunks,
+            reasoning_chunks: state.reasoning_chunks,
+            max_inter_chunk_ms: state.max_inter_chunk_ms,
+            connection_retries: used.retries,
+            new_connection: used.new_connection,
+            server_prompt_ms: state.server.prompt_ms,
+            server_total_ms: state.server.total_ms(),
+            ..RequestRecord::default()
+        };
+        match outcome {
+            Ok(end_ms) => record.e2e_ms = end_ms,
+            Err(failure) => {
+                record.e2e_ms = ms_since(start, end);
+                record.error = Some(RequestError {
+                    kind: failure.kind,
+                    status: failure.status,
+                    message: self.redactor.text(failure.message),
+                });
+            }
+        }
+        if state.completion_tokens.is_some() || state.content_chunks + state.reasoning_chunks > 0 {
+            let (tokens, source) = state.output_tokens();
+            record.output_tokens = Some(tokens);
+            record.output_token_source = Some(source);
+        }
+        crate::metrics::derive_record_fields(&mut record);
+        record
+    }
+
+    /// The request and its stream; on success, ms from `start` to the end of the stream.
+    async fn exchange(
+        &self,
+        request_id: &str,
+        body: Bytes,
+        start: Instant,
+        state: &mut StreamState,
+        used: &mut ConnectionUse,
+    ) -> Result<f64, Failure> {
+        let timeouts = &self.config.timeouts;
+        let total_deadline = timeouts.total.map(|t| start + t);
+        let first_byte_deadline = timeouts.first_byte.map(|t| start + t);
+        let head = self.response_head(request_id, body, used);
+        let (response, lease) = match wait(head, first_byte_deadline, total_deadline).await {
+            Waited::Done(result) => result?,
+            Waited::TimedOut(Which::Own) => return Err(Failure::first_byte()),
+            Waited::TimedOut(Which::Total) => return Err(Failure::total()),
+        };
+        let keep_alive = ServerKeepAlive::from_headers(response.headers());
+        let status = response.status();
+        let is_event_stream = response
+            .headers()
+            .get(header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|v| {
+                v.trim_start()
+                    .get(..17)
+                    .is_some_and(|t| t.eq_ignore_ascii_case("text/event-stream"))
+            });
+        let (parts, mut body) = response.into_parts();
+        let (result, ended) = if !status.is_success() {
+            self.status_failure(&parts.headers, status, &mut body, total_deadline)
+                .await
+        } else if !is_event_stream {
+            self.non_stream_failure(&parts.headers, status, &mut body, total_deadline)
+                .await
+        } else {
+            self.read_stream(&mut body, start, total_deadline, state)
+                .await
+        };
+        if ended {
+            self.pool.checkin(lease, keep_alive);
+        }
+        result
+    }
+
+    /// The response head, on a pooled connection or a new one. A reused connection that fails
+    /// before any response byte arrived (the server closed it as the request went out) is
+    /// replaced once by a new one; a new connection's failure is the server's.
+    async fn response_head(
+        &self,
+        request_id: &str,
+        body: Bytes,
+        used: &mut ConnectionUse,
+    ) -> Result<(Response<Incoming>, Lease), Failure> {
+        let mut lease = match self.pool.checkout() {
+            Some(lease) => lease,
+            None => self.connect().await?,
+        };
+        loop {
+            used.new_connection = Some(lease.fresh);
+            let read_before = lease.bytes_read();
+            let request = self.request(request_id, body.clone());
+            let sent = async {
+                lease.sender.ready().await?;
+                lease.sender.send_request(request).await
+            }
+            .await;
+            match sent {
+                Ok(response) => return Ok((response, lease)),
+                Err(_) if !lease.fresh && lease.bytes_read() == read_before => {
+                    used.retries += 1;
+                    used.new_connection = None;
+                    lease = self.connect().await?;
+                }
+                Err(err) => return Err(Failure::before_response(&err, self.url.as_str())),
+            }
+        }
+    }
+
+    async fn connect(&self) -> Result<Lease, Failure> {
+        self.pool
+            .connect()
+            .await
+            .map_err(|e| Failure::connect(e, self.url.as_str()))
+    }
+
+    fn request(&self, request_id: &str, body: Bytes) -> Request<Full<Bytes>> {
+        let mut request = Request::new(Full::new(body));
+        *request.method_mut() = Method::POST;
+        *request.uri_mut() = self.path.clone();
+        let headers = request.headers_mut();
+        *headers = self.template.headers.clone();
+        headers.insert(header::HOST, self.pool.origin().host_header.clone());
+        if let Ok(id) = HeaderValue::from_str(request_id) {
+            headers.insert("x-request-id", id);
+        }
+        request
+    }
+
+    /// Read an event stream to `[DONE]` (and the body's end); whether the body ended comes back
+    /// with the result, so the connection can go back to the pool.
+    async fn read_stream(
+        &self,
+        body: &mut Incoming,
+        start: Instant,
+        total_deadline: Option<Instant>,
+        state: &mut StreamState,
+    ) -> (Result<f64, Failure>, bool) {
+        let idle = self.config.timeouts.idle;
+        let mut parser = SseParser::new(self.max_event_bytes);
+        loop {
+            let idle_deadline = idle.map(|t| Instant::now() + t);
+            let chunk = match wait(next_chunk(body), idle_deadline, total_deadline).await {
+                Waited::Done(Ok(chunk)) => chunk,
+                Waited::Done(Err(err)) => {
+                    let message = format!(
+                        "stream broke after {} events: {}",
+                        state.events,
+                        error_chain(&err)
+                    );
+                    return (Err(Failure::new(ErrorKind::StreamBroken, message)), false);
+                }
+                Waited::TimedOut(Which::Own) => {
+                    let message = format!(
+                        "no bytes within the idle timeout after {} events",
+                        state.events
+                    );
+                    return (Err(Failure::new(ErrorKind::IdleTimeout, message)), false);
+                }
+                Waited::TimedOut(Which::Total) => return (Err(Failure::total()), false),
+            };
+            let now_ms = ms_since(start, Instant::now());
+            let Some(chunk) = chunk else {
+                return (finish_stream(&mut parser, state, now_ms), true);
+            };
+            let mut failure = None;
+            let fed = parser.feed(&chunk, |kind, data| {
+                on_data(state, kind, data, now_ms, &mut failure)
+            });
+            if let Err(e) = fed {
+                return (
+                    Err(Failure::new(ErrorKind::MalformedEvent, e.to_string())),
+                    false,
+                );
+            }
+            if let Some(failure) = failure {
+                return (Err(failure.into()), false);
+            }
+            if state.done {
+                return (Ok(now_ms), drain(body).await);
+            }
+        }
+    }
+
+    /// A non-2xx response: its status and a short excerpt of its body.
+    async fn status_failure(
+        &self,
+        headers: &HeaderMap,
+        status: hyper::StatusCode,
+        body: &mut Incoming,
+        total_deadline: Option<Instant>,
+    ) -> (Result<f64, Failure>, bool) {
+        let retry_after = headers
+            .get(header::RETRY_AFTER)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_string);
+        let (bytes, ended) = read_body_prefix(body, total_deadline).await;
+        let text = error_excerpt(&self.redactor.bytes(bytes));
+        let kind = if status == hyper::StatusCode::TOO_MANY_REQUESTS {
+            ErrorKind::RateLimited
+        } else {
+            ErrorKind::HttpStatus
+        };
+        let mut message = format!("HTTP {status}");
+        if let Some(retry_after) = retry_after {
+            message.push_str(&format!(
+                "; retry-after: {}",
+                excerpt(retry_after.as_bytes())
+            ));
+        }
+        if !text.is_empty() {
+            message.push_str(": ");
+            message.push_str(&text);
+        }
+        let failure = Failure {
+            kind,
+            status: Some(status.as_u16()),
+            message,
+        };
+        (Err(failure), ended)
+    }
+
+    /// A 2xx response that is not an event stream: an error object, or a server that ignored
+    /// `stream: true`.
+    async fn non_stream_failure(
+        &self,
+        headers: &HeaderMap,
+        status: hyper::StatusCode,
+        body: &mut Incoming,
+        total_deadline: Option<Instant>,
+    ) -> (Result<f64, Failure>, bool) {
+        let content_type = headers
+            .get(header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("none")
+            .to_string();
+        let (bytes, ended) = read_body_prefix(body, total_deadline).await;
+        let bytes = self.redactor.bytes(bytes);
+        let value: Option<serde_json::Value> = serde_json::from_slice(&bytes).ok();
+        let is_error = value.as_ref().is_some_and(|v| {
+            v.get("error").is_some_and(|e| !e.is_null())
+                || v.get("object").and_then(|o| o.as_str()) == Some("error")
+        });
+        let (kind, message) = if is_error {
+            (ErrorKind::ErrorObject, stream::error_message(&bytes))
+        } else {
+            let message = format!(
+                "expected an event stream, got content-type {}: {}",
+                excerpt(content_type.as_bytes()),
+                excerpt(&bytes)
+            );
+            (ErrorKind::MalformedEvent, message)
+        };
+        let failure = Failure {
+            kind,
+            status: Some(status.as_u16()),
+            message,
+        };
+        (Err(failure), ended)
+    }
+}
+
+/// The body's end after `[DONE]`, waited for briefly; whether it came.
+async fn drain(body: &mut Incoming) -> bool {
+    let deadline = Instant::now() + DRAIN_WAIT;
+    loop {
+        match wait(next_chunk(body), Some(deadline), None).await {
+            Waited::Done(Ok(Some(_))) => {}
+            Waited::Done(Ok(None)) => return true,
+            Waited::Done(Err(_)) | Waited::TimedOut(_) => return false,
+        }
+    }
+}
+
+/// End of body: a last event without its blank line still counts; then `[DONE]` must have come.
+fn finish_stream(
+    parser: &mut SseParser,
+    state: &mut StreamState,
+    now_ms: f64,
+) -> Result<f64, Failure> {
+    let mut failure = None;
+    parser
+        .finish(|kind, data| on_data(state, kind, data, now_ms, &mut failure))
+        .map_err(|e| Failure::new(ErrorKind::MalformedEvent, e.to_string()))?;
+    if let Some(failure) = failure {
+        return Err(failure.into());
+    }
+    if state.done {
+        return Ok(now_ms);
+    }
+    Err(Failure::new(
+        ErrorKind::MissingDone,
+        format!("stream ended after {} events without [DONE]", state.events),
+    ))
+}
+
+/// Hand one SSE payload to the stream state; stop on `[DONE]` or a failure.
+fn on_data(
+    state: &mut StreamState,
+    kind: EventKind,
+    data: &[u8],
+    now_ms: f64,
+    failure: &mut Option<StreamFailure>,
+) -> ControlFlow<()> {
+    if state.done {
+        return ControlFlow::Break(()); // nothing after [DONE] counts
+    }
+    let outcome = match kind {
+        EventKind::Data => state.on_event(data, now_ms),
+        EventKind::Error => EventOutcome::Failed(StreamFailure {
+            kind: ErrorKind::ErrorObject,
+            message: stream::error_message(data),
+        }),
+    };
+    match outcome {
+        EventOutcome::Continue => ControlFlow::Continue(()),
+        EventOutcome::Done => ControlFlow::Break(()),
+        EventOutcome::Failed(f) => {
+            *failure = Some(f);
+            ControlFlow::Break(())
+        }
+    }
+}

@@ -1,0 +1,172 @@
+//! How a request fails: deadlines, the closed error kinds, and messages built from errors.
+
+use std::future::Future;
+use std::time::{Duration, Instant};
+
+use http_body_util::BodyExt;
+use hyper::body::Incoming;
+
+use super::pool::ConnectError;
+use super::record::ErrorKind;
+use super::stream::{self, StreamFailure};
+
+/// How long an error response body may take to read for its excerpt.
+const ERROR_BODY_WAIT: Duration = Duration::from_secs(2);
+/// How much of an error (or non-stream) body is read.
+const ERROR_BODY_MAX_BYTES: usize = 64 * 1024;
+
+/// A failed request before it becomes `record.error`.
+#[derive(Debug)]
+pub(crate) struct Failure {
+    pub kind: ErrorKind,
+    pub status: Option<u16>,
+    pub message: String,
+}
+
+impl Failure {
+    pub fn new(kind: ErrorKind, message: impl Into<String>) -> Self {
+        Failure {
+            kind,
+            status: None,
+            message: message.into(),
+        }
+    }
+
+    pub fn total() -> Self {
+        Failure::new(
+            ErrorKind::TotalTimeout,
+            "request exceeded the total timeout",
+        )
+    }
+
+    pub fn first_byte() -> Self {
+        Failure::new(
+            ErrorKind::FirstByteTimeout,
+            "no response headers within the first-byte timeout",
+        )
+    }
+
+    pub fn connect(err: ConnectError, url: &str) -> Self {
+        let message = match err {
+            ConnectError::Timeout(limit) => {
+                format!("{url}: no connection within the connect timeout ({limit:?})")
+            }
+            ConnectError::Failed(why) => format!("{url}: {why}"),
+        };
+        Failure::new(ErrorKind::Connect, message)
+    }
+
+    /// The request was written (or the connection dropped) before a whole response head came.
+    pub fn before_response(err: &hyper::Error, url: &str) -> Self {
+        Failure::new(
+            ErrorKind::StreamBroken,
+            format!("{url}: {}", error_chain(err)),
+        )
+    }
+}
+
+impl From<StreamFailure> for Failure {
+    fn from(f: StreamFailure) -> Self {
+        Failure::new(f.kind, f.message)
+    }
+}
+
+/// Which deadline fired.
+pub(crate) enum Which {
+    /// The step's own deadline (first byte, idle).
+    Own,
+    Total,
+}
+
+pub(crate) enum Waited<T> {
+    Done(T),
+    TimedOut(Which),
+}
+
+/// Await `fut` until the earlier of two optional deadlines.
+pub(crate) async fn wait<F: Future>(
+    fut: F,
+    own: Option<Instant>,
+    total: Option<Instant>,
+) -> Waited<F::Output> {
+    let (deadline, which) = match (own, total) {
+        (None, None) => return Waited::Done(fut.await),
+        (Some(o), None) => (o, Which::Own),
+        (None, Some(t)) => (t, Which::Total),
+        (Some(o), Some(t)) if t <= o => (t, Which::Total),
+        (Some(o), Some(_)) => (o, Which::Own),
+    };
+    match tokio::time::timeout_at(deadline.into(), fut).await {
+        Ok(output) => Waited::Done(output),
+        Err(_) => Waited::TimedOut(which),
+    }
+}
+
+/// The next data bytes of a body, trailers skipped; `None` at its end.
+pub(crate) async fn next_chunk(body: &mut Incoming) -> Result<Option<bytes::Bytes>, hyper::Error> {
+    loop {
+        match body.frame().await {
+            None => return Ok(None),
+            Some(Err(err)) => return Err(err),
+            Some(Ok(frame)) => {
+                if let Ok(data) = frame.into_data() {
+                    return Ok(Some(data));
+                }
+            }
+        }
+    }
+}
+
+/// Up to `ERROR_BODY_MAX_BYTES` of a body, waiting at most `ERROR_BODY_WAIT` (or the total
+/// deadline); whatever arrived by then, and whether the body reached its end.
+pub(crate) async fn read_body_prefix(
+    body: &mut Incoming,
+    total: Option<Instant>,
+) -> (Vec<u8>, bool) {
+    let deadline = Instant::now() + ERROR_BODY_WAIT;
+    let deadline = total.map_or(deadline, |t| t.min(deadline));
+    let mut bytes = Vec::new();
+    while bytes.len() < ERROR_BODY_MAX_BYTES {
+        match wait(next_chunk(body), Some(deadline), None).await {
+            Waited::Done(Ok(Some(chunk))) => bytes.extend_from_slice(&chunk),
+            Waited::Done(Ok(None)) => return (bytes, true),
+            Waited::Done(Err(_)) | Waited::TimedOut(_) => break,
+        }
+    }
+    (bytes, false)
+}
+
+/// An error body's message for a record: `error.message` when JSON, else the text.
+pub(crate) fn error_excerpt(body: &[u8]) -> String {
+    if body.iter().all(u8::is_ascii_whitespace) {
+        return String::new();
+    }
+    stream::error_message(body)
+}
+
+/// An error and its sources, joined with ": ".
+pub(crate) fn error_chain(err: &dyn std::error::Error) -> String {
+    let mut message = err.to_string();
+    let mut source = err.source();
+    while let Some(s) = source {
+        let text = s.to_string();
+        if !message.contains(&text) {
+            message.push_str(": ");
+            message.push_str(&text);
+        }
+        source = s.source();
+    }
+    message
+}
+
+/// Milliseconds from `from` to `to`, negative when `to` is earlier.
+pub(crate) fn signed_ms(from: Instant, to: Instant) -> f64 {
+    match to.checked_duration_since(from) {
+        Some(d) => d.as_secs_f64() * 1000.0,
+        None => -(from.duration_since(to).as_secs_f64() * 1000.0),
+    }
+}
+
+pub(crate) fn ms_since(start: Instant, now: Instant) -> f64 {
+    now.saturating_duration_since(start).as_secs_f64() * 1000.0
+}

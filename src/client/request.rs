@@ -1,0 +1,133 @@
+//! What every request of a client carries: its headers and the fixed part of its JSON body.
+
+use hyper::header::{self, HeaderMap, HeaderName, HeaderValue};
+
+use super::config::{ClientConfig, ClientError, is_secret_header};
+use crate::workload::{Prompt, PromptInput};
+
+/// Built once per client; each request adds its prompt, `max_tokens` and `x-request-id`.
+pub(crate) struct RequestTemplate {
+    /// Content type, accept, authorization and the target's headers.
+    pub headers: HeaderMap,
+    /// The body's fixed fields (model, stream, sampling, extra body), serialized without the
+    /// enclosing braces.
+    fixed_body: String,
+    /// Whether the extra body sets `max_tokens` itself.
+    body_sets_max_tokens: bool,
+    /// Whether the extra body sets `messages` or `prompt` itself.
+    body_sets_input: bool,
+}
+
+impl RequestTemplate {
+    pub fn new(config: &ClientConfig) -> Result<Self, ClientError> {
+        let fixed = fixed_body_fields(config);
+        let body_sets_max_tokens = fixed.contains_key("max_tokens");
+        let body_sets_input = fixed.contains_key("messages") || fixed.contains_key("prompt");
+        let fixed_body = serde_json::to_string(&fixed)
+            .map_err(|e| ClientError(format!("cannot serialize the request body: {e}")))?;
+        Ok(RequestTemplate {
+            headers: default_headers(config)?,
+            fixed_body: fixed_body[1..fixed_body.len() - 1].to_string(),
+            body_sets_max_tokens,
+            body_sets_input,
+        })
+    }
+
+    /// The JSON body for one prompt.
+    pub fn body(&self, prompt: &Prompt) -> String {
+        let mut body = String::with_capacity(self.fixed_body.len() + 256);
+        body.push('{');
+        if !self.body_sets_input {
+            let (key, value) = match &prompt.input {
+                PromptInput::Messages(messages) => ("messages", serde_json::to_string(messages)),
+                PromptInput::Text(text) => ("prompt", serde_json::to_string(text)),
+            };
+            // Serializing strings and string maps cannot fail.
+            let value = value.unwrap_or_else(|_| "null".to_string());
+            body.push('"');
+            body.push_str(key);
+            body.push_str("\":");
+            body.push_str(&value);
+            body.push(',');
+        }
+        if !self.body_sets_max_tokens {
+            body.push_str("\"max_tokens\":");
+            body.push_str(&prompt.max_tokens.to_string());
+            body.push(',');
+        }
+        body.push_str(&self.fixed_body);
+        if body.ends_with(',') {
+            body.pop();
+        }
+        body.push('}');
+        body
+    }
+}
+
+/// Content type, accept, the API key and the target's headers, secrets marked sensitive.
+fn default_headers(config: &ClientConfig) -> Result<HeaderMap, ClientError> {
+    let mut headers = HeaderMap::new();
+    headers.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    headers.insert(
+        header::ACCEPT,
+        HeaderValue::from_static("text/event-stream"),
+    );
+    if let Some(key) = &config.api_key {
+        let mut value = HeaderValue::from_str(&format!("Bearer {key}")).map_err(|_| {
+            ClientError("the API key holds characters not allowed in a header".into())
+        })?;
+        value.set_sensitive(true);
+        headers.insert(header::AUTHORIZATION, value);
+    }
+    for (name, value) in &config.headers {
+        let header_name = HeaderName::from_bytes(name.as_bytes())
+            .map_err(|_| ClientError(format!("invalid header name {name:?}")))?;
+        let mut header_value = HeaderValue::from_str(value).map_err(|_| {
+            ClientError(format!(
+                "header {name:?} has a value not allowed in a header"
+            ))
+        })?;
+        if is_secret_header(name) {
+            header_value.set_sensitive(true);
+        }
+        headers.insert(header_name, header_value);
+    }
+    if !config.connection.reuse {
+        headers.insert(header::CONNECTION, HeaderValue::from_static("close"));
+    }
+    Ok(headers)
+}
+
+/// The fixed body fields: model, streaming, sampling, then the extra body merged over them.
+fn fixed_body_fields(config: &ClientConfig) -> serde_json::Map<String, serde_json::Value> {
+    use serde_json::{Value, json};
+    let mut fixed = serde_json::Map::new();
+    fixed.insert("model".into(), Value::String(config.model.clone()));
+    fixed.insert("stream".into(), Value::Bool(true));
+    fixed.insert("stream_options".into(), json!({ "include_usage": true }));
+    let s = &config.sampling;
+    if let Some(t) = s.temperature {
+        fixed.insert("temperature".into(), json!(t));
+    }
+    if let Some(v) = s.ignore_eos {
+        fixed.insert("ignore_eos".into(), json!(v));
+    }
+    if let Some(v) = s.min_tokens {
+        fixed.insert("min_tokens".into(), json!(v));
+    }
+    if let Some(v) = s.seed {
+        fixed.insert("seed".into(), json!(v));
+    }
+    for (key, value) in &config.body {
+        fixed.insert(key.clone(), value.clone());
+    }
+    fixed
+}
+
+/// A per-process-unique id prefix: `sb-` and 8 random hex digits.
+pub(crate) fn default_request_id_prefix() -> String {
+    format!("sb-{:08x}", rand::random::<u32>())
+}

@@ -1,0 +1,199 @@
+//! Per-phase connection figures and the client-versus-server timing gap, from the records.
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use super::{Distribution, distribution};
+use crate::client::RequestRecord;
+use crate::plan::PercentileMethod;
+
+/// How the phase's requests used their connections, and how much of their latency the server
+/// itself accounts for.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
+pub struct TransportSummary {
+    /// Measured requests that ran on a connection opened for them.
+    #[serde(default)]
+    pub connections_opened: u64,
+    /// Measured requests sent again on a new connection after a reused one closed before the
+    /// response.
+    #[serde(default)]
+    pub connection_retries: u64,
+    /// Client timings minus the server's own, over the requests whose server reported them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_timing_gap: Option<ServerTimingGap>,
+    /// Things about the connections a reader should know before trusting the latencies.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<String>,
+}
+
+/// What the client saw minus what the server says it spent: transport, queueing outside the
+/// engine's own clock, and the client.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
+pub struct ServerTimingGap {
+    /// Records that carried server timings.
+    pub requests: u64,
+    /// `ttft − server prompt time`, milliseconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ttft_minus_server_prompt_ms: Option<Distribution>,
+    /// `e2e − server prompt and generation time`, milliseconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub e2e_minus_server_total_ms: Option<Distribution>,
+}
+
+/// Below this many requests a phase says nothing about a server's connection habits.
+const CLOSE_WARNING_MIN_REQUESTS: usize = 8;
+
+/// The phase's connection figures; `reuse` says whether the client kept connections (with
+/// `reuse: false` every request opening one is the point, not a warning).
+pub fn transport(
+    records: &[RequestRecord],
+    method: PercentileMethod,
+    reuse: bool,
+) -> TransportSummary {
+    let opened = records
+        .iter()
+        .filter(|r| r.new_connection == Some(true))
+        .count();
+    let connected = records
+        .iter()
+        .filter(|r| r.new_connection.is_some())
+        .count();
+    let mut warnings = Vec::new();
+    if reuse && closes_after_every_response(records, opened, connected) {
+        warnings.push(format!(
+            "the server closes the connection after every response ({opened} of {connected} \
+             requests opened a new one): each request pays connection set-up inside its TTFT"
+        ));
+    }
+    TransportSummary {
+        connections_opened: opened as u64,
+        connection_retries: records
+            .iter()
+            .map(|r| u64::from(r.connection_retries))
+            .sum(),
+        server_timing_gap: server_timing_gap(records, method),
+        warnings,
+    }
+}
+
+/// Nearly every request needed a new connection, far more than the requests ever in flight
+/// at once (which open their first connections legitimately).
+fn closes_after_every_response(records: &[RequestRecord], opened: usize, connected: usize) -> bool {
+    if connected < CLOSE_WARNING_MIN_REQUESTS || opened * 10 < connected * 9 {
+        return false;
+    }
+    connected >= 2 * peak_in_flight(records) + 2
+}
+
+/// The most requests in flight at one instant.
+fn peak_in_flight(records: &[RequestRecord]) -> usize {
+    let mut edges: Vec<(f64, i32)> = records
+        .iter()
+        .flat_map(|r| [(r.start_offset_ms, 1), (r.start_offset_ms + r.e2e_ms, -1)])
+        .collect();
+    // Ends before starts at the same instant: back-to-back requests do not overlap.
+    edges.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+    let mut now = 0i32;
+    let mut peak = 0i32;
+    for (_, step) in edges {
+        now += step;
+        peak = peak.max(now);
+    }
+    peak.max(0) as usize
+}
+
+fn server_timing_gap(
+    records: &[RequestRecord],
+    method: PercentileMethod,
+) -> Option<ServerTimingGap> {
+    let timed: Vec<&RequestRecord> = records
+        .iter()
+        .filter(|r| r.is_ok() && (r.server_prompt_ms.is_some() || r.server_total_ms.is_some()))
+        .collect();
+    if timed.is_empty() {
+        return None;
+    }
+    let prompt_gaps: Vec<f64> = timed
+        .iter()
+        .filter_map(|r| Some(r.ttft_ms? - r.server_prompt_ms?))
+        .collect();
+    let total_gaps: Vec<f64> = timed
+        .iter()
+        .filter_map(|r| Some(r.e2e_ms - r.server_total_ms?))
+        .collect();
+    Some(ServerTimingGap {
+        requests: timed.len() as u64,
+        ttft_minus_server_prompt_ms: distribution(&prompt_gaps, method),
+        e2e_minus_server_total_ms: distribution(&total_gaps, method),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn record(start: f64, e2e: f64, new_connection: bool) -> RequestRecord {
+        RequestRecord {
+            start_offset_ms: start,
+            e2e_ms: e2e,
+            new_connection: Some(new_connection),
+            ..RequestRecord::default()
+        }
+    }
+
+    #[test]
+    fn counts_connections_and_retries() {
+        let mut records = vec![record(0.0, 10.0, true), record(10.0, 10.0, false)];
+        records[1].connection_retries = 1;
+        records[1].new_connection = Some(true);
+        let t = transport(&records, PercentileMethod::NearestRank, true);
+        assert_eq!((t.connections_opened, t.connection_retries), (2, 1));
+        assert!(t.warnings.is_empty(), "too few requests to judge");
+        assert!(t.server_timing_gap.is_none());
+    }
+
+    #[test]
+    fn warns_when_every_sequential_request_opens_a_connection() {
+        let records: Vec<_> = (0..10)
+            .map(|i| record(i as f64 * 10.0, 10.0, true))
+            .collect();
+        let t = transport(&records, PercentileMethod::NearestRank, true);
+        assert_eq!(t.warnings.len(), 1);
+        assert!(t.warnings[0].contains("closes the connection after every response"));
+        // On purpose with `reuse: false`; and a pool that reuses is fine.
+        assert!(
+            transport(&records, PercentileMethod::NearestRank, false)
+                .warnings
+                .is_empty()
+        );
+        let mut reused = records.clone();
+        for r in reused.iter_mut().skip(1) {
+            r.new_connection = Some(false);
+        }
+        assert!(
+            transport(&reused, PercentileMethod::NearestRank, true)
+                .warnings
+                .is_empty()
+        );
+        // Ten requests all in flight at once open ten connections legitimately.
+        let parallel: Vec<_> = (0..10).map(|_| record(0.0, 10.0, true)).collect();
+        assert!(
+            transport(&parallel, PercentileMethod::NearestRank, true)
+                .warnings
+                .is_empty()
+        );
+    }
+
+    #[test]
+    fn server_gap_is_client_minus_server() {
+        let mut records = vec![record(0.0, 100.0, true), record(0.0, 50.0, false)];
+        records[0].ttft_ms = Some(30.0);
+        records[0].server_prompt_ms = Some(20.0);
+        records[0].server_total_ms = Some(90.0);
+        let t = transport(&records, PercentileMethod::NearestRank, true);
+        let gap = t.server_timing_gap.expect("one record had timings");
+        assert_eq!(gap.requests, 1);
+        assert_eq!(gap.ttft_minus_server_prompt_ms.expect("ttft gap").p50, 10.0);
+        assert_eq!(gap.e2e_minus_server_total_ms.expect("e2e gap").p99, 10.0);
+    }
+}

@@ -1,0 +1,67 @@
+//! Table content for connections and the client-versus-server gap, shared by the markdown and
+//! HTML writers; shown only for phases where there is something to say.
+
+use super::model::Report;
+use super::numfmt::ms;
+use super::table::{Align, Cell, Mark, Table};
+
+/// One row per phase that opened connections beyond its first ones, retried, or carried
+/// server timings; empty when none did.
+pub fn table(report: &Report) -> Table {
+    let mut t = Table::new(&[
+        ("phase", Align::Left),
+        ("connections opened", Align::Right),
+        ("connection retries", Align::Right),
+        ("with server timings", Align::Right),
+        ("TTFT − server prompt p50", Align::Right),
+        ("TTFT − server prompt p99", Align::Right),
+        ("e2e − server total p50", Align::Right),
+        ("e2e − server total p99", Align::Right),
+    ]);
+    for phase in &report.phases {
+        let tr = &phase.transport;
+        if tr.connections_opened == 0
+            && tr.connection_retries == 0
+            && tr.server_timing_gap.is_none()
+        {
+            continue;
+        }
+        let gap = tr.server_timing_gap.as_ref();
+        let figure = |d: Option<&crate::metrics::Distribution>, p99: bool| {
+            d.map(|d| ms(if p99 { d.p99 } else { d.p50 }))
+                .unwrap_or_default()
+        };
+        let prompt_gap = gap.and_then(|g| g.ttft_minus_server_prompt_ms.as_ref());
+        let total_gap = gap.and_then(|g| g.e2e_minus_server_total_ms.as_ref());
+        let opened_mark = if tr.warnings.is_empty() {
+            Mark::Plain
+        } else {
+            Mark::Warn
+        };
+        t.rows.push(vec![
+            Cell::plain(phase.phase.clone()),
+            Cell::marked(tr.connections_opened.to_string(), opened_mark),
+            Cell::plain(tr.connection_retries.to_string()),
+            Cell::plain(gap.map(|g| g.requests.to_string()).unwrap_or_default()),
+            Cell::plain(figure(prompt_gap, false)),
+            Cell::plain(figure(prompt_gap, true)),
+            Cell::plain(figure(total_gap, false)),
+            Cell::plain(figure(total_gap, true)),
+        ]);
+    }
+    t
+}
+
+/// `phase: warning` for every connection warning.
+pub fn warnings(report: &Report) -> Vec<String> {
+    report
+        .phases
+        .iter()
+        .flat_map(|p| {
+            p.transport
+                .warnings
+                .iter()
+                .map(move |w| format!("{}: {w}", p.phase))
+        })
+        .collect()
+}

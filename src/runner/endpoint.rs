@@ -1,0 +1,217 @@
+//! From plan types to the client's plain values: a target and a workload become a
+//! `ClientConfig`; the model name is decided here once; the report's copy of a plan is redacted.
+
+use indexmap::IndexMap;
+
+use crate::client::{
+    self, ClientConfig, ClientError, ConnectionSettings, REDACTED, ResolvedTimeouts, Sampling,
+    is_secret_header, merge_body,
+};
+use crate::plan::{self, Plan, Target, Workload};
+
+/// The model requests name: the target's, else a simulator's own (default `sim`); `None` for
+/// a remote target without one (the runner then asks its `/v1/models`).
+pub fn model_name(target: &Target) -> Option<String> {
+    if let Some(model) = &target.model {
+        return Some(model.clone());
+    }
+    let simulator = target.simulator.as_ref()?;
+    Some(
+        simulator
+            .model
+            .clone()
+            .unwrap_or_else(|| crate::sim::DEFAULT_MODEL.to_string()),
+    )
+}
+
+pub fn api(api: plan::Api) -> client::Api {
+    match api {
+        plan::Api::Chat => client::Api::Chat,
+        plan::Api::Completions => client::Api::Completions,
+    }
+}
+
+/// The plan's timeouts as durations.
+pub fn timeouts(timeouts: Option<&plan::Timeouts>) -> ResolvedTimeouts {
+    match timeouts {
+        None => ResolvedTimeouts::default(),
+        Some(t) => ResolvedTimeouts {
+            connect: t.connect.map(|d| d.0),
+            first_byte: t.first_byte.map(|d| d.0),
+            idle: t.idle.map(|d| d.0),
+            total: t.total.map(|d| d.0),
+        },
+    }
+}
+
+/// The target's `connection:` settings over the client's defaults.
+pub fn connection(connection: Option<&plan::TargetConnection>) -> ConnectionSettings {
+    let defaults = ConnectionSettings::default();
+    match connection {
+        None => defaults,
+        Some(c) => ConnectionSettings {
+            reuse: c.reuse.unwrap_or(defaults.reuse),
+            idle_timeout: c.idle_timeout.map_or(defaults.idle_timeout, |d| d.0),
+        },
+    }
+}
+
+/// The API key from the environment variable the target names.
+pub fn api_key(target: &Target) -> Result<Option<String>, ClientError> {
+    let Some(var) = &target.api_key_env else {
+        return Ok(None);
+    };
+    match std::env::var(var) {
+        Ok(key) if !key.is_empty() => Ok(Some(key)),
+        Ok(_) | Err(std::env::VarError::NotPresent) => Err(ClientError(format!(
+            "the API key variable {var} is not set; export it or remove api_key_env"
+        ))),
+        Err(std::env::VarError::NotUnicode(_)) => Err(ClientError(format!(
+            "the API key variable {var} does not hold valid UTF-8"
+        ))),
+    }
+}
+
+/// The configuration for one phase: `target`'s settings, the API key read from the
+/// environment variable it names, `workload`'s sampling, and the target's body with the
+/// workload's merged over it. `base_url` is the target's (or the started simulator's);
+/// `max_connections` is the phase's concurrency (or its open-loop in-flight cap).
+pub fn client_config(
+    target: &Target,
+    base_url: String,
+    workload: &Workload,
+    max_connections: usize,
+) -> Result<ClientConfig, ClientError> {
+    let api_key = api_key(target)?;
+    let model =
+        model_name(target).ok_or_else(|| ClientError("the target names no model".to_string()))?;
+    let mut body = target.body.clone();
+    merge_body(&mut body, &workload.body);
+    Ok(ClientConfig {
+        base_url,
+        api: api(target.api),
+        model,
+        api_key,
+        headers: target
+            .headers
+            .iter()
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect(),
+        timeouts: timeouts(target.timeout.as_ref()),
+        body,
+        sampling: Sampling {
+            temperature: workload.temperature,
+            ignore_eos: workload.ignore_eos,
+            min_tokens: workload.min_tokens,
+            seed: workload.seed,
+        },
+        max_connections: max_connections.max(1),
+        connection: connection(target.connection.as_ref()),
+    })
+}
+
+/// `plan` with the values of its targets' secret headers replaced by [`REDACTED`], and any
+/// `vars` value that holds one of them too: what a report may keep of a plan.
+pub fn redact_plan(
+    plan: &Plan,
+    vars: &IndexMap<String, serde_json::Value>,
+) -> (Plan, IndexMap<String, serde_json::Value>) {
+    let mut plan = plan.clone();
+    let mut secrets = Vec::new();
+    for target in plan.targets.values_mut() {
+        for (name, value) in target.headers.iter_mut() {
+            if is_secret_header(name) && !value.is_empty() {
+                secrets.push(std::mem::replace(value, REDACTED.to_string()));
+            }
+        }
+    }
+    let vars = vars
+        .iter()
+        .map(|(name, value)| {
+            let text = value.to_string();
+            let holds_secret = secrets.iter().any(|s| text.contains(s.as_str()));
+            let value = if holds_secret {
+                serde_json::Value::String(REDACTED.to_string())
+            } else {
+                value.clone()
+            };
+            (name.clone(), value)
+        })
+        .collect();
+    (plan, vars)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    #[test]
+    fn config_reads_key_merges_body_and_maps_settings() {
+        let mut target = Target {
+            base_url: Some("http://127.0.0.1:1/v1".into()),
+            model: Some("m".into()),
+            api: plan::Api::Completions,
+            // Any variable that is always set stands in for a key variable.
+            api_key_env: Some("PATH".into()),
+            connection: Some(plan::TargetConnection {
+                reuse: Some(false),
+                idle_timeout: Some(plan::HumanDuration(Duration::from_secs(2))),
+            }),
+            ..Default::default()
+        };
+        target.headers.insert("X-A".into(), "1".into());
+        target.body.insert("top_k".into(), serde_json::json!(5));
+        let mut workload = Workload {
+            temperature: Some(0.0),
+            ignore_eos: Some(true),
+            ..Default::default()
+        };
+        workload.body.insert("top_k".into(), serde_json::json!(7));
+        let cfg = client_config(&target, "http://x/v1".into(), &workload, 0).expect("config");
+        assert_eq!(
+            cfg.api_key.as_deref(),
+            std::env::var("PATH").ok().as_deref()
+        );
+        assert_eq!(cfg.api, client::Api::Completions);
+        assert_eq!(cfg.body["top_k"], 7);
+        assert_eq!(cfg.sampling.ignore_eos, Some(true));
+        assert_eq!(cfg.max_connections, 1);
+        assert_eq!(cfg.headers, vec![("X-A".to_string(), "1".to_string())]);
+        assert!(!cfg.connection.reuse);
+        assert_eq!(cfg.connection.idle_timeout, Duration::from_secs(2));
+
+        target.api_key_env = Some("SERVEBENCH_SURELY_UNSET_VARIABLE_1".into());
+        let err = client_config(&target, "http://x/v1".into(), &workload, 1)
+            .expect_err("unset key variable");
+        assert!(
+            err.to_string()
+                .contains("SERVEBENCH_SURELY_UNSET_VARIABLE_1")
+        );
+        target.model = None;
+        target.api_key_env = None;
+        assert!(client_config(&target, "http://x/v1".into(), &workload, 1).is_err());
+    }
+
+    #[test]
+    fn model_name_is_decided_once() {
+        let mut target = Target::default();
+        assert_eq!(model_name(&target), None);
+        target.simulator = Some(Default::default());
+        assert_eq!(model_name(&target).as_deref(), Some("sim"));
+        target.simulator = Some(crate::sim::SimConfig {
+            model: Some("tiny".into()),
+            ..Default::default()
+        });
+        assert_eq!(model_name(&target).as_deref(), Some("tiny"));
+        target.model = Some("named".into());
+        assert_eq!(model_name(&target).as_deref(), Some("named"));
+    }
+
+    #[test]
+    fn defaults_keep_connections_below_server_keep_alive() {
+        let settings = connection(None);
+        assert!(settings.reuse);
+        assert!(settings.idle_timeout < Duration::from_secs(5));
+    }
+}
