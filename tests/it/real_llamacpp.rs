@@ -11,9 +11,9 @@ use servebench::runner::{RunOptions, run};
 
 use crate::real_support::{Checks, LlamaServer, RealEngines, repo_path};
 
-/// Context per slot: the plan's 160 + 12 tokens and the capacity run's 256 + 16 fit.
-const CTX_PER_SLOT: u32 = 512;
-const OUTPUT_TOKENS: u64 = 12;
+/// Context per slot: the plan's 64 + 8 tokens and the capacity run's 96 + 8 fit.
+const CTX_PER_SLOT: u32 = 256;
+const OUTPUT_TOKENS: u64 = 8;
 const REQUESTS_PER_PHASE: u64 = 30;
 
 fn options(plan: &str, out: &Path, set: &[String], target: String) -> RunOptions {
@@ -259,8 +259,8 @@ async fn capacity_plan_against_llamacpp_fills_the_server_sections() {
     let server = LlamaServer::start(&engines, CTX_PER_SLOT).await;
     let out = tempfile::tempdir().unwrap();
     let set = [
-        "input_tokens=256",
-        "output_tokens=16",
+        "input_tokens=96",
+        "output_tokens=8",
         "requests=10",
         "tokenizer=server",
     ]

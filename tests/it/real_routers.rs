@@ -18,7 +18,7 @@ fn replica_config(seed: u64) -> SimConfig {
     SimConfig {
         seed: Some(seed),
         max_running: Some(16),
-        prefill_tok_s: Some(10_000.0),
+        prefill_tok_s: Some(5_000.0),
         decode_ms_per_token: Some(1.0),
         decode_ms_per_running: Some(0.0),
         jitter: Some(0.0),

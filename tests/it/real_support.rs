@@ -5,7 +5,7 @@
 //! prints one `skipped:` line and the test returns; with `CI` set it panics instead, so CI
 //! never passes by skipping (as the headless Chromium test does).
 
-use std::io::{BufRead, BufReader};
+use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -191,17 +191,24 @@ impl LlamaServer {
             .arg("--model")
             .arg(&engines.model)
             .args(["--host", "127.0.0.1", "--port", "0", "--threads", "2"])
+            .arg("--exit-on-stdin-eof")
             .args(["--parallel", &slots.to_string()])
             .args(["--ctx-size", &(ctx_per_slot * slots).to_string()]);
         let mut process = ChildProcess::spawn("llama-server", command, true);
         let stdout = process.child.stdout.take().expect("piped stdout");
-        // The launcher prints `listening http://…` once the model is loaded.
+        let mut log = std::fs::OpenOptions::new()
+            .append(true)
+            .open(&process.log)
+            .expect("log file");
+        // The launcher prints `listening http://…` once the model is loaded; the rest of its
+        // standard output (llama.cpp's own log) goes to the log file with its stderr.
         let (tx, rx) = std::sync::mpsc::channel();
         std::thread::spawn(move || {
             for line in BufReader::new(stdout).lines().map_while(Result::ok) {
                 if let Some(url) = line.strip_prefix("listening ") {
                     let _ = tx.send(url.trim().to_string());
                 }
+                let _ = writeln!(log, "{line}");
             }
         });
         let root = tokio::task::spawn_blocking(move || rx.recv_timeout(START_DEADLINE))

@@ -1,8 +1,8 @@
 """Serve a GGUF model with llama.cpp's C++ HTTP server (from the xllamacpp wheel) on loopback.
 
 Prints one line `listening http://HOST:PORT` once the model is loaded and the server accepts
-connections, then serves until SIGTERM/SIGINT or until its standard input closes (so it never
-outlives the test process that started it).
+connections, then serves until SIGTERM/SIGINT, or with --exit-on-stdin-eof until its standard
+input closes (how the tests make sure it never outlives them).
 """
 
 import argparse
@@ -22,6 +22,7 @@ def main() -> int:
     parser.add_argument("--ctx-size", type=int, default=4096, help="shared by all slots")
     parser.add_argument("--parallel", type=int, default=4, help="slots served at once")
     parser.add_argument("--alias", default="smollm2-135m-instruct")
+    parser.add_argument("--exit-on-stdin-eof", action="store_true")
     args = parser.parse_args()
 
     params = xlc.CommonParams()
@@ -43,8 +44,9 @@ def main() -> int:
     stop = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: stop.set())
-    # The parent holds our stdin open; when it dies, stdin reaches EOF and we stop too.
-    threading.Thread(target=lambda: (sys.stdin.read(), stop.set()), daemon=True).start()
+    if args.exit_on_stdin_eof:
+        # The parent holds our stdin open; when it dies, stdin reaches EOF and we stop too.
+        threading.Thread(target=lambda: (sys.stdin.read(), stop.set()), daemon=True).start()
     stop.wait()
     return 0
 
