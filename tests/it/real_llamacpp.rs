@@ -116,20 +116,28 @@ fn check_errors_and_connections(checks: &mut Checks, phase: &Value, min_requests
             format!("{name}: phase field `{field}` missing ({})", phase[field])
         });
     }
+    // A record carries `connection_retries` only when it was retried (at most once); the
+    // phase's count is their sum.
     let records = phase["request_timings"]
         .as_array()
         .cloned()
         .unwrap_or_default();
-    let without = records
+    let retries: Vec<Option<u64>> = records
         .iter()
-        .filter(|r| as_u64(&r["connection_retries"]).is_none())
-        .count();
-    checks.check(without == 0, || {
-        format!(
-            "{name}: {without} of {} records lack `connection_retries`",
-            records.len()
-        )
+        .map(|r| match &r["connection_retries"] {
+            Value::Null => Some(0),
+            v => v.as_u64(),
+        })
+        .collect();
+    checks.check(retries.iter().all(|r| matches!(r, Some(0 | 1))), || {
+        format!("{name}: record connection_retries not 0 or 1: {retries:?}")
     });
+    if let Some(phase_retries) = as_u64(&phase["connection_retries"]) {
+        let sum: u64 = retries.iter().flatten().sum();
+        checks.check(sum == phase_retries, || {
+            format!("{name}: records hold {sum} connection retries, the phase {phase_retries}")
+        });
+    }
 }
 
 /// `/metrics` scraped with llama.cpp's names mapped to the normalized fields.
