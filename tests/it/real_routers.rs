@@ -149,7 +149,7 @@ async fn run_through_router(
 }
 
 async fn round_robin_spreads_evenly(kind: RouterKind) {
-    let Some(engines) = RealEngines::find(&format!("{kind:?} router")) else {
+    let Some(engines) = RealEngines::find(kind.package()) else {
         return;
     };
     let _exclusive = crate::common::exclusive_run().await;
@@ -177,7 +177,7 @@ async fn round_robin_spreads_evenly(kind: RouterKind) {
 }
 
 async fn cache_aware_beats_random_on_shared_prefixes(kind: RouterKind) {
-    let Some(engines) = RealEngines::find(&format!("{kind:?} router")) else {
+    let Some(engines) = RealEngines::find(kind.package()) else {
         return;
     };
     let _exclusive = crate::common::exclusive_run().await;

@@ -243,6 +243,16 @@ pub enum RouterKind {
     Sglang,
 }
 
+impl RouterKind {
+    /// The package, as the skip line names it.
+    pub fn package(self) -> &'static str {
+        match self {
+            RouterKind::Vllm => "vllm-router",
+            RouterKind::Sglang => "sglang-router",
+        }
+    }
+}
+
 /// A router in front of `workers`, with its own Prometheus port (so two never collide).
 pub struct Router {
     _process: ChildProcess,
