@@ -282,7 +282,11 @@ fn apply_target_overrides(doc: &mut Value, overrides: &[String]) -> Result<(), P
         let known: Vec<String> = targets.keys().cloned().collect();
         match targets.get_mut(name).and_then(Value::as_object_mut) {
             Some(target) => {
-                target.remove("simulator");
+                // A simulator's metrics are always scraped; scrape the server's the same way
+                // (`{root}/metrics`, what vLLM, SGLang and llama.cpp serve) unless set.
+                if target.remove("simulator").is_some() && !target.contains_key("metrics_url") {
+                    target.insert("metrics_url".into(), Value::String(metrics_url_for(url)));
+                }
                 target.insert("base_url".into(), Value::String(url.to_string()));
             }
             None => {
@@ -302,6 +306,13 @@ fn apply_target_overrides(doc: &mut Value, overrides: &[String]) -> Result<(), P
     } else {
         Err(PlanErrors { diagnostics })
     }
+}
+
+/// `http://host:port/metrics` for a base URL `http://host:port/v1`.
+fn metrics_url_for(base_url: &str) -> String {
+    let root = base_url.trim_end_matches('/');
+    let root = root.strip_suffix("/v1").unwrap_or(root);
+    format!("{root}/metrics")
 }
 
 /// The concrete plan as a JSON document (what `expand` prints and a report embeds).

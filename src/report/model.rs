@@ -186,6 +186,17 @@ pub struct ServerMetrics {
     pub gauges: BTreeMap<String, GaugeRange>,
     /// Prefix-cache hits / queries over the phase, as seed 000 reports it.
     pub prefix_cache_hit_avg: Option<f64>,
+    /// The engine whose metric names were found (`vllm`, `sglang`, `llamacpp`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub engine: Option<String>,
+    /// Engine-neutral counter deltas (`prompt_tokens`, `generation_tokens`), named through
+    /// one table for every engine (`runner::scrape::METRIC_NAMES`).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub normalized_counter_deltas: BTreeMap<String, f64>,
+    /// Engine-neutral gauge ranges (`requests_running`, `requests_waiting`,
+    /// `kv_cache_usage` as a 0–1 fraction), through the same table.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub normalized_gauges: BTreeMap<String, GaugeRange>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize, JsonSchema)]

@@ -5,17 +5,64 @@ use std::time::Duration;
 
 use crate::report::{GaugeRange, ServerMetrics};
 
-/// Gauges whose before/after extremes are worth keeping (vLLM and SGLang names).
-const GAUGES: &[&str] = &[
-    "vllm:num_requests_running",
-    "vllm:num_requests_waiting",
-    "vllm:gpu_cache_usage_perc",
-    "vllm:kv_cache_usage_perc",
-    "sglang:num_running_reqs",
-    "sglang:num_queue_reqs",
-    "sglang:token_usage",
-    "sglang:cache_hit_rate",
+/// One table for the figures every engine exports under its own name:
+/// `(engine, server metric name, normalized name)`. Names ending `_total` are counters (the
+/// report keeps their delta over the phase), the others gauges (the report keeps their range).
+///
+/// Meanings differ at the edges: llama.cpp's prompt counter excludes prompt tokens served from
+/// its cache, vLLM's and SGLang's include them; llama.cpp's "deferred" requests are those
+/// waiting for a free slot. KV-cache usage is a 0–1 fraction everywhere; current llama.cpp
+/// builds no longer export it (it went with the unified KV cache), older ones do.
+pub const METRIC_NAMES: &[(&str, &str, &str)] = &[
+    ("vllm", "vllm:prompt_tokens_total", "prompt_tokens"),
+    ("sglang", "sglang:prompt_tokens_total", "prompt_tokens"),
+    ("llamacpp", "llamacpp:prompt_tokens_total", "prompt_tokens"),
+    ("vllm", "vllm:generation_tokens_total", "generation_tokens"),
+    (
+        "sglang",
+        "sglang:generation_tokens_total",
+        "generation_tokens",
+    ),
+    (
+        "llamacpp",
+        "llamacpp:tokens_predicted_total",
+        "generation_tokens",
+    ),
+    ("vllm", "vllm:num_requests_running", "requests_running"),
+    ("sglang", "sglang:num_running_reqs", "requests_running"),
+    (
+        "llamacpp",
+        "llamacpp:requests_processing",
+        "requests_running",
+    ),
+    ("vllm", "vllm:num_requests_waiting", "requests_waiting"),
+    ("sglang", "sglang:num_queue_reqs", "requests_waiting"),
+    ("llamacpp", "llamacpp:requests_deferred", "requests_waiting"),
+    ("vllm", "vllm:kv_cache_usage_perc", "kv_cache_usage"),
+    // vLLM before its V1 engine.
+    ("vllm", "vllm:gpu_cache_usage_perc", "kv_cache_usage"),
+    ("sglang", "sglang:token_usage", "kv_cache_usage"),
+    (
+        "llamacpp",
+        "llamacpp:kv_cache_usage_ratio",
+        "kv_cache_usage",
+    ),
 ];
+
+/// Gauges kept besides those in [`METRIC_NAMES`].
+const EXTRA_GAUGES: &[&str] = &["sglang:cache_hit_rate"];
+
+fn is_counter(name: &str) -> bool {
+    name.ends_with("_total")
+}
+
+fn gauge_names() -> impl Iterator<Item = &'static str> {
+    METRIC_NAMES
+        .iter()
+        .map(|(_, name, _)| *name)
+        .filter(|name| !is_counter(name))
+        .chain(EXTRA_GAUGES.iter().copied())
+}
 
 /// Prefix-cache (hits, queries) counter pairs, newest vLLM names first.
 const PREFIX_CACHE_COUNTERS: &[(&str, &str)] = &[
@@ -83,12 +130,13 @@ pub async fn scrape(http: &reqwest::Client, url: &str) -> Result<Sample, String>
     Ok(parse_prometheus(&text))
 }
 
-/// Counter deltas (names ending `_total`), gauge ranges and the prefix-cache hit ratio.
+/// Counter deltas (names ending `_total`), gauge ranges, the prefix-cache hit ratio, and the
+/// same figures under [`METRIC_NAMES`]' engine-neutral names.
 pub fn diff(url: &str, before: &Sample, after: &Sample) -> ServerMetrics {
     let counter_deltas: BTreeMap<String, f64> = after
         .values
         .iter()
-        .filter(|(name, _)| name.ends_with("_total"))
+        .filter(|(name, _)| is_counter(name))
         .map(|(name, after_value)| {
             (
                 name.clone(),
@@ -96,11 +144,10 @@ pub fn diff(url: &str, before: &Sample, after: &Sample) -> ServerMetrics {
             )
         })
         .collect();
-    let gauges = GAUGES
-        .iter()
+    let gauges: BTreeMap<String, GaugeRange> = gauge_names()
         .filter_map(|name| {
-            let b = before.values.get(*name).copied();
-            let a = after.values.get(*name).copied();
+            let b = before.values.get(name).copied();
+            let a = after.values.get(name).copied();
             let (min, max) = match (b, a) {
                 (Some(b), Some(a)) => (b.min(a), b.max(a)),
                 (Some(v), None) | (None, Some(v)) => (v, v),
@@ -114,11 +161,38 @@ pub fn diff(url: &str, before: &Sample, after: &Sample) -> ServerMetrics {
         let queries = counter_deltas.get(*queries)?;
         (*queries > 0.0).then(|| hits / queries)
     });
+    let mut engine = None;
+    let mut normalized_counter_deltas = BTreeMap::new();
+    let mut normalized_gauges = BTreeMap::new();
+    // First match wins, so a newer name listed first shadows an older one.
+    for (name_engine, name, normalized) in METRIC_NAMES {
+        let found = if is_counter(name) {
+            counter_deltas.get(*name).is_some_and(|delta| {
+                normalized_counter_deltas
+                    .entry(normalized.to_string())
+                    .or_insert(*delta);
+                true
+            })
+        } else {
+            gauges.get(*name).is_some_and(|range| {
+                normalized_gauges
+                    .entry(normalized.to_string())
+                    .or_insert(*range);
+                true
+            })
+        };
+        if found {
+            engine.get_or_insert_with(|| name_engine.to_string());
+        }
+    }
     ServerMetrics {
         url: url.to_string(),
         counter_deltas,
         gauges,
         prefix_cache_hit_avg,
+        engine,
+        normalized_counter_deltas,
+        normalized_gauges,
     }
 }
 
@@ -171,5 +245,142 @@ mod tests {
         assert_eq!(metrics.prefix_cache_hit_avg, Some(33.0 / 37.0));
         let running = metrics.gauges.get("vllm:num_requests_running").unwrap();
         assert_eq!((running.min, running.max), (0.0, 16.0));
+    }
+
+    /// What a llama.cpp server (xllamacpp 2026.10.11549, `endpoint_metrics`) exports, trimmed.
+    const LLAMACPP_BEFORE: &str = "\
+        # HELP llamacpp:prompt_tokens_total Number of prompt tokens processed, excluding cached tokens\n\
+        # TYPE llamacpp:prompt_tokens_total counter\n\
+        llamacpp:prompt_tokens_total 32\n\
+        llamacpp:prompt_tokens_cached_total 0\n\
+        llamacpp:tokens_predicted_total 5\n\
+        llamacpp:n_tokens_max 36\n\
+        llamacpp:requests_processing 0\n\
+        llamacpp:requests_deferred 0\n";
+    const LLAMACPP_AFTER: &str = "\
+        llamacpp:prompt_tokens_total 544\n\
+        llamacpp:prompt_tokens_cached_total 12\n\
+        llamacpp:tokens_predicted_total 133\n\
+        llamacpp:n_tokens_max 300\n\
+        llamacpp:requests_processing 4\n\
+        llamacpp:requests_deferred 2\n";
+    const SGLANG_BEFORE: &str = "\
+        sglang:prompt_tokens_total{model_name=\"m\"} 1000\n\
+        sglang:generation_tokens_total{model_name=\"m\"} 50\n\
+        sglang:num_running_reqs{model_name=\"m\"} 0\n\
+        sglang:num_queue_reqs{model_name=\"m\"} 0\n\
+        sglang:token_usage{model_name=\"m\"} 0.1\n";
+    const SGLANG_AFTER: &str = "\
+        sglang:prompt_tokens_total{model_name=\"m\"} 1512\n\
+        sglang:generation_tokens_total{model_name=\"m\"} 178\n\
+        sglang:num_running_reqs{model_name=\"m\"} 4\n\
+        sglang:num_queue_reqs{model_name=\"m\"} 2\n\
+        sglang:token_usage{model_name=\"m\"} 0.25\n";
+    const VLLM_BEFORE: &str = "\
+        vllm:prompt_tokens_total{model_name=\"m\"} 0\n\
+        vllm:generation_tokens_total{model_name=\"m\"} 0\n\
+        vllm:num_requests_running{model_name=\"m\"} 0\n\
+        vllm:num_requests_waiting{model_name=\"m\"} 0\n\
+        vllm:kv_cache_usage_perc{model_name=\"m\"} 0.1\n";
+    const VLLM_AFTER: &str = "\
+        vllm:prompt_tokens_total{model_name=\"m\"} 512\n\
+        vllm:generation_tokens_total{model_name=\"m\"} 128\n\
+        vllm:num_requests_running{model_name=\"m\"} 4\n\
+        vllm:num_requests_waiting{model_name=\"m\"} 2\n\
+        vllm:kv_cache_usage_perc{model_name=\"m\"} 0.25\n";
+
+    #[test]
+    fn every_engine_maps_to_the_same_normalized_fields() {
+        for (engine, before, after, kv) in [
+            ("llamacpp", LLAMACPP_BEFORE, LLAMACPP_AFTER, None),
+            ("sglang", SGLANG_BEFORE, SGLANG_AFTER, Some((0.1, 0.25))),
+            ("vllm", VLLM_BEFORE, VLLM_AFTER, Some((0.1, 0.25))),
+        ] {
+            let m = diff("u", &parse_prometheus(before), &parse_prometheus(after));
+            assert_eq!(m.engine.as_deref(), Some(engine));
+            assert_eq!(
+                m.normalized_counter_deltas.get("prompt_tokens"),
+                Some(&512.0),
+                "{engine}"
+            );
+            assert_eq!(
+                m.normalized_counter_deltas.get("generation_tokens"),
+                Some(&128.0),
+                "{engine}"
+            );
+            let range = |name: &str| m.normalized_gauges.get(name).map(|g| (g.min, g.max));
+            assert_eq!(range("requests_running"), Some((0.0, 4.0)), "{engine}");
+            assert_eq!(range("requests_waiting"), Some((0.0, 2.0)), "{engine}");
+            assert_eq!(range("kv_cache_usage"), kv, "{engine}");
+        }
+    }
+
+    #[test]
+    fn llamacpp_gauges_are_kept_under_their_own_names_too() {
+        let m = diff(
+            "u",
+            &parse_prometheus(LLAMACPP_BEFORE),
+            &parse_prometheus(LLAMACPP_AFTER),
+        );
+        let deferred = m.gauges.get("llamacpp:requests_deferred").unwrap();
+        assert_eq!((deferred.min, deferred.max), (0.0, 2.0));
+        assert_eq!(
+            m.counter_deltas.get("llamacpp:prompt_tokens_cached_total"),
+            Some(&12.0)
+        );
+        // Not a `_total` counter, not a listed gauge: not kept.
+        assert!(!m.gauges.contains_key("llamacpp:n_tokens_max"));
+    }
+
+    #[test]
+    fn the_table_is_consistent() {
+        let normalized = [
+            "prompt_tokens",
+            "generation_tokens",
+            "requests_running",
+            "requests_waiting",
+            "kv_cache_usage",
+        ];
+        for engine in ["vllm", "sglang", "llamacpp"] {
+            for name in normalized {
+                assert!(
+                    METRIC_NAMES
+                        .iter()
+                        .any(|(e, _, n)| *e == engine && *n == name),
+                    "{engine} has no name for {name}"
+                );
+            }
+        }
+        for (engine, server_name, name) in METRIC_NAMES {
+            assert!(normalized.contains(name), "unknown normalized name {name}");
+            assert!(
+                server_name.starts_with(&format!("{engine}:")),
+                "{server_name} is not a {engine} name"
+            );
+            // Token figures are counters, request and cache figures gauges.
+            assert_eq!(
+                is_counter(server_name),
+                name.ends_with("_tokens"),
+                "{server_name}"
+            );
+        }
+        let mut names: Vec<_> = METRIC_NAMES.iter().map(|(_, n, _)| *n).collect();
+        names.sort_unstable();
+        names.dedup();
+        assert_eq!(
+            names.len(),
+            METRIC_NAMES.len(),
+            "a server name is listed twice"
+        );
+    }
+
+    #[test]
+    fn an_older_vllm_kv_cache_name_still_maps() {
+        let before = parse_prometheus("vllm:gpu_cache_usage_perc 0.2\n");
+        let after = parse_prometheus("vllm:gpu_cache_usage_perc 0.6\n");
+        let m = diff("u", &before, &after);
+        let kv = m.normalized_gauges.get("kv_cache_usage").unwrap();
+        assert_eq!((kv.min, kv.max), (0.2, 0.6));
+        assert_eq!(m.engine.as_deref(), Some("vllm"));
     }
 }

@@ -310,6 +310,10 @@ fn target_override_points_a_simulator_target_at_a_server() {
     assert_eq!(target.base_url.as_deref(), Some("http://127.0.0.1:9/v1"));
     assert!(target.simulator.is_none());
     assert_eq!(
+        target.metrics_url.as_deref(),
+        Some("http://127.0.0.1:9/metrics")
+    );
+    assert_eq!(
         target.body["chat_template_kwargs"]["thinking_mode"],
         "disabled"
     );

@@ -1,0 +1,294 @@
+//! servebench against a real llama.cpp server (SmolLM2-135M on loopback): errors, prompt
+//! sizing, output lengths, `/metrics` and the client-versus-server timing gap.
+//!
+//! The report is read as JSON so these tests name the report's fields as a reader does.
+
+use std::path::Path;
+
+use serde_json::Value;
+use servebench::plan::ExpandOptions;
+use servebench::runner::{RunOptions, run};
+
+use crate::real_support::{Checks, LlamaServer, RealEngines, repo_path};
+
+/// Context per slot: the plan's 64 + 8 tokens and the capacity run's 96 + 8 fit.
+const CTX_PER_SLOT: u32 = 256;
+const OUTPUT_TOKENS: u64 = 8;
+const REQUESTS_PER_PHASE: u64 = 30;
+
+fn options(plan: &str, out: &Path, set: &[String], target: String) -> RunOptions {
+    RunOptions {
+        expand: ExpandOptions {
+            set: set.to_vec(),
+            target_overrides: vec![target],
+            ..ExpandOptions::default()
+        },
+        ..crate::common::quiet_run_options(repo_path(plan), out)
+    }
+}
+
+fn read_report(dir: &Path) -> Value {
+    let text = std::fs::read_to_string(dir.join("report.json")).expect("report.json written");
+    serde_json::from_str(&text).expect("report.json is JSON")
+}
+
+fn as_u64(v: &Value) -> Option<u64> {
+    v.as_u64()
+}
+
+/// Run plans/real-llamacpp.yaml (c1, c2, c4) against `server` with `tokenizer`.
+async fn run_llamacpp_plan(server: &LlamaServer, tokenizer: &str) -> (Value, tempfile::TempDir) {
+    let out = tempfile::tempdir().unwrap();
+    let set = [
+        format!("tokenizer={tokenizer}"),
+        format!("requests={REQUESTS_PER_PHASE}"),
+        format!("output_tokens={OUTPUT_TOKENS}"),
+    ];
+    run(options(
+        "plans/real-llamacpp.yaml",
+        out.path(),
+        &set,
+        format!("llama={}", server.base_url()),
+    ))
+    .await
+    .expect("the run completes");
+    (read_report(out.path()), out)
+}
+
+/// Prompts within 1% of plan, output = max_tokens from usage, on every successful request.
+fn check_sizes(checks: &mut Checks, phase: &Value, output_tokens: Option<u64>) {
+    let name = phase["phase"].as_str().unwrap_or("?").to_string();
+    let records = phase["request_timings"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    let ok: Vec<&Value> = records
+        .iter()
+        .filter(|r| r.get("error").is_none_or(Value::is_null))
+        .collect();
+    checks.check(!ok.is_empty(), || format!("{name}: no successful request"));
+    for r in &ok {
+        let index = &r["request_index"];
+        let (planned, served) = (
+            r["planned_context_tokens"].as_f64(),
+            r["prompt_tokens"].as_f64(),
+        );
+        checks.check(
+            matches!((planned, served), (Some(p), Some(s)) if (s - p).abs() <= 0.01 * p),
+            || format!("{name} request {index}: prompt tokens {served:?}, planned {planned:?}"),
+        );
+        if let Some(expected) = output_tokens {
+            checks.check(as_u64(&r["output_tokens"]) == Some(expected), || {
+                format!(
+                    "{name} request {index}: output tokens {}, max_tokens {expected}",
+                    r["output_tokens"]
+                )
+            });
+            checks.check(r["output_token_source"] == "usage", || {
+                format!(
+                    "{name} request {index}: output_token_source {}",
+                    r["output_token_source"]
+                )
+            });
+        }
+    }
+    let relative = phase["prompt_tokens"]["relative_error"].as_f64();
+    checks.check(relative.is_some_and(|e| e.abs() <= 0.01), || {
+        format!("{name}: phase prompt_tokens.relative_error {relative:?}, want within 1%")
+    });
+}
+
+/// No errors over the phase's requests, and the connection counters reported.
+fn check_errors_and_connections(checks: &mut Checks, phase: &Value, min_requests: u64) {
+    let name = phase["phase"].as_str().unwrap_or("?").to_string();
+    let requests = as_u64(&phase["requests"]).unwrap_or(0);
+    checks.check(requests >= min_requests, || {
+        format!("{name}: {requests} requests, want at least {min_requests}")
+    });
+    checks.check(phase["errors"] == 0, || {
+        format!(
+            "{name}: {} errors ({})",
+            phase["errors"], phase["errors_by_kind"]
+        )
+    });
+    for field in ["connections_opened", "connection_retries"] {
+        checks.check(as_u64(&phase[field]).is_some(), || {
+            format!("{name}: phase field `{field}` missing ({})", phase[field])
+        });
+    }
+    // A record carries `connection_retries` only when it was retried (at most once); the
+    // phase's count is their sum.
+    let records = phase["request_timings"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    let retries: Vec<Option<u64>> = records
+        .iter()
+        .map(|r| match &r["connection_retries"] {
+            Value::Null => Some(0),
+            v => v.as_u64(),
+        })
+        .collect();
+    checks.check(retries.iter().all(|r| matches!(r, Some(0 | 1))), || {
+        format!("{name}: record connection_retries not 0 or 1: {retries:?}")
+    });
+    if let Some(phase_retries) = as_u64(&phase["connection_retries"]) {
+        let sum: u64 = retries.iter().flatten().sum();
+        checks.check(sum == phase_retries, || {
+            format!("{name}: records hold {sum} connection retries, the phase {phase_retries}")
+        });
+    }
+}
+
+/// `/metrics` scraped with llama.cpp's names mapped to the normalized fields.
+fn check_server_metrics(checks: &mut Checks, phase: &Value) {
+    let name = phase["phase"].as_str().unwrap_or("?").to_string();
+    let metrics = &phase["server_metrics"];
+    checks.check(metrics.is_object(), || {
+        format!("{name}: server_metrics missing ({metrics})")
+    });
+    checks.check(metrics["engine"] == "llamacpp", || {
+        format!("{name}: server_metrics.engine {}", metrics["engine"])
+    });
+    let counters = &metrics["normalized_counter_deltas"];
+    let generated = counters["generation_tokens"].as_f64();
+    let output_sum: u64 = phase["request_timings"]
+        .as_array()
+        .map(|rs| rs.iter().filter_map(|r| as_u64(&r["output_tokens"])).sum())
+        .unwrap_or(0);
+    // The server generated exactly what the successful requests received.
+    checks.check(generated == Some(output_sum as f64), || {
+        format!("{name}: generation_tokens delta {generated:?}, records hold {output_sum}")
+    });
+    checks.check(
+        counters["prompt_tokens"].as_f64().is_some_and(|t| t > 0.0),
+        || format!("{name}: prompt_tokens delta {}", counters["prompt_tokens"]),
+    );
+    for gauge in ["requests_running", "requests_waiting"] {
+        checks.check(
+            metrics["normalized_gauges"][gauge]["max"].is_number(),
+            || format!("{name}: normalized gauge {gauge} missing"),
+        );
+    }
+}
+
+/// The server's own `timings` per request and the phase's client-minus-server gap.
+fn check_server_timing(checks: &mut Checks, phase: &Value) {
+    let name = phase["phase"].as_str().unwrap_or("?").to_string();
+    let records = phase["request_timings"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    let ok: Vec<&Value> = records
+        .iter()
+        .filter(|r| r.get("error").is_none_or(Value::is_null))
+        .collect();
+    for field in ["server_prompt_ms", "server_total_ms"] {
+        let without = ok.iter().filter(|r| !r[field].is_number()).count();
+        checks.check(without == 0, || {
+            format!(
+                "{name}: {without} of {} successful records lack `{field}`",
+                ok.len()
+            )
+        });
+    }
+    let gap = &phase["server_timing_gap"];
+    checks.check(as_u64(&gap["requests"]) == Some(ok.len() as u64), || {
+        format!(
+            "{name}: server_timing_gap.requests {}, successful requests {}",
+            gap["requests"],
+            ok.len()
+        )
+    });
+    for field in ["ttft_minus_server_prompt_ms", "e2e_minus_server_total_ms"] {
+        // What the client saw contains what the server measured: the gap is not negative.
+        let p50 = gap[field]["p50"].as_f64();
+        checks.check(p50.is_some_and(|v| v >= 0.0), || {
+            format!("{name}: server_timing_gap.{field}.p50 {p50:?}")
+        });
+        checks.check(gap[field]["p99"].is_number(), || {
+            format!("{name}: server_timing_gap.{field}.p99 missing")
+        });
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn llamacpp_at_concurrency_1_2_4_with_the_servers_tokenizer() {
+    let Some(engines) = RealEngines::find("llama.cpp (xllamacpp) with SmolLM2-135M") else {
+        return;
+    };
+    let _exclusive = crate::common::exclusive_run().await;
+    let server = LlamaServer::start(&engines, CTX_PER_SLOT).await;
+    let (report, _out) = run_llamacpp_plan(&server, "{source: server}").await;
+    let phases = report["phases"].as_array().expect("phases");
+    let names: Vec<&str> = phases.iter().filter_map(|p| p["phase"].as_str()).collect();
+    assert_eq!(names, ["c1", "c2", "c4"]);
+    let mut checks = Checks::default();
+    for phase in phases {
+        check_sizes(&mut checks, phase, Some(OUTPUT_TOKENS));
+        check_server_metrics(&mut checks, phase);
+        check_errors_and_connections(&mut checks, phase, REQUESTS_PER_PHASE);
+        check_server_timing(&mut checks, phase);
+    }
+    crate::common::assert_valid_report(&report);
+    checks.finish("llama.cpp, tokenizer: server");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn llamacpp_prompts_hit_the_plan_with_the_models_tokenizer_file_and_template() {
+    let Some(engines) = RealEngines::find("llama.cpp (xllamacpp) with SmolLM2-135M") else {
+        return;
+    };
+    let _exclusive = crate::common::exclusive_run().await;
+    let server = LlamaServer::start(&engines, CTX_PER_SLOT).await;
+    // Paths are relative to the plan file (plans/).
+    let fixture = "../tests/fixtures/tokenizers/smollm2-135m";
+    let tokenizer = format!(
+        "{{source: file, path: {fixture}/tokenizer.json, chat_template: {fixture}/chat_template.jinja}}"
+    );
+    let (report, _out) = run_llamacpp_plan(&server, &tokenizer).await;
+    let phases = report["phases"].as_array().expect("phases");
+    assert_eq!(phases.len(), 3);
+    let mut checks = Checks::default();
+    for phase in phases {
+        check_sizes(&mut checks, phase, Some(OUTPUT_TOKENS));
+        check_errors_and_connections(&mut checks, phase, REQUESTS_PER_PHASE);
+    }
+    checks.finish("llama.cpp, tokenizer: file");
+}
+
+/// The acceptance run: plans/capacity.yaml pointed at the real server, shortened.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn capacity_plan_against_llamacpp_fills_the_server_sections() {
+    let Some(engines) = RealEngines::find("llama.cpp (xllamacpp) with SmolLM2-135M") else {
+        return;
+    };
+    let _exclusive = crate::common::exclusive_run().await;
+    let server = LlamaServer::start(&engines, CTX_PER_SLOT).await;
+    let out = tempfile::tempdir().unwrap();
+    let set = [
+        "input_tokens=96",
+        "output_tokens=8",
+        "requests=10",
+        "tokenizer=server",
+    ]
+    .map(String::from);
+    run(options(
+        "plans/capacity.yaml",
+        out.path(),
+        &set,
+        format!("server={}", server.base_url()),
+    ))
+    .await
+    .expect("the run completes");
+    let report = read_report(out.path());
+    let phase = &report["phases"][0];
+    let mut checks = Checks::default();
+    // Capacity's workload does not ignore EOS, so output lengths are the model's.
+    check_sizes(&mut checks, phase, None);
+    check_server_metrics(&mut checks, phase);
+    check_errors_and_connections(&mut checks, phase, 10);
+    check_server_timing(&mut checks, phase);
+    crate::common::assert_valid_report(&report);
+    checks.finish("plans/capacity.yaml against llama.cpp");
+}

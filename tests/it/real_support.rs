@@ -1,0 +1,322 @@
+//! Real engines for the integration tests: the venv `tests/real/setup.sh` installs, child
+//! processes on loopback that are killed on drop, and the skip-or-fail rule.
+//!
+//! A test that needs a real engine calls [`RealEngines::find`]. When the venv is missing it
+//! prints one `skipped:` line and the test returns; with `CI` set it panics instead, so CI
+//! never passes by skipping (as the headless Chromium test does).
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// How long a server may take to load and answer `/health` (model load is ~3 s; CI is busy).
+const START_DEADLINE: Duration = Duration::from_secs(120);
+
+/// What tests/real/setup.sh installed, by path.
+#[derive(Debug, Clone)]
+pub struct RealEngines {
+    pub python: PathBuf,
+    pub model: PathBuf,
+    pub vllm_router: PathBuf,
+    pub sglang_router: PathBuf,
+}
+
+/// `SERVEBENCH_REAL_DIR`, else `${XDG_CACHE_HOME:-$HOME/.cache}/servebench/real` (setup.sh's
+/// default).
+pub fn real_dir() -> PathBuf {
+    if let Some(dir) = std::env::var_os("SERVEBENCH_REAL_DIR") {
+        return PathBuf::from(dir);
+    }
+    let cache = std::env::var_os("XDG_CACHE_HOME")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            PathBuf::from(std::env::var_os("HOME").unwrap_or_default()).join(".cache")
+        });
+    cache.join("servebench/real")
+}
+
+impl RealEngines {
+    /// The installed engines, or `None` after printing why (locally); panics when `CI` is set.
+    pub fn find(what: &str) -> Option<RealEngines> {
+        let dir = real_dir();
+        let venv = dir.join("venv/bin");
+        let engines = RealEngines {
+            python: venv.join("python"),
+            model: dir.join("models/SmolLM2-135M-Instruct.Q4_1.gguf"),
+            vllm_router: venv.join("vllm-router"),
+            sglang_router: venv.join("sglang-router"),
+        };
+        let missing = [
+            dir.join("stamp"),
+            engines.python.clone(),
+            engines.model.clone(),
+            engines.vllm_router.clone(),
+            engines.sglang_router.clone(),
+        ]
+        .into_iter()
+        .find(|p| !p.exists());
+        let Some(missing) = missing else {
+            return Some(engines);
+        };
+        let message = format!("skipped: {what} is not installed; run tests/real/setup.sh");
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "{message} (CI is set, so this test must run; {} is missing)",
+            missing.display()
+        );
+        println!("{message}");
+        None
+    }
+}
+
+/// A free loopback port (the OS's choice; closed again before the child binds it).
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("a free loopback port")
+}
+
+/// A child process with its output in a log file; killed on drop, and its log printed when
+/// the test is failing.
+pub struct ChildProcess {
+    name: String,
+    child: Child,
+    /// Held open: the llama.cpp launcher stops when its stdin closes, so it never outlives
+    /// the test binary even if the binary is killed.
+    _stdin: Option<ChildStdin>,
+    log: PathBuf,
+    _dir: tempfile::TempDir,
+}
+
+impl ChildProcess {
+    /// Start `command` with stderr (and stdout unless `keep_stdout`) to a log file.
+    fn spawn(name: &str, mut command: Command, keep_stdout: bool) -> ChildProcess {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let log = dir.path().join(format!("{name}.log"));
+        let file = std::fs::File::create(&log).expect("log file");
+        let stdout = if keep_stdout {
+            Stdio::piped()
+        } else {
+            Stdio::from(file.try_clone().expect("log file"))
+        };
+        let mut child = command
+            .stdin(Stdio::piped())
+            .stdout(stdout)
+            .stderr(Stdio::from(file))
+            .spawn()
+            .unwrap_or_else(|e| panic!("cannot start {name} ({command:?}): {e}"));
+        let stdin = child.stdin.take();
+        ChildProcess {
+            name: name.to_string(),
+            child,
+            _stdin: stdin,
+            log,
+            _dir: dir,
+        }
+    }
+
+    pub fn log_text(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    /// Panic with the log when the process has exited.
+    fn assert_running(&mut self) {
+        if let Ok(Some(status)) = self.child.try_wait() {
+            panic!(
+                "{} exited ({status}) before it was ready; its log:\n{}",
+                self.name,
+                self.log_text()
+            );
+        }
+    }
+
+    /// Poll `url` until it answers 200, failing with the log at the deadline.
+    pub async fn wait_healthy(&mut self, url: &str) {
+        let http = reqwest::Client::builder()
+            .timeout(Duration::from_secs(2))
+            .build()
+            .unwrap();
+        let deadline = Instant::now() + START_DEADLINE;
+        loop {
+            self.assert_running();
+            if let Ok(response) = http.get(url).send().await
+                && response.status().is_success()
+            {
+                return;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "{} did not answer {url} within {START_DEADLINE:?}; its log:\n{}",
+                self.name,
+                self.log_text()
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+}
+
+impl Drop for ChildProcess {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        if std::thread::panicking() {
+            eprintln!(
+                "----- {} log ({}) -----\n{}----- end of {} log -----",
+                self.name,
+                self.log.display(),
+                self.log_text(),
+                self.name
+            );
+        }
+    }
+}
+
+/// llama.cpp's HTTP server with SmolLM2-135M-Instruct, sized for a 2-core machine.
+pub struct LlamaServer {
+    _process: ChildProcess,
+    /// `http://127.0.0.1:PORT`
+    pub root: String,
+}
+
+impl LlamaServer {
+    /// Two threads, four slots (so concurrency 4 is served at once), `ctx_per_slot` tokens
+    /// of context each, `/metrics` on.
+    pub async fn start(engines: &RealEngines, ctx_per_slot: u32) -> LlamaServer {
+        let slots = 4;
+        let mut command = Command::new(&engines.python);
+        command
+            .arg(repo_path("tests/real/llama_server.py"))
+            .arg("--model")
+            .arg(&engines.model)
+            .args(["--host", "127.0.0.1", "--port", "0", "--threads", "2"])
+            .arg("--exit-on-stdin-eof")
+            .args(["--parallel", &slots.to_string()])
+            .args(["--ctx-size", &(ctx_per_slot * slots).to_string()]);
+        let mut process = ChildProcess::spawn("llama-server", command, true);
+        let stdout = process.child.stdout.take().expect("piped stdout");
+        let mut log = std::fs::OpenOptions::new()
+            .append(true)
+            .open(&process.log)
+            .expect("log file");
+        // The launcher prints `listening http://…` once the model is loaded; the rest of its
+        // standard output (llama.cpp's own log) goes to the log file with its stderr.
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+                if let Some(url) = line.strip_prefix("listening ") {
+                    let _ = tx.send(url.trim().to_string());
+                }
+                let _ = writeln!(log, "{line}");
+            }
+        });
+        let root = tokio::task::spawn_blocking(move || rx.recv_timeout(START_DEADLINE))
+            .await
+            .unwrap();
+        let root = match root {
+            Ok(root) => root,
+            Err(_) => {
+                process.assert_running();
+                panic!(
+                    "llama-server printed no `listening` line within {START_DEADLINE:?}; its log:\n{}",
+                    process.log_text()
+                );
+            }
+        };
+        process.wait_healthy(&format!("{root}/health")).await;
+        LlamaServer {
+            _process: process,
+            root,
+        }
+    }
+
+    pub fn base_url(&self) -> String {
+        format!("{}/v1", self.root)
+    }
+}
+
+/// The two routers under test.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RouterKind {
+    Vllm,
+    Sglang,
+}
+
+impl RouterKind {
+    /// The package, as the skip line names it.
+    pub fn package(self) -> &'static str {
+        match self {
+            RouterKind::Vllm => "vllm-router",
+            RouterKind::Sglang => "sglang-router",
+        }
+    }
+}
+
+/// A router in front of `workers`, with its own Prometheus port (so two never collide).
+pub struct Router {
+    _process: ChildProcess,
+    pub root: String,
+}
+
+impl Router {
+    pub async fn start(
+        engines: &RealEngines,
+        kind: RouterKind,
+        policy: &str,
+        workers: &[String],
+    ) -> Router {
+        let port = free_port();
+        let prometheus_port = free_port();
+        let (name, mut command) = match kind {
+            RouterKind::Vllm => ("vllm-router", Command::new(&engines.vllm_router)),
+            RouterKind::Sglang => {
+                let mut c = Command::new(&engines.sglang_router);
+                c.arg("launch");
+                ("sglang-router", c)
+            }
+        };
+        command
+            .args(["--host", "127.0.0.1", "--port", &port.to_string()])
+            .args(["--policy", policy])
+            .args(["--prometheus-port", &prometheus_port.to_string()])
+            .args(["--prometheus-host", "127.0.0.1"])
+            .args(["--worker-startup-check-interval", "1"])
+            .arg("--worker-urls")
+            .args(workers);
+        let mut process = ChildProcess::spawn(name, command, false);
+        let root = format!("http://127.0.0.1:{port}");
+        process.wait_healthy(&format!("{root}/health")).await;
+        Router {
+            _process: process,
+            root,
+        }
+    }
+}
+
+pub fn repo_path(relative: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join(relative)
+}
+
+/// Collects failed checks so one run shows every one of them, then fails with the list.
+#[derive(Default)]
+pub struct Checks {
+    failures: Vec<String>,
+}
+
+impl Checks {
+    pub fn check(&mut self, ok: bool, what: impl FnOnce() -> String) {
+        if !ok {
+            self.failures.push(what());
+        }
+    }
+
+    pub fn finish(self, context: &str) {
+        assert!(
+            self.failures.is_empty(),
+            "{context}: {} check(s) failed:\n  - {}",
+            self.failures.len(),
+            self.failures.join("\n  - ")
+        );
+    }
+}
