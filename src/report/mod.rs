@@ -1,16 +1,18 @@
 //! The report data model and its writers and readers.
 //!
-//! One [`Report`] feeds small exporters (markdown, HTML, CSV); markdown and HTML share their
-//! table content through `table`. [`read_report`] reads servebench's JSON and the seed formats;
+//! One [`Report`] feeds small exporters (markdown, HTML, CSV, the seeds' anvil and gateway
+//! formats); markdown and HTML share their table content through `table`. [`read_report`] reads servebench's JSON and the seed formats;
 //! [`compare::compare`] matches two reports' phases and checks [`gate`]s.
 
 mod model;
 
+pub mod anvil_out;
 pub mod compare;
 mod compare_md;
 pub mod csv;
 pub mod figure_path;
 pub mod gate;
+pub mod gateway_out;
 pub mod html;
 pub mod markdown;
 mod numfmt;
@@ -36,6 +38,10 @@ pub enum Format {
     Html,
     /// One row per phase (or per request with `--requests`).
     Csv,
+    /// One `anvil-serving.benchmark/v1` document per phase (seeds 000/002).
+    Anvil,
+    /// Seed 004's multi-phase gateway layout for the whole run.
+    Gateway,
 }
 
 /// Renders a whole report in one format.
@@ -45,6 +51,7 @@ pub trait Exporter {
 
 pub struct MarkdownExporter;
 pub struct HtmlExporter;
+pub struct GatewayExporter;
 pub struct CsvExporter {
     /// One row per request instead of one per phase.
     pub requests: bool,
@@ -72,12 +79,21 @@ impl Exporter for CsvExporter {
     }
 }
 
-/// The exporter for `format`.
-pub fn exporter(format: Format, requests: bool) -> Box<dyn Exporter> {
+impl Exporter for GatewayExporter {
+    fn render(&self, report: &Report) -> String {
+        gateway_out::render(report)
+    }
+}
+
+/// The exporter for a one-document `format`; `None` for [`Format::Anvil`], which writes one
+/// document per phase ([`anvil_out::documents`]).
+pub fn exporter(format: Format, requests: bool) -> Option<Box<dyn Exporter>> {
     match format {
-        Format::Md => Box::new(MarkdownExporter),
-        Format::Html => Box::new(HtmlExporter),
-        Format::Csv => Box::new(CsvExporter { requests }),
+        Format::Md => Some(Box::new(MarkdownExporter)),
+        Format::Html => Some(Box::new(HtmlExporter)),
+        Format::Csv => Some(Box::new(CsvExporter { requests })),
+        Format::Gateway => Some(Box::new(GatewayExporter)),
+        Format::Anvil => None,
     }
 }
 
