@@ -96,15 +96,14 @@ pub fn anvil_unread_fields(doc: &Value) -> IndexMap<String, Value> {
     let Some(obj) = doc.as_object() else {
         return IndexMap::new();
     };
+    let kept = |k: &str, v: &Value| {
+        let read = k == "request_timings" || ANVIL_READ_FIELDS.contains(&k);
+        // An empty failure list says nothing the counts do not.
+        let empty_failures = k == "failures" && v.as_array().is_some_and(Vec::is_empty);
+        !(v.is_null() || read || ANVIL_DERIVED_FIELDS.contains(&k) || empty_failures)
+    };
     obj.iter()
-        .filter(|(k, v)| {
-            !v.is_null()
-                && k.as_str() != "request_timings"
-                && !ANVIL_READ_FIELDS.contains(&k.as_str())
-                && !ANVIL_DERIVED_FIELDS.contains(&k.as_str())
-                // An empty failure list says nothing the counts do not.
-                && !(k.as_str() == "failures" && v.as_array().is_some_and(Vec::is_empty))
-        })
+        .filter(|(k, v)| kept(k, v))
         .map(|(k, v)| (k.clone(), v.clone()))
         .collect()
 }

@@ -207,6 +207,30 @@ fn gateway_takes_run_labels_from_metadata() {
     assert_eq!(burst.concurrency, None);
 }
 
+#[test]
+fn gateway_percentiles_interpolate_linearly_whatever_the_run_used() {
+    let mut report = sample_report(1.0);
+    report.timing_methodology.percentile_method = PercentileMethod::NearestRank;
+    // A stale summary must not leak through: the writer recomputes from the records.
+    report.phases[2].summary.ttft = None;
+    let ttft_s: Vec<f64> = report.phases[2]
+        .request_timings
+        .iter()
+        .filter_map(|r| r.ttft_ms)
+        .map(|v| v / 1000.0)
+        .collect();
+    let linear = dist(&ttft_s).expect("ttft");
+    let doc = servebench::report::gateway_out::document(&report);
+    let ttft = doc.phases[2].ttft.as_ref().expect("ttft written");
+    assert_eq!((ttft.p50, ttft.p99), (linear.p50, linear.p99));
+    let nearest =
+        servebench::metrics::distribution(&ttft_s, PercentileMethod::NearestRank).expect("ttft");
+    assert_ne!(
+        ttft.p99, nearest.p99,
+        "the sample's p99 differs between the methods"
+    );
+}
+
 /// `plans/capacity-reasoning.yaml` as written, its simulator target pointed at an in-process
 /// simulator with the plan's settings but faster decoding, so the run takes about a second.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
