@@ -83,6 +83,32 @@ fn seeds_000_and_002_round_trip_through_anvil() {
 }
 
 #[test]
+fn the_anvil_reader_keeps_what_it_does_not_use() {
+    // A variant of seed 000 with a failure the document lists without timings, and a label
+    // servebench has no field for.
+    let mut doc = json_file(Path::new(SEED_000));
+    doc["failed"] = 1.into();
+    doc["requests"] = 17.into();
+    doc["failures"] = serde_json::json!([{"error": "HTTP 500", "request_index": 16}]);
+    doc["tier"] = "gold".into();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("failed.json");
+    std::fs::write(&path, serde_json::to_string_pretty(&doc).unwrap()).expect("write");
+
+    let read = report::read_report(&path).expect("read");
+    assert_eq!(read.metadata["tier"], "gold");
+    assert_eq!(read.metadata["max_context_tokens"], 131072);
+    // Recomputed fields and nulls are not copied into the metadata.
+    for derived in ["completed", "requests", "context_distribution", "manifest"] {
+        assert!(!read.metadata.contains_key(derived), "{derived}");
+    }
+    let (code, stdout, stderr) = report_stdout(&[path.to_str().unwrap(), "--format", "anvil"]);
+    assert_eq!(code, Some(0), "{stderr}");
+    let written: Value = serde_json::from_str(&stdout).expect("json");
+    assert_same(&doc, &written, "failed", false);
+}
+
+#[test]
 fn seed_004_round_trips_through_gateway() {
     let (code, stdout, stderr) = report_stdout(&[SEED_004, "--format", "gateway"]);
     assert_eq!(code, Some(0), "{stderr}");
