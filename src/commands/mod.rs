@@ -57,7 +57,8 @@ pub enum Command {
     Completions(CompletionsArgs),
     /// Run a plan (or re-run the plan embedded in a report.json) and write one combined report.
     Run(RunArgs),
-    /// Render a report (servebench JSON or a seed format) as markdown, HTML or CSV.
+    /// Render a report (servebench JSON or a seed format) as markdown, HTML, CSV, or a seed
+    /// format (`anvil` per phase, `gateway` for the whole run).
     Report(ReportArgs),
     /// Compare two reports phase by phase; exit 1 when a --gate fails.
     Compare(CompareArgs),

@@ -1,10 +1,10 @@
-//! `servebench report`: render a report file as markdown, HTML or CSV.
+//! `servebench report`: render a report file as markdown, HTML, CSV or a seed format.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use super::emit;
 use crate::exit;
-use crate::report::{Format, exporter, read_report};
+use crate::report::{Format, Report, anvil_out, exporter, read_report, write_atomic};
 
 #[derive(Debug, clap::Args)]
 pub struct ReportArgs {
@@ -15,7 +15,11 @@ pub struct ReportArgs {
     /// CSV only: one row per request instead of one per phase.
     #[arg(long)]
     pub requests: bool,
-    /// Write here instead of stdout.
+    /// Anvil only: write this phase's document only.
+    #[arg(long, value_name = "NAME")]
+    pub phase: Option<String>,
+    /// Write here instead of stdout; for `--format anvil` a directory that gets one
+    /// `<phase>.anvil.json` per phase.
     #[arg(short, long)]
     pub output: Option<PathBuf>,
 }
@@ -25,6 +29,10 @@ pub fn run(args: &ReportArgs) -> i32 {
         eprintln!("error: --requests applies to --format csv only");
         return exit::INVALID_INPUT;
     }
+    if args.phase.is_some() && args.format != Format::Anvil {
+        eprintln!("error: --phase applies to --format anvil only");
+        return exit::INVALID_INPUT;
+    }
     let report = match read_report(&args.input) {
         Ok(r) => r,
         Err(e) => {
@@ -32,6 +40,44 @@ pub fn run(args: &ReportArgs) -> i32 {
             return exit::INVALID_INPUT;
         }
     };
-    let text = exporter(args.format, args.requests).render(&report);
-    emit(&text, args.output.as_deref())
+    match exporter(args.format, args.requests) {
+        Some(exporter) => emit(&exporter.render(&report), args.output.as_deref()),
+        None => anvil(&report, args.phase.as_deref(), args.output.as_deref()),
+    }
+}
+
+/// One anvil document per phase: into `dir`, or the only one to stdout.
+fn anvil(report: &Report, phase: Option<&str>, dir: Option<&Path>) -> i32 {
+    let docs = match anvil_out::documents(report, phase) {
+        Ok(d) => d,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return exit::INVALID_INPUT;
+        }
+    };
+    let Some(dir) = dir else {
+        if let [(_, doc)] = docs.as_slice() {
+            return emit(&anvil_out::render(doc), None);
+        }
+        let names: Vec<&str> = docs.iter().map(|(n, _)| n.as_str()).collect();
+        eprintln!(
+            "error: --format anvil writes one document per phase and this report has {} ({}); \
+             name one with --phase, or give a directory with -o",
+            names.len(),
+            names.join(", ")
+        );
+        return exit::INVALID_INPUT;
+    };
+    if let Err(e) = std::fs::create_dir_all(dir) {
+        eprintln!("error: cannot create {}: {e}", dir.display());
+        return exit::RUN_FAILED;
+    }
+    for (name, doc) in &docs {
+        let path = dir.join(anvil_out::file_name(name));
+        if let Err(e) = write_atomic(&path, &anvil_out::render(doc)) {
+            eprintln!("error: cannot write {}: {e}", path.display());
+            return exit::RUN_FAILED;
+        }
+    }
+    exit::SUCCESS
 }

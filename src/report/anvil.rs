@@ -53,6 +53,54 @@ pub struct AnvilRun {
     #[serde(default)]
     pub serve_flags: Option<Value>,
     pub request_timings: Vec<AnvilTiming>,
+    /// Top-level fields this reader does not use, kept so a writer can give them back; filled
+    /// by [`anvil_unread_fields`] (a flattened map would cost the typed parse its positions).
+    #[serde(skip)]
+    pub extra: IndexMap<String, Value>,
+}
+
+/// Top-level fields of a single-run seed document that [`AnvilRun`] reads.
+const ANVIL_READ_FIELDS: [&str; 18] = [
+    "schema",
+    "run_id",
+    "started_at",
+    "finished_at",
+    "base_url",
+    "model",
+    "engine",
+    "gpu",
+    "measurement_protocol",
+    "concurrency",
+    "context_tokens",
+    "context_seed",
+    "max_tokens",
+    "failed",
+    "wall_clock_ms",
+    "metrics",
+    "timing_methodology",
+    "serve_flags",
+];
+
+/// Fields a writer recomputes from the records, so the reader need not keep them.
+const ANVIL_DERIVED_FIELDS: [&str; 3] = ["completed", "requests", "context_distribution"];
+
+/// The top-level fields of a single-run seed document that [`AnvilRun`] does not read and a
+/// writer cannot recompute (`manifest`, `max_context_tokens`, `tier`, …), nulls left out;
+/// `request_timings` is read separately.
+pub fn anvil_unread_fields(doc: &Value) -> IndexMap<String, Value> {
+    let Some(obj) = doc.as_object() else {
+        return IndexMap::new();
+    };
+    let kept = |k: &str, v: &Value| {
+        let read = k == "request_timings" || ANVIL_READ_FIELDS.contains(&k);
+        // An empty failure list says nothing the counts do not.
+        let empty_failures = k == "failures" && v.as_array().is_some_and(Vec::is_empty);
+        !(v.is_null() || read || ANVIL_DERIVED_FIELDS.contains(&k) || empty_failures)
+    };
+    obj.iter()
+        .filter(|(k, v)| kept(k, v))
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect()
 }
 
 #[derive(Debug, Deserialize)]
@@ -271,6 +319,10 @@ fn anvil_metadata(run: &AnvilRun) -> IndexMap<String, Value> {
     }
     if let Some(flags) = &run.serve_flags {
         metadata.insert("serve_flags".to_string(), flags.clone());
+    }
+    // Labels the reader does not use (`max_context_tokens`, `tier`, …) stay with the run.
+    for (k, v) in &run.extra {
+        metadata.entry(k.clone()).or_insert_with(|| v.clone());
     }
     metadata.insert(
         "start_offsets".to_string(),

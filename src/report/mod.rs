@@ -1,18 +1,20 @@
 //! The report data model and its writers and readers.
 //!
-//! One [`Report`] feeds small exporters (markdown, HTML, CSV); markdown and HTML share their
-//! table content through `table`. [`read_report`] reads servebench's JSON and the older
-//! formats (`anvil`, `multiphase`); [`phase_result`] builds every phase result;
-//! [`write_files`] writes every report file; [`compare::compare`] matches two reports' phases
-//! and checks [`gate`]s.
+//! One [`Report`] feeds small exporters (markdown, HTML, CSV, the seeds' anvil and gateway
+//! formats); markdown and HTML share their table content through `table`. [`read_report`]
+//! reads servebench's JSON and the older formats (`anvil`, `multiphase`); [`phase_result`]
+//! builds every phase result; [`write_files`] writes every report file; [`compare::compare`]
+//! matches two reports' phases and checks [`gate`]s.
 
 pub mod anvil;
+pub mod anvil_out;
 pub mod compare;
 mod compare_md;
 mod connections;
 pub mod csv;
 pub mod figure_path;
 pub mod gate;
+pub mod gateway_out;
 pub mod html;
 mod import;
 pub mod markdown;
@@ -44,6 +46,10 @@ pub enum Format {
     Html,
     /// One row per phase (or per request with `--requests`).
     Csv,
+    /// One `anvil-serving.benchmark/v1` document per phase (seeds 000/002).
+    Anvil,
+    /// Seed 004's multi-phase gateway layout for the whole run.
+    Gateway,
 }
 
 /// Renders a whole report in one format.
@@ -53,6 +59,7 @@ pub trait Exporter {
 
 pub struct MarkdownExporter;
 pub struct HtmlExporter;
+pub struct GatewayExporter;
 pub struct CsvExporter {
     /// One row per request instead of one per phase.
     pub requests: bool,
@@ -80,11 +87,20 @@ impl Exporter for CsvExporter {
     }
 }
 
-/// The exporter for `format`.
-pub fn exporter(format: Format, requests: bool) -> Box<dyn Exporter> {
+impl Exporter for GatewayExporter {
+    fn render(&self, report: &Report) -> String {
+        gateway_out::render(report)
+    }
+}
+
+/// The exporter for a one-document `format`; `None` for [`Format::Anvil`], which writes one
+/// document per phase ([`anvil_out::documents`]).
+pub fn exporter(format: Format, requests: bool) -> Option<Box<dyn Exporter>> {
     match format {
-        Format::Md => Box::new(MarkdownExporter),
-        Format::Html => Box::new(HtmlExporter),
-        Format::Csv => Box::new(CsvExporter { requests }),
+        Format::Md => Some(Box::new(MarkdownExporter)),
+        Format::Html => Some(Box::new(HtmlExporter)),
+        Format::Csv => Some(Box::new(CsvExporter { requests })),
+        Format::Gateway => Some(Box::new(GatewayExporter)),
+        Format::Anvil => None,
     }
 }

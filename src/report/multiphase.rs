@@ -153,7 +153,8 @@ fn multiphase_metadata(run: &MultiPhaseRun) -> IndexMap<String, Value> {
         }
     }
     if !run.notes.is_empty() {
-        metadata.insert("notes".to_string(), Value::from(run.notes.join(" ")));
+        // Kept as the list it was, so the gateway writer can give it back.
+        metadata.insert("notes".to_string(), Value::from(run.notes.clone()));
     }
     metadata
 }

@@ -84,8 +84,9 @@ pub fn read_report_bytes(bytes: &[u8], path: &Path) -> Result<Report, ReadError>
         ReportFormat::Servebench => serde_json::from_slice::<Report>(bytes)
             .map_err(|e| err(format!("not a valid {REPORT_SCHEMA} report: {e}"))),
         ReportFormat::AnvilRun => {
-            let run: AnvilRun = serde_json::from_slice(bytes)
+            let mut run: AnvilRun = serde_json::from_slice(bytes)
                 .map_err(|e| err(format!("not a valid {ANVIL_SCHEMA} report: {e}")))?;
+            run.extra = super::anvil::anvil_unread_fields(&doc);
             if run.request_timings.is_empty() {
                 return Err(err(
                     "`request_timings` is empty: nothing to summarize".to_string()

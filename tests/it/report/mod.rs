@@ -1,7 +1,9 @@
-//! Report writers, seed import and compare, one file per concern; the hand-built sample report here.
+//! Report writers (the seeds' formats too), seed import and compare, one file per concern; the
+//! hand-built sample report here.
 
 mod browser;
 mod compare;
+mod formats;
 mod import;
 mod render;
 
