@@ -2,8 +2,12 @@
 
 use std::time::Duration;
 
+use crate::metrics::PhaseSummary;
 use crate::report::{ClientCalibration, PhaseResult};
 use crate::selftest;
+use crate::workload::QueueStats;
+
+use super::settings::PhaseSettings;
 
 /// Measured window of the calibration (plus a quarter of it as warmup).
 pub const CALIBRATION_WINDOW: Duration = Duration::from_millis(1200);
@@ -35,9 +39,20 @@ pub async fn calibrate() -> Result<ClientCalibration, String> {
     })
 }
 
-/// The phase's share of the ceiling: the larger of requests/s and events/s over it.
-pub fn headroom(phase: &PhaseResult, ceiling: &ClientCalibration) -> Option<f64> {
-    let s = &phase.summary;
+/// The client ceiling in requests/s with a phase's prompts: the calibrated ceiling (short
+/// fixed prompts) and the CPU the phase's prompt path spends per request share the machine.
+pub fn ceiling_with_prompts(ceiling: &ClientCalibration, prompts: &QueueStats) -> f64 {
+    1.0 / (1.0 / ceiling.requests_per_second + prompts.cpu_s_per_prompt.max(0.0))
+}
+
+/// The phase's share of the ceiling: the larger of requests/s over the ceiling with its
+/// prompts and events/s over the events ceiling.
+pub fn headroom(
+    summary: &PhaseSummary,
+    ceiling: &ClientCalibration,
+    prompts: &QueueStats,
+) -> Option<f64> {
+    let s = summary;
     if s.elapsed <= 0.0 || ceiling.requests_per_second <= 0.0 || ceiling.events_per_second <= 0.0 {
         return None;
     }
@@ -45,20 +60,62 @@ pub fn headroom(phase: &PhaseResult, ceiling: &ClientCalibration) -> Option<f64>
     let events_per_s = events as f64 / s.elapsed;
     let requests_per_s = s.requests as f64 / s.elapsed;
     Some(
-        (requests_per_s / ceiling.requests_per_second)
+        (requests_per_s / ceiling_with_prompts(ceiling, prompts))
             .max(events_per_s / ceiling.events_per_second),
     )
 }
 
-/// Set the phase's `client_headroom`; a warning line when the phase ran near the ceiling.
-pub fn apply(phase: &mut PhaseResult, ceiling: Option<&ClientCalibration>) -> Option<String> {
-    let share = headroom(phase, ceiling?)?;
-    phase.client_headroom = Some(share);
+/// Before a phase runs: a warning when its prompts are too costly to build at the pace it
+/// asks for (open loop), or cut the client's ceiling by more than the warning margin (any
+/// load, once calibrated).
+pub fn prompt_warning(
+    phase: &PhaseSettings<'_>,
+    prompts: &QueueStats,
+    tokenizer: &str,
+    ceiling: Option<&ClientCalibration>,
+) -> Option<String> {
+    let capacity = match ceiling {
+        Some(c) if c.requests_per_second > 0.0 => prompts
+            .prompts_per_s()
+            .min(ceiling_with_prompts(c, prompts)),
+        _ => prompts.prompts_per_s(),
+    };
+    let what = format!(
+        "phase `{}`: its prompts (workload `{}`, {tokenizer}) take {:.3} ms of CPU each, so this \
+         machine's client sends at most about {capacity:.0} requests/s with them",
+        phase.name,
+        phase.workload_name,
+        prompts.cpu_s_per_prompt * 1e3
+    );
+    if let Some(rps) = phase.rate_rps() {
+        return (rps > HEADROOM_WARNING * capacity).then(|| {
+            format!(
+                "warning: {what}; at {rps} requests/s the client, not the server, would set the \
+                 pace (shorter prompts, a cheaper tokenizer or a lower rate avoid it)"
+            )
+        });
+    }
+    let ceiling = ceiling?;
+    (capacity < HEADROOM_WARNING * ceiling.requests_per_second).then(|| {
+        format!(
+            "warning: {what} (the client alone: {:.0}); a server faster than that would be \
+             measured as the client's limit",
+            ceiling.requests_per_second
+        )
+    })
+}
+
+/// A warning line when the phase ran near the client's ceiling (its `client_headroom`).
+pub fn warning(phase: &PhaseResult) -> Option<String> {
+    let share = phase.client_headroom?;
     (share > HEADROOM_WARNING).then(|| {
         format!(
-            "warning: phase {} used {:.0}% of this machine's client ceiling; its throughput and latency may be limited by the client, not the server",
+            "warning: phase {} used {:.0}% of this machine's client ceiling (with its prompts, \
+             workload `{}`); its throughput and latency may be limited by the client, not the \
+             server",
             phase.phase,
-            share * 100.0
+            share * 100.0,
+            phase.workload
         )
     })
 }

@@ -9,7 +9,7 @@ pub mod settings;
 use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::sync::mpsc;
@@ -24,7 +24,7 @@ use crate::report::{
 use crate::scheduler::progress::{PhaseProgress, ProgressMode};
 use crate::scheduler::{self, LiveCounters, Stops, WindowSpec};
 use crate::sim::{self, SimHandle};
-use crate::workload::{PromptSource, WorkloadContext};
+use crate::workload::{PromptQueue, PromptSource, WorkloadContext};
 use output::{Journal, Window};
 use settings::PhaseSettings;
 
@@ -266,10 +266,11 @@ pub async fn run(options: RunOptions) -> Result<RunOutcome, RunError> {
             http: &http,
             shard: options.shard,
             warmup_requests: warmup_requests.get(phase_index).copied().flatten(),
+            calibration: report.client_calibration.as_ref(),
         };
         match run.execute(&mut run_origin).await {
-            Ok(mut result) => {
-                let warning = calibrate::apply(&mut result, report.client_calibration.as_ref());
+            Ok(result) => {
+                let warning = calibrate::warning(&result);
                 println!("{}", phase_line(&result));
                 if let Some(warning) = warning {
                     eprintln!("{warning}");
@@ -524,6 +525,8 @@ struct PhaseRun<'a> {
     shard: Option<crate::shard::ShardSpec>,
     /// The warmup's request bound, this shard's share of it in a sharded run.
     warmup_requests: Option<u64>,
+    /// The client ceiling measured before the run, if it was.
+    calibration: Option<&'a crate::report::ClientCalibration>,
 }
 
 impl PhaseRun<'_> {
@@ -563,7 +566,15 @@ impl PhaseRun<'_> {
             scheduler::Load::Replay => source.request_limit(),
             _ => None,
         };
-        let feed = Arc::new(Mutex::new(source));
+        let feed = Arc::new(PromptQueue::start(
+            source,
+            scheduler::prompt_depth(&phase.load),
+        ));
+        if let Some(w) =
+            calibrate::prompt_warning(phase, &feed.stats(), &tokenizer, self.calibration)
+        {
+            eprintln!("{w}");
+        }
         let seed = self.shard_seed(phase_seed(self.plan.plan.seed, phase.name));
 
         let scrape_before = self.scrape().await;
@@ -621,7 +632,7 @@ impl PhaseRun<'_> {
             .window(
                 &spec,
                 client,
-                feed,
+                feed.clone(),
                 Window::Measured,
                 phase.name.to_string(),
             )
@@ -650,6 +661,9 @@ impl PhaseRun<'_> {
             (Some(url), Some(before), Some(after)) => Some(scrape::diff(url, &before, &after)),
             _ => None,
         };
+        let client_headroom = self
+            .calibration
+            .and_then(|c| calibrate::headroom(&summary, c, &feed.stats()));
         Ok(PhaseResult {
             phase: phase.name.to_string(),
             route: phase.route.to_string(),
@@ -674,7 +688,7 @@ impl PhaseRun<'_> {
                 .and_then(|rps| achieved_rate(&records).map(|r| r / rps)),
             server_metrics,
             request_timings: records,
-            client_headroom: None,
+            client_headroom,
         })
     }
 
@@ -683,7 +697,7 @@ impl PhaseRun<'_> {
         &self,
         spec: &WindowSpec,
         client: Arc<Client>,
-        feed: Arc<Mutex<PromptSource>>,
+        feed: Arc<PromptQueue>,
         window: Window,
         label: String,
     ) -> (scheduler::WindowOutcome, Vec<RequestRecord>) {

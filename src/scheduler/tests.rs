@@ -1,7 +1,7 @@
 //! Scheduler behaviour on tokio's paused clock with a fake executor: exact, no sleeping.
 
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use tokio::sync::mpsc;
@@ -52,7 +52,7 @@ impl Executor for FakeServer {
 struct FixedPrompts;
 
 impl PromptFeed for FixedPrompts {
-    fn next_prompt(&mut self) -> Prompt {
+    async fn next_prompt(&self) -> Prompt {
         Prompt {
             input: PromptInput::Text("hello".into()),
             planned_prompt_tokens: Some(1),
@@ -82,7 +82,7 @@ async fn run(
     let outcome = run_window(
         spec,
         server,
-        Arc::new(Mutex::new(FixedPrompts)),
+        Arc::new(FixedPrompts),
         tx,
         Arc::new(LiveCounters::default()),
         stops,

@@ -9,7 +9,7 @@
 mod probe;
 
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
@@ -401,7 +401,7 @@ fn prompt_of(tokens: u32) -> Prompt {
 struct FixedFeed(Prompt);
 
 impl PromptFeed for FixedFeed {
-    fn next_prompt(&mut self) -> Prompt {
+    async fn next_prompt(&self) -> Prompt {
         self.0.clone()
     }
 }
@@ -416,6 +416,16 @@ struct Measured {
 async fn window_records(
     client: &Arc<Client>,
     prompt: &Prompt,
+    load: Load,
+    duration: Duration,
+) -> Measured {
+    window_with_feed(client, &Arc::new(FixedFeed(prompt.clone())), load, duration).await
+}
+
+/// [`window_records`] with prompts from `feed`.
+async fn window_with_feed<F: PromptFeed>(
+    client: &Arc<Client>,
+    feed: &Arc<F>,
     load: Load,
     duration: Duration,
 ) -> Measured {
@@ -435,7 +445,7 @@ async fn window_records(
         }
         records
     });
-    let feed = Arc::new(Mutex::new(FixedFeed(prompt.clone())));
+    let feed = feed.clone();
     let started = Instant::now();
     let outcome = scheduler::run_window(
         &spec,

@@ -8,6 +8,7 @@ mod hardening;
 mod metrics;
 mod perf;
 mod plans;
+mod prompts;
 mod report;
 mod run;
 mod shard;
