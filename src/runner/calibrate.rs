@@ -119,3 +119,44 @@ pub fn warning(phase: &PhaseResult) -> Option<String> {
         )
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn prompts(cpu_s_per_prompt: f64) -> QueueStats {
+        QueueStats {
+            threads: 1,
+            lane_depth: 16,
+            cpu_s_per_prompt,
+            built: 0,
+            taken: 0,
+            waits: 0,
+            wait_s: 0.0,
+        }
+    }
+
+    #[test]
+    fn prompt_cost_lowers_the_ceiling_and_raises_the_share() {
+        let ceiling = ClientCalibration {
+            requests_per_second: 10_000.0,
+            events_per_second: 200_000.0,
+            concurrency: 64,
+            duration_seconds: 1.2,
+            wake_latency: None,
+        };
+        let (cheap, costly) = (prompts(0.0), prompts(4e-4));
+        assert!((ceiling_with_prompts(&ceiling, &cheap) - 10_000.0).abs() < 1e-6);
+        // 0.1 ms of client and 0.4 ms of prompt per request: 2,000 requests/s.
+        assert!((ceiling_with_prompts(&ceiling, &costly) - 2_000.0).abs() < 1e-6);
+        let summary = PhaseSummary {
+            requests: 1_500,
+            elapsed: 1.0,
+            content_chunks: 1_500 * 16,
+            ..PhaseSummary::default()
+        };
+        let share = |p: &QueueStats| headroom(&summary, &ceiling, p).expect("share");
+        assert!((share(&cheap) - 0.15).abs() < 1e-9, "{}", share(&cheap));
+        assert!((share(&costly) - 0.75).abs() < 1e-9, "{}", share(&costly));
+    }
+}
