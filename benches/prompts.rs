@@ -147,7 +147,6 @@ fn closed(runtime: &tokio::runtime::Runtime) {
         (4096, TokenizerSource::File),
         (32, TokenizerSource::Simulator),
         (32, TokenizerSource::Builtin),
-        (32, TokenizerSource::File),
     ];
     for (tokens, kind) in cases {
         let queue = Arc::new(PromptQueue::start(

@@ -128,6 +128,7 @@ mod tests {
         QueueStats {
             threads: 1,
             lane_depth: 16,
+            batch: 1,
             cpu_s_per_prompt,
             built: 0,
             taken: 0,

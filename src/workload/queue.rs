@@ -3,10 +3,11 @@
 //! Prompt `i` is a pure function of the workload, the seed and `i`, so generator threads can
 //! build them before they are needed: thread `t` of `T` builds prompts `t, t + T, …` into a
 //! lane of its own, and the reader takes lane `i mod T` for prompt `i`, so prompts come out
-//! in exactly the order a single `PromptSource::next_prompt` loop gives. Lanes are bounded
-//! (by the depth the load asks for and by a byte budget), so long phases and very long
-//! prompts hold little memory; a generator blocks when its lane is full and ends when the
-//! queue is dropped.
+//! in exactly the order a single `PromptSource::next_prompt` loop gives. Cheap prompts travel
+//! in batches, so the reader wakes a generator once per batch, not once per request. Lanes
+//! are bounded (by the depth the load asks for and by a byte budget), so long phases and very
+//! long prompts hold little memory; a generator blocks when its lane is full and ends when
+//! the queue is dropped.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -26,6 +27,10 @@ const ONE_THREAD_COST: Duration = Duration::from_micros(200);
 const SAMPLE_PROMPTS: u64 = 4;
 /// The sampling stops after this much CPU time, however few prompts it built.
 const SAMPLE_BUDGET: Duration = Duration::from_millis(50);
+/// About this much generator work goes into one batch.
+const BATCH_WORK: Duration = Duration::from_micros(100);
+/// Prompts in one batch at most.
+const MAX_BATCH: usize = 64;
 
 /// A phase's prompts, built ahead on threads of their own.
 pub struct PromptQueue {
@@ -34,12 +39,19 @@ pub struct PromptQueue {
     stats: Arc<Stats>,
     threads: usize,
     lane_depth: usize,
+    batch: usize,
     sample_cost: Duration,
 }
 
 struct Reader {
-    lanes: Vec<mpsc::Receiver<Prompt>>,
+    lanes: Vec<Lane>,
     next: u64,
+}
+
+/// One generator's batches, and what is left of the batch being read.
+struct Lane {
+    batches: mpsc::Receiver<Vec<Prompt>>,
+    current: std::vec::IntoIter<Prompt>,
 }
 
 #[derive(Default)]
@@ -59,6 +71,8 @@ pub struct QueueStats {
     pub threads: usize,
     /// Prompts each lane holds at most.
     pub lane_depth: usize,
+    /// Prompts per batch.
+    pub batch: usize,
     /// CPU seconds per prompt on a generator thread (the start-up sample until prompts flow).
     pub cpu_s_per_prompt: f64,
     pub built: u64,
@@ -99,16 +113,28 @@ impl PromptQueue {
         });
         let by_bytes = (BYTE_BUDGET / bytes.max(1)).max(threads);
         let lane_depth = depth.clamp(1, by_bytes).div_ceil(threads).max(1);
+        let per_batch = (BATCH_WORK.as_nanos() / sample_cost.as_nanos().max(1)) as usize;
+        let batch = per_batch.clamp(1, MAX_BATCH).min(lane_depth);
         let stats = Arc::new(Stats::default());
         let mut lanes = Vec::with_capacity(threads);
         for lane in 0..threads {
-            let (tx, rx) = mpsc::channel(lane_depth);
-            lanes.push(rx);
+            let (tx, rx) = mpsc::channel(lane_depth.div_ceil(batch));
+            lanes.push(Lane {
+                batches: rx,
+                current: Vec::new().into_iter(),
+            });
             let source = source.clone();
             let stats = stats.clone();
             let spawned = std::thread::Builder::new()
                 .name(format!("prompts-{lane}"))
-                .spawn(move || generate(&source, lane as u64, threads as u64, &tx, &stats));
+                .spawn(move || {
+                    let lane = Lanes {
+                        first: lane as u64,
+                        step: threads as u64,
+                        batch,
+                    };
+                    generate(&source, &lane, &tx, &stats)
+                });
             // Without the thread the lane closes at once and the reader builds inline.
             drop(spawned);
         }
@@ -118,6 +144,7 @@ impl PromptQueue {
             stats,
             threads,
             lane_depth,
+            batch,
             sample_cost,
         }
     }
@@ -129,23 +156,33 @@ impl PromptQueue {
         let index = reader.next;
         reader.next += 1;
         self.stats.taken.fetch_add(1, Ordering::Relaxed);
-        let lane = (index % reader.lanes.len() as u64) as usize;
-        let received = match reader.lanes[lane].try_recv() {
-            Ok(prompt) => Some(prompt),
+        let slot = (index % reader.lanes.len() as u64) as usize;
+        let lane = &mut reader.lanes[slot];
+        if let Some(prompt) = lane.current.next() {
+            return prompt;
+        }
+        let batch = match lane.batches.try_recv() {
+            Ok(batch) => Some(batch),
             Err(mpsc::error::TryRecvError::Empty) => {
                 let waited = Instant::now();
-                let prompt = reader.lanes[lane].recv().await;
+                let batch = lane.batches.recv().await;
                 self.stats.waits.fetch_add(1, Ordering::Relaxed);
                 self.stats
                     .wait_ns
                     .fetch_add(waited.elapsed().as_nanos() as u64, Ordering::Relaxed);
-                prompt
+                batch
             }
             Err(mpsc::error::TryRecvError::Disconnected) => None,
         };
+        if let Some(batch) = batch {
+            lane.current = batch.into_iter();
+            if let Some(prompt) = lane.current.next() {
+                return prompt;
+            }
+        }
         // A generator that is gone (it could not start, or panicked) leaves its prompts to
         // the reader: slower, but the same prompts.
-        received.unwrap_or_else(|| self.source.prompt(index))
+        self.source.prompt(index)
     }
 
     /// The source the prompts come from (its tokenizer description, tolerance, …).
@@ -165,6 +202,7 @@ impl PromptQueue {
         QueueStats {
             threads: self.threads,
             lane_depth: self.lane_depth,
+            batch: self.batch,
             cpu_s_per_prompt,
             built,
             taken: self.stats.taken.load(Ordering::Relaxed),
@@ -197,27 +235,30 @@ fn prompt_bytes(prompt: &Prompt) -> usize {
     }
 }
 
-fn generate(
-    source: &PromptSource,
-    lane: u64,
-    lanes: u64,
-    tx: &mpsc::Sender<Prompt>,
-    stats: &Stats,
-) {
-    let mut index = lane;
+/// Which prompts one generator builds: `first`, `first + step`, …, `batch` at a time.
+struct Lanes {
+    first: u64,
+    step: u64,
+    batch: usize,
+}
+
+fn generate(source: &PromptSource, lane: &Lanes, tx: &mpsc::Sender<Vec<Prompt>>, stats: &Stats) {
+    let mut index = lane.first;
     loop {
         let before = thread_cpu();
-        let prompt = source.prompt(index);
+        let batch: Vec<Prompt> = (0..lane.batch)
+            .map(|k| source.prompt(index + k as u64 * lane.step))
+            .collect();
+        index += lane.batch as u64 * lane.step;
         stats.cpu_ns.fetch_add(
             thread_cpu().saturating_sub(before).as_nanos() as u64,
             Ordering::Relaxed,
         );
-        stats.built.fetch_add(1, Ordering::Relaxed);
+        stats.built.fetch_add(lane.batch as u64, Ordering::Relaxed);
         // Blocks while the lane is full; fails once the queue is dropped.
-        if tx.blocking_send(prompt).is_err() {
+        if tx.blocking_send(batch).is_err() {
             return;
         }
-        index += lanes;
     }
 }
 
