@@ -9,7 +9,7 @@
 //! - closed: concurrency 64, 16 output tokens, 4,096- and 32-token prompts per tokenizer,
 //!   through the prompt queue a `run` uses (`selftest::workload_closed_case`);
 //! - open: 100 req/s, 4,096-token prompts, `builtin` against `simulator` counting: TTFT and
-//!   send lag (`selftest::workload_open_case`).
+//!   send lag (`selftest::workload_open_case`), alternating the two, three rounds.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -21,6 +21,8 @@ use servebench::sim::{self, SimConfig};
 use servebench::workload::{PromptQueue, PromptSource, Sizing, WorkloadContext};
 
 const LENGTHS: [u32; 5] = [128, 1024, 4096, 16384, 131_072];
+/// Rounds of the open-loop comparison.
+const OPEN_ROUNDS: u32 = 3;
 /// CPU time spent per cell of the rates table (at least one prompt).
 const CELL_CPU: Duration = Duration::from_millis(400);
 
@@ -179,10 +181,17 @@ fn closed(runtime: &tokio::runtime::Runtime) {
 fn open(runtime: &tokio::runtime::Runtime) {
     println!("\n## Open loop, 100 req/s constant, 4,096-token prompts, 10 s after 1 s warmup\n");
     println!(
-        "| tokenizer | requests | errors | TTFT p50 / p99 / max, ms | send lag p50 / p99 / max, ms | waits for a prompt |"
+        "| round | tokenizer | requests | errors | TTFT p50 / p99 / max, ms | send lag p50 / p99 / max, ms | waits for a prompt |"
     );
-    println!("|---|---:|---:|---|---|---:|");
-    for kind in [TokenizerSource::Simulator, TokenizerSource::Builtin] {
+    println!("|---:|---|---:|---:|---|---|---:|");
+    // Alternating, so that the host's noise falls on both alike.
+    let rounds = (0..OPEN_ROUNDS).flat_map(|r| {
+        [
+            (r, TokenizerSource::Simulator),
+            (r, TokenizerSource::Builtin),
+        ]
+    });
+    for (round, kind) in rounds {
         let queue = Arc::new(PromptQueue::start(
             source(kind, 4096, "http://127.0.0.1:9/v1", runtime),
             servebench::scheduler::prompt_depth(&servebench::scheduler::Load::Open {
@@ -200,7 +209,8 @@ fn open(runtime: &tokio::runtime::Runtime) {
         )
         .expect("case runs");
         println!(
-            "| {} | {} | {} | {} | {} | {} |",
+            "| {} | {} | {} | {} | {} | {} | {} |",
+            round + 1,
             kind_name(kind),
             timing.requests,
             timing.errors,
