@@ -1,4 +1,5 @@
-//! Prompt sources: synthetic (seeded, token-count targets, shared prefixes), datasets, traces.
+//! Prompt sources: synthetic (seeded, token-count targets, shared prefixes), datasets, traces,
+//! and the queue that builds them ahead of the requests.
 
 pub mod dataset;
 pub mod queue;

@@ -4,7 +4,7 @@
 //! build them before they are needed: thread `t` of `T` builds prompts `t, t + T, …` into a
 //! lane of its own, and the reader takes lane `i mod T` for prompt `i`, so prompts come out
 //! in exactly the order a single `PromptSource::next_prompt` loop gives. Cheap prompts travel
-//! in batches, so the reader wakes a generator once per batch, not once per request. Lanes
+//! in batches, so the reader wakes a generator once per batch, not once per request. LanePlan
 //! are bounded (by the depth the load asks for and by a byte budget), so long phases and very
 //! long prompts hold little memory; a generator blocks when its lane is full and ends when
 //! the queue is dropped.
@@ -128,7 +128,7 @@ impl PromptQueue {
             let spawned = std::thread::Builder::new()
                 .name(format!("prompts-{lane}"))
                 .spawn(move || {
-                    let lane = Lanes {
+                    let lane = LanePlan {
                         first: lane as u64,
                         step: threads as u64,
                         batch,
@@ -236,13 +236,13 @@ fn prompt_bytes(prompt: &Prompt) -> usize {
 }
 
 /// Which prompts one generator builds: `first`, `first + step`, …, `batch` at a time.
-struct Lanes {
+struct LanePlan {
     first: u64,
     step: u64,
     batch: usize,
 }
 
-fn generate(source: &PromptSource, lane: &Lanes, tx: &mpsc::Sender<Vec<Prompt>>, stats: &Stats) {
+fn generate(source: &PromptSource, lane: &LanePlan, tx: &mpsc::Sender<Vec<Prompt>>, stats: &Stats) {
     let mut index = lane.first;
     loop {
         let before = thread_cpu();
