@@ -4,7 +4,7 @@
 //! build them before they are needed: thread `t` of `T` builds prompts `t, t + T, …` into a
 //! lane of its own, and the reader takes lane `i mod T` for prompt `i`, so prompts come out
 //! in exactly the order a single `PromptSource::next_prompt` loop gives. Cheap prompts travel
-//! in batches, so the reader wakes a generator once per batch, not once per request. LanePlan
+//! in batches, so the reader wakes a generator once per batch, not once per request. Lanes
 //! are bounded (by the depth the load asks for and by a byte budget), so long phases and very
 //! long prompts hold little memory; a generator blocks when its lane is full and ends when
 //! the queue is dropped.
