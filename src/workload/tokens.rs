@@ -264,8 +264,9 @@ impl HfCounter {
             .map_err(|e| WorkloadError(format!("tokenizer failed: {e}")))
     }
 
-    /// Whether the probe text tokenizes with one token of its own per synthetic word after
-    /// the first of each content (see [`probe_words`]), and counts nothing else in.
+    /// Whether `text`, holding `contents` in order (see [`probe_contents`]), tokenizes with
+    /// one token of its own per word after the first of each content (see
+    /// [`one_token_per_word`]), with nothing in the tokenizer that counts by length.
     fn probe(
         &self,
         text: &str,
