@@ -65,41 +65,44 @@ pub fn headroom(
     )
 }
 
-/// Before a phase runs: a warning when its prompts are too costly to build at the pace it
-/// asks for (open loop), or cut the client's ceiling by more than the warning margin (any
-/// load, once calibrated).
+/// Before a phase runs: a warning when its prompts are too costly to build at the rate it
+/// asks for (open loop), or are built slower than the warning margin of the client's own
+/// ceiling (closed loop, once calibrated: whatever the server, the prompts would set the pace
+/// first).
 pub fn prompt_warning(
     phase: &PhaseSettings<'_>,
     prompts: &QueueStats,
     tokenizer: &str,
     ceiling: Option<&ClientCalibration>,
 ) -> Option<String> {
-    let capacity = match ceiling {
-        Some(c) if c.requests_per_second > 0.0 => prompts
-            .prompts_per_s()
-            .min(ceiling_with_prompts(c, prompts)),
-        _ => prompts.prompts_per_s(),
-    };
-    let what = format!(
-        "phase `{}`: its prompts (workload `{}`, {tokenizer}) take {:.3} ms of CPU each, so this \
-         machine's client sends at most about {capacity:.0} requests/s with them",
+    let built_per_s = prompts.prompts_per_s();
+    let cost = format!(
+        "phase `{}`: its prompts (workload `{}`, {tokenizer}) take {:.3} ms of CPU each",
         phase.name,
         phase.workload_name,
         prompts.cpu_s_per_prompt * 1e3
     );
     if let Some(rps) = phase.rate_rps() {
+        let capacity = match ceiling {
+            Some(c) if c.requests_per_second > 0.0 => {
+                built_per_s.min(ceiling_with_prompts(c, prompts))
+            }
+            _ => built_per_s,
+        };
         return (rps > HEADROOM_WARNING * capacity).then(|| {
             format!(
-                "warning: {what}; at {rps} requests/s the client, not the server, would set the \
-                 pace (shorter prompts, a cheaper tokenizer or a lower rate avoid it)"
+                "warning: {cost}, so this machine's client sends at most about {capacity:.0} \
+                 requests/s with them; at {rps} requests/s the client, not the server, would set \
+                 the pace (shorter prompts, a cheaper tokenizer or a lower rate avoid it)"
             )
         });
     }
     let ceiling = ceiling?;
-    (capacity < HEADROOM_WARNING * ceiling.requests_per_second).then(|| {
+    (built_per_s < HEADROOM_WARNING * ceiling.requests_per_second).then(|| {
         format!(
-            "warning: {what} (the client alone: {:.0}); a server faster than that would be \
-             measured as the client's limit",
+            "warning: {cost}, so this machine builds about {built_per_s:.0} a second, below the \
+             client's own ceiling of {:.0} requests/s: a server faster than that would be \
+             measured as the prompts' limit",
             ceiling.requests_per_second
         )
     })
