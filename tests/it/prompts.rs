@@ -379,7 +379,7 @@ fn long_prompts_are_held_within_the_byte_budget() {
     assert!(stats.cpu_s_per_prompt > 0.0, "{stats:?}");
 }
 
-/// A workload the client cannot feed at its rate is named before the phase runs.
+/// A workload the client cannot feed is named before the phase runs.
 #[test]
 fn costly_prompts_at_a_high_rate_trigger_the_headroom_warning() {
     let _guard = crate::common::exclusive_run_blocking();
@@ -401,6 +401,11 @@ phases:
     workload: huge
     rate: {{rps: 5000, arrival: constant}}
     requests: 3
+  - name: closed
+    target: sim
+    workload: huge
+    concurrency: 2
+    requests: 2
 "#,
         smollm_dir().join("tokenizer.json").display()
     );
@@ -418,6 +423,12 @@ phases:
     assert!(
         stderr.contains("warning: phase `flood`: its prompts (workload `huge`, tokenizer file")
             && stderr.contains("at 5000 requests/s the client, not the server, would set the pace"),
+        "{stderr}"
+    );
+    // A closed loop has no rate to compare with: its prompts are slower than the client.
+    assert!(
+        stderr.contains("warning: phase `closed`: its prompts (workload `huge`")
+            && stderr.contains("below the client's own ceiling"),
         "{stderr}"
     );
 }
