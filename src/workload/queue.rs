@@ -1,9 +1,11 @@
 //! Prompts generated ahead, off the threads that time requests, into a bounded queue.
 //!
 //! Prompt `i` is a pure function of the workload, the seed and `i`, so generator threads can
-//! build them before they are needed: thread `t` of `T` builds prompts `t, t + T, …` into a
-//! lane of its own, and the reader takes lane `i mod T` for prompt `i`, so prompts come out
-//! in exactly the order a single `PromptSource::next_prompt` loop gives. Cheap prompts travel
+//! build them before they are needed. The first few are built when the queue starts (they
+//! also measure the cost), so a window never starts by waiting; after those `k`, thread `t`
+//! of `T` builds prompts `k + t, k + t + T, …` into a lane of its own, and the reader takes
+//! lane `(i − k) mod T` for prompt `i`, so prompts come out in exactly the order a single
+//! `PromptSource::next_prompt` loop gives. Cheap prompts travel
 //! in batches, so the reader wakes a generator once per batch, not once per request. Lanes
 //! are bounded (by the depth the load asks for and by a byte budget), so long phases and very
 //! long prompts hold little memory; a generator blocks when its lane is full and ends when
@@ -31,6 +33,8 @@ const SAMPLE_BUDGET: Duration = Duration::from_millis(50);
 const BATCH_WORK: Duration = Duration::from_micros(100);
 /// Prompts in one batch at most.
 const MAX_BATCH: usize = 64;
+/// The longest [`PromptQueue::start`] waits for the lanes' first fill.
+const PREFILL_WAIT: Duration = Duration::from_secs(1);
 
 /// A phase's prompts, built ahead on threads of their own.
 pub struct PromptQueue {
@@ -44,6 +48,9 @@ pub struct PromptQueue {
 }
 
 struct Reader {
+    /// The sampled prompts, `0..head_len`: ready before any generator runs.
+    head: std::vec::IntoIter<Prompt>,
+    head_len: u64,
     lanes: Vec<Lane>,
     next: u64,
 }
@@ -92,7 +99,8 @@ impl QueueStats {
 
 impl PromptQueue {
     /// Starts generating `source`'s prompts, about `depth` ahead of the reader; the thread
-    /// count follows the measured cost of a prompt.
+    /// count follows the measured cost of a prompt. Returns once the lanes are full (at most
+    /// [`PREFILL_WAIT`]), so call it before the requests it feeds start.
     pub fn start(source: PromptSource, depth: usize) -> PromptQueue {
         Self::start_with(source, depth, None)
     }
@@ -104,7 +112,12 @@ impl PromptQueue {
 
     fn start_with(source: PromptSource, depth: usize, threads: Option<usize>) -> PromptQueue {
         let source = Arc::new(source);
-        let (sample_cost, bytes) = sample(&source);
+        let Sample {
+            prompts: head,
+            cost: sample_cost,
+            bytes,
+        } = sample(&source);
+        let head_len = head.len() as u64;
         let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
         let threads = threads.unwrap_or(if sample_cost > ONE_THREAD_COST {
             cores.min(MAX_THREADS)
@@ -117,6 +130,7 @@ impl PromptQueue {
         let batch = per_batch.clamp(1, MAX_BATCH).min(lane_depth);
         let stats = Arc::new(Stats::default());
         let mut lanes = Vec::with_capacity(threads);
+        let (filled_tx, filled) = std::sync::mpsc::channel::<()>();
         for lane in 0..threads {
             let (tx, rx) = mpsc::channel(lane_depth.div_ceil(batch));
             lanes.push(Lane {
@@ -125,22 +139,38 @@ impl PromptQueue {
             });
             let source = source.clone();
             let stats = stats.clone();
+            let filled = filled_tx.clone();
             let spawned = std::thread::Builder::new()
                 .name(format!("prompts-{lane}"))
                 .spawn(move || {
                     let lane = LanePlan {
-                        first: lane as u64,
+                        first: head_len + lane as u64,
                         step: threads as u64,
                         batch,
                     };
-                    generate(&source, &lane, &tx, &stats)
+                    generate(&source, &lane, &tx, &stats, filled)
                 });
             // Without the thread the lane closes at once and the reader builds inline.
             drop(spawned);
         }
+        // The lanes fill before the first window opens, so their first fill never competes
+        // with the requests for the CPU; a slow source stops the wait after PREFILL_WAIT.
+        drop(filled_tx);
+        let deadline = Instant::now() + PREFILL_WAIT;
+        for _ in 0..threads {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if filled.recv_timeout(left).is_err() {
+                break;
+            }
+        }
         PromptQueue {
             source,
-            reader: tokio::sync::Mutex::new(Reader { lanes, next: 0 }),
+            reader: tokio::sync::Mutex::new(Reader {
+                head: head.into_iter(),
+                head_len,
+                lanes,
+                next: 0,
+            }),
             stats,
             threads,
             lane_depth,
@@ -156,7 +186,12 @@ impl PromptQueue {
         let index = reader.next;
         reader.next += 1;
         self.stats.taken.fetch_add(1, Ordering::Relaxed);
-        let slot = (index % reader.lanes.len() as u64) as usize;
+        if index < reader.head_len
+            && let Some(prompt) = reader.head.next()
+        {
+            return prompt;
+        }
+        let slot = (index.saturating_sub(reader.head_len) % reader.lanes.len() as u64) as usize;
         let lane = &mut reader.lanes[slot];
         if let Some(prompt) = lane.current.next() {
             return prompt;
@@ -212,20 +247,34 @@ impl PromptQueue {
     }
 }
 
-/// CPU time per prompt over a few prompts after the first (which fills caches), and the
-/// largest prompt's size in bytes.
-fn sample(source: &PromptSource) -> (Duration, usize) {
-    let mut bytes = prompt_bytes(&source.prompt(0));
+/// What the start-up sample measured; its prompts are the queue's first.
+struct Sample {
+    prompts: Vec<Prompt>,
+    /// CPU time per prompt after the first (which fills caches).
+    cost: Duration,
+    /// The largest prompt's size in bytes.
+    bytes: usize,
+}
+
+fn sample(source: &PromptSource) -> Sample {
+    let first = source.prompt(0);
+    let mut bytes = prompt_bytes(&first);
+    let mut prompts = vec![first];
     let started = thread_cpu();
-    let mut built = 0u32;
     for index in 1..=SAMPLE_PROMPTS {
-        bytes = bytes.max(prompt_bytes(&source.prompt(index)));
-        built += 1;
+        let prompt = source.prompt(index);
+        bytes = bytes.max(prompt_bytes(&prompt));
+        prompts.push(prompt);
         if thread_cpu().saturating_sub(started) > SAMPLE_BUDGET {
             break;
         }
     }
-    (thread_cpu().saturating_sub(started) / built.max(1), bytes)
+    let cost = thread_cpu().saturating_sub(started) / (prompts.len() as u32 - 1).max(1);
+    Sample {
+        prompts,
+        cost,
+        bytes,
+    }
 }
 
 fn prompt_bytes(prompt: &Prompt) -> usize {
@@ -242,7 +291,16 @@ struct LanePlan {
     batch: usize,
 }
 
-fn generate(source: &PromptSource, lane: &LanePlan, tx: &mpsc::Sender<Vec<Prompt>>, stats: &Stats) {
+/// Builds `lane`'s prompts into `tx` until the queue is dropped; says once on `filled` when
+/// the lane is first full.
+fn generate(
+    source: &PromptSource,
+    lane: &LanePlan,
+    tx: &mpsc::Sender<Vec<Prompt>>,
+    stats: &Stats,
+    filled: std::sync::mpsc::Sender<()>,
+) {
+    let mut filled = Some(filled);
     let mut index = lane.first;
     loop {
         let before = thread_cpu();
@@ -258,6 +316,11 @@ fn generate(source: &PromptSource, lane: &LanePlan, tx: &mpsc::Sender<Vec<Prompt
         // Blocks while the lane is full; fails once the queue is dropped.
         if tx.blocking_send(batch).is_err() {
             return;
+        }
+        if tx.capacity() == 0
+            && let Some(filled) = filled.take()
+        {
+            let _ = filled.send(());
         }
     }
 }
