@@ -2,8 +2,12 @@
 
 use std::time::Duration;
 
+use crate::metrics::PhaseSummary;
 use crate::report::{ClientCalibration, PhaseResult};
 use crate::selftest;
+use crate::workload::QueueStats;
+
+use crate::schedule::PhaseSettings;
 
 /// Measured window of the calibration (plus a quarter of it as warmup).
 pub const CALIBRATION_WINDOW: Duration = Duration::from_millis(1200);
@@ -35,9 +39,20 @@ pub async fn calibrate() -> Result<ClientCalibration, String> {
     })
 }
 
-/// The phase's share of the ceiling: the larger of requests/s and events/s over it.
-pub fn load_share(phase: &PhaseResult, ceiling: &ClientCalibration) -> Option<f64> {
-    let s = &phase.summary;
+/// The client ceiling in requests/s with a phase's prompts: the calibrated ceiling (short
+/// fixed prompts) and the CPU the phase's prompt path spends per request share the machine.
+pub fn ceiling_with_prompts(ceiling: &ClientCalibration, prompts: &QueueStats) -> f64 {
+    1.0 / (1.0 / ceiling.requests_per_second + prompts.cpu_s_per_prompt.max(0.0))
+}
+
+/// The phase's share of the ceiling: the larger of requests/s over the ceiling with its
+/// prompts and events/s over the events ceiling.
+pub fn load_share(
+    summary: &PhaseSummary,
+    ceiling: &ClientCalibration,
+    prompts: &QueueStats,
+) -> Option<f64> {
+    let s = summary;
     if s.elapsed <= 0.0 || ceiling.requests_per_second <= 0.0 || ceiling.events_per_second <= 0.0 {
         return None;
     }
@@ -45,20 +60,107 @@ pub fn load_share(phase: &PhaseResult, ceiling: &ClientCalibration) -> Option<f6
     let events_per_s = events as f64 / s.elapsed;
     let requests_per_s = s.requests as f64 / s.elapsed;
     Some(
-        (requests_per_s / ceiling.requests_per_second)
+        (requests_per_s / ceiling_with_prompts(ceiling, prompts))
             .max(events_per_s / ceiling.events_per_second),
     )
 }
 
-/// Set the phase's `client_load_share`; a warning line when the phase ran near the ceiling.
-pub fn apply(phase: &mut PhaseResult, ceiling: Option<&ClientCalibration>) -> Option<String> {
-    let share = load_share(phase, ceiling?)?;
-    phase.client_load_share = Some(share);
-    (share > LOAD_SHARE_WARNING).then(|| {
+/// Before a phase runs: a warning when its prompts are too costly to build at the rate it
+/// asks for (open loop), or are built slower than the warning margin of the client's own
+/// ceiling (closed loop, once calibrated: whatever the server, the prompts would set the pace
+/// first).
+pub fn prompt_warning(
+    phase: &PhaseSettings<'_>,
+    prompts: &QueueStats,
+    tokenizer: &str,
+    ceiling: Option<&ClientCalibration>,
+) -> Option<String> {
+    let built_per_s = prompts.prompts_per_s();
+    let cost = format!(
+        "phase `{}`: its prompts (workload `{}`, {tokenizer}) take {:.3} ms of CPU each",
+        phase.name,
+        phase.workload_name,
+        prompts.cpu_s_per_prompt * 1e3
+    );
+    if let Some(rps) = phase.rate_rps() {
+        let capacity = match ceiling {
+            Some(c) if c.requests_per_second > 0.0 => {
+                built_per_s.min(ceiling_with_prompts(c, prompts))
+            }
+            _ => built_per_s,
+        };
+        return (rps > LOAD_SHARE_WARNING * capacity).then(|| {
+            format!(
+                "warning: {cost}, so this machine's client sends at most about {capacity:.0} \
+                 requests/s with them; at {rps} requests/s the client, not the server, would set \
+                 the pace (shorter prompts, a cheaper tokenizer or a lower rate avoid it)"
+            )
+        });
+    }
+    let ceiling = ceiling?;
+    (built_per_s < LOAD_SHARE_WARNING * ceiling.requests_per_second).then(|| {
         format!(
-            "warning: phase {} used {:.0}% of this machine's client ceiling; its throughput and latency may be limited by the client, not the server",
-            phase.phase,
-            share * 100.0
+            "warning: {cost}, so this machine builds about {built_per_s:.0} a second, below the \
+             client's own ceiling of {:.0} requests/s: a server faster than that would be \
+             measured as the prompts' limit",
+            ceiling.requests_per_second
         )
     })
+}
+
+/// A warning line when the phase ran near the client's ceiling (its `client_load_share`).
+pub fn warning(phase: &PhaseResult) -> Option<String> {
+    let share = phase.client_load_share?;
+    (share > LOAD_SHARE_WARNING).then(|| {
+        format!(
+            "warning: phase {} used {:.0}% of this machine's client ceiling (with its prompts, \
+             workload `{}`); its throughput and latency may be limited by the client, not the \
+             server",
+            phase.phase,
+            share * 100.0,
+            phase.workload
+        )
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn prompts(cpu_s_per_prompt: f64) -> QueueStats {
+        QueueStats {
+            threads: 1,
+            lane_depth: 16,
+            batch: 1,
+            cpu_s_per_prompt,
+            built: 0,
+            taken: 0,
+            waits: 0,
+            wait_s: 0.0,
+        }
+    }
+
+    #[test]
+    fn prompt_cost_lowers_the_ceiling_and_raises_the_share() {
+        let ceiling = ClientCalibration {
+            requests_per_second: 10_000.0,
+            events_per_second: 200_000.0,
+            concurrency: 64,
+            duration_seconds: 1.2,
+            wake_latency: None,
+        };
+        let (cheap, costly) = (prompts(0.0), prompts(4e-4));
+        assert!((ceiling_with_prompts(&ceiling, &cheap) - 10_000.0).abs() < 1e-6);
+        // 0.1 ms of client and 0.4 ms of prompt per request: 2,000 requests/s.
+        assert!((ceiling_with_prompts(&ceiling, &costly) - 2_000.0).abs() < 1e-6);
+        let summary = PhaseSummary {
+            requests: 1_500,
+            elapsed: 1.0,
+            content_chunks: 1_500 * 16,
+            ..PhaseSummary::default()
+        };
+        let share = |p: &QueueStats| load_share(&summary, &ceiling, p).expect("share");
+        assert!((share(&cheap) - 0.15).abs() < 1e-9, "{}", share(&cheap));
+        assert!((share(&costly) - 0.75).abs() < 1e-9, "{}", share(&costly));
+    }
 }

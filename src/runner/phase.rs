@@ -2,7 +2,7 @@
 //! around them, and the phase's result.
 
 use std::path::Path;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::sync::mpsc;
@@ -14,8 +14,9 @@ use crate::report::{self, Figures, PhaseFacts, PhaseResult, PromptTokenCheck, Wa
 use crate::schedule::{self, PhaseSettings, ShardSpec};
 use crate::scheduler::progress::{PhaseProgress, ProgressMode};
 use crate::scheduler::{self, LiveCounters, Stops, WindowSpec};
-use crate::workload::{PromptSource, WorkloadContext};
+use crate::workload::{PromptQueue, PromptSource, WorkloadContext};
 
+use super::calibrate;
 use super::output::{Journal, Window};
 use super::phase_seed;
 use super::run::RunError;
@@ -39,12 +40,14 @@ pub(super) struct PhaseRun<'a> {
     pub shard: Option<ShardSpec>,
     /// The warmup's request bound, this shard's share of it in a sharded run.
     pub warmup_requests: Option<u64>,
+    /// The client ceiling measured before the run, if it was.
+    pub calibration: Option<&'a crate::report::ClientCalibration>,
 }
 
 /// A phase's client and prompts, ready to send.
 struct Prepared {
     client: Arc<Client>,
-    feed: Arc<Mutex<PromptSource>>,
+    feed: Arc<PromptQueue>,
     tokenizer: String,
     prompt_tolerance: f64,
     dataset_sha256: Option<String>,
@@ -85,7 +88,7 @@ impl PhaseRun<'_> {
             .window(
                 &spec,
                 prepared.client,
-                prepared.feed,
+                prepared.feed.clone(),
                 Window::Measured,
                 phase.name.to_string(),
             )
@@ -123,7 +126,11 @@ impl PhaseRun<'_> {
             connection_reuse: super::endpoint::connection(self.phase.target.connection.as_ref())
                 .reuse,
         };
-        Ok(report::phase_result(facts, records, figures))
+        let mut result = report::phase_result(facts, records, figures);
+        result.client_load_share = self
+            .calibration
+            .and_then(|c| calibrate::load_share(&result.summary, c, &prepared.feed.stats()));
+        Ok(result)
     }
 
     /// The client and the prompt source, calibrated against the server when the workload asks.
@@ -152,13 +159,25 @@ impl PhaseRun<'_> {
             scheduler::Load::Replay => source.request_limit(),
             _ => None,
         };
+        let tokenizer = source.tokenizer_description();
+        let prompt_tolerance = source.prompt_tolerance();
+        let dataset_sha256 = source.dataset_sha256().map(str::to_string);
+        let feed = Arc::new(PromptQueue::start(
+            source,
+            scheduler::prompt_depth(&phase.load),
+        ));
+        if let Some(w) =
+            calibrate::prompt_warning(phase, &feed.stats(), &tokenizer, self.calibration)
+        {
+            eprintln!("{w}");
+        }
         Ok(Prepared {
             client,
-            tokenizer: source.tokenizer_description(),
-            prompt_tolerance: source.prompt_tolerance(),
-            dataset_sha256: source.dataset_sha256().map(str::to_string),
+            feed,
+            tokenizer,
+            prompt_tolerance,
+            dataset_sha256,
             trace_requests,
-            feed: Arc::new(Mutex::new(source)),
         })
     }
 
@@ -225,7 +244,7 @@ impl PhaseRun<'_> {
         &self,
         spec: &WindowSpec,
         client: Arc<Client>,
-        feed: Arc<Mutex<PromptSource>>,
+        feed: Arc<PromptQueue>,
         window: Window,
         label: String,
     ) -> (scheduler::WindowOutcome, Vec<RequestRecord>) {

@@ -253,6 +253,7 @@ impl Phases<'_> {
     /// if one did. Only a report that cannot be written fails the call itself.
     async fn run(&self, report: &mut Report) -> Result<Option<RunError>, RunError> {
         let mut run_origin = None;
+        let calibration = report.client_calibration.clone();
         for (phase_index, phase) in self.schedule.phases.iter().enumerate() {
             // Sharded runs: every shard starts this phase at the same planned time.
             if let Some(&at) = self.schedule.starts.get(phase_index) {
@@ -278,6 +279,7 @@ impl Phases<'_> {
                     .get(phase_index)
                     .copied()
                     .flatten(),
+                calibration: calibration.as_ref(),
             };
             match run.execute(&mut run_origin).await {
                 Ok(result) => self.add_phase(report, result)?,
@@ -323,8 +325,8 @@ impl Phases<'_> {
 
     /// A finished phase: its console line, its place in the report, the rechecks paired
     /// again, and the report rewritten.
-    fn add_phase(&self, report: &mut Report, mut result: PhaseResult) -> Result<(), RunError> {
-        let warning = calibrate::apply(&mut result, report.client_calibration.as_ref());
+    fn add_phase(&self, report: &mut Report, result: PhaseResult) -> Result<(), RunError> {
+        let warning = calibrate::warning(&result);
         println!("{}", phase_line(&result));
         if let Some(warning) = warning {
             eprintln!("{warning}");

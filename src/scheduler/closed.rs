@@ -1,7 +1,8 @@
 //! Closed loop: N workers, each sending its next request when its last one ends.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+
+use tokio::sync::Mutex;
 use tokio::time::Instant;
 
 use tokio_util::sync::CancellationToken;
@@ -15,7 +16,9 @@ pub(super) fn start<E: Executor, F: PromptFeed>(
     max_requests: Option<u64>,
     stop: &CancellationToken,
 ) -> InFlight {
-    let next_index = Arc::new(AtomicU64::new(0));
+    // The next request index, taken together with the next prompt so that request `i` gets
+    // the window's `i`-th prompt. Held only while taking a ready prompt, never while sending.
+    let next_index = Arc::new(Mutex::new(0u64));
     let mut tasks = tokio::task::JoinSet::new();
     for _ in 0..concurrency {
         let ctx = ctx.clone_for_task();
@@ -23,17 +26,19 @@ pub(super) fn start<E: Executor, F: PromptFeed>(
         let stop = stop.clone();
         tasks.spawn(async move {
             loop {
-                if stop.is_cancelled()
-                    || ctx.abort.is_cancelled()
-                    || deadline.is_some_and(|d| Instant::now() >= d)
-                {
-                    break;
-                }
-                let index = next_index.fetch_add(1, Ordering::Relaxed);
-                if max_requests.is_some_and(|max| index >= max) {
-                    break;
-                }
-                let prompt = ctx.next_prompt();
+                let (index, prompt) = {
+                    let mut next = next_index.lock().await;
+                    if stop.is_cancelled()
+                        || ctx.abort.is_cancelled()
+                        || deadline.is_some_and(|d| Instant::now() >= d)
+                        || max_requests.is_some_and(|max| *next >= max)
+                    {
+                        break;
+                    }
+                    let index = *next;
+                    *next += 1;
+                    (index, ctx.next_prompt().await)
+                };
                 let record = ctx.send(index, prompt).await;
                 ctx.deliver(record);
             }

@@ -12,8 +12,8 @@ mod open;
 pub mod progress;
 
 use std::future::Future;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use tokio::time::Instant;
@@ -25,7 +25,7 @@ pub use busy::BusyPoll;
 
 use crate::client::{Client, ErrorKind, RequestError, RequestRecord};
 pub use crate::schedule::Load;
-use crate::workload::{Prompt, PromptSource};
+use crate::workload::{Prompt, PromptQueue};
 
 /// Sends one request and measures it. Never fails: failures are data in the record.
 pub trait Executor: Send + Sync + 'static {
@@ -49,15 +49,27 @@ impl Executor for Client {
     }
 }
 
-/// Where a window's prompts come from.
-pub trait PromptFeed: Send + 'static {
-    fn next_prompt(&mut self) -> Prompt;
+/// Where a window's prompts come from, in order. Taking one must be cheap: prompts are built
+/// ahead, off the runtime threads that time requests ([`PromptQueue`]).
+pub trait PromptFeed: Send + Sync + 'static {
+    fn next_prompt(&self) -> impl Future<Output = Prompt> + Send;
 }
 
-impl PromptFeed for PromptSource {
-    fn next_prompt(&mut self) -> Prompt {
-        PromptSource::next_prompt(self)
+impl PromptFeed for PromptQueue {
+    async fn next_prompt(&self) -> Prompt {
+        self.next().await
     }
+}
+
+/// Prompts a phase's queue keeps ready for this load: every closed-loop worker's next one, or
+/// a quarter second of open-loop arrivals (the byte budget caps both for long prompts).
+pub fn prompt_depth(load: &Load) -> usize {
+    let depth = match load {
+        Load::Closed { concurrency } => 2 * *concurrency as usize,
+        Load::Open { rps, .. } => (rps / 4.0).ceil() as usize,
+        Load::Replay => 256,
+    };
+    depth.clamp(16, 8192)
 }
 
 /// One window: a load model, its bounds and how long stragglers may take.
@@ -117,7 +129,7 @@ pub struct WindowOutcome {
 pub async fn run_window<E: Executor, F: PromptFeed>(
     spec: &WindowSpec,
     executor: Arc<E>,
-    feed: Arc<Mutex<F>>,
+    feed: Arc<F>,
     records: mpsc::UnboundedSender<RequestRecord>,
     counters: Arc<LiveCounters>,
     stops: &Stops,
@@ -210,7 +222,7 @@ pub async fn run_window<E: Executor, F: PromptFeed>(
 struct WindowContext<E, F> {
     origin: Instant,
     executor: Arc<E>,
-    feed: Arc<Mutex<F>>,
+    feed: Arc<F>,
     records: mpsc::UnboundedSender<RequestRecord>,
     counters: Arc<LiveCounters>,
     abort: CancellationToken,
@@ -231,13 +243,8 @@ impl<E: Executor, F: PromptFeed> WindowContext<E, F> {
         }
     }
 
-    fn next_prompt(&self) -> Prompt {
-        // A poisoned lock means a prompt generator panicked; its state is still usable.
-        let mut feed = self
-            .feed
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner());
-        feed.next_prompt()
+    async fn next_prompt(&self) -> Prompt {
+        self.feed.next_prompt().await
     }
 
     /// Send one request now; cancelled requests still produce a record.

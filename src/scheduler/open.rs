@@ -122,12 +122,12 @@ struct Pacer<E, F> {
 
 impl<E: Executor, F: PromptFeed> Pacer<E, F> {
     /// The next request's prompt and offset, or `None` once the window's bound is reached.
-    fn next(&mut self, index: u64) -> Option<(Prompt, Duration)> {
+    async fn next(&mut self, index: u64) -> Option<(Prompt, Duration)> {
         if self.max_requests.is_some_and(|max| index >= max) || self.ctx.abort.is_cancelled() {
             return None;
         }
-        // Build the prompt before waiting, so its cost never delays the send.
-        let prompt = self.ctx.next_prompt();
+        // Take the prompt before waiting, so a late one shows as send lag, not as a gap.
+        let prompt = self.ctx.next_prompt().await;
         let offset = self.arrivals.next_offset(&prompt);
         if self.deadline.is_some_and(|d| self.ctx.origin + offset >= d) {
             return None;
@@ -139,7 +139,7 @@ impl<E: Executor, F: PromptFeed> Pacer<E, F> {
     async fn run_on_timers(mut self) -> InFlight {
         let mut tasks = JoinSet::new();
         let mut index = 0u64;
-        while let Some((prompt, offset)) = self.next(index) {
+        while let Some((prompt, offset)) = self.next(index).await {
             tokio::select! {
                 _ = tokio::time::sleep_until(self.ctx.origin + offset) => {}
                 _ = self.stop.cancelled() => break,
@@ -160,7 +160,7 @@ impl<E: Executor, F: PromptFeed> Pacer<E, F> {
         let mut index = 0u64;
         let origin = self.ctx.origin.into_std();
         let _slack = FineTimerSlack::set();
-        while let Some((prompt, offset)) = self.next(index) {
+        while let Some((prompt, offset)) = handle.block_on(self.next(index)) {
             if !self.wait_until(origin + offset) {
                 break;
             }

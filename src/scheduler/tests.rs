@@ -1,7 +1,7 @@
 //! Scheduler behaviour on tokio's paused clock with a fake executor: exact, no sleeping.
 
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use tokio::sync::mpsc;
@@ -53,7 +53,7 @@ impl Executor for FakeServer {
 struct FixedPrompts;
 
 impl PromptFeed for FixedPrompts {
-    fn next_prompt(&mut self) -> Prompt {
+    async fn next_prompt(&self) -> Prompt {
         Prompt {
             input: PromptInput::Text("hello".into()),
             planned_prompt_tokens: Some(1),
@@ -83,7 +83,7 @@ async fn run(
     let outcome = run_window(
         spec,
         server,
-        Arc::new(Mutex::new(FixedPrompts)),
+        Arc::new(FixedPrompts),
         tx,
         Arc::new(LiveCounters::default()),
         stops,
@@ -282,4 +282,48 @@ async fn the_pacer_thread_stops_within_a_gap_when_asked() {
         "{:?}",
         began.elapsed()
     );
+}
+
+/// Numbered prompts (the number in `planned_prompt_tokens`) that make the taker wait a turn.
+#[derive(Default)]
+struct NumberedPrompts {
+    taken: AtomicU64,
+}
+
+impl PromptFeed for NumberedPrompts {
+    async fn next_prompt(&self) -> Prompt {
+        tokio::task::yield_now().await;
+        let n = self.taken.fetch_add(1, Ordering::SeqCst);
+        Prompt {
+            input: PromptInput::Text("numbered".into()),
+            planned_prompt_tokens: Some(n),
+            max_tokens: 4,
+            scheduled_at: None,
+        }
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn closed_loop_request_i_gets_prompt_i_and_takes_no_more_than_it_sends() {
+    let feed = Arc::new(NumberedPrompts::default());
+    let (tx, mut rx) = mpsc::unbounded_channel();
+    run_window(
+        &spec(Load::Closed { concurrency: 8 }, None, Some(100)),
+        FakeServer::new(3),
+        feed.clone(),
+        tx,
+        Arc::new(LiveCounters::default()),
+        &Stops::default(),
+    )
+    .await;
+    let mut records = Vec::new();
+    while let Ok(record) = rx.try_recv() {
+        records.push(record);
+    }
+    assert_eq!(records.len(), 100);
+    for r in &records {
+        assert_eq!(r.planned_context_tokens, Some(r.request_index), "{r:?}");
+    }
+    // The next window (a warmup's measured window) starts at prompt 100.
+    assert_eq!(feed.taken.load(Ordering::SeqCst), 100);
 }

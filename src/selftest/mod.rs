@@ -7,9 +7,10 @@
 //! includes the open-loop pacer thread.
 
 mod probe;
+mod workload;
 
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
@@ -24,6 +25,7 @@ use crate::wakeup::{self, CpuLatencyHint, WakeLatency};
 use crate::workload::{ChatMessage, Prompt, PromptInput};
 
 pub use probe::{peak_rss_bytes, process_cpu_s, raise_nofile_limit, reset_peak_rss};
+pub use workload::{OpenLoopTiming, workload_closed_case, workload_open_case};
 
 /// Sleeps timed by the wake-latency probe.
 const WAKE_SAMPLES: u32 = 400;
@@ -376,7 +378,7 @@ fn prompt_of(tokens: u32) -> Prompt {
 struct FixedFeed(Prompt);
 
 impl PromptFeed for FixedFeed {
-    fn next_prompt(&mut self) -> Prompt {
+    async fn next_prompt(&self) -> Prompt {
         self.0.clone()
     }
 }
@@ -391,6 +393,16 @@ struct Measured {
 async fn window_records(
     client: &Arc<Client>,
     prompt: &Prompt,
+    load: Load,
+    duration: Duration,
+) -> Measured {
+    window_with_feed(client, &Arc::new(FixedFeed(prompt.clone())), load, duration).await
+}
+
+/// [`window_records`] with prompts from `feed`.
+async fn window_with_feed<F: PromptFeed>(
+    client: &Arc<Client>,
+    feed: &Arc<F>,
     load: Load,
     duration: Duration,
 ) -> Measured {
@@ -410,7 +422,7 @@ async fn window_records(
         }
         records
     });
-    let feed = Arc::new(Mutex::new(FixedFeed(prompt.clone())));
+    let feed = feed.clone();
     let started = Instant::now();
     let outcome = scheduler::run_window(
         &spec,
@@ -438,10 +450,41 @@ fn closed_case(
     warmup: Duration,
     window: Duration,
 ) -> Result<CaseResult, String> {
+    let feed = Arc::new(FixedFeed(prompt_of(prompt_tokens)));
+    let case = CaseSpec {
+        concurrency,
+        prompt_tokens,
+        decode_ms_per_token,
+        busy_poll,
+        warmup,
+        window,
+    };
+    closed_case_with(&case, &feed)
+}
+
+/// What one closed-loop case runs.
+struct CaseSpec {
+    concurrency: u32,
+    prompt_tokens: u32,
+    decode_ms_per_token: f64,
+    busy_poll: bool,
+    warmup: Duration,
+    window: Duration,
+}
+
+/// A case with prompts from `feed`.
+fn closed_case_with<F: PromptFeed>(case: &CaseSpec, feed: &Arc<F>) -> Result<CaseResult, String> {
+    let CaseSpec {
+        concurrency,
+        prompt_tokens,
+        decode_ms_per_token,
+        busy_poll,
+        warmup,
+        window,
+    } = *case;
     let sim = SimThread::start(true, decode_ms_per_token)?;
     let runtime = client_runtime()?;
     let client = Arc::new(client_for(sim.addr, concurrency.saturating_mul(2))?);
-    let prompt = prompt_of(prompt_tokens);
     let load = if decode_ms_per_token > 0.0 {
         // Paced tokens: Poisson arrivals at the rate that keeps `concurrency` streams in
         // flight (Little's law), instead of a closed loop that starts them all at once.
@@ -456,11 +499,11 @@ fn closed_case(
         Load::Closed { concurrency }
     };
     let busy = busy_poll.then(|| runtime.block_on(async { scheduler::BusyPoll::start() }));
-    runtime.block_on(window_records(&client, &prompt, load.clone(), warmup));
+    runtime.block_on(window_with_feed(&client, feed, load.clone(), warmup));
     // The client's CPU is the process's less the simulator thread's: the client thread, the
-    // open-loop pacer and any runtime helpers.
+    // open-loop pacer, prompt generators and any runtime helpers.
     let (process_cpu_before, sim_cpu_before) = (process_cpu_s(), sim.cpu_s());
-    let measured = runtime.block_on(window_records(&client, &prompt, load, window));
+    let measured = runtime.block_on(window_with_feed(&client, feed, load, window));
     let sim_cpu_s = sim.cpu_s() - sim_cpu_before;
     let client_cpu_s = process_cpu_s() - process_cpu_before - sim_cpu_s;
     drop(busy);

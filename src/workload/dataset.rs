@@ -180,6 +180,8 @@ pub fn to_input(entry: &EntryInput, api: Api) -> PromptInput {
 pub struct DatasetSource {
     pub sha256: String,
     pub entries: Vec<Entry>,
+    /// Prompt tokens of each entry as a request input, counted once.
+    pub tokens: Vec<u64>,
     /// Entries in the file before filtering.
     pub total_entries: usize,
 }
@@ -208,7 +210,7 @@ pub fn prepare(
             .max_input_tokens
             .is_some_and(|m| tokens > u64::from(m));
         if !low && !high {
-            kept.push(entry);
+            kept.push((entry, tokens));
         }
     }
     if kept.is_empty() {
@@ -236,9 +238,23 @@ pub fn prepare(
         kept.shuffle(&mut stream_rng(seed, Purpose::DatasetOrder, 0));
         kept.truncate(sample);
     }
+    let (entries, tokens) = kept.into_iter().unzip();
     Ok(DatasetSource {
         sha256: loaded.sha256,
-        entries: kept,
+        entries,
+        tokens,
         total_entries,
     })
+}
+
+impl DatasetSource {
+    /// Counts every entry again, with another counter (after a server calibration).
+    pub fn recount(&mut self, kit: &TextKit) -> Result<(), WorkloadError> {
+        self.tokens = self
+            .entries
+            .iter()
+            .map(|e| kit.count(&to_input(&e.input, kit.api)))
+            .collect::<Result<_, _>>()?;
+        Ok(())
+    }
 }

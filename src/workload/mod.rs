@@ -1,6 +1,8 @@
-//! Prompt sources: synthetic (seeded, token-count targets, shared prefixes), datasets, traces.
+//! Prompt sources: synthetic (seeded, token-count targets, shared prefixes), datasets, traces,
+//! and the queue that builds them ahead of the requests.
 
 pub mod dataset;
+pub mod queue;
 pub mod synthetic;
 pub mod tokens;
 pub mod trace;
@@ -15,6 +17,8 @@ use std::time::Duration;
 use rand::Rng;
 use serde::{Deserialize, Serialize};
 
+pub use queue::{PromptQueue, QueueStats};
+pub use synthetic::Sizing;
 use synthetic::{Purpose, TextKit, stream_rng};
 use tokens::{ServerCalibration, ServerCounter, TokenCounter};
 
@@ -116,6 +120,8 @@ pub struct PromptSource {
     calibration: Option<ServerCalibration>,
     /// Smallest synthetic prompt (template, shared prefix, nonce), measured once per counter.
     floor_tokens: u64,
+    /// Sizing chosen by [`PromptSource::with_sizing`] instead of the counter's best.
+    forced_sizing: Option<Sizing>,
 }
 
 impl PromptSource {
@@ -184,6 +190,7 @@ impl PromptSource {
             next_index: 0,
             calibration: None,
             floor_tokens: 0,
+            forced_sizing: None,
         };
         source.floor_tokens = source.synthetic_floor()?;
         source.check()?;
@@ -219,7 +226,20 @@ impl PromptSource {
             .shared_prefix
             .as_ref()
             .map_or(0, |p| p.tokens as usize);
-        self.kit.floor(&[], prefix + synthetic::NONCE_WORDS)
+        self.kit.floor(prefix + synthetic::NONCE_WORDS)
+    }
+
+    /// The same prompts sized the given way: [`Sizing::Retokenize`] is the reference the
+    /// arithmetic is tested against.
+    pub fn with_sizing(mut self, sizing: Sizing) -> Self {
+        self.kit = self.kit.with_sizing(sizing);
+        self.forced_sizing = Some(sizing);
+        self
+    }
+
+    /// How this source sizes synthetic prompts.
+    pub fn sizing(&self) -> Sizing {
+        self.kit.sizing
     }
 
     /// For `tokenizer: server`: measure the chat-template overhead against `/tokenize`.
@@ -234,7 +254,14 @@ impl PromptSource {
         let calibration =
             tokens::calibrate_server(&self.context.base_url, &self.context.model, &sample).await?;
         let counter: Arc<dyn TokenCounter> = Arc::new(ServerCounter::new(calibration.clone())?);
-        self.kit = TextKit::new(counter, self.context.api)?;
+        let kit = TextKit::new(counter, self.context.api)?;
+        self.kit = match self.forced_sizing {
+            Some(sizing) => kit.with_sizing(sizing),
+            None => kit,
+        };
+        if let Kind::Dataset(d) = &mut self.kind {
+            d.recount(&self.kit)?;
+        }
         self.calibration = Some(calibration);
         self.floor_tokens = self.synthetic_floor()?;
         self.check()
@@ -364,9 +391,10 @@ impl PromptSource {
                 Some(_) | None => self.build_synthetic(index),
             },
             Kind::Dataset(d) => {
-                let entry = &d.entries[(index % d.entries.len() as u64) as usize];
+                let at = (index % d.entries.len() as u64) as usize;
+                let entry = &d.entries[at];
                 let input = dataset::to_input(&entry.input, self.context.api);
-                let tokens = self.kit.count(&input)?;
+                let tokens = d.tokens[at];
                 let mut rng = stream_rng(self.context.seed, Purpose::Request, index);
                 Ok(Prompt {
                     input,
@@ -406,7 +434,7 @@ impl PromptSource {
         let target = self.input_target(&mut rng)?;
         let max_tokens = self.output_tokens(&mut rng, None);
         let head = self.head(index, &mut rng);
-        let fitted = self.kit.fit(&[], &head, head.len(), &mut rng, target)?;
+        let fitted = self.kit.fit(&head, head.len(), &mut rng, target)?;
         Ok(Prompt {
             input: fitted.input,
             planned_prompt_tokens: Some(fitted.tokens),
@@ -421,8 +449,9 @@ impl PromptSource {
     fn build_turn(&self, index: u64, turns: u64) -> Result<Prompt, WorkloadError> {
         let conversation = index / turns;
         let turn = index % turns;
-        let mut history: Vec<ChatMessage> = Vec::new();
-        let mut last = None;
+        // User and assistant messages in order, each as its words.
+        let mut messages: Vec<Vec<&'static str>> = Vec::new();
+        let mut max_tokens = DEFAULT_OUTPUT_TOKENS;
         for k in 0..=turn {
             let mut rng = stream_rng(
                 self.context.seed,
@@ -430,39 +459,22 @@ impl PromptSource {
                 conversation * turns + k,
             );
             let target = self.input_target(&mut rng)?;
-            let max_tokens = self.output_tokens(&mut rng, None);
+            max_tokens = self.output_tokens(&mut rng, None);
             let content = if k == 0 {
                 let head = self.head(conversation, &mut rng);
-                self.kit
-                    .fit(&[], &head, head.len(), &mut rng, target)?
-                    .content
+                self.kit.fit(&head, head.len(), &mut rng, target)?.words
             } else {
-                self.kit.random_words(&mut rng, target as usize).join(" ")
+                self.kit.random_words(&mut rng, target as usize)
             };
+            messages.push(content);
             if k < turn {
-                let reply = self
-                    .kit
-                    .random_words(&mut rng, max_tokens as usize)
-                    .join(" ");
-                history.push(ChatMessage {
-                    role: "user".into(),
-                    content,
-                });
-                history.push(ChatMessage {
-                    role: "assistant".into(),
-                    content: reply,
-                });
-            } else {
-                last = Some((content, max_tokens));
+                messages.push(self.kit.random_words(&mut rng, max_tokens as usize));
             }
         }
-        let (content, max_tokens) =
-            last.ok_or_else(|| WorkloadError("conversation has no turns".into()))?;
-        let input = self.kit.input(&history, content);
-        let tokens = self.kit.count(&input)?;
+        let turns: Vec<&[&'static str]> = messages.iter().map(Vec::as_slice).collect();
         Ok(Prompt {
-            input,
-            planned_prompt_tokens: Some(tokens),
+            input: self.kit.input_of(&turns),
+            planned_prompt_tokens: Some(self.kit.count_words(&turns)?),
             max_tokens,
             scheduled_at: None,
         })
@@ -488,7 +500,7 @@ impl PromptSource {
         }
         // Seeded by the entry, so a later pass repeats the same prompt.
         let mut rng = stream_rng(self.context.seed, Purpose::Request, index % len);
-        let fitted = self.kit.fit(&[], &head, 0, &mut rng, entry.input_length)?;
+        let fitted = self.kit.fit(&head, 0, &mut rng, entry.input_length)?;
         let span = t.span();
         let gap = if len > 1 {
             span / (len - 1) as u32

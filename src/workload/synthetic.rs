@@ -6,7 +6,7 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use rand_distr::{Distribution, LogNormal, Normal, weighted::WeightedIndex};
 
-use super::tokens::TokenCounter;
+use super::tokens::{self, TokenCounter};
 use super::words::WORDS;
 use super::{ChatMessage, PromptInput, WorkloadError};
 use crate::plan::{Api, TokenCount};
@@ -131,9 +131,20 @@ pub fn describe_count(count: &TokenCount) -> String {
 
 /// A fitted last turn.
 pub struct Fitted {
-    pub content: String,
+    /// Its words (the content is these, joined by single spaces).
+    pub words: Vec<&'static str>,
     pub input: PromptInput,
     pub tokens: u64,
+}
+
+/// How synthetic prompts are sized.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Sizing {
+    /// Count each message cut to its first word (once, then cached), add one token per further
+    /// word: for counters that guarantee a synthetic word is one token wherever it lands.
+    Arithmetic,
+    /// Tokenize every candidate prompt whole (the reference; slow for long prompts).
+    Retokenize,
 }
 
 /// A counter, the request form, and the words the counter counts as one token each.
@@ -142,6 +153,7 @@ pub struct TextKit {
     pub counter: Arc<dyn TokenCounter>,
     pub api: Api,
     pub words: Vec<&'static str>,
+    pub sizing: Sizing,
 }
 
 impl TextKit {
@@ -163,11 +175,38 @@ impl TextKit {
                 words.len()
             )));
         }
-        Ok(TextKit {
+        let mut kit = TextKit {
             counter,
             api,
             words,
-        })
+            sizing: Sizing::Retokenize,
+        };
+        // Any doubt (a probe that fails to render or count) keeps the reference path.
+        if kit
+            .counter
+            .adds_one_token_per_word(api, &kit.words)
+            .unwrap_or(false)
+            && kit.arithmetic_agrees().unwrap_or(false)
+        {
+            kit.sizing = Sizing::Arithmetic;
+        }
+        Ok(kit)
+    }
+
+    /// The same kit, sizing prompts the given way (tests compare the two).
+    pub fn with_sizing(mut self, sizing: Sizing) -> Self {
+        self.sizing = sizing;
+        self
+    }
+
+    /// A whole-prompt check of the arithmetic on a long conversation of every word.
+    fn arithmetic_agrees(&self) -> Result<bool, WorkloadError> {
+        let half = self.words.len() / 2;
+        let reversed: Vec<&'static str> = self.words.iter().rev().copied().collect();
+        let turns: [&[&'static str]; 3] = [&self.words, &reversed, &self.words[half..]];
+        let whole = self.count(&self.input_of(&turns))?;
+        let arithmetic = self.count_arithmetic(&turns)?;
+        Ok(whole == arithmetic)
     }
 
     pub fn random_word(&self, rng: &mut ChaCha8Rng) -> &'static str {
@@ -216,20 +255,55 @@ impl TextKit {
         }
     }
 
+    /// The input of a synthetic conversation: `turns` alternate user and assistant messages
+    /// (the last one is the user's), each its words joined by spaces.
+    pub fn input_of(&self, turns: &[&[&'static str]]) -> PromptInput {
+        let Some((last, earlier)) = turns.split_last() else {
+            return self.input(&[], String::new());
+        };
+        let history: Vec<ChatMessage> = earlier
+            .iter()
+            .enumerate()
+            .map(|(i, words)| ChatMessage {
+                role: if i % 2 == 0 { "user" } else { "assistant" }.into(),
+                content: words.join(" "),
+            })
+            .collect();
+        self.input(&history, last.join(" "))
+    }
+
     pub fn count(&self, input: &PromptInput) -> Result<u64, WorkloadError> {
-        match input {
-            PromptInput::Messages(m) => self.counter.count_chat(m),
-            PromptInput::Text(t) => self.counter.count_text(t),
+        tokens::count_input(self.counter.as_ref(), input)
+    }
+
+    /// Prompt tokens of the synthetic conversation `turns` (see [`TextKit::input_of`]).
+    pub fn count_words(&self, turns: &[&[&'static str]]) -> Result<u64, WorkloadError> {
+        match self.sizing {
+            Sizing::Arithmetic => self.count_arithmetic(turns),
+            Sizing::Retokenize => self.count(&self.input_of(turns)),
         }
     }
 
-    /// Fits the last user turn to `target` tokens in all. Its words are `head` (shared
+    /// Each turn cut to its first word, counted, plus one token per word cut.
+    fn count_arithmetic(&self, turns: &[&[&'static str]]) -> Result<u64, WorkloadError> {
+        let heads: Vec<&[&'static str]> = turns.iter().map(|t| &t[..t.len().min(1)]).collect();
+        let grown: Vec<u64> = turns
+            .iter()
+            .map(|t| t.len().saturating_sub(1) as u64)
+            .collect();
+        let grown = match self.api {
+            Api::Chat => grown,
+            Api::Completions => vec![grown.iter().sum()],
+        };
+        self.counter.count_grown(&self.input_of(&heads), &grown)
+    }
+
+    /// Fits a one-message prompt to `target` tokens in all. Its words are `head` (shared
     /// blocks, prefix, nonce) then words from `rng`; the first `keep` are never removed.
-    /// Returns the content, the input and its count, which differs from `target` only when
-    /// the target is out of reach (below the `keep` words plus template overhead).
+    /// Returns the words, the input and its count, which differs from `target` only when the
+    /// target is out of reach (below the `keep` words plus template overhead).
     pub fn fit(
         &self,
-        history: &[ChatMessage],
         head: &[&'static str],
         keep: usize,
         rng: &mut ChaCha8Rng,
@@ -238,24 +312,18 @@ impl TextKit {
         let mut words: Vec<&'static str> = head.to_vec();
         let min = keep.min(head.len());
         let mut n = min;
-        let mut best: Option<Fitted> = None;
+        let mut best: Option<(usize, u64)> = None;
         for _ in 0..FIT_ROUNDS {
             while words.len() < n {
                 words.push(self.random_word(rng));
             }
-            let content = words[..n].join(" ");
-            let input = self.input(history, content.clone());
-            let tokens = self.count(&input)?;
-            let better = match &best {
+            let tokens = self.count_words(&[&words[..n]])?;
+            let better = match best {
                 None => true,
-                Some(b) => tokens.abs_diff(target) < b.tokens.abs_diff(target),
+                Some((_, b)) => tokens.abs_diff(target) < b.abs_diff(target),
             };
             if better {
-                best = Some(Fitted {
-                    content,
-                    input,
-                    tokens,
-                });
+                best = Some((n, tokens));
             }
             if tokens == target || (tokens > target && n == min) {
                 break;
@@ -267,12 +335,19 @@ impl TextKit {
                 n.saturating_sub((tokens - target) as usize).max(min)
             };
         }
-        best.ok_or_else(|| WorkloadError("no prompt was built".into()))
+        let (n, tokens) = best.ok_or_else(|| WorkloadError("no prompt was built".into()))?;
+        words.truncate(n);
+        let input = self.input_of(&[&words]);
+        Ok(Fitted {
+            words,
+            input,
+            tokens,
+        })
     }
 
     /// Tokens of the smallest prompt with these head words: the floor for any target.
-    pub fn floor(&self, history: &[ChatMessage], head_words: usize) -> Result<u64, WorkloadError> {
-        let content = vec![self.words[0]; head_words].join(" ");
-        self.count(&self.input(history, content))
+    pub fn floor(&self, head_words: usize) -> Result<u64, WorkloadError> {
+        let words = vec![self.words[0]; head_words];
+        self.count_words(&[&words])
     }
 }

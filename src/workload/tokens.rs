@@ -5,13 +5,14 @@
 //! and a target's `/tokenize` endpoint (calibrated once, then applied as a linear model over
 //! the built-in table).
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 
-use tokenizers::Tokenizer;
+use tokenizers::{Encoding, Tokenizer};
 
-use super::{ChatMessage, WorkloadError};
-use crate::plan::{TokenizerSource, TokenizerSpec};
+use super::{ChatMessage, PromptInput, WorkloadError};
+use crate::plan::{Api, TokenizerSource, TokenizerSpec};
 use crate::sim::tokenizer as sim_tokenizer;
 
 /// Counts prompt tokens the way a server reports them in `usage.prompt_tokens`.
@@ -24,6 +25,35 @@ pub trait TokenCounter: Send + Sync {
     fn count_fragment(&self, text: &str) -> Result<u64, WorkloadError>;
     /// Short human description for reports and warnings.
     fn description(&self) -> String;
+
+    /// Whether appending one synthetic word (` word`) to a message made of such words adds
+    /// exactly one token in this request form, wherever it lands, so that prompts can be sized
+    /// by arithmetic ([`TokenCounter::count_grown`]). When not, prompts are re-tokenized.
+    fn adds_one_token_per_word(
+        &self,
+        _api: Api,
+        _words: &[&'static str],
+    ) -> Result<bool, WorkloadError> {
+        Ok(false)
+    }
+
+    /// Prompt tokens of `skeleton` with `grown[i]` more synthetic words appended to message
+    /// `i` (one entry for a completions prompt). Exact where
+    /// [`TokenCounter::adds_one_token_per_word`] holds.
+    fn count_grown(&self, skeleton: &PromptInput, grown: &[u64]) -> Result<u64, WorkloadError> {
+        Ok(count_input(self, skeleton)? + grown.iter().sum::<u64>())
+    }
+}
+
+/// Prompt tokens of a request input.
+pub fn count_input<C: TokenCounter + ?Sized>(
+    counter: &C,
+    input: &PromptInput,
+) -> Result<u64, WorkloadError> {
+    match input {
+        PromptInput::Messages(m) => counter.count_chat(m),
+        PromptInput::Text(t) => counter.count_text(t),
+    }
 }
 
 /// The simulator's rules from `src/sim/tokenizer.rs`; exact against a simulator target.
@@ -47,6 +77,17 @@ impl TokenCounter for SimulatorCounter {
 
     fn description(&self) -> String {
         "simulator tokenizer".to_string()
+    }
+
+    fn adds_one_token_per_word(
+        &self,
+        _api: Api,
+        words: &[&'static str],
+    ) -> Result<bool, WorkloadError> {
+        // One token per whitespace-free run, whatever surrounds it.
+        Ok(words
+            .iter()
+            .all(|w| !w.is_empty() && !w.contains(char::is_whitespace)))
     }
 }
 
@@ -131,7 +172,13 @@ pub struct HfCounter {
     tokenizer: Arc<Tokenizer>,
     template: Option<ChatTemplate>,
     description: String,
+    /// Counts of small prompts (each message cut to its first word), the base that
+    /// [`TokenCounter::count_grown`] adds words to; keyed by their text.
+    skeletons: Mutex<HashMap<String, u64>>,
 }
+
+/// Skeleton counts kept per counter: one per first word and message shape in practice.
+const SKELETON_CACHE: usize = 4096;
 
 impl HfCounter {
     /// The embedded table with a generic ChatML template.
@@ -146,6 +193,7 @@ impl HfCounter {
             tokenizer: builtin_tokenizer()?,
             template: Some(template),
             description: "built-in BPE (SmolLM2 49k vocabulary, ChatML template)".to_string(),
+            skeletons: Mutex::default(),
         })
     }
 
@@ -200,6 +248,7 @@ impl HfCounter {
             tokenizer: Arc::new(tokenizer),
             template,
             description: format!("tokenizer file {}", tokenizer_path.display()),
+            skeletons: Mutex::default(),
         })
     }
 
@@ -213,6 +262,40 @@ impl HfCounter {
             .encode_fast(text, add_special_tokens)
             .map(|e| e.get_ids().to_vec())
             .map_err(|e| WorkloadError(format!("tokenizer failed: {e}")))
+    }
+
+    /// Whether `text`, holding `contents` in order (see [`probe_contents`]), tokenizes with
+    /// one token of its own per word after the first of each content (see
+    /// [`one_token_per_word`]), with nothing in the tokenizer that counts by length.
+    fn probe(
+        &self,
+        text: &str,
+        contents: &[String],
+        add_special: bool,
+    ) -> Result<bool, WorkloadError> {
+        // Truncation or padding in tokenizer.json would change counts with length.
+        if self.tokenizer.get_truncation().is_some() || self.tokenizer.get_padding().is_some() {
+            return Ok(false);
+        }
+        let encoding = self
+            .tokenizer
+            .encode(text, add_special)
+            .map_err(|e| WorkloadError(format!("tokenizer failed: {e}")))?;
+        Ok(one_token_per_word(text, contents, &encoding))
+    }
+
+    /// [`TokenCounter::adds_one_token_per_word`] for fragments (no template, no special
+    /// tokens), what [`ServerCounter`] counts content with.
+    fn fragment_adds_one_token_per_word(
+        &self,
+        words: &[&'static str],
+    ) -> Result<bool, WorkloadError> {
+        let contents = probe_contents(words);
+        let mut all = true;
+        for content in &contents {
+            all &= self.probe(content, std::slice::from_ref(content), false)?;
+        }
+        Ok(all)
     }
 
     /// The chat prompt text as the template renders it.
@@ -261,6 +344,140 @@ impl TokenCounter for HfCounter {
     fn description(&self) -> String {
         self.description.clone()
     }
+
+    fn adds_one_token_per_word(
+        &self,
+        api: Api,
+        words: &[&'static str],
+    ) -> Result<bool, WorkloadError> {
+        let contents = probe_contents(words);
+        match api {
+            Api::Chat => {
+                if self.template.is_none() {
+                    return Ok(false);
+                }
+                let roles = ["user", "assistant", "user"];
+                let messages: Vec<ChatMessage> = contents
+                    .iter()
+                    .zip(roles)
+                    .map(|(c, role)| ChatMessage {
+                        role: role.into(),
+                        content: c.clone(),
+                    })
+                    .collect();
+                // A template that fails on this shape fails on real prompts too; re-tokenizing
+                // reports that where it happens.
+                let Ok(text) = self.render_chat(&messages) else {
+                    return Ok(false);
+                };
+                self.probe(&text, &contents, false)
+            }
+            Api::Completions => self.probe(&contents.join("\n"), &contents, true),
+        }
+    }
+
+    fn count_grown(&self, skeleton: &PromptInput, grown: &[u64]) -> Result<u64, WorkloadError> {
+        let key = skeleton_key(skeleton);
+        let cached = self
+            .skeletons
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(&key)
+            .copied();
+        let base = match cached {
+            Some(n) => n,
+            None => {
+                let n = count_input(self, skeleton)?;
+                let mut cache = self.skeletons.lock().unwrap_or_else(|p| p.into_inner());
+                if cache.len() < SKELETON_CACHE {
+                    cache.insert(key, n);
+                }
+                n
+            }
+        };
+        Ok(base + grown.iter().sum::<u64>())
+    }
+}
+
+/// A cache key that tells roles, contents and the request form apart.
+fn skeleton_key(input: &PromptInput) -> String {
+    match input {
+        PromptInput::Text(t) => format!("t\u{1}{t}"),
+        PromptInput::Messages(m) => {
+            let mut key = String::from("m");
+            for message in m {
+                key.push('\u{1}');
+                key.push_str(&message.role);
+                key.push('\u{2}');
+                key.push_str(&message.content);
+            }
+            key
+        }
+    }
+}
+
+/// Three contents holding every word: in order, reversed, and rotated by half, so each word
+/// is seen after different neighbours and some word ends each message.
+fn probe_contents(words: &[&'static str]) -> Vec<String> {
+    let forward = words.join(" ");
+    let reversed: Vec<&str> = words.iter().rev().copied().collect();
+    let half = words.len() / 2;
+    let rotated: Vec<&str> = words[half..]
+        .iter()
+        .chain(&words[..half])
+        .copied()
+        .collect();
+    vec![forward, reversed.join(" "), rotated.join(" ")]
+}
+
+/// True when, in `encoding` of `text`, every word after the first of each content (found in
+/// order in `text`) is exactly one token spanning ` word`, in a pre-tokenizer piece of its
+/// own. The BPE model tokenizes each piece on its own, so such a word adds one token
+/// wherever it is put.
+fn one_token_per_word(text: &str, contents: &[String], encoding: &Encoding) -> bool {
+    let offsets = encoding.get_offsets();
+    let word_ids = encoding.get_word_ids();
+    let mut pieces: HashMap<u32, usize> = HashMap::new();
+    for id in word_ids.iter().flatten() {
+        *pieces.entry(*id).or_default() += 1;
+    }
+    let mut spans = Vec::new();
+    let mut from = 0;
+    for content in contents {
+        let Some(at) = text[from..].find(content.as_str()).map(|i| i + from) else {
+            return false;
+        };
+        let mut pos = at;
+        for (j, word) in content.split(' ').enumerate() {
+            if j > 0 {
+                // ` word`: the space belongs to the word's token.
+                spans.push((pos - 1, pos + word.len()));
+            }
+            pos += word.len() + 1;
+        }
+        from = at + content.len();
+    }
+    let mut token = 0;
+    for (start, end) in spans {
+        while token < offsets.len() && offsets[token].1 <= start {
+            token += 1;
+        }
+        let first = token;
+        let mut k = token;
+        while k < offsets.len() && offsets[k].0 < end {
+            k += 1;
+        }
+        // A post-processor may trim the leading space from the offsets.
+        let (s, e) = offsets.get(first).copied().unwrap_or_default();
+        if k - first != 1 || !(s == start || s == start + 1) || e != end {
+            return false;
+        }
+        match word_ids[first] {
+            Some(id) if pieces.get(&id) == Some(&1) => {}
+            _ => return false,
+        }
+    }
+    true
 }
 
 /// Which `/tokenize` request shape the target speaks.
@@ -327,6 +544,34 @@ impl TokenCounter for ServerCounter {
 
     fn count_fragment(&self, text: &str) -> Result<u64, WorkloadError> {
         self.content(text)
+    }
+
+    fn adds_one_token_per_word(
+        &self,
+        _api: Api,
+        words: &[&'static str],
+    ) -> Result<bool, WorkloadError> {
+        // Contents are counted as fragments of the built-in table, without a template.
+        self.base.fragment_adds_one_token_per_word(words)
+    }
+
+    fn count_grown(&self, skeleton: &PromptInput, grown: &[u64]) -> Result<u64, WorkloadError> {
+        let c = &self.calibration;
+        let scaled = |text: &str, more: u64| -> Result<u64, WorkloadError> {
+            let n = (self.base.count_fragment(text)? + more) as f64;
+            Ok((n * c.content_ratio).round() as u64)
+        };
+        match skeleton {
+            PromptInput::Text(t) => Ok(c.text_base_tokens + scaled(t, grown.iter().sum())?),
+            PromptInput::Messages(m) => {
+                let mut total = c.chat_fixed_tokens;
+                for (i, message) in m.iter().enumerate() {
+                    let more = grown.get(i).copied().unwrap_or(0);
+                    total += c.chat_message_tokens + scaled(&message.content, more)?;
+                }
+                Ok(total)
+            }
+        }
     }
 
     fn description(&self) -> String {

@@ -11,6 +11,7 @@ mod hardening;
 mod metrics;
 mod perf;
 mod plans;
+mod prompts;
 mod real_llamacpp;
 mod real_routers;
 mod real_support;
