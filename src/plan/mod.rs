@@ -14,6 +14,7 @@ pub mod expand;
 pub mod model;
 pub mod schema;
 pub mod source;
+pub mod tokenizer_spec;
 
 pub use diag::{Diagnostic, Location, PlanErrors};
 pub use duration::HumanDuration;

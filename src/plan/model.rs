@@ -137,9 +137,9 @@ pub struct Timeouts {
     pub total: Option<HumanDuration>,
 }
 
-/// How prompt text is counted in tokens.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
+/// How prompt text is counted in tokens. Also written as one string: `server`, `simulator`,
+/// `builtin`, or the path of a `tokenizer.json` (see [`super::tokenizer_spec`]).
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct TokenizerSpec {
     /// Where token counts come from: `simulator`, `builtin`, `file` or `server`.
     pub source: TokenizerSource,

@@ -594,8 +594,49 @@ fn any_of(
             } else {
                 format!("expected {}, found {found}", forms.join(" or "))
             };
-            out.push(Issue::new(pointer, message));
+            out.push(Issue::new(pointer, message).hint(forms_hint(error, root)));
         }
+    }
+}
+
+/// For a value of the wrong shape, the accepted forms: the `examples` of the schema whose
+/// `anyOf`/`oneOf` failed, written as they would be in YAML.
+fn forms_hint(error: &ValidationError<'_>, root: &Value) -> Option<String> {
+    let path = error.schema_path().as_str();
+    let parent = path.rsplit_once('/').map_or("", |(p, _)| p);
+    let mut cur = root;
+    for seg in segments(parent) {
+        cur = match (seg.as_str(), cur) {
+            ("$ref", _) => resolve(root, cur),
+            (_, Value::Object(m)) => m.get(&seg)?,
+            (_, Value::Array(a)) => a.get(seg.parse::<usize>().ok()?)?,
+            _ => return None,
+        };
+    }
+    let examples = resolve(root, cur).get("examples")?.as_array()?;
+    let forms: Vec<String> = examples
+        .iter()
+        .map(|e| format!("`{}`", flow_yaml(e)))
+        .collect();
+    (!forms.is_empty()).then(|| format!("write one of the forms {}", forms.join(", ")))
+}
+
+/// A value as YAML flow text: `{source: file, path: tokenizer.json}`.
+fn flow_yaml(value: &Value) -> String {
+    match value {
+        Value::String(s) => s.clone(),
+        Value::Array(items) => {
+            let items: Vec<String> = items.iter().map(flow_yaml).collect();
+            format!("[{}]", items.join(", "))
+        }
+        Value::Object(m) => {
+            let entries: Vec<String> = m
+                .iter()
+                .map(|(k, v)| format!("{k}: {}", flow_yaml(v)))
+                .collect();
+            format!("{{{}}}", entries.join(", "))
+        }
+        Value::Null | Value::Bool(_) | Value::Number(_) => value.to_string(),
     }
 }
 
