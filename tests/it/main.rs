@@ -7,6 +7,7 @@ mod fuzz_corpus;
 mod hardening;
 mod metrics;
 mod perf;
+mod plan_ci;
 mod plan_schema;
 mod plans;
 mod report;
