@@ -80,6 +80,7 @@ pub fn plan_schema() -> Value {
     }
     inherit_descriptions(&mut value);
     accept_templates(&mut value);
+    add_includes(&mut value);
     if let Some(defs) = value.get_mut("$defs").and_then(Value::as_object_mut) {
         defs.insert(
             TEMPLATE_DEF.into(),
@@ -93,6 +94,70 @@ pub fn plan_schema() -> Value {
         );
     }
     value
+}
+
+/// `include:` exists only in authored plans (it is merged away before validation): the
+/// plan's list of shared files, and a phase entry that stands for a file of phases.
+fn add_includes(schema: &mut Value) {
+    let include = serde_json::json!({
+        "description": "Shared plan files (paths relative to this file; YAML, TOML or JSON) \
+            whose `vars`, `targets`, `workloads` and `defaults` this plan starts from. Later \
+            files and the plan itself override earlier ones key by key.",
+        "anyOf": [
+            {"type": "string"},
+            {"type": "array", "items": {"type": "string"}},
+        ],
+        "examples": [["common/targets.yaml"]],
+    });
+    if let Some(Value::Object(props)) = schema.get_mut("properties") {
+        let mut with = serde_json::Map::new();
+        // First, where editors list it: includes are read before everything else.
+        for (k, v) in std::mem::take(props) {
+            if k == "vars" {
+                with.insert("include".into(), include.clone());
+            }
+            with.insert(k, v);
+        }
+        *props = with;
+    }
+    if let Some(Value::Object(defs)) = schema.get_mut("$defs") {
+        defs.insert(
+            "PhaseInclude".into(),
+            serde_json::json!({
+                "description": "Stands for the phases listed in another file (a list, or \
+                    `phases: [...]`), in their order.",
+                "type": "object",
+                "properties": {
+                    "include": {
+                        "description": "Path of the phases file, relative to this file.",
+                        "type": "string",
+                        "examples": ["common/sweep-phases.yaml"],
+                    }
+                },
+                "required": ["include"],
+                "additionalProperties": false,
+            }),
+        );
+    }
+    // A plan that includes files may take its targets and workloads from them.
+    if let Some(Value::Object(root)) = Some(&mut *schema)
+        && let Some(Value::Array(required)) = root.remove("required")
+    {
+        let own: Vec<Value> = required
+            .iter()
+            .filter(|k| !["targets", "workloads"].contains(&k.as_str().unwrap_or_default()))
+            .cloned()
+            .collect();
+        root.insert("if".into(), serde_json::json!({"required": ["include"]}));
+        root.insert("then".into(), serde_json::json!({"required": own}));
+        root.insert("else".into(), serde_json::json!({"required": required}));
+    }
+    if let Some(items) = schema.pointer_mut("/properties/phases/anyOf/0/items") {
+        let phase = std::mem::take(items);
+        *items = serde_json::json!({
+            "anyOf": [phase, {"$ref": "#/$defs/PhaseInclude"}],
+        });
+    }
 }
 
 /// Name of the authoring schema's definition of a template string.

@@ -8,6 +8,7 @@ mod hardening;
 mod metrics;
 mod perf;
 mod plan_ci;
+mod plan_include;
 mod plan_schema;
 mod plans;
 mod report;

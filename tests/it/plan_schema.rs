@@ -160,7 +160,9 @@ fn readme_yaml_blocks_validate() {
     let authoring = plan::schema::plan_schema();
     // Fragments are checked against the definition they belong to, with nothing required.
     let mut partial_plan = authoring.clone();
-    partial_plan.as_object_mut().unwrap().remove("required");
+    for key in ["required", "if", "then", "else"] {
+        partial_plan.as_object_mut().unwrap().remove(key);
+    }
     let mut partial_sim = authoring.clone();
     let sim = authoring["$defs"]["SimConfig"].clone();
     let sim_keys: Vec<String> = sim["properties"]
@@ -180,7 +182,9 @@ fn readme_yaml_blocks_validate() {
             partial_sim[k] = v.clone();
         }
     }
-    partial_sim.as_object_mut().unwrap().remove("required");
+    for key in ["required", "if", "then", "else"] {
+        partial_sim.as_object_mut().unwrap().remove(key);
+    }
     let full = Checker::from_value("plan.schema.json", authoring);
     let plan_fragment = Checker::from_value("plan-fragment.json", partial_plan);
     let sim_fragment = Checker::from_value("sim-fragment.json", partial_sim);
