@@ -15,6 +15,7 @@ pub mod include;
 pub mod model;
 pub mod schema;
 pub mod source;
+pub mod starter;
 pub mod tokenizer_spec;
 
 pub use diag::{Diagnostic, Location, PlanErrors};

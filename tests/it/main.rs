@@ -9,6 +9,7 @@ mod metrics;
 mod perf;
 mod plan_ci;
 mod plan_include;
+mod plan_init;
 mod plan_schema;
 mod plans;
 mod report;
