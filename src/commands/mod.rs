@@ -7,6 +7,7 @@ mod args;
 mod compare;
 mod completions;
 mod expand;
+mod init;
 mod merge;
 mod report;
 mod run;
@@ -24,6 +25,7 @@ pub use args::ExpandArgs;
 pub use compare::{CompareArgs, CompareFormat};
 pub use completions::CompletionsArgs;
 pub use expand::{ExpandCommandArgs, ExpandFormat};
+pub use init::InitArgs;
 pub use merge::MergeArgs;
 pub use report::ReportArgs;
 pub use run::RunArgs;
@@ -49,6 +51,9 @@ pub struct Cli {
 pub enum Command {
     /// Check plans against the schema and the semantic rules; exit 2 on any problem.
     Validate(ValidateArgs),
+    /// Write a starter plan for a server (or the simulator): model, tokenizer and metrics
+    /// found by probing, a warmup, a short sweep and a recheck.
+    Init(InitArgs),
     /// Print the concrete plan: variables, matrix, defaults and rechecks resolved.
     Expand(ExpandCommandArgs),
     /// Print the JSON schema of plans or reports.
@@ -75,6 +80,7 @@ pub enum Command {
 pub fn run(cli: Cli) -> i32 {
     match cli.command {
         Command::Validate(args) => validate::run(&args),
+        Command::Init(args) => init::run(&args),
         Command::Expand(args) => expand::run(&args),
         Command::Schema(args) => schema::run(&args),
         Command::Completions(args) => completions::run(&args),

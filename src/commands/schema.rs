@@ -1,9 +1,9 @@
-//! `servebench schema plan|report`: print a generated JSON schema.
+//! `servebench schema plan|plan-expanded|report`: print a generated JSON schema.
 
 use clap::ValueEnum;
 
 use crate::exit;
-use crate::plan::schema::{plan_schema, to_pretty};
+use crate::plan::schema::{expanded_schema, plan_schema, to_pretty};
 use crate::report::schema::report_schema;
 
 #[derive(Debug, clap::Args)]
@@ -15,13 +15,17 @@ pub struct SchemaArgs {
 /// Which schema `schema` prints.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum SchemaKind {
+    /// The authoring schema plan files point at (templates accepted).
     Plan,
+    /// The concrete plan `expand` prints and a report embeds.
+    PlanExpanded,
     Report,
 }
 
 pub fn run(args: &SchemaArgs) -> i32 {
     let value = match args.kind {
         SchemaKind::Plan => plan_schema(),
+        SchemaKind::PlanExpanded => expanded_schema(),
         SchemaKind::Report => report_schema(),
     };
     print!("{}", to_pretty(&value));

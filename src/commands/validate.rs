@@ -3,6 +3,9 @@
 use std::io::Write;
 use std::path::PathBuf;
 
+use clap::ValueEnum;
+use serde_json::{Value, json};
+
 use super::ExpandArgs;
 use crate::exit;
 use crate::plan::prepare;
@@ -11,29 +14,67 @@ use crate::plan::prepare;
 pub struct ValidateArgs {
     #[arg(required = true)]
     pub plans: Vec<PathBuf>,
+    /// How problems are printed: `human` (with the source line), `github` (Actions
+    /// annotations on stdout) or `json` (one document on stdout).
+    #[arg(long, value_enum, default_value_t = ValidateFormat::Human)]
+    pub format: ValidateFormat,
     #[command(flatten)]
     pub expand: ExpandArgs,
+}
+
+/// Output format of `validate`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, ValueEnum)]
+pub enum ValidateFormat {
+    /// Caret diagnostics on stderr, `ok:` lines on stdout.
+    #[default]
+    Human,
+    /// `::error file=…,line=…,col=…::message` lines that GitHub Actions shows in the diff.
+    Github,
+    /// `{"ok": …, "plans": [{"file", "ok", "phases", "diagnostics": […]}]}`.
+    Json,
 }
 
 pub fn run(args: &ValidateArgs) -> i32 {
     let options = args.expand.options();
     let mut code = exit::SUCCESS;
     let mut stderr = std::io::stderr().lock();
+    let mut results: Vec<Value> = Vec::new();
     for path in &args.plans {
-        match prepare(path, &options) {
-            Ok(loaded) => {
+        let outcome = prepare(path, &options);
+        let file = path.display().to_string();
+        match (&outcome, args.format) {
+            (Ok(loaded), ValidateFormat::Human | ValidateFormat::Github) => {
                 let n = loaded.plan.phases.len();
-                println!(
-                    "ok: {} ({n} phase{})",
-                    path.display(),
-                    if n == 1 { "" } else { "s" }
-                );
+                println!("ok: {file} ({n} phase{})", if n == 1 { "" } else { "s" });
             }
-            Err(errors) => {
+            (Err(errors), ValidateFormat::Human) => {
                 let _ = writeln!(stderr, "{errors}");
-                code = exit::INVALID_INPUT;
             }
+            (Err(errors), ValidateFormat::Github) => {
+                for d in &errors.diagnostics {
+                    println!("{}", d.github_annotation());
+                }
+            }
+            (Ok(loaded), ValidateFormat::Json) => results.push(json!({
+                "file": file,
+                "ok": true,
+                "phases": loaded.plan.phases.len(),
+                "diagnostics": [],
+            })),
+            (Err(errors), ValidateFormat::Json) => results.push(json!({
+                "file": file,
+                "ok": false,
+                "phases": null,
+                "diagnostics": errors.diagnostics.iter().map(|d| d.to_json()).collect::<Vec<_>>(),
+            })),
         }
+        if outcome.is_err() {
+            code = exit::INVALID_INPUT;
+        }
+    }
+    if args.format == ValidateFormat::Json {
+        let doc = json!({"ok": code == exit::SUCCESS, "plans": results});
+        println!("{}", serde_json::to_string_pretty(&doc).unwrap_or_default());
     }
     code
 }

@@ -40,6 +40,62 @@ impl Diagnostic {
     }
 }
 
+impl Diagnostic {
+    /// The diagnostic as a GitHub Actions workflow command, so a pull request shows it on
+    /// the offending line: `::error file=…,line=…,col=…,endColumn=…::message`.
+    pub fn github_annotation(&self) -> String {
+        let loc = &self.location;
+        let mut message = if self.path.is_empty() {
+            self.message.clone()
+        } else {
+            format!("{}: {}", self.path, self.message)
+        };
+        if let Some(hint) = &self.hint {
+            message.push_str(&format!("\nhelp: {hint}"));
+        }
+        if let Some(note) = &self.note {
+            message.push_str(&format!("\nnote: {note}"));
+        }
+        format!(
+            "::error file={},line={},col={},endColumn={},title={}::{}",
+            escape_property(&loc.file),
+            loc.line,
+            loc.col,
+            loc.col + loc.len.max(1),
+            escape_property("invalid plan"),
+            escape_data(&message)
+        )
+    }
+
+    /// The diagnostic as one JSON object (`validate --format json`).
+    pub fn to_json(&self) -> serde_json::Value {
+        let loc = &self.location;
+        serde_json::json!({
+            "severity": "error",
+            "file": loc.file,
+            "line": loc.line,
+            "col": loc.col,
+            "end_col": loc.col + loc.len.max(1),
+            "path": self.path,
+            "message": self.message,
+            "hint": self.hint,
+            "note": self.note,
+        })
+    }
+}
+
+/// Escaping for the message of a workflow command.
+fn escape_data(text: &str) -> String {
+    text.replace('%', "%25")
+        .replace('\r', "%0D")
+        .replace('\n', "%0A")
+}
+
+/// Escaping for a property (`file=…`) of a workflow command.
+fn escape_property(text: &str) -> String {
+    escape_data(text).replace(':', "%3A").replace(',', "%2C")
+}
+
 impl fmt::Display for Diagnostic {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         if self.path.is_empty() {

@@ -111,6 +111,7 @@ impl JsonSchema for HumanDuration {
             "type": "string",
             "pattern": DURATION_PATTERN,
             "description": "A duration such as \"250ms\", \"60s\", \"1.5s\", \"10m\" or \"1h 30m\".",
+            "examples": ["60s", "10m", "250ms"],
         })
     }
 }

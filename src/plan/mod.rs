@@ -1,7 +1,7 @@
 //! Plans: loading with source positions, schema validation, template expansion, semantic checks.
 //!
 //! Passes, in order: `load` (YAML/TOML/JSON → raw document with a position for every key path,
-//! [`source`]) → `validate` (against the generated plan schema, template strings aside,
+//! [`source`]) → `include` (shared files merged in, positions kept per file, [`include`]) → `validate` (against the generated plan schema, template strings aside,
 //! [`schema`]) → `expand` (vars ← `--vars` ← `--set`, matrix, `{{ }}`, defaults, rechecks,
 //! [`expand`]) → `validate` again on the concrete document → typed [`Plan`] → `check`
 //! (references, order, ranges, [`check`]). Each pass collects all of its errors; a pass runs
@@ -11,9 +11,12 @@ pub mod check;
 pub mod diag;
 pub mod duration;
 pub mod expand;
+pub mod include;
 pub mod model;
 pub mod schema;
 pub mod source;
+pub mod starter;
+pub mod tokenizer_spec;
 
 pub use diag::{Diagnostic, Location, PlanErrors};
 pub use duration::HumanDuration;
@@ -100,7 +103,7 @@ pub fn prepare(path: &Path, options: &ExpandOptions) -> Result<LoadedPlan, PlanE
     let (doc, map) = source::load_text(&text, Format::from_path(path), &label)?;
     let (doc, map) = match report_plan(doc, &label)? {
         (plan, true) => (plan, map.rebase("/plan")),
-        (doc, false) => (doc, map),
+        (doc, false) => include::resolve(doc, map, path)?,
     };
     let (plan, vars) = prepare_document(&doc, &map, options)?;
     Ok(LoadedPlan {
@@ -205,6 +208,17 @@ fn prepare_document(
     map: &SourceMap,
     options: &ExpandOptions,
 ) -> Result<(Plan, indexmap::IndexMap<String, Value>), PlanErrors> {
+    if raw.get("include").is_some() {
+        return Err(PlanErrors::one(
+            map.error(
+                raw,
+                "/include",
+                true,
+                "`include` is resolved only for a plan read from a file".into(),
+            )
+            .with_hint("run the plan file itself, or `servebench expand` it first"),
+        ));
+    }
     let issues = schema::validate(raw, true);
     if !issues.is_empty() {
         return Err(raw_diagnostics(raw, map, issues));

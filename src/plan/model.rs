@@ -23,6 +23,7 @@ pub struct Plan {
     pub version: u32,
     /// Short name, used for the run directory and report header.
     pub name: String,
+    /// Longer free text, carried into the report.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub description: Option<String>,
     /// Template variables with their defaults; `--vars FILE` and `--set k=v` override them.
@@ -153,10 +154,11 @@ pub struct Timeouts {
     pub total: Option<HumanDuration>,
 }
 
-/// How prompt text is counted in tokens.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
+/// How prompt text is counted in tokens. Also written as one string: `server`, `simulator`,
+/// `builtin`, or the path of a `tokenizer.json` (see [`super::tokenizer_spec`]).
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct TokenizerSpec {
+    /// Where token counts come from: `simulator`, `builtin`, `file` or `server`.
     pub source: TokenizerSource,
     /// `tokenizer.json` path for `source: file`, relative to the plan file.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -191,6 +193,7 @@ pub struct Workload {
     pub output_tokens: Option<TokenCount>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub shared_prefix: Option<SharedPrefix>,
+    /// Prompts from a JSONL or ShareGPT file instead of synthetic ones.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dataset: Option<Dataset>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -198,12 +201,16 @@ pub struct Workload {
     /// Multi-turn conversations: each turn extends the previous one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub conversation: Option<Conversation>,
+    /// Sampling temperature sent with each request.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub temperature: Option<f64>,
+    /// Ask the server to keep generating past end-of-sequence, so outputs reach `max_tokens`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ignore_eos: Option<bool>,
+    /// `min_tokens` sent with each request (vLLM, SGLang).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub min_tokens: Option<u32>,
+    /// Seed for this workload's prompts; overrides the plan's `seed`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub seed: Option<u64>,
     /// Tolerated relative gap between planned and served prompt tokens before a warning.
@@ -231,10 +238,14 @@ pub enum TokenCount {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct NormalLength {
+    /// Mean length in tokens.
     pub mean: f64,
+    /// Standard deviation in tokens.
     pub stddev: f64,
+    /// Smallest length drawn.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub min: Option<u32>,
+    /// Largest length drawn.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max: Option<u32>,
 }
@@ -243,10 +254,14 @@ pub struct NormalLength {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct LogNormalLength {
+    /// Median length in tokens.
     pub median: f64,
+    /// Sigma of the underlying normal distribution.
     pub sigma: f64,
+    /// Smallest length drawn.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub min: Option<u32>,
+    /// Largest length drawn.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max: Option<u32>,
 }
@@ -255,7 +270,9 @@ pub struct LogNormalLength {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct UniformLength {
+    /// Smallest length, inclusive.
     pub min: u32,
+    /// Largest length, inclusive.
     pub max: u32,
 }
 
@@ -263,7 +280,9 @@ pub struct UniformLength {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ChoiceLength {
+    /// The lengths to choose from.
     pub values: Vec<u32>,
+    /// Relative weight of each value, in the same order; equal when unset.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub weights: Option<Vec<f64>>,
 }
@@ -272,7 +291,9 @@ pub struct ChoiceLength {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SharedPrefix {
+    /// Length of each shared prefix in tokens.
     pub tokens: u32,
+    /// Number of distinct prefixes; requests are spread over them.
     pub groups: u32,
 }
 
@@ -281,6 +302,7 @@ pub struct SharedPrefix {
 pub struct Dataset {
     /// Path relative to the plan file.
     pub path: String,
+    /// How the file is laid out.
     pub format: DatasetFormat,
     /// Keep only prompts with at least this many tokens.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -307,6 +329,7 @@ pub enum DatasetFormat {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Trace {
+    /// Path relative to the plan file.
     pub path: String,
     /// Multiplies the trace's timestamps: 0.5 replays twice as fast.
     #[serde(default = "one", skip_serializing_if = "is_one")]
@@ -327,12 +350,15 @@ pub struct Conversation {
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct PhaseDefaults {
+    /// Name of the target a phase runs against.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub target: Option<String>,
+    /// Name of the workload a phase sends.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub workload: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub duration: Option<HumanDuration>,
+    /// Stop starting requests after this many.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 1))]
     pub requests: Option<u64>,
@@ -364,11 +390,13 @@ pub struct Phase {
     /// Name of an earlier phase whose settings this one repeats.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub recheck: Option<String>,
+    /// Name of the target this phase runs against (from `targets`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub target: Option<String>,
     /// Label for the path the traffic takes (defaults to the target's name).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub route: Option<String>,
+    /// Name of the workload this phase sends (from `workloads`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub workload: Option<String>,
     /// Closed loop: this many requests in flight.
@@ -396,6 +424,7 @@ pub struct Phase {
     /// Drift tolerance, for a recheck.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tolerance: Option<Tolerance>,
+    /// Free-form labels carried into the report.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub tags: Vec<String>,
     /// Cartesian sweep: each key sets the phase field of that name and binds a template
@@ -410,6 +439,7 @@ pub struct Phase {
 pub struct Rate {
     /// Mean requests per second.
     pub rps: f64,
+    /// How arrivals are spaced: `constant`, `poisson` or `gamma`.
     #[serde(default)]
     pub arrival: Arrival,
     /// Gamma shape is `1 / burstiness`: 1 is Poisson, above 1 is burstier.
@@ -436,6 +466,7 @@ pub enum Arrival {
 pub struct Warmup {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub duration: Option<HumanDuration>,
+    /// Warm up with this many requests.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub requests: Option<u64>,
 }
@@ -447,16 +478,22 @@ pub struct Tolerance {
     /// Applies to every metric not named below.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub default: Option<f64>,
+    /// Median time to first token.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ttft_p50: Option<f64>,
+    /// 95th percentile time to first token.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ttft_p95: Option<f64>,
+    /// 99th percentile time to first token.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ttft_p99: Option<f64>,
+    /// Median time per output token.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tpot_p50: Option<f64>,
+    /// Median end-to-end latency.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub e2e_p50: Option<f64>,
+    /// Output token throughput.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub output_tokens_per_second: Option<f64>,
     /// Absolute change in error rate (0.01 = one percentage point).

@@ -49,6 +49,18 @@ pub struct SourceMap {
     pub label: String,
     lines: Vec<String>,
     positions: HashMap<String, NodePos>,
+    /// Subtrees written in another file (`include:`): located in that file's map.
+    overlays: Vec<Overlay>,
+}
+
+/// A subtree of a document that came from another source.
+#[derive(Debug, Clone)]
+struct Overlay {
+    /// Pointer of the subtree in this document.
+    prefix: String,
+    /// Pointer of the same subtree in `map`'s document.
+    target: String,
+    map: SourceMap,
 }
 
 /// Escape one JSON-pointer segment.
@@ -107,7 +119,24 @@ impl SourceMap {
             label: label.to_string(),
             lines: text.lines().map(str::to_string).collect(),
             positions: HashMap::new(),
+            overlays: Vec::new(),
         }
+    }
+
+    /// Record that the subtree at `prefix` was written in `map` at `target`; later records
+    /// for the same prefix replace earlier ones.
+    pub fn overlay(&mut self, prefix: String, target: String, map: SourceMap) {
+        self.overlays.retain(|o| o.prefix != prefix);
+        self.overlays.push(Overlay {
+            prefix,
+            target,
+            map,
+        });
+    }
+
+    /// Forget where the subtree at `prefix` came from (the plan itself now sets it).
+    pub fn clear_overlay(&mut self, prefix: &str) {
+        self.overlays.retain(|o| o.prefix != prefix);
     }
 
     /// True when `pointer` names a node of the source.
@@ -118,6 +147,20 @@ impl SourceMap {
     /// The source location of `pointer`, or of its nearest ancestor that exists. `at_key`
     /// points at the key rather than the value (for unknown or misplaced keys).
     pub fn locate(&self, pointer: &str, at_key: bool) -> Location {
+        let overlay = self
+            .overlays
+            .iter()
+            .filter(|o| {
+                pointer == o.prefix
+                    || pointer
+                        .strip_prefix(o.prefix.as_str())
+                        .is_some_and(|rest| rest.starts_with('/'))
+            })
+            .max_by_key(|o| o.prefix.len());
+        if let Some(o) = overlay {
+            let rest = &pointer[o.prefix.len()..];
+            return o.map.locate(&format!("{}{rest}", o.target), at_key);
+        }
         let mut p = pointer.to_string();
         loop {
             if let Some(pos) = self.positions.get(&p) {
@@ -178,6 +221,7 @@ impl SourceMap {
             label: self.label.clone(),
             lines: self.lines.clone(),
             positions,
+            overlays: Vec::new(),
         }
     }
 

@@ -67,7 +67,9 @@ pub struct SimConfig {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SimPrefixCache {
+    /// Tokens the cache holds before it evicts the least recently used blocks.
     pub capacity_tokens: u64,
+    /// Tokens per hashed block.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub block_tokens: Option<u32>,
 }
@@ -119,11 +121,15 @@ pub enum UsagePlacement {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SimFault {
+    /// What goes wrong.
     pub kind: SimFaultKind,
+    /// Chance per request, 0 to 1.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub probability: Option<f64>,
+    /// Every n-th request.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub every: Option<u64>,
+    /// These request numbers, counted from 1.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub at: Vec<u64>,
     /// HTTP status for `status` faults (500, 503, …).

@@ -197,15 +197,24 @@ fn every_invalid_fixture_exits_2_with_location_and_key_path() {
 
 #[test]
 fn committed_schemas_match_the_types() {
-    for (kind, generated) in [
-        ("plan", plan::schema::plan_schema()),
-        ("report", servebench::report::schema::report_schema()),
+    for (kind, file, generated) in [
+        ("plan", "plan", plan::schema::plan_schema()),
+        (
+            "plan-expanded",
+            "plan.expanded",
+            plan::schema::expanded_schema(),
+        ),
+        (
+            "report",
+            "report",
+            servebench::report::schema::report_schema(),
+        ),
     ] {
-        let path = root().join(format!("schemas/{kind}.schema.json"));
+        let path = root().join(format!("schemas/{file}.schema.json"));
         let committed = std::fs::read_to_string(&path).unwrap_or_default();
         assert!(
             committed == plan::schema::to_pretty(&generated),
-            "schemas/{kind}.schema.json is out of date; regenerate it with\n    cargo run -- schema {kind} > schemas/{kind}.schema.json"
+            "schemas/{file}.schema.json is out of date; regenerate it with\n    cargo run -- schema {kind} > schemas/{file}.schema.json"
         );
     }
 }
@@ -213,7 +222,7 @@ fn committed_schemas_match_the_types() {
 #[test]
 fn committed_plan_schema_rejects_an_unknown_key() {
     let schema: Value = serde_json::from_str(
-        &std::fs::read_to_string(root().join("schemas/plan.schema.json")).unwrap(),
+        &std::fs::read_to_string(root().join("schemas/plan.expanded.schema.json")).unwrap(),
     )
     .unwrap();
     let loaded = plan::prepare(

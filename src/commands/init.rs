@@ -1,0 +1,179 @@
+//! `servebench init [--target URL] [-o FILE]`: probe a server and write a starter plan.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use crate::exit;
+use crate::plan::starter::{Discovery, starter_plan};
+use crate::workload::tokens::server_root;
+
+#[derive(Debug, clap::Args)]
+pub struct InitArgs {
+    /// Base URL of an OpenAI-compatible server, including `/v1`; the embedded simulator
+    /// when omitted.
+    #[arg(long, value_name = "URL")]
+    pub target: Option<String>,
+    /// Where to write the plan; an existing file is never overwritten.
+    #[arg(short, long, value_name = "FILE", default_value = "plan.yaml")]
+    pub output: PathBuf,
+}
+
+pub fn run(args: &InitArgs) -> i32 {
+    if args.output.exists() {
+        eprintln!(
+            "error: {} exists; init never overwrites a file\n  = help: name another file with -o",
+            args.output.display()
+        );
+        return exit::INVALID_INPUT;
+    }
+    let discovery = match &args.target {
+        None => Discovery::simulator(),
+        Some(url) => {
+            if !(url.starts_with("http://") || url.starts_with("https://")) {
+                eprintln!("error: --target {url}: expected an http:// or https:// URL");
+                return exit::INVALID_INPUT;
+            }
+            let runtime = match tokio::runtime::Runtime::new() {
+                Ok(r) => r,
+                Err(e) => {
+                    eprintln!("error: cannot start the runtime: {e}");
+                    return exit::RUN_FAILED;
+                }
+            };
+            match runtime.block_on(probe(url)) {
+                Ok(d) => d,
+                Err(e) => {
+                    eprintln!("error: {e}");
+                    return exit::RUN_FAILED;
+                }
+            }
+        }
+    };
+    let text = starter_plan(&discovery);
+    // `create_new` so a file that appeared since the check is not overwritten either.
+    let written = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&args.output)
+        .and_then(|mut f| std::io::Write::write_all(&mut f, text.as_bytes()));
+    match written {
+        Ok(()) => {
+            println!("wrote {}", args.output.display());
+            for note in [&discovery.tokenizer_note, &discovery.metrics_note] {
+                println!("  {}", note.lines().next().unwrap_or_default());
+            }
+            exit::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("error: cannot write {}: {e}", args.output.display());
+            exit::RUN_FAILED
+        }
+    }
+}
+
+/// Ask the server for its models, and whether it serves `/tokenize` and `/metrics`.
+async fn probe(base_url: &str) -> Result<Discovery, String> {
+    let base = base_url.trim_end_matches('/').to_string();
+    let root = server_root(&base);
+    let client = reqwest::Client::builder()
+        .timeout(Duration::from_secs(10))
+        .build()
+        .map_err(|e| format!("cannot build an HTTP client: {e}"))?;
+
+    let models_url = format!("{base}/models");
+    let models: serde_json::Value = client
+        .get(&models_url)
+        .send()
+        .await
+        .and_then(reqwest::Response::error_for_status)
+        .map_err(|e| format!("cannot list models at {models_url}: {e}"))?
+        .bytes()
+        .await
+        .map_err(|e| format!("cannot read the answer of {models_url}: {e}"))
+        .and_then(|b| {
+            serde_json::from_slice(&b).map_err(|e| format!("{models_url} did not answer JSON: {e}"))
+        })?;
+    let ids: Vec<String> = models["data"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|m| m["id"].as_str().map(str::to_string))
+        .collect();
+    let (model, model_note) = match ids.as_slice() {
+        [] => (
+            None,
+            format!("{models_url} listed no model; set the name the server expects"),
+        ),
+        [only] => (Some(only.clone()), format!("from {models_url}")),
+        [first, rest @ ..] => (
+            Some(first.clone()),
+            format!(
+                "the first of {} models at {models_url}; the others: {}",
+                rest.len() + 1,
+                rest.join(", ")
+            ),
+        ),
+    };
+
+    let tokenize_url = format!("{root}/tokenize");
+    let body = serde_json::json!({"model": model.clone().unwrap_or_default(), "prompt": "Hello"});
+    let tokenize = client
+        .post(&tokenize_url)
+        .header(reqwest::header::CONTENT_TYPE, "application/json")
+        .body(body.to_string())
+        .send()
+        .await;
+    let (tokenizer, tokenizer_note) = match tokenize {
+        Ok(r) if r.status().is_success() => (
+            "server",
+            format!(
+                "{tokenize_url} answered, so prompts are sized with the server's own tokenizer"
+            ),
+        ),
+        Ok(r) => (
+            "builtin",
+            format!(
+                "{tokenize_url} answered {}, so prompts are sized with the embedded BPE table;\n\
+                 point `tokenizer:` at the model's tokenizer.json for exact sizes",
+                r.status()
+            ),
+        ),
+        Err(e) => (
+            "builtin",
+            format!(
+                "{tokenize_url} could not be reached ({e}), so prompts are sized with the \
+                 embedded BPE table;\npoint `tokenizer:` at the model's tokenizer.json for exact sizes"
+            ),
+        ),
+    };
+
+    let metrics = format!("{root}/metrics");
+    let scraped = client.get(&metrics).send().await;
+    let (metrics_url, metrics_note) = match scraped {
+        Ok(r) if r.status().is_success() => (
+            Some(metrics.clone()),
+            format!("{metrics} answered: server metrics are scraped before and after each phase"),
+        ),
+        Ok(r) => (
+            None,
+            format!(
+                "{metrics} answered {}: no server metrics in the report",
+                r.status()
+            ),
+        ),
+        Err(e) => (
+            None,
+            format!("{metrics} could not be reached ({e}): no server metrics in the report"),
+        ),
+    };
+
+    Ok(Discovery {
+        base_url: Some(base),
+        model,
+        model_note,
+        tokenizer,
+        tokenizer_note,
+        metrics_url,
+        metrics_note,
+    })
+}

@@ -1,0 +1,162 @@
+//! Starter plans for `servebench init`: what was found at a target, written as a commented plan.
+
+/// What probing a target found, and why each choice was made.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Discovery {
+    /// `None` writes a plan for the embedded simulator.
+    pub base_url: Option<String>,
+    pub model: Option<String>,
+    /// Where the model name came from (a comment in the plan).
+    pub model_note: String,
+    /// `server`, `builtin` or `simulator`.
+    pub tokenizer: &'static str,
+    pub tokenizer_note: String,
+    pub metrics_url: Option<String>,
+    pub metrics_note: String,
+}
+
+impl Discovery {
+    /// The embedded simulator, which needs no probing.
+    pub fn simulator() -> Discovery {
+        Discovery {
+            base_url: None,
+            model: None,
+            model_note: "the simulator answers to any model name; it reports `sim`".into(),
+            tokenizer: "simulator",
+            tokenizer_note: "the simulator's documented tokenizer counts exactly what it serves"
+                .into(),
+            metrics_url: None,
+            metrics_note: "a simulator target is scraped at its own /metrics".into(),
+        }
+    }
+}
+
+fn comment_lines(indent: &str, text: &str) -> String {
+    text.lines().map(|l| format!("{indent}# {l}\n")).collect()
+}
+
+/// Quote a string for YAML when it is not a plain scalar.
+fn yaml_str(s: &str) -> String {
+    serde_json::to_string(s).unwrap_or_else(|_| format!("{s:?}"))
+}
+
+/// A starter plan: a warmup, a short closed-loop concurrency sweep and a recheck of its
+/// first point, with comments saying why each setting is there.
+pub fn starter_plan(d: &Discovery) -> String {
+    let simulated = d.base_url.is_none();
+    let (duration, concurrencies) = if simulated {
+        ("3s", "[1, 4, 8]")
+    } else {
+        ("30s", "[1, 4, 16]")
+    };
+    let mut target = String::new();
+    match &d.base_url {
+        Some(url) => target.push_str(&format!("    base_url: {}\n", yaml_str(url))),
+        None => target.push_str("    simulator: {seed: 1}\n"),
+    }
+    target.push_str(&comment_lines("    ", &d.model_note));
+    match &d.model {
+        Some(model) => target.push_str(&format!("    model: {}\n", yaml_str(model))),
+        None if !simulated => target.push_str("    # model: NAME\n"),
+        None => {}
+    }
+    target.push_str(&comment_lines("    ", &d.tokenizer_note));
+    target.push_str(&format!("    tokenizer: {}\n", d.tokenizer));
+    target.push_str(&comment_lines("    ", &d.metrics_note));
+    if let Some(url) = &d.metrics_url {
+        target.push_str(&format!("    metrics_url: {}\n", yaml_str(url)));
+    }
+    if !simulated {
+        target.push_str("    # api_key_env: OPENAI_API_KEY   # the variable holding the key, if one is needed\n");
+    }
+    let about = match &d.base_url {
+        Some(url) => format!("against {url}"),
+        None => "against the embedded simulator".into(),
+    };
+    format!(
+        "\
+# A starter plan written by `servebench init`. Check it, then run it:
+#   servebench validate plan.yaml
+#   servebench run plan.yaml --set duration=5s     # a quick first pass
+# For hover help and checking in an editor, save the schema next to it
+# (servebench schema plan > plan.schema.json) and add this line at the top:
+#   # yaml-language-server: $schema=plan.schema.json
+version: 1
+name: starter
+description: A warmup, a short closed-loop concurrency sweep and a recheck {about}.
+
+vars:
+  # Measured time per phase; `--set duration=…` changes it for one run.
+  duration: {duration}
+  # One phase per value, in this order.
+  concurrencies: {concurrencies}
+
+seed: 1
+
+targets:
+  server:
+{target}
+workloads:
+  chat:
+    # Prompt tokens as the server counts them (chat template included) and max_tokens.
+    input_tokens: 512
+    output_tokens: 128
+    temperature: 0
+    # Every request generates output_tokens, so phases are comparable.
+    ignore_eos: true
+
+defaults:
+  target: server
+  workload: chat
+  duration: \"{{{{ duration }}}}\"
+  warmup: {{requests: 2}}
+
+phases:
+  # Not for comparison: first requests pay for JIT compilation, graph capture and cold caches.
+  - name: warmup
+    concurrency: 4
+  # The sweep: closed loop, one phase per concurrency.
+  - name: \"c{{{{ concurrency }}}}\"
+    matrix:
+      concurrency: \"{{{{ concurrencies }}}}\"
+  # The first point again: a large drift means the server was still warming up.
+  - name: c1-recheck
+    recheck: c1
+    tolerance: {{default: 0.25}}
+"
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::plan::{ExpandOptions, prepare_from_str, source::Format};
+
+    #[test]
+    fn starter_plans_load() {
+        let remote = Discovery {
+            base_url: Some("http://127.0.0.1:9/v1".into()),
+            model: Some("m".into()),
+            model_note: "from /v1/models".into(),
+            tokenizer: "builtin",
+            tokenizer_note: "no /tokenize".into(),
+            metrics_url: Some("http://127.0.0.1:9/metrics".into()),
+            metrics_note: "found".into(),
+        };
+        for d in [Discovery::simulator(), remote] {
+            let text = starter_plan(&d);
+            let loaded =
+                prepare_from_str(&text, Format::Yaml, "plan.yaml", &ExpandOptions::default())
+                    .unwrap_or_else(|e| panic!("{e}\n{text}"));
+            let names: Vec<_> = loaded
+                .plan
+                .phases
+                .iter()
+                .filter_map(|p| p.name.clone())
+                .collect();
+            assert_eq!(names.first().map(String::as_str), Some("warmup"));
+            assert_eq!(names.last().map(String::as_str), Some("c1-recheck"));
+            assert!(names.len() == 5, "{names:?}");
+        }
+    }
+}
