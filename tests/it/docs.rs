@@ -25,6 +25,7 @@ const PAGES: &[(&str, usize, usize)] = &[
     ("docs/connections.md", 0, 0),
     ("docs/real-servers.md", 2, 4),
     ("docs/report-formats.md", 3, 0),
+    ("docs/plans-as-code.md", 4, 0),
 ];
 
 /// Pages written alongside this test under their own conventions; not run here yet.
