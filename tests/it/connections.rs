@@ -71,6 +71,9 @@ async fn a_server_closing_after_every_response_costs_no_errors() {
         .filter(|r| r.connection_retries == 1)
         .count() as u64;
     assert_eq!(t.connection_retries, retried);
+    // The close follows the response's last bytes, so some requests race it and are retried
+    // (55–80 of 1,000 in runs on the 2-core development machine).
+    assert!(t.connection_retries > 0, "{t:?}");
     assert!(
         t.warnings
             .iter()
