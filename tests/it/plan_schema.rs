@@ -87,18 +87,41 @@ fn shipped_plans() -> Vec<PathBuf> {
 }
 
 /// The README's fenced YAML blocks, with the line each starts on.
-fn readme_yaml_blocks() -> Vec<(usize, String)> {
-    let text = std::fs::read_to_string(root().join("README.md")).unwrap();
+fn doc_yaml_blocks() -> Vec<(String, String)> {
+    let mut pages = vec![root().join("README.md")];
+    let mut docs: Vec<_> = std::fs::read_dir(root().join("docs"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "md"))
+        .collect();
+    docs.sort();
+    pages.extend(docs);
     let mut blocks = Vec::new();
-    let mut current: Option<(usize, String)> = None;
-    for (i, line) in text.lines().enumerate() {
-        match current.as_mut() {
-            None if line.trim_start() == "```yaml" => current = Some((i + 2, String::new())),
-            None => {}
-            Some(_) if line.trim_start() == "```" => blocks.extend(current.take()),
-            Some((_, body)) => {
-                body.push_str(line);
-                body.push('\n');
+    for page in pages {
+        let text = std::fs::read_to_string(&page).unwrap();
+        let name = page.strip_prefix(root()).unwrap().display().to_string();
+        let mut current: Option<(usize, String)> = None;
+        let mut vars_file = false;
+        for (i, line) in text.lines().enumerate() {
+            let fence = line.trim_start();
+            match current.as_mut() {
+                // `yaml` with an info string after it (`yaml file=NAME`) is YAML too.
+                None if fence == "```yaml" || fence.starts_with("```yaml ") => {
+                    current = Some((i + 2, String::new()));
+                    vars_file = fence.contains("vars");
+                }
+                None => {}
+                Some(_) if fence == "```" => {
+                    // A `--vars` file is any mapping of names to values: nothing to check.
+                    let block = current.take();
+                    if !vars_file {
+                        blocks.extend(block.map(|(l, body)| (format!("{name}:{l}"), body)))
+                    }
+                }
+                Some((_, body)) => {
+                    body.push_str(line);
+                    body.push('\n');
+                }
             }
         }
     }
@@ -156,7 +179,7 @@ fn templates_are_accepted_only_by_the_authoring_schema() {
 }
 
 #[test]
-fn readme_yaml_blocks_validate() {
+fn readme_and_docs_yaml_blocks_validate() {
     let authoring = plan::schema::plan_schema();
     // Fragments are checked against the definition they belong to, with nothing required.
     let mut partial_plan = authoring.clone();
@@ -189,12 +212,12 @@ fn readme_yaml_blocks_validate() {
     let plan_fragment = Checker::from_value("plan-fragment.json", partial_plan);
     let sim_fragment = Checker::from_value("sim-fragment.json", partial_sim);
 
-    let blocks = readme_yaml_blocks();
+    let blocks = doc_yaml_blocks();
     assert!(!blocks.is_empty());
     let mut checked = 0;
     for (line, body) in blocks {
         let doc = load_text(&body, Format::Yaml, "README.md")
-            .unwrap_or_else(|e| panic!("README.md:{line}:\n{e}"))
+            .unwrap_or_else(|e| panic!("{line}:\n{e}"))
             .0;
         let keys: Vec<&String> = doc
             .as_object()
@@ -207,10 +230,10 @@ fn readme_yaml_blocks_validate() {
         } else if keys.iter().all(|k| sim_keys.contains(k)) {
             &sim_fragment
         } else {
-            panic!("README.md:{line}: a YAML block that is neither a plan nor part of one")
+            panic!("{line}: a YAML block that is neither a plan nor part of one")
         };
         let errors = checker.errors(&doc);
-        assert!(errors.is_empty(), "README.md:{line}:\n{errors}");
+        assert!(errors.is_empty(), "{line}:\n{errors}");
         checked += 1;
     }
     assert!(checked >= 2);
