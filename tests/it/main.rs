@@ -13,6 +13,7 @@ mod perf;
 mod plan_ci;
 mod plan_include;
 mod plan_init;
+mod plan_limits;
 mod plan_schema;
 mod plans;
 mod prompts;
