@@ -19,8 +19,8 @@ pub mod starter;
 pub mod tokenizer_spec;
 
 pub use diag::{Diagnostic, Location, PlanErrors};
-pub use expand::DEFAULT_TEMPLATE_FUEL;
 pub use duration::HumanDuration;
+pub use expand::DEFAULT_TEMPLATE_FUEL;
 pub use model::*;
 
 use std::path::{Path, PathBuf};

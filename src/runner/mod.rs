@@ -12,6 +12,7 @@ mod host;
 mod interrupt;
 pub mod output;
 mod phase;
+pub mod redact;
 mod run;
 pub mod scrape;
 mod targets;

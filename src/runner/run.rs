@@ -82,6 +82,21 @@ pub struct RunOutcome {
 /// Run a plan end to end.
 pub async fn run(options: RunOptions) -> Result<RunOutcome, RunError> {
     let mut loaded = load_plan(&options.plan, &options.expand)?;
+    // User info leaves the URL before anything connects or prints it.
+    let url_secrets = super::redact::plan_url_secrets(&loaded.plan);
+    super::redact::move_user_info_to_headers(&mut loaded.plan);
+    for value in loaded
+        .vars
+        .values_mut()
+        .chain(loaded.plan.vars.values_mut())
+    {
+        if url_secrets
+            .iter()
+            .any(|s| value.to_string().contains(s.as_str()))
+        {
+            *value = serde_json::Value::String(crate::client::REDACTED.to_string());
+        }
+    }
     if !options.dry_run {
         // Prove `--out` writable before model discovery sends the first request.
         if let Some(dir) = &options.out_dir {

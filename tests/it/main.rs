@@ -24,4 +24,5 @@ mod report;
 mod run;
 mod shard;
 mod sim;
+mod url_secrets;
 mod workload;

@@ -32,7 +32,8 @@ fn validate(plan: &Path, extra: &[&str]) -> (Option<i32>, String) {
     )
 }
 
-const NESTED: &str = "{% for a in xs %}{% for b in xs %}{% for c in xs %}{% endfor %}{% endfor %}{% endfor %}p";
+const NESTED: &str =
+    "{% for a in xs %}{% for b in xs %}{% for c in xs %}{% endfor %}{% endfor %}{% endfor %}p";
 
 #[test]
 fn three_nested_loops_over_2000_items_run_out_of_fuel_at_the_name() {
@@ -74,7 +75,10 @@ fn template_fuel_flag_moves_the_limit_both_ways() {
 #[test]
 fn a_value_rendering_past_the_output_limit_is_refused() {
     let dir = tempfile::tempdir().unwrap();
-    let plan = plan_with_name(dir.path(), "{% for a in xs %}{{ \"x\" * 1000 }}{% endfor %}");
+    let plan = plan_with_name(
+        dir.path(),
+        "{% for a in xs %}{{ \"x\" * 1000 }}{% endfor %}",
+    );
     let (code, stderr) = validate(&plan, &[]);
     assert_eq!(code, Some(2), "{stderr}");
     assert!(

@@ -28,7 +28,11 @@ pub(super) struct Templater {
 impl Templater {
     /// `fuel` is the instruction budget per value; 0 means [`DEFAULT_TEMPLATE_FUEL`].
     pub(super) fn new(fuel: u64) -> Templater {
-        let fuel = if fuel == 0 { DEFAULT_TEMPLATE_FUEL } else { fuel };
+        let fuel = if fuel == 0 {
+            DEFAULT_TEMPLATE_FUEL
+        } else {
+            fuel
+        };
         let mut env = Environment::new();
         env.set_undefined_behavior(UndefinedBehavior::Strict);
         env.set_recursion_limit(TEMPLATE_RECURSION_LIMIT);
@@ -127,8 +131,11 @@ impl Templater {
                 let missing = missing_names(t.undeclared_variables(false), ctx);
                 if missing.is_empty() {
                     let mut out = Capped::default();
-                    t.render_captured_to(&context, &mut out)
-                        .map(|_| Ok(Value::String(String::from_utf8_lossy(&out.buf).into_owned())))
+                    t.render_captured_to(&context, &mut out).map(|_| {
+                        Ok(Value::String(
+                            String::from_utf8_lossy(&out.buf).into_owned(),
+                        ))
+                    })
                 } else {
                     Ok(Err(missing))
                 }
@@ -177,15 +184,13 @@ impl Templater {
                     MAX_TEMPLATE_OUTPUT
                 ),
             )),
-            Err(e) if e.detail().is_some_and(|d| d.contains("recursion limit")) => {
-                Err(Issue::new(
-                    "",
-                    format!(
-                        "template {} nests deeper than {TEMPLATE_RECURSION_LIMIT} levels, the recursion limit",
-                        excerpt(s)
-                    ),
-                ))
-            }
+            Err(e) if e.detail().is_some_and(|d| d.contains("recursion limit")) => Err(Issue::new(
+                "",
+                format!(
+                    "template {} nests deeper than {TEMPLATE_RECURSION_LIMIT} levels, the recursion limit",
+                    excerpt(s)
+                ),
+            )),
             Err(e) => {
                 let detail = e.detail().map(|d| format!(": {d}")).unwrap_or_default();
                 Err(Issue::new(
@@ -242,7 +247,9 @@ fn is_output_limit(e: &minijinja::Error) -> bool {
 
 /// Rough serialized size of a value, to cap what an expression may build.
 fn json_size(v: &Value) -> usize {
-    serde_json::to_string(v).map(|s| s.len()).unwrap_or(usize::MAX)
+    serde_json::to_string(v)
+        .map(|s| s.len())
+        .unwrap_or(usize::MAX)
 }
 
 /// The template text for a message, shortened when long.
