@@ -12,6 +12,7 @@ mod host;
 mod interrupt;
 pub mod output;
 mod phase;
+mod preflight;
 pub mod redact;
 mod run;
 pub mod scrape;

@@ -98,10 +98,30 @@ pub async fn run(options: RunOptions) -> Result<RunOutcome, RunError> {
         }
     }
     if !options.dry_run {
-        // Prove `--out` writable before model discovery sends the first request.
-        if let Some(dir) = &options.out_dir {
-            output::prepare_dir(dir).map_err(RunError::InvalidInput)?;
+        // Prove `--out` writable and every phase's inputs readable before model discovery
+        // sends the first request; all problems are reported together.
+        let mut problems = Vec::new();
+        if let Some(dir) = &options.out_dir
+            && let Err(e) = output::prepare_dir(dir)
+        {
+            problems.push(e);
         }
+        let preliminary = Schedule::new(
+            &loaded.plan,
+            &ScheduleOptions {
+                only: &options.only,
+                shard: options.shard,
+                start_at: options.start_at,
+            },
+        )
+        .map_err(RunError::InvalidInput)?;
+        let plan_dir = loaded
+            .source_path
+            .parent()
+            .map(Path::to_path_buf)
+            .unwrap_or_default();
+        super::preflight::check_inputs(&preliminary.phases, &plan_dir, problems)?;
+        drop(preliminary);
         discover_models(&mut loaded.plan, &options.only).await?;
     }
     let schedule = Schedule::new(

@@ -16,6 +16,7 @@ mod plan_init;
 mod plan_limits;
 mod plan_schema;
 mod plans;
+mod preflight;
 mod prompts;
 mod real_llamacpp;
 mod real_routers;
