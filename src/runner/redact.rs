@@ -121,6 +121,62 @@ pub fn move_user_info_to_headers(plan: &mut Plan) {
     }
 }
 
+/// The environment variable that supplies a redacted header of a target:
+/// `SERVEBENCH_SECRET_<TARGET>_<HEADER>`, upper case, other characters as `_`.
+pub fn secret_env_var(target: &str, header: &str) -> String {
+    let clean = |s: &str| -> String {
+        s.chars()
+            .map(|c| {
+                if c.is_ascii_alphanumeric() {
+                    c.to_ascii_uppercase()
+                } else {
+                    '_'
+                }
+            })
+            .collect()
+    };
+    format!("SERVEBENCH_SECRET_{}_{}", clean(target), clean(header))
+}
+
+/// Values a report redacted (a plan re-run from one): headers are filled from their
+/// [`secret_env_var`] when it is set; what is still redacted is returned as problems, each
+/// naming how to supply it. A run must not send the literal `<redacted>`.
+pub fn fill_redacted(plan: &mut Plan) -> Vec<String> {
+    let mut problems = Vec::new();
+    for (name, target) in plan.targets.iter_mut() {
+        for (header, value) in target.headers.iter_mut() {
+            if !value.contains(REDACTED) {
+                continue;
+            }
+            let var = secret_env_var(name, header);
+            match std::env::var(&var) {
+                Ok(v) if !v.is_empty() => *value = v,
+                _ => problems.push(format!(
+                    "target `{name}`: header `{header}` was redacted in the report this plan \
+                     came from; export {var} with its value, or give it through `api_key_env`"
+                )),
+            }
+        }
+        for (field, url) in [
+            ("base_url", &target.base_url),
+            ("metrics_url", &target.metrics_url),
+        ] {
+            if url.as_deref().is_some_and(|u| u.contains(REDACTED)) {
+                let how = if field == "base_url" {
+                    format!("pass --target {name}=URL with the full URL")
+                } else {
+                    "edit the plan's metrics_url".to_string()
+                };
+                problems.push(format!(
+                    "target `{name}`: `{field}` holds a value redacted in the report this plan \
+                     came from; {how}"
+                ));
+            }
+        }
+    }
+    problems
+}
+
 /// Every URL secret in the plan's targets, for redacting text that may quote them.
 pub fn plan_url_secrets(plan: &Plan) -> Vec<String> {
     let mut secrets: Vec<String> = plan
@@ -208,6 +264,14 @@ mod tests {
         assert_eq!(
             take_user_info("http://h/v1/a@b").0,
             "http://h/v1/a@b".to_string()
+        );
+    }
+
+    #[test]
+    fn redacted_headers_name_their_variable() {
+        assert_eq!(
+            secret_env_var("gpu-a", "x-api-key"),
+            "SERVEBENCH_SECRET_GPU_A_X_API_KEY"
         );
     }
 

@@ -83,6 +83,12 @@ pub struct RunOutcome {
 pub async fn run(options: RunOptions) -> Result<RunOutcome, RunError> {
     let mut loaded = load_plan(&options.plan, &options.expand)?;
     // User info leaves the URL before anything connects or prints it.
+    // A plan re-run from a report: redacted values are supplied or refused, never sent.
+    let mut problems = if options.dry_run {
+        Vec::new()
+    } else {
+        super::redact::fill_redacted(&mut loaded.plan)
+    };
     let url_secrets = super::redact::plan_url_secrets(&loaded.plan);
     super::redact::move_user_info_to_headers(&mut loaded.plan);
     for value in loaded
@@ -100,7 +106,6 @@ pub async fn run(options: RunOptions) -> Result<RunOutcome, RunError> {
     if !options.dry_run {
         // Prove `--out` writable and every phase's inputs readable before model discovery
         // sends the first request; all problems are reported together.
-        let mut problems = Vec::new();
         if let Some(dir) = &options.out_dir
             && let Err(e) = output::prepare_dir(dir)
         {

@@ -63,3 +63,45 @@ async fn an_unreadable_tokenizer_fails_before_any_request_with_the_other_problem
     );
     assert!(stderr.contains("--out"), "{stderr}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_rerun_of_a_report_with_redacted_headers_asks_for_them() {
+    let (addr, sim) = servebench::sim::serve(Default::default()).await.unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let plan = dir.path().join("plan.yaml");
+    std::fs::write(
+        &plan,
+        format!(
+            "version: 1\nname: again\ntargets:\n  t:\n    base_url: http://{addr}/v1\n    model: m\n    headers: {{x-api-key: hdrSECRET1}}\nworkloads:\n  w: {{input_tokens: 32, output_tokens: 2}}\ndefaults: {{target: t, workload: w}}\nphases:\n  - {{name: one, concurrency: 1, requests: 2}}\n"
+        ),
+    )
+    .unwrap();
+    let run = |plan: std::path::PathBuf, out: &str, env: Option<&str>| {
+        let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_servebench"));
+        cmd.args(["run", "--quiet", "--out"])
+            .arg(dir.path().join(out))
+            .arg(plan)
+            .env_remove("SERVEBENCH_SECRET_T_X_API_KEY");
+        if let Some(value) = env {
+            cmd.env("SERVEBENCH_SECRET_T_X_API_KEY", value);
+        }
+        cmd.output()
+    };
+    let first = run(plan, "first", None).await.unwrap();
+    assert!(first.status.success(), "{first:?}");
+    let sent = sim.stats().requests_total;
+    let report = dir.path().join("first/report.json");
+
+    let refused = run(report.clone(), "second", None).await.unwrap();
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert_eq!(refused.status.code(), Some(2), "{stderr}");
+    assert_eq!(sim.stats().requests_total, sent, "nothing sent: {stderr}");
+    assert!(
+        stderr.contains("x-api-key") && stderr.contains("SERVEBENCH_SECRET_T_X_API_KEY"),
+        "{stderr}"
+    );
+
+    let supplied = run(report, "third", Some("hdrSECRET1")).await.unwrap();
+    assert!(supplied.status.success(), "{supplied:?}");
+    assert_eq!(sim.stats().requests_total, sent + 2);
+}
