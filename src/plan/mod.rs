@@ -17,6 +17,7 @@ pub mod schema;
 pub mod source;
 pub mod starter;
 pub mod tokenizer_spec;
+pub mod untrusted;
 
 pub use diag::{Diagnostic, Location, PlanErrors};
 pub use duration::HumanDuration;

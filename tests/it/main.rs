@@ -25,5 +25,6 @@ mod report;
 mod run;
 mod shard;
 mod sim;
+mod untrusted;
 mod url_secrets;
 mod workload;
