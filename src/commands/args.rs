@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 use clap::Args;
 
-use crate::plan::{DEFAULT_MAX_PHASES, ExpandOptions};
+use crate::plan::{DEFAULT_MAX_PHASES, DEFAULT_TEMPLATE_FUEL, ExpandOptions};
 
 /// Options that change how a plan expands; shared by every command that reads a plan.
 #[derive(Debug, Clone, Default, Args)]
@@ -22,6 +22,10 @@ pub struct ExpandArgs {
     /// Refuse plans that expand to more phases than this.
     #[arg(long = "max-phases", value_name = "N", default_value_t = DEFAULT_MAX_PHASES)]
     pub max_phases: usize,
+    /// Template instructions one plan value may execute; raise it for a plan whose
+    /// templates legitimately loop a lot.
+    #[arg(long = "template-fuel", value_name = "N", default_value_t = DEFAULT_TEMPLATE_FUEL)]
+    pub template_fuel: u64,
 }
 
 impl ExpandArgs {
@@ -31,6 +35,7 @@ impl ExpandArgs {
             set: self.set.clone(),
             max_phases: self.max_phases,
             target_overrides: self.target.clone(),
+            template_fuel: self.template_fuel,
         }
     }
 }

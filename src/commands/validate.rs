@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 
 use super::ExpandArgs;
 use crate::exit;
-use crate::plan::prepare;
+use crate::plan::{Diagnostic, Location, PlanErrors, prepare};
 
 #[derive(Debug, clap::Args)]
 pub struct ValidateArgs {
@@ -18,6 +18,10 @@ pub struct ValidateArgs {
     /// annotations on stdout) or `json` (one document on stdout).
     #[arg(long, value_enum, default_value_t = ValidateFormat::Human)]
     pub format: ValidateFormat,
+    /// Also refuse what a plan from a stranger must not do: read files outside the plan's
+    /// directory (absolute paths, `..`) or execute anything. For CI on pull requests.
+    #[arg(long)]
+    pub untrusted: bool,
     #[command(flatten)]
     pub expand: ExpandArgs,
 }
@@ -40,7 +44,17 @@ pub fn run(args: &ValidateArgs) -> i32 {
     let mut stderr = std::io::stderr().lock();
     let mut results: Vec<Value> = Vec::new();
     for path in &args.plans {
-        let outcome = prepare(path, &options);
+        let outcome = prepare(path, &options).and_then(|loaded| {
+            if !args.untrusted {
+                return Ok(loaded);
+            }
+            let problems = crate::plan::untrusted::untrusted_problems(&loaded.plan);
+            if problems.is_empty() {
+                Ok(loaded)
+            } else {
+                Err(untrusted_errors(path, problems))
+            }
+        });
         let file = path.display().to_string();
         match (&outcome, args.format) {
             (Ok(loaded), ValidateFormat::Human | ValidateFormat::Github) => {
@@ -77,4 +91,26 @@ pub fn run(args: &ValidateArgs) -> i32 {
         println!("{}", serde_json::to_string_pretty(&doc).unwrap_or_default());
     }
     code
+}
+
+/// `--untrusted` refusals as diagnostics on the plan file, so every format prints them.
+fn untrusted_errors(path: &std::path::Path, problems: Vec<String>) -> PlanErrors {
+    PlanErrors {
+        diagnostics: problems
+            .into_iter()
+            .map(|message| Diagnostic {
+                path: String::new(),
+                message: format!("untrusted plan: {message}"),
+                location: Location {
+                    file: path.display().to_string(),
+                    line: 1,
+                    col: 1,
+                    len: 1,
+                    source_line: None,
+                },
+                hint: None,
+                note: None,
+            })
+            .collect(),
+    }
 }

@@ -17,9 +17,11 @@ pub mod schema;
 pub mod source;
 pub mod starter;
 pub mod tokenizer_spec;
+pub mod untrusted;
 
 pub use diag::{Diagnostic, Location, PlanErrors};
 pub use duration::HumanDuration;
+pub use expand::DEFAULT_TEMPLATE_FUEL;
 pub use model::*;
 
 use std::path::{Path, PathBuf};
@@ -47,6 +49,8 @@ pub struct ExpandOptions {
     /// `--target NAME=URL`: point target NAME at a server (`base_url: URL`) instead of its
     /// `simulator` or previous `base_url`.
     pub target_overrides: Vec<String>,
+    /// `--template-fuel N`: template instructions allowed per value (0 means the default).
+    pub template_fuel: u64,
 }
 
 impl Default for ExpandOptions {
@@ -56,6 +60,7 @@ impl Default for ExpandOptions {
             set: Vec::new(),
             max_phases: DEFAULT_MAX_PHASES,
             target_overrides: Vec::new(),
+            template_fuel: expand::DEFAULT_TEMPLATE_FUEL,
         }
     }
 }
@@ -227,6 +232,7 @@ fn prepare_document(
         vars_files: &options.vars_files,
         set: &options.set,
         max_phases: options.max_phases,
+        template_fuel: options.template_fuel,
     };
     let mut expanded =
         expand::expand(raw, map, &input).map_err(|diagnostics| PlanErrors { diagnostics })?;

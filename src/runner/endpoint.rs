@@ -117,27 +117,37 @@ pub fn redact_plan(
     vars: &IndexMap<String, serde_json::Value>,
 ) -> (Plan, IndexMap<String, serde_json::Value>) {
     let mut plan = plan.clone();
-    let mut secrets = Vec::new();
+    let mut secrets = super::redact::plan_url_secrets(&plan);
     for target in plan.targets.values_mut() {
+        for url in [&mut target.base_url, &mut target.metrics_url]
+            .into_iter()
+            .flatten()
+        {
+            *url = super::redact::redact_url(url);
+        }
         for (name, value) in target.headers.iter_mut() {
             if is_secret_header(name) && !value.is_empty() {
                 secrets.push(std::mem::replace(value, REDACTED.to_string()));
             }
         }
     }
-    let vars = vars
-        .iter()
-        .map(|(name, value)| {
-            let text = value.to_string();
-            let holds_secret = secrets.iter().any(|s| text.contains(s.as_str()));
-            let value = if holds_secret {
-                serde_json::Value::String(REDACTED.to_string())
-            } else {
-                value.clone()
-            };
-            (name.clone(), value)
-        })
-        .collect();
+    let redact_vars = |vars: &IndexMap<String, serde_json::Value>| {
+        vars.iter()
+            .map(|(name, value)| {
+                let text = value.to_string();
+                let holds_secret = secrets.iter().any(|s| text.contains(s.as_str()));
+                let value = if holds_secret {
+                    serde_json::Value::String(REDACTED.to_string())
+                } else {
+                    value.clone()
+                };
+                (name.clone(), value)
+            })
+            .collect::<IndexMap<_, _>>()
+    };
+    let vars = redact_vars(vars);
+    // The plan keeps its own copy of `vars`; it may quote the same secrets.
+    plan.vars = redact_vars(&plan.vars);
     (plan, vars)
 }
 

@@ -12,6 +12,8 @@ mod host;
 mod interrupt;
 pub mod output;
 mod phase;
+mod preflight;
+pub mod redact;
 mod run;
 pub mod scrape;
 mod targets;

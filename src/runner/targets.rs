@@ -35,13 +35,21 @@ pub(super) async fn discover_models(
             continue;
         }
         let url = format!("{}/models", base_url.trim_end_matches('/'));
+        let shown = super::redact::redact_url(&url);
+        let secrets = super::redact::url_secrets(&url);
         let not_found = |why: String| {
-            RunError::InvalidInput(format!(
-                "target `{name}` names no model and {url} {why}; set `model:` on the target"
+            RunError::InvalidInput(super::redact::redact_text(
+                format!(
+                    "target `{name}` names no model and {shown} {why}; set `model:` on the target"
+                ),
+                &secrets,
             ))
         };
-        let response = http
-            .get(&url)
+        let mut request = http.get(&url);
+        for (header, value) in &target.headers {
+            request = request.header(header, value);
+        }
+        let response = request
             .send()
             .await
             .map_err(|e| not_found(format!("did not answer ({e})")))?;
@@ -54,7 +62,7 @@ pub(super) async fn discover_models(
         let id = listing["data"][0]["id"]
             .as_str()
             .ok_or_else(|| not_found("listed no model".to_string()))?;
-        eprintln!("target `{name}`: using model `{id}` from {url}");
+        eprintln!("target `{name}`: using model `{id}` from {shown}");
         target.model = Some(id.to_string());
     }
     Ok(())

@@ -23,6 +23,7 @@ use phases::PhasePass;
 use template::Templater;
 
 pub use rechecks::RECHECK_SETTINGS;
+pub use template::{DEFAULT_TEMPLATE_FUEL, MAX_TEMPLATE_OUTPUT, TEMPLATE_RECURSION_LIMIT};
 
 /// Where an expanded phase came from, so later errors point at the raw source.
 #[derive(Debug, Clone, Default)]
@@ -99,6 +100,8 @@ pub struct ExpandInput<'a> {
     pub vars_files: &'a [std::path::PathBuf],
     pub set: &'a [String],
     pub max_phases: usize,
+    /// Template instructions allowed per value (0 means the default).
+    pub template_fuel: u64,
 }
 
 /// Expand a raw document (already schema-checked, templates aside).
@@ -112,7 +115,7 @@ pub fn expand(
     if !arg_errors.is_empty() {
         return Err(arg_errors);
     }
-    let templater = Templater::new();
+    let templater = Templater::new(input.template_fuel);
     let mut issues: Vec<Issue> = Vec::new();
     let (vars, ctx) = vars::render_vars(vars, &templater, &mut issues);
     let Some(root) = raw.as_object() else {
