@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 use tokenizers::{Encoding, Tokenizer};
 
-use super::{count_input, TokenCounter};
+use super::{TokenCounter, count_input};
 use crate::plan::Api;
 use crate::workload::{ChatMessage, PromptInput, WorkloadError};
 
