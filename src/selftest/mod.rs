@@ -6,7 +6,9 @@
 //! The simulator's CPU is its thread's clock; the client's is the process's less that, so it
 //! includes the open-loop pacer thread.
 
+mod harness;
 mod probe;
+mod render;
 mod workload;
 
 use std::path::PathBuf;
@@ -14,18 +16,21 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
-use tokio::sync::mpsc;
 
-use crate::client::Api;
-use crate::client::{Client, ClientConfig, RequestRecord, ResolvedTimeouts, Sampling};
+use crate::client::RequestRecord;
 use crate::plan::Arrival;
-use crate::scheduler::{self, LiveCounters, Load, PromptFeed, Stops, WindowSpec};
-use crate::sim::{self, SendTimes, SimConfig};
+use crate::scheduler::{self, Load, PromptFeed};
+use crate::sim::SendTimes;
 use crate::wakeup::{self, CpuLatencyHint, WakeLatency};
-use crate::workload::{ChatMessage, Prompt, PromptInput};
 
 pub use probe::{peak_rss_bytes, process_cpu_s, raise_nofile_limit, reset_peak_rss};
+pub use render::render;
 pub use workload::{OpenLoopTiming, workload_closed_case, workload_open_case};
+
+use harness::{
+    FixedFeed, Measured, SimThread, client_for, client_runtime, prompt_of, window_records,
+    window_with_feed,
+};
 
 /// Sleeps timed by the wake-latency probe.
 const WAKE_SAMPLES: u32 = 400;
@@ -246,202 +251,6 @@ pub fn measure_ceiling(window: Duration) -> Result<Ceiling, String> {
     })
 }
 
-/// A simulator on its own thread and current-thread runtime.
-struct SimThread {
-    addr: std::net::SocketAddr,
-    stop: tokio::sync::oneshot::Sender<()>,
-    /// Returns the send timestamps.
-    thread: std::thread::JoinHandle<Vec<SendTimes>>,
-    /// The thread's CPU-time clock, readable from any thread.
-    cpu_clock: Option<libc::clockid_t>,
-}
-
-impl SimThread {
-    fn start(record_timestamps: bool, decode_ms_per_token: f64) -> Result<SimThread, String> {
-        let config = SimConfig {
-            prefill_tok_s: Some(0.0),
-            decode_ms_per_token: Some(decode_ms_per_token),
-            decode_ms_per_running: Some(0.0),
-            // With paced tokens, jitter keeps the streams from emitting in lockstep bursts.
-            jitter: Some(if decode_ms_per_token > 0.0 { 0.5 } else { 0.0 }),
-            max_running: Some(1 << 16),
-            record_timestamps: Some(record_timestamps),
-            ..SimConfig::default()
-        };
-        let (addr_tx, addr_rx) = std::sync::mpsc::channel();
-        let (stop, stop_rx) = tokio::sync::oneshot::channel::<()>();
-        let thread = std::thread::Builder::new()
-            .name("selftest-sim".into())
-            .spawn(move || {
-                let runtime = match tokio::runtime::Builder::new_current_thread()
-                    .enable_all()
-                    .build()
-                {
-                    Ok(runtime) => runtime,
-                    Err(e) => {
-                        let _ = addr_tx.send(Err(format!("cannot start a runtime: {e}")));
-                        return Vec::new();
-                    }
-                };
-                runtime.block_on(async move {
-                    let handle = match sim::serve(config).await {
-                        Ok((addr, handle)) => {
-                            let _ = addr_tx.send(Ok(addr));
-                            handle
-                        }
-                        Err(e) => {
-                            let _ = addr_tx.send(Err(format!("cannot start the simulator: {e}")));
-                            return Vec::new();
-                        }
-                    };
-                    let _ = stop_rx.await;
-                    let timestamps = handle.timestamps();
-                    handle.shutdown().await;
-                    timestamps
-                })
-            })
-            .map_err(|e| format!("cannot start the simulator thread: {e}"))?;
-        let addr = addr_rx
-            .recv()
-            .map_err(|_| "the simulator thread ended early".to_string())??;
-        let cpu_clock = probe::cpu_clock_of(&thread);
-        Ok(SimThread {
-            addr,
-            stop,
-            thread,
-            cpu_clock,
-        })
-    }
-
-    /// The simulator thread's CPU seconds so far.
-    fn cpu_s(&self) -> f64 {
-        self.cpu_clock.map_or(0.0, probe::clock_s)
-    }
-
-    fn stop(self) -> Vec<SendTimes> {
-        let _ = self.stop.send(());
-        self.thread.join().unwrap_or_default()
-    }
-}
-
-fn client_runtime() -> Result<tokio::runtime::Runtime, String> {
-    tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| format!("cannot start a runtime: {e}"))
-}
-
-fn client_for(addr: std::net::SocketAddr, concurrency: u32) -> Result<Client, String> {
-    let config = ClientConfig {
-        base_url: format!("http://{addr}/v1"),
-        api: Api::Chat,
-        model: "sim".into(),
-        api_key: None,
-        headers: Vec::new(),
-        timeouts: ResolvedTimeouts {
-            connect: Some(Duration::from_secs(10)),
-            first_byte: Some(Duration::from_secs(30)),
-            idle: Some(Duration::from_secs(30)),
-            total: Some(Duration::from_secs(60)),
-        },
-        body: serde_json::Map::new(),
-        sampling: Sampling {
-            ignore_eos: Some(true),
-            ..Sampling::default()
-        },
-        max_connections: concurrency as usize,
-        connection: Default::default(),
-    };
-    Client::new(config).map_err(|e| e.to_string())
-}
-
-/// A chat prompt of `tokens` words (the simulator counts one token per word, plus template).
-fn prompt_of(tokens: u32) -> Prompt {
-    let words: Vec<&str> = ["alpha", "beta", "gamma", "delta"]
-        .iter()
-        .cycle()
-        .take(tokens as usize)
-        .copied()
-        .collect();
-    Prompt {
-        input: PromptInput::Messages(vec![ChatMessage {
-            role: "user".into(),
-            content: words.join(" "),
-        }]),
-        planned_prompt_tokens: None,
-        max_tokens: OUTPUT_TOKENS,
-        scheduled_at: None,
-    }
-}
-
-/// The same prompt for every request.
-struct FixedFeed(Prompt);
-
-impl PromptFeed for FixedFeed {
-    async fn next_prompt(&self) -> Prompt {
-        self.0.clone()
-    }
-}
-
-struct Measured {
-    origin: Instant,
-    elapsed_s: f64,
-    records: Vec<RequestRecord>,
-}
-
-/// One scheduler window with the real client; records collected as the run does.
-async fn window_records(
-    client: &Arc<Client>,
-    prompt: &Prompt,
-    load: Load,
-    duration: Duration,
-) -> Measured {
-    window_with_feed(client, &Arc::new(FixedFeed(prompt.clone())), load, duration).await
-}
-
-/// [`window_records`] with prompts from `feed`.
-async fn window_with_feed<F: PromptFeed>(
-    client: &Arc<Client>,
-    feed: &Arc<F>,
-    load: Load,
-    duration: Duration,
-) -> Measured {
-    let spec = WindowSpec {
-        load,
-        duration: Some(duration),
-        requests: None,
-        drain_timeout: Duration::from_secs(30),
-        seed: 7,
-        precise_pacing: true,
-    };
-    let (tx, mut rx) = mpsc::unbounded_channel();
-    let collector = tokio::spawn(async move {
-        let mut records = Vec::new();
-        while let Some(record) = rx.recv().await {
-            records.push(record);
-        }
-        records
-    });
-    let feed = feed.clone();
-    let started = Instant::now();
-    let outcome = scheduler::run_window(
-        &spec,
-        client.clone(),
-        feed,
-        tx,
-        Arc::new(LiveCounters::default()),
-        &Stops::default(),
-    )
-    .await;
-    let elapsed_s = started.elapsed().as_secs_f64();
-    let records = collector.await.unwrap_or_default();
-    Measured {
-        origin: outcome.origin,
-        elapsed_s,
-        records,
-    }
-}
-
 fn closed_case(
     concurrency: u32,
     prompt_tokens: u32,
@@ -625,90 +434,4 @@ fn open_case(rps: f64, window: Duration) -> Result<OpenLoopResult, String> {
         errors: (measured.records.len() - ok) as u64,
         send_lag_ms: quantiles(lags),
     })
-}
-
-fn fmt_q(q: &Option<Quantiles>) -> String {
-    match q {
-        Some(q) => format!("{:.3} / {:.3}", q.p50, q.p99),
-        None => "-".into(),
-    }
-}
-
-/// The results as a plain-text table.
-pub fn render(report: &SelftestReport) -> String {
-    let mut out = String::new();
-    out.push_str(&format!(
-        "servebench selftest{}: {} CPUs, load average {}, open-file limit {}, {} output tokens per request\n",
-        if report.quick { " (quick)" } else { "" },
-        report.cpus,
-        report.load_average.as_deref().unwrap_or("unknown"),
-        report
-            .nofile_limit
-            .map_or("unknown".to_string(), |n| n.to_string()),
-        report.output_tokens,
-    ));
-    let hint = &report.cpu_latency_hint;
-    out.push_str(&format!(
-        "CPU wake-latency hint: {}{}; a sleeping thread wakes late by p50 {:.3} / p99 {:.3} / max {:.3} ms\n",
-        match hint.status {
-            wakeup::HintStatus::Held => "held (/dev/cpu_dma_latency = 0 µs)",
-            wakeup::HintStatus::Off => "off",
-            wakeup::HintStatus::Unavailable => "unavailable",
-        },
-        hint.reason.as_deref().map(|r| format!(" ({r})")).unwrap_or_default(),
-        report.wake_latency.p50_ms,
-        report.wake_latency.p99_ms,
-        report.wake_latency.max_ms,
-    ));
-    out.push_str(
-        "client on one thread, simulator on another; client CPU = process less simulator thread; peak RSS is the process's\n\n",
-    );
-    out.push_str(&format!(
-        "{:>6} {:>6} {:>5} {:>4} {:>8} {:>6} {:>9} {:>10} {:>9} {:>8} {:>8} {:>17} {:>17}\n",
-        "conc",
-        "prompt",
-        "ms/tk",
-        "idle",
-        "requests",
-        "errors",
-        "req/s",
-        "events/s",
-        "cpu s/1M",
-        "sim cpu",
-        "RSS MiB",
-        "TTFT err p50/p99",
-        "ITL err p50/p99"
-    ));
-    let rows = report
-        .cases
-        .iter()
-        .chain([&report.unsaturated, &report.unsaturated_busy_poll]);
-    for c in rows {
-        out.push_str(&format!(
-            "{:>6} {:>6} {:>5} {:>4} {:>8} {:>6} {:>9.0} {:>10.0} {:>9.2} {:>8.2} {:>8.1} {:>17} {:>17}\n",
-            c.concurrency,
-            c.prompt_tokens,
-            c.decode_ms_per_token,
-            if c.busy_poll { "spin" } else { "park" },
-            c.requests,
-            c.errors,
-            c.requests_per_s,
-            c.events_per_s,
-            c.client_cpu_s_per_million_events,
-            c.sim_cpu_s,
-            c.peak_rss_mib,
-            fmt_q(&c.ttft_error_ms),
-            fmt_q(&c.itl_span_error_ms),
-        ));
-    }
-    let o = &report.open_loop;
-    out.push_str(&format!(
-        "\nopen loop at {:.0} req/s: {} requests ({} errors), achieved {:.0} req/s, send lag p50/p99 {} ms\n",
-        o.target_rps,
-        o.requests,
-        o.errors,
-        o.achieved_rps,
-        fmt_q(&o.send_lag_ms)
-    ));
-    out
 }

@@ -1,6 +1,11 @@
 //! One generation as a poll-driven state machine: queue slot, prefill, timed token events, the
 //! finish/usage/`[DONE]` tail, mid-stream faults; it is also the streaming response body.
 
+mod body;
+mod guards;
+mod vocab;
+mod wire;
+
 use std::future::Future;
 use std::io;
 use std::pin::Pin;
@@ -10,8 +15,6 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 
 use bytes::{BufMut, Bytes, BytesMut};
-use hyper::body::{Body, Frame, SizeHint};
-use serde_json::{Value, json};
 use tokio::sync::{AcquireError, OwnedSemaphorePermit};
 use tokio::time::{Instant, Sleep};
 
@@ -19,90 +22,16 @@ use super::api::Api;
 use super::cache::block_hashes;
 use super::rng::{STREAM_TIMING, STREAM_WORDS, SimRng};
 use super::state::{SendTimes, Shared};
-use super::{ReasoningField, RoleChunk, UsagePlacement};
+use super::{ReasoningField, RoleChunk};
+
+pub(crate) use body::SimBody;
+use guards::{InFlight, Running, Waiting};
+use vocab::next_word;
+pub(crate) use vocab::seconds;
+use wire::{Templates, chunk_head};
 
 /// Batched events are handed to hyper once this many bytes are ready.
 const FLUSH_BYTES: usize = 16 * 1024;
-
-/// Output words; none needs JSON escaping and each is exactly one simulator token.
-const VOCABULARY: [&str; 64] = [
-    "the",
-    "model",
-    "serves",
-    "tokens",
-    "quickly",
-    "while",
-    "queue",
-    "grows",
-    "under",
-    "load",
-    "and",
-    "cache",
-    "blocks",
-    "stay",
-    "warm",
-    "for",
-    "shared",
-    "prefixes",
-    "decode",
-    "steps",
-    "batch",
-    "many",
-    "requests",
-    "together",
-    "so",
-    "latency",
-    "rises",
-    "with",
-    "concurrency",
-    "but",
-    "throughput",
-    "improves",
-    "until",
-    "slots",
-    "fill",
-    "then",
-    "waiting",
-    "time",
-    "dominates",
-    "first",
-    "token",
-    "arrives",
-    "after",
-    "prefill",
-    "of",
-    "prompt",
-    "each",
-    "chunk",
-    "carries",
-    "text",
-    "to",
-    "client",
-    "which",
-    "records",
-    "timing",
-    "data",
-    "per",
-    "event",
-    "in",
-    "order",
-    "a",
-    "plan",
-    "runs",
-    "phases",
-];
-
-/// Longest single delay: keeps absurd settings from overflowing instants.
-const MAX_DELAY_S: f64 = 86_400.0;
-
-/// A delay from seconds, clamped to [0, MAX_DELAY_S].
-pub(crate) fn seconds(value: f64) -> Duration {
-    Duration::try_from_secs_f64(value.clamp(0.0, MAX_DELAY_S)).unwrap_or(Duration::ZERO)
-}
-
-fn next_word(rng: &mut SimRng) -> &'static str {
-    VOCABULARY[((rng.next_u64() >> 32) % VOCABULARY.len() as u64) as usize]
-}
 
 /// A fault that strikes after some output tokens.
 #[derive(Debug, Clone, Copy)]
@@ -133,42 +62,6 @@ pub(crate) struct GenSpec {
     pub missing_done: bool,
 }
 
-/// Decrements a gauge when dropped, so aborted requests leave the counts right.
-struct InFlight(Arc<Shared>);
-
-impl InFlight {
-    pub fn enter(shared: Arc<Shared>) -> Self {
-        let now = shared.counters.in_flight.fetch_add(1, Relaxed) + 1;
-        shared.counters.max_in_flight.fetch_max(now, Relaxed);
-        InFlight(shared)
-    }
-}
-
-impl Drop for InFlight {
-    fn drop(&mut self) {
-        self.0.counters.in_flight.fetch_sub(1, Relaxed);
-    }
-}
-
-struct Waiting(Arc<Shared>);
-
-impl Drop for Waiting {
-    fn drop(&mut self) {
-        self.0.counters.waiting.fetch_sub(1, Relaxed);
-    }
-}
-
-struct Running {
-    shared: Arc<Shared>,
-    _permit: OwnedSemaphorePermit,
-}
-
-impl Drop for Running {
-    fn drop(&mut self) {
-        self.shared.counters.running.fetch_sub(1, Relaxed);
-    }
-}
-
 type Acquire = Pin<Box<dyn Future<Output = Result<OwnedSemaphorePermit, AcquireError>> + Send>>;
 
 enum State {
@@ -177,14 +70,6 @@ enum State {
     Tokens,
     Finish,
     Done,
-}
-
-/// Per-request pre-serialized SSE pieces: an event is `prefix + words + suffix`.
-struct Templates {
-    head: String,
-    content_prefix: Vec<u8>,
-    reasoning_prefix: Vec<u8>,
-    suffix: &'static [u8],
 }
 
 pub(crate) struct Generation {
@@ -214,20 +99,6 @@ pub(crate) struct Generation {
     waiting: Option<Waiting>,
     running: Option<Running>,
     finished: bool,
-}
-
-fn chunk_head(spec: &GenSpec, shared: &Shared) -> String {
-    let (prefix, object) = match (spec.api, spec.stream) {
-        (Api::Chat, true) => ("chatcmpl", "chat.completion.chunk"),
-        (Api::Chat, false) => ("chatcmpl", "chat.completion"),
-        (Api::Completions, _) => ("cmpl", "text_completion"),
-    };
-    format!(
-        r#"{{"id":"{prefix}-{:016x}","object":"{object}","created":{},"model":{},"choices":"#,
-        super::rng::mix64(shared.settings.seed ^ spec.seq),
-        spec.created_unix_s,
-        shared.settings.model_json
-    )
 }
 
 impl Generation {
@@ -517,164 +388,6 @@ impl Generation {
         }
     }
 
-    fn usage_json(&self) -> Value {
-        let completion = self.emitted();
-        json!({
-            "prompt_tokens": self.spec.prompt_tokens,
-            "total_tokens": self.spec.prompt_tokens + completion,
-            "completion_tokens": completion,
-            "prompt_tokens_details": {"cached_tokens": self.cached_tokens},
-            "completion_tokens_details": {"reasoning_tokens": self.emitted_reasoning},
-        })
-    }
-
-    /// llama.cpp's `timings` object, from this generation's actual schedule.
-    fn timings_json(&self, end: Instant) -> Value {
-        let prompt_n = self.spec.prompt_tokens - self.cached_tokens;
-        let prompt_ms = (self.prefill_end - self.prefill_start).as_secs_f64() * 1000.0;
-        let predicted_n = self.emitted();
-        let predicted_ms = end
-            .saturating_duration_since(self.prefill_end)
-            .as_secs_f64()
-            * 1000.0;
-        let per = |ms: f64, n: u64| if n > 0 { ms / n as f64 } else { 0.0 };
-        let rate = |ms: f64, n: u64| {
-            if ms > 0.0 {
-                n as f64 * 1000.0 / ms
-            } else {
-                0.0
-            }
-        };
-        json!({
-            "cache_n": self.cached_tokens,
-            "prompt_n": prompt_n,
-            "prompt_ms": prompt_ms,
-            "prompt_per_token_ms": per(prompt_ms, prompt_n),
-            "prompt_per_second": rate(prompt_ms, prompt_n),
-            "predicted_n": predicted_n,
-            "predicted_ms": predicted_ms,
-            "predicted_per_token_ms": per(predicted_ms, predicted_n),
-            "predicted_per_second": rate(predicted_ms, predicted_n),
-        })
-    }
-
-    fn chunk_object(&self, choices: Value) -> serde_json::Map<String, Value> {
-        let (prefix, object) = match self.spec.api {
-            Api::Chat => ("chatcmpl", "chat.completion.chunk"),
-            Api::Completions => ("cmpl", "text_completion"),
-        };
-        let object = if self.spec.stream {
-            object
-        } else {
-            match self.spec.api {
-                Api::Chat => "chat.completion",
-                Api::Completions => "text_completion",
-            }
-        };
-        let mut map = serde_json::Map::new();
-        map.insert(
-            "id".into(),
-            Value::String(format!(
-                "{prefix}-{:016x}",
-                super::rng::mix64(self.shared.settings.seed ^ self.spec.seq)
-            )),
-        );
-        map.insert("object".into(), Value::String(object.into()));
-        map.insert("created".into(), json!(self.spec.created_unix_s));
-        map.insert(
-            "model".into(),
-            Value::String(self.shared.settings.model.clone()),
-        );
-        map.insert("choices".into(), choices);
-        map
-    }
-
-    fn put_event(&mut self, value: &serde_json::Map<String, Value>) {
-        self.buf.put_slice(b"data: ");
-        self.buf
-            .put_slice(Value::Object(value.clone()).to_string().as_bytes());
-        self.buf.put_slice(b"\n\n");
-    }
-
-    /// Finish chunk, usage, timings and `[DONE]` for a stream; the whole JSON otherwise.
-    fn write_tail(&mut self) {
-        let end = Instant::now();
-        let settings = &self.shared.settings;
-        let with_usage = settings.usage != UsagePlacement::None
-            && (self.spec.include_usage || !self.spec.stream);
-        let timings = settings.llama_timings.then(|| self.timings_json(end));
-        let finish_reason = self.spec.finish_reason;
-        if self.spec.stream {
-            let finish_choice = match self.spec.api {
-                Api::Chat => json!([{"index": 0, "delta": {}, "logprobs": null,
-                    "finish_reason": finish_reason}]),
-                Api::Completions => json!([{"index": 0, "text": "", "logprobs": null,
-                    "finish_reason": finish_reason, "stop_reason": null}]),
-            };
-            let mut finish = self.chunk_object(finish_choice);
-            let separate = with_usage && settings.usage == UsagePlacement::Separate;
-            if with_usage && settings.usage == UsagePlacement::FinishChunk {
-                finish.insert("usage".into(), self.usage_json());
-            }
-            if let (false, Some(timings)) = (separate, &timings) {
-                finish.insert("timings".into(), timings.clone());
-            }
-            self.put_event(&finish);
-            if separate {
-                let mut usage = self.chunk_object(json!([]));
-                usage.insert("usage".into(), self.usage_json());
-                if let Some(timings) = timings {
-                    usage.insert("timings".into(), timings);
-                }
-                self.put_event(&usage);
-            }
-            if !self.spec.missing_done {
-                self.buf.put_slice(b"data: [DONE]\n\n");
-            }
-        } else {
-            let choice = match self.spec.api {
-                Api::Chat => {
-                    let mut message = serde_json::Map::new();
-                    message.insert("role".into(), json!("assistant"));
-                    message.insert("content".into(), json!(self.content_text));
-                    if self.spec.reasoning_tokens > 0 {
-                        let key = match settings.reasoning_field {
-                            ReasoningField::ReasoningContent => "reasoning_content",
-                            ReasoningField::Reasoning => "reasoning",
-                        };
-                        message.insert(key.into(), json!(self.reasoning_text));
-                    }
-                    json!([{"index": 0, "message": message, "logprobs": null,
-                        "finish_reason": finish_reason}])
-                }
-                Api::Completions => json!([{"index": 0, "text": self.content_text,
-                    "logprobs": null, "finish_reason": finish_reason, "stop_reason": null}]),
-            };
-            let mut body = self.chunk_object(choice);
-            if with_usage {
-                body.insert("usage".into(), self.usage_json());
-            }
-            if let Some(timings) = timings {
-                body.insert("timings".into(), timings);
-            }
-            let mut text = Value::Object(body).to_string();
-            if self.fault_fired && matches!(self.spec.fault, Some((MidFault::Malformed, _))) {
-                text.truncate(text.len() / 2);
-            }
-            self.buf.put_slice(text.as_bytes());
-        }
-        let counters = &self.shared.counters;
-        match finish_reason {
-            "length" => counters.finished_length.fetch_add(1, Relaxed),
-            _ => counters.finished_stop.fetch_add(1, Relaxed),
-        };
-        counters
-            .e2e
-            .observe(end.saturating_duration_since(self.spec.received));
-        self.last_chunk = Some(end);
-        self.finish();
-    }
-
     /// Release the slot and in-flight count, and keep the send timestamps.
     fn finish(&mut self) {
         if self.finished {
@@ -777,50 +490,6 @@ impl Drop for Generation {
             self.shared.counters.finished_abort.fetch_add(1, Relaxed);
             self.last_chunk = None;
             self.finish();
-        }
-    }
-}
-
-/// A response body: a fixed buffer, or a generation streamed as it runs.
-pub(crate) enum SimBody {
-    Full(Option<Bytes>),
-    Generation(Box<Generation>),
-}
-
-impl SimBody {
-    pub fn full(bytes: impl Into<Bytes>) -> Self {
-        SimBody::Full(Some(bytes.into()))
-    }
-}
-
-impl Body for SimBody {
-    type Data = Bytes;
-    type Error = io::Error;
-
-    fn poll_frame(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-    ) -> Poll<Option<Result<Frame<Bytes>, io::Error>>> {
-        match self.get_mut() {
-            SimBody::Full(bytes) => Poll::Ready(bytes.take().map(|b| Ok(Frame::data(b)))),
-            SimBody::Generation(generation) => generation
-                .poll_next(cx)
-                .map(|next| next.map(|result| result.map(Frame::data))),
-        }
-    }
-
-    fn is_end_stream(&self) -> bool {
-        match self {
-            SimBody::Full(bytes) => bytes.is_none(),
-            SimBody::Generation(_) => false,
-        }
-    }
-
-    fn size_hint(&self) -> SizeHint {
-        match self {
-            SimBody::Full(Some(bytes)) => SizeHint::with_exact(bytes.len() as u64),
-            SimBody::Full(None) => SizeHint::with_exact(0),
-            SimBody::Generation(_) => SizeHint::default(),
         }
     }
 }

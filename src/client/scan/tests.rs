@@ -1,0 +1,201 @@
+//! The fast scan against the serde reference, by example and by property.
+
+use super::*;
+use crate::client::stream::parse_chunk_serde;
+use proptest::prelude::*;
+
+const KEYS: &[&str] = &[
+    "choices",
+    "usage",
+    "error",
+    "object",
+    "delta",
+    "content",
+    "reasoning",
+    "reasoning_content",
+    "text",
+    "prompt_tokens",
+    "completion_tokens",
+    "prompt_tokens_details",
+    "cached_tokens",
+    "id",
+    "index",
+    "finish_reason",
+];
+
+/// JSON text: leaves, arrays and objects over the keys the scan cares about (duplicates
+/// allowed), with optional whitespace.
+fn json_text() -> impl Strategy<Value = String> {
+    let leaf = prop_oneof![
+        Just("null".to_string()),
+        Just("true".to_string()),
+        Just("false".to_string()),
+        Just("\"\"".to_string()),
+        Just("\"error\"".to_string()),
+        Just("\"a\\\"b\\n\"".to_string()),
+        Just("\"\\u00e9\"".to_string()),
+        Just("\"é\"".to_string()),
+        Just("\"x\ty\"".to_string()),
+        Just("18446744073709551616".to_string()),
+        Just("007".to_string()),
+        Just("-0.5e+3".to_string()),
+        Just("1.".to_string()),
+        any::<u64>().prop_map(|n| n.to_string()),
+        any::<i32>().prop_map(|n| n.to_string()),
+        any::<f32>().prop_map(|x| format!("{x:?}")),
+        "[a-z ]{0,6}".prop_map(|s| format!("\"{s}\"")),
+    ];
+    leaf.prop_recursive(5, 48, 6, |inner| {
+        let ws = prop_oneof![Just(""), Just(""), Just(" "), Just("\n\t")];
+        prop_oneof![
+            prop::collection::vec(inner.clone(), 0..4).prop_map(|v| format!("[{}]", v.join(","))),
+            prop::collection::vec((prop::sample::select(KEYS), inner, ws), 0..5).prop_map(
+                |members| {
+                    let body: Vec<String> = members
+                        .iter()
+                        .map(|(k, v, w)| format!("{w}\"{k}\"{w}:{w}{v}{w}"))
+                        .collect();
+                    format!("{{{}}}", body.join(","))
+                }
+            ),
+        ]
+    })
+}
+
+/// Chunk-shaped text: the real layout with random field values.
+fn chunk_text() -> impl Strategy<Value = String> {
+    (json_text(), json_text(), json_text(), json_text(), json_text()).prop_map(
+        |(content, reasoning, usage, error, extra)| {
+            format!(
+                r#"{{"id":"c","object":"chat.completion.chunk","choices":[{{"index":0,"delta":{{"content":{content},"reasoning_content":{reasoning}}},"finish_reason":null}},{extra}],"usage":{usage},"error":{error}}}"#
+            )
+        },
+    )
+}
+
+/// A random edit: delete, insert or replace one byte.
+fn mutate(text: String, edit: (u8, usize, u8)) -> Vec<u8> {
+    let mut bytes = text.into_bytes();
+    let (op, at, byte) = edit;
+    let at = at % (bytes.len() + 1);
+    match op % 4 {
+        0 => {}
+        1 if at < bytes.len() => {
+            bytes.remove(at);
+        }
+        2 => bytes.insert(at, byte),
+        _ if at < bytes.len() => bytes[at] = byte,
+        _ => {}
+    }
+    bytes
+}
+
+fn agree(data: &[u8]) -> Result<(), TestCaseError> {
+    if let Some(summary) = fast(data) {
+        let reference = parse_chunk_serde(data);
+        prop_assert!(
+            reference.as_ref().ok() == Some(&summary),
+            "scan {:?} but serde {:?} on {:?}",
+            summary,
+            reference,
+            String::from_utf8_lossy(data)
+        );
+    }
+    Ok(())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(2000))]
+    #[test]
+    fn scan_agrees_with_serde_on_random_json(text in json_text(), edit in (any::<u8>(), any::<usize>(), any::<u8>())) {
+        agree(text.as_bytes())?;
+        agree(&mutate(text, edit))?;
+    }
+
+    #[test]
+    fn scan_agrees_with_serde_on_random_chunks(text in chunk_text(), edit in (any::<u8>(), any::<usize>(), any::<u8>())) {
+        agree(text.as_bytes())?;
+        agree(&mutate(text, edit))?;
+    }
+}
+
+#[test]
+fn common_chunks_take_the_fast_path() {
+    let chunks: &[(&str, ChunkSummary)] = &[
+        (
+            r#"{"id":"x","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"reasoning_content":" tok"},"logprobs":null,"finish_reason":null}]}"#,
+            ChunkSummary {
+                choice: Some(ChoiceFlags {
+                    reasoning: true,
+                    content: false,
+                }),
+                ..ChunkSummary::default()
+            },
+        ),
+        (
+            r#"{"choices":[{"delta":{"role":"assistant","content":"Hi \"x\"\n"}}]}"#,
+            ChunkSummary {
+                choice: Some(ChoiceFlags {
+                    reasoning: false,
+                    content: true,
+                }),
+                ..ChunkSummary::default()
+            },
+        ),
+        (
+            r#"{"choices":[],"usage":{"prompt_tokens":7,"completion_tokens":4,"prompt_tokens_details":{"cached_tokens":3}}}"#,
+            ChunkSummary {
+                choice: None,
+                usage: Some(UsageCounts {
+                    prompt_tokens: Some(7),
+                    completion_tokens: Some(4),
+                    cached_tokens: Some(3),
+                }),
+                is_error: false,
+            },
+        ),
+        (
+            r#"{"choices":[{"text":"","index":0}]}"#,
+            ChunkSummary {
+                choice: Some(ChoiceFlags::default()),
+                ..ChunkSummary::default()
+            },
+        ),
+        (
+            r#"{"error":{"message":"overloaded","code":503}}"#,
+            ChunkSummary {
+                is_error: true,
+                ..ChunkSummary::default()
+            },
+        ),
+        (
+            r#" {"object":"error","message":"bad"} "#,
+            ChunkSummary {
+                is_error: true,
+                ..ChunkSummary::default()
+            },
+        ),
+    ];
+    for (text, expected) in chunks {
+        assert_eq!(fast(text.as_bytes()), Some(*expected), "{text}");
+        assert_eq!(parse_chunk_serde(text.as_bytes()).ok(), Some(*expected));
+    }
+}
+
+#[test]
+fn unusual_input_is_left_to_serde() {
+    for text in [
+        r#"{"choices":[{"delta":{"content":"\u00e9"}}]}"#,
+        r#"{"choi\u0063es":[]}"#,
+        r#"{"choices":[],"choices":[]}"#,
+        r#"{"choices":"nope"}"#,
+        r#"{"usage":{"prompt_tokens":1.0}}"#,
+        r#"{"usage":{"prompt_tokens":-1}}"#,
+        r#"[1]"#,
+        r#"{"a":1}x"#,
+        "{not json",
+        "",
+    ] {
+        assert_eq!(fast(text.as_bytes()), None, "{text}");
+    }
+}

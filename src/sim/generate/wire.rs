@@ -1,0 +1,194 @@
+//! The wire format of a generation: SSE chunk heads, usage and timings objects, the tail.
+
+use std::sync::atomic::Ordering::Relaxed;
+
+use bytes::BufMut;
+use serde_json::{Value, json};
+use tokio::time::Instant;
+
+use super::{GenSpec, Generation, MidFault};
+use crate::sim::api::Api;
+use crate::sim::state::Shared;
+use crate::sim::{ReasoningField, UsagePlacement};
+
+/// Per-request pre-serialized SSE pieces: an event is `prefix + words + suffix`.
+pub(super) struct Templates {
+    pub(super) head: String,
+    pub(super) content_prefix: Vec<u8>,
+    pub(super) reasoning_prefix: Vec<u8>,
+    pub(super) suffix: &'static [u8],
+}
+
+pub(super) fn chunk_head(spec: &GenSpec, shared: &Shared) -> String {
+    let (prefix, object) = match (spec.api, spec.stream) {
+        (Api::Chat, true) => ("chatcmpl", "chat.completion.chunk"),
+        (Api::Chat, false) => ("chatcmpl", "chat.completion"),
+        (Api::Completions, _) => ("cmpl", "text_completion"),
+    };
+    format!(
+        r#"{{"id":"{prefix}-{:016x}","object":"{object}","created":{},"model":{},"choices":"#,
+        crate::sim::rng::mix64(shared.settings.seed ^ spec.seq),
+        spec.created_unix_s,
+        shared.settings.model_json
+    )
+}
+
+impl Generation {
+    pub(super) fn usage_json(&self) -> Value {
+        let completion = self.emitted();
+        json!({
+            "prompt_tokens": self.spec.prompt_tokens,
+            "total_tokens": self.spec.prompt_tokens + completion,
+            "completion_tokens": completion,
+            "prompt_tokens_details": {"cached_tokens": self.cached_tokens},
+            "completion_tokens_details": {"reasoning_tokens": self.emitted_reasoning},
+        })
+    }
+
+    /// llama.cpp's `timings` object, from this generation's actual schedule.
+    pub(super) fn timings_json(&self, end: Instant) -> Value {
+        let prompt_n = self.spec.prompt_tokens - self.cached_tokens;
+        let prompt_ms = (self.prefill_end - self.prefill_start).as_secs_f64() * 1000.0;
+        let predicted_n = self.emitted();
+        let predicted_ms = end
+            .saturating_duration_since(self.prefill_end)
+            .as_secs_f64()
+            * 1000.0;
+        let per = |ms: f64, n: u64| if n > 0 { ms / n as f64 } else { 0.0 };
+        let rate = |ms: f64, n: u64| {
+            if ms > 0.0 {
+                n as f64 * 1000.0 / ms
+            } else {
+                0.0
+            }
+        };
+        json!({
+            "cache_n": self.cached_tokens,
+            "prompt_n": prompt_n,
+            "prompt_ms": prompt_ms,
+            "prompt_per_token_ms": per(prompt_ms, prompt_n),
+            "prompt_per_second": rate(prompt_ms, prompt_n),
+            "predicted_n": predicted_n,
+            "predicted_ms": predicted_ms,
+            "predicted_per_token_ms": per(predicted_ms, predicted_n),
+            "predicted_per_second": rate(predicted_ms, predicted_n),
+        })
+    }
+
+    pub(super) fn chunk_object(&self, choices: Value) -> serde_json::Map<String, Value> {
+        let (prefix, object) = match self.spec.api {
+            Api::Chat => ("chatcmpl", "chat.completion.chunk"),
+            Api::Completions => ("cmpl", "text_completion"),
+        };
+        let object = if self.spec.stream {
+            object
+        } else {
+            match self.spec.api {
+                Api::Chat => "chat.completion",
+                Api::Completions => "text_completion",
+            }
+        };
+        let mut map = serde_json::Map::new();
+        map.insert(
+            "id".into(),
+            Value::String(format!(
+                "{prefix}-{:016x}",
+                crate::sim::rng::mix64(self.shared.settings.seed ^ self.spec.seq)
+            )),
+        );
+        map.insert("object".into(), Value::String(object.into()));
+        map.insert("created".into(), json!(self.spec.created_unix_s));
+        map.insert(
+            "model".into(),
+            Value::String(self.shared.settings.model.clone()),
+        );
+        map.insert("choices".into(), choices);
+        map
+    }
+
+    pub(super) fn put_event(&mut self, value: &serde_json::Map<String, Value>) {
+        self.buf.put_slice(b"data: ");
+        self.buf
+            .put_slice(Value::Object(value.clone()).to_string().as_bytes());
+        self.buf.put_slice(b"\n\n");
+    }
+
+    /// Finish chunk, usage, timings and `[DONE]` for a stream; the whole JSON otherwise.
+    pub(super) fn write_tail(&mut self) {
+        let end = Instant::now();
+        let settings = &self.shared.settings;
+        let with_usage = settings.usage != UsagePlacement::None
+            && (self.spec.include_usage || !self.spec.stream);
+        let timings = settings.llama_timings.then(|| self.timings_json(end));
+        let finish_reason = self.spec.finish_reason;
+        if self.spec.stream {
+            let finish_choice = match self.spec.api {
+                Api::Chat => json!([{"index": 0, "delta": {}, "logprobs": null,
+                    "finish_reason": finish_reason}]),
+                Api::Completions => json!([{"index": 0, "text": "", "logprobs": null,
+                    "finish_reason": finish_reason, "stop_reason": null}]),
+            };
+            let mut finish = self.chunk_object(finish_choice);
+            let separate = with_usage && settings.usage == UsagePlacement::Separate;
+            if with_usage && settings.usage == UsagePlacement::FinishChunk {
+                finish.insert("usage".into(), self.usage_json());
+            }
+            if let (false, Some(timings)) = (separate, &timings) {
+                finish.insert("timings".into(), timings.clone());
+            }
+            self.put_event(&finish);
+            if separate {
+                let mut usage = self.chunk_object(json!([]));
+                usage.insert("usage".into(), self.usage_json());
+                if let Some(timings) = timings {
+                    usage.insert("timings".into(), timings);
+                }
+                self.put_event(&usage);
+            }
+            if !self.spec.missing_done {
+                self.buf.put_slice(b"data: [DONE]\n\n");
+            }
+        } else {
+            let choice = match self.spec.api {
+                Api::Chat => {
+                    let mut message = serde_json::Map::new();
+                    message.insert("role".into(), json!("assistant"));
+                    message.insert("content".into(), json!(self.content_text));
+                    if self.spec.reasoning_tokens > 0 {
+                        let key = match settings.reasoning_field {
+                            ReasoningField::ReasoningContent => "reasoning_content",
+                            ReasoningField::Reasoning => "reasoning",
+                        };
+                        message.insert(key.into(), json!(self.reasoning_text));
+                    }
+                    json!([{"index": 0, "message": message, "logprobs": null,
+                        "finish_reason": finish_reason}])
+                }
+                Api::Completions => json!([{"index": 0, "text": self.content_text,
+                    "logprobs": null, "finish_reason": finish_reason, "stop_reason": null}]),
+            };
+            let mut body = self.chunk_object(choice);
+            if with_usage {
+                body.insert("usage".into(), self.usage_json());
+            }
+            if let Some(timings) = timings {
+                body.insert("timings".into(), timings);
+            }
+            let mut text = Value::Object(body).to_string();
+            if self.fault_fired && matches!(self.spec.fault, Some((MidFault::Malformed, _))) {
+                text.truncate(text.len() / 2);
+            }
+            self.buf.put_slice(text.as_bytes());
+        }
+        let counters = &self.shared.counters;
+        match finish_reason {
+            "length" => counters.finished_length.fetch_add(1, Relaxed),
+            _ => counters.finished_stop.fetch_add(1, Relaxed),
+        };
+        counters
+            .e2e
+            .observe(end.saturating_duration_since(self.spec.received));
+        self.last_chunk = Some(end);
+        self.finish();
+    }
+}
