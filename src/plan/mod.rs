@@ -11,6 +11,7 @@ pub mod check;
 pub mod diag;
 pub mod duration;
 pub mod expand;
+pub mod hooks;
 pub mod include;
 pub mod model;
 pub mod schema;
@@ -22,6 +23,7 @@ pub mod untrusted;
 pub use diag::{Diagnostic, Location, PlanErrors};
 pub use duration::HumanDuration;
 pub use expand::DEFAULT_TEMPLATE_FUEL;
+pub use hooks::{Hook, HttpHook, OnFailure, WaitHealthy};
 pub use model::*;
 
 use std::path::{Path, PathBuf};

@@ -370,6 +370,12 @@ pub struct PhaseDefaults {
     pub drain_timeout: Option<HumanDuration>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tolerance: Option<Tolerance>,
+    /// Actions run before the phase starts.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub before: Vec<super::hooks::Hook>,
+    /// Actions run after the phase ends.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub after: Vec<super::hooks::Hook>,
 }
 
 impl PhaseDefaults {
@@ -427,6 +433,12 @@ pub struct Phase {
     /// Free-form labels carried into the report.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub tags: Vec<String>,
+    /// Actions run before the phase starts.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub before: Vec<super::hooks::Hook>,
+    /// Actions run after the phase ends.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub after: Vec<super::hooks::Hook>,
     /// Cartesian sweep: each key sets the phase field of that name and binds a template
     /// variable; one phase per combination, in order.
     #[serde(default, skip_serializing_if = "Option::is_none")]

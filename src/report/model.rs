@@ -142,6 +142,9 @@ pub struct PhaseResult {
     pub partial: bool,
     #[serde(flatten)]
     pub summary: PhaseSummary,
+    /// Outcomes of the phase's `before` and `after` actions, in the order they ran.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub hooks: Vec<HookOutcome>,
     pub warmup: WarmupResult,
     pub prompt_tokens: PromptTokenCheck,
     /// sha256 of the dataset or trace file the prompts came from.
@@ -224,4 +227,18 @@ mod tests {
         assert_eq!(written["phases"][0]["client_load_share"], Value::from(0.25));
         assert!(written["phases"][0].get("client_headroom").is_none());
     }
+}
+
+/// What one `before`/`after` action of a phase did.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
+pub struct HookOutcome {
+    /// `before` or `after`.
+    pub when: String,
+    /// The action, e.g. `reset_prefix_cache POST http://…/reset_prefix_cache`.
+    pub action: String,
+    /// `ok`, `failed` (ended the run) or `warned` (failed, `on_failure: warn`).
+    pub outcome: String,
+    pub duration_ms: f64,
+    /// Status, or the error.
+    pub detail: String,
 }

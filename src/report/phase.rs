@@ -59,6 +59,7 @@ pub fn phase_result(
         figures.prompt_tolerance,
     );
     PhaseResult {
+        hooks: Vec::new(),
         phase: facts.phase,
         route: facts.route,
         target: facts.target,

@@ -8,6 +8,7 @@ mod calibrate;
 mod console;
 pub mod endpoint;
 mod facts;
+mod hooks;
 mod host;
 mod interrupt;
 pub mod output;

@@ -340,7 +340,7 @@ impl PhaseRun<'_> {
     }
 
     /// Sharded runs: the result of a phase this shard has no share of.
-    fn empty_result(&self) -> PhaseResult {
+    pub(super) fn empty_result(&self) -> PhaseResult {
         let facts = PhaseFacts {
             started_at: chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
             ..self.phase_facts()

@@ -14,6 +14,7 @@ use crate::scheduler::{self, Stops};
 use super::calibrate;
 use super::console::phase_line;
 use super::facts::new_report;
+use super::hooks;
 use super::interrupt::install_interrupt_handler;
 use super::output::{self, Journal};
 use super::phase::PhaseRun;
@@ -321,8 +322,39 @@ impl Phases<'_> {
                     .flatten(),
                 calibration: calibration.as_ref(),
             };
+            let mut hook_outcomes = Vec::new();
+            let hook_error = hooks::run_hooks(
+                "before",
+                phase.before,
+                &endpoint,
+                self.http,
+                &mut hook_outcomes,
+            )
+            .await;
+            if let Some(message) = hook_error {
+                // The phase never started: record it, with its hooks, as an empty partial one.
+                let mut result = run.empty_result();
+                result.partial = true;
+                result.hooks = hook_outcomes;
+                self.add_phase(report, result)?;
+                return Ok(Some(RunError::Failed(message)));
+            }
             match run.execute(&mut run_origin).await {
-                Ok(result) => self.add_phase(report, result)?,
+                Ok(mut result) => {
+                    let hook_error = hooks::run_hooks(
+                        "after",
+                        phase.after,
+                        &endpoint,
+                        self.http,
+                        &mut hook_outcomes,
+                    )
+                    .await;
+                    result.hooks = hook_outcomes;
+                    self.add_phase(report, result)?;
+                    if let Some(message) = hook_error {
+                        return Ok(Some(RunError::Failed(message)));
+                    }
+                }
                 Err(e) => return Ok(Some(e)),
             }
             if let Some(cooldown) = phase.cooldown {

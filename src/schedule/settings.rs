@@ -42,6 +42,8 @@ pub struct PhaseSettings<'p> {
     pub tolerance: Tolerance,
     pub recheck_of: Option<&'p str>,
     pub tags: &'p [String],
+    pub before: &'p [crate::plan::Hook],
+    pub after: &'p [crate::plan::Hook],
 }
 
 impl PhaseSettings<'_> {
@@ -187,5 +189,7 @@ fn resolve_phase<'p>(plan: &'p Plan, phase: &'p Phase) -> Result<PhaseSettings<'
         tolerance: phase.tolerance.clone().unwrap_or_default(),
         recheck_of: phase.recheck.as_deref(),
         tags: &phase.tags,
+        before: &phase.before,
+        after: &phase.after,
     })
 }

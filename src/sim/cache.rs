@@ -76,6 +76,14 @@ impl PrefixCache {
         cached_tokens
     }
 
+    /// Drop every resident block (the engines' reset/flush endpoints); returns how many.
+    pub fn clear(&mut self) -> usize {
+        let dropped = self.blocks.len();
+        self.blocks.clear();
+        self.lru.clear();
+        dropped
+    }
+
     #[cfg(test)]
     pub fn resident_blocks(&self) -> usize {
         self.blocks.len()
@@ -109,5 +117,14 @@ mod tests {
         assert_eq!(cache.resident_blocks(), 4);
         assert_eq!(cache.evicted_blocks, 2);
         assert_eq!(cache.admit(&h1, 40), 0, "evicted by the larger working set");
+    }
+
+    #[test]
+    fn clear_forgets_every_block() {
+        let mut cache = PrefixCache::new(1024, 16);
+        let h = block_hashes(&(0..40).collect::<Vec<u32>>(), 16);
+        cache.admit(&h, 40);
+        assert_eq!(cache.clear(), 2);
+        assert_eq!(cache.admit(&h, 40), 0, "cold after a clear");
     }
 }

@@ -362,6 +362,11 @@ async fn route(shared: Arc<Shared>, reset: Arc<AtomicBool>, request: Request<Inc
                 Ok(response)
             }
         },
+        // vLLM's and SGLang's cache-reset endpoints: both just POST, empty body.
+        "/reset_prefix_cache" | "/flush_cache" => match known(Method::POST) {
+            Some(reply) => reply,
+            None => Ok(clear_cache(&shared)),
+        },
         "/health" => match known(Method::GET) {
             Some(reply) => reply,
             None => Ok(Response::new(SimBody::full(Bytes::new()))),
@@ -371,6 +376,14 @@ async fn route(shared: Arc<Shared>, reset: Arc<AtomicBool>, request: Request<Inc
             &format!("no route for {path}"),
         )),
     }
+}
+
+fn clear_cache(shared: &Shared) -> Response<SimBody> {
+    let dropped = shared
+        .cache
+        .as_ref()
+        .map_or(0, |cache| cache.lock().map_or(0, |mut cache| cache.clear()));
+    json_response(StatusCode::OK, &json!({"cleared_blocks": dropped}))
 }
 
 fn models(shared: &Shared) -> Response<SimBody> {

@@ -8,6 +8,7 @@ mod faults;
 mod fuzz_corpus;
 mod golden;
 mod hardening;
+mod hooks;
 mod metrics;
 mod perf;
 mod plan_ci;

@@ -168,6 +168,7 @@ fn phase(spec: &PhaseSpec, index: usize, slow: f64) -> PhaseResult {
     let rel = (actual - planned) / planned;
     let start = index as f64 * 70.0;
     PhaseResult {
+        hooks: Vec::new(),
         phase: spec.name.to_string(),
         route: spec.route.to_string(),
         target: spec.route.to_string(),

@@ -44,6 +44,7 @@ fn phase(
     records: Vec<RequestRecord>,
 ) -> PhaseResult {
     PhaseResult {
+        hooks: Vec::new(),
         phase: name.to_string(),
         route: "sim".to_string(),
         target: "sim".to_string(),

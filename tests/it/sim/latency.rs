@@ -182,3 +182,40 @@ async fn decode_time_grows_with_running() {
     assert!(batched > alone * 2, "alone {alone:?} batched {batched:?}");
     handle.shutdown().await;
 }
+
+#[tokio::test]
+async fn reset_endpoints_clear_the_prefix_cache() {
+    let config = SimConfig {
+        prefix_cache: Some(SimPrefixCache {
+            capacity_tokens: 4096,
+            block_tokens: Some(16),
+        }),
+        ..fast()
+    };
+    let (base, handle) = start(config).await;
+    let root = base.trim_end_matches("/v1").to_string();
+    let prompt = words("p", 40);
+    // vLLM's and SGLang's paths both reset; each time the next request is cold again.
+    for path in ["/reset_prefix_cache", "/flush_cache"] {
+        cached_tokens(&base, &prompt).await;
+        assert_eq!(
+            cached_tokens(&base, &prompt).await,
+            32,
+            "warm before {path}"
+        );
+        let response = http()
+            .post(format!("{root}{path}"))
+            .send()
+            .await
+            .expect("response");
+        assert_eq!(response.status().as_u16(), 200, "{path}");
+        assert_eq!(cached_tokens(&base, &prompt).await, 0, "cold after {path}");
+    }
+    let get = http()
+        .get(format!("{root}/flush_cache"))
+        .send()
+        .await
+        .expect("response");
+    assert_eq!(get.status().as_u16(), 405);
+    handle.shutdown().await;
+}

@@ -1,0 +1,151 @@
+//! Runs a phase's `before`/`after` actions and records each one's outcome.
+
+use std::time::{Duration, Instant};
+
+use crate::plan::{Hook, OnFailure};
+use crate::report::HookOutcome;
+
+use super::targets::Endpoint;
+
+/// Default limit on one action.
+const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Run `hooks` in order; stops at the first failing `fail` action and returns its message.
+pub(super) async fn run_hooks(
+    when: &str,
+    hooks: &[Hook],
+    endpoint: &Endpoint,
+    http: &reqwest::Client,
+    outcomes: &mut Vec<HookOutcome>,
+) -> Option<String> {
+    for hook in hooks {
+        let started = Instant::now();
+        let (action, result) = run_one(hook, endpoint, http).await;
+        let failed = result.is_err();
+        let detail = result.unwrap_or_else(|e| e);
+        let outcome = match (failed, hook.on_failure) {
+            (false, _) => "ok",
+            (true, OnFailure::Fail) => "failed",
+            (true, OnFailure::Warn) => "warned",
+        };
+        if failed {
+            eprintln!("warning: {when} hook `{action}` failed: {detail}");
+        }
+        outcomes.push(HookOutcome {
+            when: when.to_string(),
+            action: action.clone(),
+            outcome: outcome.to_string(),
+            duration_ms: started.elapsed().as_secs_f64() * 1e3,
+            detail: detail.clone(),
+        });
+        if outcome == "failed" {
+            return Some(format!("{when} hook `{action}` failed: {detail}"));
+        }
+    }
+    None
+}
+
+/// The action's label and its result (detail on success, error message on failure).
+async fn run_one(
+    hook: &Hook,
+    endpoint: &Endpoint,
+    http: &reqwest::Client,
+) -> (String, Result<String, String>) {
+    let timeout = hook.timeout.map_or(DEFAULT_TIMEOUT, |t| t.0);
+    let set = usize::from(hook.http.is_some())
+        + usize::from(hook.reset_prefix_cache)
+        + usize::from(hook.wait_healthy.is_some())
+        + usize::from(hook.sleep.is_some());
+    if set != 1 {
+        return (
+            "invalid".into(),
+            Err(format!(
+                "a hook needs exactly one of http, reset_prefix_cache, wait_healthy, sleep ({set} given)"
+            )),
+        );
+    }
+    if let Some(sleep) = hook.sleep {
+        tokio::time::sleep(sleep.0).await;
+        return (
+            format!("sleep {:.3}s", sleep.as_secs_f64()),
+            Ok("slept".into()),
+        );
+    }
+    if let Some(wait) = &hook.wait_healthy {
+        let limit = wait.timeout.map_or(timeout, |t| t.0);
+        let label = format!("wait_healthy {}", wait.url);
+        return (label, wait_healthy(http, &wait.url, limit).await);
+    }
+    if let Some(spec) = &hook.http {
+        let method = spec.method.as_deref().unwrap_or("POST").to_uppercase();
+        let label = format!("http {method} {}", spec.url);
+        let Ok(parsed) = reqwest::Method::from_bytes(method.as_bytes()) else {
+            return (label, Err(format!("`{method}` is not an HTTP method")));
+        };
+        let mut request = http.request(parsed, &spec.url).timeout(timeout);
+        for (k, v) in &spec.headers {
+            request = request.header(k, v);
+        }
+        if let Some(body) = &spec.body {
+            request = request.body(body.clone());
+        }
+        let result = check_status(request.send().await, &spec.url, spec.expect_status);
+        return (label, result);
+    }
+    // reset_prefix_cache: vLLM's path, which the simulator serves as well.
+    let root = endpoint
+        .base_url
+        .trim_end_matches('/')
+        .trim_end_matches("/v1")
+        .to_string();
+    let url = format!("{root}/reset_prefix_cache");
+    let label = format!("reset_prefix_cache POST {url}");
+    let result = check_status(http.post(&url).timeout(timeout).send().await, &url, None);
+    (label, result)
+}
+
+fn check_status(
+    response: Result<reqwest::Response, reqwest::Error>,
+    url: &str,
+    expect: Option<u16>,
+) -> Result<String, String> {
+    let response = response.map_err(|e| format!("{url}: {e}"))?;
+    let status = response.status();
+    let good = match expect {
+        Some(code) => status.as_u16() == code,
+        None => status.is_success(),
+    };
+    if good {
+        Ok(format!("HTTP {}", status.as_u16()))
+    } else {
+        Err(format!("{url} answered HTTP {}", status.as_u16()))
+    }
+}
+
+async fn wait_healthy(
+    http: &reqwest::Client,
+    url: &str,
+    limit: Duration,
+) -> Result<String, String> {
+    let started = Instant::now();
+    let mut last = String::from("no answer");
+    while started.elapsed() < limit {
+        let left = limit.saturating_sub(started.elapsed());
+        match http
+            .get(url)
+            .timeout(left.max(Duration::from_millis(1)))
+            .send()
+            .await
+        {
+            Ok(r) if r.status().is_success() => return Ok(format!("HTTP {}", r.status().as_u16())),
+            Ok(r) => last = format!("HTTP {}", r.status().as_u16()),
+            Err(e) => last = e.to_string(),
+        }
+        tokio::time::sleep(Duration::from_millis(200).min(limit.saturating_sub(started.elapsed())))
+            .await;
+    }
+    Err(format!(
+        "{url} not healthy after {:.1}s (last: {last})",
+        limit.as_secs_f64()
+    ))
+}
