@@ -64,4 +64,9 @@ async fn a_down_or_garbage_endpoint_is_a_warning_and_the_phase_stands() {
         m.normalized_counter_deltas.get("prompt_tokens").copied(),
         prompt
     );
+    let md = servebench::report::markdown::render(&report);
+    assert!(md.contains("## Backends behind the gateway"), "{md}");
+    assert!(md.contains("metrics endpoint \\`down\\` left out"), "{md}");
+    let html = servebench::report::html::render(&report);
+    assert!(html.contains("Backends behind the gateway"));
 }
