@@ -92,6 +92,20 @@ fn check_target(p: &str, t: &Target, issues: &mut Vec<Issue>) {
             format!("expected an http:// or https:// URL, found {url:?}"),
         ));
     }
+    if t.metrics_url.is_some() && !t.metrics.is_empty() {
+        issues.push(Issue::new(
+            format!("{p}/metrics"),
+            "`metrics_url` and `metrics` are exclusive: list the endpoint under `metrics`",
+        ));
+    }
+    for (i, m) in t.metrics.iter().enumerate() {
+        if !(m.url.starts_with("http://") || m.url.starts_with("https://")) {
+            issues.push(Issue::new(
+                format!("{p}/metrics/{i}/url"),
+                format!("expected an http:// or https:// URL, found {:?}", m.url),
+            ));
+        }
+    }
     if let Some(env) = &t.api_key_env
         && (env.is_empty() || env.contains(char::is_whitespace) || env.contains('='))
     {

@@ -306,7 +306,10 @@ fn apply_target_overrides(doc: &mut Value, overrides: &[String]) -> Result<(), P
             Some(target) => {
                 // A simulator's metrics are always scraped; scrape the server's the same way
                 // (`{root}/metrics`, what vLLM, SGLang and llama.cpp serve) unless set.
-                if target.remove("simulator").is_some() && !target.contains_key("metrics_url") {
+                if target.remove("simulator").is_some()
+                    && !target.contains_key("metrics_url")
+                    && !target.contains_key("metrics")
+                {
                     target.insert("metrics_url".into(), Value::String(metrics_url_for(url)));
                 }
                 target.insert("base_url".into(), Value::String(url.to_string()));

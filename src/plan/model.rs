@@ -86,6 +86,30 @@ pub enum Api {
     Completions,
 }
 
+/// One Prometheus endpoint of a target: the gateway itself or a replica behind it.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct MetricsEndpoint {
+    /// The endpoint, e.g. `http://127.0.0.1:8001/metrics`.
+    pub url: String,
+    #[serde(default)]
+    pub role: MetricsRole,
+    /// Name in the report (default: the URL's host and port).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+}
+
+/// What a metrics endpoint belongs to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum MetricsRole {
+    /// The router in front of the replicas.
+    Gateway,
+    /// A replica; backend counters are summed for the phase figures.
+    #[default]
+    Backend,
+}
+
 /// An endpoint to benchmark: a remote `base_url`, or the embedded `simulator`.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -112,6 +136,10 @@ pub struct Target {
     /// Prometheus endpoint scraped before and after each phase.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub metrics_url: Option<String>,
+    /// Several Prometheus endpoints (a gateway and the replicas behind it), all scraped
+    /// concurrently before and after each phase. Exclusive with `metrics_url`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub metrics: Vec<MetricsEndpoint>,
     /// How prompts for this target are counted in tokens.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tokenizer: Option<TokenizerSpec>,

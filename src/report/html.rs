@@ -114,6 +114,16 @@ pub fn render(report: &Report) -> String {
         write_table(&mut out, &connections);
     }
 
+    let backends = super::backends::table(report);
+    let metrics_warnings = super::backends::warnings(report);
+    if !backends.is_empty() || !metrics_warnings.is_empty() {
+        out.push_str("<h2>Backends behind the gateway</h2>\n");
+        for w in metrics_warnings {
+            let _ = writeln!(out, "<div class=\"banner warn\"><b>⚠ {}</b></div>", esc(&w));
+        }
+        write_table(&mut out, &backends);
+    }
+
     out.push_str("<h2>Errors</h2>\n");
     let errors = table::errors(report);
     if errors.is_empty() {

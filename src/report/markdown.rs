@@ -80,6 +80,16 @@ pub fn render(report: &Report) -> String {
         write_table(&mut out, &connections);
     }
 
+    let backends = super::backends::table(report);
+    let metrics_warnings = super::backends::warnings(report);
+    if !backends.is_empty() || !metrics_warnings.is_empty() {
+        out.push_str("\n## Backends behind the gateway\n\n");
+        for w in metrics_warnings {
+            let _ = writeln!(out, "> **⚠ {}**\n", inline(&w));
+        }
+        write_table(&mut out, &backends);
+    }
+
     out.push_str("\n## Errors\n\n");
     let errors = table::errors(report);
     if errors.is_empty() {

@@ -8,6 +8,7 @@
 
 pub mod anvil;
 pub mod anvil_out;
+mod backends;
 pub mod compare;
 mod compare_md;
 mod connections;

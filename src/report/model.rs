@@ -200,6 +200,41 @@ pub struct ServerMetrics {
     /// `kv_cache_usage` as a 0–1 fraction), through the same table.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub normalized_gauges: BTreeMap<String, GaugeRange>,
+    /// With several metrics endpoints (a gateway and its replicas): each one's own figures.
+    /// The fields above then hold the gateway's counters, and the backends' summed token
+    /// counters and prefix-cache hit ratio.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub endpoints: Vec<EndpointMetrics>,
+    /// How the phase's requests spread over the backends.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub backends: Vec<BackendShare>,
+    /// Largest backend request count over the mean (1 is an even spread).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub backend_skew: Option<f64>,
+    /// Endpoints that could not be scraped (down, garbage), by name.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<String>,
+}
+
+/// One metrics endpoint's figures over a phase.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
+pub struct EndpointMetrics {
+    pub name: String,
+    /// `gateway` or `backend`.
+    pub role: String,
+    pub metrics: ServerMetrics,
+}
+
+/// One backend's part of a phase.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
+pub struct BackendShare {
+    pub name: String,
+    /// Requests the backend completed over the phase, from its own request counter.
+    pub requests: f64,
+    /// `requests` over all backends' requests.
+    pub share: Option<f64>,
+    /// The backend's prefix-cache hits over queries.
+    pub prefix_cache_hit_avg: Option<f64>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize, JsonSchema)]

@@ -102,7 +102,16 @@ impl PhaseRun<'_> {
             self.warn_on_prompt_gap(&records, tolerance, tokenizer, "measured window");
         }
         let server_metrics = match (&self.endpoint.metrics_url, scrape_before, scrape_after) {
-            (Some(url), Some(before), Some(after)) => Some(scrape::diff(url, &before, &after)),
+            (_, Scrapes::Several(before), Scrapes::Several(after)) => {
+                let combined = scrape::endpoints::combine(&self.endpoint.metrics, &before, &after);
+                for warning in &combined.warnings {
+                    eprintln!("warning: phase `{}`: {warning}", phase.name);
+                }
+                Some(combined)
+            }
+            (Some(url), Scrapes::One(Some(before)), Scrapes::One(Some(after))) => {
+                Some(scrape::diff(url, &before, &after))
+            }
             _ => None,
         };
         let facts = PhaseFacts {
@@ -373,14 +382,27 @@ impl PhaseRun<'_> {
         }
     }
 
-    async fn scrape(&self) -> Option<scrape::Sample> {
-        let url = self.endpoint.metrics_url.as_deref()?;
-        match scrape::scrape(self.http, url).await {
+    async fn scrape(&self) -> Scrapes {
+        if !self.endpoint.metrics.is_empty() {
+            return Scrapes::Several(
+                scrape::endpoints::scrape_all(self.http, &self.endpoint.metrics).await,
+            );
+        }
+        let Some(url) = self.endpoint.metrics_url.as_deref() else {
+            return Scrapes::One(None);
+        };
+        Scrapes::One(match scrape::scrape(self.http, url).await {
             Ok(sample) => Some(sample),
             Err(e) => {
                 eprintln!("warning: phase `{}`: {e}", self.phase.name);
                 None
             }
-        }
+        })
     }
+}
+
+/// One scrape of a target's metrics: its one endpoint, or each of several.
+enum Scrapes {
+    One(Option<scrape::Sample>),
+    Several(Vec<Result<scrape::Sample, String>>),
 }

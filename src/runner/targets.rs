@@ -103,6 +103,8 @@ pub(super) async fn start_simulators(phases: &[PhaseSettings<'_>]) -> Result<Sim
 pub(super) struct Endpoint {
     pub base_url: String,
     pub metrics_url: Option<String>,
+    /// A gateway's and its replicas' endpoints; when set, scraped instead of `metrics_url`.
+    pub metrics: Vec<crate::plan::MetricsEndpoint>,
     pub model: String,
 }
 
@@ -112,6 +114,7 @@ pub(super) fn endpoint_for(phase: &PhaseSettings<'_>, simulators: &Simulators) -
         Some((addr, _)) => Endpoint {
             base_url: format!("http://{addr}/v1"),
             metrics_url: Some(format!("http://{addr}/metrics")),
+            metrics: Vec::new(),
             model: super::endpoint::model_name(target).unwrap_or_default(),
         },
         None => Endpoint {
@@ -122,6 +125,7 @@ pub(super) fn endpoint_for(phase: &PhaseSettings<'_>, simulators: &Simulators) -
                 .trim_end_matches('/')
                 .to_string(),
             metrics_url: target.metrics_url.clone(),
+            metrics: target.metrics.clone(),
             model: super::endpoint::model_name(target).unwrap_or_default(),
         },
     }

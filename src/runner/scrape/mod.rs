@@ -5,6 +5,8 @@ use std::time::Duration;
 
 use crate::report::{GaugeRange, ServerMetrics};
 
+pub mod endpoints;
+
 /// One table for the figures every engine exports under its own name:
 /// `(engine, server metric name, normalized name)`. Names ending `_total` are counters (the
 /// report keeps their delta over the phase), the others gauges (the report keeps their range).
@@ -193,6 +195,7 @@ pub fn diff(url: &str, before: &Sample, after: &Sample) -> ServerMetrics {
         engine,
         normalized_counter_deltas,
         normalized_gauges,
+        ..ServerMetrics::default()
     }
 }
 

@@ -1,0 +1,299 @@
+//! Several metrics endpoints per target (a gateway and its replicas): concurrent scrapes,
+//! per-endpoint deltas, backend sums and how the requests spread over the backends.
+
+use std::collections::BTreeMap;
+
+use crate::plan::{MetricsEndpoint, MetricsRole};
+use crate::report::{BackendShare, EndpointMetrics, ServerMetrics};
+
+use super::{Sample, diff};
+
+/// Request counters a backend keeps itself, by engine; the first found is used.
+const REQUEST_COUNTERS: &[&str] = &[
+    "vllm:request_success_total",
+    "sglang:num_requests_total",
+    "llamacpp:requests_total",
+];
+
+/// Backend counters summed into the phase figures.
+const SUMMED_COUNTERS: &[&str] = &[
+    "vllm:prefix_cache_hits_total",
+    "vllm:prefix_cache_queries_total",
+    "vllm:num_preemptions_total",
+];
+
+/// The name an endpoint goes by in the report: its own, else the URL's host and port.
+pub fn endpoint_name(endpoint: &MetricsEndpoint) -> String {
+    if let Some(name) = &endpoint.name {
+        return name.clone();
+    }
+    let rest = endpoint
+        .url
+        .split_once("://")
+        .map_or(endpoint.url.as_str(), |(_, r)| r);
+    rest.split('/').next().unwrap_or(rest).to_string()
+}
+
+/// One scrape of every endpoint, concurrently; a failing one gives its reason.
+pub async fn scrape_all(
+    http: &reqwest::Client,
+    endpoints: &[MetricsEndpoint],
+) -> Vec<Result<Sample, String>> {
+    let scrapes = endpoints.iter().map(|e| async move {
+        let sample = super::scrape(http, &e.url).await?;
+        if sample.values.is_empty() {
+            return Err(format!("{} answered no Prometheus samples", e.url));
+        }
+        Ok(sample)
+    });
+    futures_util::future::join_all(scrapes).await
+}
+
+/// The phase's figures from every endpoint's before and after scrapes. An endpoint that
+/// failed either scrape is left out and named in `warnings`; the phase itself stands.
+pub fn combine(
+    endpoints: &[MetricsEndpoint],
+    before: &[Result<Sample, String>],
+    after: &[Result<Sample, String>],
+) -> ServerMetrics {
+    let mut warnings = Vec::new();
+    let mut per_endpoint = Vec::new();
+    for ((endpoint, before), after) in endpoints.iter().zip(before).zip(after) {
+        let name = endpoint_name(endpoint);
+        match (before, after) {
+            (Ok(b), Ok(a)) => per_endpoint.push((endpoint.role, name, diff(&endpoint.url, b, a))),
+            (Err(e), _) | (_, Err(e)) => {
+                warnings.push(format!("metrics endpoint `{name}` left out: {e}"));
+            }
+        }
+    }
+    let mut combined = per_endpoint
+        .iter()
+        .find(|(role, _, _)| *role == MetricsRole::Gateway)
+        .map(|(_, _, m)| m.clone())
+        .unwrap_or_default();
+    combined.url = endpoints
+        .iter()
+        .find(|e| e.role == MetricsRole::Gateway)
+        .map(|e| e.url.clone())
+        .unwrap_or_default();
+    let backends: Vec<&ServerMetrics> = per_endpoint
+        .iter()
+        .filter(|(role, _, _)| *role == MetricsRole::Backend)
+        .map(|(_, _, m)| m)
+        .collect();
+    if !backends.is_empty() {
+        sum_backends(&mut combined, &backends);
+    }
+    combined.backends = per_endpoint
+        .iter()
+        .filter(|(role, _, _)| *role == MetricsRole::Backend)
+        .filter_map(|(_, name, m)| {
+            let requests = REQUEST_COUNTERS
+                .iter()
+                .find_map(|c| m.counter_deltas.get(*c))?;
+            Some(BackendShare {
+                name: name.clone(),
+                requests: *requests,
+                share: None,
+                prefix_cache_hit_avg: m.prefix_cache_hit_avg,
+            })
+        })
+        .collect();
+    let (total, skew) = spread(&combined.backends);
+    for b in &mut combined.backends {
+        b.share = (total > 0.0).then(|| b.requests / total);
+    }
+    combined.backend_skew = skew;
+    combined.endpoints = per_endpoint
+        .into_iter()
+        .map(|(role, name, metrics)| EndpointMetrics {
+            name,
+            role: role_name(role).to_string(),
+            metrics,
+        })
+        .collect();
+    combined.warnings = warnings;
+    combined
+}
+
+/// Total requests over the backends and the largest count over the mean.
+pub fn spread(backends: &[BackendShare]) -> (f64, Option<f64>) {
+    let total: f64 = backends.iter().map(|b| b.requests).sum();
+    let max = backends.iter().map(|b| b.requests).fold(0.0, f64::max);
+    let mean = total / backends.len().max(1) as f64;
+    (total, (mean > 0.0).then(|| max / mean))
+}
+
+fn role_name(role: MetricsRole) -> &'static str {
+    match role {
+        MetricsRole::Gateway => "gateway",
+        MetricsRole::Backend => "backend",
+    }
+}
+
+/// Backends' token, preemption and prefix-cache counters summed; the hit ratio from the
+/// sums, so a busy replica weighs more than an idle one.
+fn sum_backends(combined: &mut ServerMetrics, backends: &[&ServerMetrics]) {
+    for name in ["prompt_tokens", "generation_tokens"] {
+        let values: Vec<f64> = backends
+            .iter()
+            .filter_map(|m| m.normalized_counter_deltas.get(name).copied())
+            .collect();
+        if !values.is_empty() {
+            combined
+                .normalized_counter_deltas
+                .insert(name.to_string(), values.iter().sum());
+        }
+    }
+    for name in SUMMED_COUNTERS {
+        let values: Vec<f64> = backends
+            .iter()
+            .filter_map(|m| m.counter_deltas.get(*name).copied())
+            .collect();
+        if !values.is_empty() {
+            combined
+                .counter_deltas
+                .insert(name.to_string(), values.iter().sum());
+        }
+    }
+    let hits = combined.counter_deltas.get("vllm:prefix_cache_hits_total");
+    let queries = combined
+        .counter_deltas
+        .get("vllm:prefix_cache_queries_total");
+    combined.prefix_cache_hit_avg = match (hits, queries) {
+        (Some(h), Some(q)) if *q > 0.0 => Some(h / q),
+        _ => combined.prefix_cache_hit_avg,
+    };
+    if combined.engine.is_none() {
+        combined.engine = backends.iter().find_map(|m| m.engine.clone());
+    }
+}
+
+/// Backend counters of several shards' scrapes of the same phase: each shard's
+/// `backends` summed by name, shares and skew recomputed.
+pub fn merge_backends(parts: &[&ServerMetrics]) -> Vec<BackendShare> {
+    let mut by_name: BTreeMap<String, f64> = BTreeMap::new();
+    for part in parts {
+        for b in &part.backends {
+            *by_name.entry(b.name.clone()).or_insert(0.0) += b.requests;
+        }
+    }
+    let mut merged: Vec<BackendShare> = by_name
+        .into_iter()
+        .map(|(name, requests)| BackendShare {
+            name,
+            requests,
+            ..BackendShare::default()
+        })
+        .collect();
+    let (total, _) = spread(&merged);
+    for b in &mut merged {
+        b.share = (total > 0.0).then(|| b.requests / total);
+    }
+    merged
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::runner::scrape::parse_prometheus;
+
+    fn endpoint(url: &str, role: MetricsRole) -> MetricsEndpoint {
+        MetricsEndpoint {
+            url: url.into(),
+            role,
+            name: None,
+        }
+    }
+
+    fn sample(text: &str) -> Result<Sample, String> {
+        Ok(parse_prometheus(text))
+    }
+
+    #[test]
+    fn backends_are_summed_and_spread_and_a_failing_one_is_a_warning() {
+        let endpoints = [
+            endpoint("http://127.0.0.1:9000/metrics", MetricsRole::Gateway),
+            endpoint("http://127.0.0.1:9001/metrics", MetricsRole::Backend),
+            endpoint("http://127.0.0.1:9002/metrics", MetricsRole::Backend),
+            endpoint("http://127.0.0.1:9003/metrics", MetricsRole::Backend),
+        ];
+        let before = [
+            sample("router_requests_total 0\n"),
+            sample(
+                "vllm:request_success_total 0\nvllm:prefix_cache_hits_total 0\n\
+                 vllm:prefix_cache_queries_total 0\nvllm:prompt_tokens_total 0\n",
+            ),
+            sample(
+                "vllm:request_success_total 5\nvllm:prefix_cache_hits_total 10\n\
+                 vllm:prefix_cache_queries_total 10\nvllm:prompt_tokens_total 10\n",
+            ),
+            Err("cannot scrape http://127.0.0.1:9003/metrics: refused".into()),
+        ];
+        let after = [
+            sample("router_requests_total 40\n"),
+            sample(
+                "vllm:request_success_total 30\nvllm:prefix_cache_hits_total 60\n\
+                 vllm:prefix_cache_queries_total 100\nvllm:prompt_tokens_total 100\n",
+            ),
+            sample(
+                "vllm:request_success_total 15\nvllm:prefix_cache_hits_total 10\n\
+                 vllm:prefix_cache_queries_total 110\nvllm:prompt_tokens_total 110\n",
+            ),
+            sample("vllm:request_success_total 99\n"),
+        ];
+        let m = combine(&endpoints, &before, &after);
+        assert_eq!(m.url, "http://127.0.0.1:9000/metrics");
+        assert_eq!(m.counter_deltas.get("router_requests_total"), Some(&40.0));
+        // (60 + 0) hits over (100 + 100) queries.
+        assert_eq!(m.prefix_cache_hit_avg, Some(0.3));
+        assert_eq!(
+            m.normalized_counter_deltas.get("prompt_tokens"),
+            Some(&200.0)
+        );
+        let requests: Vec<_> = m
+            .backends
+            .iter()
+            .map(|b| (b.name.as_str(), b.requests))
+            .collect();
+        assert_eq!(
+            requests,
+            [("127.0.0.1:9001", 30.0), ("127.0.0.1:9002", 10.0)]
+        );
+        let shares: f64 = m.backends.iter().filter_map(|b| b.share).sum();
+        assert!((shares - 1.0).abs() < 1e-12);
+        assert_eq!(m.backend_skew, Some(1.5));
+        assert_eq!(m.backends[0].prefix_cache_hit_avg, Some(0.6));
+        assert_eq!(m.endpoints.len(), 3);
+        assert_eq!(m.warnings.len(), 1);
+        assert!(
+            m.warnings[0].contains("`127.0.0.1:9003`"),
+            "{:?}",
+            m.warnings
+        );
+    }
+
+    #[test]
+    fn shard_parts_sum_by_backend() {
+        let part = |a: f64, b: f64| ServerMetrics {
+            backends: vec![
+                BackendShare {
+                    name: "a".into(),
+                    requests: a,
+                    ..BackendShare::default()
+                },
+                BackendShare {
+                    name: "b".into(),
+                    requests: b,
+                    ..BackendShare::default()
+                },
+            ],
+            ..ServerMetrics::default()
+        };
+        let (one, two) = (part(3.0, 1.0), part(1.0, 3.0));
+        let merged = merge_backends(&[&one, &two]);
+        assert_eq!(merged[0].requests, 4.0);
+        assert_eq!(merged[1].share, Some(0.5));
+    }
+}

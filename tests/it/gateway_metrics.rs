@@ -1,0 +1,72 @@
+//! Several metrics endpoints per target, against simulators on loopback: backend figures
+//! summed, per-backend shares, and endpoints that are down or answer garbage.
+
+use servebench::report::Report;
+use servebench::runner::run;
+use servebench::sim::{SimConfig, serve};
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_down_or_garbage_endpoint_is_a_warning_and_the_phase_stands() {
+    let _exclusive = crate::common::exclusive_run().await;
+    let config = SimConfig {
+        prefill_tok_s: Some(1_000_000.0),
+        decode_ms_per_token: Some(1.0),
+        ..SimConfig::default()
+    };
+    let (front, _front_sim) = serve(config.clone()).await.unwrap();
+    let (idle, _idle_sim) = serve(config).await.unwrap();
+    // Nothing listens on a port just released.
+    let down = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let plan = format!(
+        "version: 1\nname: t\nseed: 3\ntargets:\n  gw:\n    base_url: http://{front}/v1\n    model: sim\n\
+         \x20   tokenizer: {{source: simulator}}\n    metrics:\n\
+         \x20     - {{url: http://{front}/metrics, role: backend, name: a}}\n\
+         \x20     - {{url: http://{idle}/metrics, role: backend, name: b}}\n\
+         \x20     - {{url: http://{down}/metrics, role: backend, name: down}}\n\
+         \x20     - {{url: http://{front}/v1/models, role: gateway, name: garbage}}\n\
+         workloads:\n  w:\n    input_tokens: 64\n    output_tokens: 8\n    ignore_eos: true\n\
+         defaults: {{target: gw, workload: w}}\nphases:\n  - {{name: p, concurrency: 4, requests: 40}}\n"
+    );
+    let path = dir.path().join("plan.yaml");
+    std::fs::write(&path, plan).unwrap();
+    run(crate::common::quiet_run_options(path, dir.path()))
+        .await
+        .expect("the run succeeds");
+    let text = std::fs::read_to_string(dir.path().join("report.json")).unwrap();
+    let value: serde_json::Value = serde_json::from_str(&text).unwrap();
+    crate::common::assert_valid_report(&value);
+    let report: Report = serde_json::from_value(value).unwrap();
+    let phase = &report.phases[0];
+    assert_eq!(phase.summary.requests, 40);
+    assert_eq!(phase.summary.errors, 0);
+    let m = phase.server_metrics.as_ref().expect("server metrics");
+    assert_eq!(m.warnings.len(), 2, "{:?}", m.warnings);
+    assert!(m.warnings.iter().any(|w| w.contains("`down`")));
+    assert!(m.warnings.iter().any(|w| w.contains("`garbage`")));
+    let requests: Vec<_> = m
+        .backends
+        .iter()
+        .map(|b| (b.name.as_str(), b.requests))
+        .collect();
+    assert_eq!(requests, [("a", 40.0), ("b", 0.0)]);
+    let shares: f64 = m.backends.iter().filter_map(|b| b.share).sum();
+    assert_eq!(shares, 1.0);
+    assert_eq!(m.backend_skew, Some(2.0));
+    // The backends' token counters are summed; the idle one adds nothing.
+    let own = &m.endpoints.iter().find(|e| e.name == "a").unwrap().metrics;
+    let prompt = own.normalized_counter_deltas.get("prompt_tokens").copied();
+    assert!(prompt.is_some_and(|p| p >= 40.0 * 64.0), "{prompt:?}");
+    assert_eq!(
+        m.normalized_counter_deltas.get("prompt_tokens").copied(),
+        prompt
+    );
+    let md = servebench::report::markdown::render(&report);
+    assert!(md.contains("## Backends behind the gateway"), "{md}");
+    assert!(md.contains("metrics endpoint \\`down\\` left out"), "{md}");
+    let html = servebench::report::html::render(&report);
+    assert!(html.contains("Backends behind the gateway"));
+}
