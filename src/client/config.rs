@@ -156,7 +156,7 @@ impl Redactor {
                     .filter(|(name, _)| is_secret_header(name))
                     .map(|(_, value)| value.clone()),
             )
-            .chain(crate::runner::redact::url_secrets(&config.base_url))
+            .chain(super::url_secrets::url_secrets(&config.base_url))
             .filter(|s| !s.is_empty())
             .collect();
         secrets.sort_by_key(|s| std::cmp::Reverse(s.len()));

@@ -19,6 +19,7 @@ mod request;
 pub mod scan;
 pub mod sse;
 pub mod stream;
+pub mod url_secrets;
 
 pub use config::{
     Api, ClientConfig, ClientError, ConnectionSettings, DEFAULT_CONNECTION_IDLE_TIMEOUT, REDACTED,
