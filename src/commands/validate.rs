@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 
 use super::ExpandArgs;
 use crate::exit;
-use crate::plan::{Diagnostic, Location, PlanErrors, prepare};
+use crate::plan::{Diagnostic, PlanErrors, prepare};
 
 #[derive(Debug, clap::Args)]
 pub struct ValidateArgs {
@@ -98,18 +98,11 @@ fn untrusted_errors(path: &std::path::Path, problems: Vec<String>) -> PlanErrors
     PlanErrors {
         diagnostics: problems
             .into_iter()
-            .map(|message| Diagnostic {
-                path: String::new(),
-                message: format!("untrusted plan: {message}"),
-                location: Location {
-                    file: path.display().to_string(),
-                    line: 1,
-                    col: 1,
-                    len: 1,
-                    source_line: None,
-                },
-                hint: None,
-                note: None,
+            .map(|message| {
+                Diagnostic::whole_file(
+                    path.display().to_string(),
+                    format!("untrusted plan: {message}"),
+                )
             })
             .collect(),
     }

@@ -29,6 +29,23 @@ pub struct Diagnostic {
 }
 
 impl Diagnostic {
+    /// A problem with a file as a whole (unreadable, refused), placed at its first line.
+    pub fn whole_file(file: impl Into<String>, message: impl Into<String>) -> Self {
+        Diagnostic {
+            path: String::new(),
+            message: message.into(),
+            location: Location {
+                file: file.into(),
+                line: 1,
+                col: 1,
+                len: 1,
+                source_line: None,
+            },
+            hint: None,
+            note: None,
+        }
+    }
+
     pub fn with_hint(mut self, hint: impl Into<String>) -> Self {
         self.hint = Some(hint.into());
         self

@@ -83,19 +83,7 @@ pub struct LoadedPlan {
 const REPORT_SCHEMA: &str = "servebench.report/v1";
 
 fn file_error(label: &str, message: String) -> PlanErrors {
-    PlanErrors::one(Diagnostic {
-        path: String::new(),
-        message,
-        location: Location {
-            file: label.to_string(),
-            line: 1,
-            col: 1,
-            len: 1,
-            source_line: None,
-        },
-        hint: None,
-        note: None,
-    })
+    PlanErrors::one(Diagnostic::whole_file(label, message))
 }
 
 /// Load, validate, expand and check the plan at `path`. A report file

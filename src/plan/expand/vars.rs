@@ -61,19 +61,10 @@ fn apply_vars_file(
     let text = match std::fs::read_to_string(file) {
         Ok(t) => t,
         Err(e) => {
-            errors.push(Diagnostic {
-                path: String::new(),
-                message: format!("cannot read vars file: {e}"),
-                location: Location {
-                    file: label,
-                    line: 1,
-                    col: 1,
-                    len: 1,
-                    source_line: None,
-                },
-                hint: None,
-                note: None,
-            });
+            errors.push(Diagnostic::whole_file(
+                label,
+                format!("cannot read vars file: {e}"),
+            ));
             return;
         }
     };
