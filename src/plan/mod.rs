@@ -14,6 +14,7 @@ pub mod expand;
 pub mod hooks;
 pub mod include;
 pub mod model;
+pub mod repeat;
 pub mod schema;
 pub mod source;
 pub mod starter;
@@ -53,6 +54,8 @@ pub struct ExpandOptions {
     pub target_overrides: Vec<String>,
     /// `--template-fuel N`: template instructions allowed per value (0 means the default).
     pub template_fuel: u64,
+    /// `--allow-exec`: the plan may run local programs (`exec` hooks).
+    pub allow_exec: bool,
 }
 
 impl Default for ExpandOptions {
@@ -63,6 +66,7 @@ impl Default for ExpandOptions {
             max_phases: DEFAULT_MAX_PHASES,
             target_overrides: Vec::new(),
             template_fuel: expand::DEFAULT_TEMPLATE_FUEL,
+            allow_exec: false,
         }
     }
 }
@@ -214,6 +218,8 @@ fn prepare_document(
             .with_hint("run the plan file itself, or `servebench expand` it first"),
         ));
     }
+    let grouped = expand::repeat::flatten(raw, map).map_err(|i| raw_diagnostics(raw, map, i))?;
+    let (raw, map) = grouped.as_ref().map_or((raw, map), |(doc, map)| (doc, map));
     let issues = schema::validate(raw, true);
     if !issues.is_empty() {
         return Err(raw_diagnostics(raw, map, issues));
@@ -249,7 +255,10 @@ fn prepare_document(
             ));
         }
     };
-    let issues = check::check(&plan);
+    let mut issues = check::check(&plan);
+    if !options.allow_exec {
+        issues.extend(hooks::exec_refusals(&plan));
+    }
     if !issues.is_empty() {
         return Err(expanded_diagnostics(&expanded, map, issues));
     }
