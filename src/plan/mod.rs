@@ -255,12 +255,27 @@ fn prepare_document(
             ));
         }
     };
-    let mut issues = check::check(&plan);
+    let issues = check::check(&plan);
+    let mut errors = expanded_diagnostics(&expanded, map, issues);
     if !options.allow_exec {
-        issues.extend(hooks::exec_refusals(&plan));
+        // One refusal per action as written: a `defaults` hook is in every phase.
+        let refusals = expanded_diagnostics(&expanded, map, hooks::exec_refusals(&plan));
+        let mut seen = std::collections::HashSet::new();
+        errors
+            .diagnostics
+            .extend(refusals.diagnostics.into_iter().filter(|d| {
+                let at = &d.location;
+                // Without source positions, the path is all that tells two actions apart.
+                let path = if at.line == 0 {
+                    d.path.clone()
+                } else {
+                    String::new()
+                };
+                seen.insert((at.file.clone(), at.line, at.col, path))
+            }));
     }
-    if !issues.is_empty() {
-        return Err(expanded_diagnostics(&expanded, map, issues));
+    if !errors.diagnostics.is_empty() {
+        return Err(errors);
     }
     let mut plan = plan;
     // Defaults now live in every phase; the concrete plan does not repeat them.

@@ -61,6 +61,7 @@ pub fn render(report: &Report) -> String {
     if !hooks.is_empty() {
         out.push_str("<h3>Phase hooks</h3>\n");
         write_table(&mut out, &hooks);
+        hook_output_tails(&mut out, report);
     }
     sweep_charts(&mut out, report);
     percentile_charts(&mut out, report);
@@ -147,6 +148,23 @@ pub fn render(report: &Report) -> String {
     }
     out.push_str("</body></html>\n");
     out
+}
+
+/// Each `exec` action's output tail, folded away under the hooks table.
+fn hook_output_tails(out: &mut String, report: &Report) {
+    for phase in &report.phases {
+        for hook in phase.hooks.iter().filter(|h| !h.output_tail.is_empty()) {
+            let _ = writeln!(
+                out,
+                "<details><summary>{} · {} · {}: last {} lines of output</summary><pre>{}</pre></details>",
+                esc(&phase.phase),
+                esc(&hook.when),
+                esc(&hook.action),
+                hook.output_tail.len(),
+                esc(&hook.output_tail.join("\n"))
+            );
+        }
+    }
 }
 
 fn write_table(out: &mut String, t: &Table) {

@@ -80,6 +80,25 @@ fn a_plan_with_exec_is_refused_without_allow_exec() {
 }
 
 #[test]
+fn a_default_exec_hook_is_refused_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("plan.yaml");
+    let text = HEAD.replace(
+        "defaults: {target: sim, workload: w}",
+        "defaults: {target: sim, workload: w, after: [{exec: [./x.sh]}]}",
+    );
+    std::fs::write(
+        &path,
+        format!("{text}phases:\n  - {{name: a, concurrency: 1, requests: 1}}\n  - {{name: b, concurrency: 1, requests: 1}}\n"),
+    )
+    .unwrap();
+    let (code, stderr) = cli(&["validate", path.to_str().unwrap()]);
+    assert_eq!(code, Some(2), "{stderr}");
+    assert_eq!(stderr.matches("error:").count(), 1, "{stderr}");
+    assert!(stderr.contains("plan.yaml:12:"), "{stderr}");
+}
+
+#[test]
 fn untrusted_validation_names_every_exec_hook() {
     let dir = tempfile::tempdir().unwrap();
     let plan = write_plan(
@@ -250,4 +269,8 @@ async fn a_failing_program_ends_the_run_with_a_partial_report() {
     let html = std::fs::read_to_string(out.join("report.html")).unwrap();
     assert!(html.contains("<h3>Phase hooks</h3>"), "{html}");
     assert!(html.contains("exited with status 3"));
+    assert!(
+        html.contains("<details><summary>b · before · exec sh -c echo cannot reset &gt;&amp;2; exit 3: last 1 lines of output</summary><pre>cannot reset</pre></details>"),
+        "{html}"
+    );
 }
