@@ -26,6 +26,10 @@ pub struct ExpandArgs {
     /// templates legitimately loop a lot.
     #[arg(long = "template-fuel", value_name = "N", default_value_t = DEFAULT_TEMPLATE_FUEL)]
     pub template_fuel: u64,
+    /// Let the plan's `exec` hooks run local programs; without it a plan holding one is
+    /// refused. Give it only to plans you trust.
+    #[arg(long = "allow-exec")]
+    pub allow_exec: bool,
 }
 
 impl ExpandArgs {
@@ -36,6 +40,7 @@ impl ExpandArgs {
             max_phases: self.max_phases,
             target_overrides: self.target.clone(),
             template_fuel: self.template_fuel,
+            allow_exec: self.allow_exec,
         }
     }
 }

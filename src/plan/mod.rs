@@ -14,6 +14,7 @@ pub mod expand;
 pub mod hooks;
 pub mod include;
 pub mod model;
+pub mod repeat;
 pub mod schema;
 pub mod source;
 pub mod starter;
@@ -53,6 +54,8 @@ pub struct ExpandOptions {
     pub target_overrides: Vec<String>,
     /// `--template-fuel N`: template instructions allowed per value (0 means the default).
     pub template_fuel: u64,
+    /// `--allow-exec`: the plan may run local programs (`exec` hooks).
+    pub allow_exec: bool,
 }
 
 impl Default for ExpandOptions {
@@ -63,6 +66,7 @@ impl Default for ExpandOptions {
             max_phases: DEFAULT_MAX_PHASES,
             target_overrides: Vec::new(),
             template_fuel: expand::DEFAULT_TEMPLATE_FUEL,
+            allow_exec: false,
         }
     }
 }
@@ -214,6 +218,8 @@ fn prepare_document(
             .with_hint("run the plan file itself, or `servebench expand` it first"),
         ));
     }
+    let grouped = expand::repeat::flatten(raw, map).map_err(|i| raw_diagnostics(raw, map, i))?;
+    let (raw, map) = grouped.as_ref().map_or((raw, map), |(doc, map)| (doc, map));
     let issues = schema::validate(raw, true);
     if !issues.is_empty() {
         return Err(raw_diagnostics(raw, map, issues));
@@ -250,8 +256,26 @@ fn prepare_document(
         }
     };
     let issues = check::check(&plan);
-    if !issues.is_empty() {
-        return Err(expanded_diagnostics(&expanded, map, issues));
+    let mut errors = expanded_diagnostics(&expanded, map, issues);
+    if !options.allow_exec {
+        // One refusal per action as written: a `defaults` hook is in every phase.
+        let refusals = expanded_diagnostics(&expanded, map, hooks::exec_refusals(&plan));
+        let mut seen = std::collections::HashSet::new();
+        errors
+            .diagnostics
+            .extend(refusals.diagnostics.into_iter().filter(|d| {
+                let at = &d.location;
+                // Without source positions, the path is all that tells two actions apart.
+                let path = if at.line == 0 {
+                    d.path.clone()
+                } else {
+                    String::new()
+                };
+                seen.insert((at.file.clone(), at.line, at.col, path))
+            }));
+    }
+    if !errors.diagnostics.is_empty() {
+        return Err(errors);
     }
     let mut plan = plan;
     // Defaults now live in every phase; the concrete plan does not repeat them.

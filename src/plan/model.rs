@@ -467,6 +467,9 @@ pub struct Phase {
     /// Actions run after the phase ends.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub after: Vec<super::hooks::Hook>,
+    /// Set by a `repeat` group's expansion: which arm and round this phase is.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub round: Option<super::repeat::Round>,
     /// Cartesian sweep: each key sets the phase field of that name and binds a template
     /// variable; one phase per combination, in order.
     #[serde(default, skip_serializing_if = "Option::is_none")]

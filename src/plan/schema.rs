@@ -80,6 +80,14 @@ pub fn plan_schema() -> Value {
     }
     inherit_descriptions(&mut value);
     accept_templates(&mut value);
+    // After the templates pass: groups are expanded before templates, so their settings are
+    // literal.
+    if let Some(defs) = value.get_mut("$defs").and_then(Value::as_object_mut) {
+        defs.insert(
+            "PhaseRepeat".into(),
+            super::expand::repeat::schema_definition(),
+        );
+    }
     add_includes(&mut value);
     if let Some(defs) = value.get_mut("$defs").and_then(Value::as_object_mut) {
         defs.insert(
@@ -155,7 +163,7 @@ fn add_includes(schema: &mut Value) {
     if let Some(items) = schema.pointer_mut("/properties/phases/anyOf/0/items") {
         let phase = std::mem::take(items);
         *items = serde_json::json!({
-            "anyOf": [phase, {"$ref": "#/$defs/PhaseInclude"}],
+            "anyOf": [phase, {"$ref": "#/$defs/PhaseInclude"}, {"$ref": "#/$defs/PhaseRepeat"}],
         });
     }
 }

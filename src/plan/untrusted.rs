@@ -70,10 +70,19 @@ pub fn leaves_plan_dir(path: &str) -> bool {
     false
 }
 
-/// Anything the plan would execute. Plans have no way to run a program yet; when hooks gain
-/// an `exec` action, each one found here is a problem naming the phase and hook.
-pub fn exec_problems(_plan: &Plan) -> Vec<String> {
-    Vec::new()
+/// Anything the plan would execute: every `exec` hook, named by phase and hook.
+pub fn exec_problems(plan: &Plan) -> Vec<String> {
+    super::hooks::exec_hooks(plan)
+        .into_iter()
+        .map(|(p, when, h, command)| {
+            let name = plan.phases[p].name.as_deref().unwrap_or("?");
+            format!(
+                "phases[{p}] (`{name}`).{when}[{h}].exec: runs the local program `{}`; an \
+                 untrusted plan may not execute anything",
+                command.join(" ")
+            )
+        })
+        .collect()
 }
 
 #[cfg(test)]

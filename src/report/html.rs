@@ -57,6 +57,12 @@ pub fn render(report: &Report) -> String {
         "<h2>Phases</h2>\n<p class=\"note\">Latencies in milliseconds; phases in plan order.</p>\n",
     );
     write_table(&mut out, &table::phases(report));
+    let hooks = super::hook_table::table(report);
+    if !hooks.is_empty() {
+        out.push_str("<h3>Phase hooks</h3>\n");
+        write_table(&mut out, &hooks);
+        hook_output_tails(&mut out, report);
+    }
     sweep_charts(&mut out, report);
     percentile_charts(&mut out, report);
 
@@ -90,6 +96,15 @@ pub fn render(report: &Report) -> String {
     }
 
     scatter_charts(&mut out, report);
+
+    if !report.repeats.is_empty() {
+        out.push_str("<h2>Repeats</h2>\n<p class=\"note\">Each arm pooled over its rounds; an arm pair differs when the gap between their pooled figures is larger than either arm's range across rounds.</p>\n");
+        for h in super::repeat_table::headlines(report) {
+            let _ = writeln!(out, "<div class=\"banner warn\"><b>{}</b></div>", esc(&h));
+        }
+        write_table(&mut out, &super::repeat_table::arms(report));
+        write_table(&mut out, &super::repeat_table::pairs(report));
+    }
 
     let prompts = table::prompt_tokens(report);
     if !prompts.is_empty() {
@@ -133,6 +148,23 @@ pub fn render(report: &Report) -> String {
     }
     out.push_str("</body></html>\n");
     out
+}
+
+/// Each `exec` action's output tail, folded away under the hooks table.
+fn hook_output_tails(out: &mut String, report: &Report) {
+    for phase in &report.phases {
+        for hook in phase.hooks.iter().filter(|h| !h.output_tail.is_empty()) {
+            let _ = writeln!(
+                out,
+                "<details><summary>{} · {} · {}: last {} lines of output</summary><pre>{}</pre></details>",
+                esc(&phase.phase),
+                esc(&hook.when),
+                esc(&hook.action),
+                hook.output_tail.len(),
+                esc(&hook.output_tail.join("\n"))
+            );
+        }
+    }
 }
 
 fn write_table(out: &mut String, t: &Table) {

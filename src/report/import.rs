@@ -47,6 +47,7 @@ pub(super) fn imported_report(imported: Imported) -> Report {
         timing_methodology: imported.timing_methodology,
         phases: imported.phases,
         rechecks: imported.rechecks,
+        repeats: Vec::new(),
         client_calibration: None,
         client_busy_poll: false,
         shard: None,

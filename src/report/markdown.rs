@@ -28,6 +28,11 @@ pub fn render(report: &Report) -> String {
     out.push_str("\n## Phases\n\n");
     out.push_str("Latencies in milliseconds; phases in plan order.\n\n");
     write_table(&mut out, &table::phases(report));
+    let hooks = super::hook_table::table(report);
+    if !hooks.is_empty() {
+        out.push_str("\n### Phase hooks\n\n");
+        write_table(&mut out, &hooks);
+    }
 
     if !report.rechecks.is_empty() {
         out.push_str("\n## Rechecks\n\n");
@@ -55,6 +60,21 @@ pub fn render(report: &Report) -> String {
             out.push('\n');
         }
         write_table(&mut out, &table::rechecks(report));
+    }
+
+    if !report.repeats.is_empty() {
+        out.push_str("\n## Repeats\n\n");
+        out.push_str("Each arm pooled over its rounds; an arm pair differs when the gap between their pooled figures is larger than either arm's range across rounds.\n\n");
+        let headlines = super::repeat_table::headlines(report);
+        for h in &headlines {
+            let _ = writeln!(out, "> **{}**", inline(h));
+        }
+        if !headlines.is_empty() {
+            out.push('\n');
+        }
+        write_table(&mut out, &super::repeat_table::arms(report));
+        out.push('\n');
+        write_table(&mut out, &super::repeat_table::pairs(report));
     }
 
     let prompts = table::prompt_tokens(report);

@@ -46,6 +46,10 @@ pub struct Report {
     pub phases: Vec<PhaseResult>,
     /// Each recheck paired with its original.
     pub rechecks: Vec<RecheckPair>,
+    /// Each `repeat` group: arms pooled over their rounds and compared with the spread
+    /// between rounds.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub repeats: Vec<super::repeats::RepeatResult>,
     /// Sharded runs: which shard of the run this report holds (`run --shard I/N`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub shard: Option<super::shards::ShardInfo>,
@@ -276,4 +280,10 @@ pub struct HookOutcome {
     pub duration_ms: f64,
     /// Status, or the error.
     pub detail: String,
+    /// An `exec` action's exit code (128 + the signal when a signal ended it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exit_status: Option<i32>,
+    /// An `exec` action's last lines of stdout and stderr, interleaved as written.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub output_tail: Vec<String>,
 }

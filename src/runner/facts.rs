@@ -36,6 +36,7 @@ pub(super) fn new_report(
         timing_methodology: timing_methodology(loaded.plan.percentile_method),
         phases: Vec::new(),
         rechecks: Vec::new(),
+        repeats: Vec::new(),
         client_calibration: None,
         client_busy_poll: false,
         shard: None,

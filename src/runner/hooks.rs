@@ -1,28 +1,60 @@
 //! Runs a phase's `before`/`after` actions and records each one's outcome.
 
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 use crate::plan::{Hook, OnFailure};
 use crate::report::HookOutcome;
 
+use super::exec;
 use super::targets::Endpoint;
 
 /// Default limit on one action.
 const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
 
+/// What every action of one phase's hooks may need.
+pub(super) struct HookContext<'a> {
+    pub phase: &'a str,
+    pub endpoint: &'a Endpoint,
+    pub http: &'a reqwest::Client,
+    /// `run --allow-exec` was given.
+    pub allow_exec: bool,
+    /// Where `exec` programs run: the plan's directory.
+    pub plan_dir: &'a Path,
+}
+
+/// One action's result, with what an `exec` action adds.
+struct Ran {
+    action: String,
+    result: Result<String, String>,
+    exit_status: Option<i32>,
+    output_tail: Vec<String>,
+}
+
+impl Ran {
+    fn new(action: String, result: Result<String, String>) -> Ran {
+        Ran {
+            action,
+            result,
+            exit_status: None,
+            output_tail: Vec::new(),
+        }
+    }
+}
+
 /// Run `hooks` in order; stops at the first failing `fail` action and returns its message.
 pub(super) async fn run_hooks(
     when: &str,
     hooks: &[Hook],
-    endpoint: &Endpoint,
-    http: &reqwest::Client,
+    ctx: &HookContext<'_>,
     outcomes: &mut Vec<HookOutcome>,
 ) -> Option<String> {
     for hook in hooks {
         let started = Instant::now();
-        let (action, result) = run_one(hook, endpoint, http).await;
-        let failed = result.is_err();
-        let detail = result.unwrap_or_else(|e| e);
+        let ran = run_one(when, hook, ctx).await;
+        let failed = ran.result.is_err();
+        let detail = ran.result.unwrap_or_else(|e| e);
+        let action = ran.action;
         let outcome = match (failed, hook.on_failure) {
             (false, _) => "ok",
             (true, OnFailure::Fail) => "failed",
@@ -37,6 +69,8 @@ pub(super) async fn run_hooks(
             outcome: outcome.to_string(),
             duration_ms: started.elapsed().as_secs_f64() * 1e3,
             detail: detail.clone(),
+            exit_status: ran.exit_status,
+            output_tail: ran.output_tail,
         });
         if outcome == "failed" {
             return Some(format!("{when} hook `{action}` failed: {detail}"));
@@ -45,42 +79,43 @@ pub(super) async fn run_hooks(
     None
 }
 
-/// The action's label and its result (detail on success, error message on failure).
-async fn run_one(
-    hook: &Hook,
-    endpoint: &Endpoint,
-    http: &reqwest::Client,
-) -> (String, Result<String, String>) {
+/// Run one action.
+async fn run_one(when: &str, hook: &Hook, ctx: &HookContext<'_>) -> Ran {
     let timeout = hook.timeout.map_or(DEFAULT_TIMEOUT, |t| t.0);
     let set = usize::from(hook.http.is_some())
         + usize::from(hook.reset_prefix_cache)
         + usize::from(hook.wait_healthy.is_some())
-        + usize::from(hook.sleep.is_some());
+        + usize::from(hook.sleep.is_some())
+        + usize::from(hook.exec.is_some());
     if set != 1 {
-        return (
+        return Ran::new(
             "invalid".into(),
             Err(format!(
-                "a hook needs exactly one of http, reset_prefix_cache, wait_healthy, sleep ({set} given)"
+                "a hook needs exactly one of http, reset_prefix_cache, wait_healthy, sleep, exec ({set} given)"
             )),
         );
     }
+    if let Some(command) = &hook.exec {
+        return run_exec(when, command, ctx, timeout).await;
+    }
     if let Some(sleep) = hook.sleep {
         tokio::time::sleep(sleep.0).await;
-        return (
+        return Ran::new(
             format!("sleep {:.3}s", sleep.as_secs_f64()),
             Ok("slept".into()),
         );
     }
+    let http = ctx.http;
     if let Some(wait) = &hook.wait_healthy {
         let limit = wait.timeout.map_or(timeout, |t| t.0);
         let label = format!("wait_healthy {}", wait.url);
-        return (label, wait_healthy(http, &wait.url, limit).await);
+        return Ran::new(label, wait_healthy(http, &wait.url, limit).await);
     }
     if let Some(spec) = &hook.http {
         let method = spec.method.as_deref().unwrap_or("POST").to_uppercase();
         let label = format!("http {method} {}", spec.url);
         let Ok(parsed) = reqwest::Method::from_bytes(method.as_bytes()) else {
-            return (label, Err(format!("`{method}` is not an HTTP method")));
+            return Ran::new(label, Err(format!("`{method}` is not an HTTP method")));
         };
         let mut request = http.request(parsed, &spec.url).timeout(timeout);
         for (k, v) in &spec.headers {
@@ -90,10 +125,11 @@ async fn run_one(
             request = request.body(body.clone());
         }
         let result = check_status(request.send().await, &spec.url, spec.expect_status);
-        return (label, result);
+        return Ran::new(label, result);
     }
     // reset_prefix_cache: vLLM's path, which the simulator serves as well.
-    let root = endpoint
+    let root = ctx
+        .endpoint
         .base_url
         .trim_end_matches('/')
         .trim_end_matches("/v1")
@@ -101,7 +137,33 @@ async fn run_one(
     let url = format!("{root}/reset_prefix_cache");
     let label = format!("reset_prefix_cache POST {url}");
     let result = check_status(http.post(&url).timeout(timeout).send().await, &url, None);
-    (label, result)
+    Ran::new(label, result)
+}
+
+/// An `exec` action; refused (never run) unless the run allows programs.
+async fn run_exec(when: &str, command: &[String], ctx: &HookContext<'_>, timeout: Duration) -> Ran {
+    let label = format!("exec {}", command.join(" "));
+    if !ctx.allow_exec {
+        return Ran::new(
+            label,
+            Err("running programs is not allowed; start the run with `--allow-exec`".into()),
+        );
+    }
+    let env = exec::ExecEnv {
+        dir: ctx.plan_dir,
+        vars: vec![
+            ("SERVEBENCH_PHASE", ctx.phase.to_string()),
+            ("SERVEBENCH_HOOK", when.to_string()),
+            ("SERVEBENCH_BASE_URL", ctx.endpoint.base_url.clone()),
+        ],
+    };
+    let done = exec::run_exec(command, &env, timeout).await;
+    Ran {
+        action: label,
+        result: done.result,
+        exit_status: done.exit_status,
+        output_tail: done.output_tail,
+    }
 }
 
 fn check_status(

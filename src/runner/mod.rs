@@ -7,6 +7,7 @@
 mod calibrate;
 mod console;
 pub mod endpoint;
+mod exec;
 mod facts;
 mod hooks;
 mod host;

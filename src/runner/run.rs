@@ -322,15 +322,16 @@ impl Phases<'_> {
                     .flatten(),
                 calibration: calibration.as_ref(),
             };
+            let hook_ctx = hooks::HookContext {
+                phase: phase.name,
+                endpoint: &endpoint,
+                http: self.http,
+                allow_exec: self.options.expand.allow_exec,
+                plan_dir: self.plan_dir(),
+            };
             let mut hook_outcomes = Vec::new();
-            let hook_error = hooks::run_hooks(
-                "before",
-                phase.before,
-                &endpoint,
-                self.http,
-                &mut hook_outcomes,
-            )
-            .await;
+            let hook_error =
+                hooks::run_hooks("before", phase.before, &hook_ctx, &mut hook_outcomes).await;
             if let Some(message) = hook_error {
                 // The phase never started: record it, with its hooks, as an empty partial one.
                 let mut result = run.empty_result();
@@ -341,14 +342,8 @@ impl Phases<'_> {
             }
             match run.execute(&mut run_origin).await {
                 Ok(mut result) => {
-                    let hook_error = hooks::run_hooks(
-                        "after",
-                        phase.after,
-                        &endpoint,
-                        self.http,
-                        &mut hook_outcomes,
-                    )
-                    .await;
+                    let hook_error =
+                        hooks::run_hooks("after", phase.after, &hook_ctx, &mut hook_outcomes).await;
                     result.hooks = hook_outcomes;
                     self.add_phase(report, result)?;
                     if let Some(message) = hook_error {
@@ -365,6 +360,14 @@ impl Phases<'_> {
             }
         }
         Ok(None)
+    }
+
+    /// The plan file's directory, where `exec` hooks run.
+    fn plan_dir(&self) -> &Path {
+        match self.loaded.source_path.parent() {
+            Some(dir) if !dir.as_os_str().is_empty() => dir,
+            _ => Path::new("."),
+        }
     }
 
     /// Wait for a phase's planned start (`--start-at`) and note in the report how late it is.
@@ -412,6 +415,7 @@ impl Phases<'_> {
                 .map(|p| p.tolerance.clone())
                 .unwrap_or_default()
         });
+        report.repeats = crate::report::repeats::repeat_results(report);
         output::write_report(self.out_dir, report).map_err(RunError::Failed)?;
         Ok(())
     }

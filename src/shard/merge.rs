@@ -312,7 +312,7 @@ impl PhaseMerge<'_> {
             .and_then(|ts| ts.into_iter().max());
         notes.extend(self.shards.iter().filter_map(unfinished_note));
         let partial = !notes.is_empty() || phases.iter().any(|p| p.partial);
-        Report {
+        let mut report = Report {
             schema: REPORT_SCHEMA.to_string(),
             tool: ToolInfo {
                 name: env!("CARGO_PKG_NAME").to_string(),
@@ -334,12 +334,15 @@ impl PhaseMerge<'_> {
             metadata: first.metadata.clone(),
             timing_methodology: first.timing_methodology.clone(),
             rechecks: recheck_pairs(&first.plan, &phases),
+            repeats: Vec::new(),
             phases,
             shard: None,
             merged_from: Some(self.shards.iter().map(shard_facts).collect()),
             client_calibration: None,
             client_busy_poll: false,
-        }
+        };
+        report.repeats = crate::report::repeats::repeat_results(&report);
+        report
     }
 }
 

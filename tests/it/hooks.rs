@@ -86,12 +86,12 @@ async fn reset_against_a_server_without_the_endpoint_fails_the_run() {
     let plan = dir.path().join("plan.yaml");
     std::fs::write(
         &plan,
-        format!("version: 1\nname: hooks\nseed: 3\ntargets:\n  t:\n    base_url: http://{addr}/v1\n    model: m\nworkloads:\n  w:\n    input_tokens: 8\n    output_tokens: 2\ndefaults: {{target: t, workload: w}}\nphases:\n  - {{name: a, concurrency: 1, requests: 1, before: [{{reset_prefix_cache: true}}]}}\n"),
+        format!("version: 1\nname: hooks\nseed: 3\ntargets:\n  t:\n    base_url: http://{addr}/v1\n    model: m\nworkloads:\n  w:\n    input_tokens: 32\n    output_tokens: 2\ndefaults: {{target: t, workload: w}}\nphases:\n  - {{name: a, concurrency: 1, requests: 1, before: [{{reset_prefix_cache: true}}]}}\n"),
     )
     .unwrap();
     let out = dir.path().join("out");
     let error = run(options(&plan, &out)).await.unwrap_err();
-    assert_eq!(error.exit_code(), 3);
+    assert_eq!(error.exit_code(), 3, "{error}");
     let message = error.to_string();
     let url = format!("http://{addr}/reset_prefix_cache");
     assert!(

@@ -8,6 +8,7 @@
 mod matrix;
 mod phases;
 mod rechecks;
+pub mod repeat;
 mod template;
 mod vars;
 

@@ -408,6 +408,7 @@ pub fn sample_report(slow: f64) -> Report {
             elapsed: words("first measured start to last end"),
         },
         phases,
+        repeats: Vec::new(),
         rechecks: vec![RecheckPair {
             original: "gateway-c4".into(),
             recheck: "recheck-c4".into(),

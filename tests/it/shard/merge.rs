@@ -111,6 +111,7 @@ fn shard_report(plan: Plan, shard: Option<(u32, u32)>, phases: Vec<PhaseResult>)
         plan,
         phases,
         rechecks: Vec::new(),
+        repeats: Vec::new(),
         merged_from: None,
         client_calibration: None,
         client_busy_poll: false,
