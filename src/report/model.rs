@@ -214,6 +214,20 @@ pub struct ServerMetrics {
     /// Endpoints that could not be scraped (down, garbage), by name.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub warnings: Vec<String>,
+    /// Counter deltas per label set (label text → delta), for counters with several label
+    /// sets or a `worker` label; at most 64 label sets per metric.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub labelled_counter_deltas: BTreeMap<String, BTreeMap<String, f64>>,
+    /// Gauge ranges per label set, for the kept gauges with several label sets.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub labelled_gauges: BTreeMap<String, BTreeMap<String, GaugeRange>>,
+    /// Where `backends[].requests` came from: `gateway: METRIC` (the router's per-worker
+    /// counter) or `backends` (each backend's own request counter).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub backend_requests_from: Option<String>,
+    /// Remarks on the figures, e.g. a metric whose label sets were cut at the cap.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
 }
 
 /// One metrics endpoint's figures over a phase.

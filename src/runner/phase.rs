@@ -69,8 +69,9 @@ impl PhaseRun<'_> {
         let prepared = self.prepare().await?;
         let seed = self.shard_seed(phase_seed(self.plan.plan.seed, phase.name));
 
-        let scrape_before = self.scrape().await;
         let warmup = self.warmup(&prepared, seed).await?;
+        // After the warmup, so the server's counters cover the measured window only.
+        let scrape_before = self.scrape().await;
 
         let spec = WindowSpec {
             load: phase.load.clone(),

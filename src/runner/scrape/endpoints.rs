@@ -6,32 +6,16 @@ use std::collections::BTreeMap;
 use crate::plan::{MetricsEndpoint, MetricsRole};
 use crate::report::{BackendShare, EndpointMetrics, ServerMetrics};
 
+use super::distribution::{Backend, distribute, host_port, spread};
+use super::names::SUMMED_COUNTERS;
 use super::{Sample, diff};
-
-/// Request counters a backend keeps itself, by engine; the first found is used.
-const REQUEST_COUNTERS: &[&str] = &[
-    "vllm:request_success_total",
-    "sglang:num_requests_total",
-    "llamacpp:requests_total",
-];
-
-/// Backend counters summed into the phase figures.
-const SUMMED_COUNTERS: &[&str] = &[
-    "vllm:prefix_cache_hits_total",
-    "vllm:prefix_cache_queries_total",
-    "vllm:num_preemptions_total",
-];
 
 /// The name an endpoint goes by in the report: its own, else the URL's host and port.
 pub fn endpoint_name(endpoint: &MetricsEndpoint) -> String {
     if let Some(name) = &endpoint.name {
         return name.clone();
     }
-    let rest = endpoint
-        .url
-        .split_once("://")
-        .map_or(endpoint.url.as_str(), |(_, r)| r);
-    rest.split('/').next().unwrap_or(rest).to_string()
+    host_port(&endpoint.url).to_string()
 }
 
 /// One scrape of every endpoint, concurrently; a failing one gives its reason.
@@ -67,44 +51,46 @@ pub fn combine(
             }
         }
     }
-    let mut combined = per_endpoint
+    let gateway = per_endpoint
         .iter()
         .find(|(role, _, _)| *role == MetricsRole::Gateway)
-        .map(|(_, _, m)| m.clone())
-        .unwrap_or_default();
+        .map(|(_, _, m)| m);
+    let mut combined = gateway.cloned().unwrap_or_default();
     combined.url = endpoints
         .iter()
         .find(|e| e.role == MetricsRole::Gateway)
         .map(|e| e.url.clone())
         .unwrap_or_default();
-    let backends: Vec<&ServerMetrics> = per_endpoint
+    let backend_metrics: Vec<&ServerMetrics> = per_endpoint
         .iter()
         .filter(|(role, _, _)| *role == MetricsRole::Backend)
         .map(|(_, _, m)| m)
         .collect();
-    if !backends.is_empty() {
-        sum_backends(&mut combined, &backends);
+    if !backend_metrics.is_empty() {
+        sum_backends(&mut combined, &backend_metrics);
     }
-    combined.backends = per_endpoint
+    let names: Vec<String> = endpoints.iter().map(endpoint_name).collect();
+    let backends: Vec<Backend<'_>> = endpoints
         .iter()
-        .filter(|(role, _, _)| *role == MetricsRole::Backend)
-        .filter_map(|(_, name, m)| {
-            let requests = REQUEST_COUNTERS
+        .zip(&names)
+        .filter(|(e, _)| e.role == MetricsRole::Backend)
+        .map(|(e, name)| Backend {
+            name,
+            url: &e.url,
+            metrics: per_endpoint
                 .iter()
-                .find_map(|c| m.counter_deltas.get(*c))?;
-            Some(BackendShare {
-                name: name.clone(),
-                requests: *requests,
-                share: None,
-                prefix_cache_hit_avg: m.prefix_cache_hit_avg,
-            })
+                .find(|(role, n, _)| *role == MetricsRole::Backend && n == name)
+                .map(|(_, _, m)| m),
         })
         .collect();
-    let (total, skew) = spread(&combined.backends);
-    for b in &mut combined.backends {
-        b.share = (total > 0.0).then(|| b.requests / total);
-    }
-    combined.backend_skew = skew;
+    let distribution = distribute(gateway, &backends);
+    combined.backends = distribution.backends;
+    combined.backend_skew = distribution.skew;
+    combined.backend_requests_from = distribution.source;
+    combined.notes = per_endpoint
+        .iter()
+        .flat_map(|(_, name, m)| m.notes.iter().map(move |n| format!("{name}: {n}")))
+        .collect();
     combined.endpoints = per_endpoint
         .into_iter()
         .map(|(role, name, metrics)| EndpointMetrics {
@@ -115,14 +101,6 @@ pub fn combine(
         .collect();
     combined.warnings = warnings;
     combined
-}
-
-/// Total requests over the backends and the largest count over the mean.
-pub fn spread(backends: &[BackendShare]) -> (f64, Option<f64>) {
-    let total: f64 = backends.iter().map(|b| b.requests).sum();
-    let max = backends.iter().map(|b| b.requests).fold(0.0, f64::max);
-    let mean = total / backends.len().max(1) as f64;
-    (total, (mean > 0.0).then(|| max / mean))
 }
 
 fn role_name(role: MetricsRole) -> &'static str {
@@ -165,8 +143,9 @@ fn sum_backends(combined: &mut ServerMetrics, backends: &[&ServerMetrics]) {
         (Some(h), Some(q)) if *q > 0.0 => Some(h / q),
         _ => combined.prefix_cache_hit_avg,
     };
-    if combined.engine.is_none() {
-        combined.engine = backends.iter().find_map(|m| m.engine.clone());
+    // The replicas' engine, not the router's, names the phase's figures.
+    if let Some(engine) = backends.iter().find_map(|m| m.engine.clone()) {
+        combined.engine = Some(engine);
     }
 }
 
