@@ -56,9 +56,18 @@ async fn a_down_or_garbage_endpoint_is_a_warning_and_the_phase_stands() {
     let shares: f64 = m.backends.iter().filter_map(|b| b.share).sum();
     assert_eq!(shares, 1.0);
     assert_eq!(m.backend_skew, Some(2.0));
+    // No gateway counts per worker here, so the replicas' own counters say.
+    assert_eq!(m.backend_requests_from.as_deref(), Some("backends"));
     // The backends' token counters are summed; the idle one adds nothing.
     let own = &m.endpoints.iter().find(|e| e.name == "a").unwrap().metrics;
     let prompt = own.normalized_counter_deltas.get("prompt_tokens").copied();
+    // Label sets kept: the finish reasons of the simulator's request counter.
+    let by_reason = &own.labelled_counter_deltas["vllm:request_success_total"];
+    assert_eq!(by_reason.values().sum::<f64>(), 40.0, "{by_reason:?}");
+    assert_eq!(
+        by_reason.get("finished_reason=\"length\",model_name=\"sim\""),
+        Some(&40.0)
+    );
     assert!(prompt.is_some_and(|p| p >= 40.0 * 64.0), "{prompt:?}");
     assert_eq!(
         m.normalized_counter_deltas.get("prompt_tokens").copied(),
@@ -69,4 +78,5 @@ async fn a_down_or_garbage_endpoint_is_a_warning_and_the_phase_stands() {
     assert!(md.contains("metrics endpoint \\`down\\` left out"), "{md}");
     let html = servebench::report::html::render(&report);
     assert!(html.contains("Backends behind the gateway"));
+    assert!(html.contains("Requests per backend, by phase"));
 }
