@@ -184,7 +184,7 @@ mod tests {
                     name: name.to_string(),
                     requests: *requests,
                     share: Some(*share),
-                    prefix_cache_hit_avg: None,
+                    ..BackendShare::default()
                 })
                 .collect(),
             backend_skew: Some(1.5),

@@ -249,6 +249,23 @@ pub struct BackendShare {
     pub share: Option<f64>,
     /// The backend's prefix-cache hits over queries.
     pub prefix_cache_hit_avg: Option<f64>,
+    /// The request counter `requests` came from, read at the phase's two scrapes: shards
+    /// that scraped the same backend over overlapping windows merge to the span of them
+    /// all instead of counting the overlap twice.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub request_counter: Option<CounterSpan>,
+    /// The backend's prefix-cache hit and query counters at the two scrapes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prefix_cache_hits: Option<CounterSpan>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prefix_cache_queries: Option<CounterSpan>,
+}
+
+/// A counter's value at a phase's first and last scrape.
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
+pub struct CounterSpan {
+    pub start: f64,
+    pub end: f64,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize, JsonSchema)]

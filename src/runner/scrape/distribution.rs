@@ -4,17 +4,63 @@
 
 use std::collections::BTreeMap;
 
-use crate::report::{BackendShare, ServerMetrics};
+use crate::report::{BackendShare, CounterSpan, ServerMetrics};
 
+use super::Sample;
 use super::labels;
-use super::names::{WORKER_REQUEST_COUNTERS, engine_request_counters};
+use super::names::{PREFIX_CACHE_COUNTERS, WORKER_REQUEST_COUNTERS, engine_request_counters};
 
-/// A backend metrics endpoint as the plan lists it, with its phase figures when both its
-/// scrapes answered.
+/// An endpoint's phase figures and the two scrapes they came from.
+#[derive(Clone, Copy)]
+pub struct Scraped<'a> {
+    pub metrics: &'a ServerMetrics,
+    pub before: &'a Sample,
+    pub after: &'a Sample,
+}
+
+/// A backend metrics endpoint as the plan lists it, with its figures when both its scrapes
+/// answered.
 pub struct Backend<'a> {
     pub name: &'a str,
     pub url: &'a str,
-    pub metrics: Option<&'a ServerMetrics>,
+    pub scraped: Option<Scraped<'a>>,
+}
+
+fn span(before: f64, after: f64) -> Option<CounterSpan> {
+    Some(CounterSpan {
+        start: before,
+        end: after,
+    })
+}
+
+/// A counter's value in both scrapes, summed over the label sets `keep` accepts.
+fn readings(s: &Scraped<'_>, name: &str, keep: impl Fn(&str) -> bool) -> Option<CounterSpan> {
+    let read = |sample: &Sample| {
+        sample
+            .series
+            .sets
+            .get(name)
+            .map(|sets| sets.iter().filter(|(l, _)| keep(l)).map(|(_, v)| v).sum())
+    };
+    span(read(s.before).unwrap_or(0.0), read(s.after)?)
+}
+
+/// A backend's own counter in both scrapes.
+fn own(s: &Scraped<'_>, name: &str) -> Option<CounterSpan> {
+    span(
+        s.before.values.get(name).copied().unwrap_or(0.0),
+        *s.after.values.get(name)?,
+    )
+}
+
+/// The backend's prefix-cache hit and query counters, newest names first.
+fn prefix_spans(s: Option<&Scraped<'_>>) -> (Option<CounterSpan>, Option<CounterSpan>) {
+    s.and_then(|s| {
+        PREFIX_CACHE_COUNTERS
+            .iter()
+            .find_map(|(hits, queries)| Some((own(s, hits)?, own(s, queries)?)))
+    })
+    .map_or((None, None), |(h, q)| (Some(h), Some(q)))
 }
 
 /// The requests per backend, their shares, and where the counts came from.
@@ -46,10 +92,11 @@ pub fn per_worker(gateway: &ServerMetrics) -> Option<(&'static str, BTreeMap<Str
 
 /// The phase's distribution over `backends` (in plan order; workers the gateway names but
 /// the plan does not list follow, by their host and port).
-pub fn distribute(gateway: Option<&ServerMetrics>, backends: &[Backend<'_>]) -> Distribution {
-    let (mut rows, source) = match gateway.and_then(per_worker) {
-        Some((counter, workers)) => (
-            from_gateway(workers, backends),
+pub fn distribute(gateway: Option<Scraped<'_>>, backends: &[Backend<'_>]) -> Distribution {
+    let counted = gateway.and_then(|g| Some((g, per_worker(g.metrics)?)));
+    let (mut rows, source) = match counted {
+        Some((g, (counter, workers))) => (
+            from_gateway(&g, counter, workers, backends),
             format!("gateway: {counter}"),
         ),
         None => (from_backends(backends), "backends".to_string()),
@@ -65,7 +112,17 @@ pub fn distribute(gateway: Option<&ServerMetrics>, backends: &[Backend<'_>]) -> 
     }
 }
 
-fn from_gateway(mut workers: BTreeMap<String, f64>, backends: &[Backend<'_>]) -> Vec<BackendShare> {
+fn from_gateway(
+    gateway: &Scraped<'_>,
+    counter: &str,
+    mut workers: BTreeMap<String, f64>,
+    backends: &[Backend<'_>],
+) -> Vec<BackendShare> {
+    let worker_readings = |here: &str| {
+        readings(gateway, counter, |l| {
+            labels::value(l, "worker").is_some_and(|w| host_port(&w) == here)
+        })
+    };
     let mut rows: Vec<BackendShare> = backends
         .iter()
         .map(|b| {
@@ -76,18 +133,26 @@ fn from_gateway(mut workers: BTreeMap<String, f64>, backends: &[Backend<'_>]) ->
                 .cloned()
                 .collect();
             let requests = mine.iter().filter_map(|w| workers.remove(w)).sum();
+            let (prefix_cache_hits, prefix_cache_queries) = prefix_spans(b.scraped.as_ref());
             BackendShare {
                 name: b.name.to_string(),
                 requests,
                 share: None,
-                prefix_cache_hit_avg: b.metrics.and_then(|m| m.prefix_cache_hit_avg),
+                prefix_cache_hit_avg: b.scraped.and_then(|s| s.metrics.prefix_cache_hit_avg),
+                request_counter: worker_readings(here),
+                prefix_cache_hits,
+                prefix_cache_queries,
             }
         })
         .collect();
-    rows.extend(workers.into_iter().map(|(worker, requests)| BackendShare {
-        name: host_port(&worker).to_string(),
-        requests,
-        ..BackendShare::default()
+    rows.extend(workers.into_iter().map(|(worker, requests)| {
+        let name = host_port(&worker).to_string();
+        BackendShare {
+            request_counter: worker_readings(&name),
+            name,
+            requests,
+            ..BackendShare::default()
+        }
     }));
     rows
 }
@@ -96,13 +161,18 @@ fn from_backends(backends: &[Backend<'_>]) -> Vec<BackendShare> {
     backends
         .iter()
         .filter_map(|b| {
-            let m = b.metrics?;
-            let requests = engine_request_counters().find_map(|c| m.counter_deltas.get(c))?;
+            let s = b.scraped.as_ref()?;
+            let (counter, requests) = engine_request_counters()
+                .find_map(|c| Some((c, *s.metrics.counter_deltas.get(c)?)))?;
+            let (prefix_cache_hits, prefix_cache_queries) = prefix_spans(Some(s));
             Some(BackendShare {
                 name: b.name.to_string(),
-                requests: *requests,
+                requests,
                 share: None,
-                prefix_cache_hit_avg: m.prefix_cache_hit_avg,
+                prefix_cache_hit_avg: s.metrics.prefix_cache_hit_avg,
+                request_counter: own(s, counter),
+                prefix_cache_hits,
+                prefix_cache_queries,
             })
         })
         .collect()
@@ -119,7 +189,7 @@ pub fn spread(backends: &[BackendShare]) -> (f64, Option<f64>) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::runner::scrape::{Sample, diff, parse_prometheus};
+    use crate::runner::scrape::{diff, parse_prometheus};
 
     fn fixture(name: &str) -> String {
         let path = format!(
@@ -129,8 +199,30 @@ mod tests {
         std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"))
     }
 
-    fn since_start(text: &str) -> ServerMetrics {
-        diff("u", &Sample::default(), &parse_prometheus(text))
+    /// Figures since the server started: an empty scrape before.
+    struct SinceStart {
+        metrics: ServerMetrics,
+        before: Sample,
+        after: Sample,
+    }
+
+    impl SinceStart {
+        fn scraped(&self) -> Scraped<'_> {
+            Scraped {
+                metrics: &self.metrics,
+                before: &self.before,
+                after: &self.after,
+            }
+        }
+    }
+
+    fn since_start(text: &str) -> SinceStart {
+        let after = parse_prometheus(text);
+        SinceStart {
+            metrics: diff("u", &Sample::default(), &after),
+            before: Sample::default(),
+            after,
+        }
     }
 
     #[test]
@@ -141,15 +233,15 @@ mod tests {
                 Backend {
                     name: "replica-0",
                     url: "http://127.0.0.1:18101/metrics",
-                    metrics: None,
+                    scraped: None,
                 },
                 Backend {
                     name: "replica-1",
                     url: "http://127.0.0.1:18102/metrics",
-                    metrics: None,
+                    scraped: None,
                 },
             ];
-            let d = distribute(Some(&gateway), &backends);
+            let d = distribute(Some(gateway.scraped()), &backends);
             let rows: Vec<_> = d
                 .backends
                 .iter()
@@ -161,6 +253,8 @@ mod tests {
                 "{file}"
             );
             assert_eq!(d.skew, Some(1.0), "{file}");
+            let end = d.backends[1].request_counter.map(|c| c.end);
+            assert_eq!(end, Some(3.0), "{file}");
             assert!(d.source.unwrap().starts_with("gateway: "), "{file}");
         }
     }
@@ -171,9 +265,9 @@ mod tests {
         let backends = [Backend {
             name: "only",
             url: "http://127.0.0.1:18102/metrics",
-            metrics: None,
+            scraped: None,
         }];
-        let d = distribute(Some(&gateway), &backends);
+        let d = distribute(Some(gateway.scraped()), &backends);
         let names: Vec<_> = d.backends.iter().map(|b| b.name.as_str()).collect();
         assert_eq!(names, ["only", "127.0.0.1:18101"]);
     }
@@ -184,10 +278,13 @@ mod tests {
         let backends = [Backend {
             name: "sim",
             url: "http://127.0.0.1:18101/metrics",
-            metrics: Some(&own),
+            scraped: Some(own.scraped()),
         }];
         let d = distribute(None, &backends);
         assert_eq!(d.backends[0].requests, 6.0);
+        let counter = d.backends[0].request_counter.unwrap();
+        assert_eq!((counter.start, counter.end), (0.0, 6.0));
+        assert!(d.backends[0].prefix_cache_queries.is_some());
         assert_eq!(d.source.as_deref(), Some("backends"));
     }
 }

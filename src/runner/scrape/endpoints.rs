@@ -1,12 +1,10 @@
 //! Several metrics endpoints per target (a gateway and its replicas): concurrent scrapes,
 //! per-endpoint deltas, backend sums and how the requests spread over the backends.
 
-use std::collections::BTreeMap;
-
 use crate::plan::{MetricsEndpoint, MetricsRole};
-use crate::report::{BackendShare, EndpointMetrics, ServerMetrics};
+use crate::report::{EndpointMetrics, ServerMetrics};
 
-use super::distribution::{Backend, distribute, host_port, spread};
+use super::distribution::{Backend, Scraped, distribute, host_port};
 use super::names::SUMMED_COUNTERS;
 use super::{Sample, diff};
 
@@ -45,17 +43,21 @@ pub fn combine(
     for ((endpoint, before), after) in endpoints.iter().zip(before).zip(after) {
         let name = endpoint_name(endpoint);
         match (before, after) {
-            (Ok(b), Ok(a)) => per_endpoint.push((endpoint.role, name, diff(&endpoint.url, b, a))),
+            (Ok(b), Ok(a)) => per_endpoint.push(Part {
+                role: endpoint.role,
+                name,
+                url: &endpoint.url,
+                metrics: diff(&endpoint.url, b, a),
+                before: b,
+                after: a,
+            }),
             (Err(e), _) | (_, Err(e)) => {
                 warnings.push(format!("metrics endpoint `{name}` left out: {e}"));
             }
         }
     }
-    let gateway = per_endpoint
-        .iter()
-        .find(|(role, _, _)| *role == MetricsRole::Gateway)
-        .map(|(_, _, m)| m);
-    let mut combined = gateway.cloned().unwrap_or_default();
+    let gateway = per_endpoint.iter().find(|p| p.role == MetricsRole::Gateway);
+    let mut combined = gateway.map(|g| g.metrics.clone()).unwrap_or_default();
     combined.url = endpoints
         .iter()
         .find(|e| e.role == MetricsRole::Gateway)
@@ -63,8 +65,8 @@ pub fn combine(
         .unwrap_or_default();
     let backend_metrics: Vec<&ServerMetrics> = per_endpoint
         .iter()
-        .filter(|(role, _, _)| *role == MetricsRole::Backend)
-        .map(|(_, _, m)| m)
+        .filter(|p| p.role == MetricsRole::Backend)
+        .map(|p| &p.metrics)
         .collect();
     if !backend_metrics.is_empty() {
         sum_backends(&mut combined, &backend_metrics);
@@ -77,30 +79,55 @@ pub fn combine(
         .map(|(e, name)| Backend {
             name,
             url: &e.url,
-            metrics: per_endpoint
+            scraped: per_endpoint
                 .iter()
-                .find(|(role, n, _)| *role == MetricsRole::Backend && n == name)
-                .map(|(_, _, m)| m),
+                .find(|p| p.role == MetricsRole::Backend && p.name == *name && p.url == e.url)
+                .map(Part::scraped),
         })
         .collect();
-    let distribution = distribute(gateway, &backends);
+    let distribution = distribute(gateway.map(Part::scraped), &backends);
     combined.backends = distribution.backends;
     combined.backend_skew = distribution.skew;
     combined.backend_requests_from = distribution.source;
     combined.notes = per_endpoint
         .iter()
-        .flat_map(|(_, name, m)| m.notes.iter().map(move |n| format!("{name}: {n}")))
+        .flat_map(|p| {
+            p.metrics
+                .notes
+                .iter()
+                .map(move |n| format!("{}: {n}", p.name))
+        })
         .collect();
     combined.endpoints = per_endpoint
         .into_iter()
-        .map(|(role, name, metrics)| EndpointMetrics {
-            name,
-            role: role_name(role).to_string(),
-            metrics,
+        .map(|p| EndpointMetrics {
+            name: p.name,
+            role: role_name(p.role).to_string(),
+            metrics: p.metrics,
         })
         .collect();
     combined.warnings = warnings;
     combined
+}
+
+/// One endpoint that answered both scrapes.
+struct Part<'a> {
+    role: MetricsRole,
+    name: String,
+    url: &'a str,
+    metrics: ServerMetrics,
+    before: &'a Sample,
+    after: &'a Sample,
+}
+
+impl Part<'_> {
+    fn scraped(&self) -> Scraped<'_> {
+        Scraped {
+            metrics: &self.metrics,
+            before: self.before,
+            after: self.after,
+        }
+    }
 }
 
 fn role_name(role: MetricsRole) -> &'static str {
@@ -147,30 +174,6 @@ fn sum_backends(combined: &mut ServerMetrics, backends: &[&ServerMetrics]) {
     if let Some(engine) = backends.iter().find_map(|m| m.engine.clone()) {
         combined.engine = Some(engine);
     }
-}
-
-/// Backend counters of several shards' scrapes of the same phase: each shard's
-/// `backends` summed by name, shares and skew recomputed.
-pub fn merge_backends(parts: &[&ServerMetrics]) -> Vec<BackendShare> {
-    let mut by_name: BTreeMap<String, f64> = BTreeMap::new();
-    for part in parts {
-        for b in &part.backends {
-            *by_name.entry(b.name.clone()).or_insert(0.0) += b.requests;
-        }
-    }
-    let mut merged: Vec<BackendShare> = by_name
-        .into_iter()
-        .map(|(name, requests)| BackendShare {
-            name,
-            requests,
-            ..BackendShare::default()
-        })
-        .collect();
-    let (total, _) = spread(&merged);
-    for b in &mut merged {
-        b.share = (total > 0.0).then(|| b.requests / total);
-    }
-    merged
 }
 
 #[cfg(test)]
@@ -251,28 +254,5 @@ mod tests {
             "{:?}",
             m.warnings
         );
-    }
-
-    #[test]
-    fn shard_parts_sum_by_backend() {
-        let part = |a: f64, b: f64| ServerMetrics {
-            backends: vec![
-                BackendShare {
-                    name: "a".into(),
-                    requests: a,
-                    ..BackendShare::default()
-                },
-                BackendShare {
-                    name: "b".into(),
-                    requests: b,
-                    ..BackendShare::default()
-                },
-            ],
-            ..ServerMetrics::default()
-        };
-        let (one, two) = (part(3.0, 1.0), part(1.0, 3.0));
-        let merged = merge_backends(&[&one, &two]);
-        assert_eq!(merged[0].requests, 4.0);
-        assert_eq!(merged[1].share, Some(0.5));
     }
 }
