@@ -6,6 +6,7 @@ mod docs;
 mod e2e;
 mod faults;
 mod fuzz_corpus;
+mod gateway_example;
 mod gateway_metrics;
 mod golden;
 mod hardening;
