@@ -132,6 +132,15 @@ pub fn render(report: &Report) -> String {
         write_table(&mut out, &backends);
     }
 
+    let timelines = super::timeline::charts(report);
+    if !timelines.is_empty() {
+        out.push_str("<h2>Server metrics over each phase</h2>\n");
+        for chart in timelines {
+            out.push_str(&chart);
+            out.push('\n');
+        }
+    }
+
     out.push_str("<h2>Errors</h2>\n");
     let errors = table::errors(report);
     if errors.is_empty() {

@@ -228,6 +228,32 @@ pub struct ServerMetrics {
     /// Remarks on the figures, e.g. a metric whose label sets were cut at the cap.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<String>,
+    /// Scrapes during the measured window (the target's `metrics_interval`), over the
+    /// backends when there are any, else the one endpoint.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub timeline: Vec<MetricsPoint>,
+}
+
+/// One scrape during a phase: levels then, and rates since the scrape before.
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
+pub struct MetricsPoint {
+    /// Seconds since the measured window began.
+    pub t_s: f64,
+    /// Requests running, summed over the backends.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub requests_running: Option<f64>,
+    /// Requests waiting, summed over the backends.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub requests_waiting: Option<f64>,
+    /// KV-cache usage (0–1), the fullest backend's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kv_cache_usage: Option<f64>,
+    /// Requests completed per second since the previous point.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub requests_per_s: Option<f64>,
+    /// Generated tokens per second since the previous point.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub generation_tok_s: Option<f64>,
 }
 
 /// One metrics endpoint's figures over a phase.

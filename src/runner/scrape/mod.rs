@@ -9,6 +9,7 @@ pub mod distribution;
 pub mod endpoints;
 pub mod labels;
 pub mod names;
+pub mod timeline;
 
 use names::{METRIC_NAMES, PREFIX_CACHE_COUNTERS, gauge_names, is_counter};
 
