@@ -98,6 +98,14 @@ fn check_target(p: &str, t: &Target, issues: &mut Vec<Issue>) {
             "`metrics_url` and `metrics` are exclusive: list the endpoint under `metrics`",
         ));
     }
+    if let Some(interval) = t.metrics_interval
+        && interval.0 < std::time::Duration::from_millis(100)
+    {
+        issues.push(Issue::new(
+            format!("{p}/metrics_interval"),
+            "expected at least 100ms between scrapes",
+        ));
+    }
     for (i, m) in t.metrics.iter().enumerate() {
         if !(m.url.starts_with("http://") || m.url.starts_with("https://")) {
             issues.push(Issue::new(

@@ -131,12 +131,29 @@ pub fn render(report: &Report) -> String {
 
     let backends = super::backends::table(report);
     let metrics_warnings = super::backends::warnings(report);
-    if !backends.is_empty() || !metrics_warnings.is_empty() {
+    let metrics_notes = super::backends::notes(report);
+    if !backends.is_empty() || !metrics_warnings.is_empty() || !metrics_notes.is_empty() {
         out.push_str("<h2>Backends behind the gateway</h2>\n");
         for w in metrics_warnings {
             let _ = writeln!(out, "<div class=\"banner warn\"><b>⚠ {}</b></div>", esc(&w));
         }
+        for n in metrics_notes {
+            let _ = writeln!(out, "<p>{}</p>", esc(&n));
+        }
+        if let Some(chart) = super::backends::chart(report) {
+            out.push_str(&chart);
+            out.push('\n');
+        }
         write_table(&mut out, &backends);
+    }
+
+    let timelines = super::timeline::charts(report);
+    if !timelines.is_empty() {
+        out.push_str("<h2>Server metrics over each phase</h2>\n");
+        for chart in timelines {
+            out.push_str(&chart);
+            out.push('\n');
+        }
     }
 
     out.push_str("<h2>Errors</h2>\n");

@@ -102,10 +102,14 @@ pub fn render(report: &Report) -> String {
 
     let backends = super::backends::table(report);
     let metrics_warnings = super::backends::warnings(report);
-    if !backends.is_empty() || !metrics_warnings.is_empty() {
+    let metrics_notes = super::backends::notes(report);
+    if !backends.is_empty() || !metrics_warnings.is_empty() || !metrics_notes.is_empty() {
         out.push_str("\n## Backends behind the gateway\n\n");
         for w in metrics_warnings {
             let _ = writeln!(out, "> **⚠ {}**\n", inline(&w));
+        }
+        for n in metrics_notes {
+            let _ = writeln!(out, "> {}\n", inline(&n));
         }
         write_table(&mut out, &backends);
     }

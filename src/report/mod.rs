@@ -31,6 +31,7 @@ pub mod schema;
 mod shards;
 pub mod svg;
 mod table;
+mod timeline;
 mod write;
 
 pub use compare_md::render as render_comparison;

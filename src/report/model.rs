@@ -218,6 +218,46 @@ pub struct ServerMetrics {
     /// Endpoints that could not be scraped (down, garbage), by name.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub warnings: Vec<String>,
+    /// Counter deltas per label set (label text → delta), for counters with several label
+    /// sets or a `worker` label; at most 64 label sets per metric.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub labelled_counter_deltas: BTreeMap<String, BTreeMap<String, f64>>,
+    /// Gauge ranges per label set, for the kept gauges with several label sets.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub labelled_gauges: BTreeMap<String, BTreeMap<String, GaugeRange>>,
+    /// Where `backends[].requests` came from: `gateway: METRIC` (the router's per-worker
+    /// counter) or `backends` (each backend's own request counter).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub backend_requests_from: Option<String>,
+    /// Remarks on the figures, e.g. a metric whose label sets were cut at the cap.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
+    /// Scrapes during the measured window (the target's `metrics_interval`), over the
+    /// backends when there are any, else the one endpoint.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub timeline: Vec<MetricsPoint>,
+}
+
+/// One scrape during a phase: levels then, and rates since the scrape before.
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
+pub struct MetricsPoint {
+    /// Seconds since the measured window began.
+    pub t_s: f64,
+    /// Requests running, summed over the backends.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub requests_running: Option<f64>,
+    /// Requests waiting, summed over the backends.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub requests_waiting: Option<f64>,
+    /// KV-cache usage (0–1), the fullest backend's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kv_cache_usage: Option<f64>,
+    /// Requests completed per second since the previous point.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub requests_per_s: Option<f64>,
+    /// Generated tokens per second since the previous point.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub generation_tok_s: Option<f64>,
 }
 
 /// One metrics endpoint's figures over a phase.
@@ -239,6 +279,23 @@ pub struct BackendShare {
     pub share: Option<f64>,
     /// The backend's prefix-cache hits over queries.
     pub prefix_cache_hit_avg: Option<f64>,
+    /// The request counter `requests` came from, read at the phase's two scrapes: shards
+    /// that scraped the same backend over overlapping windows merge to the span of them
+    /// all instead of counting the overlap twice.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub request_counter: Option<CounterSpan>,
+    /// The backend's prefix-cache hit and query counters at the two scrapes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prefix_cache_hits: Option<CounterSpan>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prefix_cache_queries: Option<CounterSpan>,
+}
+
+/// A counter's value at a phase's first and last scrape.
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
+pub struct CounterSpan {
+    pub start: f64,
+    pub end: f64,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize, JsonSchema)]

@@ -69,8 +69,9 @@ impl PhaseRun<'_> {
         let prepared = self.prepare().await?;
         let seed = self.shard_seed(phase_seed(self.plan.plan.seed, phase.name));
 
-        let scrape_before = self.scrape().await;
         let warmup = self.warmup(&prepared, seed).await?;
+        // After the warmup, so the server's counters cover the measured window only.
+        let scrape_before = self.scrape().await;
 
         let spec = WindowSpec {
             load: phase.load.clone(),
@@ -84,6 +85,7 @@ impl PhaseRun<'_> {
             seed,
             precise_pacing: true,
         };
+        let sampler = self.sampler();
         let (outcome, mut records) = self
             .window(
                 &spec,
@@ -93,6 +95,10 @@ impl PhaseRun<'_> {
                 phase.name.to_string(),
             )
             .await;
+        let timeline = match sampler {
+            Some(sampler) => sampler.finish().await,
+            None => Vec::new(),
+        };
         let scrape_after = self.scrape().await;
         records.sort_by_key(|r| r.request_index);
 
@@ -101,7 +107,7 @@ impl PhaseRun<'_> {
             let (tolerance, tokenizer) = (prepared.prompt_tolerance, &prepared.tokenizer);
             self.warn_on_prompt_gap(&records, tolerance, tokenizer, "measured window");
         }
-        let server_metrics = match (&self.endpoint.metrics_url, scrape_before, scrape_after) {
+        let mut server_metrics = match (&self.endpoint.metrics_url, scrape_before, scrape_after) {
             (_, Scrapes::Several(before), Scrapes::Several(after)) => {
                 let combined = scrape::endpoints::combine(&self.endpoint.metrics, &before, &after);
                 for warning in &combined.warnings {
@@ -114,6 +120,9 @@ impl PhaseRun<'_> {
             }
             _ => None,
         };
+        if let Some(m) = server_metrics.as_mut() {
+            m.timeline = timeline;
+        }
         let facts = PhaseFacts {
             started_at: outcome
                 .started_at
@@ -380,6 +389,34 @@ impl PhaseRun<'_> {
         if let Some(warning) = check.warning(tokenizer) {
             eprintln!("warning: phase `{}` ({window}): {warning}", self.phase.name);
         }
+    }
+
+    /// Scrapes during the measured window when the target asks for them: the backends when
+    /// it lists any, else its one metrics endpoint.
+    fn sampler(&self) -> Option<scrape::timeline::Sampler> {
+        let interval = self.endpoint.metrics_interval?;
+        let backends: Vec<String> = self
+            .endpoint
+            .metrics
+            .iter()
+            .filter(|m| m.role == crate::plan::MetricsRole::Backend)
+            .map(|m| m.url.clone())
+            .collect();
+        let urls = match (backends.is_empty(), &self.endpoint.metrics_url) {
+            (false, _) => backends,
+            (true, Some(url)) if self.endpoint.metrics.is_empty() => vec![url.clone()],
+            _ => self
+                .endpoint
+                .metrics
+                .iter()
+                .map(|m| m.url.clone())
+                .collect(),
+        };
+        Some(scrape::timeline::Sampler::start(
+            self.http.clone(),
+            urls,
+            interval,
+        ))
     }
 
     async fn scrape(&self) -> Scrapes {

@@ -105,6 +105,8 @@ pub(super) struct Endpoint {
     pub metrics_url: Option<String>,
     /// A gateway's and its replicas' endpoints; when set, scraped instead of `metrics_url`.
     pub metrics: Vec<crate::plan::MetricsEndpoint>,
+    /// Scrape during the measured window this often, for the report's time series.
+    pub metrics_interval: Option<std::time::Duration>,
     pub model: String,
 }
 
@@ -115,6 +117,7 @@ pub(super) fn endpoint_for(phase: &PhaseSettings<'_>, simulators: &Simulators) -
             base_url: format!("http://{addr}/v1"),
             metrics_url: Some(format!("http://{addr}/metrics")),
             metrics: Vec::new(),
+            metrics_interval: target.metrics_interval.map(|i| i.0),
             model: super::endpoint::model_name(target).unwrap_or_default(),
         },
         None => Endpoint {
@@ -126,6 +129,7 @@ pub(super) fn endpoint_for(phase: &PhaseSettings<'_>, simulators: &Simulators) -
                 .to_string(),
             metrics_url: target.metrics_url.clone(),
             metrics: target.metrics.clone(),
+            metrics_interval: target.metrics_interval.map(|i| i.0),
             model: super::endpoint::model_name(target).unwrap_or_default(),
         },
     }

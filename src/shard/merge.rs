@@ -235,9 +235,15 @@ impl PhaseMerge<'_> {
                     .fold(0.0, f64::max),
             },
             dataset_sha256: results.iter().find_map(|(_, r)| r.dataset_sha256.clone()),
-            // Each shard scraped the server around its own window; those overlap, so they
-            // stay per shard rather than being summed.
-            server_metrics: None,
+            // Each shard scraped the server around its own window; those overlap, so the
+            // per-shard scrapes stay in `merged_from`, and only the backend counters, read
+            // over the span of every shard's scrapes, are merged.
+            server_metrics: super::backends::merge(
+                &results
+                    .iter()
+                    .filter_map(|(_, r)| r.server_metrics.as_ref())
+                    .collect::<Vec<_>>(),
+            ),
         };
         let figures = Figures {
             method: self.first.plan.percentile_method,

@@ -7,6 +7,7 @@
 //! machine. The merge then recomputes every figure from the union of the shards' request
 //! records.
 
+mod backends;
 mod merge;
 
 pub use merge::{MergeError, merge_files, merge_reports};

@@ -7,6 +7,7 @@ mod e2e;
 mod exec_hooks;
 mod faults;
 mod fuzz_corpus;
+mod gateway_example;
 mod gateway_metrics;
 mod golden;
 mod hardening;

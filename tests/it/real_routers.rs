@@ -1,10 +1,13 @@
 //! servebench through real routers (vLLM's and SGLang's, from PyPI) in front of two simulator
 //! replicas on loopback: how a policy spreads requests, and what prefix-aware routing buys.
 //!
-//! Requests per replica and prefix-cache hits come from each replica's own `/metrics`
-//! (vLLM's names), scraped before and after the run, never from the router's say-so.
+//! The plan lists the router's and each replica's `/metrics` under `metrics:`, and the checks
+//! read the report: its backend table (requests per replica, from the replicas' own
+//! counters), the aggregated prefix-cache hit rate and TTFT. The replicas are also scraped
+//! independently around the run, and the report must agree with them.
 
 use serde_json::Value;
+use servebench::report::ServerMetrics;
 use servebench::runner::run;
 use servebench::runner::scrape::{Sample, parse_prometheus};
 use servebench::sim::{SimConfig, SimHandle, SimPrefixCache, serve};
@@ -76,22 +79,26 @@ fn delta(before: &Sample, after: &Sample, name: &str) -> f64 {
     after.values.get(name).copied().unwrap_or(0.0) - before.values.get(name).copied().unwrap_or(0.0)
 }
 
-/// What one run through a router gave: the phase, and per replica (requests, prefix hits,
-/// prefix queries) over the run.
+/// What one run through a router gave: the report's phase and its server metrics (the
+/// router as gateway, each replica as a backend), and the replicas' request counts scraped
+/// independently of the run, to check the report against.
 struct RouterRun {
     phase: Value,
-    per_replica: Vec<(f64, f64, f64)>,
+    metrics: ServerMetrics,
+    scraped_requests: Vec<f64>,
 }
 
 impl RouterRun {
+    /// Requests per backend as the report's backend table gives them, in replica order.
     fn requests(&self) -> Vec<f64> {
-        self.per_replica.iter().map(|r| r.0).collect()
+        self.metrics.backends.iter().map(|b| b.requests).collect()
     }
 
+    /// The backends' prefix-cache hits over queries, as the report aggregates them.
     fn prefix_hit_rate(&self) -> f64 {
-        let hits: f64 = self.per_replica.iter().map(|r| r.1).sum();
-        let queries: f64 = self.per_replica.iter().map(|r| r.2).sum();
-        hits / queries.max(1.0)
+        self.metrics
+            .prefix_cache_hit_avg
+            .expect("the report aggregates the replicas' prefix-cache hit rate")
     }
 
     fn ttft_p50(&self) -> f64 {
@@ -101,6 +108,20 @@ impl RouterRun {
 
 const SPREAD_WORKLOAD: &str = "input_tokens: 64\noutput_tokens: 4\nignore_eos: true";
 const SHARED_PREFIX_WORKLOAD: &str = "input_tokens: 600\nshared_prefix: {tokens: 512, groups: 8}\noutput_tokens: 4\nignore_eos: true";
+
+/// The plan's `metrics:` list: the router as gateway, the replicas as backends in order.
+fn metrics_entries(router: &Router, replicas: &Replicas) -> String {
+    let mut entries = format!(
+        "      - {{url: {}, role: gateway, name: router}}\n",
+        router.metrics_url
+    );
+    for (i, url) in replicas.urls.iter().enumerate() {
+        entries.push_str(&format!(
+            "      - {{url: {url}/metrics, role: backend, name: replica-{i}}}\n"
+        ));
+    }
+    entries
+}
 
 /// Fresh replicas (cold caches), a router with `policy` in front, one closed-loop phase.
 async fn run_through_router(
@@ -116,9 +137,11 @@ async fn run_through_router(
     let plan = format!(
         "version: 1\nname: router-{policy}\nseed: 5\n\
          targets:\n  router:\n    base_url: {}/v1\n    model: sim\n    tokenizer: {{source: simulator}}\n\
+         \x20   metrics:\n{}\
          workloads:\n  w: {{{}}}\n\
          phases:\n  - {{name: through-router, target: router, workload: w, concurrency: 4, requests: {requests}}}\n",
         router.root,
+        metrics_entries(&router, &replicas),
         workload.replace('\n', ", "),
     );
     let plan_path = dir.path().join("plan.yaml");
@@ -131,21 +154,67 @@ async fn run_through_router(
     let after = replicas.scrape().await;
     let report: Value =
         serde_json::from_str(&std::fs::read_to_string(out.join("report.json")).unwrap()).unwrap();
-    let per_replica = before
+    crate::common::assert_valid_report(&report);
+    let scraped_requests = before
         .iter()
         .zip(&after)
-        .map(|(b, a)| {
-            (
-                delta(b, a, "vllm:request_success_total"),
-                delta(b, a, "vllm:prefix_cache_hits_total"),
-                delta(b, a, "vllm:prefix_cache_queries_total"),
-            )
-        })
+        .map(|(b, a)| delta(b, a, "vllm:request_success_total"))
         .collect();
     let phase = report["phases"][0].clone();
+    let metrics: ServerMetrics = serde_json::from_value(phase["server_metrics"].clone())
+        .unwrap_or_else(|e| panic!("{kind:?}: no server metrics in the report ({e}): {phase}"));
     drop(router);
     replicas.shutdown().await;
-    RouterRun { phase, per_replica }
+    RouterRun {
+        phase,
+        metrics,
+        scraped_requests,
+    }
+}
+
+/// What every run must show: no errors, no endpoint warnings, one row per replica in the
+/// report's backend table, rows that sum to the phase's requests and agree with the
+/// replicas' own counters.
+fn check_backend_table(kind: RouterKind, policy: &str, r: &RouterRun, requests: u64) {
+    assert_eq!(
+        r.phase["errors"], 0,
+        "{kind:?} {policy}: {}",
+        r.phase["errors_by_kind"]
+    );
+    assert_eq!(r.phase["requests"], requests, "{kind:?} {policy}");
+    assert!(
+        r.metrics.warnings.is_empty(),
+        "{kind:?} {policy}: {:?}",
+        r.metrics.warnings
+    );
+    // The router's own per-worker counter, matched to the replicas by host and port.
+    let source = r
+        .metrics
+        .backend_requests_from
+        .as_deref()
+        .unwrap_or_default();
+    assert!(
+        source.starts_with("gateway: "),
+        "{kind:?} {policy}: counted from {source:?}"
+    );
+    let names: Vec<&str> = r.metrics.backends.iter().map(|b| b.name.as_str()).collect();
+    assert_eq!(names, ["replica-0", "replica-1"], "{kind:?} {policy}");
+    assert_eq!(
+        r.requests().iter().sum::<f64>(),
+        requests as f64,
+        "{kind:?} {policy}: the backend table says {:?}",
+        r.requests()
+    );
+    assert_eq!(
+        r.requests(),
+        r.scraped_requests,
+        "{kind:?} {policy}: the report's backend table and the replicas' own counters differ"
+    );
+    let shares: f64 = r.metrics.backends.iter().filter_map(|b| b.share).sum();
+    assert!(
+        (shares - 1.0).abs() < 1e-9,
+        "{kind:?} {policy}: shares sum to {shares}"
+    );
 }
 
 async fn round_robin_spreads_evenly(kind: RouterKind) {
@@ -155,17 +224,11 @@ async fn round_robin_spreads_evenly(kind: RouterKind) {
     let _exclusive = crate::common::exclusive_run().await;
     let requests = 40;
     let result = run_through_router(&engines, kind, "round_robin", SPREAD_WORKLOAD, requests).await;
-    assert_eq!(
-        result.phase["errors"], 0,
-        "{kind:?}: {}",
-        result.phase["errors_by_kind"]
-    );
-    assert_eq!(result.phase["requests"], requests);
+    check_backend_table(kind, "round_robin", &result, requests);
     let per_replica = result.requests();
-    assert_eq!(
-        per_replica.iter().sum::<f64>(),
-        requests as f64,
-        "{kind:?}: the replicas served {per_replica:?}"
+    println!(
+        "{kind:?} round_robin: requests per replica {per_replica:?}, skew {:?}",
+        result.metrics.backend_skew
     );
     let fair = requests as f64 / per_replica.len() as f64;
     for served in &per_replica {
@@ -174,6 +237,8 @@ async fn round_robin_spreads_evenly(kind: RouterKind) {
             "{kind:?} round_robin: replicas served {per_replica:?}, want {fair} ± 10% each"
         );
     }
+    let skew = result.metrics.backend_skew.expect("a skew figure");
+    assert!(skew <= 1.1, "{kind:?} round_robin: skew {skew}");
 }
 
 async fn cache_aware_beats_random_on_shared_prefixes(kind: RouterKind) {
@@ -193,17 +258,7 @@ async fn cache_aware_beats_random_on_shared_prefixes(kind: RouterKind) {
     )
     .await;
     for (policy, r) in [("random", &random), ("cache_aware", &aware)] {
-        assert_eq!(
-            r.phase["errors"], 0,
-            "{kind:?} {policy}: {}",
-            r.phase["errors_by_kind"]
-        );
-        assert_eq!(
-            r.requests().iter().sum::<f64>(),
-            requests as f64,
-            "{kind:?} {policy}: replicas served {:?}",
-            r.requests()
-        );
+        check_backend_table(kind, policy, r, requests);
     }
     let summary = format!(
         "{kind:?}: prefix-cache hit rate random {:.3} vs cache_aware {:.3}; TTFT p50 random {:.4} vs cache_aware {:.4}; requests per replica random {:?}, cache_aware {:?}",

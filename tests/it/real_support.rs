@@ -257,6 +257,8 @@ impl RouterKind {
 pub struct Router {
     _process: ChildProcess,
     pub root: String,
+    /// The router's own Prometheus endpoint.
+    pub metrics_url: String,
 }
 
 impl Router {
@@ -290,6 +292,7 @@ impl Router {
         Router {
             _process: process,
             root,
+            metrics_url: format!("http://127.0.0.1:{prometheus_port}/metrics"),
         }
     }
 }

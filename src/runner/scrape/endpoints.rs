@@ -1,37 +1,19 @@
 //! Several metrics endpoints per target (a gateway and its replicas): concurrent scrapes,
 //! per-endpoint deltas, backend sums and how the requests spread over the backends.
 
-use std::collections::BTreeMap;
-
 use crate::plan::{MetricsEndpoint, MetricsRole};
-use crate::report::{BackendShare, EndpointMetrics, ServerMetrics};
+use crate::report::{EndpointMetrics, ServerMetrics};
 
+use super::distribution::{Backend, Scraped, distribute, host_port};
+use super::names::SUMMED_COUNTERS;
 use super::{Sample, diff};
-
-/// Request counters a backend keeps itself, by engine; the first found is used.
-const REQUEST_COUNTERS: &[&str] = &[
-    "vllm:request_success_total",
-    "sglang:num_requests_total",
-    "llamacpp:requests_total",
-];
-
-/// Backend counters summed into the phase figures.
-const SUMMED_COUNTERS: &[&str] = &[
-    "vllm:prefix_cache_hits_total",
-    "vllm:prefix_cache_queries_total",
-    "vllm:num_preemptions_total",
-];
 
 /// The name an endpoint goes by in the report: its own, else the URL's host and port.
 pub fn endpoint_name(endpoint: &MetricsEndpoint) -> String {
     if let Some(name) = &endpoint.name {
         return name.clone();
     }
-    let rest = endpoint
-        .url
-        .split_once("://")
-        .map_or(endpoint.url.as_str(), |(_, r)| r);
-    rest.split('/').next().unwrap_or(rest).to_string()
+    host_port(&endpoint.url).to_string()
 }
 
 /// One scrape of every endpoint, concurrently; a failing one gives its reason.
@@ -61,68 +43,91 @@ pub fn combine(
     for ((endpoint, before), after) in endpoints.iter().zip(before).zip(after) {
         let name = endpoint_name(endpoint);
         match (before, after) {
-            (Ok(b), Ok(a)) => per_endpoint.push((endpoint.role, name, diff(&endpoint.url, b, a))),
+            (Ok(b), Ok(a)) => per_endpoint.push(Part {
+                role: endpoint.role,
+                name,
+                url: &endpoint.url,
+                metrics: diff(&endpoint.url, b, a),
+                before: b,
+                after: a,
+            }),
             (Err(e), _) | (_, Err(e)) => {
                 warnings.push(format!("metrics endpoint `{name}` left out: {e}"));
             }
         }
     }
-    let mut combined = per_endpoint
-        .iter()
-        .find(|(role, _, _)| *role == MetricsRole::Gateway)
-        .map(|(_, _, m)| m.clone())
-        .unwrap_or_default();
+    let gateway = per_endpoint.iter().find(|p| p.role == MetricsRole::Gateway);
+    let mut combined = gateway.map(|g| g.metrics.clone()).unwrap_or_default();
     combined.url = endpoints
         .iter()
         .find(|e| e.role == MetricsRole::Gateway)
         .map(|e| e.url.clone())
         .unwrap_or_default();
-    let backends: Vec<&ServerMetrics> = per_endpoint
+    let backend_metrics: Vec<&ServerMetrics> = per_endpoint
         .iter()
-        .filter(|(role, _, _)| *role == MetricsRole::Backend)
-        .map(|(_, _, m)| m)
+        .filter(|p| p.role == MetricsRole::Backend)
+        .map(|p| &p.metrics)
         .collect();
-    if !backends.is_empty() {
-        sum_backends(&mut combined, &backends);
+    if !backend_metrics.is_empty() {
+        sum_backends(&mut combined, &backend_metrics);
     }
-    combined.backends = per_endpoint
+    let names: Vec<String> = endpoints.iter().map(endpoint_name).collect();
+    let backends: Vec<Backend<'_>> = endpoints
         .iter()
-        .filter(|(role, _, _)| *role == MetricsRole::Backend)
-        .filter_map(|(_, name, m)| {
-            let requests = REQUEST_COUNTERS
+        .zip(&names)
+        .filter(|(e, _)| e.role == MetricsRole::Backend)
+        .map(|(e, name)| Backend {
+            name,
+            url: &e.url,
+            scraped: per_endpoint
                 .iter()
-                .find_map(|c| m.counter_deltas.get(*c))?;
-            Some(BackendShare {
-                name: name.clone(),
-                requests: *requests,
-                share: None,
-                prefix_cache_hit_avg: m.prefix_cache_hit_avg,
-            })
+                .find(|p| p.role == MetricsRole::Backend && p.name == *name && p.url == e.url)
+                .map(Part::scraped),
         })
         .collect();
-    let (total, skew) = spread(&combined.backends);
-    for b in &mut combined.backends {
-        b.share = (total > 0.0).then(|| b.requests / total);
-    }
-    combined.backend_skew = skew;
+    let distribution = distribute(gateway.map(Part::scraped), &backends);
+    combined.backends = distribution.backends;
+    combined.backend_skew = distribution.skew;
+    combined.backend_requests_from = distribution.source;
+    combined.notes = per_endpoint
+        .iter()
+        .flat_map(|p| {
+            p.metrics
+                .notes
+                .iter()
+                .map(move |n| format!("{}: {n}", p.name))
+        })
+        .collect();
     combined.endpoints = per_endpoint
         .into_iter()
-        .map(|(role, name, metrics)| EndpointMetrics {
-            name,
-            role: role_name(role).to_string(),
-            metrics,
+        .map(|p| EndpointMetrics {
+            name: p.name,
+            role: role_name(p.role).to_string(),
+            metrics: p.metrics,
         })
         .collect();
     combined.warnings = warnings;
     combined
 }
 
-/// Total requests over the backends and the largest count over the mean.
-pub fn spread(backends: &[BackendShare]) -> (f64, Option<f64>) {
-    let total: f64 = backends.iter().map(|b| b.requests).sum();
-    let max = backends.iter().map(|b| b.requests).fold(0.0, f64::max);
-    let mean = total / backends.len().max(1) as f64;
-    (total, (mean > 0.0).then(|| max / mean))
+/// One endpoint that answered both scrapes.
+struct Part<'a> {
+    role: MetricsRole,
+    name: String,
+    url: &'a str,
+    metrics: ServerMetrics,
+    before: &'a Sample,
+    after: &'a Sample,
+}
+
+impl Part<'_> {
+    fn scraped(&self) -> Scraped<'_> {
+        Scraped {
+            metrics: &self.metrics,
+            before: self.before,
+            after: self.after,
+        }
+    }
 }
 
 fn role_name(role: MetricsRole) -> &'static str {
@@ -165,33 +170,10 @@ fn sum_backends(combined: &mut ServerMetrics, backends: &[&ServerMetrics]) {
         (Some(h), Some(q)) if *q > 0.0 => Some(h / q),
         _ => combined.prefix_cache_hit_avg,
     };
-    if combined.engine.is_none() {
-        combined.engine = backends.iter().find_map(|m| m.engine.clone());
+    // The replicas' engine, not the router's, names the phase's figures.
+    if let Some(engine) = backends.iter().find_map(|m| m.engine.clone()) {
+        combined.engine = Some(engine);
     }
-}
-
-/// Backend counters of several shards' scrapes of the same phase: each shard's
-/// `backends` summed by name, shares and skew recomputed.
-pub fn merge_backends(parts: &[&ServerMetrics]) -> Vec<BackendShare> {
-    let mut by_name: BTreeMap<String, f64> = BTreeMap::new();
-    for part in parts {
-        for b in &part.backends {
-            *by_name.entry(b.name.clone()).or_insert(0.0) += b.requests;
-        }
-    }
-    let mut merged: Vec<BackendShare> = by_name
-        .into_iter()
-        .map(|(name, requests)| BackendShare {
-            name,
-            requests,
-            ..BackendShare::default()
-        })
-        .collect();
-    let (total, _) = spread(&merged);
-    for b in &mut merged {
-        b.share = (total > 0.0).then(|| b.requests / total);
-    }
-    merged
 }
 
 #[cfg(test)]
@@ -272,28 +254,5 @@ mod tests {
             "{:?}",
             m.warnings
         );
-    }
-
-    #[test]
-    fn shard_parts_sum_by_backend() {
-        let part = |a: f64, b: f64| ServerMetrics {
-            backends: vec![
-                BackendShare {
-                    name: "a".into(),
-                    requests: a,
-                    ..BackendShare::default()
-                },
-                BackendShare {
-                    name: "b".into(),
-                    requests: b,
-                    ..BackendShare::default()
-                },
-            ],
-            ..ServerMetrics::default()
-        };
-        let (one, two) = (part(3.0, 1.0), part(1.0, 3.0));
-        let merged = merge_backends(&[&one, &two]);
-        assert_eq!(merged[0].requests, 4.0);
-        assert_eq!(merged[1].share, Some(0.5));
     }
 }

@@ -5,88 +5,26 @@ use std::time::Duration;
 
 use crate::report::{GaugeRange, ServerMetrics};
 
+pub mod distribution;
 pub mod endpoints;
+pub mod labels;
+pub mod names;
+pub mod timeline;
 
-/// One table for the figures every engine exports under its own name:
-/// `(engine, server metric name, normalized name)`. Names ending `_total` are counters (the
-/// report keeps their delta over the phase), the others gauges (the report keeps their range).
-///
-/// Meanings differ at the edges: llama.cpp's prompt counter excludes prompt tokens served from
-/// its cache, vLLM's and SGLang's include them; llama.cpp's "deferred" requests are those
-/// waiting for a free slot. KV-cache usage is a 0–1 fraction everywhere; current llama.cpp
-/// builds no longer export it (it went with the unified KV cache), older ones do.
-pub const METRIC_NAMES: &[(&str, &str, &str)] = &[
-    ("vllm", "vllm:prompt_tokens_total", "prompt_tokens"),
-    ("sglang", "sglang:prompt_tokens_total", "prompt_tokens"),
-    ("llamacpp", "llamacpp:prompt_tokens_total", "prompt_tokens"),
-    ("vllm", "vllm:generation_tokens_total", "generation_tokens"),
-    (
-        "sglang",
-        "sglang:generation_tokens_total",
-        "generation_tokens",
-    ),
-    (
-        "llamacpp",
-        "llamacpp:tokens_predicted_total",
-        "generation_tokens",
-    ),
-    ("vllm", "vllm:num_requests_running", "requests_running"),
-    ("sglang", "sglang:num_running_reqs", "requests_running"),
-    (
-        "llamacpp",
-        "llamacpp:requests_processing",
-        "requests_running",
-    ),
-    ("vllm", "vllm:num_requests_waiting", "requests_waiting"),
-    ("sglang", "sglang:num_queue_reqs", "requests_waiting"),
-    ("llamacpp", "llamacpp:requests_deferred", "requests_waiting"),
-    ("vllm", "vllm:kv_cache_usage_perc", "kv_cache_usage"),
-    // vLLM before its V1 engine.
-    ("vllm", "vllm:gpu_cache_usage_perc", "kv_cache_usage"),
-    ("sglang", "sglang:token_usage", "kv_cache_usage"),
-    (
-        "llamacpp",
-        "llamacpp:kv_cache_usage_ratio",
-        "kv_cache_usage",
-    ),
-];
+use names::{METRIC_NAMES, PREFIX_CACHE_COUNTERS, gauge_names, is_counter};
 
-/// Gauges kept besides those in [`METRIC_NAMES`].
-const EXTRA_GAUGES: &[&str] = &["sglang:cache_hit_rate"];
-
-fn is_counter(name: &str) -> bool {
-    name.ends_with("_total")
-}
-
-fn gauge_names() -> impl Iterator<Item = &'static str> {
-    METRIC_NAMES
-        .iter()
-        .map(|(_, name, _)| *name)
-        .filter(|name| !is_counter(name))
-        .chain(EXTRA_GAUGES.iter().copied())
-}
-
-/// Prefix-cache (hits, queries) counter pairs, newest vLLM names first.
-const PREFIX_CACHE_COUNTERS: &[(&str, &str)] = &[
-    (
-        "vllm:prefix_cache_hits_total",
-        "vllm:prefix_cache_queries_total",
-    ),
-    (
-        "vllm:gpu_prefix_cache_hits_total",
-        "vllm:gpu_prefix_cache_queries_total",
-    ),
-];
-
-/// One scrape: every sample summed over its label sets, by metric name.
+/// One scrape: every sample summed over its label sets, by metric name, and the label sets
+/// themselves (up to a cap per metric).
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Sample {
     pub values: BTreeMap<String, f64>,
+    pub series: labels::Series,
 }
 
 /// Parse Prometheus text exposition; malformed lines are skipped, not fatal.
 pub fn parse_prometheus(text: &str) -> Sample {
     let mut values = BTreeMap::new();
+    let mut series = labels::Series::default();
     for line in text.lines() {
         let line = line.trim();
         if line.is_empty() || line.starts_with('#') {
@@ -96,9 +34,12 @@ pub fn parse_prometheus(text: &str) -> Sample {
             .find(|c: char| c == '{' || c.is_whitespace())
             .unwrap_or(line.len());
         let name = &line[..name_end];
-        let rest = match line[name_end..].strip_prefix('{') {
-            Some(labelled) => labelled.rfind('}').map(|end| &labelled[end + 1..]),
-            None => Some(&line[name_end..]),
+        let (label_text, rest) = match line[name_end..].strip_prefix('{') {
+            Some(labelled) => match labelled.rfind('}') {
+                Some(end) => (&labelled[..end], Some(&labelled[end + 1..])),
+                None => ("", None),
+            },
+            None => ("", Some(&line[name_end..])),
         };
         let Some(value) = rest
             .and_then(|r| r.split_whitespace().next())
@@ -110,8 +51,11 @@ pub fn parse_prometheus(text: &str) -> Sample {
             continue;
         }
         *values.entry(name.to_string()).or_insert(0.0) += value;
+        if !label_text.trim().is_empty() {
+            series.add(name, label_text, value);
+        }
     }
-    Sample { values }
+    Sample { values, series }
 }
 
 /// Fetch and parse; `None` (with the reason) when the endpoint does not answer.
@@ -187,14 +131,33 @@ pub fn diff(url: &str, before: &Sample, after: &Sample) -> ServerMetrics {
             engine.get_or_insert_with(|| name_engine.to_string());
         }
     }
+    let gauge_list: Vec<&str> = gauge_names().collect();
+    let notes = after
+        .series
+        .capped
+        .iter()
+        .map(|name| {
+            format!(
+                "`{name}` has more than {} label sets; only the first are kept per label set",
+                labels::LABEL_SET_CAP
+            )
+        })
+        .collect();
     ServerMetrics {
         url: url.to_string(),
+        labelled_counter_deltas: labels::counter_deltas(
+            &before.series,
+            &after.series,
+            counter_deltas.keys(),
+        ),
+        labelled_gauges: labels::gauge_ranges(&before.series, &after.series, &gauge_list),
         counter_deltas,
         gauges,
         prefix_cache_hit_avg,
         engine,
         normalized_counter_deltas,
         normalized_gauges,
+        notes,
         ..ServerMetrics::default()
     }
 }
@@ -333,48 +296,6 @@ mod tests {
         );
         // Not a `_total` counter, not a listed gauge: not kept.
         assert!(!m.gauges.contains_key("llamacpp:n_tokens_max"));
-    }
-
-    #[test]
-    fn the_table_is_consistent() {
-        let normalized = [
-            "prompt_tokens",
-            "generation_tokens",
-            "requests_running",
-            "requests_waiting",
-            "kv_cache_usage",
-        ];
-        for engine in ["vllm", "sglang", "llamacpp"] {
-            for name in normalized {
-                assert!(
-                    METRIC_NAMES
-                        .iter()
-                        .any(|(e, _, n)| *e == engine && *n == name),
-                    "{engine} has no name for {name}"
-                );
-            }
-        }
-        for (engine, server_name, name) in METRIC_NAMES {
-            assert!(normalized.contains(name), "unknown normalized name {name}");
-            assert!(
-                server_name.starts_with(&format!("{engine}:")),
-                "{server_name} is not a {engine} name"
-            );
-            // Token figures are counters, request and cache figures gauges.
-            assert_eq!(
-                is_counter(server_name),
-                name.ends_with("_tokens"),
-                "{server_name}"
-            );
-        }
-        let mut names: Vec<_> = METRIC_NAMES.iter().map(|(_, n, _)| *n).collect();
-        names.sort_unstable();
-        names.dedup();
-        assert_eq!(
-            names.len(),
-            METRIC_NAMES.len(),
-            "a server name is listed twice"
-        );
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! Sharded runs: merge checks on hand-built shard reports (`merge`), shards run concurrently
 //! against one simulator and merged (`runs`), and the Kubernetes example (`examples`).
 
+mod backends;
 mod examples;
 mod merge;
 mod runs;
