@@ -5,8 +5,8 @@ use jsonschema::{JsonType, ValidationError};
 use serde_json::Value;
 
 use super::{Issue, is_template};
+use crate::duration::DURATION_PATTERN;
 use crate::plan::diag::did_you_mean;
-use crate::plan::duration::DURATION_PATTERN;
 use crate::plan::source::{escape, segments};
 
 fn describe_type(t: JsonType) -> &'static str {
