@@ -345,7 +345,8 @@ impl PhaseRun<'_> {
 
     /// Sharded runs: each shard draws its own arrivals and prompts.
     fn shard_seed(&self, seed: u64) -> u64 {
-        self.shard.map_or(seed, |s| s.mix_seed(seed))
+        self.shard
+            .map_or(seed, |s| crate::hash::mix_seed(seed, s.index, s.count))
     }
 
     /// Sharded runs: the result of a phase this shard has no share of.
