@@ -8,7 +8,6 @@ use std::time::Duration;
 use tokio::sync::mpsc;
 
 use crate::client::{Client, ClientConfig, RequestRecord};
-use crate::metrics;
 use crate::plan::LoadedPlan;
 use crate::report::{self, Figures, PhaseFacts, PhaseResult, PromptTokenCheck, WarmupResult};
 use crate::schedule::{self, PhaseSettings, ShardSpec};
@@ -270,8 +269,7 @@ impl PhaseRun<'_> {
             loop {
                 tokio::select! {
                     received = rx.recv() => match received {
-                        Some(mut record) => {
-                            metrics::derive_record_fields(&mut record);
+                        Some(record) => {
                             if let Err(e) = journal.append(&phase_name, window, &record) {
                                 journal_error.get_or_insert(e);
                             }
