@@ -9,7 +9,9 @@ use tokio::sync::mpsc;
 
 use crate::client::{Client, ClientConfig, RequestRecord};
 use crate::plan::LoadedPlan;
-use crate::report::{self, Figures, PhaseFacts, PhaseResult, PromptTokenCheck, WarmupResult};
+use crate::report::{
+    self, Figures, PhaseFacts, PhaseResult, PromptTokenCheck, ServerMetrics, WarmupResult,
+};
 use crate::schedule::{self, PhaseSettings, ShardSpec};
 use crate::scheduler::progress::{PhaseProgress, ProgressMode};
 use crate::scheduler::{self, LiveCounters, Stops, WindowSpec};
@@ -100,19 +102,7 @@ impl PhaseRun<'_> {
             let (tolerance, tokenizer) = (prepared.prompt_tolerance, &prepared.tokenizer);
             self.warn_on_prompt_gap(&records, tolerance, tokenizer, "measured window");
         }
-        let server_metrics = match (&self.endpoint.metrics_url, scrape_before, scrape_after) {
-            (_, Scrapes::Several(before), Scrapes::Several(after)) => {
-                let combined = scrape::endpoints::combine(&self.endpoint.metrics, &before, &after);
-                for warning in &combined.warnings {
-                    eprintln!("warning: phase `{}`: {warning}", phase.name);
-                }
-                Some(combined)
-            }
-            (Some(url), Scrapes::One(Some(before)), Scrapes::One(Some(after))) => {
-                Some(scrape::diff(url, &before, &after))
-            }
-            _ => None,
-        };
+        let server_metrics = self.server_metrics(scrape_before, scrape_after);
         let facts = PhaseFacts {
             started_at: outcome
                 .started_at
@@ -139,6 +129,23 @@ impl PhaseRun<'_> {
             .calibration
             .and_then(|c| calibrate::load_share(&result.summary, c, &prepared.feed.stats()));
         Ok(result)
+    }
+
+    /// The server's counters over the measured window, from the scrapes around it.
+    fn server_metrics(&self, before: Scrapes, after: Scrapes) -> Option<ServerMetrics> {
+        match (&self.endpoint.metrics_url, before, after) {
+            (_, Scrapes::Several(before), Scrapes::Several(after)) => {
+                let combined = scrape::endpoints::combine(&self.endpoint.metrics, &before, &after);
+                for warning in &combined.warnings {
+                    eprintln!("warning: phase `{}`: {warning}", self.phase.name);
+                }
+                Some(combined)
+            }
+            (Some(url), Scrapes::One(Some(before)), Scrapes::One(Some(after))) => {
+                Some(scrape::diff(url, &before, &after))
+            }
+            _ => None,
+        }
     }
 
     /// The client and the prompt source, calibrated against the server when the workload asks.
