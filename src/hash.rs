@@ -29,6 +29,12 @@ pub fn splitmix64(state: u64) -> u64 {
     mix64(state.wrapping_add(GOLDEN_GAMMA))
 }
 
+/// A shard's own seed from the run's: shard `index` of `count` draws arrivals and prompts
+/// independent of every other shard's (and of the same index in a different split).
+pub fn mix_seed(seed: u64, index: u32, count: u32) -> u64 {
+    seed ^ splitmix64((u64::from(count) << 32) | u64::from(index))
+}
+
 /// A SplitMix64 stream: each step adds [`GOLDEN_GAMMA`] to the state and mixes it.
 #[derive(Debug, Clone)]
 pub struct SplitMix64(u64);
@@ -52,6 +58,18 @@ impl SplitMix64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn shard_seeds_are_distinct_and_stable() {
+        let seeds: Vec<u64> = (0..16).map(|i| mix_seed(42, i, 16)).collect();
+        let mut unique = seeds.clone();
+        unique.sort_unstable();
+        unique.dedup();
+        assert_eq!(unique.len(), seeds.len());
+        assert_eq!(mix_seed(42, 3, 16), seeds[3]);
+        // The same index of a different split is a different stream.
+        assert_ne!(mix_seed(42, 0, 2), mix_seed(42, 0, 3));
+    }
 
     #[test]
     fn fnv1a_64_matches_published_vectors() {

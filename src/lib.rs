@@ -3,10 +3,12 @@
 //! Data flows one way: [`plan`] → [`workload`] → [`client`] → [`schedule`] → [`scheduler`] →
 //! [`metrics`] → [`report`] → [`runner`] → [`shard`], with [`sim`] standing in for a real
 //! server. [`commands`] is the command line: argument types, printing and exit codes; [`hash`]
-//! holds the stable hashes and seeded streams that reports and the simulator depend on.
+//! holds the stable hashes and seeded streams that reports and the simulator depend on, and
+//! [`duration`] the human-readable durations plans and simulator settings are written in.
 
 pub mod client;
 pub mod commands;
+pub mod duration;
 pub mod exit;
 pub mod hash;
 pub mod metrics;

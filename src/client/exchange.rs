@@ -241,7 +241,7 @@ impl Client {
             record.output_tokens = Some(tokens);
             record.output_token_source = Some(source);
         }
-        crate::metrics::derive_record_fields(&mut record);
+        super::derive_record_fields(&mut record);
         record
     }
 

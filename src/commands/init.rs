@@ -80,6 +80,25 @@ async fn probe(base_url: &str) -> Result<Discovery, String> {
         .build()
         .map_err(|e| format!("cannot build an HTTP client: {e}"))?;
 
+    let (model, model_note) = probe_models(&client, &base).await?;
+    let (tokenizer, tokenizer_note) = probe_tokenize(&client, &root, model.as_deref()).await;
+    let (metrics_url, metrics_note) = probe_metrics(&client, &root).await;
+    Ok(Discovery {
+        base_url: Some(base),
+        model,
+        model_note,
+        tokenizer,
+        tokenizer_note,
+        metrics_url,
+        metrics_note,
+    })
+}
+
+/// The served models: the first is the plan's, with a note on the others.
+async fn probe_models(
+    client: &reqwest::Client,
+    base: &str,
+) -> Result<(Option<String>, String), String> {
     let models_url = format!("{base}/models");
     let models: serde_json::Value = client
         .get(&models_url)
@@ -99,7 +118,7 @@ async fn probe(base_url: &str) -> Result<Discovery, String> {
         .flatten()
         .filter_map(|m| m["id"].as_str().map(str::to_string))
         .collect();
-    let (model, model_note) = match ids.as_slice() {
+    Ok(match ids.as_slice() {
         [] => (
             None,
             format!("{models_url} listed no model; set the name the server expects"),
@@ -113,17 +132,24 @@ async fn probe(base_url: &str) -> Result<Discovery, String> {
                 rest.join(", ")
             ),
         ),
-    };
+    })
+}
 
+/// Whether the server tokenizes (`/tokenize`), which picks the plan's tokenizer.
+async fn probe_tokenize(
+    client: &reqwest::Client,
+    root: &str,
+    model: Option<&str>,
+) -> (&'static str, String) {
     let tokenize_url = format!("{root}/tokenize");
-    let body = serde_json::json!({"model": model.clone().unwrap_or_default(), "prompt": "Hello"});
+    let body = serde_json::json!({"model": model.unwrap_or_default(), "prompt": "Hello"});
     let tokenize = client
         .post(&tokenize_url)
         .header(reqwest::header::CONTENT_TYPE, "application/json")
         .body(body.to_string())
         .send()
         .await;
-    let (tokenizer, tokenizer_note) = match tokenize {
+    match tokenize {
         Ok(r) if r.status().is_success() => (
             "server",
             format!(
@@ -145,11 +171,14 @@ async fn probe(base_url: &str) -> Result<Discovery, String> {
                  embedded BPE table;\npoint `tokenizer:` at the model's tokenizer.json for exact sizes"
             ),
         ),
-    };
+    }
+}
 
+/// Whether the server has Prometheus metrics to scrape.
+async fn probe_metrics(client: &reqwest::Client, root: &str) -> (Option<String>, String) {
     let metrics = format!("{root}/metrics");
     let scraped = client.get(&metrics).send().await;
-    let (metrics_url, metrics_note) = match scraped {
+    match scraped {
         Ok(r) if r.status().is_success() => (
             Some(metrics.clone()),
             format!("{metrics} answered: server metrics are scraped before and after each phase"),
@@ -165,15 +194,5 @@ async fn probe(base_url: &str) -> Result<Discovery, String> {
             None,
             format!("{metrics} could not be reached ({e}): no server metrics in the report"),
         ),
-    };
-
-    Ok(Discovery {
-        base_url: Some(base),
-        model,
-        model_note,
-        tokenizer,
-        tokenizer_note,
-        metrics_url,
-        metrics_note,
-    })
+    }
 }

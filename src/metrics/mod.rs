@@ -17,42 +17,6 @@ pub use transport::*;
 use crate::client::RequestRecord;
 use crate::plan::{PercentileMethod, Slo};
 
-/// Fill a record's derived fields (generation, decode rate, ITL, TPOT, prefill rate) from its
-/// raw timings and token counts, exactly as DESIGN.md defines them.
-///
-/// The float expressions are the ones the seed reports were computed with, so recomputing a
-/// seed record reproduces its stored fields bit for bit. A field is `None` when undefined:
-/// no first output/content, `output_tokens ≤ 1`, or a zero time span.
-pub fn derive_record_fields(record: &mut RequestRecord) {
-    let e2e_ms = record.e2e_ms;
-    let generation_ms = record.time_to_first_output_ms.map(|tfo_ms| e2e_ms - tfo_ms);
-    let visible_generation_ms = record.ttft_ms.map(|ttft_ms| e2e_ms - ttft_ms);
-    // Tokens after the first one: the decode phase.
-    let decode_tokens = record
-        .output_tokens
-        .filter(|&n| n > 1)
-        .map(|n| (n - 1) as f64);
-
-    record.generation_ms = generation_ms;
-    record.visible_generation_ms = visible_generation_ms;
-    record.decode_tok_s = match (decode_tokens, generation_ms) {
-        (Some(tokens), Some(g_ms)) if g_ms > 0.0 => Some(tokens / (g_ms / 1000.0)),
-        _ => None,
-    };
-    record.mean_inter_token_latency_ms = match (decode_tokens, generation_ms) {
-        (Some(tokens), Some(g_ms)) => Some(g_ms / tokens),
-        _ => None,
-    };
-    record.tpot_ms = match (decode_tokens, visible_generation_ms) {
-        (Some(tokens), Some(v_ms)) => Some(v_ms / tokens),
-        _ => None,
-    };
-    record.effective_prefill_tok_s = match (record.prompt_tokens, record.time_to_first_output_ms) {
-        (Some(prompt), Some(tfo_ms)) if tfo_ms > 0.0 => Some(prompt as f64 / (tfo_ms / 1000.0)),
-        _ => None,
-    };
-}
-
 /// The `q`-quantile (`q` in `[0, 1]`) of an ascending, NaN-free sample; NaN when empty.
 ///
 /// `Linear` is numpy's default (virtual index `(n−1)·q`, numpy's two-sided lerp, so results
@@ -232,7 +196,7 @@ pub fn meets_slo(record: &RequestRecord, slo: &Slo) -> bool {
 ///
 /// Distributions, token totals, chunk counts and token sources cover successful requests;
 /// `requests`, `elapsed` and `request_rate` cover every measured request. Records are expected
-/// to carry their derived fields ([`derive_record_fields`]; the client fills them).
+/// to carry their derived fields (the client fills them: [`crate::client::derive_record_fields`]).
 pub fn summarize(
     records: &[RequestRecord],
     method: PercentileMethod,
@@ -377,23 +341,5 @@ mod tests {
                 });
             }
         }
-    }
-
-    #[test]
-    fn derived_fields_undefined_for_single_token() {
-        let mut r = RequestRecord {
-            e2e_ms: 100.0,
-            ttft_ms: Some(40.0),
-            time_to_first_output_ms: Some(40.0),
-            output_tokens: Some(1),
-            prompt_tokens: Some(10),
-            ..RequestRecord::default()
-        };
-        derive_record_fields(&mut r);
-        assert_eq!(r.generation_ms, Some(60.0));
-        assert_eq!(r.decode_tok_s, None);
-        assert_eq!(r.tpot_ms, None);
-        assert_eq!(r.mean_inter_token_latency_ms, None);
-        assert_eq!(r.effective_prefill_tok_s, Some(250.0));
     }
 }

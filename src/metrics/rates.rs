@@ -1,4 +1,4 @@
-//! Rates measured over a window's request starts.
+//! Rates: requests per second over a window's starts, and SSE events estimated from chunks.
 
 use crate::client::RequestRecord;
 
@@ -13,6 +13,12 @@ pub fn achieved_rate(records: &[RequestRecord]) -> Option<f64> {
         .map(|r| r.start_offset_ms)
         .fold(f64::NEG_INFINITY, f64::max);
     (records.len() > 1 && last > first).then(|| (records.len() - 1) as f64 / ((last - first) / 1e3))
+}
+
+/// SSE events of a set of requests, estimated the same way for any server: text chunks plus
+/// three framing events (role, usage, `[DONE]`) per request.
+pub fn phase_events(requests: u64, text_chunks: u64) -> u64 {
+    text_chunks + 3 * requests
 }
 
 #[cfg(test)]

@@ -132,52 +132,7 @@ fn resolve_in(
     let mut merged: Map<String, Value> = Map::new();
     for (relative, pointer) in &includes {
         let (idoc, imap, _) = load_included(path, &doc, &map, pointer, relative, chain)?;
-        let Some(iobj) = idoc.as_object() else {
-            return Err(PlanErrors::one(
-                imap.error(
-                    &idoc,
-                    "",
-                    false,
-                    "an included file must be a mapping".into(),
-                )
-                .with_hint(format!("it may hold {}", SECTIONS.join(", "))),
-            ));
-        };
-        let mut problems = Vec::new();
-        for (key, value) in iobj {
-            let section_pointer = format!("/{}", escape(key));
-            let Some(entries) = SECTIONS
-                .contains(&key.as_str())
-                .then(|| value.as_object())
-                .flatten()
-            else {
-                let message = if SECTIONS.contains(&key.as_str()) {
-                    format!("`{key}` in an included file must be a mapping")
-                } else {
-                    format!("an included file may not set `{key}`")
-                };
-                problems.push(
-                    imap.error(&idoc, &section_pointer, true, message)
-                        .with_hint(format!("it may hold {}", SECTIONS.join(", "))),
-                );
-                continue;
-            };
-            let section = merged
-                .entry(key.clone())
-                .or_insert_with(|| Value::Object(Map::new()));
-            for (name, v) in entries {
-                let entry = format!("{section_pointer}/{}", escape(name));
-                if let Some(m) = section.as_object_mut() {
-                    m.insert(name.clone(), v.clone());
-                }
-                map.overlay(entry.clone(), entry, imap.clone());
-            }
-        }
-        if !problems.is_empty() {
-            return Err(PlanErrors {
-                diagnostics: problems,
-            });
-        }
+        merge_sections(&idoc, &imap, &mut merged, &mut map)?;
     }
     let Some(obj) = doc.as_object_mut() else {
         return Ok((doc, map));
@@ -197,6 +152,57 @@ fn resolve_in(
     }
     splice_phases(&mut doc, &mut map, &own, path, chain)?;
     Ok((doc, map))
+}
+
+/// Merge one included file's sections into `merged`, its positions into `map`.
+fn merge_sections(
+    idoc: &Value,
+    imap: &SourceMap,
+    merged: &mut Map<String, Value>,
+    map: &mut SourceMap,
+) -> Result<(), PlanErrors> {
+    let Some(iobj) = idoc.as_object() else {
+        return Err(PlanErrors::one(
+            imap.error(idoc, "", false, "an included file must be a mapping".into())
+                .with_hint(format!("it may hold {}", SECTIONS.join(", "))),
+        ));
+    };
+    let mut problems = Vec::new();
+    for (key, value) in iobj {
+        let section_pointer = format!("/{}", escape(key));
+        let Some(entries) = SECTIONS
+            .contains(&key.as_str())
+            .then(|| value.as_object())
+            .flatten()
+        else {
+            let message = if SECTIONS.contains(&key.as_str()) {
+                format!("`{key}` in an included file must be a mapping")
+            } else {
+                format!("an included file may not set `{key}`")
+            };
+            problems.push(
+                imap.error(idoc, &section_pointer, true, message)
+                    .with_hint(format!("it may hold {}", SECTIONS.join(", "))),
+            );
+            continue;
+        };
+        let section = merged
+            .entry(key.clone())
+            .or_insert_with(|| Value::Object(Map::new()));
+        for (name, v) in entries {
+            let entry = format!("{section_pointer}/{}", escape(name));
+            if let Some(m) = section.as_object_mut() {
+                m.insert(name.clone(), v.clone());
+            }
+            map.overlay(entry.clone(), entry, imap.clone());
+        }
+    }
+    if !problems.is_empty() {
+        return Err(PlanErrors {
+            diagnostics: problems,
+        });
+    }
+    Ok(())
 }
 
 /// Replace each `{include: file}` entry of `phases` by the phases that file lists.
@@ -250,31 +256,7 @@ fn splice_phases(
             relative,
             chain,
         )?;
-        let (list, base) = match &idoc {
-            Value::Array(items) => (items.clone(), String::new()),
-            Value::Object(m) => match m.get("phases") {
-                Some(Value::Array(items)) if m.len() == 1 => (items.clone(), "/phases".into()),
-                _ => {
-                    return Err(PlanErrors::one(
-                        imap.error(
-                            &idoc,
-                            "",
-                            false,
-                            "a phases file holds a list of phases".into(),
-                        )
-                        .with_hint("write the phases as a list, or as `phases: [...]` alone"),
-                    ));
-                }
-            },
-            _ => {
-                return Err(PlanErrors::one(imap.error(
-                    &idoc,
-                    "",
-                    false,
-                    "a phases file holds a list of phases".into(),
-                )));
-            }
-        };
+        let (list, base) = phases_of(&idoc, &imap)?;
         for (j, p) in list.into_iter().enumerate() {
             map.overlay(
                 format!("/phases/{}", out.len()),
@@ -288,4 +270,35 @@ fn splice_phases(
         obj.insert("phases".into(), Value::Array(out));
     }
     Ok(())
+}
+
+/// The phases an included phases file lists (a list, or `phases: [...]` alone), and the
+/// pointer prefix they sit under in that file.
+fn phases_of(idoc: &Value, imap: &SourceMap) -> Result<(Vec<Value>, String), PlanErrors> {
+    let (list, base) = match idoc {
+        Value::Array(items) => (items.clone(), String::new()),
+        Value::Object(m) => match m.get("phases") {
+            Some(Value::Array(items)) if m.len() == 1 => (items.clone(), "/phases".into()),
+            _ => {
+                return Err(PlanErrors::one(
+                    imap.error(
+                        idoc,
+                        "",
+                        false,
+                        "a phases file holds a list of phases".into(),
+                    )
+                    .with_hint("write the phases as a list, or as `phases: [...]` alone"),
+                ));
+            }
+        },
+        _ => {
+            return Err(PlanErrors::one(imap.error(
+                idoc,
+                "",
+                false,
+                "a phases file holds a list of phases".into(),
+            )));
+        }
+    };
+    Ok((list, base))
 }

@@ -9,7 +9,6 @@
 
 pub mod check;
 pub mod diag;
-pub mod duration;
 pub mod expand;
 pub mod hooks;
 pub mod include;
@@ -20,6 +19,9 @@ pub mod source;
 pub mod starter;
 pub mod tokenizer_spec;
 pub mod untrusted;
+
+// Durations are shared with the simulator's settings, which plans embed.
+pub use crate::duration;
 
 pub use diag::{Diagnostic, Location, PlanErrors};
 pub use duration::HumanDuration;

@@ -476,39 +476,26 @@ fn yaml_to_json(
             Scalar::String(s) => Value::String(s.to_string()),
         },
         YamlData::Representation(text, _, _) => Value::String(text.to_string()),
-        YamlData::Sequence(items) => {
-            let mut out = Vec::with_capacity(items.len());
-            for (i, item) in items.iter().enumerate() {
-                out.push(yaml_to_json(
-                    item,
-                    format!("{pointer}/{i}"),
-                    None,
-                    map,
-                    errors,
-                ));
-            }
-            Value::Array(out)
-        }
+        YamlData::Sequence(items) => Value::Array(
+            items
+                .iter()
+                .enumerate()
+                .map(|(i, item)| yaml_to_json(item, format!("{pointer}/{i}"), None, map, errors))
+                .collect(),
+        ),
         YamlData::Mapping(entries) => {
             let mut out = Map::new();
             for (k, v) in entries {
                 let key_span = to_span(k, map);
-                let name = match &k.data {
-                    YamlData::Value(Scalar::String(s)) => s.to_string(),
-                    YamlData::Value(Scalar::Integer(i)) => i.to_string(),
-                    YamlData::Value(Scalar::Boolean(b)) => b.to_string(),
-                    YamlData::Value(Scalar::FloatingPoint(f)) => f.to_string(),
-                    YamlData::Value(Scalar::Null) => "null".to_string(),
-                    _ => {
-                        errors.push(Diagnostic {
-                            path: pointer_to_dotted(&pointer),
-                            message: "mapping keys must be plain names".into(),
-                            location: map.location(key_span),
-                            hint: None,
-                            note: None,
-                        });
-                        continue;
-                    }
+                let Some(name) = key_name(k) else {
+                    errors.push(Diagnostic {
+                        path: pointer_to_dotted(&pointer),
+                        message: "mapping keys must be plain names".into(),
+                        location: map.location(key_span),
+                        hint: None,
+                        note: None,
+                    });
+                    continue;
                 };
                 let child = format!("{pointer}/{}", escape(&name));
                 let value = yaml_to_json(v, child, Some(key_span), map, errors);
@@ -523,6 +510,18 @@ fn yaml_to_json(
         }
         YamlData::Alias(_) => fail("unresolved YAML alias".into(), map),
         YamlData::BadValue => fail("this value cannot be read (bad tag or scalar)".into(), map),
+    }
+}
+
+/// A mapping key as a name; `None` for keys that are not scalars.
+fn key_name(key: &MarkedYaml<'_>) -> Option<String> {
+    match &key.data {
+        YamlData::Value(Scalar::String(s)) => Some(s.to_string()),
+        YamlData::Value(Scalar::Integer(i)) => Some(i.to_string()),
+        YamlData::Value(Scalar::Boolean(b)) => Some(b.to_string()),
+        YamlData::Value(Scalar::FloatingPoint(f)) => Some(f.to_string()),
+        YamlData::Value(Scalar::Null) => Some("null".to_string()),
+        _ => None,
     }
 }
 

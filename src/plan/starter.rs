@@ -49,26 +49,7 @@ pub fn starter_plan(d: &Discovery) -> String {
     } else {
         ("30s", "[1, 4, 16]")
     };
-    let mut target = String::new();
-    match &d.base_url {
-        Some(url) => target.push_str(&format!("    base_url: {}\n", yaml_str(url))),
-        None => target.push_str("    simulator: {seed: 1}\n"),
-    }
-    target.push_str(&comment_lines("    ", &d.model_note));
-    match &d.model {
-        Some(model) => target.push_str(&format!("    model: {}\n", yaml_str(model))),
-        None if !simulated => target.push_str("    # model: NAME\n"),
-        None => {}
-    }
-    target.push_str(&comment_lines("    ", &d.tokenizer_note));
-    target.push_str(&format!("    tokenizer: {}\n", d.tokenizer));
-    target.push_str(&comment_lines("    ", &d.metrics_note));
-    if let Some(url) = &d.metrics_url {
-        target.push_str(&format!("    metrics_url: {}\n", yaml_str(url)));
-    }
-    if !simulated {
-        target.push_str("    # api_key_env: OPENAI_API_KEY   # the variable holding the key, if one is needed\n");
-    }
+    let target = target_section(d);
     let about = match &d.base_url {
         Some(url) => format!("against {url}"),
         None => "against the embedded simulator".into(),
@@ -125,6 +106,32 @@ phases:
     tolerance: {{default: 0.25}}
 "
     )
+}
+
+/// The `server` target's settings, each with the note on how it was found.
+fn target_section(d: &Discovery) -> String {
+    let simulated = d.base_url.is_none();
+    let mut target = String::new();
+    match &d.base_url {
+        Some(url) => target.push_str(&format!("    base_url: {}\n", yaml_str(url))),
+        None => target.push_str("    simulator: {seed: 1}\n"),
+    }
+    target.push_str(&comment_lines("    ", &d.model_note));
+    match &d.model {
+        Some(model) => target.push_str(&format!("    model: {}\n", yaml_str(model))),
+        None if !simulated => target.push_str("    # model: NAME\n"),
+        None => {}
+    }
+    target.push_str(&comment_lines("    ", &d.tokenizer_note));
+    target.push_str(&format!("    tokenizer: {}\n", d.tokenizer));
+    target.push_str(&comment_lines("    ", &d.metrics_note));
+    if let Some(url) = &d.metrics_url {
+        target.push_str(&format!("    metrics_url: {}\n", yaml_str(url)));
+    }
+    if !simulated {
+        target.push_str("    # api_key_env: OPENAI_API_KEY   # the variable holding the key, if one is needed\n");
+    }
+    target
 }
 
 #[cfg(test)]

@@ -13,7 +13,7 @@ use serde::Serialize;
 use serde_json::{Map, Value};
 
 use super::anvil::ANVIL_SCHEMA;
-use super::model::{PhaseResult, Report};
+use super::model::{PhaseResult, Report, TimingMethodology};
 use crate::client::{ErrorKind, OutputTokenSource, RequestRecord};
 use crate::metrics::{AnvilMetrics, anvil_metrics};
 use crate::plan::{PercentileMethod, TokenCount};
@@ -217,29 +217,17 @@ pub fn document(
         .as_ref()
         .and_then(|m| m.prefix_cache_hit_avg);
 
-    let mut context_distribution = BTreeMap::new();
-    for planned in records.iter().filter_map(|r| r.planned_context_tokens) {
-        *context_distribution.entry(planned.to_string()).or_insert(0) += 1;
-    }
     let fixed = |t: Option<&TokenCount>| match t {
         Some(TokenCount::Fixed(n)) => Some(u64::from(*n)),
         _ => None,
     };
-    let started = DateTime::parse_from_rfc3339(&phase.started_at)
-        .ok()
-        .map(|t| t.with_timezone(&Utc));
-    let finished = started.and_then(|s| {
-        chrono::Duration::try_milliseconds(wall_clock_ms as i64)
-            .and_then(|d| s.checked_add_signed(d))
-    });
-    let seconds = |t: DateTime<Utc>| t.to_rfc3339_opts(SecondsFormat::Secs, true);
-    let tm = &report.timing_methodology;
+    let (started_at, finished_at) = phase_times(phase, wall_clock_ms);
 
     Ok(AnvilDocument {
         base_url: target.and_then(|t| t.base_url.clone()),
         completed: phase.summary.success,
         concurrency: phase.concurrency,
-        context_distribution,
+        context_distribution: context_distribution(records),
         context_seed: meta_u64(meta, "context_seed")
             .or_else(|| workload.and_then(|w| w.seed))
             .or(report.plan.seed),
@@ -248,7 +236,7 @@ pub fn document(
         engine: meta_text(meta, "engine"),
         failed: phase.summary.errors,
         failures: failures(records, meta),
-        finished_at: finished.map(seconds),
+        finished_at,
         gpu: meta_text(meta, "gpu"),
         manifest: meta.get("manifest").cloned().unwrap_or(Value::Null),
         max_context_tokens: meta_u64(meta, "max_context_tokens"),
@@ -269,19 +257,45 @@ pub fn document(
         schema: ANVIL_SCHEMA.to_string(),
         serve_flags: serve_flags(meta.get("serve_flags")),
         source_recipe: meta.get("source_recipe").cloned().unwrap_or(Value::Null),
-        started_at: started.map(seconds),
+        started_at,
         tier: meta.get("tier").cloned().unwrap_or(Value::Null),
-        timing_methodology: AnvilMethodology {
-            clock: tm.clock.clone(),
-            decode: tm.decode.clone(),
-            effective_prefill: tm.effective_prefill.clone(),
-            generation: tm.generation.clone(),
-            mean_inter_token_latency: tm.mean_inter_token_latency.clone(),
-            time_to_first_output: tm.time_to_first_output.clone(),
-            ttft: tm.ttft.clone(),
-        },
+        timing_methodology: methodology(&report.timing_methodology),
         wall_clock_ms,
     })
+}
+
+/// Requests per planned prompt size, keyed by the size as text.
+fn context_distribution(records: &[RequestRecord]) -> BTreeMap<String, u64> {
+    let mut distribution = BTreeMap::new();
+    for planned in records.iter().filter_map(|r| r.planned_context_tokens) {
+        *distribution.entry(planned.to_string()).or_insert(0) += 1;
+    }
+    distribution
+}
+
+/// The phase's start and end (start plus its wall clock), to the second.
+fn phase_times(phase: &PhaseResult, wall_clock_ms: f64) -> (Option<String>, Option<String>) {
+    let started = DateTime::parse_from_rfc3339(&phase.started_at)
+        .ok()
+        .map(|t| t.with_timezone(&Utc));
+    let finished = started.and_then(|s| {
+        chrono::Duration::try_milliseconds(wall_clock_ms as i64)
+            .and_then(|d| s.checked_add_signed(d))
+    });
+    let seconds = |t: DateTime<Utc>| t.to_rfc3339_opts(SecondsFormat::Secs, true);
+    (started.map(seconds), finished.map(seconds))
+}
+
+fn methodology(tm: &TimingMethodology) -> AnvilMethodology {
+    AnvilMethodology {
+        clock: tm.clock.clone(),
+        decode: tm.decode.clone(),
+        effective_prefill: tm.effective_prefill.clone(),
+        generation: tm.generation.clone(),
+        mean_inter_token_latency: tm.mean_inter_token_latency.clone(),
+        time_to_first_output: tm.time_to_first_output.clone(),
+        ttft: tm.ttft.clone(),
+    }
 }
 
 fn timing(r: &RequestRecord) -> AnvilTiming {

@@ -28,30 +28,7 @@ svg .pt{fill:#1f77b4;fill-opacity:.55}";
 /// Render `report` as one HTML document that needs nothing from the network.
 pub fn render(report: &Report) -> String {
     let mut out = String::new();
-    let title = format!("servebench report: {}", report.plan.name);
-    let _ = write!(
-        out,
-        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\
-         <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\
-         <title>{t}</title><style>{CSS}</style></head><body>\n<h1>{t}</h1>\n",
-        t = esc(&title)
-    );
-    if report.partial {
-        let _ = writeln!(
-            out,
-            "<div class=\"banner\"><b>Partial run:</b> not every phase finished{}.</div>",
-            report
-                .stop_reason
-                .as_deref()
-                .map(|r| format!(" ({})", esc(r)))
-                .unwrap_or_default()
-        );
-    }
-    out.push_str("<table class=\"facts\">");
-    for (k, v) in table::header_facts(report) {
-        let _ = write!(out, "<tr><th>{}</th><td>{}</td></tr>", esc(&k), esc(&v));
-    }
-    out.push_str("</table>\n");
+    head(&mut out, report);
 
     out.push_str(
         "<h2>Phases</h2>\n<p class=\"note\">Latencies in milliseconds; phases in plan order.</p>\n",
@@ -66,34 +43,7 @@ pub fn render(report: &Report) -> String {
     sweep_charts(&mut out, report);
     percentile_charts(&mut out, report);
 
-    if !report.rechecks.is_empty() {
-        out.push_str("<h2>Rechecks</h2>\n");
-        let headlines = table::drift_headlines(report);
-        if headlines.is_empty() {
-            let _ = writeln!(
-                out,
-                "<p class=\"good\">All {} rechecks stayed within tolerance.</p>",
-                report.rechecks.len()
-            );
-        } else {
-            let drifted = report
-                .rechecks
-                .iter()
-                .filter(|p| p.verdict == DriftVerdict::Drifted)
-                .count();
-            let _ = write!(
-                out,
-                "<div class=\"banner\"><b>⚠ {drifted} of {} rechecks drifted:</b><ul>",
-                report.rechecks.len()
-            );
-            for h in headlines {
-                let _ = write!(out, "<li><b>{}</b></li>", esc(&h));
-            }
-            out.push_str("</ul></div>\n");
-        }
-        recheck_chart(&mut out, report);
-        write_table(&mut out, &table::rechecks(report));
-    }
+    rechecks_section(&mut out, report);
 
     scatter_charts(&mut out, report);
 
@@ -182,6 +132,67 @@ fn hook_output_tails(out: &mut String, report: &Report) {
             );
         }
     }
+}
+
+/// The document head, the partial-run banner and the run's facts.
+fn head(out: &mut String, report: &Report) {
+    let title = format!("servebench report: {}", report.plan.name);
+    let _ = write!(
+        out,
+        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\
+         <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\
+         <title>{t}</title><style>{CSS}</style></head><body>\n<h1>{t}</h1>\n",
+        t = esc(&title)
+    );
+    if report.partial {
+        let _ = writeln!(
+            out,
+            "<div class=\"banner\"><b>Partial run:</b> not every phase finished{}.</div>",
+            report
+                .stop_reason
+                .as_deref()
+                .map(|r| format!(" ({})", esc(r)))
+                .unwrap_or_default()
+        );
+    }
+    out.push_str("<table class=\"facts\">");
+    for (k, v) in table::header_facts(report) {
+        let _ = write!(out, "<tr><th>{}</th><td>{}</td></tr>", esc(&k), esc(&v));
+    }
+    out.push_str("</table>\n");
+}
+
+/// Drift verdicts of the rechecks: a headline, the chart and the table.
+fn rechecks_section(out: &mut String, report: &Report) {
+    if report.rechecks.is_empty() {
+        return;
+    }
+    out.push_str("<h2>Rechecks</h2>\n");
+    let headlines = table::drift_headlines(report);
+    if headlines.is_empty() {
+        let _ = writeln!(
+            out,
+            "<p class=\"good\">All {} rechecks stayed within tolerance.</p>",
+            report.rechecks.len()
+        );
+    } else {
+        let drifted = report
+            .rechecks
+            .iter()
+            .filter(|p| p.verdict == DriftVerdict::Drifted)
+            .count();
+        let _ = write!(
+            out,
+            "<div class=\"banner\"><b>⚠ {drifted} of {} rechecks drifted:</b><ul>",
+            report.rechecks.len()
+        );
+        for h in headlines {
+            let _ = write!(out, "<li><b>{}</b></li>", esc(&h));
+        }
+        out.push_str("</ul></div>\n");
+    }
+    recheck_chart(out, report);
+    write_table(out, &table::rechecks(report));
 }
 
 fn write_table(out: &mut String, t: &Table) {

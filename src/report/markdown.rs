@@ -34,33 +34,7 @@ pub fn render(report: &Report) -> String {
         write_table(&mut out, &hooks);
     }
 
-    if !report.rechecks.is_empty() {
-        out.push_str("\n## Rechecks\n\n");
-        let headlines = table::drift_headlines(report);
-        let drifted = report
-            .rechecks
-            .iter()
-            .filter(|p| p.verdict == super::model::DriftVerdict::Drifted)
-            .count();
-        if headlines.is_empty() {
-            let _ = writeln!(
-                out,
-                "All {} rechecks stayed within tolerance.\n",
-                report.rechecks.len()
-            );
-        } else {
-            let _ = writeln!(
-                out,
-                "> **⚠ {drifted} of {} rechecks drifted:**",
-                report.rechecks.len()
-            );
-            for h in headlines {
-                let _ = writeln!(out, "> - **{}**", inline(&h));
-            }
-            out.push('\n');
-        }
-        write_table(&mut out, &table::rechecks(report));
-    }
+    rechecks_section(&mut out, report);
 
     if !report.repeats.is_empty() {
         out.push_str("\n## Repeats\n\n");
@@ -122,6 +96,38 @@ pub fn render(report: &Report) -> String {
         write_table(&mut out, &errors);
     }
     out
+}
+
+/// Drift verdicts of the rechecks: a headline and the table.
+fn rechecks_section(out: &mut String, report: &Report) {
+    if report.rechecks.is_empty() {
+        return;
+    }
+    out.push_str("\n## Rechecks\n\n");
+    let headlines = table::drift_headlines(report);
+    let drifted = report
+        .rechecks
+        .iter()
+        .filter(|p| p.verdict == super::model::DriftVerdict::Drifted)
+        .count();
+    if headlines.is_empty() {
+        let _ = writeln!(
+            out,
+            "All {} rechecks stayed within tolerance.\n",
+            report.rechecks.len()
+        );
+    } else {
+        let _ = writeln!(
+            out,
+            "> **⚠ {drifted} of {} rechecks drifted:**",
+            report.rechecks.len()
+        );
+        for h in headlines {
+            let _ = writeln!(out, "> - **{}**", inline(&h));
+        }
+        out.push('\n');
+    }
+    write_table(out, &table::rechecks(report));
 }
 
 /// A pipe table; marked cells are bold so they show in a PR comment.

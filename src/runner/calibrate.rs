@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use crate::metrics::PhaseSummary;
+use crate::metrics::{PhaseSummary, phase_events};
 use crate::report::{ClientCalibration, PhaseResult};
 use crate::selftest;
 use crate::workload::QueueStats;
@@ -56,7 +56,7 @@ pub fn load_share(
     if s.elapsed <= 0.0 || ceiling.requests_per_second <= 0.0 || ceiling.events_per_second <= 0.0 {
         return None;
     }
-    let events = selftest::phase_events(s.requests, s.content_chunks + s.reasoning_chunks);
+    let events = phase_events(s.requests, s.content_chunks + s.reasoning_chunks);
     let events_per_s = events as f64 / s.elapsed;
     let requests_per_s = s.requests as f64 / s.elapsed;
     Some(

@@ -8,9 +8,10 @@ use std::time::Duration;
 use tokio::sync::mpsc;
 
 use crate::client::{Client, ClientConfig, RequestRecord};
-use crate::metrics;
 use crate::plan::LoadedPlan;
-use crate::report::{self, Figures, PhaseFacts, PhaseResult, PromptTokenCheck, WarmupResult};
+use crate::report::{
+    self, Figures, PhaseFacts, PhaseResult, PromptTokenCheck, ServerMetrics, WarmupResult,
+};
 use crate::schedule::{self, PhaseSettings, ShardSpec};
 use crate::scheduler::progress::{PhaseProgress, ProgressMode};
 use crate::scheduler::{self, LiveCounters, Stops, WindowSpec};
@@ -107,19 +108,7 @@ impl PhaseRun<'_> {
             let (tolerance, tokenizer) = (prepared.prompt_tolerance, &prepared.tokenizer);
             self.warn_on_prompt_gap(&records, tolerance, tokenizer, "measured window");
         }
-        let mut server_metrics = match (&self.endpoint.metrics_url, scrape_before, scrape_after) {
-            (_, Scrapes::Several(before), Scrapes::Several(after)) => {
-                let combined = scrape::endpoints::combine(&self.endpoint.metrics, &before, &after);
-                for warning in &combined.warnings {
-                    eprintln!("warning: phase `{}`: {warning}", phase.name);
-                }
-                Some(combined)
-            }
-            (Some(url), Scrapes::One(Some(before)), Scrapes::One(Some(after))) => {
-                Some(scrape::diff(url, &before, &after))
-            }
-            _ => None,
-        };
+        let mut server_metrics = self.server_metrics(scrape_before, scrape_after);
         if let Some(m) = server_metrics.as_mut() {
             m.timeline = timeline;
         }
@@ -149,6 +138,23 @@ impl PhaseRun<'_> {
             .calibration
             .and_then(|c| calibrate::load_share(&result.summary, c, &prepared.feed.stats()));
         Ok(result)
+    }
+
+    /// The server's counters over the measured window, from the scrapes around it.
+    fn server_metrics(&self, before: Scrapes, after: Scrapes) -> Option<ServerMetrics> {
+        match (&self.endpoint.metrics_url, before, after) {
+            (_, Scrapes::Several(before), Scrapes::Several(after)) => {
+                let combined = scrape::endpoints::combine(&self.endpoint.metrics, &before, &after);
+                for warning in &combined.warnings {
+                    eprintln!("warning: phase `{}`: {warning}", self.phase.name);
+                }
+                Some(combined)
+            }
+            (Some(url), Scrapes::One(Some(before)), Scrapes::One(Some(after))) => {
+                Some(scrape::diff(url, &before, &after))
+            }
+            _ => None,
+        }
     }
 
     /// The client and the prompt source, calibrated against the server when the workload asks.
@@ -279,8 +285,7 @@ impl PhaseRun<'_> {
             loop {
                 tokio::select! {
                     received = rx.recv() => match received {
-                        Some(mut record) => {
-                            metrics::derive_record_fields(&mut record);
+                        Some(record) => {
                             if let Err(e) = journal.append(&phase_name, window, &record) {
                                 journal_error.get_or_insert(e);
                             }
@@ -354,7 +359,8 @@ impl PhaseRun<'_> {
 
     /// Sharded runs: each shard draws its own arrivals and prompts.
     fn shard_seed(&self, seed: u64) -> u64 {
-        self.shard.map_or(seed, |s| s.mix_seed(seed))
+        self.shard
+            .map_or(seed, |s| crate::hash::mix_seed(seed, s.index, s.count))
     }
 
     /// Sharded runs: the result of a phase this shard has no share of.

@@ -83,62 +83,12 @@ pub struct RunOutcome {
 /// Run a plan end to end.
 pub async fn run(options: RunOptions) -> Result<RunOutcome, RunError> {
     let mut loaded = load_plan(&options.plan, &options.expand)?;
-    // User info leaves the URL before anything connects or prints it.
-    // A plan re-run from a report: redacted values are supplied or refused, never sent.
-    let mut problems = if options.dry_run {
-        Vec::new()
-    } else {
-        super::redact::fill_redacted(&mut loaded.plan)
-    };
-    let url_secrets = super::redact::plan_url_secrets(&loaded.plan);
-    super::redact::move_user_info_to_headers(&mut loaded.plan);
-    for value in loaded
-        .vars
-        .values_mut()
-        .chain(loaded.plan.vars.values_mut())
-    {
-        if url_secrets
-            .iter()
-            .any(|s| value.to_string().contains(s.as_str()))
-        {
-            *value = serde_json::Value::String(crate::client::REDACTED.to_string());
-        }
-    }
+    let problems = redact_plan(&mut loaded, options.dry_run);
     if !options.dry_run {
-        // Prove `--out` writable and every phase's inputs readable before model discovery
-        // sends the first request; all problems are reported together.
-        if let Some(dir) = &options.out_dir
-            && let Err(e) = output::prepare_dir(dir)
-        {
-            problems.push(e);
-        }
-        let preliminary = Schedule::new(
-            &loaded.plan,
-            &ScheduleOptions {
-                only: &options.only,
-                shard: options.shard,
-                start_at: options.start_at,
-            },
-        )
-        .map_err(RunError::InvalidInput)?;
-        let plan_dir = loaded
-            .source_path
-            .parent()
-            .map(Path::to_path_buf)
-            .unwrap_or_default();
-        super::preflight::check_inputs(&preliminary.phases, &plan_dir, problems)?;
-        drop(preliminary);
-        discover_models(&mut loaded.plan, &options.only).await?;
+        preflight(&mut loaded, &options, problems).await?;
     }
-    let schedule = Schedule::new(
-        &loaded.plan,
-        &ScheduleOptions {
-            only: &options.only,
-            shard: options.shard,
-            start_at: options.start_at,
-        },
-    )
-    .map_err(RunError::InvalidInput)?;
+    let schedule =
+        Schedule::new(&loaded.plan, &schedule_options(&options)).map_err(RunError::InvalidInput)?;
     if options.dry_run {
         print!("{}", schedule.describe());
         return Ok(RunOutcome {
@@ -204,6 +154,64 @@ pub async fn run(options: RunOptions) -> Result<RunOutcome, RunError> {
         report: Some(report),
         interrupted,
     })
+}
+
+/// User info leaves the URL before anything connects or prints it, and vars holding a URL
+/// secret are redacted. A plan re-run from a report: redacted values are supplied or
+/// refused, never sent (the refusals are returned, to be reported with the preflight's).
+fn redact_plan(loaded: &mut LoadedPlan, dry_run: bool) -> Vec<String> {
+    let problems = if dry_run {
+        Vec::new()
+    } else {
+        super::redact::fill_redacted(&mut loaded.plan)
+    };
+    let url_secrets = super::redact::plan_url_secrets(&loaded.plan);
+    super::redact::move_user_info_to_headers(&mut loaded.plan);
+    for value in loaded
+        .vars
+        .values_mut()
+        .chain(loaded.plan.vars.values_mut())
+    {
+        if url_secrets
+            .iter()
+            .any(|s| value.to_string().contains(s.as_str()))
+        {
+            *value = serde_json::Value::String(crate::client::REDACTED.to_string());
+        }
+    }
+    problems
+}
+
+/// Prove `--out` writable and every phase's inputs readable before model discovery sends
+/// the first request; all problems are reported together.
+async fn preflight(
+    loaded: &mut LoadedPlan,
+    options: &RunOptions,
+    mut problems: Vec<String>,
+) -> Result<(), RunError> {
+    if let Some(dir) = &options.out_dir
+        && let Err(e) = output::prepare_dir(dir)
+    {
+        problems.push(e);
+    }
+    let preliminary =
+        Schedule::new(&loaded.plan, &schedule_options(options)).map_err(RunError::InvalidInput)?;
+    let plan_dir = loaded
+        .source_path
+        .parent()
+        .map(Path::to_path_buf)
+        .unwrap_or_default();
+    super::preflight::check_inputs(&preliminary.phases, &plan_dir, problems)?;
+    drop(preliminary);
+    discover_models(&mut loaded.plan, &options.only).await
+}
+
+fn schedule_options(options: &RunOptions) -> ScheduleOptions<'_> {
+    ScheduleOptions {
+        only: &options.only,
+        shard: options.shard,
+        start_at: options.start_at,
+    }
 }
 
 /// The run directory (`--out`, else `runs/<run id>/`), checked writable, with its journal.

@@ -149,45 +149,7 @@ pub async fn run_window<E: Executor, F: PromptFeed>(
     let deadline = spec.duration.map(|d| origin + d);
 
     let started_before = counters.started.load(Ordering::Relaxed);
-    let in_flight = match &spec.load {
-        Load::Closed { concurrency } => closed::start(
-            &ctx,
-            *concurrency,
-            deadline,
-            spec.requests,
-            &stops.stop_starting,
-        ),
-        Load::Open {
-            rps,
-            arrival,
-            burstiness,
-            max_concurrency,
-        } => {
-            let arrivals = open::Arrivals::drawn(*arrival, *rps, *burstiness, spec.seed);
-            open::start(
-                &ctx,
-                arrivals,
-                *max_concurrency,
-                deadline,
-                spec.requests,
-                &stops.stop_starting,
-                spec.precise_pacing,
-            )
-            .await
-        }
-        Load::Replay => {
-            open::start(
-                &ctx,
-                open::Arrivals::from_prompts(),
-                None,
-                deadline,
-                spec.requests,
-                &stops.stop_starting,
-                spec.precise_pacing,
-            )
-            .await
-        }
-    };
+    let in_flight = start_load(spec, &ctx, deadline, stops).await;
     let deadline_passed = async {
         match deadline {
             Some(deadline) => tokio::time::sleep_until(deadline).await,
@@ -215,6 +177,54 @@ pub async fn run_window<E: Executor, F: PromptFeed>(
         started_at,
         interrupted: stops.stop_starting.is_cancelled(),
         started: counters.started.load(Ordering::Relaxed) - started_before,
+    }
+}
+
+/// Start the window's load model (closed, open or replay); its requests are the returned tasks.
+async fn start_load<E: Executor, F: PromptFeed>(
+    spec: &WindowSpec,
+    ctx: &WindowContext<E, F>,
+    deadline: Option<Instant>,
+    stops: &Stops,
+) -> InFlight {
+    match &spec.load {
+        Load::Closed { concurrency } => closed::start(
+            ctx,
+            *concurrency,
+            deadline,
+            spec.requests,
+            &stops.stop_starting,
+        ),
+        Load::Open {
+            rps,
+            arrival,
+            burstiness,
+            max_concurrency,
+        } => {
+            let arrivals = open::Arrivals::drawn(*arrival, *rps, *burstiness, spec.seed);
+            open::start(
+                ctx,
+                arrivals,
+                *max_concurrency,
+                deadline,
+                spec.requests,
+                &stops.stop_starting,
+                spec.precise_pacing,
+            )
+            .await
+        }
+        Load::Replay => {
+            open::start(
+                ctx,
+                open::Arrivals::from_prompts(),
+                None,
+                deadline,
+                spec.requests,
+                &stops.stop_starting,
+                spec.precise_pacing,
+            )
+            .await
+        }
     }
 }
 

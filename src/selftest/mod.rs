@@ -18,6 +18,7 @@ use std::time::{Duration, Instant};
 use serde::{Deserialize, Serialize};
 
 use crate::client::RequestRecord;
+use crate::metrics::phase_events;
 use crate::plan::Arrival;
 use crate::scheduler::{self, Load, PromptFeed};
 use crate::sim::SendTimes;
@@ -133,12 +134,6 @@ pub struct Ceiling {
     pub requests_per_s: f64,
     /// Text chunks plus three framing events per request, as [`phase_events`] counts them.
     pub events_per_s: f64,
-}
-
-/// SSE events of a set of requests, estimated the same way for any server: text chunks plus
-/// three framing events (role, usage, `[DONE]`) per request.
-pub fn phase_events(requests: u64, text_chunks: u64) -> u64 {
-    text_chunks + 3 * requests
 }
 
 /// Run the whole selftest (blocking; call it outside any async runtime).

@@ -1,11 +1,10 @@
-//! Sharded runs: `servebench merge` of the shards' reports into one exact report, and the
-//! seed each shard draws its own arrivals and prompts from.
+//! Sharded runs: `servebench merge` of the shards' reports into one exact report.
 //!
 //! Shards never talk to each other. Each one runs the whole expanded plan with its share of
 //! every phase's load (see [`crate::schedule`]); with `--start-at`, every shard begins phase k
 //! at `start_at` plus the phase's planned offset, so the phases line up in time on every
-//! machine. The merge then recomputes every figure from the union of the shards' request
-//! records.
+//! machine, and draws its own arrivals and prompts ([`crate::hash::mix_seed`]). The merge then
+//! recomputes every figure from the union of the shards' request records.
 
 mod backends;
 mod merge;
@@ -15,13 +14,3 @@ pub use merge::{MergeError, merge_files, merge_reports};
 // too, where sharded runs are described.
 pub use crate::report::{MergedShard, PlannedStart, ShardInfo, ShardPhaseFacts};
 pub use crate::schedule::{DRAIN_ALLOWANCE, MAX_SHARDS, ShardSpec, parse_start_at, plan_sha256};
-
-impl ShardSpec {
-    /// A seed of its own for this shard, so that shards draw independent arrivals and prompts.
-    pub fn mix_seed(&self, seed: u64) -> u64 {
-        seed ^ crate::hash::splitmix64((u64::from(self.count) << 32) | u64::from(self.index))
-    }
-}
-
-#[cfg(test)]
-mod tests;

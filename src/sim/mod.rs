@@ -60,7 +60,7 @@ pub struct SimConfig {
     /// Close a keep-alive connection after it sat idle this long, without announcing it, as
     /// uvicorn does after 5 s (default: never).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub keep_alive_timeout: Option<crate::plan::HumanDuration>,
+    pub keep_alive_timeout: Option<crate::duration::HumanDuration>,
 }
 
 /// Block-hashed prefix cache with LRU eviction.

@@ -94,20 +94,8 @@ impl Settings {
         if max_running == 0 {
             problems.push("max_running must be at least 1".to_string());
         }
-        let prefill_tok_s = config.prefill_tok_s.unwrap_or(DEFAULT_PREFILL_TOK_S);
-        check_non_negative(&mut problems, "prefill_tok_s", prefill_tok_s);
-        let decode_ms_per_token = config
-            .decode_ms_per_token
-            .unwrap_or(DEFAULT_DECODE_MS_PER_TOKEN);
-        check_non_negative(&mut problems, "decode_ms_per_token", decode_ms_per_token);
-        let decode_ms_per_running = config
-            .decode_ms_per_running
-            .unwrap_or(DEFAULT_DECODE_MS_PER_RUNNING);
-        check_non_negative(
-            &mut problems,
-            "decode_ms_per_running",
-            decode_ms_per_running,
-        );
+        let (prefill_tok_s, decode_ms_per_token, decode_ms_per_running) =
+            latency_settings(config, &mut problems);
         let chunk_tokens = config.chunk_tokens.unwrap_or(DEFAULT_CHUNK_TOKENS);
         if chunk_tokens == 0 {
             problems.push("chunk_tokens must be at least 1".to_string());
@@ -126,16 +114,7 @@ impl Settings {
         if max_model_len < 2 {
             problems.push("max_model_len must be at least 2".to_string());
         }
-        let prefix_cache = config.prefix_cache.as_ref().map(|cache| {
-            let block_tokens = cache.block_tokens.unwrap_or(DEFAULT_BLOCK_TOKENS);
-            if block_tokens == 0 {
-                problems.push("prefix_cache.block_tokens must be at least 1".to_string());
-            }
-            CacheSettings {
-                capacity_tokens: cache.capacity_tokens,
-                block_tokens,
-            }
-        });
+        let prefix_cache = cache_settings(config, &mut problems);
         for (index, fault) in config.faults.iter().enumerate() {
             check_fault(&mut problems, index, fault);
         }
@@ -177,6 +156,34 @@ impl Settings {
             keep_alive_timeout: config.keep_alive_timeout.map(|d| d.0),
         })
     }
+}
+
+/// Prefill speed and decode times (all zero or more).
+fn latency_settings(config: &SimConfig, problems: &mut Vec<String>) -> (f64, f64, f64) {
+    let prefill_tok_s = config.prefill_tok_s.unwrap_or(DEFAULT_PREFILL_TOK_S);
+    check_non_negative(problems, "prefill_tok_s", prefill_tok_s);
+    let decode_ms_per_token = config
+        .decode_ms_per_token
+        .unwrap_or(DEFAULT_DECODE_MS_PER_TOKEN);
+    check_non_negative(problems, "decode_ms_per_token", decode_ms_per_token);
+    let decode_ms_per_running = config
+        .decode_ms_per_running
+        .unwrap_or(DEFAULT_DECODE_MS_PER_RUNNING);
+    check_non_negative(problems, "decode_ms_per_running", decode_ms_per_running);
+    (prefill_tok_s, decode_ms_per_token, decode_ms_per_running)
+}
+
+fn cache_settings(config: &SimConfig, problems: &mut Vec<String>) -> Option<CacheSettings> {
+    config.prefix_cache.as_ref().map(|cache| {
+        let block_tokens = cache.block_tokens.unwrap_or(DEFAULT_BLOCK_TOKENS);
+        if block_tokens == 0 {
+            problems.push("prefix_cache.block_tokens must be at least 1".to_string());
+        }
+        CacheSettings {
+            capacity_tokens: cache.capacity_tokens,
+            block_tokens,
+        }
+    })
 }
 
 fn check_fault(problems: &mut Vec<String>, index: usize, fault: &SimFault) {

@@ -4,10 +4,10 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use serde_json::Value;
-use servebench::client::{ErrorKind, OutputTokenSource, RequestError, RequestRecord};
-use servebench::metrics::{
-    anvil_metrics, derive_record_fields, distribution, percentile, summarize,
+use servebench::client::{
+    ErrorKind, OutputTokenSource, RequestError, RequestRecord, derive_record_fields,
 };
+use servebench::metrics::{anvil_metrics, distribution, percentile, summarize};
 use servebench::plan::{HumanDuration, PercentileMethod, Slo};
 
 fn seed(name: &str) -> Value {

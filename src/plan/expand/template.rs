@@ -143,29 +143,15 @@ impl Templater {
         };
         match result {
             Ok(Ok(v)) => Ok(v),
-            Ok(Err(missing)) => {
-                let known: Vec<&str> = ctx.keys().map(String::as_str).collect();
-                let name = &missing[0];
-                let hint = did_you_mean(name, known.iter().copied()).unwrap_or_else(|| {
-                    "declare it under `vars:` (or bind it with `matrix:`), or pass --set NAME=VALUE"
-                        .to_string()
-                });
-                let names = missing
-                    .iter()
-                    .map(|m| format!("`{m}`"))
-                    .collect::<Vec<_>>()
-                    .join(", ");
-                let noun = if missing.len() == 1 {
-                    "variable"
-                } else {
-                    "variables"
-                };
-                Err(
-                    Issue::new("", format!("undefined {noun} {names} in template {s:?}"))
-                        .hint(Some(hint)),
-                )
-            }
-            Err(e) if e.kind() == ErrorKind::OutOfFuel => Err(Issue::new(
+            Ok(Err(missing)) => Err(undefined_issue(&missing, ctx, s)),
+            Err(e) => Err(self.error_issue(&e, s)),
+        }
+    }
+
+    /// A render error in plain words: fuel, output size, recursion, or the engine's own.
+    fn error_issue(&self, e: &minijinja::Error, s: &str) -> Issue {
+        if e.kind() == ErrorKind::OutOfFuel {
+            return Issue::new(
                 "",
                 format!(
                     "template {} ran past the limit of {} template instructions per value",
@@ -175,31 +161,50 @@ impl Templater {
             )
             .hint(Some(
                 "make the loops smaller, or raise the limit with --template-fuel N".to_string(),
-            ))),
-            Err(e) if is_output_limit(&e) => Err(Issue::new(
+            ));
+        }
+        if is_output_limit(e) {
+            return Issue::new(
                 "",
                 format!(
                     "template {} renders to more than {} bytes, the limit per value",
                     excerpt(s),
                     MAX_TEMPLATE_OUTPUT
                 ),
-            )),
-            Err(e) if e.detail().is_some_and(|d| d.contains("recursion limit")) => Err(Issue::new(
+            );
+        }
+        if e.detail().is_some_and(|d| d.contains("recursion limit")) {
+            return Issue::new(
                 "",
                 format!(
                     "template {} nests deeper than {TEMPLATE_RECURSION_LIMIT} levels, the recursion limit",
                     excerpt(s)
                 ),
-            )),
-            Err(e) => {
-                let detail = e.detail().map(|d| format!(": {d}")).unwrap_or_default();
-                Err(Issue::new(
-                    "",
-                    format!("template error in {s:?}: {}{detail}", e.kind()),
-                ))
-            }
+            );
         }
+        let detail = e.detail().map(|d| format!(": {d}")).unwrap_or_default();
+        Issue::new("", format!("template error in {s:?}: {}{detail}", e.kind()))
     }
+}
+
+/// Variables a template uses and nothing defines.
+fn undefined_issue(missing: &[String], ctx: &Map<String, Value>, s: &str) -> Issue {
+    let known: Vec<&str> = ctx.keys().map(String::as_str).collect();
+    let name = &missing[0];
+    let hint = did_you_mean(name, known.iter().copied()).unwrap_or_else(|| {
+        "declare it under `vars:` (or bind it with `matrix:`), or pass --set NAME=VALUE".to_string()
+    });
+    let names = missing
+        .iter()
+        .map(|m| format!("`{m}`"))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let noun = if missing.len() == 1 {
+        "variable"
+    } else {
+        "variables"
+    };
+    Issue::new("", format!("undefined {noun} {names} in template {s:?}")).hint(Some(hint))
 }
 
 fn missing_names(names: HashSet<String>, ctx: &Map<String, Value>) -> Vec<String> {

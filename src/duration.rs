@@ -1,4 +1,5 @@
-//! Human-readable durations in plans: `"250ms"`, `"60s"`, `"10m"`, `"1h 30m"`.
+//! Human-readable durations in plans and simulator settings: `"250ms"`, `"60s"`, `"10m"`,
+//! `"1h 30m"`.
 
 use std::borrow::Cow;
 use std::fmt;

@@ -1,0 +1,60 @@
+//! The `check` pass: semantic rules on the typed, expanded plan, all reported together.
+
+mod load;
+mod phase;
+mod target;
+mod workload;
+
+use super::model::*;
+use super::schema::Issue;
+use super::source::escape;
+
+pub use load::{MAX_CONCURRENCY, MAX_PHASE_DURATION_S, MAX_RPS};
+use phase::check_phases;
+use target::check_target;
+use workload::check_workload;
+
+/// Every semantic problem of an expanded plan, at pointers into the expanded document.
+pub fn check(plan: &Plan) -> Vec<Issue> {
+    let mut issues = Vec::new();
+    if plan.version != PLAN_VERSION {
+        issues.push(
+            Issue::new(
+                "/version",
+                format!("unsupported plan version {}", plan.version),
+            )
+            .hint(Some(format!("this build reads version {PLAN_VERSION}"))),
+        );
+    }
+    if plan.name.trim().is_empty() {
+        issues.push(Issue::new("/name", "the plan name is empty"));
+    }
+    if plan.targets.is_empty() {
+        issues.push(Issue::new("/targets", "no targets: a plan needs at least one").at_key());
+    }
+    if plan.phases.is_empty() {
+        issues.push(Issue::new("/phases", "no phases: a plan needs at least one").at_key());
+    }
+    if let Some(slo) = &plan.slo {
+        for (key, d) in [("ttft", &slo.ttft), ("tpot", &slo.tpot), ("e2e", &slo.e2e)] {
+            if d.is_some_and(|d| d.0.is_zero()) {
+                issues.push(Issue::new(
+                    format!("/slo/{key}"),
+                    "must be longer than zero",
+                ));
+            }
+        }
+    }
+    for (name, target) in &plan.targets {
+        check_target(&format!("/targets/{}", escape(name)), target, &mut issues);
+    }
+    for (name, workload) in &plan.workloads {
+        check_workload(
+            &format!("/workloads/{}", escape(name)),
+            workload,
+            &mut issues,
+        );
+    }
+    check_phases(plan, &mut issues);
+    issues
+}

@@ -1,0 +1,219 @@
+//! Checks on one workload: its prompt source, token counts, shared prefix and dataset.
+
+use crate::plan::model::*;
+use crate::plan::schema::Issue;
+
+pub(super) fn check_workload(p: &str, w: &Workload, issues: &mut Vec<Issue>) {
+    check_source_count(p, w, issues);
+    if let Some(c) = &w.input_tokens {
+        check_count(&format!("{p}/input_tokens"), c, issues);
+    }
+    if let Some(c) = &w.output_tokens {
+        check_count(&format!("{p}/output_tokens"), c, issues);
+    }
+    if let Some(sp) = &w.shared_prefix {
+        check_shared_prefix(p, sp, w.input_tokens.as_ref(), issues);
+    }
+    if let Some(t) = w.temperature
+        && !(t.is_finite() && (0.0..=2.0).contains(&t))
+    {
+        issues.push(Issue::new(
+            format!("{p}/temperature"),
+            format!("must be between 0 and 2, found {t}"),
+        ));
+    }
+    if let Some(tol) = w.prompt_tolerance
+        && !(tol.is_finite() && tol >= 0.0)
+    {
+        issues.push(Issue::new(
+            format!("{p}/prompt_tolerance"),
+            format!("must be zero or more, found {tol}"),
+        ));
+    }
+    if let Some(d) = &w.dataset {
+        check_dataset(&format!("{p}/dataset"), d, issues);
+    }
+    if let Some(t) = &w.trace
+        && !(t.time_scale.is_finite() && t.time_scale > 0.0)
+    {
+        issues.push(Issue::new(
+            format!("{p}/trace/time_scale"),
+            "must be greater than zero",
+        ));
+    }
+    if let Some(c) = &w.conversation
+        && c.turns == 0
+    {
+        issues.push(Issue::new(
+            format!("{p}/conversation/turns"),
+            "must be at least 1 turn",
+        ));
+    }
+}
+
+/// Exactly one prompt source.
+fn check_source_count(p: &str, w: &Workload, issues: &mut Vec<Issue>) {
+    let sources = [
+        w.input_tokens.is_some(),
+        w.dataset.is_some(),
+        w.trace.is_some(),
+    ];
+    match sources.iter().filter(|s| **s).count() {
+        0 => issues.push(
+            Issue::new(
+                p,
+                "a workload needs a prompt source: `input_tokens`, `dataset` or `trace`",
+            )
+            .at_key(),
+        ),
+        1 => {}
+        _ => issues.push(
+            Issue::new(
+                p,
+                "a workload takes one prompt source: `input_tokens`, `dataset` or `trace`",
+            )
+            .at_key()
+            .hint(Some("keep one of them".into())),
+        ),
+    }
+}
+
+fn check_shared_prefix(
+    p: &str,
+    sp: &SharedPrefix,
+    input_tokens: Option<&TokenCount>,
+    issues: &mut Vec<Issue>,
+) {
+    if sp.tokens == 0 {
+        issues.push(Issue::new(
+            format!("{p}/shared_prefix/tokens"),
+            "must be at least 1 token",
+        ));
+    }
+    if sp.groups == 0 {
+        issues.push(Issue::new(
+            format!("{p}/shared_prefix/groups"),
+            "must be at least 1 group",
+        ));
+    }
+    if let Some(TokenCount::Fixed(n)) = input_tokens
+        && sp.tokens >= *n
+    {
+        issues.push(
+            Issue::new(
+                format!("{p}/shared_prefix/tokens"),
+                format!(
+                    "the shared prefix ({}) must be shorter than the prompt ({n} input tokens)",
+                    sp.tokens
+                ),
+            )
+            .hint(Some(
+                "each request adds a unique suffix after the shared prefix".into(),
+            )),
+        );
+    }
+}
+
+fn check_dataset(p: &str, d: &Dataset, issues: &mut Vec<Issue>) {
+    if d.path.trim().is_empty() {
+        issues.push(Issue::new(format!("{p}/path"), "the dataset path is empty"));
+    }
+    if let (Some(lo), Some(hi)) = (d.min_input_tokens, d.max_input_tokens)
+        && lo > hi
+    {
+        issues.push(Issue::new(
+            format!("{p}/min_input_tokens"),
+            format!("`min_input_tokens` ({lo}) is above `max_input_tokens` ({hi})"),
+        ));
+    }
+}
+
+fn check_count(p: &str, c: &TokenCount, issues: &mut Vec<Issue>) {
+    let bounds = |min: Option<u32>, max: Option<u32>, issues: &mut Vec<Issue>| {
+        if let (Some(lo), Some(hi)) = (min, max)
+            && lo > hi
+        {
+            issues.push(Issue::new(
+                format!("{p}/min"),
+                format!("`min` ({lo}) is above `max` ({hi})"),
+            ));
+        }
+    };
+    match c {
+        TokenCount::Fixed(n) => {
+            if *n == 0 {
+                issues.push(Issue::new(p, "must be at least 1 token"));
+            }
+        }
+        TokenCount::Normal(n) => {
+            if !(n.mean.is_finite() && n.mean >= 1.0) {
+                issues.push(Issue::new(
+                    format!("{p}/mean"),
+                    format!("must be at least 1, found {}", n.mean),
+                ));
+            }
+            if !(n.stddev.is_finite() && n.stddev >= 0.0) {
+                issues.push(Issue::new(
+                    format!("{p}/stddev"),
+                    format!("must be zero or more, found {}", n.stddev),
+                ));
+            }
+            bounds(n.min, n.max, issues);
+        }
+        TokenCount::LogNormal(n) => {
+            if !(n.median.is_finite() && n.median >= 1.0) {
+                issues.push(Issue::new(
+                    format!("{p}/median"),
+                    format!("must be at least 1, found {}", n.median),
+                ));
+            }
+            if !(n.sigma.is_finite() && n.sigma >= 0.0) {
+                issues.push(Issue::new(
+                    format!("{p}/sigma"),
+                    format!("must be zero or more, found {}", n.sigma),
+                ));
+            }
+            bounds(n.min, n.max, issues);
+        }
+        TokenCount::Uniform(u) => {
+            if u.min == 0 {
+                issues.push(Issue::new(format!("{p}/min"), "must be at least 1 token"));
+            }
+            bounds(Some(u.min), Some(u.max), issues);
+        }
+        TokenCount::Choice(ch) => check_choice(p, ch, issues),
+    }
+}
+
+fn check_choice(p: &str, ch: &ChoiceLength, issues: &mut Vec<Issue>) {
+    if ch.values.is_empty() {
+        issues.push(Issue::new(
+            format!("{p}/values"),
+            "needs at least one value",
+        ));
+    }
+    if ch.values.contains(&0) {
+        issues.push(Issue::new(
+            format!("{p}/values"),
+            "every value must be at least 1 token",
+        ));
+    }
+    if let Some(w) = &ch.weights {
+        if w.len() != ch.values.len() {
+            issues.push(Issue::new(
+                format!("{p}/weights"),
+                format!(
+                    "{} weights for {} values; give one weight per value",
+                    w.len(),
+                    ch.values.len()
+                ),
+            ));
+        }
+        if w.iter().any(|x| !x.is_finite() || *x < 0.0) || w.iter().sum::<f64>() <= 0.0 {
+            issues.push(Issue::new(
+                format!("{p}/weights"),
+                "weights must be zero or more, and not all zero",
+            ));
+        }
+    }
+}

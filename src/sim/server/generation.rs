@@ -1,0 +1,318 @@
+//! Generation requests: the request read and checked, its output planned, faults applied, and
+//! the response body (a [`Generation`]) started.
+
+use std::io;
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
+use std::sync::atomic::Ordering::Relaxed;
+
+use http_body_util::BodyExt;
+use hyper::body::Incoming;
+use hyper::header::{CONTENT_TYPE, HeaderValue};
+use hyper::{Request, Response, StatusCode};
+use tokio::time::Instant;
+
+use super::response::{
+    Reply, echo_request_id, error_json, error_response, json_response, read_body, sse_response,
+    unix_now_s,
+};
+use crate::sim::api::{self, Api, GenerationRequest};
+use crate::sim::generate::{GenSpec, Generation, MidFault, SimBody};
+use crate::sim::rng::{STREAM_LENGTH, SimRng};
+use crate::sim::settings::{DEFAULT_RETRY_AFTER_S, DEFAULT_STALL_S, Settings};
+use crate::sim::state::Shared;
+use crate::sim::{SimFaultKind, faults};
+
+/// The output lengths and finish reason a request gets.
+struct OutputPlan {
+    reasoning_tokens: u64,
+    content_tokens: u64,
+    finish_reason: &'static str,
+}
+
+fn plan_output(
+    settings: &Settings,
+    request: &GenerationRequest,
+    api: Api,
+    prompt_tokens: u64,
+    seq: u64,
+) -> Result<OutputPlan, String> {
+    if request.n.is_some_and(|n| n != 1) {
+        return Err("the simulator serves only `n: 1`".to_string());
+    }
+    if prompt_tokens >= settings.max_model_len {
+        return Err(format!(
+            "This model's maximum context length is {} tokens. However, your request has {} input tokens.",
+            settings.max_model_len, prompt_tokens
+        ));
+    }
+    let room = settings.max_model_len - prompt_tokens;
+    let cap = request
+        .max_completion_tokens
+        .or(request.max_tokens)
+        .unwrap_or(room);
+    if cap == 0 {
+        return Err("max_tokens must be at least 1".to_string());
+    }
+    if cap > room {
+        return Err(format!(
+            "This model's maximum context length is {} tokens. However, you requested {} tokens ({} in the messages, {} in the completion).",
+            settings.max_model_len,
+            prompt_tokens + cap,
+            prompt_tokens,
+            cap
+        ));
+    }
+    let min_tokens = request.min_tokens.unwrap_or(0);
+    if min_tokens > cap {
+        return Err(format!(
+            "min_tokens ({min_tokens}) must be less than or equal to max_tokens ({cap})"
+        ));
+    }
+    let budget = match api {
+        Api::Chat => api::reasoning_budget(request, settings.reasoning_tokens),
+        Api::Completions => 0,
+    };
+    let (total, finish_reason) = if request.ignore_eos.unwrap_or(false) {
+        (cap, "length")
+    } else {
+        let mean = u64::from(settings.mean_output_tokens);
+        let natural = SimRng::new(settings.seed, seq, STREAM_LENGTH)
+            .range_inclusive(mean.div_ceil(2), mean + mean / 2)
+            .max(1);
+        let wanted = (budget + natural).max(min_tokens);
+        if wanted > cap {
+            (cap, "length")
+        } else {
+            (wanted, "stop")
+        }
+    };
+    let reasoning_tokens = budget.min(total);
+    Ok(OutputPlan {
+        reasoning_tokens,
+        content_tokens: total - reasoning_tokens,
+        finish_reason,
+    })
+}
+
+pub(super) async fn generate(
+    shared: Arc<Shared>,
+    reset: &AtomicBool,
+    request: Request<Incoming>,
+    api: Api,
+) -> Reply {
+    let received = Instant::now();
+    let request_id = request
+        .headers()
+        .get("x-request-id")
+        .and_then(|value| value.to_str().ok())
+        .map(str::to_string);
+    if let Some(id) = &request_id
+        && was_reset(&shared, id)
+    {
+        reset.store(true, Relaxed);
+        return Err(io::Error::new(
+            io::ErrorKind::ConnectionReset,
+            "simulated reset before headers, again",
+        ));
+    }
+    let seq = shared.next_seq.fetch_add(1, Relaxed) + 1;
+    shared.counters.requests_total.fetch_add(1, Relaxed);
+    let (parsed, prompt_ids) = match read_request(request, api).await {
+        Ok(read) => read,
+        Err(response) => return Ok(response),
+    };
+    let prompt_tokens = prompt_ids.len() as u64;
+    let settings = &shared.settings;
+    let output = match plan_output(settings, &parsed, api, prompt_tokens, seq) {
+        Ok(output) => output,
+        Err(message) => return Ok(error_response(StatusCode::BAD_REQUEST, &message)),
+    };
+    let stream = parsed.stream.unwrap_or(false);
+    let total_tokens = output.reasoning_tokens + output.content_tokens;
+    let (mid_fault, missing_done) = match inject_fault(
+        &shared,
+        reset,
+        seq,
+        request_id.as_deref(),
+        stream,
+        total_tokens,
+    ) {
+        Injected::Reply(reply) => return reply,
+        Injected::InBody {
+            mid_fault,
+            missing_done,
+        } => (mid_fault, missing_done),
+    };
+    let keep_ids = settings.prefix_cache.is_some();
+    let spec = GenSpec {
+        api,
+        stream,
+        include_usage: parsed
+            .stream_options
+            .as_ref()
+            .and_then(|options| options.include_usage)
+            .unwrap_or(false),
+        seq,
+        request_id: request_id.clone(),
+        received,
+        created_unix_s: unix_now_s(),
+        prompt_ids: if keep_ids { prompt_ids } else { Vec::new() },
+        prompt_tokens,
+        reasoning_tokens: output.reasoning_tokens,
+        content_tokens: output.content_tokens,
+        finish_reason: output.finish_reason,
+        fault: mid_fault,
+        missing_done,
+    };
+    let body = SimBody::Generation(Box::new(Generation::new(shared.clone(), spec)));
+    respond(body, stream, request_id.as_deref()).await
+}
+
+/// A resend of a request that was reset before its headers: it is reset again.
+fn was_reset(shared: &Shared, request_id: &str) -> bool {
+    shared
+        .reset_ids
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .contains(request_id)
+}
+
+/// The parsed body and its prompt token ids, or the 400 response for a bad request.
+async fn read_request(
+    request: Request<Incoming>,
+    api: Api,
+) -> Result<(GenerationRequest, Vec<u32>), Response<SimBody>> {
+    let body = read_body(request).await?;
+    let parsed: GenerationRequest = serde_json::from_slice(&body).map_err(|err| {
+        let message = format!("invalid JSON body: {err}");
+        error_response(StatusCode::BAD_REQUEST, &message)
+    })?;
+    let prompt_ids = match api {
+        Api::Chat => match parsed.messages.as_deref() {
+            Some(messages) if !messages.is_empty() => api::chat_ids(messages, true),
+            _ => {
+                let message = "`messages` must be a non-empty list";
+                return Err(error_response(StatusCode::BAD_REQUEST, message));
+            }
+        },
+        Api::Completions => match parsed.prompt.as_ref().map(api::prompt_ids) {
+            Some(Ok(ids)) if !ids.is_empty() => ids,
+            Some(Err(message)) => return Err(error_response(StatusCode::BAD_REQUEST, &message)),
+            _ => {
+                let message = "`prompt` must be a non-empty string";
+                return Err(error_response(StatusCode::BAD_REQUEST, message));
+            }
+        },
+    };
+    Ok((parsed, prompt_ids))
+}
+
+/// What a drawn fault does: answer in place of the generation, or shape its body.
+enum Injected {
+    Reply(Reply),
+    InBody {
+        mid_fault: Option<(MidFault, u64)>,
+        missing_done: bool,
+    },
+}
+
+fn inject_fault(
+    shared: &Shared,
+    reset: &AtomicBool,
+    seq: u64,
+    request_id: Option<&str>,
+    stream: bool,
+    total_tokens: u64,
+) -> Injected {
+    let settings = &shared.settings;
+    let Some(fault) = faults::select(&settings.faults, settings.seed, seq) else {
+        return Injected::InBody {
+            mid_fault: None,
+            missing_done: false,
+        };
+    };
+    let after_tokens = fault.after_tokens.map_or(total_tokens / 2, u64::from);
+    let seconds = fault.seconds;
+    let counters = &shared.counters;
+    let (mid_fault, missing_done) = match fault.kind {
+        SimFaultKind::Status => {
+            counters.faults_injected.fetch_add(1, Relaxed);
+            let status = fault
+                .status
+                .and_then(|code| StatusCode::from_u16(code).ok())
+                .unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+            return Injected::Reply(Ok(error_response(status, "simulated server error")));
+        }
+        SimFaultKind::RateLimit => {
+            counters.faults_injected.fetch_add(1, Relaxed);
+            let retry_after_s = seconds.unwrap_or(DEFAULT_RETRY_AFTER_S).ceil().min(1e9) as u64;
+            let mut response =
+                error_response(StatusCode::TOO_MANY_REQUESTS, "simulated rate limit");
+            response
+                .headers_mut()
+                .insert("retry-after", HeaderValue::from(retry_after_s));
+            return Injected::Reply(Ok(response));
+        }
+        SimFaultKind::ResetBeforeHeaders => {
+            counters.faults_injected.fetch_add(1, Relaxed);
+            if let Some(id) = request_id {
+                let mut ids = shared.reset_ids.lock().unwrap_or_else(|p| p.into_inner());
+                ids.insert(id.to_string());
+            }
+            reset.store(true, Relaxed);
+            return Injected::Reply(Err(io::Error::new(
+                io::ErrorKind::ConnectionReset,
+                "simulated reset before headers",
+            )));
+        }
+        SimFaultKind::ErrorObject => {
+            counters.faults_injected.fetch_add(1, Relaxed);
+            return Injected::Reply(Ok(error_object(stream, request_id)));
+        }
+        SimFaultKind::DisconnectMidStream => (Some((MidFault::Disconnect, after_tokens)), false),
+        SimFaultKind::Stall => {
+            let stall = crate::sim::generate::seconds(seconds.unwrap_or(DEFAULT_STALL_S));
+            (Some((MidFault::Stall(stall), after_tokens)), false)
+        }
+        SimFaultKind::MalformedEvent => (Some((MidFault::Malformed, after_tokens)), false),
+        SimFaultKind::MissingDone => {
+            if stream {
+                counters.faults_injected.fetch_add(1, Relaxed);
+            }
+            (None, stream)
+        }
+    };
+    Injected::InBody {
+        mid_fault,
+        missing_done,
+    }
+}
+
+/// An error object inside a 200 response, as a JSON body or a one-event stream.
+fn error_object(stream: bool, request_id: Option<&str>) -> Response<SimBody> {
+    let error = error_json(
+        StatusCode::INTERNAL_SERVER_ERROR,
+        "simulated error inside a 200 response",
+    );
+    if !stream {
+        return json_response(StatusCode::OK, &error);
+    }
+    let text = format!("data: {error}\n\ndata: [DONE]\n\n");
+    sse_response(SimBody::full(text), request_id)
+}
+
+/// A stream is answered at once; a JSON body only once the whole generation has run.
+async fn respond(body: SimBody, stream: bool, request_id: Option<&str>) -> Reply {
+    if stream {
+        return Ok(sse_response(body, request_id));
+    }
+    // A disconnect fault surfaces here as an error: hyper closes without a response.
+    let bytes = body.collect().await?.to_bytes();
+    let mut response = Response::new(SimBody::full(bytes));
+    response
+        .headers_mut()
+        .insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    echo_request_id(&mut response, request_id);
+    Ok(response)
+}

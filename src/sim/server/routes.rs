@@ -1,0 +1,142 @@
+//! Routing by path and method, and the small endpoints: models, tokenize, metrics, cache
+//! resets, health.
+
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
+
+use bytes::Bytes;
+use hyper::body::Incoming;
+use hyper::header::{CONTENT_TYPE, HeaderValue};
+use hyper::{Method, Request, Response, StatusCode};
+use serde_json::json;
+
+use super::generation::generate;
+use super::response::{Reply, error_response, json_response, read_body, unix_now_s};
+use crate::sim::api::{self, Api, TokenizeRequest};
+use crate::sim::generate::SimBody;
+use crate::sim::state::Shared;
+
+pub(super) async fn route(
+    shared: Arc<Shared>,
+    reset: Arc<AtomicBool>,
+    request: Request<Incoming>,
+) -> Reply {
+    let method = request.method().clone();
+    let known = |allowed: Method| {
+        if method == allowed {
+            None
+        } else {
+            Some(Ok(error_response(
+                StatusCode::METHOD_NOT_ALLOWED,
+                &format!("use {allowed} for {}", request.uri().path()),
+            )))
+        }
+    };
+    match request.uri().path() {
+        "/v1/chat/completions" => match known(Method::POST) {
+            Some(reply) => reply,
+            None => generate(shared, &reset, request, Api::Chat).await,
+        },
+        "/v1/completions" => match known(Method::POST) {
+            Some(reply) => reply,
+            None => generate(shared, &reset, request, Api::Completions).await,
+        },
+        "/tokenize" => match known(Method::POST) {
+            Some(reply) => reply,
+            None => Ok(tokenize(&shared, request).await),
+        },
+        "/v1/models" => match known(Method::GET) {
+            Some(reply) => reply,
+            None => Ok(models(&shared)),
+        },
+        "/metrics" => match known(Method::GET) {
+            Some(reply) => reply,
+            None => {
+                let text = shared.counters.render(&shared.settings.model);
+                let mut response = Response::new(SimBody::full(text));
+                response.headers_mut().insert(
+                    CONTENT_TYPE,
+                    HeaderValue::from_static("text/plain; version=0.0.4; charset=utf-8"),
+                );
+                Ok(response)
+            }
+        },
+        // vLLM's and SGLang's cache-reset endpoints: both just POST, empty body.
+        "/reset_prefix_cache" | "/flush_cache" => match known(Method::POST) {
+            Some(reply) => reply,
+            None => Ok(clear_cache(&shared)),
+        },
+        "/health" => match known(Method::GET) {
+            Some(reply) => reply,
+            None => Ok(Response::new(SimBody::full(Bytes::new()))),
+        },
+        path => Ok(error_response(
+            StatusCode::NOT_FOUND,
+            &format!("no route for {path}"),
+        )),
+    }
+}
+
+fn clear_cache(shared: &Shared) -> Response<SimBody> {
+    let dropped = shared
+        .cache
+        .as_ref()
+        .map_or(0, |cache| cache.lock().map_or(0, |mut cache| cache.clear()));
+    json_response(StatusCode::OK, &json!({"cleared_blocks": dropped}))
+}
+
+fn models(shared: &Shared) -> Response<SimBody> {
+    json_response(
+        StatusCode::OK,
+        &json!({"object": "list", "data": [{
+            "id": shared.settings.model,
+            "object": "model",
+            "created": unix_now_s(),
+            "owned_by": "servebench",
+            "root": shared.settings.model,
+            "max_model_len": shared.settings.max_model_len,
+        }]}),
+    )
+}
+
+async fn tokenize(shared: &Shared, request: Request<Incoming>) -> Response<SimBody> {
+    let body = match read_body(request).await {
+        Ok(body) => body,
+        Err(response) => return response,
+    };
+    let parsed: TokenizeRequest = match serde_json::from_slice(&body) {
+        Ok(parsed) => parsed,
+        Err(err) => {
+            return error_response(
+                StatusCode::BAD_REQUEST,
+                &format!("invalid JSON body: {err}"),
+            );
+        }
+    };
+    if let Some(content) = &parsed.content {
+        let ids: Vec<u32> = crate::sim::tokenizer::text_token_ids(content).collect();
+        return json_response(StatusCode::OK, &json!({ "tokens": ids }));
+    }
+    let ids = if let Some(messages) = &parsed.messages {
+        api::chat_ids(messages, parsed.add_generation_prompt.unwrap_or(true))
+    } else if let Some(prompt) = &parsed.prompt {
+        match api::prompt_ids(prompt) {
+            Ok(ids) => ids,
+            Err(message) => return error_response(StatusCode::BAD_REQUEST, &message),
+        }
+    } else {
+        return error_response(
+            StatusCode::BAD_REQUEST,
+            "send `prompt` or `messages` (vLLM) or `content` (llama.cpp)",
+        );
+    };
+    json_response(
+        StatusCode::OK,
+        &json!({
+            "count": ids.len(),
+            "max_model_len": shared.settings.max_model_len,
+            "tokens": ids,
+            "token_strs": null,
+        }),
+    )
+}
