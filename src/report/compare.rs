@@ -1,5 +1,6 @@
 //! Comparing two reports: phases matched by name, per-metric changes with bootstrap
-//! confidence intervals where records exist, and `--gate` checks (grammar in [`super::gate`]).
+//! confidence intervals where records exist and the percentiles' order-statistic intervals,
+//! and `--gate` checks (grammar in [`super::gate`]).
 
 use std::collections::HashMap;
 
@@ -9,7 +10,7 @@ use serde::Serialize;
 use super::figure_path::{Better, DistKind, FigurePath, Scalar, Stat, Unit};
 use super::gate::{Gate, GateCheck, check_gates, relative};
 use super::model::{PhaseResult, Report};
-use crate::metrics::{BOOTSTRAP_RESAMPLES, CONFIDENCE, bootstrap_diff_cis};
+use crate::metrics::{self, BOOTSTRAP_RESAMPLES, CONFIDENCE, Interval, bootstrap_diff_cis};
 use crate::plan::PercentileMethod;
 
 const BOOTSTRAP_SEED: u64 = 0x5e7e_be7c_0000_0001;
@@ -59,8 +60,16 @@ pub struct MetricChange {
     pub relative_change: Option<f64>,
     /// Bootstrap 95% interval of `new − base`, when both sides have per-request records.
     pub ci95: Option<[f64; 2]>,
-    /// True when the interval excludes zero; `None` without records.
+    /// Whether the change is more than noise: the percentiles' own 95% intervals on the two
+    /// sides do not overlap, and, where records exist, the bootstrap interval `ci95` also
+    /// excludes zero. `None` when neither test is possible.
     pub significant: Option<bool>,
+    /// A percentile's 95% order-statistic interval on each side (`metrics::interval`), when
+    /// the sample is large enough.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub base_interval: Option<[f64; 2]>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub new_interval: Option<[f64; 2]>,
     /// Samples behind the figure on each side (base, new), when known.
     pub samples: Option<[u64; 2]>,
 }
@@ -193,16 +202,29 @@ fn compare_phase(
             relative_change: b.zip(n).map(|(b, n)| relative(b, n)),
             ci95: None,
             significant: None,
+            base_interval: None,
+            new_interval: None,
             samples: None,
         };
+        let (bi, ni) = (
+            percentile_interval(metric, base),
+            percentile_interval(metric, new),
+        );
+        change.base_interval = bi.map(|i| [i.lo, i.hi]);
+        change.new_interval = ni.map(|i| [i.lo, i.hi]);
+        let overlap = bi.zip(ni).map(|(b, n)| b.lo <= n.hi && n.lo <= b.hi);
         if let Some((ci, samples)) = intervals.get(&metric) {
             change.ci95 = Some(*ci);
-            change.significant = Some(ci[0] > 0.0 || ci[1] < 0.0);
+            // Both tests must agree, so a run against itself rarely shows a false alarm.
+            change.significant = Some((ci[0] > 0.0 || ci[1] < 0.0) && overlap != Some(true));
             change.samples = Some(*samples);
-        } else if let FigurePath::Dist(kind, _) = metric {
-            change.samples = dist_samples(kind, base)
-                .zip(dist_samples(kind, new))
-                .map(|(b, n)| [b, n]);
+        } else {
+            change.significant = overlap.map(|o| !o);
+            if let FigurePath::Dist(kind, _) = metric {
+                change.samples = dist_samples(kind, base)
+                    .zip(dist_samples(kind, new))
+                    .map(|(b, n)| [b, n]);
+            }
         }
         out.push(change);
     }
@@ -228,6 +250,31 @@ fn first_stat(m: FigurePath) -> Option<Stat> {
         FigurePath::Scalar(Scalar::ErrorRate) => Some(Stat::Mean),
         FigurePath::Scalar(_) => None,
     }
+}
+
+/// A percentile metric's 95% interval on one side: the one the report stores, else computed
+/// from its records (reports written before intervals); `None` for other metrics, or when the
+/// sample is too small for one.
+fn percentile_interval(metric: FigurePath, phase: &PhaseResult) -> Option<Interval> {
+    let FigurePath::Dist(kind, stat) = metric else {
+        return None;
+    };
+    let q = match stat {
+        Stat::P50 => 0.50,
+        Stat::P95 => 0.95,
+        Stat::P99 => 0.99,
+        Stat::Min | Stat::Max | Stat::Mean => return None,
+    };
+    if let Some(ci) = kind.distribution(phase)?.ci95 {
+        return match stat {
+            Stat::P50 => ci.p50,
+            Stat::P95 => ci.p95,
+            _ => ci.p99,
+        };
+    }
+    let (mut values, _) = metric.samples(phase)?;
+    values.sort_by(f64::total_cmp);
+    metrics::percentile_interval(&values, q)
 }
 
 fn dist_samples(kind: DistKind, p: &PhaseResult) -> Option<u64> {

@@ -101,9 +101,11 @@ pub fn render(c: &Comparison) -> String {
 
     let _ = writeln!(
         out,
-        "## Changes by phase\n\nA change is significant when the {:.0}% bootstrap interval \
-         ({} resamples) of new − base excludes zero; that needs per-request records on both \
-         sides. Bold marks a change for the worse that is significant, or that cannot be tested for lack of records.\n",
+        "## Changes by phase\n\nA percentile's change is significant when its {:.0}% \
+         order-statistic intervals on the two sides do not overlap and, where both sides hold \
+         per-request records, the bootstrap interval ({} resamples) of new − base excludes \
+         zero; the error rate needs records. Bold marks a change for the worse that is \
+         significant, or that cannot be tested.\n",
         c.confidence * 100.0,
         c.bootstrap_resamples
     );
@@ -144,7 +146,7 @@ pub fn render(c: &Comparison) -> String {
                 Cell::plain(match m.significant {
                     Some(true) => "yes",
                     Some(false) => "no",
-                    None => "n/a (no records)",
+                    None => "n/a (no records or intervals)",
                 }),
                 Cell::plain(
                     m.samples

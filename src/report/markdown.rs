@@ -29,6 +29,14 @@ pub fn render(report: &Report) -> String {
     out.push_str("Latencies in milliseconds; phases in plan order.\n\n");
     write_table(&mut out, &table::phases(report));
 
+    let intervals = super::interval_table::table(report);
+    if !intervals.is_empty() {
+        out.push_str("\n## Percentile intervals\n\n");
+        out.push_str(super::interval_table::NOTE);
+        out.push_str("\n\n");
+        write_table(&mut out, &intervals);
+    }
+
     if !report.rechecks.is_empty() {
         out.push_str("\n## Rechecks\n\n");
         let headlines = table::drift_headlines(report);
@@ -38,11 +46,7 @@ pub fn render(report: &Report) -> String {
             .filter(|p| p.verdict == super::model::DriftVerdict::Drifted)
             .count();
         if headlines.is_empty() {
-            let _ = writeln!(
-                out,
-                "All {} rechecks stayed within tolerance.\n",
-                report.rechecks.len()
-            );
+            let _ = writeln!(out, "{}\n", inline(&table::no_drift_sentence(report)));
         } else {
             let _ = writeln!(
                 out,

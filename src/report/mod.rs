@@ -18,6 +18,7 @@ pub mod gate;
 pub mod gateway_out;
 pub mod html;
 mod import;
+mod interval_table;
 pub mod markdown;
 mod model;
 pub mod multiphase;

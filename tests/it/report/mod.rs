@@ -285,6 +285,8 @@ fn drift(metric: &str, original: f64, recheck: f64, tolerance: f64) -> Drift {
         } else {
             DriftVerdict::Stable
         },
+        original_interval: None,
+        recheck_interval: None,
     }
 }
 
@@ -321,6 +323,8 @@ pub fn sample_report(slow: f64) -> Report {
         change: Some(0.0),
         tolerance: 0.01,
         verdict: DriftVerdict::Stable,
+        original_interval: None,
+        recheck_interval: None,
     });
     let verdict = if metrics.iter().any(|d| d.verdict == DriftVerdict::Drifted) {
         DriftVerdict::Drifted
