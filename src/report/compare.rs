@@ -72,6 +72,9 @@ pub struct MetricChange {
     pub new_interval: Option<[f64; 2]>,
     /// Samples behind the figure on each side (base, new), when known.
     pub samples: Option<[u64; 2]>,
+    /// Why significance could not be tested, when the reason is not just missing records.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub note: Option<&'static str>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -205,6 +208,7 @@ fn compare_phase(
             base_interval: None,
             new_interval: None,
             samples: None,
+            note: None,
         };
         let (bi, ni) = (
             percentile_interval(metric, base),
@@ -213,19 +217,28 @@ fn compare_phase(
         change.base_interval = bi.map(|i| [i.lo, i.hi]);
         change.new_interval = ni.map(|i| [i.lo, i.hi]);
         let overlap = bi.zip(ni).map(|(b, n)| b.lo <= n.hi && n.lo <= b.hi);
-        if let Some((ci, samples)) = intervals.get(&metric) {
+        let bootstrap = intervals.get(&metric);
+        if let Some((ci, samples)) = bootstrap {
             change.ci95 = Some(*ci);
-            // Both tests must agree, so a run against itself rarely shows a false alarm.
-            change.significant = Some((ci[0] > 0.0 || ci[1] < 0.0) && overlap != Some(true));
             change.samples = Some(*samples);
-        } else {
-            change.significant = overlap.map(|o| !o);
-            if let FigurePath::Dist(kind, _) = metric {
-                change.samples = dist_samples(kind, base)
-                    .zip(dist_samples(kind, new))
-                    .map(|(b, n)| [b, n]);
-            }
+        } else if let FigurePath::Dist(kind, _) = metric {
+            change.samples = dist_samples(kind, base)
+                .zip(dist_samples(kind, new))
+                .map(|(b, n)| [b, n]);
         }
+        let excludes_zero = bootstrap.map(|(ci, _)| ci[0] > 0.0 || ci[1] < 0.0);
+        change.significant = match percentile_q(metric) {
+            // A percentile needs its intervals on both sides (and, with records, the bootstrap
+            // must agree): a bootstrap of a tail from too few samples alone would mostly
+            // measure the largest value, which a single hiccup moves.
+            Some(q) => {
+                if overlap.is_none() && change.samples.is_some_and(|s| too_few(s, q)) {
+                    change.note = Some(TOO_FEW_SAMPLES);
+                }
+                overlap.map(|o| !o && excludes_zero != Some(false))
+            }
+            None => excludes_zero,
+        };
         out.push(change);
     }
     PhaseComparison {
@@ -252,6 +265,25 @@ fn first_stat(m: FigurePath) -> Option<Stat> {
     }
 }
 
+/// Note for a percentile whose sample is too small for an interval on a side.
+pub const TOO_FEW_SAMPLES: &str = "too few samples";
+
+/// The quantile a percentile metric reads; `None` for other metrics.
+fn percentile_q(metric: FigurePath) -> Option<f64> {
+    match metric {
+        FigurePath::Dist(_, Stat::P50) => Some(0.50),
+        FigurePath::Dist(_, Stat::P95) => Some(0.95),
+        FigurePath::Dist(_, Stat::P99) => Some(0.99),
+        FigurePath::Dist(..) | FigurePath::Scalar(_) => None,
+    }
+}
+
+/// Whether either side is below the sample size a `q` interval needs.
+fn too_few(samples: [u64; 2], q: f64) -> bool {
+    let need = metrics::min_samples_for_interval(q);
+    samples.iter().any(|&n| n < need)
+}
+
 /// A percentile metric's 95% interval on one side: the one the report stores, else computed
 /// from its records (reports written before intervals); `None` for other metrics, or when the
 /// sample is too small for one.
@@ -259,12 +291,7 @@ fn percentile_interval(metric: FigurePath, phase: &PhaseResult) -> Option<Interv
     let FigurePath::Dist(kind, stat) = metric else {
         return None;
     };
-    let q = match stat {
-        Stat::P50 => 0.50,
-        Stat::P95 => 0.95,
-        Stat::P99 => 0.99,
-        Stat::Min | Stat::Max | Stat::Mean => return None,
-    };
+    let q = percentile_q(metric)?;
     if let Some(ci) = kind.distribution(phase)?.ci95 {
         return match stat {
             Stat::P50 => ci.p50,
