@@ -69,6 +69,12 @@ pub fn render(report: &Report) -> String {
     sweep_charts(&mut out, report);
     percentile_charts(&mut out, report);
 
+    if !report.searches.is_empty() {
+        out.push_str("<h2>Capacity searches</h2>\n");
+        write_table(&mut out, &super::search_table::searches(report));
+        write_table(&mut out, &super::search_table::probes(report));
+    }
+
     if !report.rechecks.is_empty() {
         out.push_str("<h2>Rechecks</h2>\n");
         let headlines = table::drift_headlines(report);

@@ -49,6 +49,7 @@ pub(super) fn imported_report(imported: Imported) -> Report {
         rechecks: imported.rechecks,
         client_calibration: None,
         client_busy_poll: false,
+        searches: Vec::new(),
         shard: None,
         merged_from: None,
     }

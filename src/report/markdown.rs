@@ -37,6 +37,13 @@ pub fn render(report: &Report) -> String {
         write_table(&mut out, &intervals);
     }
 
+    if !report.searches.is_empty() {
+        out.push_str("\n## Capacity searches\n\n");
+        write_table(&mut out, &super::search_table::searches(report));
+        out.push('\n');
+        write_table(&mut out, &super::search_table::probes(report));
+    }
+
     if !report.rechecks.is_empty() {
         out.push_str("\n## Rechecks\n\n");
         let headlines = table::drift_headlines(report);

@@ -26,6 +26,8 @@ mod numfmt;
 pub mod phase;
 pub mod read;
 pub mod schema;
+mod search;
+mod search_table;
 mod shards;
 pub mod svg;
 mod table;
@@ -36,6 +38,7 @@ pub use import::IMPORT_PROMPT_TOLERANCE;
 pub use model::*;
 pub use phase::{Figures, PhaseFacts, pair_rechecks, phase_result};
 pub use read::{ReadError, read_report};
+pub use search::*;
 pub use shards::*;
 pub use write::{REPORT_FILE, ReportFiles, write_all, write_atomic, write_files};
 

@@ -38,6 +38,7 @@ pub(super) fn new_report(
         rechecks: Vec::new(),
         client_calibration: None,
         client_busy_poll: false,
+        searches: Vec::new(),
         shard: None,
         merged_from: None,
     }

@@ -26,6 +26,7 @@ mod real_routers;
 mod real_support;
 mod report;
 mod run;
+mod search;
 mod shard;
 mod significance;
 mod sim;

@@ -200,6 +200,7 @@ fn phase(spec: &PhaseSpec, index: usize, slow: f64) -> PhaseResult {
         transport: Default::default(),
         request_timings: recs,
         client_load_share: None,
+        probe: None,
     }
 }
 
@@ -420,6 +421,7 @@ pub fn sample_report(slow: f64) -> Report {
         }],
         client_calibration: None,
         client_busy_poll: false,
+        searches: Vec::new(),
         shard: None,
         merged_from: None,
     }
