@@ -5,7 +5,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::plan::Tolerance;
 
-use super::PhaseSummary;
+use super::{Distribution, Interval, PhaseSummary, Stat};
 
 /// Built-in tolerances when a plan sets none: medians and throughput move little between
 /// healthy repeats; tails are noisier; the error rate is compared in absolute terms.
@@ -23,51 +23,64 @@ pub fn recheck_pair(
 ) -> RecheckPair {
     let pick =
         |specific: Option<f64>, fallback: f64| specific.or(tolerance.default).unwrap_or(fallback);
-    let relative = |metric: &str, a: Option<f64>, b: Option<f64>, tol: f64| {
-        let change = match (a, b) {
-            (Some(a), Some(b)) if a != 0.0 => Some((b - a) / a),
-            (Some(_), Some(b)) => Some(if b == 0.0 { 0.0 } else { f64::INFINITY }),
-            _ => None,
+    let percentile = |metric: &str, dist: fn(&PhaseSummary) -> Option<&Distribution>, tol| {
+        let stat = match metric.rsplit('.').next() {
+            Some("p50") => Stat::P50,
+            Some("p95") => Stat::P95,
+            _ => Stat::P99,
         };
-        drift(metric, a, b, change, tol)
+        let side = |s| {
+            dist(s).map(|d| Side {
+                value: stat.of(d),
+                interval: d.ci95.map(|ci| match stat {
+                    Stat::P50 => ci.p50,
+                    Stat::P95 => ci.p95,
+                    _ => ci.p99,
+                }),
+            })
+        };
+        percentile_drift(metric, side(original), side(recheck), tol)
     };
     let metrics = vec![
-        relative(
+        percentile(
             "ttft.p50",
-            original.ttft.map(|d| d.p50),
-            recheck.ttft.map(|d| d.p50),
+            |s| s.ttft.as_ref(),
             pick(tolerance.ttft_p50, DEFAULT_MEDIAN_TOLERANCE),
         ),
-        relative(
+        percentile(
             "ttft.p95",
-            original.ttft.map(|d| d.p95),
-            recheck.ttft.map(|d| d.p95),
+            |s| s.ttft.as_ref(),
             pick(tolerance.ttft_p95, DEFAULT_TAIL_TOLERANCE),
         ),
-        relative(
+        percentile(
             "ttft.p99",
-            original.ttft.map(|d| d.p99),
-            recheck.ttft.map(|d| d.p99),
+            |s| s.ttft.as_ref(),
             pick(tolerance.ttft_p99, DEFAULT_TAIL_TOLERANCE),
         ),
-        relative(
+        percentile(
             "tpot.p50",
-            original.tpot.map(|d| d.p50),
-            recheck.tpot.map(|d| d.p50),
+            |s| s.tpot.as_ref(),
             pick(tolerance.tpot_p50, DEFAULT_MEDIAN_TOLERANCE),
         ),
-        relative(
+        percentile(
             "e2e.p50",
-            original.e2e.map(|d| d.p50),
-            recheck.e2e.map(|d| d.p50),
+            |s| s.e2e.as_ref(),
             pick(tolerance.e2e_p50, DEFAULT_MEDIAN_TOLERANCE),
         ),
-        relative(
-            "output_tokens_per_second",
-            Some(original.output_tokens_per_second),
-            Some(recheck.output_tokens_per_second),
-            pick(tolerance.output_tokens_per_second, DEFAULT_MEDIAN_TOLERANCE),
-        ),
+        {
+            let (a, b) = (
+                original.output_tokens_per_second,
+                recheck.output_tokens_per_second,
+            );
+            let tol = pick(tolerance.output_tokens_per_second, DEFAULT_MEDIAN_TOLERANCE);
+            drift(
+                "output_tokens_per_second",
+                Some(a),
+                Some(b),
+                relative(Some(a), Some(b)),
+                tol,
+            )
+        },
         {
             let (a, b) = (error_rate(original), error_rate(recheck));
             drift(
@@ -79,17 +92,71 @@ pub fn recheck_pair(
             )
         },
     ];
-    let verdict = if metrics.iter().any(|m| m.verdict == DriftVerdict::Drifted) {
-        DriftVerdict::Drifted
-    } else {
-        DriftVerdict::Stable
-    };
+    let verdict = overall_verdict(&metrics);
     RecheckPair {
         original: original_name.to_string(),
         recheck: recheck_name.to_string(),
         metrics,
         verdict,
     }
+}
+
+/// Drifted when any metric drifted; else inconclusive when any is; else stable.
+fn overall_verdict(metrics: &[Drift]) -> DriftVerdict {
+    let any = |v| metrics.iter().any(|m| m.verdict == v);
+    if any(DriftVerdict::Drifted) {
+        DriftVerdict::Drifted
+    } else if any(DriftVerdict::Inconclusive) {
+        DriftVerdict::Inconclusive
+    } else {
+        DriftVerdict::Stable
+    }
+}
+
+/// One side of a percentile: its figure and, when the report has intervals, its 95% interval
+/// (`None` inside when the sample is too small for one).
+struct Side {
+    value: f64,
+    interval: Option<Option<Interval>>,
+}
+
+fn relative(a: Option<f64>, b: Option<f64>) -> Option<f64> {
+    match (a, b) {
+        (Some(a), Some(b)) if a != 0.0 => Some((b - a) / a),
+        (Some(_), Some(b)) => Some(if b == 0.0 { 0.0 } else { f64::INFINITY }),
+        _ => None,
+    }
+}
+
+/// A percentile's drift. A change beyond tolerance is `drifted` only when the two intervals
+/// do not overlap; when they overlap, or a side has too few samples for an interval, it is
+/// `inconclusive`. Summaries without intervals (older reports) are judged on tolerance alone.
+fn percentile_drift(
+    metric: &str,
+    original: Option<Side>,
+    recheck: Option<Side>,
+    tolerance: f64,
+) -> Drift {
+    let (a, b) = (
+        original.as_ref().map(|s| s.value),
+        recheck.as_ref().map(|s| s.value),
+    );
+    let mut d = drift(metric, a, b, relative(a, b), tolerance);
+    let (Some(o), Some(r)) = (original, recheck) else {
+        return d;
+    };
+    let (Some(oi), Some(ri)) = (o.interval, r.interval) else {
+        return d;
+    };
+    d.original_interval = oi.map(|i| [i.lo, i.hi]);
+    d.recheck_interval = ri.map(|i| [i.lo, i.hi]);
+    if d.verdict == DriftVerdict::Drifted {
+        let separated = oi.zip(ri).is_some_and(|(o, r)| o.hi < r.lo || r.hi < o.lo);
+        if !separated {
+            d.verdict = DriftVerdict::Inconclusive;
+        }
+    }
+    d
 }
 
 fn drift(
@@ -112,6 +179,8 @@ fn drift(
         change: change.filter(|c| c.is_finite()),
         tolerance,
         verdict,
+        original_interval: None,
+        recheck_interval: None,
     }
 }
 
@@ -129,7 +198,8 @@ pub struct RecheckPair {
     pub original: String,
     pub recheck: String,
     pub metrics: Vec<Drift>,
-    /// `drifted` when any metric is outside its tolerance.
+    /// `drifted` when any metric drifted, else `inconclusive` when any was inconclusive,
+    /// else `stable`.
     pub verdict: DriftVerdict,
 }
 
@@ -143,19 +213,28 @@ pub struct Drift {
     pub change: Option<f64>,
     pub tolerance: f64,
     pub verdict: DriftVerdict,
+    /// Percentiles: the 95% order-statistic interval on each side, when known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub original_interval: Option<[f64; 2]>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub recheck_interval: Option<[f64; 2]>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum DriftVerdict {
+    /// Within tolerance.
     Stable,
+    /// Beyond tolerance, and (for a percentile with intervals) the intervals do not overlap.
     Drifted,
+    /// Beyond tolerance, but the samples cannot tell it from noise: the intervals overlap, or
+    /// a side has too few samples for one.
+    Inconclusive,
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::metrics::Distribution;
 
     fn summary(ttft_p99_s: f64, tok_s: f64) -> PhaseSummary {
         let ttft = Distribution {
@@ -166,6 +245,7 @@ mod tests {
             max: ttft_p99_s,
             mean: 0.16,
             samples: 100,
+            ci95: None,
         };
         PhaseSummary {
             requests: 100,
@@ -224,6 +304,71 @@ mod tests {
             &strict,
         );
         assert_eq!(pair.verdict, DriftVerdict::Drifted);
+    }
+
+    /// A summary whose TTFT comes from `values` (seconds), intervals included.
+    fn summary_of(values: &[f64]) -> PhaseSummary {
+        let mut sorted = values.to_vec();
+        sorted.sort_by(f64::total_cmp);
+        let mut d =
+            crate::metrics::distribution(&sorted, crate::plan::PercentileMethod::Linear).unwrap();
+        d.ci95 = Some(crate::metrics::percentile_intervals(&sorted));
+        PhaseSummary {
+            requests: values.len() as u64,
+            success: values.len() as u64,
+            ttft: Some(d),
+            output_tokens_per_second: 100.0,
+            ..PhaseSummary::default()
+        }
+    }
+
+    fn verdict_of(pair: &RecheckPair, metric: &str) -> DriftVerdict {
+        pair.metrics
+            .iter()
+            .find(|m| m.metric == metric)
+            .unwrap()
+            .verdict
+    }
+
+    #[test]
+    fn intervals_decide_between_drifted_and_inconclusive() {
+        let steady: Vec<f64> = (0..400).map(|i| 0.1 + f64::from(i % 40) * 0.001).collect();
+        // Every value 50% higher: far beyond tolerance, and the intervals are apart.
+        let slower: Vec<f64> = steady.iter().map(|v| v * 1.5).collect();
+        let pair = recheck_pair(
+            "a",
+            &summary_of(&steady),
+            "b",
+            &summary_of(&slower),
+            &Tolerance::default(),
+        );
+        assert_eq!(verdict_of(&pair, "ttft.p50"), DriftVerdict::Drifted);
+        assert_eq!(pair.verdict, DriftVerdict::Drifted);
+
+        // Ten samples, wide spread: the median moved 30% (beyond the 20% tolerance), but the
+        // intervals overlap, and p99 has no interval at all.
+        let a = [0.10, 0.11, 0.12, 0.13, 0.14, 0.15, 0.16, 0.17, 0.18, 0.30];
+        let b = [0.10, 0.12, 0.14, 0.16, 0.18, 0.19, 0.21, 0.23, 0.25, 0.60];
+        let pair = recheck_pair(
+            "a",
+            &summary_of(&a),
+            "b",
+            &summary_of(&b),
+            &Tolerance::default(),
+        );
+        assert_eq!(verdict_of(&pair, "ttft.p50"), DriftVerdict::Inconclusive);
+        assert_eq!(verdict_of(&pair, "ttft.p99"), DriftVerdict::Inconclusive);
+        assert_eq!(pair.verdict, DriftVerdict::Inconclusive);
+
+        // Within tolerance stays stable however few the samples.
+        let pair = recheck_pair(
+            "a",
+            &summary_of(&a),
+            "b",
+            &summary_of(&a),
+            &Tolerance::default(),
+        );
+        assert_eq!(pair.verdict, DriftVerdict::Stable);
     }
 
     #[test]

@@ -3,6 +3,7 @@
 mod anvil;
 mod bootstrap;
 mod drift;
+mod interval;
 mod rates;
 mod summary;
 mod transport;
@@ -10,6 +11,7 @@ mod transport;
 pub use anvil::*;
 pub use bootstrap::*;
 pub use drift::*;
+pub use interval::*;
 pub use rates::*;
 pub use summary::*;
 pub use transport::*;
@@ -132,6 +134,7 @@ fn distribution_owned(sorted: &mut [f64], method: PercentileMethod) -> Option<Di
         max: sorted[n - 1],
         mean: sum / n as f64,
         samples: n as u64,
+        ci95: None,
     })
 }
 
@@ -142,13 +145,35 @@ fn field_distribution(
     scale: f64,
     field: impl Fn(&RequestRecord) -> Option<f64>,
 ) -> Option<Distribution> {
-    let mut values: Vec<f64> = records
+    let mut values = field_values(records, scale, field);
+    distribution_owned(&mut values, method)
+}
+
+/// [`field_distribution`] with the percentiles' 95% intervals, for the latency distributions.
+fn latency_distribution(
+    records: &[&RequestRecord],
+    method: PercentileMethod,
+    scale: f64,
+    field: impl Fn(&RequestRecord) -> Option<f64>,
+) -> Option<Distribution> {
+    let mut values = field_values(records, scale, field);
+    let mut d = distribution_owned(&mut values, method)?;
+    // `distribution_owned` left `values` sorted.
+    d.ci95 = Some(percentile_intervals(&values));
+    Some(d)
+}
+
+fn field_values(
+    records: &[&RequestRecord],
+    scale: f64,
+    field: impl Fn(&RequestRecord) -> Option<f64>,
+) -> Vec<f64> {
+    records
         .iter()
         .filter_map(|r| field(r))
         .filter(|v| v.is_finite())
         .map(|v| v * scale)
-        .collect();
-    distribution_owned(&mut values, method)
+        .collect()
 }
 
 /// Seconds from the first record's start to the last record's end; 0 when empty.
@@ -211,11 +236,11 @@ pub fn summarize(
         errors: (records.len() - ok.len()) as u64,
         elapsed,
         request_rate: per_second(records.len() as f64, elapsed),
-        ttft: field_distribution(&ok, method, 1e-3, |r| r.ttft_ms),
-        tpot: field_distribution(&ok, method, 1e-3, |r| r.tpot_ms),
-        e2e: field_distribution(&ok, method, 1e-3, |r| Some(r.e2e_ms)),
+        ttft: latency_distribution(&ok, method, 1e-3, |r| r.ttft_ms),
+        tpot: latency_distribution(&ok, method, 1e-3, |r| r.tpot_ms),
+        e2e: latency_distribution(&ok, method, 1e-3, |r| Some(r.e2e_ms)),
         time_to_first_output: field_distribution(&ok, method, 1e-3, |r| r.time_to_first_output_ms),
-        mean_inter_token_latency_ms: field_distribution(&ok, method, 1.0, |r| {
+        mean_inter_token_latency_ms: latency_distribution(&ok, method, 1.0, |r| {
             r.mean_inter_token_latency_ms
         }),
         max_inter_chunk_ms: field_distribution(&ok, method, 1.0, |r| r.max_inter_chunk_ms),

@@ -20,6 +20,10 @@ pub struct Distribution {
     /// Number of samples the figures were computed from.
     #[serde(default)]
     pub samples: u64,
+    /// 95% distribution-free intervals of p50/p95/p99 ([`super::interval_ranks`]); absent
+    /// for distributions that do not carry them and in reports written before them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ci95: Option<super::PercentileIntervals>,
 }
 
 /// One phase's figures. `ttft`, `tpot` and `e2e` are in **seconds**, as seed 004 reports them;

@@ -15,6 +15,7 @@ pub mod include;
 pub mod model;
 pub mod repeat;
 pub mod schema;
+pub mod search;
 pub mod source;
 pub mod starter;
 pub mod tokenizer_spec;
@@ -28,6 +29,7 @@ pub use duration::HumanDuration;
 pub use expand::DEFAULT_TEMPLATE_FUEL;
 pub use hooks::{Hook, HttpHook, OnFailure, WaitHealthy};
 pub use model::*;
+pub use search::{PercentileLimits, Probe, Search, SearchLoad, SearchSlo};
 
 use std::path::{Path, PathBuf};
 

@@ -445,6 +445,9 @@ pub struct Phase {
     /// Open loop: arrivals at a rate.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rate: Option<Rate>,
+    /// Capacity search: probes at varying load, in place of `concurrency` or `rate`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub search: Option<super::search::Search>,
     /// Stop starting requests after this long.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub duration: Option<HumanDuration>,

@@ -1,5 +1,6 @@
 //! Comparing two reports: phases matched by name, per-metric changes with bootstrap
-//! confidence intervals where records exist, and `--gate` checks (grammar in [`super::gate`]).
+//! confidence intervals where records exist and the percentiles' order-statistic intervals,
+//! and `--gate` checks (grammar in [`super::gate`]).
 
 use std::collections::HashMap;
 
@@ -9,7 +10,7 @@ use serde::Serialize;
 use super::figure_path::{Better, DistKind, FigurePath, Scalar, Stat, Unit};
 use super::gate::{Gate, GateCheck, check_gates, relative};
 use super::model::{PhaseResult, Report};
-use crate::metrics::{BOOTSTRAP_RESAMPLES, CONFIDENCE, bootstrap_diff_cis};
+use crate::metrics::{self, BOOTSTRAP_RESAMPLES, CONFIDENCE, Interval, bootstrap_diff_cis};
 use crate::plan::PercentileMethod;
 
 const BOOTSTRAP_SEED: u64 = 0x5e7e_be7c_0000_0001;
@@ -59,10 +60,21 @@ pub struct MetricChange {
     pub relative_change: Option<f64>,
     /// Bootstrap 95% interval of `new − base`, when both sides have per-request records.
     pub ci95: Option<[f64; 2]>,
-    /// True when the interval excludes zero; `None` without records.
+    /// Whether the change is more than noise: the percentiles' own 95% intervals on the two
+    /// sides do not overlap, and, where records exist, the bootstrap interval `ci95` also
+    /// excludes zero. `None` when neither test is possible.
     pub significant: Option<bool>,
+    /// A percentile's 95% order-statistic interval on each side (`metrics::interval`), when
+    /// the sample is large enough.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub base_interval: Option<[f64; 2]>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub new_interval: Option<[f64; 2]>,
     /// Samples behind the figure on each side (base, new), when known.
     pub samples: Option<[u64; 2]>,
+    /// Why significance could not be tested, when the reason is not just missing records.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub note: Option<&'static str>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -193,17 +205,40 @@ fn compare_phase(
             relative_change: b.zip(n).map(|(b, n)| relative(b, n)),
             ci95: None,
             significant: None,
+            base_interval: None,
+            new_interval: None,
             samples: None,
+            note: None,
         };
-        if let Some((ci, samples)) = intervals.get(&metric) {
+        let (bi, ni) = (
+            percentile_interval(metric, base),
+            percentile_interval(metric, new),
+        );
+        change.base_interval = bi.map(|i| [i.lo, i.hi]);
+        change.new_interval = ni.map(|i| [i.lo, i.hi]);
+        let overlap = bi.zip(ni).map(|(b, n)| b.lo <= n.hi && n.lo <= b.hi);
+        let bootstrap = intervals.get(&metric);
+        if let Some((ci, samples)) = bootstrap {
             change.ci95 = Some(*ci);
-            change.significant = Some(ci[0] > 0.0 || ci[1] < 0.0);
             change.samples = Some(*samples);
         } else if let FigurePath::Dist(kind, _) = metric {
             change.samples = dist_samples(kind, base)
                 .zip(dist_samples(kind, new))
                 .map(|(b, n)| [b, n]);
         }
+        let excludes_zero = bootstrap.map(|(ci, _)| ci[0] > 0.0 || ci[1] < 0.0);
+        change.significant = match percentile_q(metric) {
+            // A percentile needs its intervals on both sides (and, with records, the bootstrap
+            // must agree): a bootstrap of a tail from too few samples alone would mostly
+            // measure the largest value, which a single hiccup moves.
+            Some(q) => {
+                if overlap.is_none() && change.samples.is_some_and(|s| too_few(s, q)) {
+                    change.note = Some(TOO_FEW_SAMPLES);
+                }
+                overlap.map(|o| !o && excludes_zero != Some(false))
+            }
+            None => excludes_zero,
+        };
         out.push(change);
     }
     PhaseComparison {
@@ -228,6 +263,45 @@ fn first_stat(m: FigurePath) -> Option<Stat> {
         FigurePath::Scalar(Scalar::ErrorRate) => Some(Stat::Mean),
         FigurePath::Scalar(_) => None,
     }
+}
+
+/// Note for a percentile whose sample is too small for an interval on a side.
+pub const TOO_FEW_SAMPLES: &str = "too few samples";
+
+/// The quantile a percentile metric reads; `None` for other metrics.
+fn percentile_q(metric: FigurePath) -> Option<f64> {
+    match metric {
+        FigurePath::Dist(_, Stat::P50) => Some(0.50),
+        FigurePath::Dist(_, Stat::P95) => Some(0.95),
+        FigurePath::Dist(_, Stat::P99) => Some(0.99),
+        FigurePath::Dist(..) | FigurePath::Scalar(_) => None,
+    }
+}
+
+/// Whether either side is below the sample size a `q` interval needs.
+fn too_few(samples: [u64; 2], q: f64) -> bool {
+    let need = metrics::min_samples_for_interval(q);
+    samples.iter().any(|&n| n < need)
+}
+
+/// A percentile metric's 95% interval on one side: the one the report stores, else computed
+/// from its records (reports written before intervals); `None` for other metrics, or when the
+/// sample is too small for one.
+fn percentile_interval(metric: FigurePath, phase: &PhaseResult) -> Option<Interval> {
+    let FigurePath::Dist(kind, stat) = metric else {
+        return None;
+    };
+    let q = percentile_q(metric)?;
+    if let Some(ci) = kind.distribution(phase)?.ci95 {
+        return match stat {
+            Stat::P50 => ci.p50,
+            Stat::P95 => ci.p95,
+            _ => ci.p99,
+        };
+    }
+    let (mut values, _) = metric.samples(phase)?;
+    values.sort_by(f64::total_cmp);
+    metrics::percentile_interval(&values, q)
 }
 
 fn dist_samples(kind: DistKind, p: &PhaseResult) -> Option<u64> {

@@ -101,9 +101,12 @@ pub fn render(c: &Comparison) -> String {
 
     let _ = writeln!(
         out,
-        "## Changes by phase\n\nA change is significant when the {:.0}% bootstrap interval \
-         ({} resamples) of new − base excludes zero; that needs per-request records on both \
-         sides. Bold marks a change for the worse that is significant, or that cannot be tested for lack of records.\n",
+        "## Changes by phase\n\nA percentile's change is significant when its {:.0}% \
+         order-statistic intervals on the two sides do not overlap and, where both sides hold \
+         per-request records, the bootstrap interval ({} resamples) of new − base excludes \
+         zero; without intervals (too few samples) it is not tested. The error rate needs \
+         records. Bold marks a change for the worse that is \
+         significant, or that cannot be tested.\n",
         c.confidence * 100.0,
         c.bootstrap_resamples
     );
@@ -141,10 +144,11 @@ pub fn render(c: &Comparison) -> String {
                     (Some([lo, hi]), Some(u)) => format!("[{}, {}]", signed(lo, u), signed(hi, u)),
                     _ => "–".to_string(),
                 }),
-                Cell::plain(match m.significant {
-                    Some(true) => "yes",
-                    Some(false) => "no",
-                    None => "n/a (no records)",
+                Cell::plain(match (m.significant, m.note) {
+                    (Some(true), _) => "yes".to_string(),
+                    (Some(false), _) => "no".to_string(),
+                    (None, Some(note)) => format!("n/a ({note})"),
+                    (None, None) => "n/a (no records or intervals)".to_string(),
                 }),
                 Cell::plain(
                     m.samples

@@ -40,8 +40,23 @@ pub fn render(report: &Report) -> String {
         write_table(&mut out, &hooks);
         hook_output_tails(&mut out, report);
     }
+    let intervals = super::interval_table::table(report);
+    if !intervals.is_empty() {
+        let _ = writeln!(
+            out,
+            "<h2>Percentile intervals</h2>\n<p class=\"note\">{}</p>",
+            esc(super::interval_table::NOTE)
+        );
+        write_table(&mut out, &intervals);
+    }
     sweep_charts(&mut out, report);
     percentile_charts(&mut out, report);
+
+    if !report.searches.is_empty() {
+        out.push_str("<h2>Capacity searches</h2>\n");
+        write_table(&mut out, &super::search_table::searches(report));
+        write_table(&mut out, &super::search_table::probes(report));
+    }
 
     rechecks_section(&mut out, report);
 
@@ -170,10 +185,15 @@ fn rechecks_section(out: &mut String, report: &Report) {
     out.push_str("<h2>Rechecks</h2>\n");
     let headlines = table::drift_headlines(report);
     if headlines.is_empty() {
+        let class = if table::inconclusive_rechecks(report) > 0 {
+            "warn"
+        } else {
+            "good"
+        };
         let _ = writeln!(
             out,
-            "<p class=\"good\">All {} rechecks stayed within tolerance.</p>",
-            report.rechecks.len()
+            "<p class=\"{class}\">{}</p>",
+            esc(&table::no_drift_sentence(report))
         );
     } else {
         let drifted = report
@@ -313,11 +333,19 @@ fn percentile_charts(out: &mut String, report: &Report) {
             .phases
             .iter()
             .filter_map(|p| {
-                pick(p).map(|d| RangeRow {
-                    label: p.phase.clone(),
-                    p50: d.p50 * 1000.0,
-                    p95: d.p95 * 1000.0,
-                    p99: d.p99 * 1000.0,
+                pick(p).map(|d| {
+                    let ms =
+                        |i: Option<crate::metrics::Interval>| i.map(|i| (i.lo * 1e3, i.hi * 1e3));
+                    RangeRow {
+                        label: p.phase.clone(),
+                        p50: d.p50 * 1000.0,
+                        p95: d.p95 * 1000.0,
+                        p99: d.p99 * 1000.0,
+                        intervals: d
+                            .ci95
+                            .map(|c| [ms(c.p50), ms(c.p95), ms(c.p99)])
+                            .unwrap_or_default(),
+                    }
                 })
             })
             .collect()

@@ -50,6 +50,7 @@ pub(super) fn imported_report(imported: Imported) -> Report {
         repeats: Vec::new(),
         client_calibration: None,
         client_busy_poll: false,
+        searches: Vec::new(),
         shard: None,
         merged_from: None,
     }

@@ -34,6 +34,21 @@ pub fn render(report: &Report) -> String {
         write_table(&mut out, &hooks);
     }
 
+    let intervals = super::interval_table::table(report);
+    if !intervals.is_empty() {
+        out.push_str("\n## Percentile intervals\n\n");
+        out.push_str(super::interval_table::NOTE);
+        out.push_str("\n\n");
+        write_table(&mut out, &intervals);
+    }
+
+    if !report.searches.is_empty() {
+        out.push_str("\n## Capacity searches\n\n");
+        write_table(&mut out, &super::search_table::searches(report));
+        out.push('\n');
+        write_table(&mut out, &super::search_table::probes(report));
+    }
+
     rechecks_section(&mut out, report);
 
     if !report.repeats.is_empty() {
@@ -111,11 +126,7 @@ fn rechecks_section(out: &mut String, report: &Report) {
         .filter(|p| p.verdict == super::model::DriftVerdict::Drifted)
         .count();
     if headlines.is_empty() {
-        let _ = writeln!(
-            out,
-            "All {} rechecks stayed within tolerance.\n",
-            report.rechecks.len()
-        );
+        let _ = writeln!(out, "{}\n", inline(&table::no_drift_sentence(report)));
     } else {
         let _ = writeln!(
             out,

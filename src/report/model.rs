@@ -63,6 +63,9 @@ pub struct Report {
     /// The client's runtime workers polled instead of parking (`run --busy-poll`).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub client_busy_poll: bool,
+    /// Capacity searches, in plan order; their probes are among `phases`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub searches: Vec<super::search::SearchResult>,
 }
 
 /// What the client sustained against a zero-delay in-process simulator on loopback, just
@@ -174,6 +177,9 @@ pub struct PhaseResult {
         skip_serializing_if = "Option::is_none"
     )]
     pub client_load_share: Option<f64>,
+    /// A capacity-search probe: its load and verdict.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub probe: Option<super::search::ProbeOutcome>,
 }
 
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]

@@ -83,6 +83,7 @@ pub fn phase_result(
         transport: metrics::transport(&records, figures.method, figures.connection_reuse),
         request_timings: records,
         client_load_share: None,
+        probe: None,
     }
 }
 

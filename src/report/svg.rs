@@ -363,15 +363,24 @@ pub struct RangeRow {
     pub p50: f64,
     pub p95: f64,
     pub p99: f64,
+    /// 95% intervals of p50, p95, p99 (low, high), drawn as whiskers when present.
+    pub intervals: [Option<(f64, f64)>; 3],
 }
 
-/// Per row, a bar from p50 to p99 with markers at p50, p95 and p99; log axis when the values
-/// span more than 20×, so a 15 s spike does not flatten 150 ms phases.
+/// Per row, a bar from p50 to p99 with markers at p50, p95 and p99, and whiskers for their
+/// 95% intervals when known; log axis when the values span more than 20×, so a 15 s spike
+/// does not flatten 150 ms phases.
 pub fn range_rows(title: &str, x_label: &str, rows: &[RangeRow]) -> String {
     let row_h = 22.0;
     let top = 56.0;
     let height = top + row_h * rows.len() as f64 + 56.0;
-    let all: Vec<f64> = rows.iter().flat_map(|r| [r.p50, r.p95, r.p99]).collect();
+    let all: Vec<f64> = rows
+        .iter()
+        .flat_map(|r| {
+            let bounds = r.intervals.into_iter().flatten().flat_map(|(l, h)| [l, h]);
+            [r.p50, r.p95, r.p99].into_iter().chain(bounds)
+        })
+        .collect();
     let (lo, hi) = all
         .iter()
         .filter(|v| v.is_finite() && **v > 0.0)
@@ -429,6 +438,11 @@ pub fn range_rows(title: &str, x_label: &str, rows: &[RangeRow]) -> String {
                 x.map(r.p99)
             );
         }
+        for ((_, color), interval) in marks.iter().zip(r.intervals) {
+            if let Some((lo, hi)) = interval.filter(|(l, h)| l.is_finite() && h.is_finite()) {
+                whisker(&mut out, x.map(lo), x.map(hi), cy, color);
+            }
+        }
         for ((name, color), v) in marks.iter().zip([r.p50, r.p95, r.p99]) {
             if v.is_finite() {
                 let _ = write!(
@@ -445,6 +459,16 @@ pub fn range_rows(title: &str, x_label: &str, rows: &[RangeRow]) -> String {
     legend(&mut out, &entries[..], WIDTH - 30.0, 40.0, true);
     out.push_str("</svg>");
     out
+}
+
+/// A horizontal interval with end caps, centred on a row.
+fn whisker(out: &mut String, x0: f64, x1: f64, cy: f64, color: &str) {
+    let (top, bottom) = (cy - 7.0, cy + 7.0);
+    let _ = write!(
+        out,
+        "<path d=\"M{x0:.1} {top:.1}V{bottom:.1}M{x0:.1} {cy:.1}H{x1:.1}M{x1:.1} {top:.1}V{bottom:.1}\" \
+         stroke=\"{color}\" stroke-width=\"1.5\" fill=\"none\"/>"
+    );
 }
 
 /// One row of a ratio chart.

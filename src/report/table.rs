@@ -322,15 +322,37 @@ pub fn rechecks(report: &Report) -> Table {
                 Cell::plain(drift_value(d.recheck, &d.metric)),
                 Cell::marked(drift_change(&d.metric, d.change), mark),
                 Cell::plain(drift_tolerance(&d.metric, d.tolerance)),
-                if drifted {
-                    Cell::marked("DRIFTED", Mark::Bad)
-                } else {
-                    Cell::marked("stable", Mark::Good)
+                match d.verdict {
+                    DriftVerdict::Drifted => Cell::marked("DRIFTED", Mark::Bad),
+                    DriftVerdict::Inconclusive => Cell::marked("inconclusive", Mark::Warn),
+                    DriftVerdict::Stable => Cell::marked("stable", Mark::Good),
                 },
             ]);
         }
     }
     t
+}
+
+/// How many rechecks were inconclusive (none drifted, some change the samples cannot tell
+/// from noise), for the sentence above the rechecks table.
+pub fn inconclusive_rechecks(report: &Report) -> usize {
+    report
+        .rechecks
+        .iter()
+        .filter(|p| p.verdict == DriftVerdict::Inconclusive)
+        .count()
+}
+
+/// The sentence for rechecks none of which drifted.
+pub fn no_drift_sentence(report: &Report) -> String {
+    let n = report.rechecks.len();
+    match inconclusive_rechecks(report) {
+        0 => format!("All {n} rechecks stayed within tolerance."),
+        k => format!(
+            "No recheck drifted; {k} of {n} were inconclusive (a change beyond tolerance \
+             that the samples cannot tell from noise)."
+        ),
+    }
 }
 
 /// One line per drifted metric, e.g. `gateway-c4 → recheck-c4: ttft.p99 14.9 s → 0.322 s (−97.8%)`.

@@ -39,6 +39,7 @@ pub(super) fn new_report(
         repeats: Vec::new(),
         client_calibration: None,
         client_busy_poll: false,
+        searches: Vec::new(),
         shard: None,
         merged_from: None,
     }

@@ -18,6 +18,7 @@ mod preflight;
 pub mod redact;
 mod run;
 pub mod scrape;
+mod search;
 mod targets;
 
 pub use interrupt::INTERRUPT_GRACE;

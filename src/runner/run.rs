@@ -89,6 +89,11 @@ pub async fn run(options: RunOptions) -> Result<RunOutcome, RunError> {
     }
     let schedule =
         Schedule::new(&loaded.plan, &schedule_options(&options)).map_err(RunError::InvalidInput)?;
+    if options.shard.is_some() && schedule.phases.iter().any(|p| p.search.is_some()) {
+        return Err(RunError::InvalidInput(
+            "a capacity search cannot be sharded: each probe depends on the last".to_string(),
+        ));
+    }
     if options.dry_run {
         print!("{}", schedule.describe());
         return Ok(RunOutcome {
@@ -285,16 +290,16 @@ async fn calibrate_client(
 }
 
 /// The phases of a run, in order, and everything they share.
-struct Phases<'a> {
+pub(super) struct Phases<'a> {
     loaded: &'a LoadedPlan,
     schedule: &'a Schedule<'a>,
     simulators: &'a Simulators,
     run_id: &'a str,
     journal: &'a Journal,
-    stops: &'a Stops,
+    pub(super) stops: &'a Stops,
     http: &'a reqwest::Client,
     options: &'a RunOptions,
-    out_dir: &'a Path,
+    pub(super) out_dir: &'a Path,
 }
 
 impl Phases<'_> {
@@ -310,6 +315,15 @@ impl Phases<'_> {
             }
             if self.stops.stop_starting.is_cancelled() {
                 break;
+            }
+            if let Some(search) = phase.search {
+                match self
+                    .run_search(phase, search, report, &mut run_origin)
+                    .await?
+                {
+                    Some(e) => return Ok(Some(e)),
+                    None => continue,
+                }
             }
             let endpoint = endpoint_for(phase, self.simulators);
             let run = PhaseRun {
@@ -378,6 +392,31 @@ impl Phases<'_> {
         }
     }
 
+    /// One search probe: a phase of its own, without hooks or a planned start.
+    pub(super) async fn probe(
+        &self,
+        phase: &PhaseSettings<'_>,
+        calibration: Option<&ClientCalibration>,
+        run_origin: &mut Option<std::time::Instant>,
+    ) -> Result<PhaseResult, RunError> {
+        let endpoint = endpoint_for(phase, self.simulators);
+        PhaseRun {
+            plan: self.loaded,
+            phase,
+            endpoint: &endpoint,
+            run_id: self.run_id,
+            journal: self.journal,
+            stops: self.stops,
+            progress: self.options.progress,
+            http: self.http,
+            shard: None,
+            warmup_requests: phase.warmup.and_then(|w| w.requests),
+            calibration,
+        }
+        .execute(run_origin)
+        .await
+    }
+
     /// Wait for a phase's planned start (`--start-at`) and note in the report how late it is.
     async fn wait_for_planned_start(
         &self,
@@ -408,7 +447,11 @@ impl Phases<'_> {
 
     /// A finished phase: its console line, its place in the report, the rechecks paired
     /// again, and the report rewritten.
-    fn add_phase(&self, report: &mut Report, result: PhaseResult) -> Result<(), RunError> {
+    pub(super) fn add_phase(
+        &self,
+        report: &mut Report,
+        result: PhaseResult,
+    ) -> Result<(), RunError> {
         let warning = calibrate::warning(&result);
         println!("{}", phase_line(&result));
         if let Some(warning) = warning {

@@ -34,7 +34,7 @@ impl Schedule<'_> {
                 let mut parts = Vec::new();
                 if let Some(d) = w.duration {
                     parts.push(d.to_string());
-                    total += d.0;
+                    total += d.0 * p.repeats();
                 }
                 if let Some(n) = w.requests {
                     parts.push(format!("{n} requests"));
@@ -51,7 +51,7 @@ impl Schedule<'_> {
             }
             out.push('\n');
             match p.duration {
-                Some(d) => total += d,
+                Some(d) => total += d * p.repeats(),
                 None => open_ended = true,
             }
         }

@@ -44,6 +44,8 @@ pub struct PhaseSettings<'p> {
     pub tags: &'p [String],
     pub before: &'p [crate::plan::Hook],
     pub after: &'p [crate::plan::Hook],
+    /// A capacity search: the load above is its first probe's.
+    pub search: Option<&'p crate::plan::Search>,
 }
 
 impl PhaseSettings<'_> {
@@ -74,8 +76,27 @@ impl PhaseSettings<'_> {
         }
     }
 
+    /// How many times the phase's duration and warmup run: a search's worst case, else 1.
+    pub fn repeats(&self) -> u32 {
+        self.search.map_or(1, |s| s.worst_case_probes())
+    }
+
     /// One-line description of the load and bounds, for logs and `--dry-run`.
     pub fn describe_load(&self) -> String {
+        if let Some(s) = self.search {
+            let kind = match s.load {
+                crate::plan::SearchLoad::Concurrency => "concurrency",
+                crate::plan::SearchLoad::Rate => "rate (req/s, constant arrivals)",
+            };
+            return format!(
+                "capacity search over {kind} {}–{}, precision {}%, at most {} probes of {}",
+                s.min,
+                s.max,
+                s.precision * 100.0,
+                s.worst_case_probes(),
+                s.probe.duration
+            );
+        }
         let load = match &self.load {
             Load::Closed { concurrency } => format!("concurrency {concurrency}"),
             Load::Open {
@@ -148,6 +169,10 @@ fn resolve_phase<'p>(plan: &'p Plan, phase: &'p Phase) -> Result<PhaseSettings<'
         .ok_or_else(|| format!("phase `{name}`: unknown workload `{workload_name}`"))?;
     let replays_trace = workload.trace.is_some();
     let load = match (&phase.concurrency, &phase.rate) {
+        _ if phase.search.is_some() => {
+            let s = phase.search.as_ref().ok_or("unreachable")?;
+            probe_load(s.load, s.min)
+        }
         (None, None) if replays_trace => Load::Replay,
         (Some(concurrency), None) => Load::Closed {
             concurrency: *concurrency,
@@ -164,7 +189,10 @@ fn resolve_phase<'p>(plan: &'p Plan, phase: &'p Phase) -> Result<PhaseSettings<'
             ));
         }
     };
-    let duration = phase.duration.map(|d| d.0);
+    let duration = match &phase.search {
+        Some(s) => Some(s.probe.duration.0),
+        None => phase.duration.map(|d| d.0),
+    };
     if duration.is_none() && phase.requests.is_none() && !replays_trace {
         return Err(format!(
             "phase `{name}` needs a bound: `duration` or `requests`"
@@ -179,8 +207,11 @@ fn resolve_phase<'p>(plan: &'p Plan, phase: &'p Phase) -> Result<PhaseSettings<'
         workload,
         load,
         duration,
-        requests: phase.requests,
-        warmup: phase.warmup.as_ref(),
+        requests: phase.requests.filter(|_| phase.search.is_none()),
+        warmup: match &phase.search {
+            Some(s) => s.probe.warmup.as_ref(),
+            None => phase.warmup.as_ref(),
+        },
         cooldown: phase.cooldown.map(|d| d.0),
         drain_timeout: phase
             .drain_timeout
@@ -191,5 +222,22 @@ fn resolve_phase<'p>(plan: &'p Plan, phase: &'p Phase) -> Result<PhaseSettings<'
         tags: &phase.tags,
         before: &phase.before,
         after: &phase.after,
+        search: phase.search.as_ref(),
     })
+}
+
+/// The load of a probe at `value`: that concurrency, or that rate with constant arrivals
+/// (so a probe's outcome depends on the load, not on arrival luck).
+pub fn probe_load(kind: crate::plan::SearchLoad, value: f64) -> Load {
+    match kind {
+        crate::plan::SearchLoad::Concurrency => Load::Closed {
+            concurrency: value.round().max(1.0) as u32,
+        },
+        crate::plan::SearchLoad::Rate => Load::Open {
+            rps: value,
+            arrival: Arrival::Constant,
+            burstiness: None,
+            max_concurrency: None,
+        },
+    }
 }

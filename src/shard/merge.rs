@@ -346,6 +346,7 @@ impl PhaseMerge<'_> {
             merged_from: Some(self.shards.iter().map(shard_facts).collect()),
             client_calibration: None,
             client_busy_poll: false,
+            searches: Vec::new(),
         };
         report.repeats = crate::report::repeats::repeat_results(&report);
         report

@@ -168,6 +168,8 @@ fn check_phase(plan: &Plan, p: &str, phase: &Phase, issues: &mut Vec<Issue>) {
                 )),
             );
         }
+    } else if phase.search.is_some() {
+        crate::plan::search::check_search(p, phase, issues);
     } else {
         check_load_model(p, phase, issues);
         if phase.duration.is_none() && phase.requests.is_none() {

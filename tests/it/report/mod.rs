@@ -200,6 +200,7 @@ fn phase(spec: &PhaseSpec, index: usize, slow: f64) -> PhaseResult {
         transport: Default::default(),
         request_timings: recs,
         client_load_share: None,
+        probe: None,
     }
 }
 
@@ -285,6 +286,8 @@ fn drift(metric: &str, original: f64, recheck: f64, tolerance: f64) -> Drift {
         } else {
             DriftVerdict::Stable
         },
+        original_interval: None,
+        recheck_interval: None,
     }
 }
 
@@ -321,6 +324,8 @@ pub fn sample_report(slow: f64) -> Report {
         change: Some(0.0),
         tolerance: 0.01,
         verdict: DriftVerdict::Stable,
+        original_interval: None,
+        recheck_interval: None,
     });
     let verdict = if metrics.iter().any(|d| d.verdict == DriftVerdict::Drifted) {
         DriftVerdict::Drifted
@@ -417,6 +422,7 @@ pub fn sample_report(slow: f64) -> Report {
         }],
         client_calibration: None,
         client_busy_poll: false,
+        searches: Vec::new(),
         shard: None,
         merged_from: None,
     }

@@ -66,6 +66,7 @@ fn phase(
         transport: Default::default(),
         request_timings: records,
         client_load_share: None,
+        probe: None,
     }
 }
 
@@ -115,6 +116,7 @@ fn shard_report(plan: Plan, shard: Option<(u32, u32)>, phases: Vec<PhaseResult>)
         merged_from: None,
         client_calibration: None,
         client_busy_poll: false,
+        searches: Vec::new(),
     }
 }
 

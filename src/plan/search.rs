@@ -1,0 +1,165 @@
+//! Capacity search: a phase that probes loads until it finds the most the target sustains
+//! within its objectives. Types and their checks; the search loop is `runner::search`.
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use super::schema::Issue;
+use super::{HumanDuration, Phase, Warmup};
+
+/// `search:` on a phase, in place of `concurrency` or `rate`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Search {
+    /// What the probes vary: `concurrency` (closed loop) or `rate` (open loop, req/s).
+    pub load: SearchLoad,
+    /// Lowest load probed (the first probe).
+    pub min: f64,
+    /// Highest load probed.
+    pub max: f64,
+    /// Objectives every probe must meet to pass.
+    pub slo: SearchSlo,
+    /// Stop when the bracket's upper end is within this fraction of its lower end (0.05 = 5%).
+    #[serde(default = "default_precision")]
+    pub precision: f64,
+    pub probe: Probe,
+    /// Most probes to run; by default the most the search can need.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1))]
+    pub max_probes: Option<u32>,
+}
+
+fn default_precision() -> f64 {
+    0.05
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum SearchLoad {
+    Rate,
+    Concurrency,
+}
+
+/// Objectives of a probe: latency percentiles at most the given times, and an error rate.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SearchSlo {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ttft: Option<PercentileLimits>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tpot: Option<PercentileLimits>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub e2e: Option<PercentileLimits>,
+    /// Largest share of failed requests (0.01 = 1%).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error_rate: Option<f64>,
+}
+
+/// Upper limits on percentiles of one latency.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct PercentileLimits {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub p50: Option<HumanDuration>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub p95: Option<HumanDuration>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub p99: Option<HumanDuration>,
+}
+
+/// How each probe runs.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Probe {
+    pub duration: HumanDuration,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub warmup: Option<Warmup>,
+}
+
+impl Search {
+    /// The most probes the search runs: doubling from `min` to `max`, then bisecting the last
+    /// doubling (a ratio of 2) geometrically down to `precision`; capped by `max_probes`.
+    pub fn worst_case_probes(&self) -> u32 {
+        let ratio = (self.max / self.min).max(1.0);
+        let doublings = ratio.log2().ceil().max(0.0) as u32 + 1;
+        let halvings = (2f64.ln() / self.precision.ln_1p()).log2().ceil().max(0.0) as u32;
+        let bound = doublings + halvings;
+        self.max_probes.map_or(bound, |m| m.min(bound))
+    }
+
+    /// Every objective as `(name, limit)`, e.g. `("ttft.p99", 2.0)` (seconds) or
+    /// `("error_rate", 0.01)`.
+    pub fn objectives(&self) -> Vec<(String, f64)> {
+        let mut out = Vec::new();
+        for (name, limits) in [
+            ("ttft", &self.slo.ttft),
+            ("tpot", &self.slo.tpot),
+            ("e2e", &self.slo.e2e),
+        ] {
+            let Some(l) = limits else { continue };
+            for (stat, limit) in [("p50", l.p50), ("p95", l.p95), ("p99", l.p99)] {
+                if let Some(limit) = limit {
+                    out.push((format!("{name}.{stat}"), limit.as_secs_f64()));
+                }
+            }
+        }
+        if let Some(e) = self.slo.error_rate {
+            out.push(("error_rate".to_string(), e));
+        }
+        out
+    }
+}
+
+/// Problems with a search phase, at `p` (the phase's path).
+pub fn check_search(p: &str, phase: &Phase, issues: &mut Vec<Issue>) {
+    let Some(s) = &phase.search else { return };
+    let at = |field: &str| format!("{p}/search/{field}");
+    if phase.concurrency.is_some() || phase.rate.is_some() {
+        issues.push(Issue::new(p, "a search phase sets its own load").hint(Some(
+            "remove `concurrency`/`rate`; `search.load` names what varies".into(),
+        )));
+    }
+    if phase.recheck.is_some() {
+        issues.push(Issue::new(p, "a recheck cannot search"));
+    }
+    if !phase.before.is_empty() || !phase.after.is_empty() {
+        issues.push(Issue::new(
+            p,
+            "a search phase takes no `before`/`after` hooks",
+        ));
+    }
+    if !(s.min.is_finite() && s.min > 0.0) {
+        issues.push(Issue::new(
+            at("min"),
+            format!("must be greater than zero, found {}", s.min),
+        ));
+    }
+    if !(s.max.is_finite() && s.max >= s.min) {
+        issues.push(Issue::new(
+            at("max"),
+            format!("must be at least `min`, found {}", s.max),
+        ));
+    }
+    if s.load == SearchLoad::Concurrency && (s.min.fract() != 0.0 || s.max.fract() != 0.0) {
+        issues.push(Issue::new(
+            at("min"),
+            "a concurrency search needs whole `min` and `max`",
+        ));
+    }
+    if !(s.precision.is_finite() && s.precision > 0.0 && s.precision < 1.0) {
+        issues.push(Issue::new(
+            at("precision"),
+            format!("must be between 0 and 1 (0.05 = 5%), found {}", s.precision),
+        ));
+    }
+    if s.objectives().is_empty() {
+        issues.push(
+            Issue::new(at("slo"), "the search has no objective").hint(Some(
+                "set e.g. `ttft: {p99: 2s}` or `error_rate: 0.01`".into(),
+            )),
+        );
+    }
+    if s.probe.duration.0.is_zero() {
+        issues.push(Issue::new(at("probe/duration"), "must be longer than zero"));
+    }
+}

@@ -1,0 +1,158 @@
+//! A capacity-search phase: probes run one after another through the normal phase runner,
+//! each a phase of its own in the report, until the course (`schedule::search`) stops.
+
+use crate::client::RequestRecord;
+use crate::metrics::{PhaseSummary, meets_slo};
+use crate::plan::{PercentileLimits, Search, SearchLoad, Slo};
+use crate::report::{ObjectiveCheck, PhaseResult, ProbeOutcome, Report, SearchResult};
+use crate::schedule::search::Course;
+use crate::schedule::{PhaseSettings, probe_load};
+
+use super::run::{Phases, RunError};
+
+/// An open-loop probe whose completion rate falls below this share of its target rate is
+/// over-saturated: the target fell behind the arrivals.
+pub const SATURATED_BELOW: f64 = 0.9;
+
+impl Phases<'_> {
+    /// Run `phase`'s search; its probes and result go into `report`. The error that stopped
+    /// the run, if one did.
+    pub(super) async fn run_search(
+        &self,
+        phase: &PhaseSettings<'_>,
+        search: &Search,
+        report: &mut Report,
+        run_origin: &mut Option<std::time::Instant>,
+    ) -> Result<Option<RunError>, RunError> {
+        let mut course = Course::new(search);
+        let mut probes = Vec::new();
+        let mut capacity_goodput = None;
+        let calibration = report.client_calibration.clone();
+        let stop_reason = loop {
+            if self.stops.stop_starting.is_cancelled() {
+                break "interrupted".to_string();
+            }
+            let load = match course.next() {
+                Ok(load) => load,
+                Err(reason) => break reason.as_str().to_string(),
+            };
+            let name = format!("{}/probe-{}", phase.name, probes.len() + 1);
+            let settings = PhaseSettings {
+                name: &name,
+                load: probe_load(search.load, load),
+                ..phase.clone()
+            };
+            let mut result = match self
+                .probe(&settings, calibration.as_ref(), run_origin)
+                .await
+            {
+                Ok(result) => result,
+                Err(e) => return Ok(Some(e)),
+            };
+            let outcome = judge(phase.name, search, load, &result);
+            course.record(load, outcome.passed);
+            if outcome.passed && course.passed == Some(load) {
+                capacity_goodput = goodput(search, &result);
+            }
+            result.probe = Some(outcome);
+            probes.push(name);
+            self.add_phase(report, result)?;
+        };
+        report.searches.push(SearchResult {
+            phase: phase.name.to_string(),
+            load: search.load,
+            capacity: course.passed,
+            goodput: capacity_goodput,
+            bracket: [course.passed, course.failed],
+            stop_reason,
+            probes,
+        });
+        super::output::write_report(self.out_dir, report).map_err(RunError::Failed)?;
+        Ok(None)
+    }
+}
+
+/// A probe's verdict: every objective met, and (open loop) not over-saturated.
+fn judge(search_name: &str, search: &Search, load: f64, result: &PhaseResult) -> ProbeOutcome {
+    let s = &result.summary;
+    let objectives: Vec<ObjectiveCheck> = search
+        .objectives()
+        .into_iter()
+        .map(|(objective, limit)| {
+            let value = figure(&objective, s);
+            ObjectiveCheck {
+                passed: value.is_some_and(|v| v <= limit),
+                objective,
+                limit,
+                value,
+            }
+        })
+        .collect();
+    let over_saturated = search.load == SearchLoad::Rate
+        && completion_rate(&result.request_timings) < SATURATED_BELOW * load;
+    ProbeOutcome {
+        search: search_name.to_string(),
+        load,
+        passed: !over_saturated && objectives.iter().all(|o| o.passed),
+        over_saturated,
+        objectives,
+    }
+}
+
+/// Completions per second: `(n − 1)` over the span of the requests' end times. Below
+/// capacity the ends are spaced like the sends, so this is the arrival rate; above it they
+/// come at the rate the target can serve.
+fn completion_rate(records: &[RequestRecord]) -> f64 {
+    let ends = records.iter().map(|r| r.start_offset_ms + r.e2e_ms);
+    let (first, last) = ends.fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), e| {
+        (lo.min(e), hi.max(e))
+    });
+    let span_s = (last - first) / 1e3;
+    if records.len() > 1 && span_s > 0.0 {
+        (records.len() - 1) as f64 / span_s
+    } else {
+        f64::INFINITY
+    }
+}
+
+/// An objective's figure, e.g. `ttft.p99` in seconds or `error_rate` as a fraction.
+fn figure(objective: &str, s: &PhaseSummary) -> Option<f64> {
+    if objective == "error_rate" {
+        return (s.requests > 0).then(|| s.errors as f64 / s.requests as f64);
+    }
+    let (dist, stat) = objective.split_once('.')?;
+    let d = match dist {
+        "ttft" => s.ttft?,
+        "tpot" => s.tpot?,
+        _ => s.e2e?,
+    };
+    match stat {
+        "p50" => Some(d.p50),
+        "p95" => Some(d.p95),
+        _ => Some(d.p99),
+    }
+}
+
+/// Successful requests per second whose latencies are within each objective's largest limit.
+fn goodput(search: &Search, result: &PhaseResult) -> Option<f64> {
+    let loosest = |l: &Option<PercentileLimits>| {
+        l.as_ref().and_then(|l| {
+            [l.p50, l.p95, l.p99]
+                .into_iter()
+                .flatten()
+                .max_by_key(|d| d.0)
+        })
+    };
+    let slo = Slo {
+        ttft: loosest(&search.slo.ttft),
+        tpot: loosest(&search.slo.tpot),
+        e2e: loosest(&search.slo.e2e),
+    };
+    let elapsed = result.summary.elapsed;
+    let good = result
+        .request_timings
+        .iter()
+        .filter(|r| meets_slo(r, &slo))
+        .count();
+    (elapsed > 0.0).then(|| good as f64 / elapsed)
+}

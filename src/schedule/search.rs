@@ -1,0 +1,181 @@
+//! The capacity search's course: which load to probe next given the outcomes so far.
+//! Doubling from `min` until a probe fails (or `max` passes), then geometric bisection of
+//! the bracket until it is within `precision`. Pure; the runner runs the probes.
+
+use crate::plan::{Search, SearchLoad};
+
+/// Why a search stopped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StopReason {
+    /// The bracket is within `precision` (or one apart, for concurrency).
+    PrecisionReached,
+    /// `max` passed: the capacity is at least `max`.
+    MaxMet,
+    /// `min` failed: the capacity is below the searched range.
+    MinFailed,
+    /// `max_probes` ran out first.
+    Budget,
+}
+
+impl StopReason {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            StopReason::PrecisionReached => "precision reached",
+            StopReason::MaxMet => "max met",
+            StopReason::MinFailed => "min failed",
+            StopReason::Budget => "probe budget spent",
+        }
+    }
+}
+
+/// A search in progress.
+#[derive(Debug, Clone)]
+pub struct Course {
+    kind: SearchLoad,
+    min: f64,
+    max: f64,
+    precision: f64,
+    budget: u32,
+    probes: u32,
+    /// Highest load that passed.
+    pub passed: Option<f64>,
+    /// Lowest load that failed.
+    pub failed: Option<f64>,
+    next: Result<f64, StopReason>,
+}
+
+impl Course {
+    pub fn new(search: &Search) -> Self {
+        Course {
+            kind: search.load,
+            min: search.min,
+            max: search.max,
+            precision: search.precision,
+            budget: search.worst_case_probes(),
+            probes: 0,
+            passed: None,
+            failed: None,
+            next: Ok(search.min),
+        }
+    }
+
+    /// The next load to probe, or why the search is over.
+    pub fn next(&self) -> Result<f64, StopReason> {
+        match self.next {
+            Ok(_) if self.probes >= self.budget => Err(StopReason::Budget),
+            other => other,
+        }
+    }
+
+    /// Record a probe's outcome at `load`.
+    pub fn record(&mut self, load: f64, passed: bool) {
+        self.probes += 1;
+        if passed {
+            self.passed = Some(self.passed.map_or(load, |p| p.max(load)));
+        } else {
+            self.failed = Some(self.failed.map_or(load, |f| f.min(load)));
+        }
+        self.next = match (self.passed, self.failed) {
+            (None, Some(_)) => Err(StopReason::MinFailed),
+            (Some(p), None) if p >= self.max => Err(StopReason::MaxMet),
+            (Some(p), None) => Ok(self.round((p * 2.0).min(self.max))),
+            (Some(lo), Some(hi)) => self.bisect(lo, hi),
+            (None, None) => Ok(self.min),
+        };
+    }
+
+    fn bisect(&self, lo: f64, hi: f64) -> Result<f64, StopReason> {
+        if hi / lo - 1.0 <= self.precision {
+            return Err(StopReason::PrecisionReached);
+        }
+        let mid = self.round((lo * hi).sqrt());
+        if mid <= lo || mid >= hi {
+            // Whole concurrencies one apart: nothing lies between.
+            return Err(StopReason::PrecisionReached);
+        }
+        Ok(mid)
+    }
+
+    fn round(&self, v: f64) -> f64 {
+        match self.kind {
+            SearchLoad::Concurrency => v.round(),
+            SearchLoad::Rate => v,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::plan::{HumanDuration, Probe, SearchSlo};
+
+    fn search(load: SearchLoad, min: f64, max: f64, precision: f64) -> Search {
+        Search {
+            load,
+            min,
+            max,
+            slo: SearchSlo {
+                error_rate: Some(0.01),
+                ..SearchSlo::default()
+            },
+            precision,
+            probe: Probe {
+                duration: HumanDuration(std::time::Duration::from_secs(1)),
+                warmup: None,
+            },
+            max_probes: None,
+        }
+    }
+
+    /// Run a course against a knee: loads up to `knee` pass.
+    fn find(s: &Search, knee: f64) -> (Option<f64>, StopReason, Vec<f64>) {
+        let mut course = Course::new(s);
+        let mut probed = Vec::new();
+        loop {
+            match course.next() {
+                Ok(load) => {
+                    probed.push(load);
+                    course.record(load, load <= knee);
+                }
+                Err(reason) => return (course.passed, reason, probed),
+            }
+        }
+    }
+
+    #[test]
+    fn finds_a_rate_knee_within_precision_in_the_worst_case_budget() {
+        for knee in [3.3, 47.0, 50.0, 199.0] {
+            let s = search(SearchLoad::Rate, 1.0, 400.0, 0.05);
+            let (found, reason, probed) = find(&s, knee);
+            let found = found.unwrap();
+            assert_eq!(reason, StopReason::PrecisionReached, "{knee}: {probed:?}");
+            assert!(
+                found <= knee && found >= knee / 1.05,
+                "{knee}: {found} {probed:?}"
+            );
+            assert!(probed.len() as u32 <= s.worst_case_probes(), "{probed:?}");
+        }
+    }
+
+    #[test]
+    fn finds_a_concurrency_knee_exactly() {
+        for knee in [1.0, 7.0, 9.0, 33.0] {
+            let s = search(SearchLoad::Concurrency, 1.0, 64.0, 0.05);
+            let (found, _, probed) = find(&s, knee);
+            assert_eq!(found, Some(knee), "{probed:?}");
+            assert!(probed.iter().all(|c| c.fract() == 0.0));
+        }
+    }
+
+    #[test]
+    fn stops_at_the_ends_and_on_budget() {
+        let s = search(SearchLoad::Rate, 10.0, 40.0, 0.05);
+        assert_eq!(find(&s, 100.0).1, StopReason::MaxMet);
+        let (found, reason, _) = find(&s, 5.0);
+        assert_eq!((found, reason), (None, StopReason::MinFailed));
+        let mut s = search(SearchLoad::Rate, 1.0, 400.0, 0.01);
+        s.max_probes = Some(3);
+        let (_, reason, probed) = find(&s, 50.0);
+        assert_eq!((reason, probed.len()), (StopReason::Budget, 3));
+    }
+}

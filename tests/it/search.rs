@@ -1,0 +1,187 @@
+//! Capacity search against the simulator, whose knee follows from its settings:
+//! - concurrency: TPOT is `decode_ms_per_token + decode_ms_per_running × (running − 1)`, so
+//!   with a TPOT p50 limit halfway between two concurrencies' TPOT the knee is the lower one;
+//! - rate: prefills run one at a time, so the simulator serves at most
+//!   `prefill_tok_s / prompt_tokens` requests per second; above it the queue grows and TTFT
+//!   with it.
+
+use std::path::Path;
+
+use servebench::report::Report;
+use servebench::runner::run;
+
+async fn run_plan(dir: &Path, yaml: &str) -> Report {
+    std::fs::create_dir_all(dir).unwrap();
+    let path = dir.join("plan.yaml");
+    std::fs::write(&path, yaml).unwrap();
+    let out = dir.join("out");
+    run(crate::common::quiet_run_options(path, &out))
+        .await
+        .expect("run");
+    servebench::report::read_report(&out.join("report.json")).expect("report")
+}
+
+fn plan(simulator: &str, workload: &str, search: &str) -> String {
+    format!(
+        "version: 1\nname: search\nseed: 1\ntargets:\n  sim:\n    simulator: {{{simulator}}}\n\
+         workloads:\n  w: {{{workload}, ignore_eos: true}}\n\
+         defaults: {{target: sim, workload: w}}\n\
+         phases:\n  - name: capacity\n    search: {{{search}}}\n"
+    )
+}
+
+/// Every probe is a phase in the report, named and judged, and the search names them.
+fn check_probes(report: &Report) {
+    let search = &report.searches[0];
+    assert_eq!(search.probes.len(), report.phases.len());
+    for (i, (name, phase)) in search.probes.iter().zip(&report.phases).enumerate() {
+        assert_eq!(name, &format!("capacity/probe-{}", i + 1));
+        assert_eq!(&phase.phase, name);
+        let probe = phase.probe.as_ref().expect("a probe outcome");
+        assert!(phase.summary.requests > 0, "{name} ran");
+        assert_eq!(
+            probe.passed,
+            probe.objectives.iter().all(|o| o.passed) && !probe.over_saturated
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrency_search_finds_the_tpot_knee_for_three_settings() {
+    let _exclusive = crate::common::exclusive_run().await;
+    let dir = tempfile::tempdir().unwrap();
+    // (decode_ms_per_token, decode_ms_per_running, knee)
+    for (i, (d0, dr, knee)) in [(2.0, 1.0, 4u32), (1.0, 2.0, 3), (0.5, 1.0, 7)]
+        .into_iter()
+        .enumerate()
+    {
+        // TPOT at the knee and one above: the limit sits halfway.
+        let limit_ms = d0 + dr * (f64::from(knee) - 0.5);
+        let yaml = plan(
+            &format!(
+                "prefill_tok_s: 0, decode_ms_per_token: {d0}, decode_ms_per_running: {dr}, max_running: 256"
+            ),
+            "input_tokens: 32, output_tokens: 24",
+            &format!(
+                "load: concurrency, min: 1, max: 32, slo: {{tpot: {{p50: {limit_ms}ms}}}}, probe: {{duration: 1s, warmup: {{requests: 2}}}}"
+            ),
+        );
+        let report = run_plan(&dir.path().join(i.to_string()), &yaml).await;
+        check_probes(&report);
+        let search = &report.searches[0];
+        assert_eq!(search.capacity, Some(f64::from(knee)), "{search:#?}");
+        assert_eq!(
+            search.bracket,
+            [Some(f64::from(knee)), Some(f64::from(knee + 1))]
+        );
+        assert_eq!(search.stop_reason, "precision reached");
+        assert!(search.goodput.is_some_and(|g| g > 0.0));
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rate_search_finds_the_prefill_knee_and_names_over_saturated_probes() {
+    let _exclusive = crate::common::exclusive_run().await;
+    let dir = tempfile::tempdir().unwrap();
+    // (prefill_tok_s, input_tokens)
+    for (i, (prefill, input)) in [(10_000.0, 200u32), (8_000.0, 400), (8_000.0, 100)]
+        .into_iter()
+        .enumerate()
+    {
+        let prefill_ms = f64::from(input) / prefill * 1000.0;
+        // Half a prefill of slack: a probe 5% over the knee queues 50 ms more within its 1 s.
+        let limit_ms = 1.5 * prefill_ms;
+        let yaml = plan(
+            &format!(
+                "prefill_tok_s: {prefill}, decode_ms_per_token: 1, decode_ms_per_running: 0, max_running: 256"
+            ),
+            &format!("input_tokens: {input}, output_tokens: 4"),
+            &format!(
+                "load: rate, min: 5, max: 200, precision: 0.05, slo: {{ttft: {{p95: {limit_ms}ms}}, error_rate: 0.01}}, probe: {{duration: 1s, warmup: {{requests: 2}}}}"
+            ),
+        );
+        let report = run_plan(&dir.path().join(i.to_string()), &yaml).await;
+        check_probes(&report);
+        // The knee from the prompt size the simulator counted.
+        let prompt = report.phases[0].summary.input_tokens.unwrap().mean;
+        let knee = prefill / prompt;
+        let search = &report.searches[0];
+        let capacity = search.capacity.expect("a capacity");
+        assert!(
+            capacity >= 0.9 * knee && capacity <= 1.05 * knee,
+            "knee {knee:.1} req/s, found {capacity:.1}: {search:#?}"
+        );
+        let [lo, hi] = search.bracket;
+        assert!(hi.unwrap() / lo.unwrap() <= 1.05, "{search:#?}");
+        // Doubling overshoots the knee by far at least once: that probe fails, the target
+        // falling behind is named as over-saturation, and every over-saturated probe failed.
+        let probes: Vec<_> = report
+            .phases
+            .iter()
+            .filter_map(|p| p.probe.as_ref())
+            .collect();
+        let overloaded: Vec<_> = probes.iter().filter(|p| p.load >= 1.5 * knee).collect();
+        assert!(!overloaded.is_empty(), "{search:#?}");
+        assert!(overloaded.iter().all(|p| !p.passed), "{overloaded:#?}");
+        assert!(probes.iter().any(|p| p.over_saturated), "{probes:#?}");
+        let saturated = probes.iter().filter(|p| p.over_saturated);
+        assert!(saturated.clone().all(|p| !p.passed));
+    }
+}
+
+fn servebench() -> std::process::Command {
+    let mut cmd = std::process::Command::new(assert_cmd::cargo::cargo_bin!("servebench"));
+    cmd.current_dir(env!("CARGO_MANIFEST_DIR"));
+    cmd
+}
+
+#[test]
+fn dry_run_shows_the_bounds_and_the_worst_case() {
+    let out = servebench()
+        .args(["run", "plans/capacity-search.yaml", "--dry-run"])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{stdout}");
+    // 1–64 doubling is 7 probes, bisecting a doubling to 5% at most 4 more.
+    assert!(
+        stdout.contains(
+            "capacity search over concurrency 1–64, precision 5%, at most 11 probes of 2s"
+        ),
+        "{stdout}"
+    );
+    assert!(stdout.contains("at most 10 probes of 2s"), "{stdout}");
+    // (11 + 10) probes of 2 s.
+    assert!(
+        stdout.contains("estimated duration: at least 42s"),
+        "{stdout}"
+    );
+}
+
+#[test]
+fn a_bad_search_is_refused_with_its_place() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("bad.yaml");
+    std::fs::write(
+        &path,
+        plan(
+            "prefill_tok_s: 0",
+            "input_tokens: 8, output_tokens: 4",
+            "load: concurrency, min: 0, max: 8.5, precision: 2, slo: {}, probe: {duration: 1s}",
+        ) + "    concurrency: 4\n",
+    )
+    .unwrap();
+    let out = servebench().arg("validate").arg(&path).output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    for expected in [
+        "a search phase sets its own load",
+        "search.min: must be greater than zero, found 0",
+        "a concurrency search needs whole `min` and `max`",
+        "must be between 0 and 1 (0.05 = 5%), found 2",
+        "the search has no objective",
+    ] {
+        assert!(stderr.contains(expected), "{expected}: {stderr}");
+    }
+    assert!(stderr.contains("bad.yaml:"), "file:line:col: {stderr}");
+}
