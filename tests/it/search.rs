@@ -89,8 +89,9 @@ async fn rate_search_finds_the_prefill_knee_and_names_over_saturated_probes() {
         .enumerate()
     {
         let prefill_ms = f64::from(input) / prefill * 1000.0;
-        // Half a prefill of slack: a probe 5% over the knee queues 50 ms more within its 1 s.
-        let limit_ms = 1.5 * prefill_ms;
+        // Slack of half a prefill, at least 25 ms so a busy client's few milliseconds never
+        // fail a probe below the knee; a probe 5% over the knee queues 50 ms more within its 1 s.
+        let limit_ms = prefill_ms + (0.5 * prefill_ms).max(25.0);
         let yaml = plan(
             &format!(
                 "prefill_tok_s: {prefill}, decode_ms_per_token: 1, decode_ms_per_running: 0, max_running: 256"
