@@ -2,7 +2,7 @@
 
 use std::fmt::Write;
 
-use super::compare::{Comparison, MetricChange};
+use super::compare::{Comparison, MetricChange, PhaseComparison};
 use super::figure_path::{Better, Unit};
 use super::gate::Compared;
 use super::markdown::{cell, inline, write_table};
@@ -48,55 +48,7 @@ pub fn render(c: &Comparison) -> String {
     out.push('\n');
 
     if !c.gates.is_empty() {
-        let failed = c.gates.iter().filter(|g| !g.passed).count();
-        out.push_str("## Gates\n\n");
-        if failed == 0 {
-            let _ = writeln!(out, "All {} gate checks passed.\n", c.gates.len());
-        } else {
-            let _ = writeln!(
-                out,
-                "> **✗ {failed} of {} gate checks failed.**\n",
-                c.gates.len()
-            );
-        }
-        let mut t = Table::new(&[
-            ("Gate", Align::Left),
-            ("Phase", Align::Left),
-            ("Base", Align::Right),
-            ("New", Align::Right),
-            ("Observed", Align::Right),
-            ("Result", Align::Left),
-        ]);
-        // Failures first, so a long list of passing checks cannot hide one.
-        let ordered = c
-            .gates
-            .iter()
-            .filter(|g| !g.passed)
-            .chain(c.gates.iter().filter(|g| g.passed));
-        for g in ordered {
-            let unit = g.unit;
-            let observed = match (g.observed, g.compared, unit) {
-                (None, _, _) => "–".to_string(),
-                (Some(o), Compared::RelativeChange, _) => pct_change(o),
-                (Some(o), Compared::Change, Some(u)) => signed(o, u),
-                (Some(o), Compared::Change, None) => sig3(o),
-                (Some(o), Compared::Value, u) => value(Some(o), u),
-            };
-            t.rows.push(vec![
-                Cell::plain(g.gate.clone()),
-                Cell::plain(g.phase.clone().unwrap_or_else(|| "–".to_string())),
-                Cell::plain(value(g.base, unit)),
-                Cell::plain(value(g.new, unit)),
-                Cell::plain(observed),
-                match (&g.problem, g.passed) {
-                    (Some(p), _) => Cell::marked(format!("FAIL: {p}"), Mark::Bad),
-                    (None, true) => Cell::marked("pass", Mark::Good),
-                    (None, false) => Cell::marked("FAIL", Mark::Bad),
-                },
-            ]);
-        }
-        write_table(&mut out, &t);
-        out.push('\n');
+        gates_section(&mut out, c);
     }
 
     let _ = writeln!(
@@ -114,50 +66,7 @@ pub fn render(c: &Comparison) -> String {
         out.push_str("No phase names in common.\n\n");
     }
     for p in &c.phases {
-        let _ = writeln!(out, "### {}\n", inline(&p.phase));
-        let mut t = Table::new(&[
-            ("Metric", Align::Left),
-            ("Base", Align::Right),
-            ("New", Align::Right),
-            ("Change", Align::Right),
-            ("Relative", Align::Right),
-            ("95% CI of change", Align::Right),
-            ("Significant", Align::Left),
-            ("Samples (base/new)", Align::Right),
-        ]);
-        for m in &p.metrics {
-            let mark = change_mark(m);
-            t.rows.push(vec![
-                Cell::plain(m.metric.clone()),
-                Cell::plain(value(m.base, m.unit)),
-                Cell::plain(value(m.new, m.unit)),
-                Cell::plain(match (m.change, m.unit) {
-                    (Some(d), Some(u)) => signed(d, u),
-                    _ => "–".to_string(),
-                }),
-                Cell::marked(
-                    m.relative_change
-                        .map_or_else(|| "–".to_string(), pct_change),
-                    mark,
-                ),
-                Cell::plain(match (m.ci95, m.unit) {
-                    (Some([lo, hi]), Some(u)) => format!("[{}, {}]", signed(lo, u), signed(hi, u)),
-                    _ => "–".to_string(),
-                }),
-                Cell::plain(match (m.significant, m.note) {
-                    (Some(true), _) => "yes".to_string(),
-                    (Some(false), _) => "no".to_string(),
-                    (None, Some(note)) => format!("n/a ({note})"),
-                    (None, None) => "n/a (no records or intervals)".to_string(),
-                }),
-                Cell::plain(
-                    m.samples
-                        .map_or_else(|| "–".to_string(), |[b, n]| format!("{b}/{n}")),
-                ),
-            ]);
-        }
-        write_table(&mut out, &t);
-        out.push('\n');
+        phase_changes(&mut out, p);
     }
     for (label, list) in [
         ("Only in base", &c.only_in_base),
@@ -168,4 +77,105 @@ pub fn render(c: &Comparison) -> String {
         }
     }
     out
+}
+
+/// The gate checks, failures first.
+fn gates_section(out: &mut String, c: &Comparison) {
+    let failed = c.gates.iter().filter(|g| !g.passed).count();
+    out.push_str("## Gates\n\n");
+    if failed == 0 {
+        let _ = writeln!(out, "All {} gate checks passed.\n", c.gates.len());
+    } else {
+        let _ = writeln!(
+            out,
+            "> **✗ {failed} of {} gate checks failed.**\n",
+            c.gates.len()
+        );
+    }
+    let mut t = Table::new(&[
+        ("Gate", Align::Left),
+        ("Phase", Align::Left),
+        ("Base", Align::Right),
+        ("New", Align::Right),
+        ("Observed", Align::Right),
+        ("Result", Align::Left),
+    ]);
+    // Failures first, so a long list of passing checks cannot hide one.
+    let ordered = c
+        .gates
+        .iter()
+        .filter(|g| !g.passed)
+        .chain(c.gates.iter().filter(|g| g.passed));
+    for g in ordered {
+        let unit = g.unit;
+        let observed = match (g.observed, g.compared, unit) {
+            (None, _, _) => "–".to_string(),
+            (Some(o), Compared::RelativeChange, _) => pct_change(o),
+            (Some(o), Compared::Change, Some(u)) => signed(o, u),
+            (Some(o), Compared::Change, None) => sig3(o),
+            (Some(o), Compared::Value, u) => value(Some(o), u),
+        };
+        t.rows.push(vec![
+            Cell::plain(g.gate.clone()),
+            Cell::plain(g.phase.clone().unwrap_or_else(|| "–".to_string())),
+            Cell::plain(value(g.base, unit)),
+            Cell::plain(value(g.new, unit)),
+            Cell::plain(observed),
+            match (&g.problem, g.passed) {
+                (Some(p), _) => Cell::marked(format!("FAIL: {p}"), Mark::Bad),
+                (None, true) => Cell::marked("pass", Mark::Good),
+                (None, false) => Cell::marked("FAIL", Mark::Bad),
+            },
+        ]);
+    }
+    write_table(out, &t);
+    out.push('\n');
+}
+
+/// One phase's metric changes with their intervals and significance.
+fn phase_changes(out: &mut String, p: &PhaseComparison) {
+    let _ = writeln!(out, "### {}\n", inline(&p.phase));
+    let mut t = Table::new(&[
+        ("Metric", Align::Left),
+        ("Base", Align::Right),
+        ("New", Align::Right),
+        ("Change", Align::Right),
+        ("Relative", Align::Right),
+        ("95% CI of change", Align::Right),
+        ("Significant", Align::Left),
+        ("Samples (base/new)", Align::Right),
+    ]);
+    for m in &p.metrics {
+        let mark = change_mark(m);
+        t.rows.push(vec![
+            Cell::plain(m.metric.clone()),
+            Cell::plain(value(m.base, m.unit)),
+            Cell::plain(value(m.new, m.unit)),
+            Cell::plain(match (m.change, m.unit) {
+                (Some(d), Some(u)) => signed(d, u),
+                _ => "–".to_string(),
+            }),
+            Cell::marked(
+                m.relative_change
+                    .map_or_else(|| "–".to_string(), pct_change),
+                mark,
+            ),
+            Cell::plain(match (m.ci95, m.unit) {
+                (Some([lo, hi]), Some(u)) => format!("[{}, {}]", signed(lo, u), signed(hi, u)),
+                _ => "–".to_string(),
+            }),
+            Cell::plain(match (m.significant, m.note) {
+                (Some(true), _) => "yes".to_string(),
+                (Some(false), _) => "no".to_string(),
+                (None, Some(note)) => format!("n/a ({note})"),
+                (None, None) => "n/a (no records or intervals)".to_string(),
+            }),
+            Cell::plain(
+                m.samples
+                    .map_or_else(|| "–".to_string(), |[b, n]| format!("{b}/{n}")),
+            ),
+        ]);
+    }
+    write_table(out, &t);
+    out.push('\n');
 }

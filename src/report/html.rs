@@ -29,17 +29,37 @@ svg .pt{fill:#1f77b4;fill-opacity:.55}";
 pub fn render(report: &Report) -> String {
     let mut out = String::new();
     head(&mut out, report);
+    phases_section(&mut out, report);
+    intervals_section(&mut out, report);
+    sweep_charts(&mut out, report);
+    percentile_charts(&mut out, report);
+    searches_section(&mut out, report);
+    rechecks_section(&mut out, report);
+    scatter_charts(&mut out, report);
+    repeats_section(&mut out, report);
+    diagnostics_sections(&mut out, report);
+    timelines_section(&mut out, report);
+    errors_section(&mut out, report);
+    out.push_str("</body></html>\n");
+    out
+}
 
+/// The phases table and, when any phase has them, its hooks.
+fn phases_section(out: &mut String, report: &Report) {
     out.push_str(
         "<h2>Phases</h2>\n<p class=\"note\">Latencies in milliseconds; phases in plan order.</p>\n",
     );
-    write_table(&mut out, &table::phases(report));
+    write_table(out, &table::phases(report));
     let hooks = super::hook_table::table(report);
     if !hooks.is_empty() {
         out.push_str("<h3>Phase hooks</h3>\n");
-        write_table(&mut out, &hooks);
-        hook_output_tails(&mut out, report);
+        write_table(out, &hooks);
+        hook_output_tails(out, report);
     }
+}
+
+/// Percentile intervals, when any phase has them.
+fn intervals_section(out: &mut String, report: &Report) {
     let intervals = super::interval_table::table(report);
     if !intervals.is_empty() {
         let _ = writeln!(
@@ -47,30 +67,33 @@ pub fn render(report: &Report) -> String {
             "<h2>Percentile intervals</h2>\n<p class=\"note\">{}</p>",
             esc(super::interval_table::NOTE)
         );
-        write_table(&mut out, &intervals);
+        write_table(out, &intervals);
     }
-    sweep_charts(&mut out, report);
-    percentile_charts(&mut out, report);
+}
 
+/// Capacity searches and their probes.
+fn searches_section(out: &mut String, report: &Report) {
     if !report.searches.is_empty() {
         out.push_str("<h2>Capacity searches</h2>\n");
-        write_table(&mut out, &super::search_table::searches(report));
-        write_table(&mut out, &super::search_table::probes(report));
+        write_table(out, &super::search_table::searches(report));
+        write_table(out, &super::search_table::probes(report));
     }
+}
 
-    rechecks_section(&mut out, report);
-
-    scatter_charts(&mut out, report);
-
+/// Arms of repeat groups: pooled figures, spread and the verdict per pair.
+fn repeats_section(out: &mut String, report: &Report) {
     if !report.repeats.is_empty() {
         out.push_str("<h2>Repeats</h2>\n<p class=\"note\">Each arm pooled over its rounds; an arm pair differs when the gap between their pooled figures is larger than either arm's range across rounds.</p>\n");
         for h in super::repeat_table::headlines(report) {
             let _ = writeln!(out, "<div class=\"banner warn\"><b>{}</b></div>", esc(&h));
         }
-        write_table(&mut out, &super::repeat_table::arms(report));
-        write_table(&mut out, &super::repeat_table::pairs(report));
+        write_table(out, &super::repeat_table::arms(report));
+        write_table(out, &super::repeat_table::pairs(report));
     }
+}
 
+/// Prompt sizes, connections and backends: what explains a figure.
+fn diagnostics_sections(out: &mut String, report: &Report) {
     let prompts = table::prompt_tokens(report);
     if !prompts.is_empty() {
         out.push_str("<h2>Prompt tokens: planned vs actual</h2>\n");
@@ -82,7 +105,7 @@ pub fn render(report: &Report) -> String {
                 esc(&warned.join(", "))
             );
         }
-        write_table(&mut out, &prompts);
+        write_table(out, &prompts);
     }
 
     let connections = super::connections::table(report);
@@ -91,7 +114,7 @@ pub fn render(report: &Report) -> String {
         for w in super::connections::warnings(report) {
             let _ = writeln!(out, "<div class=\"banner warn\"><b>⚠ {}</b></div>", esc(&w));
         }
-        write_table(&mut out, &connections);
+        write_table(out, &connections);
     }
 
     let backends = super::backends::table(report);
@@ -109,9 +132,12 @@ pub fn render(report: &Report) -> String {
             out.push_str(&chart);
             out.push('\n');
         }
-        write_table(&mut out, &backends);
+        write_table(out, &backends);
     }
+}
 
+/// Server metrics scraped during each phase.
+fn timelines_section(out: &mut String, report: &Report) {
     let timelines = super::timeline::charts(report);
     if !timelines.is_empty() {
         out.push_str("<h2>Server metrics over each phase</h2>\n");
@@ -120,16 +146,17 @@ pub fn render(report: &Report) -> String {
             out.push('\n');
         }
     }
+}
 
+/// Failed requests by kind.
+fn errors_section(out: &mut String, report: &Report) {
     out.push_str("<h2>Errors</h2>\n");
     let errors = table::errors(report);
     if errors.is_empty() {
         out.push_str("<p>No failed requests.</p>\n");
     } else {
-        write_table(&mut out, &errors);
+        write_table(out, &errors);
     }
-    out.push_str("</body></html>\n");
-    out
 }
 
 /// Each `exec` action's output tail, folded away under the hooks table.

@@ -8,6 +8,18 @@ use super::table::{self, Align, Mark, Table};
 /// Render `report` as GitHub-flavoured markdown.
 pub fn render(report: &Report) -> String {
     let mut out = String::new();
+    head(&mut out, report);
+    phases_section(&mut out, report);
+    estimates_sections(&mut out, report);
+    rechecks_section(&mut out, report);
+    repeats_section(&mut out, report);
+    diagnostics_sections(&mut out, report);
+    errors_section(&mut out, report);
+    out
+}
+
+/// Title, the partial-run banner and the run's facts.
+fn head(out: &mut String, report: &Report) {
     let _ = writeln!(out, "# servebench report: {}\n", inline(&report.plan.name));
     if report.partial {
         let _ = writeln!(
@@ -24,33 +36,40 @@ pub fn render(report: &Report) -> String {
     for (k, v) in table::header_facts(report) {
         let _ = writeln!(out, "| {} | {} |", cell(&k), cell(&v));
     }
+}
 
+/// The phases table and, when any phase has them, its hooks.
+fn phases_section(out: &mut String, report: &Report) {
     out.push_str("\n## Phases\n\n");
     out.push_str("Latencies in milliseconds; phases in plan order.\n\n");
-    write_table(&mut out, &table::phases(report));
+    write_table(out, &table::phases(report));
     let hooks = super::hook_table::table(report);
     if !hooks.is_empty() {
         out.push_str("\n### Phase hooks\n\n");
-        write_table(&mut out, &hooks);
+        write_table(out, &hooks);
     }
+}
 
+/// Percentile intervals and capacity searches, when present.
+fn estimates_sections(out: &mut String, report: &Report) {
     let intervals = super::interval_table::table(report);
     if !intervals.is_empty() {
         out.push_str("\n## Percentile intervals\n\n");
         out.push_str(super::interval_table::NOTE);
         out.push_str("\n\n");
-        write_table(&mut out, &intervals);
+        write_table(out, &intervals);
     }
 
     if !report.searches.is_empty() {
         out.push_str("\n## Capacity searches\n\n");
-        write_table(&mut out, &super::search_table::searches(report));
+        write_table(out, &super::search_table::searches(report));
         out.push('\n');
-        write_table(&mut out, &super::search_table::probes(report));
+        write_table(out, &super::search_table::probes(report));
     }
+}
 
-    rechecks_section(&mut out, report);
-
+/// Arms of repeat groups: pooled figures, spread and the verdict per pair.
+fn repeats_section(out: &mut String, report: &Report) {
     if !report.repeats.is_empty() {
         out.push_str("\n## Repeats\n\n");
         out.push_str("Each arm pooled over its rounds; an arm pair differs when the gap between their pooled figures is larger than either arm's range across rounds.\n\n");
@@ -61,11 +80,14 @@ pub fn render(report: &Report) -> String {
         if !headlines.is_empty() {
             out.push('\n');
         }
-        write_table(&mut out, &super::repeat_table::arms(report));
+        write_table(out, &super::repeat_table::arms(report));
         out.push('\n');
-        write_table(&mut out, &super::repeat_table::pairs(report));
+        write_table(out, &super::repeat_table::pairs(report));
     }
+}
 
+/// Prompt sizes, connections and backends: what explains a figure.
+fn diagnostics_sections(out: &mut String, report: &Report) {
     let prompts = table::prompt_tokens(report);
     if !prompts.is_empty() {
         out.push_str("\n## Prompt tokens: planned vs actual\n\n");
@@ -77,7 +99,7 @@ pub fn render(report: &Report) -> String {
                 inline(&warned.join(", "))
             );
         }
-        write_table(&mut out, &prompts);
+        write_table(out, &prompts);
     }
 
     let connections = super::connections::table(report);
@@ -86,7 +108,7 @@ pub fn render(report: &Report) -> String {
         for w in super::connections::warnings(report) {
             let _ = writeln!(out, "> **⚠ {}**\n", inline(&w));
         }
-        write_table(&mut out, &connections);
+        write_table(out, &connections);
     }
 
     let backends = super::backends::table(report);
@@ -100,17 +122,19 @@ pub fn render(report: &Report) -> String {
         for n in metrics_notes {
             let _ = writeln!(out, "> {}\n", inline(&n));
         }
-        write_table(&mut out, &backends);
+        write_table(out, &backends);
     }
+}
 
+/// Failed requests by kind.
+fn errors_section(out: &mut String, report: &Report) {
     out.push_str("\n## Errors\n\n");
     let errors = table::errors(report);
     if errors.is_empty() {
         out.push_str("No failed requests.\n");
     } else {
-        write_table(&mut out, &errors);
+        write_table(out, &errors);
     }
-    out
 }
 
 /// Drift verdicts of the rechecks: a headline and the table.

@@ -423,42 +423,47 @@ pub fn range_rows(title: &str, x_label: &str, rows: &[RangeRow]) -> String {
     ];
     for (i, r) in rows.iter().enumerate() {
         let cy = top + row_h * i as f64 + row_h / 2.0;
-        let _ = write!(
-            out,
-            "<text x=\"{:.1}\" y=\"{:.1}\" class=\"tick\" text-anchor=\"end\">{}</text>",
-            x.px0 - 8.0,
-            cy + 4.0,
-            esc(&r.label)
-        );
-        if [r.p50, r.p99].iter().all(|v| v.is_finite()) {
-            let _ = write!(
-                out,
-                "<line x1=\"{:.1}\" x2=\"{:.1}\" y1=\"{cy:.1}\" y2=\"{cy:.1}\" stroke=\"#999\" stroke-width=\"4\"/>",
-                x.map(r.p50),
-                x.map(r.p99)
-            );
-        }
-        for ((_, color), interval) in marks.iter().zip(r.intervals) {
-            if let Some((lo, hi)) = interval.filter(|(l, h)| l.is_finite() && h.is_finite()) {
-                whisker(&mut out, x.map(lo), x.map(hi), cy, color);
-            }
-        }
-        for ((name, color), v) in marks.iter().zip([r.p50, r.p95, r.p99]) {
-            if v.is_finite() {
-                let _ = write!(
-                    out,
-                    "<circle cx=\"{:.1}\" cy=\"{cy:.1}\" r=\"5\" fill=\"{color}\"><title>{} {name}: {}</title></circle>",
-                    x.map(v),
-                    esc(&r.label),
-                    esc(&crate::report::numfmt::sig3(v))
-                );
-            }
-        }
+        range_row(&mut out, &x, cy, r, &marks);
     }
     let entries: Vec<(String, &str)> = marks.iter().map(|(n, c)| (n.to_string(), *c)).collect();
     legend(&mut out, &entries[..], WIDTH - 30.0, 40.0, true);
     out.push_str("</svg>");
     out
+}
+
+/// One row of a range chart: its label, the p50–p99 bar, interval whiskers and markers.
+fn range_row(out: &mut String, x: &Scale, cy: f64, r: &RangeRow, marks: &[(&str, &str); 3]) {
+    let _ = write!(
+        out,
+        "<text x=\"{:.1}\" y=\"{:.1}\" class=\"tick\" text-anchor=\"end\">{}</text>",
+        x.px0 - 8.0,
+        cy + 4.0,
+        esc(&r.label)
+    );
+    if [r.p50, r.p99].iter().all(|v| v.is_finite()) {
+        let _ = write!(
+            out,
+            "<line x1=\"{:.1}\" x2=\"{:.1}\" y1=\"{cy:.1}\" y2=\"{cy:.1}\" stroke=\"#999\" stroke-width=\"4\"/>",
+            x.map(r.p50),
+            x.map(r.p99)
+        );
+    }
+    for ((_, color), interval) in marks.iter().zip(r.intervals) {
+        if let Some((lo, hi)) = interval.filter(|(l, h)| l.is_finite() && h.is_finite()) {
+            whisker(out, x.map(lo), x.map(hi), cy, color);
+        }
+    }
+    for ((name, color), v) in marks.iter().zip([r.p50, r.p95, r.p99]) {
+        if v.is_finite() {
+            let _ = write!(
+                out,
+                "<circle cx=\"{:.1}\" cy=\"{cy:.1}\" r=\"5\" fill=\"{color}\"><title>{} {name}: {}</title></circle>",
+                x.map(v),
+                esc(&r.label),
+                esc(&crate::report::numfmt::sig3(v))
+            );
+        }
+    }
 }
 
 /// A horizontal interval with end caps, centred on a row.
