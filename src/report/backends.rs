@@ -169,14 +169,7 @@ mod tests {
     use crate::report::BackendShare;
 
     fn report_with(backends: &[(&str, f64, f64)]) -> Report {
-        let mut report: Report = serde_json::from_str(
-            &std::fs::read_to_string(concat!(
-                env!("CARGO_MANIFEST_DIR"),
-                "/tests/fixtures/reports/sample.json"
-            ))
-            .unwrap(),
-        )
-        .unwrap();
+        let mut report: Report = crate::report::sample_report();
         report.phases[0].server_metrics = Some(ServerMetrics {
             backends: backends
                 .iter()

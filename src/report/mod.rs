@@ -113,3 +113,14 @@ pub fn exporter(format: Format, requests: bool) -> Option<Box<dyn Exporter>> {
         Format::Anvil => None,
     }
 }
+
+/// The sample report fixture, for unit tests that decorate it.
+#[cfg(test)]
+pub(crate) fn sample_report() -> Report {
+    let text = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/fixtures/reports/sample.json"
+    ))
+    .expect("fixture");
+    serde_json::from_str(&text).expect("sample report reads")
+}

@@ -51,14 +51,7 @@ mod tests {
 
     #[test]
     fn only_phases_with_enough_points_get_a_chart() {
-        let mut report: Report = serde_json::from_str(
-            &std::fs::read_to_string(concat!(
-                env!("CARGO_MANIFEST_DIR"),
-                "/tests/fixtures/reports/sample.json"
-            ))
-            .unwrap(),
-        )
-        .unwrap();
+        let mut report: Report = crate::report::sample_report();
         assert!(charts(&report).is_empty());
         let point = |t_s: f64| MetricsPoint {
             t_s,

@@ -326,23 +326,16 @@ impl Phases<'_> {
                 }
             }
             let endpoint = endpoint_for(phase, self.simulators);
+            let warmup_requests = self
+                .schedule
+                .warmup_requests
+                .get(phase_index)
+                .copied()
+                .flatten();
             let run = PhaseRun {
-                plan: self.loaded,
-                phase,
-                endpoint: &endpoint,
-                run_id: self.run_id,
-                journal: self.journal,
-                stops: self.stops,
-                progress: self.options.progress,
-                http: self.http,
                 shard: self.options.shard,
-                warmup_requests: self
-                    .schedule
-                    .warmup_requests
-                    .get(phase_index)
-                    .copied()
-                    .flatten(),
-                calibration: calibration.as_ref(),
+                warmup_requests,
+                ..self.phase_run(phase, &endpoint, calibration.as_ref())
             };
             let hook_ctx = hooks::HookContext {
                 phase: phase.name,
@@ -400,10 +393,22 @@ impl Phases<'_> {
         run_origin: &mut Option<std::time::Instant>,
     ) -> Result<PhaseResult, RunError> {
         let endpoint = endpoint_for(phase, self.simulators);
+        self.phase_run(phase, &endpoint, calibration)
+            .execute(run_origin)
+            .await
+    }
+
+    /// A phase run with this run's context: unsharded, with the phase's own warmup bound.
+    fn phase_run<'p>(
+        &'p self,
+        phase: &'p PhaseSettings<'p>,
+        endpoint: &'p super::targets::Endpoint,
+        calibration: Option<&'p ClientCalibration>,
+    ) -> PhaseRun<'p> {
         PhaseRun {
             plan: self.loaded,
             phase,
-            endpoint: &endpoint,
+            endpoint,
             run_id: self.run_id,
             journal: self.journal,
             stops: self.stops,
@@ -413,8 +418,6 @@ impl Phases<'_> {
             warmup_requests: phase.warmup.and_then(|w| w.requests),
             calibration,
         }
-        .execute(run_origin)
-        .await
     }
 
     /// Wait for a phase's planned start (`--start-at`) and note in the report how late it is.
