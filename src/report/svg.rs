@@ -431,15 +431,20 @@ pub fn range_rows(title: &str, x_label: &str, rows: &[RangeRow]) -> String {
     out
 }
 
-/// One row of a range chart: its label, the p50–p99 bar, interval whiskers and markers.
-fn range_row(out: &mut String, x: &Scale, cy: f64, r: &RangeRow, marks: &[(&str, &str); 3]) {
+/// A row's label, right-aligned against the plot's left edge.
+fn row_label(out: &mut String, x: &Scale, cy: f64, label: &str) {
     let _ = write!(
         out,
         "<text x=\"{:.1}\" y=\"{:.1}\" class=\"tick\" text-anchor=\"end\">{}</text>",
         x.px0 - 8.0,
         cy + 4.0,
-        esc(&r.label)
+        esc(label)
     );
+}
+
+/// One row of a range chart: its label, the p50–p99 bar, interval whiskers and markers.
+fn range_row(out: &mut String, x: &Scale, cy: f64, r: &RangeRow, marks: &[(&str, &str); 3]) {
+    row_label(out, x, cy, &r.label);
     if [r.p50, r.p99].iter().all(|v| v.is_finite()) {
         let _ = write!(
             out,
@@ -521,13 +526,7 @@ pub fn ratio_rows(title: &str, rows: &[RatioRow]) -> String {
     );
     for (i, r) in rows.iter().enumerate() {
         let cy = top + row_h * i as f64 + row_h / 2.0;
-        let _ = write!(
-            out,
-            "<text x=\"{:.1}\" y=\"{:.1}\" class=\"tick\" text-anchor=\"end\">{}</text>",
-            x.px0 - 8.0,
-            cy + 4.0,
-            esc(&r.label)
-        );
+        row_label(&mut out, &x, cy, &r.label);
         if r.ratio.is_finite() && r.ratio > 0.0 {
             let px = x.map(r.ratio);
             let color = if r.bad { PALETTE[1] } else { PALETTE[2] };
