@@ -9,6 +9,7 @@ mod completions;
 mod expand;
 mod init;
 mod merge;
+mod recover;
 mod report;
 mod run;
 mod schema;
@@ -27,6 +28,7 @@ pub use completions::CompletionsArgs;
 pub use expand::{ExpandCommandArgs, ExpandFormat};
 pub use init::InitArgs;
 pub use merge::MergeArgs;
+pub use recover::RecoverArgs;
 pub use report::ReportArgs;
 pub use run::RunArgs;
 pub use schema::{SchemaArgs, SchemaKind};
@@ -74,6 +76,8 @@ pub enum Command {
     Selftest(SelftestCommandArgs),
     /// Merge the reports of a sharded run (`run --shard I/N`) into one report.
     Merge(MergeArgs),
+    /// Rebuild a killed run's report and requests.parquet from its journal.
+    Recover(RecoverArgs),
 }
 
 /// Run the parsed command; returns the process exit code.
@@ -90,6 +94,7 @@ pub fn run(cli: Cli) -> i32 {
         Command::Sim(args) => sim::run(args),
         Command::Selftest(args) => selftest::run(&args),
         Command::Merge(args) => merge::run(&args),
+        Command::Recover(args) => recover::run(&args),
     }
 }
 

@@ -26,6 +26,7 @@ pub mod multiphase;
 mod numfmt;
 pub mod phase;
 pub mod read;
+pub mod records;
 mod repeat_table;
 pub mod repeats;
 pub mod schema;

@@ -15,6 +15,7 @@ mod interrupt;
 pub mod output;
 mod phase;
 mod preflight;
+pub mod recover;
 pub mod redact;
 mod run;
 pub mod scrape;

@@ -105,7 +105,8 @@ pub async fn run(options: RunOptions) -> Result<RunOutcome, RunError> {
     check_client_settings(&schedule.phases)?;
     let started_at = chrono::Utc::now();
     let run_id = run_id(&loaded.plan.name, started_at, options.shard);
-    let (out_dir, journal) = open_run_dir(options.out_dir.as_deref(), &run_id)?;
+    let shard_index = options.shard.map(|s| s.index);
+    let (out_dir, journal) = open_run_dir(options.out_dir.as_deref(), &run_id, shard_index)?;
 
     // Held until the run returns: calibration and every phase run with quick wakeups.
     let (_latency_request, latency_hint) = crate::wakeup::request_if(options.latency_hint);
@@ -135,7 +136,10 @@ pub async fn run(options: RunOptions) -> Result<RunOutcome, RunError> {
         options: &options,
         out_dir: &out_dir,
     };
-    let failure = phases.run(&mut report).await?;
+    let failure = phases.run(&mut report).await;
+    // Every exit path from here on, a failed report write included, leaves a finished file.
+    finish_records(&journal);
+    let failure = failure?;
 
     let interrupted = stops.stop_starting.is_cancelled();
     close(
@@ -220,11 +224,23 @@ fn schedule_options(options: &RunOptions) -> ScheduleOptions<'_> {
 }
 
 /// The run directory (`--out`, else `runs/<run id>/`), checked writable, with its journal.
-fn open_run_dir(out: Option<&Path>, run_id: &str) -> Result<(PathBuf, Journal), RunError> {
+fn open_run_dir(
+    out: Option<&Path>,
+    run_id: &str,
+    shard: Option<u32>,
+) -> Result<(PathBuf, Journal), RunError> {
     let dir = out.map_or_else(|| Path::new("runs").join(run_id), Path::to_path_buf);
     output::prepare_dir(&dir).map_err(RunError::InvalidInput)?;
-    let journal = Journal::create(&dir).map_err(RunError::InvalidInput)?;
+    let journal = Journal::create(&dir, shard).map_err(RunError::InvalidInput)?;
     Ok((dir, journal))
+}
+
+/// Write `requests.parquet`'s footer; a failure costs the file, never the run (the journal
+/// holds every record, and `servebench recover` rebuilds the file from it).
+pub(super) fn finish_records(journal: &Journal) {
+    if let Err(e) = journal.finish_records() {
+        eprintln!("warning: {e}; `servebench recover` rebuilds it from the journal");
+    }
 }
 
 /// Sharded runs: which shard this report holds and the plan digest its siblings share.

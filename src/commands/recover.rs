@@ -1,0 +1,40 @@
+//! `servebench recover DIR`: rebuild a killed run's report files and `requests.parquet`.
+
+use std::path::PathBuf;
+
+use crate::exit;
+use crate::runner::recover::recover;
+
+#[derive(Debug, clap::Args)]
+pub struct RecoverArgs {
+    /// The run directory: its report.json (last written after a phase) and journal.jsonl.
+    pub dir: PathBuf,
+}
+
+pub fn run(args: &RecoverArgs) -> i32 {
+    if !args.dir.is_dir() {
+        eprintln!("error: {}: not a run directory", args.dir.display());
+        return exit::INVALID_INPUT;
+    }
+    let recovered = match recover(&args.dir) {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return exit::RUN_FAILED;
+        }
+    };
+    for note in &recovered.notes {
+        eprintln!("note: journal {note}");
+    }
+    let finished = recovered.report.phases.len() - recovered.rebuilt_phases.len();
+    println!("{finished} finished phase(s) from report.json");
+    for (phase, measured) in &recovered.rebuilt_phases {
+        println!("phase `{phase}`: {measured} measured requests from the journal (partial)");
+    }
+    println!(
+        "requests.parquet: {} rows; report: {}",
+        recovered.rows,
+        args.dir.join(crate::report::REPORT_FILE).display()
+    );
+    exit::SUCCESS
+}

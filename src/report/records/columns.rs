@@ -1,0 +1,366 @@
+//! The columns of `requests.parquet`, in file order: how each is typed and how it is read
+//! from and written to a [`RecordRow`]. Every column is defined here and nowhere else.
+
+use crate::client::{ErrorKind, OutputTokenSource, RequestError};
+
+use super::{RecordRow, Window};
+
+/// A column's Parquet type.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// `DOUBLE`.
+    F64,
+    /// `INT64`.
+    I64,
+    /// `BYTE_ARRAY (STRING)`.
+    Str,
+    /// `BOOLEAN`.
+    Bool,
+}
+
+/// One cell's value, the same shape both ways.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Cell {
+    Null,
+    F64(f64),
+    I64(i64),
+    Str(String),
+    Bool(bool),
+}
+
+pub struct Column {
+    pub name: &'static str,
+    pub kind: Kind,
+    /// Nullable (`OPTIONAL`); required columns never hold [`Cell::Null`].
+    pub optional: bool,
+    pub get: fn(&RecordRow) -> Cell,
+    pub set: fn(&mut RecordRow, Cell) -> Result<(), String>,
+}
+
+impl Cell {
+    fn opt_f64(self) -> Result<Option<f64>, String> {
+        match self {
+            Cell::Null => Ok(None),
+            Cell::F64(v) => Ok(Some(v)),
+            other => Err(format!("expected a double, found {other:?}")),
+        }
+    }
+    fn f64(self) -> Result<f64, String> {
+        self.opt_f64()?
+            .ok_or_else(|| "missing a required double".to_string())
+    }
+    fn opt_u64(self) -> Result<Option<u64>, String> {
+        match self {
+            Cell::Null => Ok(None),
+            Cell::I64(v) => u64::try_from(v)
+                .map(Some)
+                .map_err(|_| format!("{v} is negative")),
+            other => Err(format!("expected an int64, found {other:?}")),
+        }
+    }
+    fn u64(self) -> Result<u64, String> {
+        self.opt_u64()?
+            .ok_or_else(|| "missing a required int64".to_string())
+    }
+    fn opt_str(self) -> Result<Option<String>, String> {
+        match self {
+            Cell::Null => Ok(None),
+            Cell::Str(s) => Ok(Some(s)),
+            other => Err(format!("expected a string, found {other:?}")),
+        }
+    }
+    fn str(self) -> Result<String, String> {
+        self.opt_str()?
+            .ok_or_else(|| "missing a required string".to_string())
+    }
+    fn opt_bool(self) -> Result<Option<bool>, String> {
+        match self {
+            Cell::Null => Ok(None),
+            Cell::Bool(b) => Ok(Some(b)),
+            other => Err(format!("expected a boolean, found {other:?}")),
+        }
+    }
+}
+
+fn f64_cell(v: Option<f64>) -> Cell {
+    v.map_or(Cell::Null, Cell::F64)
+}
+
+fn u64_cell(v: Option<u64>) -> Cell {
+    // Counts and indexes stay far below i64::MAX; saturate rather than wrap.
+    v.map_or(Cell::Null, |n| {
+        Cell::I64(i64::try_from(n).unwrap_or(i64::MAX))
+    })
+}
+
+fn str_cell(v: Option<&str>) -> Cell {
+    v.map_or(Cell::Null, |s| Cell::Str(s.to_string()))
+}
+
+/// Enum values as they are spelled in report.json.
+fn enum_name<T: serde::Serialize>(value: &T) -> String {
+    match serde_json::to_value(value) {
+        Ok(serde_json::Value::String(s)) => s,
+        _ => String::new(),
+    }
+}
+
+fn enum_value<T: serde::de::DeserializeOwned>(name: String) -> Result<T, String> {
+    serde_json::from_value(serde_json::Value::String(name.clone()))
+        .map_err(|_| format!("unknown value {name:?}"))
+}
+
+/// The error's parts live in three columns; a row has an error when `error_kind` is set.
+fn error_mut(row: &mut RecordRow) -> &mut RequestError {
+    row.record.error.get_or_insert_with(|| RequestError {
+        kind: ErrorKind::Connect,
+        status: None,
+        message: String::new(),
+    })
+}
+
+macro_rules! f64_column {
+    ($field:ident, optional) => {
+        Column {
+            name: stringify!($field),
+            kind: Kind::F64,
+            optional: true,
+            get: |r| f64_cell(r.record.$field),
+            set: |r, c| {
+                r.record.$field = c.opt_f64()?;
+                Ok(())
+            },
+        }
+    };
+    ($field:ident) => {
+        Column {
+            name: stringify!($field),
+            kind: Kind::F64,
+            optional: false,
+            get: |r| Cell::F64(r.record.$field),
+            set: |r, c| {
+                r.record.$field = c.f64()?;
+                Ok(())
+            },
+        }
+    };
+}
+
+macro_rules! u64_column {
+    ($field:ident, optional) => {
+        Column {
+            name: stringify!($field),
+            kind: Kind::I64,
+            optional: true,
+            get: |r| u64_cell(r.record.$field),
+            set: |r, c| {
+                r.record.$field = c.opt_u64()?;
+                Ok(())
+            },
+        }
+    };
+    ($field:ident) => {
+        Column {
+            name: stringify!($field),
+            kind: Kind::I64,
+            optional: false,
+            get: |r| u64_cell(Some(r.record.$field)),
+            set: |r, c| {
+                r.record.$field = c.u64()?;
+                Ok(())
+            },
+        }
+    };
+}
+
+/// Every column of `requests.parquet`, in file order. Times are milliseconds, rates per
+/// second, exactly as in report.json's `request_timings`.
+pub static COLUMNS: &[Column] = &[
+    Column {
+        name: "phase",
+        kind: Kind::Str,
+        optional: false,
+        get: |r| Cell::Str(r.phase.clone()),
+        set: |r, c| {
+            r.phase = c.str()?;
+            Ok(())
+        },
+    },
+    Column {
+        name: "window",
+        kind: Kind::Str,
+        optional: false,
+        get: |r| Cell::Str(r.window.as_str().to_string()),
+        set: |r, c| {
+            r.window = enum_value::<Window>(c.str()?)?;
+            Ok(())
+        },
+    },
+    Column {
+        name: "shard",
+        kind: Kind::I64,
+        optional: true,
+        get: |r| u64_cell(r.shard.map(u64::from)),
+        set: |r, c| {
+            r.shard = c
+                .opt_u64()?
+                .map(u32::try_from)
+                .transpose()
+                .map_err(|e| e.to_string())?;
+            Ok(())
+        },
+    },
+    u64_column!(request_index),
+    Column {
+        name: "request_id",
+        kind: Kind::Str,
+        optional: false,
+        get: |r| Cell::Str(r.record.request_id.clone()),
+        set: |r, c| {
+            r.record.request_id = c.str()?;
+            Ok(())
+        },
+    },
+    f64_column!(start_offset_ms),
+    f64_column!(scheduled_offset_ms, optional),
+    f64_column!(send_lag_ms, optional),
+    f64_column!(time_to_first_output_ms, optional),
+    f64_column!(ttft_ms, optional),
+    f64_column!(e2e_ms),
+    f64_column!(generation_ms, optional),
+    f64_column!(visible_generation_ms, optional),
+    f64_column!(decode_tok_s, optional),
+    f64_column!(mean_inter_token_latency_ms, optional),
+    f64_column!(tpot_ms, optional),
+    f64_column!(effective_prefill_tok_s, optional),
+    u64_column!(planned_context_tokens, optional),
+    u64_column!(prompt_tokens, optional),
+    u64_column!(cached_tokens, optional),
+    u64_column!(output_tokens, optional),
+    Column {
+        name: "output_token_source",
+        kind: Kind::Str,
+        optional: true,
+        get: |r| {
+            str_cell(
+                r.record
+                    .output_token_source
+                    .map(|s| enum_name(&s))
+                    .as_deref(),
+            )
+        },
+        set: |r, c| {
+            r.record.output_token_source = c
+                .opt_str()?
+                .map(enum_value::<OutputTokenSource>)
+                .transpose()?;
+            Ok(())
+        },
+    },
+    u64_column!(content_chunks),
+    u64_column!(reasoning_chunks),
+    f64_column!(max_inter_chunk_ms, optional),
+    Column {
+        name: "error_kind",
+        kind: Kind::Str,
+        optional: true,
+        get: |r| {
+            str_cell(
+                r.record
+                    .error
+                    .as_ref()
+                    .map(|e| enum_name(&e.kind))
+                    .as_deref(),
+            )
+        },
+        set: |r, c| {
+            if let Some(kind) = c.opt_str()? {
+                error_mut(r).kind = enum_value::<ErrorKind>(kind)?;
+            }
+            Ok(())
+        },
+    },
+    Column {
+        name: "error_status",
+        kind: Kind::I64,
+        optional: true,
+        get: |r| {
+            u64_cell(
+                r.record
+                    .error
+                    .as_ref()
+                    .and_then(|e| e.status)
+                    .map(u64::from),
+            )
+        },
+        set: |r, c| {
+            if let Some(status) = c.opt_u64()? {
+                error_mut(r).status = Some(u16::try_from(status).map_err(|e| e.to_string())?);
+            }
+            Ok(())
+        },
+    },
+    Column {
+        name: "error_message",
+        kind: Kind::Str,
+        optional: true,
+        get: |r| str_cell(r.record.error.as_ref().map(|e| e.message.as_str())),
+        set: |r, c| {
+            if let Some(message) = c.opt_str()? {
+                error_mut(r).message = message;
+            }
+            Ok(())
+        },
+    },
+    Column {
+        name: "connection_retries",
+        kind: Kind::I64,
+        optional: false,
+        get: |r| u64_cell(Some(u64::from(r.record.connection_retries))),
+        set: |r, c| {
+            r.record.connection_retries = u32::try_from(c.u64()?).map_err(|e| e.to_string())?;
+            Ok(())
+        },
+    },
+    Column {
+        name: "new_connection",
+        kind: Kind::Bool,
+        optional: true,
+        get: |r| r.record.new_connection.map_or(Cell::Null, Cell::Bool),
+        set: |r, c| {
+            r.record.new_connection = c.opt_bool()?;
+            Ok(())
+        },
+    },
+    f64_column!(server_prompt_ms, optional),
+    f64_column!(server_total_ms, optional),
+];
+
+/// The Parquet schema of [`COLUMNS`].
+pub fn message_type() -> String {
+    let mut text = String::from("message request_record {\n");
+    for column in COLUMNS {
+        let repetition = if column.optional {
+            "OPTIONAL"
+        } else {
+            "REQUIRED"
+        };
+        let physical = match column.kind {
+            Kind::F64 => "DOUBLE",
+            Kind::I64 => "INT64",
+            Kind::Str => "BYTE_ARRAY",
+            Kind::Bool => "BOOLEAN",
+        };
+        let logical = if column.kind == Kind::Str {
+            " (STRING)"
+        } else {
+            ""
+        };
+        text.push_str(&format!(
+            "  {repetition} {physical} {}{logical};\n",
+            column.name
+        ));
+    }
+    text.push('}');
+    text
+}

@@ -1,0 +1,213 @@
+//! `requests.parquet`: every request the journal holds, read back field by field; and a run
+//! killed with SIGKILL rebuilt by `servebench recover`.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use servebench::client::RequestRecord;
+use servebench::report::Report;
+use servebench::report::records::{RecordRow, Window, read_records};
+use servebench::runner::run;
+
+const PLAN: &str = "version: 1\nname: t\nseed: 3\ntargets:\n  sim:\n    simulator: {max_running: 256, prefill_tok_s: 1000000, decode_ms_per_token: 1, decode_ms_per_running: 0, faults: [{kind: status, status: 503, probability: 0.1}]}\nworkloads:\n  w:\n    input_tokens: 64\n    output_tokens: 8\n    ignore_eos: true\ndefaults: {target: sim, workload: w}\nphases:\n";
+
+fn write_plan(dir: &Path, phases: &str) -> PathBuf {
+    let path = dir.join("plan.yaml");
+    std::fs::write(&path, format!("{PLAN}{phases}")).unwrap();
+    path
+}
+
+/// Every complete journal line that is a request record, as a row (shard left empty).
+fn journal_rows(dir: &Path) -> Vec<RecordRow> {
+    let text = std::fs::read_to_string(dir.join("journal.jsonl")).unwrap();
+    text.split_inclusive('\n')
+        .filter(|line| line.ends_with('\n'))
+        .map(|line| {
+            let value: serde_json::Value = serde_json::from_str(line).unwrap();
+            let window = match value["window"].as_str().unwrap() {
+                "warmup" => Window::Warmup,
+                _ => Window::Measured,
+            };
+            RecordRow {
+                phase: value["phase"].as_str().unwrap().to_string(),
+                window,
+                shard: None,
+                record: serde_json::from_value(value).unwrap(),
+            }
+        })
+        .collect()
+}
+
+fn parquet_rows(dir: &Path) -> Vec<RecordRow> {
+    read_records(&dir.join("requests.parquet"))
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap()
+}
+
+fn report(dir: &Path) -> Report {
+    let text = std::fs::read_to_string(dir.join("report.json")).unwrap();
+    serde_json::from_str(&text).unwrap()
+}
+
+fn by_index(mut records: Vec<RequestRecord>) -> Vec<RequestRecord> {
+    records.sort_by_key(|r| r.request_index);
+    records
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn parquet_holds_every_request_field_by_field() {
+    let _exclusive = crate::common::exclusive_run().await;
+    let dir = tempfile::tempdir().unwrap();
+    let plan = write_plan(
+        dir.path(),
+        "  - {name: first, concurrency: 4, requests: 60, warmup: {requests: 6}}\n  - {name: second, concurrency: 2, requests: 30}\n",
+    );
+    let out = dir.path().join("out");
+    run(crate::common::quiet_run_options(plan, &out))
+        .await
+        .unwrap();
+
+    let rows = parquet_rows(&out);
+    assert_eq!(rows.len(), 96, "warmup and measured requests, one row each");
+    assert_eq!(
+        rows,
+        journal_rows(&out),
+        "the journal's records, in its order"
+    );
+    assert!(
+        rows.iter().any(|r| r.record.error.is_some()),
+        "errors are kept"
+    );
+    let report = report(&out);
+    for phase in &report.phases {
+        let measured: Vec<RequestRecord> = rows
+            .iter()
+            .filter(|r| r.phase == phase.phase && r.window == Window::Measured)
+            .map(|r| r.record.clone())
+            .collect();
+        assert_eq!(by_index(measured), by_index(phase.request_timings.clone()));
+    }
+    assert!(!out.join("requests.parquet.partial").exists());
+}
+
+fn count_lines(dir: &Path, needle: &str) -> usize {
+    std::fs::read_to_string(dir.join("journal.jsonl"))
+        .map(|j| j.matches(needle).count())
+        .unwrap_or(0)
+}
+
+#[test]
+fn sigkill_mid_phase_then_recover_rebuilds_the_report_and_the_parquet() {
+    let _exclusive = crate::common::exclusive_run_blocking();
+    let dir = tempfile::tempdir().unwrap();
+    let plan = write_plan(
+        dir.path(),
+        "  - {name: first, concurrency: 4, requests: 40}\n  - {name: long, concurrency: 4, duration: 120s, warmup: {requests: 8}}\n",
+    );
+    let out = dir.path().join("out");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_servebench"))
+        .args(["run", "--quiet", "--no-calibrate", "--out"])
+        .arg(&out)
+        .arg(&plan)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    // Poll (bounded) until the long phase's measured records reach the journal.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while count_lines(&out, r#""phase":"long","window":"measured""#) < 300 {
+        assert!(Instant::now() < deadline, "the long phase never got going");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    child.kill().unwrap(); // SIGKILL: nothing runs after it.
+    child.wait().unwrap();
+    assert!(
+        !out.join("requests.parquet").exists(),
+        "a killed run never finished its Parquet file"
+    );
+
+    let recovered = Command::new(env!("CARGO_BIN_EXE_servebench"))
+        .arg("recover")
+        .arg(&out)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&recovered.stdout);
+    assert!(
+        recovered.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&recovered.stderr)
+    );
+
+    let journal = journal_rows(&out);
+    let long_measured: Vec<RequestRecord> = journal
+        .iter()
+        .filter(|r| r.phase == "long" && r.window == Window::Measured)
+        .map(|r| r.record.clone())
+        .collect();
+    let report = report(&out);
+    assert!(report.partial);
+    let names: Vec<&str> = report.phases.iter().map(|p| p.phase.as_str()).collect();
+    assert_eq!(names, ["first", "long"]);
+    assert_eq!(report.phases[0].request_timings.len(), 40);
+    assert!(!report.phases[0].partial);
+    let long = &report.phases[1];
+    assert!(long.partial);
+    assert_eq!(long.summary.requests as usize, long_measured.len());
+    assert_eq!(
+        by_index(long.request_timings.clone()),
+        by_index(long_measured)
+    );
+    assert_eq!(long.warmup.requests, 8);
+    assert!(stdout.contains(&format!("phase `long`: {} measured", long.summary.requests)));
+    assert_eq!(parquet_rows(&out), journal, "the journal's rows, exactly");
+    assert!(out.join("report.md").exists() && out.join("report.html").exists());
+}
+
+#[test]
+fn recover_skips_a_torn_line_and_lines_that_are_not_records() {
+    let _exclusive = crate::common::exclusive_run_blocking();
+    let dir = tempfile::tempdir().unwrap();
+    let plan = write_plan(
+        dir.path(),
+        "  - {name: only, concurrency: 2, requests: 12}\n",
+    );
+    let out = dir.path().join("out");
+    let ran = Command::new(env!("CARGO_BIN_EXE_servebench"))
+        .args(["run", "--quiet", "--no-calibrate", "--out"])
+        .arg(&out)
+        .arg(&plan)
+        .output()
+        .unwrap();
+    assert!(ran.status.success());
+    // A finished run's report, as if killed before its only phase was written: phases gone.
+    let mut early = report(&out);
+    early.phases.clear();
+    std::fs::write(
+        out.join("report.json"),
+        serde_json::to_string(&early).unwrap(),
+    )
+    .unwrap();
+    let mut journal = std::fs::read_to_string(out.join("journal.jsonl")).unwrap();
+    journal.insert_str(0, "{\"summary\":{\"phase\":\"only\",\"requests\":3}}\n");
+    journal.push_str("{\"phase\":\"only\",\"window\":\"measured\",\"request_in");
+    std::fs::write(out.join("journal.jsonl"), journal).unwrap();
+
+    let recovered = Command::new(env!("CARGO_BIN_EXE_servebench"))
+        .arg("recover")
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(recovered.status.success());
+    let stderr = String::from_utf8_lossy(&recovered.stderr);
+    assert!(stderr.contains("line 14: torn by the kill"), "{stderr}");
+    assert_eq!(
+        stderr.lines().count(),
+        1,
+        "the summary line is skipped silently: {stderr}"
+    );
+    let report = report(&out);
+    assert_eq!(report.phases[0].summary.requests, 12);
+    assert_eq!(parquet_rows(&out).len(), 12);
+}
