@@ -26,6 +26,9 @@ pub fn run(args: &RecoverArgs) -> i32 {
     for note in &recovered.notes {
         eprintln!("note: journal {note}");
     }
+    if !recovered.killed {
+        println!("the run had ended: its report is kept as written");
+    }
     let finished = recovered.report.phases.len() - recovered.rebuilt_phases.len();
     println!("{finished} finished phase(s) from report.json");
     for (phase, measured) in &recovered.rebuilt_phases {

@@ -22,6 +22,8 @@ use super::output::{self, JOURNAL_FILE, REPORT_FILE, REQUESTS_FILE, Window};
 #[derive(Debug)]
 pub struct Recovered {
     pub report: Report,
+    /// The run never wrote its final report; false when only the Parquet file was rebuilt.
+    pub killed: bool,
     /// Each phase rebuilt from the journal, with its measured request count.
     pub rebuilt_phases: Vec<(String, usize)>,
     /// Rows written to `requests.parquet`.
@@ -47,7 +49,8 @@ struct Interrupted {
     warmup: WarmupResult,
 }
 
-/// Rebuild `dir`'s report files and `requests.parquet`; the report is marked partial.
+/// Rebuild `dir`'s `requests.parquet` and, when the run was killed (its report never got a
+/// `finished_at`), its report files, marked partial.
 pub fn recover(dir: &Path) -> Result<Recovered, String> {
     let mut report = read_report(&dir.join(REPORT_FILE)).map_err(|e| e.to_string())?;
     let journal_path = dir.join(JOURNAL_FILE);
@@ -90,16 +93,23 @@ pub fn recover(dir: &Path) -> Result<Recovered, String> {
     let rows = writer.finish()?;
     let rebuilt_phases = interrupted
         .iter()
+        .filter(|_| report.finished_at.is_none())
         .map(|p| (p.name.clone(), p.measured.len()))
         .collect();
-    add_interrupted(&mut report, interrupted);
-    report.partial = true;
-    report.stop_reason = Some(format!(
-        "killed; recovered from {JOURNAL_FILE} by `servebench recover`"
-    ));
-    output::write_report(dir, &report)?;
+    // A run that ended (finished, failed or interrupted) wrote its own final report: only
+    // the Parquet file is rebuilt.
+    let killed = report.finished_at.is_none();
+    if killed {
+        add_interrupted(&mut report, interrupted);
+        report.partial = true;
+        report.stop_reason = Some(format!(
+            "killed; recovered from {JOURNAL_FILE} by `servebench recover`"
+        ));
+        output::write_report(dir, &report)?;
+    }
     Ok(Recovered {
         report,
+        killed,
         rebuilt_phases,
         rows,
         notes,

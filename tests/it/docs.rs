@@ -18,7 +18,7 @@ const PAGES: &[(&str, usize, usize)] = &[
     ("docs/measurement.md", 0, 0),
     ("docs/workloads.md", 3, 0),
     ("docs/simulator.md", 13, 0),
-    ("docs/reports.md", 10, 0),
+    ("docs/reports.md", 11, 0),
     ("docs/sharding.md", 9, 0),
     ("docs/performance.md", 5, 2),
     ("docs/hardening.md", 0, 5),

@@ -147,3 +147,23 @@ mod tests {
         );
     }
 }
+
+#[cfg(test)]
+mod docs_tests {
+    use super::COLUMNS;
+
+    /// The column table in docs/reports.md lists every column, in file order.
+    #[test]
+    fn the_docs_list_every_column_in_order() {
+        let docs = include_str!("../../../docs/reports.md");
+        let documented: Vec<&str> = docs
+            .lines()
+            .skip_while(|l| !l.starts_with("### `requests.parquet`"))
+            .skip(1)
+            .take_while(|l| !l.starts_with('#'))
+            .filter_map(|l| l.strip_prefix("| `")?.split('`').next())
+            .collect();
+        let defined: Vec<&str> = COLUMNS.iter().map(|c| c.name).collect();
+        assert_eq!(documented, defined);
+    }
+}
