@@ -44,15 +44,16 @@ pub fn run(args: &CompareArgs) -> i32 {
     if bad {
         return exit::INVALID_INPUT;
     }
-    let (base_report, new_report) = match (read_report(&args.base), read_report(&args.new)) {
-        (Ok(b), Ok(n)) => (b, n),
-        (b, n) => {
-            for e in [b.err(), n.err()].into_iter().flatten() {
-                eprintln!("error: {e}");
+    let (base_report, new_report) =
+        match (read_with_records(&args.base), read_with_records(&args.new)) {
+            (Ok(b), Ok(n)) => (b, n),
+            (b, n) => {
+                for e in [b.err(), n.err()].into_iter().flatten() {
+                    eprintln!("error: {e}");
+                }
+                return exit::INVALID_INPUT;
             }
-            return exit::INVALID_INPUT;
-        }
-    };
+        };
     let comparison = compare(
         &args.base.display().to_string(),
         &base_report,
@@ -81,4 +82,12 @@ pub fn run(args: &CompareArgs) -> i32 {
         eprintln!("{failed} gate check(s) failed");
         exit::GATE_FAILED
     }
+}
+
+/// A report, with every record from the `requests.parquet` beside it when there is one, so
+/// the bootstrap resamples every request even when report.json holds a sample.
+fn read_with_records(path: &std::path::Path) -> Result<crate::report::Report, String> {
+    let mut report = read_report(path).map_err(|e| e.to_string())?;
+    crate::report::records::attach_records(&mut report, path)?;
+    Ok(report)
 }

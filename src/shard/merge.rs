@@ -70,7 +70,11 @@ fn read_report(path: &Path) -> Result<Report, String> {
             ));
         }
     }
-    serde_json::from_value(value).map_err(|e| format!("{name}: not a valid servebench report: {e}"))
+    let mut report: Report = serde_json::from_value(value)
+        .map_err(|e| format!("{name}: not a valid servebench report: {e}"))?;
+    // Every record, not a sample, so merged percentiles stay exact.
+    crate::report::records::attach_records(&mut report, path)?;
+    Ok(report)
 }
 
 /// One input: the name to use in messages, and the report.

@@ -90,6 +90,40 @@ async fn parquet_holds_every_request_field_by_field() {
         assert_eq!(by_index(measured), by_index(phase.request_timings.clone()));
     }
     assert!(!out.join("requests.parquet.partial").exists());
+
+    // A report.json holding a sample of each phase's records: compare still bootstraps
+    // every request, read from requests.parquet.
+    let mut sampled = report;
+    for phase in &mut sampled.phases {
+        phase.request_timings.truncate(5);
+    }
+    let path = out.join("report.json");
+    std::fs::write(&path, serde_json::to_string(&sampled).unwrap()).unwrap();
+    let compared = std::process::Command::new(env!("CARGO_BIN_EXE_servebench"))
+        .args(["compare", "--format", "json"])
+        .args([&path, &path])
+        .output()
+        .unwrap();
+    assert!(compared.status.success());
+    let comparison: serde_json::Value = serde_json::from_slice(&compared.stdout).unwrap();
+    let samples: Vec<&serde_json::Value> = comparison["phases"][0]["metrics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|m| m.get("samples").filter(|s| !s.is_null()))
+        .collect();
+    // Latencies count the successful requests, rates every one.
+    let ok = rows
+        .iter()
+        .filter(|r| r.phase == "first" && r.window == Window::Measured && r.record.is_ok())
+        .count();
+    assert!(samples.iter().any(|s| s[0] == ok && s[1] == ok));
+    assert!(
+        samples
+            .iter()
+            .all(|s| s[0] == s[1] && (s[0] == ok || s[0] == 60)),
+        "every measured request of `first`: {samples:?}"
+    );
 }
 
 fn count_lines(dir: &Path, needle: &str) -> usize {

@@ -1,7 +1,9 @@
 //! `requests.parquet`: one row per finished request (warmup and measured), with its phase,
 //! window and shard. [`columns`] is the one list of its columns; [`RecordsWriter`] writes it
-//! in row groups; [`read_records`] reads it back.
+//! in row groups; [`read_records`] reads it back; [`attach_records`] gives a report read
+//! from disk every record of its phases.
 
+mod attach;
 mod columns;
 mod read;
 mod write;
@@ -10,6 +12,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::client::RequestRecord;
 
+pub use attach::attach_records;
 pub use columns::COLUMNS;
 pub use read::{read_measured, read_records};
 pub use write::{ROW_GROUP_ROWS, RecordsWriter, write_records};

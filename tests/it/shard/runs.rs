@@ -312,6 +312,37 @@ async fn two_concurrent_shards_merge_into_the_unsharded_run() {
             (0..m.request_timings.len() as u64).collect::<Vec<_>>()
         );
     }
+    // Shard reports holding a sample of their records merge the same: every record comes
+    // from each shard's requests.parquet, whose `shard` column names the shard.
+    for (i, shard_path) in [&s0_path, &s1_path].into_iter().enumerate() {
+        let parquet = shard_path.with_file_name("requests.parquet");
+        let rows = servebench::report::records::read_records(&parquet).unwrap();
+        for row in rows {
+            assert_eq!(row.unwrap().shard, Some(i as u32));
+        }
+        let mut sampled: Report =
+            serde_json::from_str(&std::fs::read_to_string(shard_path).unwrap()).unwrap();
+        for phase in &mut sampled.phases {
+            phase.request_timings.truncate(1);
+        }
+        std::fs::write(shard_path, serde_json::to_string(&sampled).unwrap()).unwrap();
+    }
+    let remerged = dir.path().join("remerged.json");
+    servebench()
+        .arg("merge")
+        .arg(&s0_path)
+        .arg(&s1_path)
+        .arg("-o")
+        .arg(&remerged)
+        .assert()
+        .success();
+    let remerged: Report =
+        serde_json::from_str(&std::fs::read_to_string(&remerged).unwrap()).unwrap();
+    for (r, m) in remerged.phases.iter().zip(&merged.phases) {
+        assert_eq!(r.summary.ttft, m.summary.ttft, "{}", m.phase);
+        assert_eq!(r.request_timings.len(), m.request_timings.len());
+    }
+
     // Per-shard facts survive the merge.
     let facts = &merged.merged_from.as_ref().unwrap()[1];
     assert_eq!(facts.index, 1);
