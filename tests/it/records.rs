@@ -246,3 +246,77 @@ fn recover_skips_a_torn_line_and_lines_that_are_not_records() {
     assert_eq!(report.phases[0].summary.requests, 12);
     assert_eq!(parquet_rows(&out).len(), 12);
 }
+
+/// DuckDB reads every row back with the same values (skips locally with one line until
+/// tests/real/setup.sh has installed it; runs under CI).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn duckdb_reads_every_row_with_the_same_values() {
+    let Some(engines) = crate::real_support::RealEngines::find("DuckDB") else {
+        return;
+    };
+    let has_duckdb = Command::new(&engines.python)
+        .args(["-c", "import duckdb"])
+        .status()
+        .is_ok_and(|s| s.success());
+    if !has_duckdb {
+        let message = "skipped: DuckDB is not installed; run tests/real/setup.sh";
+        assert!(std::env::var_os("CI").is_none(), "{message} (CI is set)");
+        println!("{message}");
+        return;
+    }
+    let _exclusive = crate::common::exclusive_run().await;
+    let dir = tempfile::tempdir().unwrap();
+    let plan = write_plan(
+        dir.path(),
+        "  - {name: only, concurrency: 4, requests: 40, warmup: {requests: 4}}\n",
+    );
+    let out = dir.path().join("out");
+    run(crate::common::quiet_run_options(plan, &out))
+        .await
+        .unwrap();
+    let script = r#"
+import duckdb, json, sys
+rows = duckdb.execute(
+    'select request_id, phase, "window", shard, e2e_ms, ttft_ms, output_tokens, '
+    'error_kind, error_status, new_connection from read_parquet(?) order by request_id, "window"',
+    [sys.argv[1]],
+).fetchall()
+print(json.dumps(rows))
+"#;
+    let read = Command::new(&engines.python)
+        .args(["-c", script])
+        .arg(out.join("requests.parquet"))
+        .output()
+        .unwrap();
+    assert!(
+        read.status.success(),
+        "{}",
+        String::from_utf8_lossy(&read.stderr)
+    );
+    let from_duckdb: serde_json::Value = serde_json::from_slice(&read.stdout).unwrap();
+    let mut rows = parquet_rows(&out);
+    // A warmup request and a measured one can share an id: the window breaks the tie.
+    rows.sort_by(|a, b| {
+        (&a.record.request_id, a.window.as_str()).cmp(&(&b.record.request_id, b.window.as_str()))
+    });
+    let expected: Vec<serde_json::Value> = rows
+        .iter()
+        .map(|r| {
+            let e = r.record.error.as_ref();
+            serde_json::json!([
+                r.record.request_id,
+                r.phase,
+                r.window.as_str(),
+                r.shard,
+                r.record.e2e_ms,
+                r.record.ttft_ms,
+                r.record.output_tokens,
+                e.map(|e| serde_json::to_value(e.kind).unwrap()),
+                e.and_then(|e| e.status),
+                r.record.new_connection,
+            ])
+        })
+        .collect();
+    assert_eq!(expected.len(), 44);
+    assert_eq!(from_duckdb, serde_json::Value::Array(expected));
+}

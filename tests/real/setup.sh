@@ -59,6 +59,7 @@ ln -sf "$gguf" "$model"
 
 # Check that each piece starts before declaring the install good.
 "$venv/bin/python" -c 'import xllamacpp'
+"$venv/bin/python" -c 'import duckdb'
 "$venv/bin/vllm-router" --help >/dev/null
 "$venv/bin/sglang-router" launch --help >/dev/null
 
