@@ -12,8 +12,15 @@ pub struct RecoverArgs {
 }
 
 pub fn run(args: &RecoverArgs) -> i32 {
-    if !args.dir.is_dir() {
-        eprintln!("error: {}: not a run directory", args.dir.display());
+    let needed = [
+        crate::report::REPORT_FILE,
+        crate::runner::output::JOURNAL_FILE,
+    ];
+    if let Some(missing) = needed.iter().find(|f| !args.dir.join(f).is_file()) {
+        eprintln!(
+            "error: {}: not a run directory (no {missing})",
+            args.dir.display()
+        );
         return exit::INVALID_INPUT;
     }
     let recovered = match recover(&args.dir) {

@@ -245,6 +245,15 @@ fn recover_skips_a_torn_line_and_lines_that_are_not_records() {
     let report = report(&out);
     assert_eq!(report.phases[0].summary.requests, 12);
     assert_eq!(parquet_rows(&out).len(), 12);
+
+    std::fs::remove_file(out.join("journal.jsonl")).unwrap();
+    let refused = Command::new(env!("CARGO_BIN_EXE_servebench"))
+        .arg("recover")
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert_eq!(refused.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&refused.stderr).contains("(no journal.jsonl)"));
 }
 
 /// DuckDB reads every row back with the same values (skips locally with one line until
