@@ -5,6 +5,7 @@ mod bootstrap;
 mod drift;
 mod interval;
 mod rates;
+pub mod recovery;
 mod summary;
 mod transport;
 

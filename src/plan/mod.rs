@@ -27,7 +27,7 @@ pub use crate::duration;
 pub use diag::{Diagnostic, Location, PlanErrors};
 pub use duration::HumanDuration;
 pub use expand::DEFAULT_TEMPLATE_FUEL;
-pub use hooks::{Hook, HttpHook, OnFailure, WaitHealthy};
+pub use hooks::{Hook, HttpHook, MARK_FAULT_OFF, MARK_FAULT_ON, OnFailure, WaitHealthy};
 pub use model::*;
 pub use search::{PercentileLimits, Probe, Search, SearchLoad, SearchSlo};
 

@@ -122,10 +122,10 @@ pub fn check_search(p: &str, phase: &Phase, issues: &mut Vec<Issue>) {
     if phase.recheck.is_some() {
         issues.push(Issue::new(p, "a recheck cannot search"));
     }
-    if !phase.before.is_empty() || !phase.after.is_empty() {
+    if !phase.before.is_empty() || !phase.after.is_empty() || !phase.during.is_empty() {
         issues.push(Issue::new(
             p,
-            "a search phase takes no `before`/`after` hooks",
+            "a search phase takes no `before`/`during`/`after` hooks",
         ));
     }
     if !(s.min.is_finite() && s.min > 0.0) {

@@ -26,6 +26,8 @@ pub mod multiphase;
 mod numfmt;
 pub mod phase;
 pub mod read;
+mod recovery_html;
+mod recovery_table;
 mod repeat_table;
 pub mod repeats;
 pub mod schema;

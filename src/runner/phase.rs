@@ -43,6 +43,8 @@ pub(super) struct PhaseRun<'a> {
     pub warmup_requests: Option<u64>,
     /// The client ceiling measured before the run, if it was.
     pub calibration: Option<&'a crate::report::ClientCalibration>,
+    /// What the phase's `during` actions need; `None` runs none (search probes).
+    pub during: Option<&'a super::hooks::HookContext<'a>>,
 }
 
 /// A phase's client and prompts, ready to send.
@@ -87,15 +89,15 @@ impl PhaseRun<'_> {
             precise_pacing: true,
         };
         let sampler = self.sampler();
-        let (outcome, mut records) = self
-            .window(
-                &spec,
-                prepared.client,
-                prepared.feed.clone(),
-                Window::Measured,
-                phase.name.to_string(),
-            )
-            .await;
+        let measured = self.window(
+            &spec,
+            prepared.client,
+            prepared.feed.clone(),
+            Window::Measured,
+            phase.name.to_string(),
+        );
+        let ((outcome, mut records), during) =
+            super::marks::around(phase.during, self.during, measured).await;
         let timeline = match sampler {
             Some(sampler) => sampler.finish().await,
             None => Vec::new(),
@@ -134,6 +136,8 @@ impl PhaseRun<'_> {
                 .reuse,
         };
         let mut result = report::phase_result(facts, records, figures);
+        result.marks = super::marks::during_marks(&during, outcome.origin);
+        result.hooks = during.outcomes;
         result.client_load_share = self
             .calibration
             .and_then(|c| calibrate::load_share(&result.summary, c, &prepared.feed.stats()));

@@ -44,6 +44,8 @@ pub struct PhaseSettings<'p> {
     pub tags: &'p [String],
     pub before: &'p [crate::plan::Hook],
     pub after: &'p [crate::plan::Hook],
+    /// Actions at offsets into the measured window.
+    pub during: &'p [crate::plan::Hook],
     /// A capacity search: the load above is its first probe's.
     pub search: Option<&'p crate::plan::Search>,
 }
@@ -222,6 +224,7 @@ fn resolve_phase<'p>(plan: &'p Plan, phase: &'p Phase) -> Result<PhaseSettings<'
         tags: &phase.tags,
         before: &phase.before,
         after: &phase.after,
+        during: &phase.during,
         search: phase.search.as_ref(),
     })
 }

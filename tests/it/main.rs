@@ -26,6 +26,7 @@ mod prompts;
 mod real_llamacpp;
 mod real_routers;
 mod real_support;
+mod recovery;
 mod repeats;
 mod report;
 mod run;

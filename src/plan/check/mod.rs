@@ -56,5 +56,6 @@ pub fn check(plan: &Plan) -> Vec<Issue> {
         );
     }
     check_phases(plan, &mut issues);
+    issues.extend(super::hooks::timing_issues(plan));
     issues
 }

@@ -67,6 +67,8 @@ fn phase(
         request_timings: records,
         client_load_share: None,
         probe: None,
+        marks: Vec::new(),
+        recovery: None,
     }
 }
 
