@@ -6,6 +6,7 @@ mod drift;
 mod interval;
 mod rates;
 pub mod recovery;
+pub mod stability;
 mod summary;
 mod transport;
 

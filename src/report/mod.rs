@@ -37,6 +37,7 @@ mod shards;
 pub mod svg;
 mod table;
 mod timeline;
+mod until_table;
 mod write;
 
 pub use compare_md::render as render_comparison;

@@ -186,6 +186,9 @@ pub struct PhaseResult {
     /// The outage and time to recover around the phase's `fault-on`/`fault-off` marks.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub recovery: Option<crate::metrics::recovery::Recovery>,
+    /// A phase with `until: {stable: …}`: what ended it and its estimates then.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub until: Option<crate::metrics::stability::UntilOutcome>,
 }
 
 /// A named instant of a phase, marked by one of its actions.

@@ -86,6 +86,7 @@ pub fn phase_result(
         probe: None,
         marks: Vec::new(),
         recovery: None,
+        until: None,
     }
 }
 

@@ -40,7 +40,8 @@ pub fn section(out: &mut String, report: &Report) {
     }
 }
 
-fn table(out: &mut String, t: &Table) {
+/// A table as HTML, in the classes of the page's stylesheet.
+pub(super) fn table(out: &mut String, t: &Table) {
     out.push_str("<table>\n<tr>");
     for c in &t.columns {
         let _ = write!(out, "<th>{}</th>", esc(&c.title));

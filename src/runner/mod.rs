@@ -21,6 +21,7 @@ pub mod redact;
 mod run;
 pub mod scrape;
 mod search;
+mod stable;
 mod targets;
 
 pub use interrupt::INTERRUPT_GRACE;

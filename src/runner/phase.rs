@@ -89,15 +89,34 @@ impl PhaseRun<'_> {
             precise_pacing: true,
         };
         let sampler = self.sampler();
+        let method = self.plan.plan.percentile_method;
+        let stable = phase
+            .until
+            .map(|until| super::stable::Stable::new(until, method, self.stops));
         let measured = self.window(
             &spec,
             prepared.client,
             prepared.feed.clone(),
-            Window::Measured,
-            phase.name.to_string(),
+            (Window::Measured, phase.name.to_string()),
+            stable
+                .as_ref()
+                .map_or((self.stops, None), |s| (&s.stops, Some(s.observer()))),
         );
-        let ((outcome, mut records), during) =
+        let measured = async {
+            match &stable {
+                Some(stable) => {
+                    let by_requests =
+                        |(o, _): &(scheduler::WindowOutcome, _)| Some(o.started) == spec.requests;
+                    let (out, until) = stable.around(measured, self.stops, by_requests).await;
+                    (out, Some(until))
+                }
+                None => (measured.await, None),
+            }
+        };
+        let (((mut outcome, mut records), until), during) =
             super::marks::around(phase.during, self.during, measured).await;
+        // A stop for stability is not an interrupt.
+        outcome.interrupted = self.stops.stop_starting.is_cancelled();
         let timeline = match sampler {
             Some(sampler) => sampler.finish().await,
             None => Vec::new(),
@@ -138,6 +157,10 @@ impl PhaseRun<'_> {
         let mut result = report::phase_result(facts, records, figures);
         result.marks = super::marks::during_marks(&during, outcome.origin);
         result.hooks = during.outcomes;
+        if let Some(warning) = until.as_ref().and_then(|u| u.warning.as_ref()) {
+            eprintln!("warning: phase `{}`: {warning}", phase.name);
+        }
+        result.until = until;
         result.client_load_share = self
             .calibration
             .and_then(|c| calibrate::load_share(&result.summary, c, &prepared.feed.stats()));
@@ -228,8 +251,8 @@ impl PhaseRun<'_> {
                 &spec,
                 prepared.client.clone(),
                 prepared.feed.clone(),
-                Window::Warmup,
-                format!("{} warmup", phase.name),
+                (Window::Warmup, format!("{} warmup", phase.name)),
+                (self.stops, None),
             )
             .await;
         let warmup = WarmupResult {
@@ -267,14 +290,15 @@ impl PhaseRun<'_> {
         }
     }
 
-    /// Run one window, journaling and showing progress as records arrive.
+    /// Run one window, journaling and showing progress as records arrive; `observer` (run
+    /// until stable) sees every record, and `stops` end this window.
     async fn window(
         &self,
         spec: &WindowSpec,
         client: Arc<Client>,
         feed: Arc<PromptQueue>,
-        window: Window,
-        label: String,
+        (window, label): (Window, String),
+        (stops, observer): (&Stops, Option<super::stable::Observer>),
     ) -> (scheduler::WindowOutcome, Vec<RequestRecord>) {
         let (tx, mut rx) = mpsc::unbounded_channel::<RequestRecord>();
         let counters = Arc::new(LiveCounters::default());
@@ -294,6 +318,9 @@ impl PhaseRun<'_> {
                                 journal_error.get_or_insert(e);
                             }
                             progress.record(&record);
+                            if let Some(observe) = &observer {
+                                observe(&record);
+                            }
                             records.push(record);
                         }
                         None => break,
@@ -317,7 +344,7 @@ impl PhaseRun<'_> {
             ));
             records
         });
-        let outcome = scheduler::run_window(spec, client, feed, tx, counters, self.stops).await;
+        let outcome = scheduler::run_window(spec, client, feed, tx, counters, stops).await;
         let records = collector.await.unwrap_or_default();
         (outcome, records)
     }

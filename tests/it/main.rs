@@ -34,6 +34,7 @@ mod search;
 mod shard;
 mod significance;
 mod sim;
+mod until;
 mod untrusted;
 mod url_secrets;
 mod workload;

@@ -203,6 +203,7 @@ fn phase(spec: &PhaseSpec, index: usize, slow: f64) -> PhaseResult {
         probe: None,
         marks: Vec::new(),
         recovery: None,
+        until: None,
     }
 }
 

@@ -69,6 +69,7 @@ fn phase(
         probe: None,
         marks: Vec::new(),
         recovery: None,
+        until: None,
     }
 }
 
