@@ -189,6 +189,20 @@ pub struct PhaseResult {
     /// A phase with `until: {stable: …}`: what ended it and its estimates then.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub until: Option<crate::metrics::stability::UntilOutcome>,
+    /// A rate probe stopped early because the target fell behind its arrivals.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub saturation_stop: Option<SaturationStop>,
+}
+
+/// Why a rate probe was stopped before its planned end.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
+pub struct SaturationStop {
+    /// Seconds from the measured start.
+    pub at_s: f64,
+    /// Completions per second over the trailing window when it stopped.
+    pub achieved_rps: f64,
+    pub target_rps: f64,
+    pub why: String,
 }
 
 /// A named instant of a phase, marked by one of its actions.

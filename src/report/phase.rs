@@ -87,6 +87,7 @@ pub fn phase_result(
         marks: Vec::new(),
         recovery: None,
         until: None,
+        saturation_stop: None,
     }
 }
 

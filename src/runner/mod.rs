@@ -19,6 +19,7 @@ mod phase;
 mod preflight;
 pub mod redact;
 mod run;
+mod saturation;
 pub mod scrape;
 mod search;
 mod stable;

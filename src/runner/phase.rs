@@ -21,8 +21,12 @@ use super::calibrate;
 use super::output::{Journal, Window};
 use super::phase_seed;
 use super::run::RunError;
+use super::saturation::Saturation;
 use super::scrape;
+use super::stable;
 use super::targets::Endpoint;
+use crate::metrics::stability::UntilOutcome;
+use crate::report::SaturationStop;
 
 pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 /// Longest silence allowed inside a stream unless the target sets `timeout.idle`.
@@ -89,33 +93,11 @@ impl PhaseRun<'_> {
             precise_pacing: true,
         };
         let sampler = self.sampler();
-        let method = self.plan.plan.percentile_method;
-        let stable = phase
-            .until
-            .map(|until| super::stable::Stable::new(until, method, self.stops));
-        let measured = self.window(
-            &spec,
-            prepared.client,
-            prepared.feed.clone(),
-            (Window::Measured, phase.name.to_string()),
-            stable
-                .as_ref()
-                .map_or((self.stops, None), |s| (&s.stops, Some(s.observer()))),
-        );
-        let measured = async {
-            match &stable {
-                Some(stable) => {
-                    let by_requests =
-                        |(o, _): &(scheduler::WindowOutcome, _)| Some(o.started) == spec.requests;
-                    let (out, until) = stable.around(measured, self.stops, by_requests).await;
-                    (out, Some(until))
-                }
-                None => (measured.await, None),
-            }
-        };
-        let (((mut outcome, mut records), until), during) =
+        // Boxed: the window with its watchers is a large future for the caller's stack.
+        let measured = Box::pin(self.measured(&spec, prepared.client, prepared.feed.clone()));
+        let (((mut outcome, mut records), until, saturation_stop), during) =
             super::marks::around(phase.during, self.during, measured).await;
-        // A stop for stability is not an interrupt.
+        // A stop for stability or saturation is not an interrupt.
         outcome.interrupted = self.stops.stop_starting.is_cancelled();
         let timeline = match sampler {
             Some(sampler) => sampler.finish().await,
@@ -161,6 +143,7 @@ impl PhaseRun<'_> {
             eprintln!("warning: phase `{}`: {warning}", phase.name);
         }
         result.until = until;
+        result.saturation_stop = saturation_stop;
         result.client_load_share = self
             .calibration
             .and_then(|c| calibrate::load_share(&result.summary, c, &prepared.feed.stats()));
@@ -290,6 +273,52 @@ impl PhaseRun<'_> {
         }
     }
 
+    /// The measured window, stopped early once its estimates are stable (`until`) or, for a
+    /// rate probe, once the target has fallen behind its arrivals.
+    async fn measured(
+        &self,
+        spec: &WindowSpec,
+        client: Arc<Client>,
+        feed: Arc<PromptQueue>,
+    ) -> (Collected, Option<UntilOutcome>, Option<SaturationStop>) {
+        let phase = self.phase;
+        let stops = stable::window_stops(self.stops);
+        let method = self.plan.plan.percentile_method;
+        let stable = phase
+            .until
+            .map(|until| stable::Stable::new(until, method, stops.clone()));
+        let probe = phase.search.is_some();
+        let saturation = Saturation::for_probe(&phase.load, probe, stops.clone());
+        let observers = stable.as_ref().map(stable::Stable::observer).into_iter();
+        let observers = observers.chain(saturation.as_ref().map(Saturation::observer));
+        let label = (Window::Measured, phase.name.to_string());
+        let window = Box::pin(self.window(
+            spec,
+            client,
+            feed,
+            label,
+            (&stops, stable::combine(observers.collect())),
+        ));
+        let watched = async {
+            match &saturation {
+                Some(watch) => watch.around(window).await,
+                None => (window.await, None),
+            }
+        };
+        let by_requests =
+            |(collected, _): &(Collected, _)| Some(collected.0.started) == spec.requests;
+        match &stable {
+            Some(stable) => {
+                let ((out, stop), until) = stable.around(watched, self.stops, by_requests).await;
+                (out, Some(until), stop)
+            }
+            None => {
+                let (out, stop) = watched.await;
+                (out, None, stop)
+            }
+        }
+    }
+
     /// Run one window, journaling and showing progress as records arrive; `observer` (run
     /// until stable) sees every record, and `stops` end this window.
     async fn window(
@@ -299,7 +328,7 @@ impl PhaseRun<'_> {
         feed: Arc<PromptQueue>,
         (window, label): (Window, String),
         (stops, observer): (&Stops, Option<super::stable::Observer>),
-    ) -> (scheduler::WindowOutcome, Vec<RequestRecord>) {
+    ) -> Collected {
         let (tx, mut rx) = mpsc::unbounded_channel::<RequestRecord>();
         let counters = Arc::new(LiveCounters::default());
         let journal = self.journal.clone();
@@ -474,6 +503,9 @@ impl PhaseRun<'_> {
         })
     }
 }
+
+/// What a window did, and its records.
+type Collected = (scheduler::WindowOutcome, Vec<RequestRecord>);
 
 /// One scrape of a target's metrics: its one endpoint, or each of several.
 enum Scrapes {

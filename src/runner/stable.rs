@@ -17,6 +17,28 @@ const DEFAULT_CHECK_EVERY: Duration = Duration::from_secs(1);
 /// Called with every record the collector receives.
 pub(super) type Observer = Arc<dyn Fn(&RequestRecord) + Send + Sync>;
 
+/// One observer calling each of `observers`; `None` when there are none.
+pub(super) fn combine(observers: Vec<Observer>) -> Option<Observer> {
+    match observers.len() {
+        0 => None,
+        1 => observers.into_iter().next(),
+        _ => Some(Arc::new(move |record: &RequestRecord| {
+            for observe in &observers {
+                observe(record);
+            }
+        })),
+    }
+}
+
+/// The stops of one window: a child of the run's, so stopping them ends this window only,
+/// while an interrupt still ends it too.
+pub(super) fn window_stops(run: &Stops) -> Stops {
+    Stops {
+        stop_starting: run.stop_starting.child_token(),
+        abort_in_flight: run.abort_in_flight.child_token(),
+    }
+}
+
 /// The listed latencies of successful requests, seconds, in arrival order.
 #[derive(Default)]
 struct Column {
@@ -39,8 +61,7 @@ impl Column {
 pub(super) struct Stable<'a> {
     until: &'a Until,
     method: PercentileMethod,
-    /// The window's stops: stopping them ends this window only.
-    pub stops: Stops,
+    stops: Stops,
     column: Arc<Mutex<Column>>,
     needs: [bool; 3],
 }
@@ -54,7 +75,8 @@ struct Watched {
 }
 
 impl<'a> Stable<'a> {
-    pub(super) fn new(until: &'a Until, method: PercentileMethod, run_stops: &Stops) -> Self {
+    /// `stops` are the window's own: stopping them ends this window only.
+    pub(super) fn new(until: &'a Until, method: PercentileMethod, stops: Stops) -> Self {
         let mut needs = [false; 3];
         for metric in &until.stable {
             needs[latency_index(metric.parts().0)] = true;
@@ -62,10 +84,7 @@ impl<'a> Stable<'a> {
         Stable {
             until,
             method,
-            stops: Stops {
-                stop_starting: run_stops.stop_starting.child_token(),
-                abort_in_flight: run_stops.abort_in_flight.clone(),
-            },
+            stops,
             column: Arc::default(),
             needs,
         }

@@ -30,6 +30,7 @@ mod recovery;
 mod repeats;
 mod report;
 mod run;
+mod saturation;
 mod search;
 mod shard;
 mod significance;

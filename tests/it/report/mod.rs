@@ -204,6 +204,7 @@ fn phase(spec: &PhaseSpec, index: usize, slow: f64) -> PhaseResult {
         marks: Vec::new(),
         recovery: None,
         until: None,
+        saturation_stop: None,
     }
 }
 

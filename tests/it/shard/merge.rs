@@ -70,6 +70,7 @@ fn phase(
         marks: Vec::new(),
         recovery: None,
         until: None,
+        saturation_stop: None,
     }
 }
 
