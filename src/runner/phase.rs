@@ -139,11 +139,10 @@ impl PhaseRun<'_> {
         let mut result = report::phase_result(facts, records, figures);
         result.marks = super::marks::during_marks(&during, outcome.origin);
         result.hooks = during.outcomes;
-        if let Some(warning) = until.as_ref().and_then(|u| u.warning.as_ref()) {
+        (result.until, result.saturation_stop) = (until, saturation_stop);
+        if let Some(warning) = result.until.as_ref().and_then(|u| u.warning.as_ref()) {
             eprintln!("warning: phase `{}`: {warning}", phase.name);
         }
-        result.until = until;
-        result.saturation_stop = saturation_stop;
         result.client_load_share = self
             .calibration
             .and_then(|c| calibrate::load_share(&result.summary, c, &prepared.feed.stats()));
