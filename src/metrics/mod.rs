@@ -5,6 +5,8 @@ mod bootstrap;
 mod drift;
 mod interval;
 mod rates;
+pub mod recovery;
+pub mod stability;
 mod summary;
 mod transport;
 

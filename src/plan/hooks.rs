@@ -8,8 +8,8 @@ use super::Plan;
 use super::duration::HumanDuration;
 use super::schema::Issue;
 
-/// One action run before or after a phase. Exactly one of `http`, `reset_prefix_cache`,
-/// `wait_healthy`, `sleep` and `exec` is set.
+/// One action run before, during or after a phase. Exactly one of `http`,
+/// `reset_prefix_cache`, `wait_healthy`, `sleep`, `exec`, `fault_on` and `fault_off` is set.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Hook {
@@ -31,6 +31,21 @@ pub struct Hook {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(min = 1))]
     pub exec: Option<Vec<String>>,
+    /// Switch a simulator fault on: `POST /sim/faults` on the phase's target with this rule
+    /// (replacing any switched before). Marks `fault-on` unless `mark` says otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fault_on: Option<crate::sim::SimFault>,
+    /// Switch the simulator's faults off again: `DELETE /sim/faults` on the phase's target.
+    /// Marks `fault-off` unless `mark` says otherwise.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub fault_off: bool,
+    /// Name the instant this action finished, e.g. `fault-on`: the report draws it on the
+    /// phase's timeline, and measures recovery from `fault-on` and `fault-off` marks.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mark: Option<String>,
+    /// For `during` actions only: when to run, from the start of the measured window.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub at: Option<HumanDuration>,
     /// Longest the action may take (default 30s).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub timeout: Option<HumanDuration>,
@@ -39,11 +54,67 @@ pub struct Hook {
     pub on_failure: OnFailure,
 }
 
+/// Mark names the recovery measurement reads.
+pub const MARK_FAULT_ON: &str = "fault-on";
+pub const MARK_FAULT_OFF: &str = "fault-off";
+
+impl Hook {
+    /// The instant's name this action marks, if any: its `mark`, else `fault-on`/`fault-off`
+    /// for the fault switches.
+    pub fn mark_name(&self) -> Option<&str> {
+        match (&self.mark, &self.fault_on, self.fault_off) {
+            (Some(mark), _, _) => Some(mark),
+            (None, Some(_), _) => Some(MARK_FAULT_ON),
+            (None, None, true) => Some(MARK_FAULT_OFF),
+            (None, None, false) => None,
+        }
+    }
+}
+
+/// `at` belongs to `during` actions, and every `during` action needs one: one located issue
+/// per action that breaks that.
+pub fn timing_issues(plan: &Plan) -> Vec<Issue> {
+    let mut issues = Vec::new();
+    for (p, phase) in plan.phases.iter().enumerate() {
+        for (when, hooks) in [("before", &phase.before), ("after", &phase.after)] {
+            for (h, hook) in hooks.iter().enumerate() {
+                if hook.at.is_some() {
+                    issues.push(
+                        Issue::new(
+                            format!("/phases/{p}/{when}/{h}/at"),
+                            format!("`at` is for `during` actions; a `{when}` action runs {when} the phase"),
+                        )
+                        .at_key()
+                        .hint(Some("move the action to the phase's `during` list".into())),
+                    );
+                }
+            }
+        }
+        for (h, hook) in phase.during.iter().enumerate() {
+            if hook.at.is_none() {
+                issues.push(
+                    Issue::new(
+                        format!("/phases/{p}/during/{h}"),
+                        "a `during` action needs `at`: when to run, from the measured start",
+                    )
+                    .hint(Some("e.g. `at: 10s`".into())),
+                );
+            }
+        }
+    }
+    issues
+}
+
 /// Every `exec` action of the plan: (phase index, `before`/`after`, hook index, command).
 pub fn exec_hooks(plan: &Plan) -> Vec<(usize, &'static str, usize, &[String])> {
     let mut found = Vec::new();
     for (p, phase) in plan.phases.iter().enumerate() {
-        for (when, hooks) in [("before", &phase.before), ("after", &phase.after)] {
+        let lists = [
+            ("before", &phase.before),
+            ("during", &phase.during),
+            ("after", &phase.after),
+        ];
+        for (when, hooks) in lists {
             for (h, hook) in hooks.iter().enumerate() {
                 if let Some(command) = &hook.exec {
                     found.push((p, when, h, command.as_slice()));

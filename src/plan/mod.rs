@@ -10,6 +10,7 @@
 pub mod check;
 pub mod diag;
 pub mod expand;
+pub mod fraction;
 pub mod hooks;
 pub mod include;
 pub mod model;
@@ -19,6 +20,7 @@ pub mod search;
 pub mod source;
 pub mod starter;
 pub mod tokenizer_spec;
+pub mod until;
 pub mod untrusted;
 
 // Durations are shared with the simulator's settings, which plans embed.
@@ -27,9 +29,11 @@ pub use crate::duration;
 pub use diag::{Diagnostic, Location, PlanErrors};
 pub use duration::HumanDuration;
 pub use expand::DEFAULT_TEMPLATE_FUEL;
-pub use hooks::{Hook, HttpHook, OnFailure, WaitHealthy};
+pub use fraction::Fraction;
+pub use hooks::{Hook, HttpHook, MARK_FAULT_OFF, MARK_FAULT_ON, OnFailure, WaitHealthy};
 pub use model::*;
 pub use search::{PercentileLimits, Probe, Search, SearchLoad, SearchSlo};
+pub use until::{Latency, StableMetric, Until};
 
 use std::path::{Path, PathBuf};
 

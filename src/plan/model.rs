@@ -472,6 +472,14 @@ pub struct Phase {
     /// Actions run before the phase starts.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub before: Vec<super::hooks::Hook>,
+    /// End the measured window once the listed percentiles are stable (in place of
+    /// `duration`, which `max_duration` replaces).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub until: Option<super::until::Until>,
+    /// Actions run while the measured window runs, each at its `at` offset (switching a
+    /// fault mid-phase, say).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub during: Vec<super::hooks::Hook>,
     /// Actions run after the phase ends.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub after: Vec<super::hooks::Hook>,

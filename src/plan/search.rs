@@ -5,7 +5,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::schema::Issue;
-use super::{HumanDuration, Phase, Warmup};
+use super::{Fraction, HumanDuration, Phase, Warmup};
 
 /// `search:` on a phase, in place of `concurrency` or `rate`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -21,7 +21,7 @@ pub struct Search {
     pub slo: SearchSlo,
     /// Stop when the bracket's upper end is within this fraction of its lower end (0.05 = 5%).
     #[serde(default = "default_precision")]
-    pub precision: f64,
+    pub precision: Fraction,
     pub probe: Probe,
     /// Most probes to run; by default the most the search can need.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -29,8 +29,8 @@ pub struct Search {
     pub max_probes: Option<u32>,
 }
 
-fn default_precision() -> f64 {
-    0.05
+fn default_precision() -> Fraction {
+    Fraction(0.05)
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
@@ -52,7 +52,7 @@ pub struct SearchSlo {
     pub e2e: Option<PercentileLimits>,
     /// Largest share of failed requests (0.01 = 1%).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub error_rate: Option<f64>,
+    pub error_rate: Option<Fraction>,
 }
 
 /// Upper limits on percentiles of one latency.
@@ -74,6 +74,9 @@ pub struct Probe {
     pub duration: HumanDuration,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub warmup: Option<Warmup>,
+    /// End a probe early once its estimates are stable; `max_duration` replaces `duration`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub until: Option<super::until::Until>,
 }
 
 impl Search {
@@ -82,7 +85,10 @@ impl Search {
     pub fn worst_case_probes(&self) -> u32 {
         let ratio = (self.max / self.min).max(1.0);
         let doublings = ratio.log2().ceil().max(0.0) as u32 + 1;
-        let halvings = (2f64.ln() / self.precision.ln_1p()).log2().ceil().max(0.0) as u32;
+        let halvings = (2f64.ln() / self.precision.0.ln_1p())
+            .log2()
+            .ceil()
+            .max(0.0) as u32;
         let bound = doublings + halvings;
         self.max_probes.map_or(bound, |m| m.min(bound))
     }
@@ -104,7 +110,7 @@ impl Search {
             }
         }
         if let Some(e) = self.slo.error_rate {
-            out.push(("error_rate".to_string(), e));
+            out.push(("error_rate".to_string(), e.0));
         }
         out
     }
@@ -122,10 +128,10 @@ pub fn check_search(p: &str, phase: &Phase, issues: &mut Vec<Issue>) {
     if phase.recheck.is_some() {
         issues.push(Issue::new(p, "a recheck cannot search"));
     }
-    if !phase.before.is_empty() || !phase.after.is_empty() {
+    if !phase.before.is_empty() || !phase.after.is_empty() || !phase.during.is_empty() {
         issues.push(Issue::new(
             p,
-            "a search phase takes no `before`/`after` hooks",
+            "a search phase takes no `before`/`during`/`after` hooks",
         ));
     }
     if !(s.min.is_finite() && s.min > 0.0) {
@@ -146,10 +152,11 @@ pub fn check_search(p: &str, phase: &Phase, issues: &mut Vec<Issue>) {
             "a concurrency search needs whole `min` and `max`",
         ));
     }
-    if !(s.precision.is_finite() && s.precision > 0.0 && s.precision < 1.0) {
+    let precision = s.precision.0;
+    if !(precision.is_finite() && precision > 0.0 && precision < 1.0) {
         issues.push(Issue::new(
             at("precision"),
-            format!("must be between 0 and 1 (0.05 = 5%), found {}", s.precision),
+            format!("must be between 0 and 1 (0.05 = 5%), found {precision}"),
         ));
     }
     if s.objectives().is_empty() {

@@ -30,6 +30,8 @@ pub fn render(report: &Report) -> String {
     let mut out = String::new();
     head(&mut out, report);
     phases_section(&mut out, report);
+    super::recovery_html::section(&mut out, report);
+    super::until_table::html_section(&mut out, report);
     intervals_section(&mut out, report);
     sweep_charts(&mut out, report);
     percentile_charts(&mut out, report);

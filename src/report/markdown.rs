@@ -10,6 +10,8 @@ pub fn render(report: &Report) -> String {
     let mut out = String::new();
     head(&mut out, report);
     phases_section(&mut out, report);
+    super::recovery_table::markdown_section(&mut out, report);
+    super::until_table::markdown_section(&mut out, report);
     estimates_sections(&mut out, report);
     rechecks_section(&mut out, report);
     repeats_section(&mut out, report);

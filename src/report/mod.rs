@@ -27,6 +27,8 @@ mod numfmt;
 pub mod phase;
 pub mod read;
 pub mod records;
+mod recovery_html;
+mod recovery_table;
 mod repeat_table;
 pub mod repeats;
 pub mod schema;
@@ -36,6 +38,7 @@ mod shards;
 pub mod svg;
 mod table;
 mod timeline;
+mod until_table;
 mod write;
 
 pub use compare_md::render as render_comparison;

@@ -180,6 +180,40 @@ pub struct PhaseResult {
     /// A capacity-search probe: its load and verdict.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub probe: Option<super::search::ProbeOutcome>,
+    /// Instants the phase's actions marked (`mark`, `fault_on`, `fault_off`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub marks: Vec<PhaseMark>,
+    /// The outage and time to recover around the phase's `fault-on`/`fault-off` marks.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub recovery: Option<crate::metrics::recovery::Recovery>,
+    /// A phase with `until: {stable: …}`: what ended it and its estimates then.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub until: Option<crate::metrics::stability::UntilOutcome>,
+    /// A rate probe stopped early because the target fell behind its arrivals.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub saturation_stop: Option<SaturationStop>,
+}
+
+/// Why a rate probe was stopped before its planned end.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
+pub struct SaturationStop {
+    /// Seconds from the measured start.
+    pub at_s: f64,
+    /// Completions per second over the trailing window when it stopped.
+    pub achieved_rps: f64,
+    pub target_rps: f64,
+    pub why: String,
+}
+
+/// A named instant of a phase, marked by one of its actions.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
+pub struct PhaseMark {
+    pub name: String,
+    /// Seconds from the measured start: when a `during` action finished; 0 for a `before`
+    /// action and the measured window's length for an `after` one.
+    pub offset_s: f64,
+    /// `before`, `during` or `after`.
+    pub when: String,
 }
 
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
@@ -334,7 +368,7 @@ mod tests {
 /// What one `before`/`after` action of a phase did.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
 pub struct HookOutcome {
-    /// `before` or `after`.
+    /// `before`, `during` or `after`.
     pub when: String,
     /// The action, e.g. `reset_prefix_cache POST http://…/reset_prefix_cache`.
     pub action: String,
@@ -349,4 +383,7 @@ pub struct HookOutcome {
     /// An `exec` action's last lines of stdout and stderr, interleaved as written.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub output_tail: Vec<String>,
+    /// The instant the action marked, if it marked one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mark: Option<String>,
 }

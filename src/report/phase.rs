@@ -84,6 +84,10 @@ pub fn phase_result(
         request_timings: records,
         client_load_share: None,
         probe: None,
+        marks: Vec::new(),
+        recovery: None,
+        until: None,
+        saturation_stop: None,
     }
 }
 

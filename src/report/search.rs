@@ -18,6 +18,12 @@ pub struct ProbeOutcome {
     /// latencies.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub over_saturated: bool,
+    /// Why it was named over-saturated.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub over_saturated_why: Option<String>,
+    /// Stopped before its planned end because it was over-saturated.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub stopped_early: bool,
     pub objectives: Vec<ObjectiveCheck>,
 }
 

@@ -65,7 +65,11 @@ pub fn probes(report: &Report) -> Table {
             })
             .collect();
         if o.over_saturated {
-            missed.insert(0, "over-saturated".to_string());
+            let named = match &o.over_saturated_why {
+                Some(why) => format!("over-saturated: {why}"),
+                None => "over-saturated".to_string(),
+            };
+            missed.insert(0, named);
         }
         t.rows.push(vec![
             Cell::plain(p.phase.clone()),

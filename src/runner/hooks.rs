@@ -1,4 +1,4 @@
-//! Runs a phase's `before`/`after` actions and records each one's outcome.
+//! Runs a phase's `before`/`during`/`after` actions and records each one's outcome.
 
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -24,7 +24,7 @@ pub(super) struct HookContext<'a> {
 }
 
 /// One action's result, with what an `exec` action adds.
-struct Ran {
+pub(super) struct Ran {
     action: String,
     result: Result<String, String>,
     exit_status: Option<i32>,
@@ -32,7 +32,7 @@ struct Ran {
 }
 
 impl Ran {
-    fn new(action: String, result: Result<String, String>) -> Ran {
+    pub(super) fn new(action: String, result: Result<String, String>) -> Ran {
         Ran {
             action,
             result,
@@ -71,6 +71,7 @@ pub(super) async fn run_hooks(
             detail: detail.clone(),
             exit_status: ran.exit_status,
             output_tail: ran.output_tail,
+            mark: hook.mark_name().map(str::to_string),
         });
         if outcome == "failed" {
             return Some(format!("{when} hook `{action}` failed: {detail}"));
@@ -86,14 +87,19 @@ async fn run_one(when: &str, hook: &Hook, ctx: &HookContext<'_>) -> Ran {
         + usize::from(hook.reset_prefix_cache)
         + usize::from(hook.wait_healthy.is_some())
         + usize::from(hook.sleep.is_some())
-        + usize::from(hook.exec.is_some());
+        + usize::from(hook.exec.is_some())
+        + usize::from(hook.fault_on.is_some())
+        + usize::from(hook.fault_off);
     if set != 1 {
         return Ran::new(
             "invalid".into(),
             Err(format!(
-                "a hook needs exactly one of http, reset_prefix_cache, wait_healthy, sleep, exec ({set} given)"
+                "a hook needs exactly one of http, reset_prefix_cache, wait_healthy, sleep, exec, fault_on, fault_off ({set} given)"
             )),
         );
+    }
+    if hook.fault_on.is_some() || hook.fault_off {
+        return super::fault_switch::switch(hook.fault_on.as_ref(), ctx, timeout).await;
     }
     if let Some(command) = &hook.exec {
         return run_exec(when, command, ctx, timeout).await;
@@ -128,16 +134,20 @@ async fn run_one(when: &str, hook: &Hook, ctx: &HookContext<'_>) -> Ran {
         return Ran::new(label, result);
     }
     // reset_prefix_cache: vLLM's path, which the simulator serves as well.
-    let root = ctx
-        .endpoint
-        .base_url
-        .trim_end_matches('/')
-        .trim_end_matches("/v1")
-        .to_string();
+    let root = server_root(ctx);
     let url = format!("{root}/reset_prefix_cache");
     let label = format!("reset_prefix_cache POST {url}");
     let result = check_status(http.post(&url).timeout(timeout).send().await, &url, None);
     Ran::new(label, result)
+}
+
+/// The target's base URL without its `/v1`: where the server's own endpoints live.
+pub(super) fn server_root(ctx: &HookContext<'_>) -> String {
+    ctx.endpoint
+        .base_url
+        .trim_end_matches('/')
+        .trim_end_matches("/v1")
+        .to_string()
 }
 
 /// An `exec` action; refused (never run) unless the run allows programs.
@@ -166,7 +176,7 @@ async fn run_exec(when: &str, command: &[String], ctx: &HookContext<'_>, timeout
     }
 }
 
-fn check_status(
+pub(super) fn check_status(
     response: Result<reqwest::Response, reqwest::Error>,
     url: &str,
     expect: Option<u16>,

@@ -21,8 +21,12 @@ use super::calibrate;
 use super::output::{Journal, Window};
 use super::phase_seed;
 use super::run::RunError;
+use super::saturation::Saturation;
 use super::scrape;
+use super::stable;
 use super::targets::Endpoint;
+use crate::metrics::stability::UntilOutcome;
+use crate::report::SaturationStop;
 
 pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 /// Longest silence allowed inside a stream unless the target sets `timeout.idle`.
@@ -43,6 +47,8 @@ pub(super) struct PhaseRun<'a> {
     pub warmup_requests: Option<u64>,
     /// The client ceiling measured before the run, if it was.
     pub calibration: Option<&'a crate::report::ClientCalibration>,
+    /// What the phase's `during` actions need; `None` runs none (search probes).
+    pub during: Option<&'a super::hooks::HookContext<'a>>,
 }
 
 /// A phase's client and prompts, ready to send.
@@ -87,15 +93,12 @@ impl PhaseRun<'_> {
             precise_pacing: true,
         };
         let sampler = self.sampler();
-        let (outcome, mut records) = self
-            .window(
-                &spec,
-                prepared.client,
-                prepared.feed.clone(),
-                Window::Measured,
-                phase.name.to_string(),
-            )
-            .await;
+        // Boxed: the window with its watchers is a large future for the caller's stack.
+        let measured = Box::pin(self.measured(&spec, prepared.client, prepared.feed.clone()));
+        let (((mut outcome, mut records), until, saturation_stop), during) =
+            super::marks::around(phase.during, self.during, measured).await;
+        // A stop for stability or saturation is not an interrupt.
+        outcome.interrupted = self.stops.stop_starting.is_cancelled();
         let timeline = match sampler {
             Some(sampler) => sampler.finish().await,
             None => Vec::new(),
@@ -134,6 +137,12 @@ impl PhaseRun<'_> {
                 .reuse,
         };
         let mut result = report::phase_result(facts, records, figures);
+        result.marks = super::marks::during_marks(&during, outcome.origin);
+        result.hooks = during.outcomes;
+        (result.until, result.saturation_stop) = (until, saturation_stop);
+        if let Some(warning) = result.until.as_ref().and_then(|u| u.warning.as_ref()) {
+            eprintln!("warning: phase `{}`: {warning}", phase.name);
+        }
         result.client_load_share = self
             .calibration
             .and_then(|c| calibrate::load_share(&result.summary, c, &prepared.feed.stats()));
@@ -224,8 +233,8 @@ impl PhaseRun<'_> {
                 &spec,
                 prepared.client.clone(),
                 prepared.feed.clone(),
-                Window::Warmup,
-                format!("{} warmup", phase.name),
+                (Window::Warmup, format!("{} warmup", phase.name)),
+                (self.stops, None),
             )
             .await;
         let warmup = WarmupResult {
@@ -263,15 +272,62 @@ impl PhaseRun<'_> {
         }
     }
 
-    /// Run one window, journaling and showing progress as records arrive.
+    /// The measured window, stopped early once its estimates are stable (`until`) or, for a
+    /// rate probe, once the target has fallen behind its arrivals.
+    async fn measured(
+        &self,
+        spec: &WindowSpec,
+        client: Arc<Client>,
+        feed: Arc<PromptQueue>,
+    ) -> (Collected, Option<UntilOutcome>, Option<SaturationStop>) {
+        let phase = self.phase;
+        let stops = stable::window_stops(self.stops);
+        let method = self.plan.plan.percentile_method;
+        let stable = phase
+            .until
+            .map(|until| stable::Stable::new(until, method, stops.clone()));
+        let probe = phase.search.is_some();
+        let saturation = Saturation::for_probe(&phase.load, probe, stops.clone());
+        let observers = stable.as_ref().map(stable::Stable::observer).into_iter();
+        let observers = observers.chain(saturation.as_ref().map(Saturation::observer));
+        let label = (Window::Measured, phase.name.to_string());
+        let window = Box::pin(self.window(
+            spec,
+            client,
+            feed,
+            label,
+            (&stops, stable::combine(observers.collect())),
+        ));
+        let watched = async {
+            match &saturation {
+                Some(watch) => watch.around(window).await,
+                None => (window.await, None),
+            }
+        };
+        let by_requests =
+            |(collected, _): &(Collected, _)| Some(collected.0.started) == spec.requests;
+        match &stable {
+            Some(stable) => {
+                let ((out, stop), until) = stable.around(watched, self.stops, by_requests).await;
+                (out, Some(until), stop)
+            }
+            None => {
+                let (out, stop) = watched.await;
+                (out, None, stop)
+            }
+        }
+    }
+
+    /// Run one window, journaling and showing progress as records arrive; `observer` (run
+    /// until stable) sees every record, and `stops` end this window.
     async fn window(
         &self,
         spec: &WindowSpec,
         client: Arc<Client>,
         feed: Arc<PromptQueue>,
-        window: Window,
-        label: String,
-    ) -> (scheduler::WindowOutcome, Vec<RequestRecord>) {
+        (window, label): (Window, String),
+        (stops, observer): (&Stops, Option<super::stable::Observer>),
+    ) -> Collected {
         let (tx, mut rx) = mpsc::unbounded_channel::<RequestRecord>();
         let counters = Arc::new(LiveCounters::default());
         let journal = self.journal.clone();
@@ -290,6 +346,9 @@ impl PhaseRun<'_> {
                                 journal_error.get_or_insert(e);
                             }
                             progress.record(&record);
+                            if let Some(observe) = &observer {
+                                observe(&record);
+                            }
                             records.push(record);
                         }
                         None => break,
@@ -313,7 +372,7 @@ impl PhaseRun<'_> {
             ));
             records
         });
-        let outcome = scheduler::run_window(spec, client, feed, tx, counters, self.stops).await;
+        let outcome = scheduler::run_window(spec, client, feed, tx, counters, stops).await;
         let records = collector.await.unwrap_or_default();
         (outcome, records)
     }
@@ -443,6 +502,9 @@ impl PhaseRun<'_> {
         })
     }
 }
+
+/// What a window did, and its records.
+type Collected = (scheduler::WindowOutcome, Vec<RequestRecord>);
 
 /// One scrape of a target's metrics: its one endpoint, or each of several.
 enum Scrapes {

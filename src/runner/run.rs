@@ -16,6 +16,7 @@ use super::console::phase_line;
 use super::facts::new_report;
 use super::hooks;
 use super::interrupt::install_interrupt_handler;
+use super::marks;
 use super::output::{self, Journal};
 use super::phase::PhaseRun;
 use super::targets::{
@@ -348,17 +349,18 @@ impl Phases<'_> {
                 .get(phase_index)
                 .copied()
                 .flatten();
-            let run = PhaseRun {
-                shard: self.options.shard,
-                warmup_requests,
-                ..self.phase_run(phase, &endpoint, calibration.as_ref())
-            };
             let hook_ctx = hooks::HookContext {
                 phase: phase.name,
                 endpoint: &endpoint,
                 http: self.http,
                 allow_exec: self.options.expand.allow_exec,
                 plan_dir: self.plan_dir(),
+            };
+            let run = PhaseRun {
+                shard: self.options.shard,
+                warmup_requests,
+                during: Some(&hook_ctx),
+                ..self.phase_run(phase, &endpoint, calibration.as_ref())
             };
             let mut hook_outcomes = Vec::new();
             let hook_error =
@@ -373,11 +375,14 @@ impl Phases<'_> {
             }
             match run.execute(&mut run_origin).await {
                 Ok(mut result) => {
+                    let during_error = marks::during_failure(&result);
+                    hook_outcomes.append(&mut result.hooks);
                     let hook_error =
                         hooks::run_hooks("after", phase.after, &hook_ctx, &mut hook_outcomes).await;
                     result.hooks = hook_outcomes;
+                    marks::finish(&mut result, report.phases.last());
                     self.add_phase(report, result)?;
-                    if let Some(message) = hook_error {
+                    if let Some(message) = during_error.or(hook_error) {
                         return Ok(Some(RunError::Failed(message)));
                     }
                 }
@@ -433,6 +438,7 @@ impl Phases<'_> {
             shard: None,
             warmup_requests: phase.warmup.and_then(|w| w.requests),
             calibration,
+            during: None,
         }
     }
 

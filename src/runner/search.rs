@@ -88,13 +88,20 @@ fn judge(search_name: &str, search: &Search, load: f64, result: &PhaseResult) ->
             }
         })
         .collect();
-    let over_saturated = search.load == SearchLoad::Rate
-        && completion_rate(&result.request_timings) < SATURATED_BELOW * load;
+    let rate = completion_rate(&result.request_timings);
+    let over_saturated_why = match &result.saturation_stop {
+        Some(stop) => Some(format!("stopped after {:.1} s: {}", stop.at_s, stop.why)),
+        None => (search.load == SearchLoad::Rate && rate < SATURATED_BELOW * load)
+            .then(|| format!("completed {rate:.1} req/s against {load} req/s sent, under 90%")),
+    };
+    let over_saturated = over_saturated_why.is_some();
     ProbeOutcome {
         search: search_name.to_string(),
         load,
         passed: !over_saturated && objectives.iter().all(|o| o.passed),
         over_saturated,
+        over_saturated_why,
+        stopped_early: result.saturation_stop.is_some(),
         objectives,
     }
 }

@@ -50,7 +50,7 @@ impl Course {
             kind: search.load,
             min: search.min,
             max: search.max,
-            precision: search.precision,
+            precision: search.precision.0,
             budget: search.worst_case_probes(),
             probes: 0,
             passed: None,
@@ -115,13 +115,14 @@ mod tests {
             min,
             max,
             slo: SearchSlo {
-                error_rate: Some(0.01),
+                error_rate: Some(crate::plan::Fraction(0.01)),
                 ..SearchSlo::default()
             },
-            precision,
+            precision: crate::plan::Fraction(precision),
             probe: Probe {
                 duration: HumanDuration(std::time::Duration::from_secs(1)),
                 warmup: None,
+                until: None,
             },
             max_probes: None,
         }

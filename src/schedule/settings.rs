@@ -44,6 +44,10 @@ pub struct PhaseSettings<'p> {
     pub tags: &'p [String],
     pub before: &'p [crate::plan::Hook],
     pub after: &'p [crate::plan::Hook],
+    /// Actions at offsets into the measured window.
+    pub during: &'p [crate::plan::Hook],
+    /// End the measured window once these estimates are stable.
+    pub until: Option<&'p crate::plan::Until>,
     /// A capacity search: the load above is its first probe's.
     pub search: Option<&'p crate::plan::Search>,
 }
@@ -92,7 +96,7 @@ impl PhaseSettings<'_> {
                 "capacity search over {kind} {}–{}, precision {}%, at most {} probes of {}",
                 s.min,
                 s.max,
-                s.precision * 100.0,
+                s.precision.0 * 100.0,
                 s.worst_case_probes(),
                 s.probe.duration
             );
@@ -189,9 +193,14 @@ fn resolve_phase<'p>(plan: &'p Plan, phase: &'p Phase) -> Result<PhaseSettings<'
             ));
         }
     };
-    let duration = match &phase.search {
-        Some(s) => Some(s.probe.duration.0),
-        None => phase.duration.map(|d| d.0),
+    let until = match &phase.search {
+        Some(s) => s.probe.until.as_ref(),
+        None => phase.until.as_ref(),
+    };
+    let duration = match (&phase.search, until) {
+        (_, Some(until)) => Some(until.max_duration.0),
+        (Some(s), None) => Some(s.probe.duration.0),
+        (None, None) => phase.duration.map(|d| d.0),
     };
     if duration.is_none() && phase.requests.is_none() && !replays_trace {
         return Err(format!(
@@ -222,6 +231,8 @@ fn resolve_phase<'p>(plan: &'p Plan, phase: &'p Phase) -> Result<PhaseSettings<'
         tags: &phase.tags,
         before: &phase.before,
         after: &phase.after,
+        during: &phase.during,
+        until,
         search: phase.search.as_ref(),
     })
 }

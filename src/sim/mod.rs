@@ -167,6 +167,7 @@ pub enum SimFaultKind {
 mod api;
 mod cache;
 pub mod config_file;
+mod control;
 mod faults;
 mod generate;
 mod keepalive;

@@ -29,6 +29,8 @@ pub(crate) struct Shared {
     /// again (the request, not the connection, is what fails) without taking a new number.
     pub reset_ids: Mutex<std::collections::HashSet<String>>,
     pub stop: watch::Sender<bool>,
+    /// Faults switched on over HTTP (`/sim/faults`).
+    pub switched: super::control::SwitchedFaults,
 }
 
 /// When the simulator wrote a request's response pieces (its own clock, `record_timestamps`).

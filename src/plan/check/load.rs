@@ -20,6 +20,10 @@ pub(super) fn check_limits(p: &str, phase: &Phase, issues: &mut Vec<Issue>) {
         ),
         ("cooldown", phase.cooldown.as_ref()),
         ("drain_timeout", phase.drain_timeout.as_ref()),
+        (
+            "until/max_duration",
+            phase.until.as_ref().map(|u| &u.max_duration),
+        ),
     ];
     for (key, d) in durations {
         if let Some(d) = d

@@ -56,5 +56,15 @@ pub fn check(plan: &Plan) -> Vec<Issue> {
         );
     }
     check_phases(plan, &mut issues);
+    issues.extend(super::hooks::timing_issues(plan));
+    for (p, phase) in plan.phases.iter().enumerate() {
+        if let Some(until) = &phase.until {
+            super::until::check_until(&format!("/phases/{p}/until"), until, &mut issues);
+        }
+        if let Some(until) = phase.search.as_ref().and_then(|s| s.probe.until.as_ref()) {
+            let pointer = format!("/phases/{p}/search/probe/until");
+            super::until::check_until(&pointer, until, &mut issues);
+        }
+    }
     issues
 }

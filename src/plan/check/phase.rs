@@ -172,7 +172,7 @@ fn check_phase(plan: &Plan, p: &str, phase: &Phase, issues: &mut Vec<Issue>) {
         crate::plan::search::check_search(p, phase, issues);
     } else {
         check_load_model(p, phase, issues);
-        if phase.duration.is_none() && phase.requests.is_none() {
+        if phase.duration.is_none() && phase.requests.is_none() && phase.until.is_none() {
             issues.push(
                 Issue::new(p, "the phase has no bound").hint(Some(
                     "add `duration` (e.g. 60s) and/or `requests` (a count), or set them in `defaults`"

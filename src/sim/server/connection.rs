@@ -101,6 +101,7 @@ impl AsyncWrite for ConnIo {
 
 async fn serve_connection(stream: TcpStream, shared: Arc<Shared>) {
     let reset = Arc::new(AtomicBool::new(false));
+    let peer = stream.peer_addr().ok().map(crate::sim::control::Peer);
     let io = TokioIo::new(ConnIo {
         inner: stream,
         reset: reset.clone(),
@@ -108,7 +109,10 @@ async fn serve_connection(stream: TcpStream, shared: Arc<Shared>) {
     let activity = Arc::new(Activity::new());
     let service = {
         let (shared, activity) = (shared.clone(), activity.clone());
-        service_fn(move |request| {
+        service_fn(move |mut request: hyper::Request<hyper::body::Incoming>| {
+            if let Some(peer) = peer {
+                request.extensions_mut().insert(peer);
+            }
             let busy = Busy::start(activity.clone());
             let (shared, reset) = (shared.clone(), reset.clone());
             async move {

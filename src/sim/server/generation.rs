@@ -226,11 +226,22 @@ fn inject_fault(
     total_tokens: u64,
 ) -> Injected {
     let settings = &shared.settings;
-    let Some(fault) = faults::select(&settings.faults, settings.seed, seq) else {
-        return Injected::InBody {
-            mid_fault: None,
-            missing_done: false,
-        };
+    // Fixed rules first, then the ones switched on over HTTP.
+    let switched;
+    let fault = match faults::select(&settings.faults, settings.seed, seq) {
+        Some(fault) => fault,
+        None => {
+            switched = shared.switched.select(settings.seed, seq);
+            match &switched {
+                Some(fault) => fault,
+                None => {
+                    return Injected::InBody {
+                        mid_fault: None,
+                        missing_done: false,
+                    };
+                }
+            }
+        }
     };
     let after_tokens = fault.after_tokens.map_or(total_tokens / 2, u64::from);
     let seconds = fault.seconds;

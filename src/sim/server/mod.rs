@@ -146,6 +146,7 @@ pub async fn serve_on(config: SimConfig, addr: SocketAddr) -> io::Result<(Socket
         prefill_busy_until: Mutex::new(now),
         reset_ids: Mutex::new(Default::default()),
         stop,
+        switched: Default::default(),
     });
     let task = tokio::spawn(accept_loop(listener, shared.clone(), stop_rx));
     Ok((

@@ -70,6 +70,7 @@ pub(super) async fn route(
             Some(reply) => reply,
             None => Ok(Response::new(SimBody::full(Bytes::new()))),
         },
+        "/sim/faults" => Ok(crate::sim::control::handle(&shared.switched, request).await),
         path => Ok(error_response(
             StatusCode::NOT_FOUND,
             &format!("no route for {path}"),

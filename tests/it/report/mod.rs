@@ -201,6 +201,10 @@ fn phase(spec: &PhaseSpec, index: usize, slow: f64) -> PhaseResult {
         request_timings: recs,
         client_load_share: None,
         probe: None,
+        marks: Vec::new(),
+        recovery: None,
+        until: None,
+        saturation_stop: None,
     }
 }
 

@@ -67,6 +67,10 @@ fn phase(
         request_timings: records,
         client_load_share: None,
         probe: None,
+        marks: Vec::new(),
+        recovery: None,
+        until: None,
+        saturation_stop: None,
     }
 }
 

@@ -1,5 +1,6 @@
 //! The simulator over real loopback sockets, one file per concern; shared request helpers here.
 
+mod control;
 mod faults;
 mod latency;
 mod server;

@@ -1,0 +1,128 @@
+//! Over-saturated rate probes stopped early: while a capacity search's rate probe runs, the
+//! completions of the last few seconds are counted, and a probe whose targets falls behind its
+//! arrivals for a sustained stretch is stopped and named over-saturated, with why.
+
+use std::collections::VecDeque;
+use std::future::Future;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use tokio_util::sync::CancellationToken;
+
+use crate::report::SaturationStop;
+use crate::scheduler::{Load, Stops};
+
+use super::stable::Observer;
+
+/// Completions are counted over this trailing window, and a shortfall must last this long.
+const WINDOW: Duration = Duration::from_secs(2);
+/// Time between checks.
+const CHECK_EVERY: Duration = Duration::from_millis(250);
+/// Completing under this share of the target rate is falling behind (as the verdict after a
+/// probe judges it).
+const BEHIND_BELOW: f64 = 0.9;
+
+/// A rate probe's watch.
+pub(super) struct Saturation {
+    rps: f64,
+    stops: Stops,
+    /// When each completion reached the collector.
+    ends: Arc<Mutex<VecDeque<Instant>>>,
+}
+
+impl Saturation {
+    /// A watch for an open-loop probe of a capacity search; `None` for any other window.
+    pub(super) fn for_probe(load: &Load, is_probe: bool, stops: Stops) -> Option<Self> {
+        let Load::Open { rps, .. } = load else {
+            return None;
+        };
+        (is_probe && *rps > 0.0).then(|| Saturation {
+            rps: *rps,
+            stops,
+            ends: Arc::default(),
+        })
+    }
+
+    pub(super) fn observer(&self) -> Observer {
+        let ends = self.ends.clone();
+        Arc::new(move |_| {
+            let now = Instant::now();
+            let mut ends = ends.lock().unwrap_or_else(|p| p.into_inner());
+            ends.push_back(now);
+            // Only the trailing window is ever counted.
+            while ends
+                .front()
+                .is_some_and(|t| now.duration_since(*t) > WINDOW * 2)
+            {
+                ends.pop_front();
+            }
+        })
+    }
+
+    /// Run `window` with the watch beside it; `Some` when the watch stopped it.
+    pub(super) async fn around<T>(
+        &self,
+        window: impl Future<Output = T>,
+    ) -> (T, Option<SaturationStop>) {
+        let started = Instant::now();
+        let done = CancellationToken::new();
+        let window = async {
+            let out = window.await;
+            done.cancel();
+            out
+        };
+        tokio::join!(window, self.watch(started, &done))
+    }
+
+    async fn watch(&self, started: Instant, done: &CancellationToken) -> Option<SaturationStop> {
+        let mut ticks =
+            tokio::time::interval_at(tokio::time::Instant::now() + CHECK_EVERY, CHECK_EVERY);
+        let mut first_end: Option<Instant> = None;
+        let mut behind_since: Option<(Instant, f64)> = None;
+        loop {
+            tokio::select! {
+                _ = ticks.tick() => {}
+                () = done.cancelled() => return None,
+            }
+            let now = Instant::now();
+            let (recent, oldest) = {
+                let ends = self.ends.lock().unwrap_or_else(|p| p.into_inner());
+                let recent = ends
+                    .iter()
+                    .filter(|t| now.duration_since(**t) <= WINDOW)
+                    .count();
+                (recent, ends.front().copied())
+            };
+            first_end = first_end.or(oldest);
+            // Before a full window of completions has passed, a slow first request looks like
+            // a shortfall: judge only windows that start after the first completion.
+            if first_end.is_none_or(|first| now.duration_since(first) < WINDOW) {
+                continue;
+            }
+            let achieved = recent as f64 / WINDOW.as_secs_f64();
+            if achieved >= BEHIND_BELOW * self.rps {
+                behind_since = None;
+                continue;
+            }
+            let (since, _) = *behind_since.get_or_insert((now, achieved));
+            if now.duration_since(since) < WINDOW {
+                continue;
+            }
+            // The verdict is in: waiting for a queue the target cannot serve only costs time.
+            self.stops.stop_starting.cancel();
+            self.stops.abort_in_flight.cancel();
+            let at_s = now.duration_since(started).as_secs_f64();
+            let held_s = now.duration_since(since).as_secs_f64() + WINDOW.as_secs_f64();
+            return Some(SaturationStop {
+                at_s,
+                achieved_rps: achieved,
+                target_rps: self.rps,
+                why: format!(
+                    "completed {achieved:.1} req/s against {:.1} req/s sent ({:.0}%) for {held_s:.1} s: the target fell behind its arrivals, so its queue grew",
+                    self.rps,
+                    100.0 * achieved / self.rps
+                ),
+            });
+        }
+    }
+}
