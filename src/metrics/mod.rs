@@ -5,7 +5,9 @@ mod bootstrap;
 mod drift;
 mod interval;
 mod rates;
+mod select;
 mod summary;
+mod tally;
 mod transport;
 
 pub use anvil::*;
@@ -13,7 +15,9 @@ pub use bootstrap::*;
 pub use drift::*;
 pub use interval::*;
 pub use rates::*;
+pub use select::*;
 pub use summary::*;
+pub use tally::*;
 pub use transport::*;
 
 use crate::client::RequestRecord;

@@ -40,7 +40,7 @@ mod write;
 pub use compare_md::render as render_comparison;
 pub use import::IMPORT_PROMPT_TOLERANCE;
 pub use model::*;
-pub use phase::{Figures, PhaseFacts, pair_rechecks, phase_result};
+pub use phase::{Figures, PhaseFacts, pair_rechecks, phase_result, phase_result_sampled};
 pub use read::{ReadError, read_report};
 pub use search::*;
 pub use shards::*;

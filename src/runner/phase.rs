@@ -9,17 +9,18 @@ use tokio::sync::mpsc;
 
 use crate::client::{Client, ClientConfig, RequestRecord};
 use crate::plan::LoadedPlan;
-use crate::report::{
-    self, Figures, PhaseFacts, PhaseResult, PromptTokenCheck, ServerMetrics, WarmupResult,
-};
+use crate::report::{self, Figures, PhaseFacts, PhaseResult, ServerMetrics, WarmupResult};
 use crate::schedule::{self, PhaseSettings, ShardSpec};
 use crate::scheduler::progress::{PhaseProgress, ProgressMode};
+use crate::scheduler::rolling::Rolling;
 use crate::scheduler::{self, LiveCounters, Stops, WindowSpec};
 use crate::workload::{PromptQueue, PromptSource, WorkloadContext};
 
 use super::calibrate;
+use super::collect::{CollectSettings, Collected, PhaseCollector};
 use super::output::{Journal, Window};
 use super::phase_seed;
+use super::run::LongRunOptions;
 use super::run::RunError;
 use super::scrape;
 use super::targets::Endpoint;
@@ -43,6 +44,9 @@ pub(super) struct PhaseRun<'a> {
     pub warmup_requests: Option<u64>,
     /// The client ceiling measured before the run, if it was.
     pub calibration: Option<&'a crate::report::ClientCalibration>,
+    /// The run directory: a long window's column files go in it while it runs.
+    pub out_dir: &'a Path,
+    pub long_run: &'a LongRunOptions,
 }
 
 /// A phase's client and prompts, ready to send.
@@ -87,7 +91,7 @@ impl PhaseRun<'_> {
             precise_pacing: true,
         };
         let sampler = self.sampler();
-        let (outcome, mut records) = self
+        let (outcome, collected) = self
             .window(
                 &spec,
                 prepared.client,
@@ -101,12 +105,11 @@ impl PhaseRun<'_> {
             None => Vec::new(),
         };
         let scrape_after = self.scrape().await;
-        records.sort_by_key(|r| r.request_index);
 
         let origin = *run_origin.get_or_insert(outcome.origin);
         if warmup.requests == 0 {
             let (tolerance, tokenizer) = (prepared.prompt_tolerance, &prepared.tokenizer);
-            self.warn_on_prompt_gap(&records, tolerance, tokenizer, "measured window");
+            self.warn_on_prompt_gap(&collected, tolerance, tokenizer, "measured window");
         }
         let mut server_metrics = self.server_metrics(scrape_before, scrape_after);
         if let Some(m) = server_metrics.as_mut() {
@@ -133,7 +136,12 @@ impl PhaseRun<'_> {
             connection_reuse: super::endpoint::connection(self.phase.target.connection.as_ref())
                 .reuse,
         };
-        let mut result = report::phase_result(facts, records, figures);
+        let mut result = match collected {
+            Collected::All(records) => report::phase_result(facts, records, figures),
+            Collected::Sampled { sample, figures } => {
+                report::phase_result_sampled(facts, sample, *figures, prepared.prompt_tolerance)
+            }
+        };
         result.client_load_share = self
             .calibration
             .and_then(|c| calibrate::load_share(&result.summary, c, &prepared.feed.stats()));
@@ -219,7 +227,7 @@ impl PhaseRun<'_> {
             seed: seed ^ 0x5741_524d,
             precise_pacing: true,
         };
-        let (_, records) = self
+        let (_, collected) = self
             .window(
                 &spec,
                 prepared.client.clone(),
@@ -229,16 +237,12 @@ impl PhaseRun<'_> {
             )
             .await;
         let warmup = WarmupResult {
-            requests: records.len() as u64,
-            errors: records.iter().filter(|r| !r.is_ok()).count() as u64,
-            elapsed: records
-                .iter()
-                .map(|r| r.start_offset_ms + r.e2e_ms)
-                .fold(0.0, f64::max)
-                / 1e3,
+            requests: collected.requests(),
+            errors: collected.errors(),
+            elapsed: collected.last_end_ms() / 1e3,
         };
         let (tolerance, tokenizer) = (prepared.prompt_tolerance, &prepared.tokenizer);
-        self.warn_on_prompt_gap(&records, tolerance, tokenizer, "warmup");
+        self.warn_on_prompt_gap(&collected, tolerance, tokenizer, "warmup");
         if self.stops.stop_starting.is_cancelled() {
             return Err(RunError::Failed(format!(
                 "interrupted during the warmup of phase `{}`",
@@ -271,17 +275,28 @@ impl PhaseRun<'_> {
         feed: Arc<PromptQueue>,
         window: Window,
         label: String,
-    ) -> (scheduler::WindowOutcome, Vec<RequestRecord>) {
+    ) -> (scheduler::WindowOutcome, Collected) {
         let (tx, mut rx) = mpsc::unbounded_channel::<RequestRecord>();
         let counters = Arc::new(LiveCounters::default());
         let journal = self.journal.clone();
         let phase_name = self.phase.name.to_string();
-        let mut progress = PhaseProgress::new(self.progress, label, spec.duration, spec.requests);
+        let mut progress =
+            PhaseProgress::new(self.progress, label.clone(), spec.duration, spec.requests);
+        let mut rolling = Rolling::new(self.long_run.summary_every, spec.duration);
+        let mut collector = PhaseCollector::new(CollectSettings {
+            keep: self.long_run.keep_records,
+            seed: spec.seed,
+            dir: self.out_dir.to_path_buf(),
+            label,
+            slo: self.plan.plan.slo.clone(),
+        });
+        let method = self.plan.plan.percentile_method;
+        let reuse = super::endpoint::connection(self.phase.target.connection.as_ref()).reuse;
         let collector_counters = counters.clone();
         let collector = tokio::spawn(async move {
-            let mut records = Vec::new();
             let mut tick = tokio::time::interval(Duration::from_millis(250));
             let mut journal_error = None;
+            let mut collect_error = None;
             loop {
                 tokio::select! {
                     received = rx.recv() => match received {
@@ -290,12 +305,21 @@ impl PhaseRun<'_> {
                                 journal_error.get_or_insert(e);
                             }
                             progress.record(&record);
-                            records.push(record);
+                            rolling.record(&record);
+                            collector.note_in_flight(collector_counters.in_flight() + 1);
+                            if let Err(e) = collector.add(record) {
+                                collect_error.get_or_insert(e);
+                            }
                         }
                         None => break,
                     },
                     _ = tick.tick() => {
                         progress.tick(collector_counters.in_flight());
+                        if let Some(summary) = rolling.due(std::time::Instant::now())
+                            && let Err(e) = journal.append_summary(&phase_name, window, &summary)
+                        {
+                            journal_error.get_or_insert(e);
+                        }
                         let _ = journal.flush();
                     }
                 }
@@ -306,16 +330,28 @@ impl PhaseRun<'_> {
                     "warning: the journal could not be written ({e}); the report still holds every record"
                 );
             }
+            if let Some(e) = collect_error {
+                eprintln!(
+                    "warning: phase `{phase_name}`: the column files could not be written ({e})"
+                );
+            }
             progress.finish(&format!(
                 "{} requests, {} errors",
-                records.len(),
-                records.iter().filter(|r| !r.is_ok()).count()
+                collector.requests(),
+                collector.errors()
             ));
-            records
+            collector.finish(method, reuse).unwrap_or_else(|e| {
+                eprintln!(
+                    "warning: phase `{phase_name}`: the column files could not be read ({e})"
+                );
+                Collected::All(Vec::new())
+            })
         });
         let outcome = scheduler::run_window(spec, client, feed, tx, counters, self.stops).await;
-        let records = collector.await.unwrap_or_default();
-        (outcome, records)
+        let collected = collector
+            .await
+            .unwrap_or_else(|_| Collected::All(Vec::new()));
+        (outcome, collected)
     }
 
     fn client_config(&self) -> Result<ClientConfig, crate::client::ClientError> {
@@ -381,17 +417,12 @@ impl PhaseRun<'_> {
 
     fn warn_on_prompt_gap(
         &self,
-        records: &[RequestRecord],
+        collected: &Collected,
         tolerance: f64,
         tokenizer: &str,
         window: &str,
     ) {
-        let check = PromptTokenCheck::from_requests(
-            records
-                .iter()
-                .map(|r| (r.planned_context_tokens, r.prompt_tokens)),
-            tolerance,
-        );
+        let check = collected.prompt_check(tolerance);
         if let Some(warning) = check.warning(tokenizer) {
             eprintln!("warning: phase `{}` ({window}): {warning}", self.phase.name);
         }

@@ -47,6 +47,27 @@ pub struct RunOptions {
     pub shard: Option<ShardSpec>,
     /// `--start-at`: start each phase at this time plus its planned offset.
     pub start_at: Option<chrono::DateTime<chrono::Utc>>,
+    /// Bounds for long windows: records kept, rolling summaries.
+    pub long_run: LongRunOptions,
+}
+
+/// How a long window stays bounded and watchable.
+#[derive(Debug, Clone)]
+pub struct LongRunOptions {
+    /// Records a phase's report keeps in full (`run --keep-records`); a longer phase keeps a
+    /// seeded sample of this many and computes its figures over all of them.
+    pub keep_records: usize,
+    /// How often a rolling summary line goes to the journal (`run --summary-every`).
+    pub summary_every: std::time::Duration,
+}
+
+impl Default for LongRunOptions {
+    fn default() -> Self {
+        LongRunOptions {
+            keep_records: super::collect::DEFAULT_KEEP_RECORDS,
+            summary_every: std::time::Duration::from_secs(60),
+        }
+    }
 }
 
 /// Why a run did not produce a complete report.
@@ -417,6 +438,8 @@ impl Phases<'_> {
             shard: None,
             warmup_requests: phase.warmup.and_then(|w| w.requests),
             calibration,
+            out_dir: self.out_dir,
+            long_run: &self.options.long_run,
         }
     }
 
