@@ -28,6 +28,7 @@ pub mod phase;
 pub mod read;
 mod repeat_table;
 pub mod repeats;
+mod sampling;
 pub mod schema;
 mod search;
 mod search_table;
