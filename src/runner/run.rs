@@ -414,9 +414,17 @@ impl Phases<'_> {
         run_origin: &mut Option<std::time::Instant>,
     ) -> Result<PhaseResult, RunError> {
         let endpoint = endpoint_for(phase, self.simulators);
-        self.phase_run(phase, &endpoint, calibration)
-            .execute(run_origin)
-            .await
+        // A probe's verdict counts its records (goodput, completion rate): it keeps them all.
+        let keep_all = LongRunOptions {
+            keep_records: usize::MAX,
+            ..self.options.long_run.clone()
+        };
+        PhaseRun {
+            long_run: &keep_all,
+            ..self.phase_run(phase, &endpoint, calibration)
+        }
+        .execute(run_origin)
+        .await
     }
 
     /// A phase run with this run's context: unsharded, with the phase's own warmup bound.
