@@ -101,16 +101,22 @@ fn narrow<S: Rescan>(source: &mut S, open: &mut [Open]) -> Result<(), S::Error> 
             continue;
         };
         let mut below = 0u64;
+        // A source that yields fewer values than promised leaves the rank unfound: it
+        // resolves to NaN rather than looping.
+        let (mut prefix, mut fixed, mut count) = (o.prefix, 64, 0);
         for (digit, &c) in h.iter().enumerate() {
             if o.rank < below + c {
-                o.prefix = (o.prefix << DIGIT_BITS) | digit as u64;
-                o.fixed += DIGIT_BITS;
+                (prefix, fixed, count) = (
+                    (o.prefix << DIGIT_BITS) | digit as u64,
+                    o.fixed + DIGIT_BITS,
+                    c,
+                );
                 o.rank -= below;
-                o.count = c;
                 break;
             }
             below += c;
         }
+        (o.prefix, o.fixed, o.count) = (prefix, fixed, count);
     }
     Ok(())
 }
@@ -147,7 +153,8 @@ fn gather<S: Rescan>(source: &mut S, open: &[Open]) -> Result<Vec<f64>, S::Error
     Ok(open
         .iter()
         .map(|o| match buckets.get(&(o.prefix, o.fixed)) {
-            Some(bucket) => bucket[o.rank as usize],
+            Some(bucket) => bucket.get(o.rank as usize).copied().unwrap_or(f64::NAN),
+            None if o.count == 0 => f64::NAN,
             None => unkey(o.prefix),
         })
         .collect())

@@ -39,6 +39,8 @@ pub struct PhaseCollector {
     sampled: Option<Box<Sampled>>,
     errors: u64,
     peak_in_flight: u64,
+    /// A column write failed: the columns no longer hold every value.
+    broken: bool,
 }
 
 /// The bounded state, once the window outgrew `keep`.
@@ -67,6 +69,7 @@ impl PhaseCollector {
             sampled: None,
             errors: 0,
             peak_in_flight: 0,
+            broken: false,
         }
     }
 
@@ -93,7 +96,10 @@ impl PhaseCollector {
         match self.sampled.as_deref_mut() {
             Some(s) => {
                 let seen = s.tally.requests();
-                s.add(&record)?;
+                if let Err(e) = s.add(&record) {
+                    self.broken = true;
+                    return Err(e);
+                }
                 // Algorithm R: the record replaces a kept one with probability keep / (seen + 1).
                 let slot = s.rng.random_range(0..=seen) as usize;
                 if let Some(kept) = self.held.get_mut(slot) {
@@ -103,8 +109,11 @@ impl PhaseCollector {
             }
             None => {
                 self.held.push(record);
-                if self.held.len() > self.settings.keep {
-                    self.start_sampling()?;
+                if self.held.len() > self.settings.keep
+                    && let Err(e) = self.start_sampling()
+                {
+                    self.broken = true;
+                    return Err(e);
                 }
                 Ok(())
             }
@@ -148,6 +157,11 @@ impl PhaseCollector {
         connection_reuse: bool,
     ) -> io::Result<Collected> {
         self.held.sort_by_key(|r| r.request_index);
+        if self.broken {
+            return Err(io::Error::other(
+                "a column file could not be written: the phase's figures would be incomplete",
+            ));
+        }
         let Some(sampled) = self.sampled else {
             return Ok(Collected::All(self.held));
         };

@@ -278,74 +278,42 @@ impl PhaseRun<'_> {
     ) -> (scheduler::WindowOutcome, Collected) {
         let (tx, mut rx) = mpsc::unbounded_channel::<RequestRecord>();
         let counters = Arc::new(LiveCounters::default());
-        let journal = self.journal.clone();
-        let phase_name = self.phase.name.to_string();
-        let mut progress =
-            PhaseProgress::new(self.progress, label.clone(), spec.duration, spec.requests);
-        let mut rolling = Rolling::new(self.long_run.summary_every, spec.duration);
-        let mut collector = PhaseCollector::new(CollectSettings {
-            keep: self.long_run.keep_records,
-            seed: spec.seed,
-            dir: self.out_dir.to_path_buf(),
-            label,
-            slo: self.plan.plan.slo.clone(),
-        });
+        let mut sink = WindowSink {
+            journal: self.journal.clone(),
+            phase_name: self.phase.name.to_string(),
+            window,
+            progress: PhaseProgress::new(
+                self.progress,
+                label.clone(),
+                spec.duration,
+                spec.requests,
+            ),
+            rolling: Rolling::new(self.long_run.summary_every, spec.duration),
+            collector: PhaseCollector::new(CollectSettings {
+                keep: self.long_run.keep_records,
+                seed: spec.seed,
+                dir: self.out_dir.to_path_buf(),
+                label,
+                slo: self.plan.plan.slo.clone(),
+            }),
+            journal_error: None,
+            collect_error: None,
+        };
         let method = self.plan.plan.percentile_method;
         let reuse = super::endpoint::connection(self.phase.target.connection.as_ref()).reuse;
         let collector_counters = counters.clone();
         let collector = tokio::spawn(async move {
             let mut tick = tokio::time::interval(Duration::from_millis(250));
-            let mut journal_error = None;
-            let mut collect_error = None;
             loop {
                 tokio::select! {
                     received = rx.recv() => match received {
-                        Some(record) => {
-                            if let Err(e) = journal.append(&phase_name, window, &record) {
-                                journal_error.get_or_insert(e);
-                            }
-                            progress.record(&record);
-                            rolling.record(&record);
-                            collector.note_in_flight(collector_counters.in_flight() + 1);
-                            if let Err(e) = collector.add(record) {
-                                collect_error.get_or_insert(e);
-                            }
-                        }
+                        Some(record) => sink.record(record, collector_counters.in_flight()),
                         None => break,
                     },
-                    _ = tick.tick() => {
-                        progress.tick(collector_counters.in_flight());
-                        if let Some(summary) = rolling.due(std::time::Instant::now())
-                            && let Err(e) = journal.append_summary(&phase_name, window, &summary)
-                        {
-                            journal_error.get_or_insert(e);
-                        }
-                        let _ = journal.flush();
-                    }
+                    _ = tick.tick() => sink.tick(collector_counters.in_flight()),
                 }
             }
-            let _ = journal.flush();
-            if let Some(e) = journal_error {
-                eprintln!(
-                    "warning: the journal could not be written ({e}); the report still holds every record"
-                );
-            }
-            if let Some(e) = collect_error {
-                eprintln!(
-                    "warning: phase `{phase_name}`: the column files could not be written ({e})"
-                );
-            }
-            progress.finish(&format!(
-                "{} requests, {} errors",
-                collector.requests(),
-                collector.errors()
-            ));
-            collector.finish(method, reuse).unwrap_or_else(|e| {
-                eprintln!(
-                    "warning: phase `{phase_name}`: the column files could not be read ({e})"
-                );
-                Collected::All(Vec::new())
-            })
+            sink.finish(method, reuse)
         });
         let outcome = scheduler::run_window(spec, client, feed, tx, counters, self.stops).await;
         let collected = collector
@@ -471,6 +439,68 @@ impl PhaseRun<'_> {
                 eprintln!("warning: phase `{}`: {e}", self.phase.name);
                 None
             }
+        })
+    }
+}
+
+/// Where a window's records go as they arrive: the journal, the progress line, the rolling
+/// summaries and the collector.
+struct WindowSink {
+    journal: Journal,
+    phase_name: String,
+    window: Window,
+    progress: PhaseProgress,
+    rolling: Rolling,
+    collector: PhaseCollector,
+    journal_error: Option<std::io::Error>,
+    collect_error: Option<std::io::Error>,
+}
+
+impl WindowSink {
+    fn record(&mut self, record: RequestRecord, in_flight: u64) {
+        if let Err(e) = self.journal.append(&self.phase_name, self.window, &record) {
+            self.journal_error.get_or_insert(e);
+        }
+        self.progress.record(&record);
+        self.rolling.record(&record);
+        // This record's request was in flight with the others still running.
+        self.collector.note_in_flight(in_flight + 1);
+        if let Err(e) = self.collector.add(record) {
+            self.collect_error.get_or_insert(e);
+        }
+    }
+
+    fn tick(&mut self, in_flight: u64) {
+        self.progress.tick(in_flight);
+        if let Some(summary) = self.rolling.due(std::time::Instant::now())
+            && let Err(e) = self
+                .journal
+                .append_summary(&self.phase_name, self.window, &summary)
+        {
+            self.journal_error.get_or_insert(e);
+        }
+        let _ = self.journal.flush();
+    }
+
+    fn finish(mut self, method: crate::plan::PercentileMethod, reuse: bool) -> Collected {
+        let _ = self.journal.flush();
+        let phase = &self.phase_name;
+        if let Some(e) = self.journal_error {
+            eprintln!(
+                "warning: the journal could not be written ({e}); the report still holds every figure"
+            );
+        }
+        if let Some(e) = self.collect_error {
+            eprintln!("warning: phase `{phase}`: the column files could not be written ({e})");
+        }
+        self.progress.finish(&format!(
+            "{} requests, {} errors",
+            self.collector.requests(),
+            self.collector.errors()
+        ));
+        self.collector.finish(method, reuse).unwrap_or_else(|e| {
+            eprintln!("warning: phase `{phase}`: the column files could not be read ({e})");
+            Collected::All(Vec::new())
         })
     }
 }
