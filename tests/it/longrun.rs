@@ -113,7 +113,7 @@ async fn rolling_summaries_go_to_the_journal() {
     let _exclusive = crate::common::exclusive_run().await;
     let dir = tempfile::tempdir().unwrap();
     let long_run = LongRunOptions {
-        summary_every: Duration::from_millis(500),
+        summary_every: Duration::from_millis(200),
         ..LongRunOptions::default()
     };
     let phases = "  - {name: soak, rate: {rps: 40, arrival: constant}, duration: 2s}\n";
