@@ -41,6 +41,22 @@ pub struct RunArgs {
     /// Start phase k at this RFC 3339 time plus its planned offset, so shards stay aligned.
     #[arg(long, value_name = "RFC3339", value_parser = crate::shard::parse_start_at)]
     pub start_at: Option<chrono::DateTime<chrono::Utc>>,
+    /// Records each phase's report keeps; a longer phase keeps a seeded sample of this many
+    /// (its figures still cover every request).
+    #[arg(long, value_name = "N", default_value_t = crate::runner::collect::DEFAULT_KEEP_RECORDS as u64,
+          value_parser = clap::value_parser!(u64).range(1..))]
+    pub keep_records: u64,
+    /// How often a rolling summary line goes to the journal.
+    #[arg(long, value_name = "DURATION", default_value = "60s", value_parser = parse_interval)]
+    pub summary_every: std::time::Duration,
+}
+
+fn parse_interval(text: &str) -> Result<std::time::Duration, String> {
+    let d = humantime::parse_duration(text).map_err(|e| e.to_string())?;
+    if d.is_zero() {
+        return Err("must be longer than zero".to_string());
+    }
+    Ok(d)
 }
 
 impl RunArgs {
@@ -62,6 +78,10 @@ impl RunArgs {
             },
             shard: self.shard,
             start_at: self.start_at,
+            long_run: crate::runner::LongRunOptions {
+                keep_records: self.keep_records as usize,
+                summary_every: self.summary_every,
+            },
         }
     }
 }

@@ -50,30 +50,25 @@ pub fn interval_ranks(n: u64, p: f64) -> Option<(u64, u64, f64)> {
     if n == 0 || !(0.0..1.0).contains(&p) || p == 0.0 {
         return None;
     }
-    let cdf = binomial_cdf(n, p);
-    // cdf[k] = F(k) = P(B ≤ k), k = 0..=n.
-    let f = |k: i64| -> f64 {
-        if k < 0 {
-            0.0
-        } else {
-            cdf[(k as usize).min(cdf.len() - 1)]
-        }
-    };
-    // Largest l with F(l−1) ≤ TAIL; F is non-decreasing, so scan up from 1.
+    // Largest l with F(l−1) ≤ TAIL (F is non-decreasing) and smallest u with
+    // 1 − F(u−1) ≤ TAIL, found in one walk over F(0..=n) that stores none of it.
     let mut l = 0u64;
-    while l < n && f(l as i64) <= TAIL {
-        l += 1;
-    }
-    // Smallest u with 1 − F(u−1) ≤ TAIL.
-    let mut u = 1u64;
-    while u <= n && 1.0 - f(u as i64 - 1) > TAIL {
-        u += 1;
-    }
-    if l == 0 || u > n {
+    let mut f_below_l = 0.0;
+    let mut found_u: Option<(u64, f64)> = None;
+    walk_binomial_cdf(n, p, |k, f| {
+        if l == k && k < n && f <= TAIL {
+            l = k + 1;
+            f_below_l = f;
+        }
+        if found_u.is_none() && k < n && 1.0 - f <= TAIL {
+            found_u = Some((k + 1, f));
+        }
+    });
+    let (u, f_below_u) = found_u?;
+    if l == 0 {
         return None;
     }
-    let coverage = f(u as i64 - 1) - f(l as i64 - 1);
-    Some((l, u, coverage))
+    Some((l, u, f_below_u - f_below_l))
 }
 
 /// The fewest samples with a two-sided interval for the `p`-quantile: both tails bounded
@@ -113,31 +108,31 @@ pub fn percentile_intervals(sorted: &[f64]) -> PercentileIntervals {
     }
 }
 
-/// `F(k)` for k = 0..=n, B ~ Binomial(n, p), `0 < p < 1`.
+/// Calls `each(k, F(k))` for k = 0..=n, B ~ Binomial(n, p), `0 < p < 1`, in two passes
+/// that hold O(1) memory whatever `n` (a long phase has millions of samples).
 ///
 /// The mass is built in log space by the ratio `pmf(k)/pmf(k−1) = (n−k+1)/k · p/(1−p)` so
 /// `pmf(0) = (1−p)^n` may underflow without losing the rest; the log masses are shifted by
 /// their maximum before exponentiating.
-fn binomial_cdf(n: u64, p: f64) -> Vec<f64> {
+fn walk_binomial_cdf(n: u64, p: f64, mut each: impl FnMut(u64, f64)) {
     let odds = (p / (1.0 - p)).ln();
-    let mut log_pmf = Vec::with_capacity(n as usize + 1);
-    let mut current = n as f64 * (-p).ln_1p();
-    log_pmf.push(current);
-    for k in 1..=n {
-        current += ((n - k + 1) as f64 / k as f64).ln() + odds;
-        log_pmf.push(current);
-    }
-    let peak = log_pmf.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-    let weights: Vec<f64> = log_pmf.iter().map(|l| (l - peak).exp()).collect();
-    let total: f64 = weights.iter().sum();
+    let log_pmf = |mut visit: Box<dyn FnMut(u64, f64) + '_>| {
+        let mut current = n as f64 * (-p).ln_1p();
+        visit(0, current);
+        for k in 1..=n {
+            current += ((n - k + 1) as f64 / k as f64).ln() + odds;
+            visit(k, current);
+        }
+    };
+    let mut peak = f64::NEG_INFINITY;
+    log_pmf(Box::new(|_, l| peak = peak.max(l)));
+    let mut total = -0.0;
+    log_pmf(Box::new(|_, l| total += (l - peak).exp()));
     let mut acc = 0.0;
-    weights
-        .iter()
-        .map(|w| {
-            acc += w / total;
-            acc.min(1.0)
-        })
-        .collect()
+    log_pmf(Box::new(|k, l| {
+        acc += (l - peak).exp() / total;
+        each(k, acc.min(1.0));
+    }));
 }
 
 #[cfg(test)]
@@ -156,7 +151,8 @@ mod tests {
     fn cdf_matches_the_direct_sum() {
         for n in [1u64, 5, 17, 60] {
             for p in [0.5, 0.95, 0.99] {
-                let cdf = binomial_cdf(n, p);
+                let mut cdf = Vec::new();
+                walk_binomial_cdf(n, p, |_, f| cdf.push(f));
                 for k in 0..=n {
                     let d = direct_cdf(n, p, k);
                     assert!((cdf[k as usize] - d).abs() < 1e-12, "n={n} p={p} k={k}");

@@ -7,7 +7,9 @@ mod interval;
 mod rates;
 pub mod recovery;
 pub mod stability;
+mod select;
 mod summary;
+mod tally;
 mod transport;
 
 pub use anvil::*;
@@ -15,7 +17,9 @@ pub use bootstrap::*;
 pub use drift::*;
 pub use interval::*;
 pub use rates::*;
+pub use select::*;
 pub use summary::*;
+pub use tally::*;
 pub use transport::*;
 
 use crate::client::RequestRecord;

@@ -58,31 +58,67 @@ pub fn transport(
         .iter()
         .filter(|r| r.new_connection.is_some())
         .count();
+    let counts = ConnectionCounts {
+        opened: opened as u64,
+        connected: connected as u64,
+        retries: records
+            .iter()
+            .map(|r| u64::from(r.connection_retries))
+            .sum(),
+    };
+    transport_from_counts(
+        counts,
+        || peak_in_flight(records),
+        server_timing_gap(records, method),
+        reuse,
+    )
+}
+
+/// How a phase's requests used connections, counted.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ConnectionCounts {
+    /// Requests that opened a connection.
+    pub opened: u64,
+    /// Requests that said whether they did.
+    pub connected: u64,
+    pub retries: u64,
+}
+
+/// The phase's connection figures from counts; `peak_in_flight` is asked only when the
+/// warning needs it.
+pub fn transport_from_counts(
+    counts: ConnectionCounts,
+    peak_in_flight: impl FnOnce() -> usize,
+    server_timing_gap: Option<ServerTimingGap>,
+    reuse: bool,
+) -> TransportSummary {
+    let (opened, connected) = (counts.opened, counts.connected);
     let mut warnings = Vec::new();
-    if reuse && closes_after_every_response(records, opened, connected) {
+    if reuse && closes_after_every_response(opened as usize, connected as usize, peak_in_flight) {
         warnings.push(format!(
             "the server closes the connection after every response ({opened} of {connected} \
              requests opened a new one): each request pays connection set-up inside its TTFT"
         ));
     }
     TransportSummary {
-        connections_opened: opened as u64,
-        connection_retries: records
-            .iter()
-            .map(|r| u64::from(r.connection_retries))
-            .sum(),
-        server_timing_gap: server_timing_gap(records, method),
+        connections_opened: opened,
+        connection_retries: counts.retries,
+        server_timing_gap,
         warnings,
     }
 }
 
 /// Nearly every request needed a new connection, far more than the requests ever in flight
 /// at once (which open their first connections legitimately).
-fn closes_after_every_response(records: &[RequestRecord], opened: usize, connected: usize) -> bool {
+fn closes_after_every_response(
+    opened: usize,
+    connected: usize,
+    peak_in_flight: impl FnOnce() -> usize,
+) -> bool {
     if connected < CLOSE_WARNING_MIN_REQUESTS || opened * 10 < connected * 9 {
         return false;
     }
-    connected >= 2 * peak_in_flight(records) + 2
+    connected >= 2 * peak_in_flight() + 2
 }
 
 /// The most requests in flight at one instant.

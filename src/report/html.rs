@@ -52,6 +52,9 @@ fn phases_section(out: &mut String, report: &Report) {
         "<h2>Phases</h2>\n<p class=\"note\">Latencies in milliseconds; phases in plan order.</p>\n",
     );
     write_table(out, &table::phases(report));
+    for note in super::sampling::notes(report) {
+        let _ = writeln!(out, "<p class=\"note\">{}</p>", esc(&note));
+    }
     let hooks = super::hook_table::table(report);
     if !hooks.is_empty() {
         out.push_str("<h3>Phase hooks</h3>\n");
@@ -429,7 +432,7 @@ fn scatter_charts(out: &mut String, report: &Report) {
         }
         any = true;
         let failed = p.request_timings.iter().filter(|r| !r.is_ok()).count();
-        let title = if failed > 0 {
+        let mut title = if failed > 0 {
             format!(
                 "{}: {} requests ({failed} failed, not shown)",
                 p.phase,
@@ -438,6 +441,14 @@ fn scatter_charts(out: &mut String, report: &Report) {
         } else {
             format!("{}: {} requests", p.phase, points.len())
         };
+        if let Some(sampled) = super::sampling::sampled(p) {
+            let _ = write!(title, ", {sampled}");
+        }
+        let thinned = super::sampling::thin(&points, super::sampling::CHART_POINTS);
+        if thinned.len() < points.len() {
+            let _ = write!(title, ", {} drawn (extremes kept)", thinned.len());
+        }
+        let points = thinned;
         out.push_str(&svg::scatter(
             &title,
             "request start within the phase (s)",

@@ -45,6 +45,9 @@ fn phases_section(out: &mut String, report: &Report) {
     out.push_str("\n## Phases\n\n");
     out.push_str("Latencies in milliseconds; phases in plan order.\n\n");
     write_table(out, &table::phases(report));
+    for note in super::sampling::notes(report) {
+        let _ = writeln!(out, "\n{}", inline(&note));
+    }
     let hooks = super::hook_table::table(report);
     if !hooks.is_empty() {
         out.push_str("\n### Phase hooks\n\n");

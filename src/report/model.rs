@@ -166,8 +166,13 @@ pub struct PhaseResult {
     /// Connections opened, retries, the client-versus-server timing gap, connection warnings.
     #[serde(flatten)]
     pub transport: crate::metrics::TransportSummary,
-    /// Per-request records with seed 000's `request_timings` field names.
+    /// Per-request records with seed 000's `request_timings` field names: every one, or a
+    /// seeded sample when the phase ran more than the client keeps (see `records`).
     pub request_timings: Vec<RequestRecord>,
+    /// Present when `request_timings` holds a sample: how many of how many. The summary's
+    /// figures still cover every request.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub records: Option<RecordsKept>,
     /// Share of the client ceiling this phase used: the larger of its requests/s and events/s
     /// over the run's `client_calibration` (above ~0.7 the client may have been the limit).
     /// Written `client_headroom` by earlier versions.
@@ -214,6 +219,15 @@ pub struct PhaseMark {
     pub offset_s: f64,
     /// `before`, `during` or `after`.
     pub when: String,
+}
+
+/// How many of a phase's records the report holds.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct RecordsKept {
+    pub kept: u64,
+    pub total: u64,
+    /// How the kept ones were chosen (`reservoir`: uniform, seeded by the plan's seed).
+    pub sampling: String,
 }
 
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]

@@ -6,7 +6,7 @@ use crate::client::RequestRecord;
 use crate::metrics::{self, RecheckPair};
 use crate::plan::{PercentileMethod, Slo, Tolerance};
 
-use super::model::{PhaseResult, PromptTokenCheck, ServerMetrics, WarmupResult};
+use super::model::{PhaseResult, PromptTokenCheck, RecordsKept, ServerMetrics, WarmupResult};
 
 /// What a phase was and how it ran, apart from its measured records.
 #[derive(Debug, Clone, Default)]
@@ -82,6 +82,7 @@ pub fn phase_result(
         server_metrics: facts.server_metrics,
         transport: metrics::transport(&records, figures.method, figures.connection_reuse),
         request_timings: records,
+        records: None,
         client_load_share: None,
         probe: None,
         marks: Vec::new(),
@@ -89,6 +90,42 @@ pub fn phase_result(
         until: None,
         saturation_stop: None,
     }
+}
+
+/// A phase's result from figures tallied over all its `total` records, keeping `sample`
+/// (sorted by request index) as its records.
+pub fn phase_result_sampled(
+    facts: PhaseFacts,
+    sample: Vec<RequestRecord>,
+    tally: metrics::TallyFigures,
+    prompt_tolerance: f64,
+) -> PhaseResult {
+    let total = tally.summary.requests;
+    let kept = sample.len() as u64;
+    let mut result = phase_result(
+        facts,
+        sample,
+        Figures {
+            method: crate::plan::PercentileMethod::Linear,
+            slo: None,
+            prompt_tolerance,
+            connection_reuse: false,
+        },
+    );
+    result.end_offset_seconds = result.start_offset_seconds + tally.last_end_ms / 1e3;
+    result.summary = tally.summary;
+    result.prompt_tokens = tally.prompt.check(prompt_tolerance);
+    result.send_lag_ms = tally.send_lag_ms;
+    result.achieved_rate_ratio = result
+        .rate_rps
+        .and_then(|rps| tally.achieved_rate.map(|r| r / rps));
+    result.transport = tally.transport;
+    result.records = Some(RecordsKept {
+        kept,
+        total,
+        sampling: "reservoir".to_string(),
+    });
+    result
 }
 
 /// Every recheck among `phases` paired with its original, each judged with the tolerance

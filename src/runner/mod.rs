@@ -5,6 +5,7 @@
 //! `console` the per-phase line.
 
 mod calibrate;
+pub mod collect;
 mod console;
 pub mod endpoint;
 mod exec;
@@ -28,7 +29,7 @@ mod targets;
 
 pub use interrupt::INTERRUPT_GRACE;
 pub use phase::{DEFAULT_CONNECT_TIMEOUT, DEFAULT_IDLE_TIMEOUT};
-pub use run::{RunError, RunOptions, RunOutcome, run};
+pub use run::{LongRunOptions, RunError, RunOptions, RunOutcome, run};
 
 /// Each phase draws its own prompts and arrivals: a recheck repeats its original's settings,
 /// not its exact prompts, which a server's prefix cache would otherwise serve from memory.

@@ -190,6 +190,37 @@ impl Journal {
         }
     }
 
+    /// A rolling summary line, `{"summary": {...}}`: readers of records skip lines without
+    /// a `request_index`.
+    pub fn append_summary(
+        &self,
+        phase: &str,
+        window: Window,
+        summary: &crate::scheduler::rolling::RollingSummary,
+    ) -> std::io::Result<()> {
+        #[derive(Serialize)]
+        struct Inner<'a> {
+            phase: &'a str,
+            window: Window,
+            #[serde(flatten)]
+            summary: &'a crate::scheduler::rolling::RollingSummary,
+        }
+        #[derive(Serialize)]
+        struct SummaryLine<'a> {
+            summary: Inner<'a>,
+        }
+        let mut writer = self.writer.lock().unwrap_or_else(|p| p.into_inner());
+        let line = SummaryLine {
+            summary: Inner {
+                phase,
+                window,
+                summary,
+            },
+        };
+        serde_json::to_writer(&mut *writer, &line)?;
+        writer.write_all(b"\n")
+    }
+
     pub fn flush(&self) -> std::io::Result<()> {
         self.writer
             .lock()

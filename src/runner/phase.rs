@@ -9,17 +9,18 @@ use tokio::sync::mpsc;
 
 use crate::client::{Client, ClientConfig, RequestRecord};
 use crate::plan::LoadedPlan;
-use crate::report::{
-    self, Figures, PhaseFacts, PhaseResult, PromptTokenCheck, ServerMetrics, WarmupResult,
-};
+use crate::report::{self, Figures, PhaseFacts, PhaseResult, ServerMetrics, WarmupResult};
 use crate::schedule::{self, PhaseSettings, ShardSpec};
 use crate::scheduler::progress::{PhaseProgress, ProgressMode};
+use crate::scheduler::rolling::Rolling;
 use crate::scheduler::{self, LiveCounters, Stops, WindowSpec};
 use crate::workload::{PromptQueue, PromptSource, WorkloadContext};
 
 use super::calibrate;
+use super::collect::{CollectSettings, Collected, PhaseCollector};
 use super::output::{Journal, Window};
 use super::phase_seed;
+use super::run::LongRunOptions;
 use super::run::RunError;
 use super::saturation::Saturation;
 use super::scrape;
@@ -49,6 +50,9 @@ pub(super) struct PhaseRun<'a> {
     pub calibration: Option<&'a crate::report::ClientCalibration>,
     /// What the phase's `during` actions need; `None` runs none (search probes).
     pub during: Option<&'a super::hooks::HookContext<'a>>,
+    /// The run directory: a long window's column files go in it while it runs.
+    pub out_dir: &'a Path,
+    pub long_run: &'a LongRunOptions,
 }
 
 /// A phase's client and prompts, ready to send.
@@ -95,7 +99,7 @@ impl PhaseRun<'_> {
         let sampler = self.sampler();
         // Boxed: the window with its watchers is a large future for the caller's stack.
         let measured = Box::pin(self.measured(&spec, prepared.client, prepared.feed.clone()));
-        let (((mut outcome, mut records), until, saturation_stop), during) =
+        let (((mut outcome, collected), until, saturation_stop), during) =
             super::marks::around(phase.during, self.during, measured).await;
         // A stop for stability or saturation is not an interrupt.
         outcome.interrupted = self.stops.stop_starting.is_cancelled();
@@ -104,12 +108,11 @@ impl PhaseRun<'_> {
             None => Vec::new(),
         };
         let scrape_after = self.scrape().await;
-        records.sort_by_key(|r| r.request_index);
 
         let origin = *run_origin.get_or_insert(outcome.origin);
         if warmup.requests == 0 {
             let (tolerance, tokenizer) = (prepared.prompt_tolerance, &prepared.tokenizer);
-            self.warn_on_prompt_gap(&records, tolerance, tokenizer, "measured window");
+            self.warn_on_prompt_gap(&collected, tolerance, tokenizer, "measured window");
         }
         let mut server_metrics = self.server_metrics(scrape_before, scrape_after);
         if let Some(m) = server_metrics.as_mut() {
@@ -136,7 +139,12 @@ impl PhaseRun<'_> {
             connection_reuse: super::endpoint::connection(self.phase.target.connection.as_ref())
                 .reuse,
         };
-        let mut result = report::phase_result(facts, records, figures);
+        let mut result = match collected {
+            Collected::All(records) => report::phase_result(facts, records, figures),
+            Collected::Sampled { sample, figures } => {
+                report::phase_result_sampled(facts, sample, *figures, prepared.prompt_tolerance)
+            }
+        };
         result.marks = super::marks::during_marks(&during, outcome.origin);
         result.hooks = during.outcomes;
         (result.until, result.saturation_stop) = (until, saturation_stop);
@@ -228,7 +236,7 @@ impl PhaseRun<'_> {
             seed: seed ^ 0x5741_524d,
             precise_pacing: true,
         };
-        let (_, records) = self
+        let (_, collected) = self
             .window(
                 &spec,
                 prepared.client.clone(),
@@ -238,16 +246,12 @@ impl PhaseRun<'_> {
             )
             .await;
         let warmup = WarmupResult {
-            requests: records.len() as u64,
-            errors: records.iter().filter(|r| !r.is_ok()).count() as u64,
-            elapsed: records
-                .iter()
-                .map(|r| r.start_offset_ms + r.e2e_ms)
-                .fold(0.0, f64::max)
-                / 1e3,
+            requests: collected.requests(),
+            errors: collected.errors(),
+            elapsed: collected.last_end_ms() / 1e3,
         };
         let (tolerance, tokenizer) = (prepared.prompt_tolerance, &prepared.tokenizer);
-        self.warn_on_prompt_gap(&records, tolerance, tokenizer, "warmup");
+        self.warn_on_prompt_gap(&collected, tolerance, tokenizer, "warmup");
         if self.stops.stop_starting.is_cancelled() {
             return Err(RunError::Failed(format!(
                 "interrupted during the warmup of phase `{}`",
@@ -279,7 +283,7 @@ impl PhaseRun<'_> {
         spec: &WindowSpec,
         client: Arc<Client>,
         feed: Arc<PromptQueue>,
-    ) -> (Collected, Option<UntilOutcome>, Option<SaturationStop>) {
+    ) -> (WindowResult, Option<UntilOutcome>, Option<SaturationStop>) {
         let phase = self.phase;
         let stops = stable::window_stops(self.stops);
         let method = self.plan.plan.percentile_method;
@@ -305,7 +309,7 @@ impl PhaseRun<'_> {
             }
         };
         let by_requests =
-            |(collected, _): &(Collected, _)| Some(collected.0.started) == spec.requests;
+            |(result, _): &(WindowResult, _)| Some(result.0.started) == spec.requests;
         match &stable {
             Some(stable) => {
                 let ((out, stop), until) = stable.around(watched, self.stops, by_requests).await;
@@ -327,54 +331,56 @@ impl PhaseRun<'_> {
         feed: Arc<PromptQueue>,
         (window, label): (Window, String),
         (stops, observer): (&Stops, Option<super::stable::Observer>),
-    ) -> Collected {
+    ) -> WindowResult {
         let (tx, mut rx) = mpsc::unbounded_channel::<RequestRecord>();
         let counters = Arc::new(LiveCounters::default());
-        let journal = self.journal.clone();
-        let phase_name = self.phase.name.to_string();
-        let mut progress = PhaseProgress::new(self.progress, label, spec.duration, spec.requests);
+        let mut sink = WindowSink {
+            journal: self.journal.clone(),
+            phase_name: self.phase.name.to_string(),
+            window,
+            progress: PhaseProgress::new(
+                self.progress,
+                label.clone(),
+                spec.duration,
+                spec.requests,
+            ),
+            rolling: Rolling::new(self.long_run.summary_every, spec.duration),
+            collector: PhaseCollector::new(CollectSettings {
+                keep: self.long_run.keep_records,
+                seed: spec.seed,
+                dir: self.out_dir.to_path_buf(),
+                label,
+                slo: self.plan.plan.slo.clone(),
+            }),
+            journal_error: None,
+            collect_error: None,
+        };
+        let method = self.plan.plan.percentile_method;
+        let reuse = super::endpoint::connection(self.phase.target.connection.as_ref()).reuse;
         let collector_counters = counters.clone();
         let collector = tokio::spawn(async move {
-            let mut records = Vec::new();
             let mut tick = tokio::time::interval(Duration::from_millis(250));
-            let mut journal_error = None;
             loop {
                 tokio::select! {
                     received = rx.recv() => match received {
                         Some(record) => {
-                            if let Err(e) = journal.append(&phase_name, window, &record) {
-                                journal_error.get_or_insert(e);
-                            }
-                            progress.record(&record);
                             if let Some(observe) = &observer {
                                 observe(&record);
                             }
-                            records.push(record);
+                            sink.record(record, collector_counters.in_flight());
                         }
                         None => break,
                     },
-                    _ = tick.tick() => {
-                        progress.tick(collector_counters.in_flight());
-                        let _ = journal.flush();
-                    }
+                    _ = tick.tick() => sink.tick(collector_counters.in_flight()),
                 }
             }
-            let _ = journal.flush();
-            if let Some(e) = journal_error {
-                eprintln!(
-                    "warning: the journal could not be written ({e}); the report still holds every record"
-                );
-            }
-            progress.finish(&format!(
-                "{} requests, {} errors",
-                records.len(),
-                records.iter().filter(|r| !r.is_ok()).count()
-            ));
-            records
+            sink.finish(method, reuse)
         });
         let outcome = scheduler::run_window(spec, client, feed, tx, counters, stops).await;
-        let records = collector.await.unwrap_or_default();
-        (outcome, records)
+        let collected = collector
+            .await
+            .unwrap_or_else(|_| Collected::All(Vec::new()));
+        (outcome, collected)
     }
 
     fn client_config(&self) -> Result<ClientConfig, crate::client::ClientError> {
@@ -440,17 +446,12 @@ impl PhaseRun<'_> {
 
     fn warn_on_prompt_gap(
         &self,
-        records: &[RequestRecord],
+        collected: &Collected,
         tolerance: f64,
         tokenizer: &str,
         window: &str,
     ) {
-        let check = PromptTokenCheck::from_requests(
-            records
-                .iter()
-                .map(|r| (r.planned_context_tokens, r.prompt_tokens)),
-            tolerance,
-        );
+        let check = collected.prompt_check(tolerance);
         if let Some(warning) = check.warning(tokenizer) {
             eprintln!("warning: phase `{}` ({window}): {warning}", self.phase.name);
         }
@@ -504,7 +505,69 @@ impl PhaseRun<'_> {
 }
 
 /// What a window did, and its records.
-type Collected = (scheduler::WindowOutcome, Vec<RequestRecord>);
+type WindowResult = (scheduler::WindowOutcome, Collected);
+
+/// Where a window's records go as they arrive: the journal, the progress line, the rolling
+/// summaries and the collector.
+struct WindowSink {
+    journal: Journal,
+    phase_name: String,
+    window: Window,
+    progress: PhaseProgress,
+    rolling: Rolling,
+    collector: PhaseCollector,
+    journal_error: Option<std::io::Error>,
+    collect_error: Option<std::io::Error>,
+}
+
+impl WindowSink {
+    fn record(&mut self, record: RequestRecord, in_flight: u64) {
+        if let Err(e) = self.journal.append(&self.phase_name, self.window, &record) {
+            self.journal_error.get_or_insert(e);
+        }
+        self.progress.record(&record);
+        self.rolling.record(&record);
+        // This record's request was in flight with the others still running.
+        self.collector.note_in_flight(in_flight + 1);
+        if let Err(e) = self.collector.add(record) {
+            self.collect_error.get_or_insert(e);
+        }
+    }
+
+    fn tick(&mut self, in_flight: u64) {
+        self.progress.tick(in_flight);
+        if let Some(summary) = self.rolling.due(std::time::Instant::now())
+            && let Err(e) = self
+                .journal
+                .append_summary(&self.phase_name, self.window, &summary)
+        {
+            self.journal_error.get_or_insert(e);
+        }
+        let _ = self.journal.flush();
+    }
+
+    fn finish(mut self, method: crate::plan::PercentileMethod, reuse: bool) -> Collected {
+        let _ = self.journal.flush();
+        let phase = &self.phase_name;
+        if let Some(e) = self.journal_error {
+            eprintln!(
+                "warning: the journal could not be written ({e}); the report still holds every figure"
+            );
+        }
+        if let Some(e) = self.collect_error {
+            eprintln!("warning: phase `{phase}`: the column files could not be written ({e})");
+        }
+        self.progress.finish(&format!(
+            "{} requests, {} errors",
+            self.collector.requests(),
+            self.collector.errors()
+        ));
+        self.collector.finish(method, reuse).unwrap_or_else(|e| {
+            eprintln!("warning: phase `{phase}`: the column files could not be read ({e})");
+            Collected::All(Vec::new())
+        })
+    }
+}
 
 /// One scrape of a target's metrics: its one endpoint, or each of several.
 enum Scrapes {

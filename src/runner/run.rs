@@ -48,6 +48,27 @@ pub struct RunOptions {
     pub shard: Option<ShardSpec>,
     /// `--start-at`: start each phase at this time plus its planned offset.
     pub start_at: Option<chrono::DateTime<chrono::Utc>>,
+    /// Bounds for long windows: records kept, rolling summaries.
+    pub long_run: LongRunOptions,
+}
+
+/// How a long window stays bounded and watchable.
+#[derive(Debug, Clone)]
+pub struct LongRunOptions {
+    /// Records a phase's report keeps in full (`run --keep-records`); a longer phase keeps a
+    /// seeded sample of this many and computes its figures over all of them.
+    pub keep_records: usize,
+    /// How often a rolling summary line goes to the journal (`run --summary-every`).
+    pub summary_every: std::time::Duration,
+}
+
+impl Default for LongRunOptions {
+    fn default() -> Self {
+        LongRunOptions {
+            keep_records: super::collect::DEFAULT_KEEP_RECORDS,
+            summary_every: std::time::Duration::from_secs(60),
+        }
+    }
 }
 
 /// Why a run did not produce a complete report.
@@ -356,10 +377,20 @@ impl Phases<'_> {
                 allow_exec: self.options.expand.allow_exec,
                 plan_dir: self.plan_dir(),
             };
+            // Recovery after a `during` mark is measured from every record of the phase.
+            let keep_all = LongRunOptions {
+                keep_records: usize::MAX,
+                ..self.options.long_run.clone()
+            };
             let run = PhaseRun {
                 shard: self.options.shard,
                 warmup_requests,
                 during: Some(&hook_ctx),
+                long_run: if phase.during.is_empty() {
+                    &self.options.long_run
+                } else {
+                    &keep_all
+                },
                 ..self.phase_run(phase, &endpoint, calibration.as_ref())
             };
             let mut hook_outcomes = Vec::new();
@@ -414,9 +445,17 @@ impl Phases<'_> {
         run_origin: &mut Option<std::time::Instant>,
     ) -> Result<PhaseResult, RunError> {
         let endpoint = endpoint_for(phase, self.simulators);
-        self.phase_run(phase, &endpoint, calibration)
-            .execute(run_origin)
-            .await
+        // A probe's verdict counts its records (goodput, completion rate): it keeps them all.
+        let keep_all = LongRunOptions {
+            keep_records: usize::MAX,
+            ..self.options.long_run.clone()
+        };
+        PhaseRun {
+            long_run: &keep_all,
+            ..self.phase_run(phase, &endpoint, calibration)
+        }
+        .execute(run_origin)
+        .await
     }
 
     /// A phase run with this run's context: unsharded, with the phase's own warmup bound.
@@ -439,6 +478,8 @@ impl Phases<'_> {
             warmup_requests: phase.warmup.and_then(|w| w.requests),
             calibration,
             during: None,
+            out_dir: self.out_dir,
+            long_run: &self.options.long_run,
         }
     }
 

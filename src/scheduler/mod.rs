@@ -10,6 +10,7 @@ mod busy;
 mod closed;
 mod open;
 pub mod progress;
+pub mod rolling;
 
 use std::future::Future;
 use std::sync::Arc;

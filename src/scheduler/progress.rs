@@ -29,6 +29,9 @@ pub struct PhaseProgress {
     output_tokens: u64,
     recent_ttft_ms: Vec<f64>,
     next_ttft_slot: usize,
+    /// Outcomes of the last `TTFT_WINDOW` requests (true: failed), for a rolling error rate.
+    recent_failed: std::collections::VecDeque<bool>,
+    recent_failures: usize,
 }
 
 /// Recent TTFTs kept for the running median.
@@ -74,11 +77,18 @@ impl PhaseProgress {
             output_tokens: 0,
             recent_ttft_ms: Vec::with_capacity(TTFT_WINDOW),
             next_ttft_slot: 0,
+            recent_failed: std::collections::VecDeque::with_capacity(TTFT_WINDOW),
+            recent_failures: 0,
         }
     }
 
     pub fn record(&mut self, record: &RequestRecord) {
         self.done += 1;
+        if self.recent_failed.len() == TTFT_WINDOW && self.recent_failed.pop_front() == Some(true) {
+            self.recent_failures -= 1;
+        }
+        self.recent_failed.push_back(!record.is_ok());
+        self.recent_failures += usize::from(!record.is_ok());
         if record.is_ok() {
             self.output_tokens += record.output_tokens.unwrap_or(0);
         } else {
@@ -123,7 +133,12 @@ impl PhaseProgress {
     fn status(&self, in_flight: u64) -> String {
         let elapsed_s = self.started.elapsed().as_secs_f64().max(1e-9);
         let bound = match (self.planned_duration, self.planned_requests) {
-            (Some(d), _) => format!("{:.0}/{:.0}s", elapsed_s, d.as_secs_f64()),
+            (Some(d), _) => format!(
+                "{:.0}/{:.0}s ({:.0}s left)",
+                elapsed_s,
+                d.as_secs_f64(),
+                (d.as_secs_f64() - elapsed_s).max(0.0)
+            ),
             (None, Some(n)) => format!("{}/{n} req", self.done),
             (None, None) => String::new(),
         };
@@ -132,11 +147,13 @@ impl PhaseProgress {
             None => "-".to_string(),
         };
         format!(
-            "{bound} done {} in-flight {in_flight} {:.1} req/s {:.0} tok/s errors {} ttft p50 {ttft}",
+            "{bound} done {} in-flight {in_flight} {:.1} req/s {:.0} tok/s errors {} ({:.1}% of last {}) ttft p50 {ttft}",
             self.done,
             self.done as f64 / elapsed_s,
             self.output_tokens as f64 / elapsed_s,
-            self.errors
+            self.errors,
+            100.0 * self.recent_failures as f64 / self.recent_failed.len().max(1) as f64,
+            self.recent_failed.len()
         )
     }
 }

@@ -9,7 +9,7 @@ pub mod trace;
 mod words;
 
 mod prompt_check;
-pub use prompt_check::PromptTokenCheck;
+pub use prompt_check::{PromptTally, PromptTokenCheck};
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -26,30 +26,11 @@ impl PromptTokenCheck {
         requests: impl IntoIterator<Item = (Option<u64>, Option<u64>)>,
         tolerance: f64,
     ) -> Self {
-        let mut pairs: Vec<(f64, f64)> = Vec::new();
-        let mut served: Vec<f64> = Vec::new();
+        let mut tally = PromptTally::default();
         for (planned, actual) in requests {
-            if let Some(actual) = actual {
-                served.push(actual as f64);
-                if let Some(planned) = planned {
-                    pairs.push((planned as f64, actual as f64));
-                }
-            }
+            tally.add(planned, actual);
         }
-        let mean = |xs: &[f64]| (!xs.is_empty()).then(|| xs.iter().sum::<f64>() / xs.len() as f64);
-        let planned_mean = mean(&pairs.iter().map(|p| p.0).collect::<Vec<_>>());
-        let paired_served = mean(&pairs.iter().map(|p| p.1).collect::<Vec<_>>());
-        let relative_error = match (planned_mean, paired_served) {
-            (Some(planned), Some(served)) if planned > 0.0 => Some((served - planned) / planned),
-            _ => None,
-        };
-        PromptTokenCheck {
-            planned_mean,
-            actual_mean: paired_served.or_else(|| mean(&served)),
-            relative_error,
-            tolerance,
-            warning: relative_error.is_some_and(|e| e.abs() > tolerance),
-        }
+        tally.check(tolerance)
     }
 
     /// From `(planned, served)` pairs; `None` when there is nothing to compare.
@@ -116,5 +97,47 @@ mod tests {
         let exact = PromptTokenCheck::from_requests([(Some(538), Some(538))], 0.02);
         assert_eq!(exact.relative_error, Some(0.0));
         assert!(!exact.warning);
+    }
+}
+
+/// Running sums behind a [`PromptTokenCheck`], so a phase too long to keep can still state it.
+#[derive(Debug, Clone, Default)]
+pub struct PromptTally {
+    paired: u64,
+    paired_planned: f64,
+    paired_served: f64,
+    served: u64,
+    served_sum: f64,
+}
+
+impl PromptTally {
+    pub fn add(&mut self, planned: Option<u64>, actual: Option<u64>) {
+        let Some(actual) = actual else { return };
+        self.served += 1;
+        self.served_sum += actual as f64;
+        if let Some(planned) = planned {
+            self.paired += 1;
+            self.paired_planned += planned as f64;
+            self.paired_served += actual as f64;
+        }
+    }
+
+    /// The means and the error cover the requests with both counts; `actual_mean` falls back
+    /// to every served count when no request has both.
+    pub fn check(&self, tolerance: f64) -> PromptTokenCheck {
+        let mean = |sum: f64, n: u64| (n > 0).then(|| sum / n as f64);
+        let planned_mean = mean(self.paired_planned, self.paired);
+        let paired_served = mean(self.paired_served, self.paired);
+        let relative_error = match (planned_mean, paired_served) {
+            (Some(planned), Some(served)) if planned > 0.0 => Some((served - planned) / planned),
+            _ => None,
+        };
+        PromptTokenCheck {
+            planned_mean,
+            actual_mean: paired_served.or_else(|| mean(self.served_sum, self.served)),
+            relative_error,
+            tolerance,
+            warning: relative_error.is_some_and(|e| e.abs() > tolerance),
+        }
     }
 }

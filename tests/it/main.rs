@@ -13,6 +13,7 @@ mod golden;
 mod hardening;
 mod hooks;
 mod intervals;
+mod longrun;
 mod metrics;
 mod perf;
 mod plan_ci;

@@ -199,6 +199,7 @@ fn phase(spec: &PhaseSpec, index: usize, slow: f64) -> PhaseResult {
         server_metrics: None,
         transport: Default::default(),
         request_timings: recs,
+        records: None,
         client_load_share: None,
         probe: None,
         marks: Vec::new(),

@@ -65,6 +65,7 @@ fn phase(
         server_metrics: None,
         transport: Default::default(),
         request_timings: records,
+        records: None,
         client_load_share: None,
         probe: None,
         marks: Vec::new(),

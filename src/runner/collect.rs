@@ -1,0 +1,328 @@
+//! A window's records in bounded memory. Up to `keep` records are held as they are; past
+//! that the collector tallies every record ([`metrics::PhaseTally`]), keeps a seeded uniform
+//! sample (reservoir) of `keep` records, and appends each distribution's values to column
+//! files in a hidden directory of the run directory, read back at the end for exact
+//! percentiles and removed.
+
+use std::fs::{self, File};
+use std::io::{self, BufReader, BufWriter, Read, Write};
+use std::path::{Path, PathBuf};
+
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+
+use crate::client::RequestRecord;
+use crate::metrics::{Column, PhaseTally, Rescan, TallyFigures};
+use crate::plan::{PercentileMethod, Slo};
+use crate::workload::PromptTokenCheck;
+
+/// Records a phase keeps in full unless `run --keep-records` says otherwise.
+pub const DEFAULT_KEEP_RECORDS: usize = 5_000;
+
+/// What a window's collector needs to know.
+#[derive(Debug, Clone)]
+pub struct CollectSettings {
+    /// Records kept; a window with more keeps a sample of this many.
+    pub keep: usize,
+    pub seed: u64,
+    /// Where the hidden column directory goes (the run directory).
+    pub dir: PathBuf,
+    /// Names the column directory.
+    pub label: String,
+    pub slo: Option<Slo>,
+}
+
+/// A window's records as they arrive.
+pub struct PhaseCollector {
+    settings: CollectSettings,
+    held: Vec<RequestRecord>,
+    sampled: Option<Box<Sampled>>,
+    errors: u64,
+    peak_in_flight: u64,
+    /// A column write failed: the columns no longer hold every value.
+    broken: bool,
+}
+
+/// The bounded state, once the window outgrew `keep`.
+struct Sampled {
+    tally: PhaseTally,
+    columns: ColumnFiles,
+    rng: ChaCha8Rng,
+}
+
+/// A finished window's records.
+pub enum Collected {
+    /// Every record, by request index.
+    All(Vec<RequestRecord>),
+    /// A sample by request index, and the figures over every record.
+    Sampled {
+        sample: Vec<RequestRecord>,
+        figures: Box<TallyFigures>,
+    },
+}
+
+impl PhaseCollector {
+    pub fn new(settings: CollectSettings) -> Self {
+        PhaseCollector {
+            settings,
+            held: Vec::new(),
+            sampled: None,
+            errors: 0,
+            peak_in_flight: 0,
+            broken: false,
+        }
+    }
+
+    /// Records seen so far.
+    pub fn requests(&self) -> u64 {
+        match &self.sampled {
+            Some(s) => s.tally.requests(),
+            None => self.held.len() as u64,
+        }
+    }
+
+    pub fn errors(&self) -> u64 {
+        self.errors
+    }
+
+    /// Note the requests in flight now: a sampled window judges the connection warning by
+    /// the most ever seen, having no full set of records to sweep.
+    pub fn note_in_flight(&mut self, in_flight: u64) {
+        self.peak_in_flight = self.peak_in_flight.max(in_flight);
+    }
+
+    pub fn add(&mut self, record: RequestRecord) -> io::Result<()> {
+        self.errors += u64::from(!record.is_ok());
+        match self.sampled.as_deref_mut() {
+            Some(s) => {
+                let seen = s.tally.requests();
+                if let Err(e) = s.add(&record) {
+                    self.broken = true;
+                    return Err(e);
+                }
+                // Algorithm R: the record replaces a kept one with probability keep / (seen + 1).
+                let slot = s.rng.random_range(0..=seen) as usize;
+                if let Some(kept) = self.held.get_mut(slot) {
+                    *kept = record;
+                }
+                Ok(())
+            }
+            None => {
+                self.held.push(record);
+                if self.held.len() > self.settings.keep
+                    && let Err(e) = self.start_sampling()
+                {
+                    self.broken = true;
+                    return Err(e);
+                }
+                Ok(())
+            }
+        }
+    }
+
+    /// Past `keep` records: tally those held and thin them to a sample.
+    fn start_sampling(&mut self) -> io::Result<()> {
+        let dir = self.settings.dir.join(format!(
+            ".columns-{}-{}",
+            sanitize(&self.settings.label),
+            std::process::id()
+        ));
+        let mut sampled = Sampled {
+            tally: PhaseTally::new(self.settings.slo.as_ref()),
+            columns: ColumnFiles::create(dir)?,
+            rng: ChaCha8Rng::seed_from_u64(self.settings.seed ^ 0x5341_4d50),
+        };
+        let held = std::mem::take(&mut self.held);
+        let keep = self.settings.keep;
+        for record in held {
+            let seen = sampled.tally.requests();
+            sampled.add(&record)?;
+            if self.held.len() < keep {
+                self.held.push(record);
+            } else {
+                let slot = sampled.rng.random_range(0..=seen) as usize;
+                if let Some(kept) = self.held.get_mut(slot) {
+                    *kept = record;
+                }
+            }
+        }
+        self.sampled = Some(Box::new(sampled));
+        Ok(())
+    }
+
+    /// The window's records, and its figures when it was sampled.
+    pub fn finish(
+        mut self,
+        method: PercentileMethod,
+        connection_reuse: bool,
+    ) -> io::Result<Collected> {
+        self.held.sort_by_key(|r| r.request_index);
+        if self.broken {
+            return Err(io::Error::other(
+                "a column file could not be written: the phase's figures would be incomplete",
+            ));
+        }
+        let Some(sampled) = self.sampled else {
+            return Ok(Collected::All(self.held));
+        };
+        let Sampled { tally, columns, .. } = *sampled;
+        let paths = columns.close()?;
+        let peak = self.peak_in_flight as usize;
+        let figures = tally.finish(
+            method,
+            connection_reuse,
+            || peak,
+            |c| ColumnReader::open(&paths.path(c)),
+        );
+        drop(paths);
+        Ok(Collected::Sampled {
+            sample: self.held,
+            figures: Box::new(figures?),
+        })
+    }
+}
+
+impl Sampled {
+    fn add(&mut self, record: &RequestRecord) -> io::Result<()> {
+        let mut failed = None;
+        let columns = &mut self.columns;
+        self.tally.add(record, &mut |c, v| {
+            if let Err(e) = columns.push(c, v) {
+                failed.get_or_insert(e);
+            }
+        });
+        failed.map_or(Ok(()), Err)
+    }
+}
+
+impl Collected {
+    pub fn requests(&self) -> u64 {
+        match self {
+            Collected::All(records) => records.len() as u64,
+            Collected::Sampled { figures, .. } => figures.summary.requests,
+        }
+    }
+
+    pub fn errors(&self) -> u64 {
+        match self {
+            Collected::All(records) => records.iter().filter(|r| !r.is_ok()).count() as u64,
+            Collected::Sampled { figures, .. } => figures.summary.errors,
+        }
+    }
+
+    /// Milliseconds from the window's origin to the last record's end.
+    pub fn last_end_ms(&self) -> f64 {
+        match self {
+            Collected::All(records) => records
+                .iter()
+                .map(|r| r.start_offset_ms + r.e2e_ms)
+                .fold(0.0, f64::max),
+            Collected::Sampled { figures, .. } => figures.last_end_ms,
+        }
+    }
+
+    pub fn prompt_check(&self, tolerance: f64) -> PromptTokenCheck {
+        match self {
+            Collected::All(records) => PromptTokenCheck::from_requests(
+                records
+                    .iter()
+                    .map(|r| (r.planned_context_tokens, r.prompt_tokens)),
+                tolerance,
+            ),
+            Collected::Sampled { figures, .. } => figures.prompt.check(tolerance),
+        }
+    }
+}
+
+fn sanitize(label: &str) -> String {
+    label
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
+        .collect()
+}
+
+/// One append-only file of little-endian f64 per column.
+struct ColumnFiles {
+    dir: ColumnDir,
+    writers: Vec<BufWriter<File>>,
+}
+
+/// The column directory, removed when dropped (also on an error).
+struct ColumnDir(PathBuf);
+
+impl ColumnDir {
+    fn path(&self, column: Column) -> PathBuf {
+        self.0.join(format!("{}.f64", column.name()))
+    }
+}
+
+impl Drop for ColumnDir {
+    fn drop(&mut self) {
+        let _ = fs::remove_dir_all(&self.0);
+    }
+}
+
+impl ColumnFiles {
+    fn create(dir: PathBuf) -> io::Result<Self> {
+        fs::create_dir_all(&dir)?;
+        let dir = ColumnDir(dir);
+        let writers = Column::ALL
+            .iter()
+            .map(|&c| File::create(dir.path(c)).map(|f| BufWriter::with_capacity(1 << 16, f)))
+            .collect::<io::Result<_>>()?;
+        Ok(ColumnFiles { dir, writers })
+    }
+
+    fn push(&mut self, column: Column, value: f64) -> io::Result<()> {
+        let i = Column::ALL.iter().position(|&c| c == column).unwrap_or(0);
+        self.writers[i].write_all(&value.to_le_bytes())
+    }
+
+    fn close(mut self) -> io::Result<ColumnDir> {
+        for w in &mut self.writers {
+            w.flush()?;
+        }
+        Ok(self.dir)
+    }
+}
+
+/// A column file, scanned from the start on each pass.
+struct ColumnReader {
+    path: PathBuf,
+}
+
+impl ColumnReader {
+    fn open(path: &Path) -> io::Result<Self> {
+        Ok(ColumnReader {
+            path: path.to_path_buf(),
+        })
+    }
+}
+
+impl Rescan for ColumnReader {
+    type Error = io::Error;
+    fn scan(&mut self, each: &mut dyn FnMut(f64)) -> io::Result<()> {
+        let mut reader = BufReader::with_capacity(1 << 16, File::open(&self.path)?);
+        let mut buf = vec![0u8; 1 << 16];
+        loop {
+            let mut filled = 0;
+            while filled < buf.len() {
+                match reader.read(&mut buf[filled..])? {
+                    0 => break,
+                    n => filled += n,
+                }
+            }
+            for chunk in buf[..filled].chunks_exact(8) {
+                let mut bytes = [0u8; 8];
+                bytes.copy_from_slice(chunk);
+                each(f64::from_le_bytes(bytes));
+            }
+            if filled < buf.len() {
+                return Ok(());
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

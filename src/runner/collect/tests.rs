@@ -1,0 +1,194 @@
+use super::*;
+use crate::client::{ErrorKind, RequestError};
+use crate::metrics::{Distribution, PhaseSummary};
+use crate::plan::HumanDuration;
+
+/// Varied records: ties, errors, server timings, send lags, some fields missing.
+fn records(n: u64) -> Vec<RequestRecord> {
+    let mut state = 0x2545_F491_4F6C_DD1Du64;
+    (0..n)
+        .map(|i| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            let jitter = (state % 10_000) as f64 / 100.0;
+            let mut r = RequestRecord {
+                request_index: i,
+                start_offset_ms: i as f64 * 0.5,
+                send_lag_ms: (i % 3 != 0).then_some(jitter / 10.0),
+                ttft_ms: Some(if i % 5 == 0 { 20.0 } else { 10.0 + jitter }),
+                e2e_ms: 50.0 + jitter * 2.0,
+                tpot_ms: (i % 7 != 0).then_some(2.0 + jitter / 50.0),
+                mean_inter_token_latency_ms: Some(2.0 + jitter / 50.0),
+                max_inter_chunk_ms: Some(jitter),
+                decode_tok_s: Some(500.0 - jitter),
+                time_to_first_output_ms: Some(10.0 + jitter),
+                planned_context_tokens: Some(64),
+                prompt_tokens: Some(60 + i % 9),
+                output_tokens: Some(16 + i % 4),
+                cached_tokens: (i % 2 == 0).then_some(i % 5),
+                content_chunks: 16,
+                new_connection: Some(i % 11 == 0),
+                server_prompt_ms: (i % 4 == 0).then_some(jitter / 3.0),
+                server_total_ms: (i % 4 == 0).then_some(jitter),
+                ..RequestRecord::default()
+            };
+            if i % 97 == 0 {
+                r.error = Some(RequestError {
+                    kind: ErrorKind::TotalTimeout,
+                    status: None,
+                    message: "timed out".to_string(),
+                });
+            }
+            r
+        })
+        .collect()
+}
+
+fn collect(records: &[RequestRecord], keep: usize, dir: &Path, slo: Option<Slo>) -> Collected {
+    let mut collector = PhaseCollector::new(CollectSettings {
+        keep,
+        seed: 7,
+        dir: dir.to_path_buf(),
+        label: "phase one".to_string(),
+        slo,
+    });
+    // Arrival order is completion order, not request order.
+    for r in records.iter().rev() {
+        collector.add(r.clone()).unwrap();
+    }
+    collector.finish(PercentileMethod::Linear, true).unwrap()
+}
+
+/// Order statistics bit for bit; the mean (a streamed sum) to rounding.
+fn same_distribution(got: &mut Option<Distribution>, want: &Option<Distribution>, what: &str) {
+    match (got.as_mut(), want) {
+        (Some(g), Some(w)) => {
+            assert!(
+                (g.mean - w.mean).abs() <= 1e-12 * w.mean.abs().max(1.0),
+                "{what}: mean {} vs {}",
+                g.mean,
+                w.mean
+            );
+            g.mean = w.mean;
+        }
+        (None, None) => {}
+        _ => panic!("{what}: one side missing"),
+    }
+}
+
+#[test]
+fn a_sampled_window_gives_the_full_windows_figures() {
+    let dir = tempfile::tempdir().unwrap();
+    let all = records(20_000);
+    let slo = Slo {
+        ttft: Some(HumanDuration(std::time::Duration::from_millis(50))),
+        tpot: None,
+        e2e: None,
+    };
+    let want = crate::metrics::summarize(&all, PercentileMethod::Linear, Some(&slo));
+    let Collected::Sampled { sample, figures } = collect(&all, 50, dir.path(), Some(slo)) else {
+        panic!("20,000 records with keep 50 are sampled");
+    };
+    assert_eq!(sample.len(), 50);
+    assert!(
+        sample
+            .windows(2)
+            .all(|w| w[0].request_index < w[1].request_index)
+    );
+    let mut got: PhaseSummary = figures.summary;
+    for (g, w, what) in [
+        (&mut got.ttft, &want.ttft, "ttft"),
+        (&mut got.tpot, &want.tpot, "tpot"),
+        (&mut got.e2e, &want.e2e, "e2e"),
+        (
+            &mut got.time_to_first_output,
+            &want.time_to_first_output,
+            "ttfo",
+        ),
+        (
+            &mut got.mean_inter_token_latency_ms,
+            &want.mean_inter_token_latency_ms,
+            "itl",
+        ),
+        (
+            &mut got.max_inter_chunk_ms,
+            &want.max_inter_chunk_ms,
+            "chunk",
+        ),
+        (&mut got.decode_tok_s, &want.decode_tok_s, "decode"),
+        (&mut got.input_tokens, &want.input_tokens, "input"),
+        (&mut got.output_tokens, &want.output_tokens, "output"),
+    ] {
+        same_distribution(g, w, what);
+    }
+    assert_eq!(got, want);
+    assert!(want.ttft.unwrap().ci95.unwrap().p99.is_some());
+
+    let mut want_transport = crate::metrics::transport(&all, PercentileMethod::Linear, true);
+    let mut got_transport = figures.transport.clone();
+    let (g, w) = (
+        got_transport.server_timing_gap.as_mut().unwrap(),
+        want_transport.server_timing_gap.as_mut().unwrap(),
+    );
+    same_distribution(
+        &mut g.ttft_minus_server_prompt_ms,
+        &w.ttft_minus_server_prompt_ms,
+        "gap",
+    );
+    same_distribution(
+        &mut g.e2e_minus_server_total_ms,
+        &w.e2e_minus_server_total_ms,
+        "gap",
+    );
+    assert_eq!(got_transport, want_transport);
+    let lags: Vec<f64> = all.iter().filter_map(|r| r.send_lag_ms).collect();
+    let mut lag = figures.send_lag_ms;
+    same_distribution(
+        &mut lag,
+        &crate::metrics::distribution(&lags, PercentileMethod::Linear),
+        "lag",
+    );
+    assert_eq!(
+        lag,
+        crate::metrics::distribution(&lags, PercentileMethod::Linear)
+    );
+    assert_eq!(figures.achieved_rate, crate::metrics::achieved_rate(&all));
+    let check = figures.prompt.check(0.1);
+    let want_check = PromptTokenCheck::from_requests(
+        all.iter()
+            .map(|r| (r.planned_context_tokens, r.prompt_tokens)),
+        0.1,
+    );
+    assert!((check.actual_mean.unwrap() - want_check.actual_mean.unwrap()).abs() < 1e-9);
+    // The column directory is gone.
+    assert_eq!(fs::read_dir(dir.path()).unwrap().count(), 0);
+}
+
+#[test]
+fn a_window_within_the_bound_keeps_every_record_in_order() {
+    let dir = tempfile::tempdir().unwrap();
+    let all = records(300);
+    let Collected::All(kept) = collect(&all, 300, dir.path(), None) else {
+        panic!("300 records with keep 300 are all kept");
+    };
+    assert_eq!(kept, all);
+}
+
+#[test]
+fn the_sample_is_seeded() {
+    let dir = tempfile::tempdir().unwrap();
+    let all = records(2_000);
+    let indexes = |c: Collected| match c {
+        Collected::Sampled { sample, .. } => {
+            sample.iter().map(|r| r.request_index).collect::<Vec<_>>()
+        }
+        Collected::All(_) => panic!("sampled"),
+    };
+    let a = indexes(collect(&all, 100, dir.path(), None));
+    let b = indexes(collect(&all, 100, dir.path(), None));
+    assert_eq!(a, b);
+    assert_eq!(a.len(), 100);
+    // Spread over the window, not its first records.
+    assert!(a.iter().any(|&i| i > 1_000));
+}
