@@ -65,6 +65,7 @@ pub fn transport(
              requests opened a new one): each request pays connection set-up inside its TTFT"
         ));
     }
+    warnings.extend(super::buffering_warning(records));
     TransportSummary {
         connections_opened: opened as u64,
         connection_retries: records
