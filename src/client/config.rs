@@ -44,6 +44,8 @@ pub struct ClientConfig {
     pub model: String,
     /// The API key's value, read from the environment by the caller; never logged.
     pub api_key: Option<String>,
+    /// Send the key as is in this header instead of `Authorization: Bearer`.
+    pub api_key_header: Option<String>,
     pub headers: Vec<(String, String)>,
     pub timeouts: ResolvedTimeouts,
     /// Extra body fields: the target's, then the workload's merged over them.
@@ -53,6 +55,8 @@ pub struct ClientConfig {
     /// Most idle connections kept (the phase's concurrency).
     pub max_connections: usize,
     pub connection: ConnectionSettings,
+    /// Roots, client certificate and server name for `https`.
+    pub tls: super::tls::TlsSettings,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -125,12 +129,14 @@ impl fmt::Debug for ClientConfig {
             .field("api", &self.api)
             .field("model", &self.model)
             .field("api_key", &self.api_key.as_ref().map(|_| REDACTED))
+            .field("api_key_header", &self.api_key_header)
             .field("headers", &headers)
             .field("timeouts", &self.timeouts)
             .field("body", &self.body)
             .field("sampling", &self.sampling)
             .field("max_connections", &self.max_connections)
             .field("connection", &self.connection)
+            .field("tls", &self.tls)
             .finish()
     }
 }

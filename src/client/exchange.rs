@@ -56,6 +56,8 @@ struct ConnectionUse {
     /// `None` until a connection was had.
     new_connection: Option<bool>,
     retries: u32,
+    /// The set-up times of the new connection the request opened.
+    setup: Option<super::pool::ConnectionSetup>,
 }
 
 impl Client {
@@ -81,7 +83,7 @@ impl Client {
             .parse()
             .map_err(|e| ClientError(format!("invalid base_url {:?}: {e}", config.base_url)))?;
         let pool = Pool::new(
-            Origin::new(&url)?,
+            Origin::new(&url, &config.tls)?,
             config.connection,
             config.timeouts.connect,
             config.max_connections,
@@ -221,6 +223,8 @@ impl Client {
             max_inter_chunk_ms: state.max_inter_chunk_ms,
             connection_retries: used.retries,
             new_connection: used.new_connection,
+            connect_ms: used.setup.map(|s| s.connect_ms),
+            tls_ms: used.setup.and_then(|s| s.tls_ms),
             server_prompt_ms: state.server.prompt_ms,
             server_total_ms: state.server.total_ms(),
             ..RequestRecord::default()
@@ -306,6 +310,7 @@ impl Client {
         };
         loop {
             used.new_connection = Some(lease.fresh);
+            used.setup = lease.setup.take();
             let read_before = lease.bytes_read();
             let request = self.request(request_id, body.clone());
             let sent = async {
@@ -429,6 +434,9 @@ impl Client {
         if !text.is_empty() {
             message.push_str(": ");
             message.push_str(&text);
+        }
+        if self.config.tls.client_cert.is_none() {
+            message.push_str(super::tls::client_certificate_hint(status.as_u16(), &text));
         }
         let failure = Failure {
             kind,

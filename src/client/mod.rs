@@ -7,7 +7,7 @@
 //! values ([`ClientConfig`]); resolving them from a plan is the runner's job.
 //!
 //! Files: `config.rs` (settings, secrets), `pool.rs` (connections), `request.rs` (headers and
-//! body), `exchange.rs` (one request and its stream), `failure.rs` (deadlines and error kinds), `stream.rs`/`scan.rs`/
+//! body), `tls.rs` (roots, client certificates, certificate errors), `exchange.rs` (one request and its stream), `failure.rs` (deadlines and error kinds), `stream.rs`/`scan.rs`/
 //! `sse.rs` (parsing), `record.rs` (what a request produced).
 
 mod config;
@@ -19,6 +19,7 @@ mod request;
 pub mod scan;
 pub mod sse;
 pub mod stream;
+mod tls;
 pub mod url_secrets;
 
 pub use config::{
@@ -28,6 +29,7 @@ pub use config::{
 pub use exchange::Client;
 pub use pool::{ServerKeepAlive, parse_keep_alive};
 pub use record::*;
+pub use tls::TlsSettings;
 
 #[cfg(test)]
 mod tests {
@@ -58,6 +60,8 @@ mod tests {
             },
             max_connections: 4,
             connection: ConnectionSettings::default(),
+            api_key_header: None,
+            tls: Default::default(),
         }
     }
 

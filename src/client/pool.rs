@@ -23,6 +23,7 @@ use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::TcpStream;
 
 use super::config::{ClientError, ConnectionSettings};
+use super::tls::{TlsSettings, describe_handshake_error};
 
 /// Where connections go: host, port and, for `https`, the TLS set-up.
 pub(crate) struct Origin {
@@ -37,7 +38,7 @@ pub(crate) struct Origin {
 }
 
 impl Origin {
-    pub fn new(url: &reqwest::Url) -> Result<Self, ClientError> {
+    pub fn new(url: &reqwest::Url, tls: &TlsSettings) -> Result<Self, ClientError> {
         let bad = |why: &str| ClientError(format!("invalid base_url {:?}: {why}", url.as_str()));
         // An IPv6 literal comes bracketed, as the URL writes it.
         let host = url
@@ -56,9 +57,9 @@ impl Origin {
             HeaderValue::from_str(&authority).map_err(|_| bad("host not allowed in a header"))?;
         let tls = match url.scheme() {
             "https" => {
-                let name = rustls::pki_types::ServerName::try_from(host.clone())
-                    .map_err(|e| bad(&format!("not a TLS server name: {e}")))?;
-                Some((tls_connector()?, name))
+                let name = tls.server_name(&host)?;
+                let config = tls.client_config(&[b"http/1.1"])?;
+                Some((tokio_rustls::TlsConnector::from(Arc::new(config)), name))
             }
             _ => None,
         };
@@ -69,21 +70,6 @@ impl Origin {
             tls,
         })
     }
-}
-
-/// TLS with the webpki roots (what the HTTP client used before) and HTTP/1.1 only.
-fn tls_connector() -> Result<tokio_rustls::TlsConnector, ClientError> {
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let roots = rustls::RootCertStore {
-        roots: webpki_roots::TLS_SERVER_ROOTS.to_vec(),
-    };
-    let mut config = rustls::ClientConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()
-        .map_err(|e| ClientError(format!("cannot set up TLS: {e}")))?
-        .with_root_certificates(roots)
-        .with_no_client_auth();
-    config.alpn_protocols = vec![b"http/1.1".to_vec()];
-    Ok(tokio_rustls::TlsConnector::from(Arc::new(config)))
 }
 
 /// A plain or TLS socket that counts the bytes read from it.
@@ -152,6 +138,17 @@ pub(crate) struct Lease {
     pub fresh: bool,
     /// Requests the server still allows on it (`Keep-Alive: max=`).
     remaining: Option<u32>,
+    /// How long opening it took; taken by the first request on it.
+    pub setup: Option<ConnectionSetup>,
+}
+
+/// A new connection's set-up times, milliseconds.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub(crate) struct ConnectionSetup {
+    /// TCP connect (name resolution included).
+    pub connect_ms: f64,
+    /// TLS handshake, for `https`.
+    pub tls_ms: Option<f64>,
 }
 
 impl Lease {
@@ -314,18 +311,24 @@ impl Pool {
     async fn open(&self) -> Result<Lease, ConnectError> {
         let origin = &self.origin;
         let at = format!("{}:{}", origin.host, origin.port);
+        let started = Instant::now();
         let tcp = TcpStream::connect((origin.host.as_str(), origin.port))
             .await
             .map_err(|e| ConnectError::Failed(format!("tcp connect to {at}: {e}")))?;
+        let connected = Instant::now();
         // Small request writes and SSE reads must not wait on Nagle + delayed ACK.
         let _ = tcp.set_nodelay(true);
+        let mut setup = ConnectionSetup {
+            connect_ms: ms_between(started, connected),
+            tls_ms: None,
+        };
         let inner = match &origin.tls {
             None => Inner::Plain(tcp),
             Some((connector, name)) => {
-                let tls = connector
-                    .connect(name.clone(), tcp)
-                    .await
-                    .map_err(|e| ConnectError::Failed(format!("TLS handshake with {at}: {e}")))?;
+                let tls = connector.connect(name.clone(), tcp).await.map_err(|e| {
+                    ConnectError::Failed(describe_handshake_error(&e, &origin.host))
+                })?;
+                setup.tls_ms = Some(ms_between(connected, Instant::now()));
                 Inner::Tls(Box::new(tls))
             }
         };
@@ -347,8 +350,13 @@ impl Pool {
             read,
             fresh: true,
             remaining: None,
+            setup: Some(setup),
         })
     }
+}
+
+fn ms_between(from: Instant, to: Instant) -> f64 {
+    to.duration_since(from).as_secs_f64() * 1000.0
 }
 
 #[cfg(test)]

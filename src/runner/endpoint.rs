@@ -1,13 +1,17 @@
 //! From plan types to the client's plain values: a target and a workload become a
 //! `ClientConfig`; the model name is decided here once; the report's copy of a plan is redacted.
 
+use std::collections::BTreeMap;
+use std::path::Path;
+
 use indexmap::IndexMap;
 
 use crate::client::{
     self, ClientConfig, ClientError, ConnectionSettings, REDACTED, ResolvedTimeouts, Sampling,
-    is_secret_header, merge_body,
+    TlsSettings, is_secret_header, merge_body,
 };
 use crate::plan::{self, Plan, Target, Workload};
+use crate::report::EndpointFacts;
 
 /// The model requests name: the target's, else a simulator's own (default `sim`); `None` for
 /// a remote target without one (the runner then asks its `/v1/models`).
@@ -92,6 +96,7 @@ pub fn client_config(
         api: api(target.api),
         model,
         api_key,
+        api_key_header: target.api_key_header.clone(),
         headers: target
             .headers
             .iter()
@@ -107,7 +112,69 @@ pub fn client_config(
         },
         max_connections: max_connections.max(1),
         connection: connection(target.connection.as_ref()),
+        tls: tls_settings(target, Path::new("")),
     })
+}
+
+/// The target's `tls:` settings with relative paths resolved against `plan_dir`.
+pub fn tls_settings(target: &Target, plan_dir: &Path) -> TlsSettings {
+    let Some(tls) = &target.tls else {
+        return TlsSettings::default();
+    };
+    let path = |p: &Option<String>| p.as_ref().map(|p| plan_dir.join(p));
+    TlsSettings {
+        ca_cert: path(&tls.ca_cert),
+        insecure_skip_verify: tls.insecure_skip_verify,
+        client_cert: path(&tls.client_cert),
+        client_key: path(&tls.client_key),
+        server_name: tls.server_name.clone(),
+    }
+}
+
+/// What the certificate check being off means, printed at the start and kept in the report.
+pub const INSECURE_WARNING: &str = "tls.insecure_skip_verify is set: the server's certificate is \
+     not checked, so the connection is encrypted but not authenticated";
+
+/// Per target: how it is reached beyond its URL, for the report.
+pub fn endpoint_facts(plan: &Plan) -> BTreeMap<String, EndpointFacts> {
+    plan.targets
+        .iter()
+        .filter_map(|(name, target)| {
+            let https = target
+                .base_url
+                .as_deref()
+                .is_some_and(|u| u.starts_with("https://"));
+            let tls = target.tls.as_ref();
+            let skip = tls.is_some_and(|t| t.insecure_skip_verify);
+            let facts = EndpointFacts {
+                tls_verified: https.then_some(!skip),
+                client_certificate: tls.is_some_and(|t| t.client_cert.is_some()),
+                api_key_header: target.api_key_header.clone(),
+                warnings: if skip && https {
+                    vec![INSECURE_WARNING.to_string()]
+                } else {
+                    Vec::new()
+                },
+            };
+            (facts != EndpointFacts::default()).then(|| (name.clone(), facts))
+        })
+        .collect()
+}
+
+/// An HTTP client for a target's side traffic (model discovery) with its TLS settings.
+pub fn side_client(
+    tls: &TlsSettings,
+    timeout: std::time::Duration,
+) -> Result<reqwest::Client, ClientError> {
+    let builder = reqwest::Client::builder().timeout(timeout);
+    let builder = if *tls == TlsSettings::default() {
+        builder
+    } else {
+        builder.use_preconfigured_tls(tls.client_config(&[b"h2", b"http/1.1"])?)
+    };
+    builder
+        .build()
+        .map_err(|e| ClientError(format!("cannot build an HTTP client: {e}")))
 }
 
 /// `plan` with the values of its targets' secret headers replaced by [`REDACTED`], and any

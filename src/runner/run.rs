@@ -102,7 +102,8 @@ pub async fn run(options: RunOptions) -> Result<RunOutcome, RunError> {
             interrupted: false,
         });
     }
-    check_client_settings(&schedule.phases)?;
+    let plan_dir = loaded.source_path.parent().unwrap_or(Path::new(""));
+    check_client_settings(&schedule.phases, plan_dir)?;
     let started_at = chrono::Utc::now();
     let run_id = run_id(&loaded.plan.name, started_at, options.shard);
     let (out_dir, journal) = open_run_dir(options.out_dir.as_deref(), &run_id)?;
@@ -208,7 +209,7 @@ async fn preflight(
         .unwrap_or_default();
     super::preflight::check_inputs(&preliminary.phases, &plan_dir, problems)?;
     drop(preliminary);
-    discover_models(&mut loaded.plan, &options.only).await
+    discover_models(&mut loaded.plan, &options.only, &plan_dir).await
 }
 
 fn schedule_options(options: &RunOptions) -> ScheduleOptions<'_> {

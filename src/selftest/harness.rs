@@ -121,6 +121,8 @@ pub(super) fn client_for(addr: std::net::SocketAddr, concurrency: u32) -> Result
         },
         max_connections: concurrency as usize,
         connection: Default::default(),
+        api_key_header: None,
+        tls: Default::default(),
     };
     Client::new(config).map_err(|e| e.to_string())
 }

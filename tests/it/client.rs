@@ -209,6 +209,8 @@ fn config(base_url: String) -> ClientConfig {
         },
         max_connections: 1,
         connection: Default::default(),
+        api_key_header: None,
+        tls: Default::default(),
     }
 }
 
