@@ -35,6 +35,17 @@ impl Default for ConnectionSettings {
     }
 }
 
+/// Which HTTP the client speaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum HttpVersion {
+    /// HTTP/1.1: one request at a time per connection, idle connections pooled.
+    #[default]
+    Http1,
+    /// HTTP/2 (ALPN `h2` over TLS, prior knowledge in clear): every request a stream on one
+    /// shared connection.
+    Http2,
+}
+
 /// Everything the client needs to talk to one target for one phase.
 #[derive(Clone)]
 pub struct ClientConfig {
@@ -57,6 +68,9 @@ pub struct ClientConfig {
     pub connection: ConnectionSettings,
     /// Roots, client certificate and server name for `https`.
     pub tls: super::tls::TlsSettings,
+    pub http: HttpVersion,
+    /// Connect to this Unix socket instead of the URL's host and port.
+    pub unix_socket: Option<std::path::PathBuf>,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -137,6 +151,8 @@ impl fmt::Debug for ClientConfig {
             .field("max_connections", &self.max_connections)
             .field("connection", &self.connection)
             .field("tls", &self.tls)
+            .field("http", &self.http)
+            .field("unix_socket", &self.unix_socket)
             .finish()
     }
 }

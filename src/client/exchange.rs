@@ -32,6 +32,8 @@ pub struct Client {
     url: reqwest::Url,
     /// The request target (path and query) sent on the request line.
     path: Uri,
+    /// The whole URL, for HTTP/2's `:scheme` and `:authority`.
+    absolute: Uri,
     /// Headers and the fixed part of every body.
     template: RequestTemplate,
     pool: Pool,
@@ -82,8 +84,12 @@ impl Client {
         let path: Uri = target
             .parse()
             .map_err(|e| ClientError(format!("invalid base_url {:?}: {e}", config.base_url)))?;
+        let absolute: Uri = url
+            .as_str()
+            .parse()
+            .map_err(|e| ClientError(format!("invalid base_url {:?}: {e}", config.base_url)))?;
         let pool = Pool::new(
-            Origin::new(&url, &config.tls)?,
+            Origin::new(&url, &config.tls, config.http, config.unix_socket.clone())?,
             config.connection,
             config.timeouts.connect,
             config.max_connections,
@@ -94,6 +100,7 @@ impl Client {
             config,
             url,
             path,
+            absolute,
             template,
             pool,
             request_id_prefix: default_request_id_prefix(),
@@ -313,14 +320,15 @@ impl Client {
             used.setup = lease.setup.take();
             let read_before = lease.bytes_read();
             let request = self.request(request_id, body.clone());
-            let sent = async {
-                lease.sender.ready().await?;
-                lease.sender.send_request(request).await
-            }
-            .await;
+            let sent = lease.sender.send(request).await;
             match sent {
                 Ok(response) => return Ok((response, lease)),
-                Err(_) if !lease.fresh && lease.bytes_read() == read_before => {
+                // A shared HTTP/2 connection's byte count moves with the other streams.
+                Err(_)
+                    if !lease.fresh
+                        && !lease.is_multiplexed()
+                        && lease.bytes_read() == read_before =>
+                {
                     used.retries += 1;
                     used.new_connection = None;
                     lease = self.connect().await?;
@@ -340,10 +348,21 @@ impl Client {
     fn request(&self, request_id: &str, body: Bytes) -> Request<Full<Bytes>> {
         let mut request = Request::new(Full::new(body));
         *request.method_mut() = Method::POST;
-        *request.uri_mut() = self.path.clone();
+        let http2 = self.pool.origin().http2;
+        // HTTP/2 carries scheme and authority in the URI's pseudo-headers and forbids
+        // connection-specific headers.
+        *request.uri_mut() = if http2 {
+            self.absolute.clone()
+        } else {
+            self.path.clone()
+        };
         let headers = request.headers_mut();
         *headers = self.template.headers.clone();
-        headers.insert(header::HOST, self.pool.origin().host_header.clone());
+        if http2 {
+            headers.remove(header::CONNECTION);
+        } else {
+            headers.insert(header::HOST, self.pool.origin().host_header.clone());
+        }
         if let Ok(id) = HeaderValue::from_str(request_id) {
             headers.insert("x-request-id", id);
         }

@@ -178,6 +178,10 @@ pub(crate) fn describe_handshake_error(err: &std::io::Error, host: &str) -> Stri
                  signed it (or tls.insecure_skip_verify: true to skip the check)"
             )
         }
+        rustls::Error::AlertReceived(rustls::AlertDescription::NoApplicationProtocol) => format!(
+            "TLS handshake with {host}: the server speaks none of the offered protocols (ALPN); \
+             if `http: \"2\"` is set, it may not speak HTTP/2: set `http: \"1.1\"`"
+        ),
         rustls::Error::AlertReceived(alert) => format!(
             "TLS handshake with {host}: the server refused it ({alert:?}); if it requires a \
              client certificate, set tls.client_cert and tls.client_key"

@@ -135,6 +135,14 @@ pub struct Target {
     /// TLS towards an `https` base URL: extra CA, client certificate, server name.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tls: Option<TargetTls>,
+    /// HTTP version: `"1.1"` (default; pooled connections, one request each at a time) or
+    /// `"2"` (ALPN `h2` over TLS, prior knowledge in clear; all requests share one connection).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub http: Option<TargetHttp>,
+    /// Connect to this Unix socket (relative to the plan file) instead of the base URL's host
+    /// and port; the URL, `http://`, still gives the path and `Host` header.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub socket: Option<String>,
     /// Extra HTTP headers.
     #[serde(default, skip_serializing_if = "IndexMap::is_empty")]
     pub headers: IndexMap<String, String>,
@@ -186,6 +194,15 @@ pub struct TargetTls {
     /// host, e.g. when connecting by IP address.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub server_name: Option<String>,
+}
+
+/// A target's HTTP version, written as a string (`"1.1"` or `"2"`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub enum TargetHttp {
+    #[serde(rename = "1.1")]
+    Http1,
+    #[serde(rename = "2")]
+    Http2,
 }
 
 /// How connections to a target are kept between requests.

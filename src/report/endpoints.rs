@@ -7,6 +7,12 @@ use serde::{Deserialize, Serialize};
 /// One target's connection facts; a plain `http` target with defaults has none.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
 pub struct EndpointFacts {
+    /// HTTP/2 targets: how requests used connections.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub http: Option<String>,
+    /// The Unix socket connected to, as the plan gives it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unix_socket: Option<String>,
     /// `https` targets: whether the server's certificate was checked (`false` with
     /// `tls.insecure_skip_verify`).
     #[serde(default, skip_serializing_if = "Option::is_none")]

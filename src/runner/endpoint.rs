@@ -7,8 +7,8 @@ use std::path::Path;
 use indexmap::IndexMap;
 
 use crate::client::{
-    self, ClientConfig, ClientError, ConnectionSettings, REDACTED, ResolvedTimeouts, Sampling,
-    TlsSettings, is_secret_header, merge_body,
+    self, ClientConfig, ClientError, ConnectionSettings, HttpVersion, REDACTED, ResolvedTimeouts,
+    Sampling, TlsSettings, is_secret_header, merge_body,
 };
 use crate::plan::{self, Plan, Target, Workload};
 use crate::report::EndpointFacts;
@@ -113,7 +113,22 @@ pub fn client_config(
         max_connections: max_connections.max(1),
         connection: connection(target.connection.as_ref()),
         tls: tls_settings(target, Path::new("")),
+        http: http_version(target),
+        unix_socket: target.socket.as_ref().map(Into::into),
     })
+}
+
+pub fn http_version(target: &Target) -> HttpVersion {
+    match target.http {
+        Some(plan::TargetHttp::Http2) => HttpVersion::Http2,
+        Some(plan::TargetHttp::Http1) | None => HttpVersion::Http1,
+    }
+}
+
+/// The plan's paths for a target (TLS files, its Unix socket) resolved against `plan_dir`.
+pub fn resolve_paths(config: &mut ClientConfig, target: &Target, plan_dir: &Path) {
+    config.tls = tls_settings(target, plan_dir);
+    config.unix_socket = target.socket.as_ref().map(|p| plan_dir.join(p));
 }
 
 /// The target's `tls:` settings with relative paths resolved against `plan_dir`.
@@ -135,6 +150,11 @@ pub fn tls_settings(target: &Target, plan_dir: &Path) -> TlsSettings {
 pub const INSECURE_WARNING: &str = "tls.insecure_skip_verify is set: the server's certificate is \
      not checked, so the connection is encrypted but not authenticated";
 
+/// How an HTTP/2 target's requests use connections, as the report states it.
+pub const HTTP2_CONNECTIONS: &str = "HTTP/2: every request of a phase is a stream on one \
+     shared connection (up to the server's stream limit); with connection.reuse false, one \
+     connection per request";
+
 /// Per target: how it is reached beyond its URL, for the report.
 pub fn endpoint_facts(plan: &Plan) -> BTreeMap<String, EndpointFacts> {
     plan.targets
@@ -146,7 +166,10 @@ pub fn endpoint_facts(plan: &Plan) -> BTreeMap<String, EndpointFacts> {
                 .is_some_and(|u| u.starts_with("https://"));
             let tls = target.tls.as_ref();
             let skip = tls.is_some_and(|t| t.insecure_skip_verify);
+            let http2 = target.http == Some(plan::TargetHttp::Http2);
             let facts = EndpointFacts {
+                http: http2.then(|| HTTP2_CONNECTIONS.to_string()),
+                unix_socket: target.socket.clone(),
                 tls_verified: https.then_some(!skip),
                 client_certificate: tls.is_some_and(|t| t.client_cert.is_some()),
                 api_key_header: target.api_key_header.clone(),

@@ -328,7 +328,7 @@ impl PhaseRun<'_> {
         )?;
         config.model = self.endpoint.model.clone();
         let plan_dir = self.plan.source_path.parent().unwrap_or(Path::new(""));
-        config.tls = super::endpoint::tls_settings(phase.target, plan_dir);
+        super::endpoint::resolve_paths(&mut config, phase.target, plan_dir);
         // Without limits a dead server would hold a phase forever; the drain timeout still
         // bounds a slow but live one.
         config

@@ -123,6 +123,8 @@ pub(super) fn client_for(addr: std::net::SocketAddr, concurrency: u32) -> Result
         connection: Default::default(),
         api_key_header: None,
         tls: Default::default(),
+        http: Default::default(),
+        unix_socket: None,
     };
     Client::new(config).map_err(|e| e.to_string())
 }

@@ -280,6 +280,8 @@ fn config(base_url: String) -> ClientConfig {
         connection: Default::default(),
         api_key_header: None,
         tls: Default::default(),
+        http: Default::default(),
+        unix_socket: None,
     }
 }
 

@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 
 use servebench::report::{PhaseResult, Report};
 use servebench::runner::run;
-use servebench::sim::{SimConfig, SimHandle, serve};
+use servebench::sim::{SimConfig, SimHandle, serve, serve_unix};
 
 use crate::common::{assert_valid_report, exclusive_run, quiet_run_options};
 use crate::nginx_support::{Nginx, Site, TestPki, find_nginx};
@@ -15,7 +15,8 @@ fn plan(targets: &[(&str, String, &str)], phase: &str) -> String {
     let mut yaml = String::from("version: 1\nname: edge\nseed: 1\ntargets:\n");
     for (name, url, extra) in targets {
         yaml.push_str(&format!(
-            "  {name}:\n    base_url: {url}\n    model: sim\n    timeout: {{total: 20s}}\n{extra}"
+            "  {name}:\n    base_url: {url}\n    model: sim\n    tokenizer: simulator\n    \
+             timeout: {{total: 20s}}\n{extra}"
         ));
     }
     yaml.push_str(
@@ -330,4 +331,124 @@ fn a_custom_key_header_and_skipped_verification_leave_no_secret_behind() {
     assert_absent(secret, &files);
     drop(nginx);
     runtime.block_on(sim.shutdown());
+}
+
+/// The figures that must not depend on the transport.
+fn counts(p: &PhaseResult) -> (u64, u64, u64, u64) {
+    (
+        p.summary.requests,
+        p.summary.errors,
+        p.summary.total_input_tokens,
+        p.summary.total_output_tokens,
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn http2_and_a_unix_socket_count_the_same_as_http1_over_tcp() {
+    let _exclusive = exclusive_run().await;
+    let dir = tempfile::tempdir().unwrap();
+    let config = SimConfig {
+        seed: Some(3),
+        decode_ms_per_token: Some(0.5),
+        jitter: Some(0.0),
+        max_running: Some(64),
+        ..SimConfig::default()
+    };
+    let (addr, sim) = serve(config.clone()).await.unwrap();
+    let unix = serve_unix(config, &dir.path().join("sim.sock"))
+        .await
+        .unwrap();
+    // The same phase name, so the same prompts, through each transport.
+    let workload =
+        "workloads:\n  w: {input_tokens: {min: 8, max: 200}, output_tokens: {min: 4, max: 40}}\n";
+    let run_through = |target: String| {
+        let yaml = format!(
+            "version: 1\nname: transports\nseed: 5\ntargets:\n  t:\n{target}    model: sim\n    tokenizer: simulator\n\
+             {workload}defaults: {{target: t, workload: w}}\nphases:\n  - {{name: p, \
+             concurrency: 4, requests: 40}}\n"
+        );
+        let dir = dir.path().to_path_buf();
+        async move { run_plan(&dir, &yaml).await.0 }
+    };
+    let tcp = run_through(format!("    base_url: http://{addr}/v1\n")).await;
+    let h2c = run_through(format!("    base_url: http://{addr}/v1\n    http: \"2\"\n")).await;
+    let socket =
+        run_through("    base_url: http://localhost/v1\n    socket: sim.sock\n".into()).await;
+    let tcp_counts = counts(&tcp.phases[0]);
+    assert_eq!(tcp_counts.0, 40);
+    assert_eq!(tcp_counts.1, 0, "{:?}", error_messages(&tcp.phases[0]));
+    assert!(tcp_counts.2 > 0 && tcp_counts.3 > 0);
+    assert_eq!(
+        counts(&h2c.phases[0]),
+        tcp_counts,
+        "{:?}",
+        error_messages(&h2c.phases[0])
+    );
+    assert_eq!(
+        counts(&socket.phases[0]),
+        tcp_counts,
+        "{:?}",
+        error_messages(&socket.phases[0])
+    );
+    // Four HTTP/1.1 connections for four requests in flight; one HTTP/2 connection for all.
+    assert_eq!(tcp.phases[0].transport.connections_opened, 4);
+    assert_eq!(h2c.phases[0].transport.connections_opened, 1);
+    assert!(report_states_http2(&h2c));
+    assert_eq!(socket.phases[0].transport.connections_opened, 4);
+    assert_eq!(
+        socket.endpoints["t"].unix_socket.as_deref(),
+        Some("sim.sock")
+    );
+    unix.shutdown().await;
+    sim.shutdown().await;
+}
+
+fn report_states_http2(report: &Report) -> bool {
+    report.endpoints.values().any(|e| {
+        e.http
+            .as_deref()
+            .is_some_and(|h| h.contains("one shared connection"))
+    })
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn http2_over_tls_is_negotiated_with_nginx() {
+    let Some(binary) = find_nginx("the HTTP/2 over TLS test") else {
+        return;
+    };
+    let _exclusive = exclusive_run().await;
+    let dir = tempfile::tempdir().unwrap();
+    let pki = TestPki::generate(dir.path());
+    let (addr, sim) = simulator(0.5).await;
+    let sites = [
+        Site {
+            http2: true,
+            ..Site::default()
+        },
+        Site::default(),
+    ];
+    let nginx = Nginx::start(&binary, dir.path(), &pki, addr, &sites);
+    let extra = "    tls: {ca_cert: ca.pem}\n    http: \"2\"\n";
+    let h2 = format!("https://127.0.0.1:{}/v1", nginx.ports[0]);
+    let h1_only = format!("https://127.0.0.1:{}/v1", nginx.ports[1]);
+    let phase = "concurrency: 4, requests: 12";
+    let (report, _) = run_plan(dir.path(), &plan(&[("edge", h2, extra)], phase)).await;
+    let p = &report.phases[0];
+    assert_eq!(p.summary.errors, 0, "{:?}", error_messages(p));
+    assert_eq!(p.transport.connections_opened, 1);
+    assert!(report_states_http2(&report));
+    // A server without h2 in its ALPN list is refused with the fix.
+    let (report, _) = run_plan(dir.path(), &plan(&[("edge", h1_only, extra)], phase)).await;
+    let p = &report.phases[0];
+    assert_eq!(p.summary.errors, 12);
+    for message in error_messages(p) {
+        // nginx ends the handshake with an alert; a server that picks HTTP/1.1 is caught
+        // after it.
+        assert!(
+            message.contains("may not speak HTTP/2") || message.contains("did not agree to HTTP/2"),
+            "{message}"
+        );
+    }
+    drop(nginx);
+    sim.shutdown().await;
 }

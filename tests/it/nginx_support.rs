@@ -112,6 +112,8 @@ pub struct Site {
     pub verify_client: bool,
     /// Answer 401 unless this header carries this value.
     pub require_header: Option<(String, String)>,
+    /// Offer HTTP/2 (ALPN `h2`) as well as HTTP/1.1.
+    pub http2: bool,
 }
 
 /// A running nginx; killed on drop.
@@ -205,8 +207,9 @@ fn config(
     for (site, port) in sites.iter().zip(ports) {
         let _ = write!(
             conf,
-            "server {{\n listen 127.0.0.1:{port} ssl;\n ssl_certificate {};\n \
+            "server {{\n listen 127.0.0.1:{port} ssl{};\n ssl_certificate {};\n \
              ssl_certificate_key {};\n",
+            if site.http2 { " http2" } else { "" },
             pki.server_cert.display(),
             pki.server_key.display()
         );

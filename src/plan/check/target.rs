@@ -44,6 +44,20 @@ fn check_endpoint_access(p: &str, t: &Target, issues: &mut Vec<Issue>) {
             ));
         }
     }
+    if t.socket.is_some()
+        && !t
+            .base_url
+            .as_deref()
+            .is_some_and(|u| u.starts_with("http://"))
+    {
+        issues.push(
+            Issue::new(format!("{p}/socket"), "`socket` needs an http:// base_url")
+                .at_key()
+                .hint(Some(
+                    "the URL gives the path and Host header, e.g. http://localhost/v1".into(),
+                )),
+        );
+    }
     let Some(tls) = &t.tls else { return };
     if !t
         .base_url
