@@ -71,6 +71,8 @@ pub struct ClientConfig {
     pub http: HttpVersion,
     /// Connect to this Unix socket instead of the URL's host and port.
     pub unix_socket: Option<std::path::PathBuf>,
+    /// An `http://` proxy to connect through; environment proxies are never used.
+    pub proxy: Option<String>,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -153,6 +155,7 @@ impl fmt::Debug for ClientConfig {
             .field("tls", &self.tls)
             .field("http", &self.http)
             .field("unix_socket", &self.unix_socket)
+            .field("proxy", &self.proxy.as_ref().map(|_| "<set>"))
             .finish()
     }
 }

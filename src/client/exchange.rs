@@ -89,7 +89,7 @@ impl Client {
             .parse()
             .map_err(|e| ClientError(format!("invalid base_url {:?}: {e}", config.base_url)))?;
         let pool = Pool::new(
-            Origin::new(&url, &config.tls, config.http, config.unix_socket.clone())?,
+            Origin::new(&url, &config)?,
             config.connection,
             config.timeouts.connect,
             config.max_connections,
@@ -350,8 +350,8 @@ impl Client {
         *request.method_mut() = Method::POST;
         let http2 = self.pool.origin().http2;
         // HTTP/2 carries scheme and authority in the URI's pseudo-headers and forbids
-        // connection-specific headers.
-        *request.uri_mut() = if http2 {
+        // connection-specific headers; a proxy is sent the whole URL.
+        *request.uri_mut() = if self.pool.origin().absolute_uri() {
             self.absolute.clone()
         } else {
             self.path.clone()

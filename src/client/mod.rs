@@ -14,6 +14,7 @@ mod config;
 mod exchange;
 mod failure;
 mod pool;
+mod proxy;
 mod record;
 mod request;
 pub mod scan;
@@ -65,6 +66,7 @@ mod tests {
             tls: Default::default(),
             http: Default::default(),
             unix_socket: None,
+            proxy: None,
         }
     }
 

@@ -21,9 +21,10 @@ use hyper::{HeaderMap, Request, Response};
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use tokio::net::{TcpStream, UnixStream};
 
-use super::config::{ClientError, ConnectionSettings, HttpVersion};
+use super::config::{ClientConfig, ClientError, ConnectionSettings, HttpVersion};
+use super::proxy::{Proxy, tunnel};
 use super::socket::{Inner, Stream};
-use super::tls::{TlsSettings, describe_handshake_error};
+use super::tls::describe_handshake_error;
 
 /// Where connections go: host, port (or a Unix socket) and, for `https`, the TLS set-up.
 pub(crate) struct Origin {
@@ -31,6 +32,10 @@ pub(crate) struct Origin {
     port: u16,
     /// Connect here instead of `host:port`.
     unix_socket: Option<PathBuf>,
+    /// Connect through this proxy: a tunnel for `https`, absolute-form requests for `http`.
+    proxy: Option<Proxy>,
+    /// `host:port` as a `CONNECT` names it.
+    authority: String,
     /// HTTP/2: prior knowledge in clear, ALPN `h2` over TLS.
     pub http2: bool,
     /// The `Host` header every request carries.
@@ -42,12 +47,9 @@ pub(crate) struct Origin {
 }
 
 impl Origin {
-    pub fn new(
-        url: &reqwest::Url,
-        tls: &TlsSettings,
-        http: HttpVersion,
-        unix_socket: Option<PathBuf>,
-    ) -> Result<Self, ClientError> {
+    pub fn new(url: &reqwest::Url, config: &ClientConfig) -> Result<Self, ClientError> {
+        let (tls, http, unix_socket) = (&config.tls, config.http, config.unix_socket.clone());
+        let proxy = config.proxy.as_deref().map(Proxy::parse).transpose()?;
         let bad = |why: &str| ClientError(format!("invalid base_url {:?}: {why}", url.as_str()));
         // An IPv6 literal comes bracketed, as the URL writes it.
         let host = url
@@ -65,6 +67,12 @@ impl Origin {
         let host_header =
             HeaderValue::from_str(&authority).map_err(|_| bad("host not allowed in a header"))?;
         let http2 = http == HttpVersion::Http2;
+        if proxy.is_some() && unix_socket.is_some() {
+            return Err(bad("a Unix socket target cannot go through a proxy"));
+        }
+        if proxy.is_some() && http2 && url.scheme() == "http" {
+            return Err(bad("HTTP/2 through a proxy needs an https:// base_url"));
+        }
         let tls = match url.scheme() {
             "https" if unix_socket.is_some() => {
                 return Err(bad("a Unix socket target takes an http:// base_url"));
@@ -81,6 +89,8 @@ impl Origin {
             host,
             port,
             unix_socket,
+            proxy,
+            authority: format!("{}:{port}", url.host_str().unwrap_or_default()),
             http2,
             host_header,
             tls,
@@ -390,9 +400,18 @@ impl Pool {
             };
             return Ok((Inner::Unix(unix), setup));
         }
-        let tcp = TcpStream::connect((origin.host.as_str(), origin.port))
+        let (host, port) = match &origin.proxy {
+            Some(proxy) => (proxy.host.as_str(), proxy.port),
+            None => (origin.host.as_str(), origin.port),
+        };
+        let mut tcp = TcpStream::connect((host, port))
             .await
-            .map_err(|e| ConnectError::Failed(format!("tcp connect to {at}: {e}")))?;
+            .map_err(|e| ConnectError::Failed(format!("tcp connect to {host}:{port}: {e}")))?;
+        if origin.proxy.is_some() && origin.tls.is_some() {
+            tunnel(&mut tcp, &origin.authority)
+                .await
+                .map_err(ConnectError::Failed)?;
+        }
         let connected = Instant::now();
         // Small request writes and SSE reads must not wait on Nagle + delayed ACK.
         let _ = tcp.set_nodelay(true);
@@ -420,10 +439,17 @@ impl Pool {
 impl Origin {
     /// Where connections go, for messages.
     fn shown(&self) -> String {
-        match &self.unix_socket {
-            Some(path) => format!("unix socket {}", path.display()),
-            None => format!("{}:{}", self.host, self.port),
+        match (&self.unix_socket, &self.proxy) {
+            (Some(path), _) => format!("unix socket {}", path.display()),
+            (None, Some(proxy)) => format!("{}:{} through {}", self.host, self.port, proxy.shown()),
+            (None, None) => format!("{}:{}", self.host, self.port),
         }
+    }
+
+    /// Requests name the whole URL: HTTP/2 (its pseudo-headers), or plain HTTP through a
+    /// proxy (absolute form).
+    pub fn absolute_uri(&self) -> bool {
+        self.http2 || (self.proxy.is_some() && self.tls.is_none())
     }
 }
 

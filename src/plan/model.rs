@@ -143,6 +143,11 @@ pub struct Target {
     /// and port; the URL, `http://`, still gives the path and `Host` header.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub socket: Option<String>,
+    /// Reach the target through this HTTP proxy (`http://host:port`): a `CONNECT` tunnel for
+    /// an `https` base URL, absolute-form requests for an `http` one. Environment proxy
+    /// variables are never used.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub proxy: Option<String>,
     /// Extra HTTP headers.
     #[serde(default, skip_serializing_if = "IndexMap::is_empty")]
     pub headers: IndexMap<String, String>,

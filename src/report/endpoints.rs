@@ -13,6 +13,9 @@ pub struct EndpointFacts {
     /// The Unix socket connected to, as the plan gives it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub unix_socket: Option<String>,
+    /// The HTTP proxy connected through (credentials removed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub proxy: Option<String>,
     /// `https` targets: whether the server's certificate was checked (`false` with
     /// `tls.insecure_skip_verify`).
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -115,6 +115,7 @@ pub fn client_config(
         tls: tls_settings(target, Path::new("")),
         http: http_version(target),
         unix_socket: target.socket.as_ref().map(Into::into),
+        proxy: target.proxy.clone(),
     })
 }
 
@@ -170,6 +171,7 @@ pub fn endpoint_facts(plan: &Plan) -> BTreeMap<String, EndpointFacts> {
             let facts = EndpointFacts {
                 http: http2.then(|| HTTP2_CONNECTIONS.to_string()),
                 unix_socket: target.socket.clone(),
+                proxy: target.proxy.as_deref().map(super::redact::redact_url),
                 tls_verified: https.then_some(!skip),
                 client_certificate: tls.is_some_and(|t| t.client_cert.is_some()),
                 api_key_header: target.api_key_header.clone(),
@@ -184,12 +186,19 @@ pub fn endpoint_facts(plan: &Plan) -> BTreeMap<String, EndpointFacts> {
         .collect()
 }
 
-/// An HTTP client for a target's side traffic (model discovery) with its TLS settings.
+/// An HTTP client for a target's side traffic (model discovery) with its TLS settings and
+/// proxy; environment proxies are ignored, as the benchmark's own requests ignore them.
 pub fn side_client(
     tls: &TlsSettings,
+    proxy: Option<&str>,
     timeout: std::time::Duration,
 ) -> Result<reqwest::Client, ClientError> {
-    let builder = reqwest::Client::builder().timeout(timeout);
+    let builder = reqwest::Client::builder().timeout(timeout).no_proxy();
+    let builder = match proxy {
+        Some(url) => builder
+            .proxy(reqwest::Proxy::all(url).map_err(|_| ClientError("invalid proxy URL".into()))?),
+        None => builder,
+    };
     let builder = if *tls == TlsSettings::default() {
         builder
     } else {

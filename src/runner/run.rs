@@ -123,6 +123,7 @@ pub async fn run(options: RunOptions) -> Result<RunOutcome, RunError> {
     report.shard = shard_info(&loaded.plan, &options);
     let report_path = output::write_report(&out_dir, &report).map_err(RunError::Failed)?;
     let http = reqwest::Client::builder()
+        .no_proxy()
         .build()
         .map_err(|e| RunError::Failed(format!("cannot build an HTTP client: {e}")))?;
     let phases = Phases {

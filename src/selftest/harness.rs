@@ -125,6 +125,7 @@ pub(super) fn client_for(addr: std::net::SocketAddr, concurrency: u32) -> Result
         tls: Default::default(),
         http: Default::default(),
         unix_socket: None,
+        proxy: None,
     };
     Client::new(config).map_err(|e| e.to_string())
 }

@@ -213,6 +213,7 @@ fn config(base_url: String) -> ClientConfig {
         tls: Default::default(),
         http: Default::default(),
         unix_socket: None,
+        proxy: None,
     }
 }
 

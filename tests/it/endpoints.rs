@@ -9,6 +9,7 @@ use servebench::sim::{SimConfig, SimHandle, serve, serve_unix};
 
 use crate::common::{assert_valid_report, exclusive_run, quiet_run_options};
 use crate::nginx_support::{Nginx, Site, TestPki, find_nginx};
+use crate::proxy_support::TestProxy;
 
 /// One target per `(name, base_url, extra keys)`, and one phase per target, in that order.
 fn plan(targets: &[(&str, String, &str)], phase: &str) -> String {
@@ -449,6 +450,63 @@ async fn http2_over_tls_is_negotiated_with_nginx() {
             "{message}"
         );
     }
+    drop(nginx);
+    sim.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_proxy_carries_plain_requests_and_tunnels_tls() {
+    let Some(binary) = find_nginx("the proxy test") else {
+        return;
+    };
+    let _exclusive = exclusive_run().await;
+    let dir = tempfile::tempdir().unwrap();
+    let pki = TestPki::generate(dir.path());
+    let (addr, sim) = simulator(0.5).await;
+    let nginx = Nginx::start(&binary, dir.path(), &pki, addr, &[Site::default()]);
+    let proxy = TestProxy::start().await;
+    let via = format!("    proxy: {}\n", proxy.url());
+    let via_tls = format!("{via}    tls: {{ca_cert: ca.pem}}\n");
+    let targets = [
+        ("plain", format!("http://{addr}/v1"), via.as_str()),
+        (
+            "tunnelled",
+            format!("https://127.0.0.1:{}/v1", nginx.ports[0]),
+            via_tls.as_str(),
+        ),
+    ];
+    let (report, _) = run_plan(dir.path(), &plan(&targets, "concurrency: 2, requests: 8")).await;
+    for p in &report.phases {
+        assert_eq!(p.summary.errors, 0, "{}: {:?}", p.phase, error_messages(p));
+        assert_eq!(p.summary.requests, 8);
+    }
+    let counts = &proxy.counts;
+    assert!(
+        report
+            .phases
+            .iter()
+            .all(|p| p.transport.connections_opened > 0)
+    );
+    // Absolute-form requests are counted per connection (the first request on it); one
+    // tunnel per TLS connection.
+    assert_eq!(
+        counts
+            .absolute_form
+            .load(std::sync::atomic::Ordering::Relaxed) as u64,
+        report.phases[0].transport.connections_opened
+    );
+    assert_eq!(
+        counts.tunnels.load(std::sync::atomic::Ordering::Relaxed) as u64,
+        report.phases[1].transport.connections_opened
+    );
+    assert_eq!(
+        report.endpoints["plain"].proxy.as_deref(),
+        Some(proxy.url().as_str())
+    );
+    assert_eq!(
+        report.endpoints["tunnelled"].proxy.as_deref(),
+        Some(proxy.url().as_str())
+    );
     drop(nginx);
     sim.shutdown().await;
 }

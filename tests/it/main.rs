@@ -25,6 +25,7 @@ mod plan_schema;
 mod plans;
 mod preflight;
 mod prompts;
+mod proxy_support;
 mod real_llamacpp;
 mod real_routers;
 mod real_support;

@@ -58,6 +58,14 @@ fn check_endpoint_access(p: &str, t: &Target, issues: &mut Vec<Issue>) {
                 )),
         );
     }
+    if let Some(proxy) = &t.proxy
+        && !(proxy.starts_with("http://") && proxy.len() > "http://".len())
+    {
+        issues.push(
+            Issue::new(format!("{p}/proxy"), "expected an http:// proxy URL")
+                .hint(Some("for example http://127.0.0.1:3128".into())),
+        );
+    }
     let Some(tls) = &t.tls else { return };
     if !t
         .base_url
