@@ -186,29 +186,6 @@ pub fn endpoint_facts(plan: &Plan) -> BTreeMap<String, EndpointFacts> {
         .collect()
 }
 
-/// An HTTP client for a target's side traffic (model discovery) with its TLS settings and
-/// proxy; environment proxies are ignored, as the benchmark's own requests ignore them.
-pub fn side_client(
-    tls: &TlsSettings,
-    proxy: Option<&str>,
-    timeout: std::time::Duration,
-) -> Result<reqwest::Client, ClientError> {
-    let builder = reqwest::Client::builder().timeout(timeout).no_proxy();
-    let builder = match proxy {
-        Some(url) => builder
-            .proxy(reqwest::Proxy::all(url).map_err(|_| ClientError("invalid proxy URL".into()))?),
-        None => builder,
-    };
-    let builder = if *tls == TlsSettings::default() {
-        builder
-    } else {
-        builder.use_preconfigured_tls(tls.client_config(&[b"h2", b"http/1.1"])?)
-    };
-    builder
-        .build()
-        .map_err(|e| ClientError(format!("cannot build an HTTP client: {e}")))
-}
-
 /// `plan` with the values of its targets' secret headers replaced by [`REDACTED`], and any
 /// `vars` value that holds one of them too: what a report may keep of a plan.
 pub fn redact_plan(

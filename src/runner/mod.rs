@@ -19,6 +19,7 @@ pub mod redact;
 mod run;
 pub mod scrape;
 mod search;
+mod side;
 mod targets;
 
 pub use interrupt::INTERRUPT_GRACE;

@@ -122,10 +122,8 @@ pub async fn run(options: RunOptions) -> Result<RunOutcome, RunError> {
     report.client_busy_poll = options.busy_poll;
     report.shard = shard_info(&loaded.plan, &options);
     let report_path = output::write_report(&out_dir, &report).map_err(RunError::Failed)?;
-    let http = reqwest::Client::builder()
-        .no_proxy()
-        .build()
-        .map_err(|e| RunError::Failed(format!("cannot build an HTTP client: {e}")))?;
+    let http = super::side::SideClients::new(&loaded.plan, plan_dir)
+        .map_err(|e| RunError::InvalidInput(e.to_string()))?;
     let phases = Phases {
         loaded: &loaded,
         schedule: &schedule,
@@ -299,7 +297,7 @@ pub(super) struct Phases<'a> {
     run_id: &'a str,
     journal: &'a Journal,
     pub(super) stops: &'a Stops,
-    http: &'a reqwest::Client,
+    http: &'a super::side::SideClients,
     options: &'a RunOptions,
     pub(super) out_dir: &'a Path,
 }
@@ -342,7 +340,7 @@ impl Phases<'_> {
             let hook_ctx = hooks::HookContext {
                 phase: phase.name,
                 endpoint: &endpoint,
-                http: self.http,
+                http: self.http.for_target(phase.target_name),
                 allow_exec: self.options.expand.allow_exec,
                 plan_dir: self.plan_dir(),
             };
@@ -415,7 +413,7 @@ impl Phases<'_> {
             journal: self.journal,
             stops: self.stops,
             progress: self.options.progress,
-            http: self.http,
+            http: self.http.for_target(phase.target_name),
             shard: None,
             warmup_requests: phase.warmup.and_then(|w| w.requests),
             calibration,

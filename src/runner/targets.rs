@@ -33,9 +33,14 @@ pub(super) async fn discover_models(
             continue;
         }
         let tls = super::endpoint::tls_settings(target, plan_dir);
-        let http =
-            super::endpoint::side_client(&tls, target.proxy.as_deref(), Duration::from_secs(10))
-                .map_err(|e| RunError::InvalidInput(format!("target `{name}`: {e}")))?;
+        let socket = target.socket.as_ref().map(|p| plan_dir.join(p));
+        let http = super::side::side_client(
+            &tls,
+            target.proxy.as_deref(),
+            socket.as_deref(),
+            Some(Duration::from_secs(10)),
+        )
+        .map_err(|e| RunError::InvalidInput(format!("target `{name}`: {e}")))?;
         let url = format!("{}/models", base_url.trim_end_matches('/'));
         let shown = super::redact::redact_url(&url);
         let secrets = super::redact::url_secrets(&url);

@@ -106,18 +106,17 @@ async fn https_behind_nginx_needs_the_ca_and_says_so() {
     let url = format!("https://127.0.0.1:{}/v1", nginx.ports[0]);
     let phase = "concurrency: 2, requests: 10";
 
-    // The CA named relative to the plan: every request succeeds.
-    let (report, _) = run_plan(
-        dir.path(),
-        &plan(
-            &[("edge", url.clone(), "    tls: {ca_cert: ca.pem}\n")],
-            phase,
-        ),
-    )
-    .await;
+    // The CA named relative to the plan: every request succeeds, and the metrics scrape
+    // (side traffic) uses the same TLS settings.
+    let extra = format!(
+        "    tls: {{ca_cert: ca.pem}}\n    metrics_url: https://127.0.0.1:{}/metrics\n",
+        nginx.ports[0]
+    );
+    let (report, _) = run_plan(dir.path(), &plan(&[("edge", url.clone(), &extra)], phase)).await;
     let p = &report.phases[0];
     assert_eq!(p.summary.requests, 10);
     assert_eq!(p.summary.errors, 0, "{:?}", error_messages(p));
+    assert!(p.server_metrics.is_some(), "the scrape through TLS failed");
     // Set-up times are on the requests that opened a connection, and only on those.
     for r in &p.request_timings {
         let fresh = r.new_connection == Some(true);
@@ -373,8 +372,13 @@ async fn http2_and_a_unix_socket_count_the_same_as_http1_over_tcp() {
     };
     let tcp = run_through(format!("    base_url: http://{addr}/v1\n")).await;
     let h2c = run_through(format!("    base_url: http://{addr}/v1\n    http: \"2\"\n")).await;
-    let socket =
-        run_through("    base_url: http://localhost/v1\n    socket: sim.sock\n".into()).await;
+    // The metrics scrape (side traffic) goes over the socket too.
+    let socket = run_through(
+        "    base_url: http://localhost/v1\n    socket: sim.sock\n    \
+         metrics_url: http://localhost/metrics\n"
+            .into(),
+    )
+    .await;
     let tcp_counts = counts(&tcp.phases[0]);
     assert_eq!(tcp_counts.0, 40);
     assert_eq!(tcp_counts.1, 0, "{:?}", error_messages(&tcp.phases[0]));
@@ -399,6 +403,10 @@ async fn http2_and_a_unix_socket_count_the_same_as_http1_over_tcp() {
     assert_eq!(
         socket.endpoints["t"].unix_socket.as_deref(),
         Some("sim.sock")
+    );
+    assert!(
+        socket.phases[0].server_metrics.is_some(),
+        "the scrape over the socket failed"
     );
     unix.shutdown().await;
     sim.shutdown().await;
