@@ -321,6 +321,8 @@ fn a_custom_key_header_and_skipped_verification_leave_no_secret_behind() {
     assert_eq!(facts.tls_verified, Some(false));
     assert_eq!(facts.api_key_header.as_deref(), Some("x-api-key"));
     assert!(facts.warnings[0].contains("not authenticated"));
+    let md = std::fs::read_to_string(out.join("report.md")).unwrap();
+    assert!(md.contains("certificate is not checked"), "{md}");
     assert!(!stdout.contains(secret) && !stderr.contains(secret));
     let files = files_under(&out);
     assert!(
