@@ -58,13 +58,23 @@ fn check_endpoint_access(p: &str, t: &Target, issues: &mut Vec<Issue>) {
                 )),
         );
     }
-    if let Some(proxy) = &t.proxy
-        && !(proxy.starts_with("http://") && proxy.len() > "http://".len())
-    {
-        issues.push(
-            Issue::new(format!("{p}/proxy"), "expected an http:// proxy URL")
-                .hint(Some("for example http://127.0.0.1:3128".into())),
-        );
+    if let Some(proxy) = &t.proxy {
+        let authority = proxy.strip_prefix("http://").unwrap_or_default();
+        let authority = authority.split('/').next().unwrap_or_default();
+        // Credentials would be copied into the report with the plan: refused, never quoted.
+        let problem = if authority.is_empty() {
+            Some("expected an http:// proxy URL")
+        } else if authority.contains('@') {
+            Some("proxy credentials are not supported")
+        } else {
+            None
+        };
+        if let Some(problem) = problem {
+            issues.push(
+                Issue::new(format!("{p}/proxy"), problem)
+                    .hint(Some("for example http://127.0.0.1:3128".into())),
+            );
+        }
     }
     let Some(tls) = &t.tls else { return };
     if !t
