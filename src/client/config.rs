@@ -35,6 +35,17 @@ impl Default for ConnectionSettings {
     }
 }
 
+/// Which HTTP the client speaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum HttpVersion {
+    /// HTTP/1.1: one request at a time per connection, idle connections pooled.
+    #[default]
+    Http1,
+    /// HTTP/2 (ALPN `h2` over TLS, prior knowledge in clear): every request a stream on one
+    /// shared connection.
+    Http2,
+}
+
 /// Everything the client needs to talk to one target for one phase.
 #[derive(Clone)]
 pub struct ClientConfig {
@@ -44,6 +55,8 @@ pub struct ClientConfig {
     pub model: String,
     /// The API key's value, read from the environment by the caller; never logged.
     pub api_key: Option<String>,
+    /// Send the key as is in this header instead of `Authorization: Bearer`.
+    pub api_key_header: Option<String>,
     pub headers: Vec<(String, String)>,
     pub timeouts: ResolvedTimeouts,
     /// Extra body fields: the target's, then the workload's merged over them.
@@ -53,6 +66,13 @@ pub struct ClientConfig {
     /// Most idle connections kept (the phase's concurrency).
     pub max_connections: usize,
     pub connection: ConnectionSettings,
+    /// Roots, client certificate and server name for `https`.
+    pub tls: super::tls::TlsSettings,
+    pub http: HttpVersion,
+    /// Connect to this Unix socket instead of the URL's host and port.
+    pub unix_socket: Option<std::path::PathBuf>,
+    /// An `http://` proxy to connect through; environment proxies are never used.
+    pub proxy: Option<String>,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -125,12 +145,17 @@ impl fmt::Debug for ClientConfig {
             .field("api", &self.api)
             .field("model", &self.model)
             .field("api_key", &self.api_key.as_ref().map(|_| REDACTED))
+            .field("api_key_header", &self.api_key_header)
             .field("headers", &headers)
             .field("timeouts", &self.timeouts)
             .field("body", &self.body)
             .field("sampling", &self.sampling)
             .field("max_connections", &self.max_connections)
             .field("connection", &self.connection)
+            .field("tls", &self.tls)
+            .field("http", &self.http)
+            .field("unix_socket", &self.unix_socket)
+            .field("proxy", &self.proxy.as_ref().map(|_| "<set>"))
             .finish()
     }
 }

@@ -32,6 +32,8 @@ pub struct Client {
     url: reqwest::Url,
     /// The request target (path and query) sent on the request line.
     path: Uri,
+    /// The whole URL, for HTTP/2's `:scheme` and `:authority`.
+    absolute: Uri,
     /// Headers and the fixed part of every body.
     template: RequestTemplate,
     pool: Pool,
@@ -56,6 +58,8 @@ struct ConnectionUse {
     /// `None` until a connection was had.
     new_connection: Option<bool>,
     retries: u32,
+    /// The set-up times of the new connection the request opened.
+    setup: Option<super::pool::ConnectionSetup>,
 }
 
 impl Client {
@@ -80,8 +84,12 @@ impl Client {
         let path: Uri = target
             .parse()
             .map_err(|e| ClientError(format!("invalid base_url {:?}: {e}", config.base_url)))?;
+        let absolute: Uri = url
+            .as_str()
+            .parse()
+            .map_err(|e| ClientError(format!("invalid base_url {:?}: {e}", config.base_url)))?;
         let pool = Pool::new(
-            Origin::new(&url)?,
+            Origin::new(&url, &config)?,
             config.connection,
             config.timeouts.connect,
             config.max_connections,
@@ -92,6 +100,7 @@ impl Client {
             config,
             url,
             path,
+            absolute,
             template,
             pool,
             request_id_prefix: default_request_id_prefix(),
@@ -221,6 +230,8 @@ impl Client {
             max_inter_chunk_ms: state.max_inter_chunk_ms,
             connection_retries: used.retries,
             new_connection: used.new_connection,
+            connect_ms: used.setup.map(|s| s.connect_ms),
+            tls_ms: used.setup.and_then(|s| s.tls_ms),
             server_prompt_ms: state.server.prompt_ms,
             server_total_ms: state.server.total_ms(),
             ..RequestRecord::default()
@@ -306,16 +317,18 @@ impl Client {
         };
         loop {
             used.new_connection = Some(lease.fresh);
+            used.setup = lease.setup.take();
             let read_before = lease.bytes_read();
             let request = self.request(request_id, body.clone());
-            let sent = async {
-                lease.sender.ready().await?;
-                lease.sender.send_request(request).await
-            }
-            .await;
+            let sent = lease.sender.send(request).await;
             match sent {
                 Ok(response) => return Ok((response, lease)),
-                Err(_) if !lease.fresh && lease.bytes_read() == read_before => {
+                // A shared HTTP/2 connection's byte count moves with the other streams.
+                Err(_)
+                    if !lease.fresh
+                        && !lease.is_multiplexed()
+                        && lease.bytes_read() == read_before =>
+                {
                     used.retries += 1;
                     used.new_connection = None;
                     lease = self.connect().await?;
@@ -335,10 +348,21 @@ impl Client {
     fn request(&self, request_id: &str, body: Bytes) -> Request<Full<Bytes>> {
         let mut request = Request::new(Full::new(body));
         *request.method_mut() = Method::POST;
-        *request.uri_mut() = self.path.clone();
+        let http2 = self.pool.origin().http2;
+        // HTTP/2 carries scheme and authority in the URI's pseudo-headers and forbids
+        // connection-specific headers; a proxy is sent the whole URL.
+        *request.uri_mut() = if self.pool.origin().absolute_uri() {
+            self.absolute.clone()
+        } else {
+            self.path.clone()
+        };
         let headers = request.headers_mut();
         *headers = self.template.headers.clone();
-        headers.insert(header::HOST, self.pool.origin().host_header.clone());
+        if http2 {
+            headers.remove(header::CONNECTION);
+        } else {
+            headers.insert(header::HOST, self.pool.origin().host_header.clone());
+        }
         if let Ok(id) = HeaderValue::from_str(request_id) {
             headers.insert("x-request-id", id);
         }
@@ -429,6 +453,9 @@ impl Client {
         if !text.is_empty() {
             message.push_str(": ");
             message.push_str(&text);
+        }
+        if self.config.tls.client_cert.is_none() {
+            message.push_str(super::tls::client_certificate_hint(status.as_u16(), &text));
         }
         let failure = Failure {
             kind,

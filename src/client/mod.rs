@@ -6,28 +6,32 @@
 //! clock ([`Instant`](std::time::Instant)), read when bytes arrive. The client takes plain
 //! values ([`ClientConfig`]); resolving them from a plan is the runner's job.
 //!
-//! Files: `config.rs` (settings, secrets), `pool.rs` (connections), `request.rs` (headers and
-//! body), `exchange.rs` (one request and its stream), `failure.rs` (deadlines and error kinds), `stream.rs`/`scan.rs`/
+//! Files: `config.rs` (settings, secrets), `pool.rs` (connections), `socket.rs` (TCP, Unix, TLS), `request.rs` (headers and
+//! body), `tls.rs` (roots, client certificates, certificate errors), `exchange.rs` (one request and its stream), `failure.rs` (deadlines and error kinds), `stream.rs`/`scan.rs`/
 //! `sse.rs` (parsing), `record.rs` (what a request produced).
 
 mod config;
 mod exchange;
 mod failure;
 mod pool;
+mod proxy;
 mod record;
 mod request;
 pub mod scan;
+mod socket;
 pub mod sse;
 pub mod stream;
+mod tls;
 pub mod url_secrets;
 
 pub use config::{
-    Api, ClientConfig, ClientError, ConnectionSettings, DEFAULT_CONNECTION_IDLE_TIMEOUT, REDACTED,
-    ResolvedTimeouts, Sampling, is_secret_header, merge_body,
+    Api, ClientConfig, ClientError, ConnectionSettings, DEFAULT_CONNECTION_IDLE_TIMEOUT,
+    HttpVersion, REDACTED, ResolvedTimeouts, Sampling, is_secret_header, merge_body,
 };
 pub use exchange::Client;
 pub use pool::{ServerKeepAlive, parse_keep_alive};
 pub use record::*;
+pub use tls::TlsSettings;
 
 #[cfg(test)]
 mod tests {
@@ -58,6 +62,11 @@ mod tests {
             },
             max_connections: 4,
             connection: ConnectionSettings::default(),
+            api_key_header: None,
+            tls: Default::default(),
+            http: Default::default(),
+            unix_socket: None,
+            proxy: None,
         }
     }
 

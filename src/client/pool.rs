@@ -1,33 +1,43 @@
-//! The HTTP/1.1 connection pool: connect (TCP, TLS), hand out idle connections that are still
-//! usable, take them back only when the server allows it.
+//! The connection pool: connect (TCP or a Unix socket, TLS), hand out idle HTTP/1.1
+//! connections that are still usable and take them back only when the server allows it, or
+//! share one HTTP/2 connection among all requests.
 //!
 //! The pool is ours rather than a general HTTP client's so that each request knows whether it
 //! ran on a reused connection and whether any response byte arrived on it: that is what the
 //! retry rule in `exchange.rs` needs.
 
-use std::io;
-use std::pin::Pin;
+use std::path::PathBuf;
 use std::sync::atomic::AtomicU64;
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::{Arc, Mutex};
-use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use http_body_util::Full;
-use hyper::HeaderMap;
-use hyper::client::conn::http1::{self, SendRequest};
+use hyper::body::Incoming;
+use hyper::client::conn::{http1, http2};
 use hyper::header::{CONNECTION, HeaderValue};
-use hyper_util::rt::TokioIo;
-use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
-use tokio::net::TcpStream;
+use hyper::{HeaderMap, Request, Response};
+use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
+use tokio::net::{TcpStream, UnixStream};
 
-use super::config::{ClientError, ConnectionSettings};
+use super::config::{ClientConfig, ClientError, ConnectionSettings, HttpVersion};
+use super::proxy::{Proxy, tunnel};
+use super::socket::{Inner, Stream};
+use super::tls::describe_handshake_error;
 
-/// Where connections go: host, port and, for `https`, the TLS set-up.
+/// Where connections go: host, port (or a Unix socket) and, for `https`, the TLS set-up.
 pub(crate) struct Origin {
     host: String,
     port: u16,
+    /// Connect here instead of `host:port`.
+    unix_socket: Option<PathBuf>,
+    /// Connect through this proxy: a tunnel for `https`, absolute-form requests for `http`.
+    proxy: Option<Proxy>,
+    /// `host:port` as a `CONNECT` names it.
+    authority: String,
+    /// HTTP/2: prior knowledge in clear, ALPN `h2` over TLS.
+    pub http2: bool,
     /// The `Host` header every request carries.
     pub host_header: HeaderValue,
     tls: Option<(
@@ -37,7 +47,9 @@ pub(crate) struct Origin {
 }
 
 impl Origin {
-    pub fn new(url: &reqwest::Url) -> Result<Self, ClientError> {
+    pub fn new(url: &reqwest::Url, config: &ClientConfig) -> Result<Self, ClientError> {
+        let (tls, http, unix_socket) = (&config.tls, config.http, config.unix_socket.clone());
+        let proxy = config.proxy.as_deref().map(Proxy::parse).transpose()?;
         let bad = |why: &str| ClientError(format!("invalid base_url {:?}: {why}", url.as_str()));
         // An IPv6 literal comes bracketed, as the URL writes it.
         let host = url
@@ -54,109 +66,113 @@ impl Origin {
         };
         let host_header =
             HeaderValue::from_str(&authority).map_err(|_| bad("host not allowed in a header"))?;
+        let http2 = http == HttpVersion::Http2;
+        if proxy.is_some() && unix_socket.is_some() {
+            return Err(bad("a Unix socket target cannot go through a proxy"));
+        }
+        if proxy.is_some() && http2 && url.scheme() == "http" {
+            return Err(bad("HTTP/2 through a proxy needs an https:// base_url"));
+        }
         let tls = match url.scheme() {
+            "https" if unix_socket.is_some() => {
+                return Err(bad("a Unix socket target takes an http:// base_url"));
+            }
             "https" => {
-                let name = rustls::pki_types::ServerName::try_from(host.clone())
-                    .map_err(|e| bad(&format!("not a TLS server name: {e}")))?;
-                Some((tls_connector()?, name))
+                let name = tls.server_name(&host)?;
+                let alpn: &[&[u8]] = if http2 { &[b"h2"] } else { &[b"http/1.1"] };
+                let config = tls.client_config(alpn)?;
+                Some((tokio_rustls::TlsConnector::from(Arc::new(config)), name))
             }
             _ => None,
         };
         Ok(Origin {
             host,
             port,
+            unix_socket,
+            proxy,
+            authority: format!("{}:{port}", url.host_str().unwrap_or_default()),
+            http2,
             host_header,
             tls,
         })
     }
 }
 
-/// TLS with the webpki roots (what the HTTP client used before) and HTTP/1.1 only.
-fn tls_connector() -> Result<tokio_rustls::TlsConnector, ClientError> {
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let roots = rustls::RootCertStore {
-        roots: webpki_roots::TLS_SERVER_ROOTS.to_vec(),
-    };
-    let mut config = rustls::ClientConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()
-        .map_err(|e| ClientError(format!("cannot set up TLS: {e}")))?
-        .with_root_certificates(roots)
-        .with_no_client_auth();
-    config.alpn_protocols = vec![b"http/1.1".to_vec()];
-    Ok(tokio_rustls::TlsConnector::from(Arc::new(config)))
+/// Sends requests on one connection.
+pub(crate) enum Sender {
+    Http1(http1::SendRequest<Full<Bytes>>),
+    /// Cloned for each request: the streams share the connection.
+    Http2(http2::SendRequest<Full<Bytes>>),
 }
 
-/// A plain or TLS socket that counts the bytes read from it.
-struct Stream {
-    inner: Inner,
-    read: Arc<AtomicU64>,
-}
-
-enum Inner {
-    Plain(TcpStream),
-    Tls(Box<tokio_rustls::client::TlsStream<TcpStream>>),
-}
-
-impl AsyncRead for Stream {
-    fn poll_read(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &mut ReadBuf<'_>,
-    ) -> Poll<io::Result<()>> {
-        let before = buf.filled().len();
-        let polled = match &mut self.inner {
-            Inner::Plain(s) => Pin::new(s).poll_read(cx, buf),
-            Inner::Tls(s) => Pin::new(s.as_mut()).poll_read(cx, buf),
-        };
-        if let Poll::Ready(Ok(())) = polled {
-            let n = (buf.filled().len() - before) as u64;
-            self.read.fetch_add(n, Relaxed);
-        }
-        polled
-    }
-}
-
-impl AsyncWrite for Stream {
-    fn poll_write(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &[u8],
-    ) -> Poll<io::Result<usize>> {
-        match &mut self.inner {
-            Inner::Plain(s) => Pin::new(s).poll_write(cx, buf),
-            Inner::Tls(s) => Pin::new(s.as_mut()).poll_write(cx, buf),
+impl Sender {
+    pub async fn send(
+        &mut self,
+        request: Request<Full<Bytes>>,
+    ) -> Result<Response<Incoming>, hyper::Error> {
+        match self {
+            Sender::Http1(s) => {
+                s.ready().await?;
+                s.send_request(request).await
+            }
+            Sender::Http2(s) => {
+                s.ready().await?;
+                s.send_request(request).await
+            }
         }
     }
 
-    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        match &mut self.inner {
-            Inner::Plain(s) => Pin::new(s).poll_flush(cx),
-            Inner::Tls(s) => Pin::new(s.as_mut()).poll_flush(cx),
-        }
-    }
-
-    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        match &mut self.inner {
-            Inner::Plain(s) => Pin::new(s).poll_shutdown(cx),
-            Inner::Tls(s) => Pin::new(s.as_mut()).poll_shutdown(cx),
+    pub fn is_closed(&self) -> bool {
+        match self {
+            Sender::Http1(s) => s.is_closed(),
+            Sender::Http2(s) => s.is_closed(),
         }
     }
 }
 
-/// One HTTP/1.1 connection, lent to one request at a time.
+/// One connection lent to one request: an HTTP/1.1 one exclusively, an HTTP/2 one shared.
 pub(crate) struct Lease {
-    pub sender: SendRequest<Full<Bytes>>,
+    pub sender: Sender,
     /// Bytes read from the socket so far, TLS records included.
     read: Arc<AtomicU64>,
     /// Opened for the request holding it (not taken from the pool).
     pub fresh: bool,
     /// Requests the server still allows on it (`Keep-Alive: max=`).
     remaining: Option<u32>,
+    /// How long opening it took; taken by the first request on it.
+    pub setup: Option<ConnectionSetup>,
+}
+
+/// A new connection's set-up times, milliseconds.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub(crate) struct ConnectionSetup {
+    /// TCP connect (name resolution included).
+    pub connect_ms: f64,
+    /// TLS handshake, for `https`.
+    pub tls_ms: Option<f64>,
 }
 
 impl Lease {
     pub fn bytes_read(&self) -> u64 {
         self.read.load(Relaxed)
+    }
+
+    /// Another stream on the same HTTP/2 connection.
+    fn share(&self) -> Option<Lease> {
+        let Sender::Http2(sender) = &self.sender else {
+            return None;
+        };
+        Some(Lease {
+            sender: Sender::Http2(sender.clone()),
+            read: self.read.clone(),
+            fresh: false,
+            remaining: None,
+            setup: None,
+        })
+    }
+
+    pub fn is_multiplexed(&self) -> bool {
+        matches!(self.sender, Sender::Http2(_))
     }
 }
 
@@ -233,6 +249,8 @@ pub(crate) struct Pool {
     connect_timeout: Option<Duration>,
     max_idle: usize,
     idle: Mutex<Vec<Idle>>,
+    /// HTTP/2 with reuse: the one connection every request opens a stream on.
+    shared: tokio::sync::Mutex<Option<Lease>>,
 }
 
 impl Pool {
@@ -248,6 +266,7 @@ impl Pool {
             connect_timeout,
             max_idle: max_idle.max(1),
             idle: Mutex::new(Vec::new()),
+            shared: tokio::sync::Mutex::new(None),
         }
     }
 
@@ -270,7 +289,8 @@ impl Pool {
     /// Give a connection back after its response body ended; `server` is what the response's
     /// headers said. Dropped instead when reuse is off or the server will close it.
     pub fn checkin(&self, mut lease: Lease, server: ServerKeepAlive) {
-        if !self.settings.reuse || server.close || lease.sender.is_closed() {
+        let shared = lease.is_multiplexed();
+        if shared || !self.settings.reuse || server.close || lease.sender.is_closed() {
             return;
         }
         if let Some(max) = server.max {
@@ -301,6 +321,20 @@ impl Pool {
 
     /// Open a new connection: TCP (no Nagle), TLS for `https`, the HTTP/1.1 handshake.
     pub async fn connect(&self) -> Result<Lease, ConnectError> {
+        if !(self.origin.http2 && self.settings.reuse) {
+            return self.open_in_time().await;
+        }
+        // One HTTP/2 connection, opened by the first request; later ones wait for it.
+        let mut shared = self.shared.lock().await;
+        if let Some(lease) = shared.as_ref().filter(|l| !l.sender.is_closed()) {
+            return Ok(lease.share().expect("an HTTP/2 lease"));
+        }
+        let lease = self.open_in_time().await?;
+        *shared = lease.share();
+        Ok(lease)
+    }
+
+    async fn open_in_time(&self) -> Result<Lease, ConnectError> {
         let open = self.open();
         match self.connect_timeout {
             None => open.await,
@@ -312,43 +346,115 @@ impl Pool {
     }
 
     async fn open(&self) -> Result<Lease, ConnectError> {
-        let origin = &self.origin;
-        let at = format!("{}:{}", origin.host, origin.port);
-        let tcp = TcpStream::connect((origin.host.as_str(), origin.port))
-            .await
-            .map_err(|e| ConnectError::Failed(format!("tcp connect to {at}: {e}")))?;
-        // Small request writes and SSE reads must not wait on Nagle + delayed ACK.
-        let _ = tcp.set_nodelay(true);
-        let inner = match &origin.tls {
-            None => Inner::Plain(tcp),
-            Some((connector, name)) => {
-                let tls = connector
-                    .connect(name.clone(), tcp)
-                    .await
-                    .map_err(|e| ConnectError::Failed(format!("TLS handshake with {at}: {e}")))?;
-                Inner::Tls(Box::new(tls))
-            }
-        };
+        let (inner, setup) = self.open_socket().await?;
+        let at = self.origin.shown();
         let read = Arc::new(AtomicU64::new(0));
-        let stream = Stream {
+        let io = TokioIo::new(Stream {
             inner,
             read: read.clone(),
-        };
-        let (sender, connection) = http1::Builder::new()
-            .handshake(TokioIo::new(stream))
-            .await
-            .map_err(|e| ConnectError::Failed(format!("HTTP handshake with {at}: {e}")))?;
-        // The connection task ends when the socket closes or every handle to it is dropped.
-        tokio::spawn(async move {
-            let _ = connection.await;
         });
+        let handshake_failed =
+            |e: hyper::Error| ConnectError::Failed(format!("HTTP handshake with {at}: {e}"));
+        // Each connection task ends when the socket closes or every handle to it is dropped.
+        let sender = if self.origin.http2 {
+            let (sender, connection) = http2::Builder::new(TokioExecutor::new())
+                .timer(TokioTimer::new())
+                .handshake(io)
+                .await
+                .map_err(handshake_failed)?;
+            tokio::spawn(async move {
+                let _ = connection.await;
+            });
+            Sender::Http2(sender)
+        } else {
+            let (sender, connection) = http1::Builder::new()
+                .handshake(io)
+                .await
+                .map_err(handshake_failed)?;
+            tokio::spawn(async move {
+                let _ = connection.await;
+            });
+            Sender::Http1(sender)
+        };
         Ok(Lease {
             sender,
             read,
             fresh: true,
             remaining: None,
+            setup: Some(setup),
         })
     }
+
+    /// TCP (no Nagle) or the Unix socket, then TLS for `https`, timed.
+    async fn open_socket(&self) -> Result<(Inner, ConnectionSetup), ConnectError> {
+        let origin = &self.origin;
+        let at = origin.shown();
+        let started = Instant::now();
+        if let Some(path) = &origin.unix_socket {
+            let unix = UnixStream::connect(path)
+                .await
+                .map_err(|e| ConnectError::Failed(format!("connect to {at}: {e}")))?;
+            let setup = ConnectionSetup {
+                connect_ms: ms_between(started, Instant::now()),
+                tls_ms: None,
+            };
+            return Ok((Inner::Unix(unix), setup));
+        }
+        let (host, port) = match &origin.proxy {
+            Some(proxy) => (proxy.host.as_str(), proxy.port),
+            None => (origin.host.as_str(), origin.port),
+        };
+        let mut tcp = TcpStream::connect((host, port))
+            .await
+            .map_err(|e| ConnectError::Failed(format!("tcp connect to {host}:{port}: {e}")))?;
+        if origin.proxy.is_some() && origin.tls.is_some() {
+            tunnel(&mut tcp, &origin.authority)
+                .await
+                .map_err(ConnectError::Failed)?;
+        }
+        let connected = Instant::now();
+        // Small request writes and SSE reads must not wait on Nagle + delayed ACK.
+        let _ = tcp.set_nodelay(true);
+        let mut setup = ConnectionSetup {
+            connect_ms: ms_between(started, connected),
+            tls_ms: None,
+        };
+        let Some((connector, name)) = &origin.tls else {
+            return Ok((Inner::Plain(tcp), setup));
+        };
+        let tls = connector
+            .connect(name.clone(), tcp)
+            .await
+            .map_err(|e| ConnectError::Failed(describe_handshake_error(&e, &origin.host)))?;
+        setup.tls_ms = Some(ms_between(connected, Instant::now()));
+        if origin.http2 && tls.get_ref().1.alpn_protocol() != Some(b"h2".as_slice()) {
+            return Err(ConnectError::Failed(format!(
+                "{at} did not agree to HTTP/2 in the TLS handshake (ALPN); set http: \"1.1\""
+            )));
+        }
+        Ok((Inner::Tls(Box::new(tls)), setup))
+    }
+}
+
+impl Origin {
+    /// Where connections go, for messages.
+    fn shown(&self) -> String {
+        match (&self.unix_socket, &self.proxy) {
+            (Some(path), _) => format!("unix socket {}", path.display()),
+            (None, Some(proxy)) => format!("{}:{} through {}", self.host, self.port, proxy.shown()),
+            (None, None) => format!("{}:{}", self.host, self.port),
+        }
+    }
+
+    /// Requests name the whole URL: HTTP/2 (its pseudo-headers), or plain HTTP through a
+    /// proxy (absolute form).
+    pub fn absolute_uri(&self) -> bool {
+        self.http2 || (self.proxy.is_some() && self.tls.is_none())
+    }
+}
+
+fn ms_between(from: Instant, to: Instant) -> f64 {
+    to.duration_since(from).as_secs_f64() * 1000.0
 }
 
 #[cfg(test)]

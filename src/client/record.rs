@@ -62,6 +62,12 @@ pub struct RequestRecord {
     /// Whether the request ran on a connection opened for it (absent when none was made).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub new_connection: Option<bool>,
+    /// A new connection's TCP connect time (absent on a reused connection).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub connect_ms: Option<f64>,
+    /// A new `https` connection's TLS handshake time (absent on a reused connection).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tls_ms: Option<f64>,
     /// The server's own prompt (prefill) time, when it reports one (llama.cpp `timings`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub server_prompt_ms: Option<f64>,

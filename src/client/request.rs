@@ -76,11 +76,19 @@ fn default_headers(config: &ClientConfig) -> Result<HeaderMap, ClientError> {
         HeaderValue::from_static("text/event-stream"),
     );
     if let Some(key) = &config.api_key {
-        let mut value = HeaderValue::from_str(&format!("Bearer {key}")).map_err(|_| {
+        let (name, text) = match &config.api_key_header {
+            Some(name) => (
+                HeaderName::from_bytes(name.as_bytes())
+                    .map_err(|_| ClientError(format!("invalid api_key_header {name:?}")))?,
+                key.clone(),
+            ),
+            None => (header::AUTHORIZATION, format!("Bearer {key}")),
+        };
+        let mut value = HeaderValue::from_str(&text).map_err(|_| {
             ClientError("the API key holds characters not allowed in a header".into())
         })?;
         value.set_sensitive(true);
-        headers.insert(header::AUTHORIZATION, value);
+        headers.insert(name, value);
     }
     for (name, value) in &config.headers {
         let header_name = HeaderName::from_bytes(name.as_bytes())

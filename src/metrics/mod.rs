@@ -2,6 +2,7 @@
 
 mod anvil;
 mod bootstrap;
+mod buffering;
 mod drift;
 mod interval;
 mod rates;
@@ -14,6 +15,7 @@ mod transport;
 
 pub use anvil::*;
 pub use bootstrap::*;
+pub use buffering::*;
 pub use drift::*;
 pub use interval::*;
 pub use rates::*;

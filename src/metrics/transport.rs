@@ -66,12 +66,14 @@ pub fn transport(
             .map(|r| u64::from(r.connection_retries))
             .sum(),
     };
-    transport_from_counts(
+    let mut summary = transport_from_counts(
         counts,
         || peak_in_flight(records),
         server_timing_gap(records, method),
         reuse,
-    )
+    );
+    summary.warnings.extend(super::buffering_warning(records));
+    summary
 }
 
 /// How a phase's requests used connections, counted.

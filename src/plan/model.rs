@@ -128,6 +128,26 @@ pub struct Target {
     /// Name of the environment variable holding the API key (never the key itself).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub api_key_env: Option<String>,
+    /// Send the API key as is in this header (e.g. `api-key`, `x-api-key`) instead of
+    /// `Authorization: Bearer`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub api_key_header: Option<String>,
+    /// TLS towards an `https` base URL: extra CA, client certificate, server name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tls: Option<TargetTls>,
+    /// HTTP version: `"1.1"` (default; pooled connections, one request each at a time) or
+    /// `"2"` (ALPN `h2` over TLS, prior knowledge in clear; all requests share one connection).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub http: Option<TargetHttp>,
+    /// Connect to this Unix socket (relative to the plan file) instead of the base URL's host
+    /// and port; the URL, `http://`, still gives the path and `Host` header.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub socket: Option<String>,
+    /// Reach the target through this HTTP proxy (`http://host:port`): a `CONNECT` tunnel for
+    /// an `https` base URL, absolute-form requests for an `http` one. Environment proxy
+    /// variables are never used.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub proxy: Option<String>,
     /// Extra HTTP headers.
     #[serde(default, skip_serializing_if = "IndexMap::is_empty")]
     pub headers: IndexMap<String, String>,
@@ -154,6 +174,40 @@ pub struct Target {
     /// How connections to the target are kept between requests.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub connection: Option<TargetConnection>,
+}
+
+/// TLS towards a target. Paths are relative to the plan file; files are read when the run
+/// starts, and their contents never appear in a report, journal or error.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct TargetTls {
+    /// PEM file of CA certificates trusted besides the system's and the bundled web roots
+    /// (an internal CA).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ca_cert: Option<String>,
+    /// Accept any server certificate: still encrypted, no longer authenticated. Prints a
+    /// warning and is recorded in the report.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub insecure_skip_verify: bool,
+    /// PEM client certificate, for servers that require one (mutual TLS).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_cert: Option<String>,
+    /// PEM private key of `client_cert`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_key: Option<String>,
+    /// Name checked against the server's certificate (and sent as SNI) instead of the URL's
+    /// host, e.g. when connecting by IP address.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_name: Option<String>,
+}
+
+/// A target's HTTP version, written as a string (`"1.1"` or `"2"`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub enum TargetHttp {
+    #[serde(rename = "1.1")]
+    Http1,
+    #[serde(rename = "2")]
+    Http2,
 }
 
 /// How connections to a target are kept between requests.

@@ -52,16 +52,20 @@ pub fn table(report: &Report) -> Table {
     t
 }
 
+/// `target `NAME`: warning` for every target's (a skipped certificate check), then
 /// `phase: warning` for every connection warning.
 pub fn warnings(report: &Report) -> Vec<String> {
-    report
-        .phases
-        .iter()
-        .flat_map(|p| {
-            p.transport
-                .warnings
-                .iter()
-                .map(move |w| format!("{}: {w}", p.phase))
-        })
-        .collect()
+    let targets = report.endpoints.iter().flat_map(|(name, facts)| {
+        facts
+            .warnings
+            .iter()
+            .map(move |w| format!("target `{name}`: {w}"))
+    });
+    let phases = report.phases.iter().flat_map(|p| {
+        p.transport
+            .warnings
+            .iter()
+            .map(move |w| format!("{}: {w}", p.phase))
+    });
+    targets.chain(phases).collect()
 }

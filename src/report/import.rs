@@ -51,6 +51,7 @@ pub(super) fn imported_report(imported: Imported) -> Report {
         client_calibration: None,
         client_busy_poll: false,
         searches: Vec::new(),
+        endpoints: Default::default(),
         shard: None,
         merged_from: None,
     }

@@ -13,6 +13,7 @@ pub mod compare;
 mod compare_md;
 mod connections;
 pub mod csv;
+mod endpoints;
 pub mod figure_path;
 pub mod gate;
 pub mod gateway_out;
@@ -43,6 +44,7 @@ mod until_table;
 mod write;
 
 pub use compare_md::render as render_comparison;
+pub use endpoints::EndpointFacts;
 pub use import::IMPORT_PROMPT_TOLERANCE;
 pub use model::*;
 pub use phase::{Figures, PhaseFacts, pair_rechecks, phase_result, phase_result_sampled};

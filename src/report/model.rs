@@ -66,6 +66,10 @@ pub struct Report {
     /// Capacity searches, in plan order; their probes are among `phases`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub searches: Vec<super::search::SearchResult>,
+    /// How each target was reached beyond its URL (TLS verification, client certificate, key
+    /// header), by target name; plain targets are absent.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub endpoints: std::collections::BTreeMap<String, super::EndpointFacts>,
 }
 
 /// What the client sustained against a zero-delay in-process simulator on loopback, just

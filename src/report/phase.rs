@@ -119,7 +119,10 @@ pub fn phase_result_sampled(
     result.achieved_rate_ratio = result
         .rate_rps
         .and_then(|rps| tally.achieved_rate.map(|r| r / rps));
+    // The sample is uniform, so the share of streams that arrived at once holds for the phase.
+    let buffering = metrics::buffering_warning(&result.request_timings);
     result.transport = tally.transport;
+    result.transport.warnings.extend(buffering);
     result.records = Some(RecordsKept {
         kept,
         total,

@@ -1,13 +1,17 @@
 //! From plan types to the client's plain values: a target and a workload become a
 //! `ClientConfig`; the model name is decided here once; the report's copy of a plan is redacted.
 
+use std::collections::BTreeMap;
+use std::path::Path;
+
 use indexmap::IndexMap;
 
 use crate::client::{
-    self, ClientConfig, ClientError, ConnectionSettings, REDACTED, ResolvedTimeouts, Sampling,
-    is_secret_header, merge_body,
+    self, ClientConfig, ClientError, ConnectionSettings, HttpVersion, REDACTED, ResolvedTimeouts,
+    Sampling, TlsSettings, is_secret_header, merge_body,
 };
 use crate::plan::{self, Plan, Target, Workload};
+use crate::report::EndpointFacts;
 
 /// The model requests name: the target's, else a simulator's own (default `sim`); `None` for
 /// a remote target without one (the runner then asks its `/v1/models`).
@@ -92,6 +96,7 @@ pub fn client_config(
         api: api(target.api),
         model,
         api_key,
+        api_key_header: target.api_key_header.clone(),
         headers: target
             .headers
             .iter()
@@ -107,7 +112,78 @@ pub fn client_config(
         },
         max_connections: max_connections.max(1),
         connection: connection(target.connection.as_ref()),
+        tls: tls_settings(target, Path::new("")),
+        http: http_version(target),
+        unix_socket: target.socket.as_ref().map(Into::into),
+        proxy: target.proxy.clone(),
     })
+}
+
+pub fn http_version(target: &Target) -> HttpVersion {
+    match target.http {
+        Some(plan::TargetHttp::Http2) => HttpVersion::Http2,
+        Some(plan::TargetHttp::Http1) | None => HttpVersion::Http1,
+    }
+}
+
+/// The plan's paths for a target (TLS files, its Unix socket) resolved against `plan_dir`.
+pub fn resolve_paths(config: &mut ClientConfig, target: &Target, plan_dir: &Path) {
+    config.tls = tls_settings(target, plan_dir);
+    config.unix_socket = target.socket.as_ref().map(|p| plan_dir.join(p));
+}
+
+/// The target's `tls:` settings with relative paths resolved against `plan_dir`.
+pub fn tls_settings(target: &Target, plan_dir: &Path) -> TlsSettings {
+    let Some(tls) = &target.tls else {
+        return TlsSettings::default();
+    };
+    let path = |p: &Option<String>| p.as_ref().map(|p| plan_dir.join(p));
+    TlsSettings {
+        ca_cert: path(&tls.ca_cert),
+        insecure_skip_verify: tls.insecure_skip_verify,
+        client_cert: path(&tls.client_cert),
+        client_key: path(&tls.client_key),
+        server_name: tls.server_name.clone(),
+    }
+}
+
+/// What the certificate check being off means, printed at the start and kept in the report.
+pub const INSECURE_WARNING: &str = "tls.insecure_skip_verify is set: the server's certificate is \
+     not checked, so the connection is encrypted but not authenticated";
+
+/// How an HTTP/2 target's requests use connections, as the report states it.
+pub const HTTP2_CONNECTIONS: &str = "HTTP/2: every request of a phase is a stream on one \
+     shared connection (up to the server's stream limit); with connection.reuse false, one \
+     connection per request";
+
+/// Per target: how it is reached beyond its URL, for the report.
+pub fn endpoint_facts(plan: &Plan) -> BTreeMap<String, EndpointFacts> {
+    plan.targets
+        .iter()
+        .filter_map(|(name, target)| {
+            let https = target
+                .base_url
+                .as_deref()
+                .is_some_and(|u| u.starts_with("https://"));
+            let tls = target.tls.as_ref();
+            let skip = tls.is_some_and(|t| t.insecure_skip_verify);
+            let http2 = target.http == Some(plan::TargetHttp::Http2);
+            let facts = EndpointFacts {
+                http: http2.then(|| HTTP2_CONNECTIONS.to_string()),
+                unix_socket: target.socket.clone(),
+                proxy: target.proxy.as_deref().map(super::redact::redact_url),
+                tls_verified: https.then_some(!skip),
+                client_certificate: tls.is_some_and(|t| t.client_cert.is_some()),
+                api_key_header: target.api_key_header.clone(),
+                warnings: if skip && https {
+                    vec![INSECURE_WARNING.to_string()]
+                } else {
+                    Vec::new()
+                },
+            };
+            (facts != EndpointFacts::default()).then(|| (name.clone(), facts))
+        })
+        .collect()
 }
 
 /// `plan` with the values of its targets' secret headers replaced by [`REDACTED`], and any

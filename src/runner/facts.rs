@@ -40,6 +40,7 @@ pub(super) fn new_report(
         client_calibration: None,
         client_busy_poll: false,
         searches: Vec::new(),
+        endpoints: super::endpoint::endpoint_facts(&loaded.plan),
         shard: None,
         merged_from: None,
     }

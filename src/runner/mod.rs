@@ -24,6 +24,7 @@ mod run;
 mod saturation;
 pub mod scrape;
 mod search;
+mod side;
 mod stable;
 mod targets;
 

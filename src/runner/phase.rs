@@ -392,6 +392,8 @@ impl PhaseRun<'_> {
             phase.max_connections(),
         )?;
         config.model = self.endpoint.model.clone();
+        let plan_dir = self.plan.source_path.parent().unwrap_or(Path::new(""));
+        super::endpoint::resolve_paths(&mut config, phase.target, plan_dir);
         // Without limits a dead server would hold a phase forever; the drain timeout still
         // bounds a slow but live one.
         config

@@ -124,7 +124,8 @@ pub async fn run(options: RunOptions) -> Result<RunOutcome, RunError> {
             interrupted: false,
         });
     }
-    check_client_settings(&schedule.phases)?;
+    let plan_dir = loaded.source_path.parent().unwrap_or(Path::new(""));
+    check_client_settings(&schedule.phases, plan_dir)?;
     let started_at = chrono::Utc::now();
     let run_id = run_id(&loaded.plan.name, started_at, options.shard);
     let shard_index = options.shard.map(|s| s.index);
@@ -144,9 +145,8 @@ pub async fn run(options: RunOptions) -> Result<RunOutcome, RunError> {
     report.client_busy_poll = options.busy_poll;
     report.shard = shard_info(&loaded.plan, &options);
     let report_path = output::write_report(&out_dir, &report).map_err(RunError::Failed)?;
-    let http = reqwest::Client::builder()
-        .build()
-        .map_err(|e| RunError::Failed(format!("cannot build an HTTP client: {e}")))?;
+    let http = super::side::SideClients::new(&loaded.plan, plan_dir)
+        .map_err(|e| RunError::InvalidInput(e.to_string()))?;
     let phases = Phases {
         loaded: &loaded,
         schedule: &schedule,
@@ -234,7 +234,7 @@ async fn preflight(
         .unwrap_or_default();
     super::preflight::check_inputs(&preliminary.phases, &plan_dir, problems)?;
     drop(preliminary);
-    discover_models(&mut loaded.plan, &options.only).await
+    discover_models(&mut loaded.plan, &options.only, &plan_dir).await
 }
 
 fn schedule_options(options: &RunOptions) -> ScheduleOptions<'_> {
@@ -335,7 +335,7 @@ pub(super) struct Phases<'a> {
     run_id: &'a str,
     journal: &'a Journal,
     pub(super) stops: &'a Stops,
-    http: &'a reqwest::Client,
+    http: &'a super::side::SideClients,
     options: &'a RunOptions,
     pub(super) out_dir: &'a Path,
 }
@@ -373,7 +373,7 @@ impl Phases<'_> {
             let hook_ctx = hooks::HookContext {
                 phase: phase.name,
                 endpoint: &endpoint,
-                http: self.http,
+                http: self.http.for_target(phase.target_name),
                 allow_exec: self.options.expand.allow_exec,
                 plan_dir: self.plan_dir(),
             };
@@ -473,7 +473,7 @@ impl Phases<'_> {
             journal: self.journal,
             stops: self.stops,
             progress: self.options.progress,
-            http: self.http,
+            http: self.http.for_target(phase.target_name),
             shard: None,
             warmup_requests: phase.warmup.and_then(|w| w.requests),
             calibration,

@@ -3,6 +3,7 @@
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
+use std::path::Path;
 use std::time::Duration;
 
 use crate::plan;
@@ -16,6 +17,7 @@ use super::run::RunError;
 pub(super) async fn discover_models(
     plan: &mut plan::Plan,
     only: &[String],
+    plan_dir: &Path,
 ) -> Result<(), RunError> {
     let used: Vec<String> = plan
         .phases
@@ -23,10 +25,6 @@ pub(super) async fn discover_models(
         .filter(|p| only.is_empty() || p.name.as_ref().is_some_and(|n| only.contains(n)))
         .filter_map(|p| p.target.clone().or_else(|| plan.defaults.target.clone()))
         .collect();
-    let http = reqwest::Client::builder()
-        .timeout(Duration::from_secs(10))
-        .build()
-        .map_err(|e| RunError::Failed(format!("cannot build an HTTP client: {e}")))?;
     for (name, target) in plan.targets.iter_mut() {
         let Some(base_url) = target.base_url.clone() else {
             continue;
@@ -34,6 +32,15 @@ pub(super) async fn discover_models(
         if super::endpoint::model_name(target).is_some() || !used.contains(name) {
             continue;
         }
+        let tls = super::endpoint::tls_settings(target, plan_dir);
+        let socket = target.socket.as_ref().map(|p| plan_dir.join(p));
+        let http = super::side::side_client(
+            &tls,
+            target.proxy.as_deref(),
+            socket.as_deref(),
+            Some(Duration::from_secs(10)),
+        )
+        .map_err(|e| RunError::InvalidInput(format!("target `{name}`: {e}")))?;
         let url = format!("{}/models", base_url.trim_end_matches('/'));
         let shown = super::redact::redact_url(&url);
         let secrets = super::redact::url_secrets(&url);
@@ -68,12 +75,31 @@ pub(super) async fn discover_models(
     Ok(())
 }
 
-/// Client settings are checked for every phase (API key variables set, a model named) before
-/// anything is sent.
-pub(super) fn check_client_settings(phases: &[PhaseSettings<'_>]) -> Result<(), RunError> {
+/// Client settings are checked for every phase (API key variables set, a model named, TLS
+/// files readable) before anything is sent; a target that skips certificate checks is
+/// warned about once.
+pub(super) fn check_client_settings(
+    phases: &[PhaseSettings<'_>],
+    plan_dir: &Path,
+) -> Result<(), RunError> {
+    let mut warned = std::collections::HashSet::new();
     for phase in phases {
+        let invalid = |e: crate::client::ClientError| {
+            RunError::InvalidInput(format!("target `{}`: {e}", phase.target_name))
+        };
         super::endpoint::client_config(phase.target, String::new(), phase.workload, 1)
-            .map_err(|e| RunError::InvalidInput(format!("target `{}`: {e}", phase.target_name)))?;
+            .map_err(invalid)?;
+        let tls = super::endpoint::tls_settings(phase.target, plan_dir);
+        if phase.target.tls.is_some() {
+            tls.client_config(&[]).map_err(invalid)?;
+        }
+        if tls.insecure_skip_verify && warned.insert(phase.target_name) {
+            eprintln!(
+                "warning: target `{}`: {}",
+                phase.target_name,
+                super::endpoint::INSECURE_WARNING
+            );
+        }
     }
     Ok(())
 }

@@ -121,6 +121,11 @@ pub(super) fn client_for(addr: std::net::SocketAddr, concurrency: u32) -> Result
         },
         max_connections: concurrency as usize,
         connection: Default::default(),
+        api_key_header: None,
+        tls: Default::default(),
+        http: Default::default(),
+        unix_socket: None,
+        proxy: None,
     };
     Client::new(config).map_err(|e| e.to_string())
 }

@@ -351,6 +351,7 @@ impl PhaseMerge<'_> {
             client_calibration: None,
             client_busy_poll: false,
             searches: Vec::new(),
+            endpoints: first.endpoints.clone(),
         };
         report.repeats = crate::report::repeats::repeat_results(&report);
         report

@@ -178,7 +178,7 @@ mod settings;
 mod state;
 pub mod tokenizer;
 
-pub use server::{SimHandle, SimStats, serve, serve_on};
+pub use server::{SimHandle, SimStats, UnixSim, serve, serve_on, serve_unix};
 pub use settings::{DEFAULT_MODEL, SimConfigError};
 pub use state::SendTimes;
 

@@ -278,6 +278,11 @@ fn config(base_url: String) -> ClientConfig {
         sampling: Sampling::default(),
         max_connections: 1,
         connection: Default::default(),
+        api_key_header: None,
+        tls: Default::default(),
+        http: Default::default(),
+        unix_socket: None,
+        proxy: None,
     }
 }
 

@@ -20,6 +20,92 @@ pub(super) fn check_target(p: &str, t: &Target, issues: &mut Vec<Issue>) {
         );
     }
     check_timeouts(p, t, issues);
+    check_endpoint_access(p, t, issues);
+}
+
+/// TLS settings need an `https` server; a key header needs a key; a certificate needs its key.
+fn check_endpoint_access(p: &str, t: &Target, issues: &mut Vec<Issue>) {
+    if let Some(header) = &t.api_key_header {
+        if t.api_key_env.is_none() {
+            issues.push(
+                Issue::new(
+                    format!("{p}/api_key_header"),
+                    "`api_key_header` needs `api_key_env`",
+                )
+                .hint(Some(
+                    "name the variable that holds the key in `api_key_env`".into(),
+                )),
+            );
+        }
+        if header.is_empty() || !header.bytes().all(|b| b.is_ascii_graphic() && b != b':') {
+            issues.push(Issue::new(
+                format!("{p}/api_key_header"),
+                format!("{header:?} is not an HTTP header name"),
+            ));
+        }
+    }
+    if t.socket.is_some()
+        && !t
+            .base_url
+            .as_deref()
+            .is_some_and(|u| u.starts_with("http://"))
+    {
+        issues.push(
+            Issue::new(format!("{p}/socket"), "`socket` needs an http:// base_url")
+                .at_key()
+                .hint(Some(
+                    "the URL gives the path and Host header, e.g. http://localhost/v1".into(),
+                )),
+        );
+    }
+    if let Some(proxy) = &t.proxy {
+        let authority = proxy.strip_prefix("http://").unwrap_or_default();
+        let authority = authority.split('/').next().unwrap_or_default();
+        // Credentials would be copied into the report with the plan: refused, never quoted.
+        let problem = if authority.is_empty() {
+            Some("expected an http:// proxy URL")
+        } else if authority.contains('@') {
+            Some("proxy credentials are not supported")
+        } else {
+            None
+        };
+        if let Some(problem) = problem {
+            issues.push(
+                Issue::new(format!("{p}/proxy"), problem)
+                    .hint(Some("for example http://127.0.0.1:3128".into())),
+            );
+        }
+    }
+    let Some(tls) = &t.tls else { return };
+    if !t
+        .base_url
+        .as_deref()
+        .is_some_and(|u| u.starts_with("https://"))
+    {
+        issues.push(
+            Issue::new(
+                format!("{p}/tls"),
+                "`tls` applies only to an https:// base_url",
+            )
+            .at_key(),
+        );
+    }
+    if tls.client_cert.is_some() != tls.client_key.is_some() {
+        issues.push(
+            Issue::new(
+                format!("{p}/tls"),
+                "`client_cert` and `client_key` go together",
+            )
+            .at_key()
+            .hint(Some("set both, or neither".into())),
+        );
+    }
+    if tls.insecure_skip_verify && tls.ca_cert.is_some() {
+        issues.push(Issue::new(
+            format!("{p}/tls/ca_cert"),
+            "`ca_cert` has no effect with `insecure_skip_verify: true`; remove one of them",
+        ));
+    }
 }
 
 /// Exactly one of a server URL or the embedded simulator.

@@ -5,6 +5,8 @@ mod connection;
 mod generation;
 mod response;
 mod routes;
+mod transports;
+pub use transports::{UnixSim, serve_unix};
 
 use std::io;
 use std::net::{Ipv4Addr, SocketAddr};

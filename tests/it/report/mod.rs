@@ -428,6 +428,7 @@ pub fn sample_report(slow: f64) -> Report {
         client_calibration: None,
         client_busy_poll: false,
         searches: Vec::new(),
+        endpoints: Default::default(),
         shard: None,
         merged_from: None,
     }

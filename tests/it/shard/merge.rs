@@ -122,6 +122,7 @@ fn shard_report(plan: Plan, shard: Option<(u32, u32)>, phases: Vec<PhaseResult>)
         client_calibration: None,
         client_busy_poll: false,
         searches: Vec::new(),
+        endpoints: Default::default(),
     }
 }
 
