@@ -308,8 +308,7 @@ impl PhaseRun<'_> {
                 None => (window.await, None),
             }
         };
-        let by_requests =
-            |(result, _): &(WindowResult, _)| Some(result.0.started) == spec.requests;
+        let by_requests = |(result, _): &(WindowResult, _)| Some(result.0.started) == spec.requests;
         match &stable {
             Some(stable) => {
                 let ((out, stop), until) = stable.around(watched, self.stops, by_requests).await;

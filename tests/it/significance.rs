@@ -86,7 +86,9 @@ async fn same_plan_twice_is_not_significant_and_slower_ttft_is() {
 
     let slower = compare("a", &a, "slow", &slow, &[]);
     let hits = significant(&slower);
-    for metric in ["ttft.p50", "ttft.p95", "e2e.p50"] {
+    // Not p95: from 90 samples its interval reaches the top order statistics, which a stall
+    // of the client on a loaded machine moves by more than the 12 ms shift.
+    for metric in ["ttft.p50", "e2e.p50"] {
         assert!(
             hits.contains(&format!("c1:{metric}")),
             "{metric} not significant: {hits:?} {slower:#?}"

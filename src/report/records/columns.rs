@@ -332,6 +332,8 @@ pub static COLUMNS: &[Column] = &[
             Ok(())
         },
     },
+    f64_column!(connect_ms, optional),
+    f64_column!(tls_ms, optional),
     f64_column!(server_prompt_ms, optional),
     f64_column!(server_total_ms, optional),
 ];
