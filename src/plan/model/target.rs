@@ -1,0 +1,176 @@
+//! A plan's targets: where requests go and how they get there (TLS, HTTP version, proxy,
+//! socket, connection reuse, timeouts, metrics endpoints).
+
+use indexmap::IndexMap;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::{HumanDuration, TokenizerSpec};
+use crate::sim::SimConfig;
+
+/// Which OpenAI endpoint a target is driven through.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Api {
+    /// `POST /v1/chat/completions`
+    #[default]
+    Chat,
+    /// `POST /v1/completions`
+    Completions,
+}
+
+/// One Prometheus endpoint of a target: the gateway itself or a replica behind it.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct MetricsEndpoint {
+    /// The endpoint, e.g. `http://127.0.0.1:8001/metrics`.
+    pub url: String,
+    #[serde(default)]
+    pub role: MetricsRole,
+    /// Name in the report (default: the URL's host and port).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+}
+
+/// What a metrics endpoint belongs to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum MetricsRole {
+    /// The router in front of the replicas.
+    Gateway,
+    /// A replica; backend counters are summed for the phase figures.
+    #[default]
+    Backend,
+}
+
+/// An endpoint to benchmark: a remote `base_url`, or the embedded `simulator`.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Target {
+    /// Base URL including `/v1`, e.g. `http://127.0.0.1:8000/v1`. Exclusive with `simulator`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub base_url: Option<String>,
+    /// Run the embedded simulator on loopback for this target. Exclusive with `base_url`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub simulator: Option<SimConfig>,
+    #[serde(default)]
+    pub api: Api,
+    /// Model name sent in requests; a simulator target defaults to `sim`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    /// Name of the environment variable holding the API key (never the key itself).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub api_key_env: Option<String>,
+    /// Send the API key as is in this header (e.g. `api-key`, `x-api-key`) instead of
+    /// `Authorization: Bearer`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub api_key_header: Option<String>,
+    /// TLS towards an `https` base URL: extra CA, client certificate, server name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tls: Option<TargetTls>,
+    /// HTTP version: `"1.1"` (default; pooled connections, one request each at a time) or
+    /// `"2"` (ALPN `h2` over TLS, prior knowledge in clear; all requests share one connection).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub http: Option<TargetHttp>,
+    /// Connect to this Unix socket (relative to the plan file) instead of the base URL's host
+    /// and port; the URL, `http://`, still gives the path and `Host` header.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub socket: Option<String>,
+    /// Reach the target through this HTTP proxy (`http://host:port`): a `CONNECT` tunnel for
+    /// an `https` base URL, absolute-form requests for an `http` one. Environment proxy
+    /// variables are never used.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub proxy: Option<String>,
+    /// Extra HTTP headers.
+    #[serde(default, skip_serializing_if = "IndexMap::is_empty")]
+    pub headers: IndexMap<String, String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout: Option<Timeouts>,
+    /// Prometheus endpoint scraped before and after each phase.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metrics_url: Option<String>,
+    /// Several Prometheus endpoints (a gateway and the replicas behind it), all scraped
+    /// concurrently before and after each phase. Exclusive with `metrics_url`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub metrics: Vec<MetricsEndpoint>,
+    /// Also scrape the metrics endpoints this often during each measured window, for a time
+    /// series in the report (requests running and waiting, KV-cache usage, token and request
+    /// rates); e.g. `1s`. At least `100ms`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metrics_interval: Option<HumanDuration>,
+    /// How prompts for this target are counted in tokens.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tokenizer: Option<TokenizerSpec>,
+    /// Extra request body fields (`chat_template_kwargs`, `reasoning_effort`, …).
+    #[serde(default, skip_serializing_if = "serde_json::Map::is_empty")]
+    pub body: serde_json::Map<String, Value>,
+    /// How connections to the target are kept between requests.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub connection: Option<TargetConnection>,
+}
+
+/// TLS towards a target. Paths are relative to the plan file; files are read when the run
+/// starts, and their contents never appear in a report, journal or error.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct TargetTls {
+    /// PEM file of CA certificates trusted besides the system's and the bundled web roots
+    /// (an internal CA).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ca_cert: Option<String>,
+    /// Accept any server certificate: still encrypted, no longer authenticated. Prints a
+    /// warning and is recorded in the report.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub insecure_skip_verify: bool,
+    /// PEM client certificate, for servers that require one (mutual TLS).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_cert: Option<String>,
+    /// PEM private key of `client_cert`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_key: Option<String>,
+    /// Name checked against the server's certificate (and sent as SNI) instead of the URL's
+    /// host, e.g. when connecting by IP address.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_name: Option<String>,
+}
+
+/// A target's HTTP version, written as a string (`"1.1"` or `"2"`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub enum TargetHttp {
+    #[serde(rename = "1.1")]
+    Http1,
+    #[serde(rename = "2")]
+    Http2,
+}
+
+/// How connections to a target are kept between requests.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct TargetConnection {
+    /// Keep connections open for later requests (default true); `false` opens a new
+    /// connection for every request, to measure that case on purpose.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reuse: Option<bool>,
+    /// How long an idle connection is kept for the next request (default `4s`, below common
+    /// server keep-alive timeouts); a server's shorter `Keep-Alive: timeout=` wins.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub idle_timeout: Option<HumanDuration>,
+}
+
+/// Per-request time limits.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Timeouts {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub connect: Option<HumanDuration>,
+    /// From request start to the response headers and first byte.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub first_byte: Option<HumanDuration>,
+    /// Longest allowed gap between two chunks of a stream.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub idle: Option<HumanDuration>,
+    /// Whole request.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub total: Option<HumanDuration>,
+}
