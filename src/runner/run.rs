@@ -377,20 +377,12 @@ impl Phases<'_> {
                 allow_exec: self.options.expand.allow_exec,
                 plan_dir: self.plan_dir(),
             };
-            // Recovery after a `during` mark is measured from every record of the phase.
-            let keep_all = LongRunOptions {
-                keep_records: usize::MAX,
-                ..self.options.long_run.clone()
-            };
+            let long_run = self.long_run_for(phase);
             let run = PhaseRun {
                 shard: self.options.shard,
                 warmup_requests,
                 during: Some(&hook_ctx),
-                long_run: if phase.during.is_empty() {
-                    &self.options.long_run
-                } else {
-                    &keep_all
-                },
+                long_run: &long_run,
                 ..self.phase_run(phase, &endpoint, calibration.as_ref())
             };
             let mut hook_outcomes = Vec::new();
@@ -427,6 +419,20 @@ impl Phases<'_> {
             }
         }
         Ok(None)
+    }
+
+    /// How many records a phase keeps: recovery after a `during` mark is measured from every
+    /// record of the phase.
+    fn long_run_for(&self, phase: &PhaseSettings<'_>) -> LongRunOptions {
+        let keep_records = if phase.during.is_empty() {
+            self.options.long_run.keep_records
+        } else {
+            usize::MAX
+        };
+        LongRunOptions {
+            keep_records,
+            ..self.options.long_run.clone()
+        }
     }
 
     /// The plan file's directory, where `exec` hooks run.

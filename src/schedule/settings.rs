@@ -172,27 +172,7 @@ fn resolve_phase<'p>(plan: &'p Plan, phase: &'p Phase) -> Result<PhaseSettings<'
         .get(workload_name)
         .ok_or_else(|| format!("phase `{name}`: unknown workload `{workload_name}`"))?;
     let replays_trace = workload.trace.is_some();
-    let load = match (&phase.concurrency, &phase.rate) {
-        _ if phase.search.is_some() => {
-            let s = phase.search.as_ref().ok_or("unreachable")?;
-            probe_load(s.load, s.min)
-        }
-        (None, None) if replays_trace => Load::Replay,
-        (Some(concurrency), None) => Load::Closed {
-            concurrency: *concurrency,
-        },
-        (None, Some(rate)) => Load::Open {
-            rps: rate.rps,
-            arrival: rate.arrival,
-            burstiness: rate.burstiness,
-            max_concurrency: rate.max_concurrency,
-        },
-        _ => {
-            return Err(format!(
-                "phase `{name}` needs exactly one of `concurrency` and `rate`"
-            ));
-        }
-    };
+    let load = phase_load(phase, name, replays_trace)?;
     let until = match &phase.search {
         Some(s) => s.probe.until.as_ref(),
         None => phase.until.as_ref(),
@@ -235,6 +215,28 @@ fn resolve_phase<'p>(plan: &'p Plan, phase: &'p Phase) -> Result<PhaseSettings<'
         until,
         search: phase.search.as_ref(),
     })
+}
+
+/// A phase's load: its concurrency or rate, a search's first probe, or a trace's own pace.
+fn phase_load(phase: &Phase, name: &str, replays_trace: bool) -> Result<Load, String> {
+    if let Some(search) = &phase.search {
+        return Ok(probe_load(search.load, search.min));
+    }
+    match (&phase.concurrency, &phase.rate) {
+        (None, None) if replays_trace => Ok(Load::Replay),
+        (Some(concurrency), None) => Ok(Load::Closed {
+            concurrency: *concurrency,
+        }),
+        (None, Some(rate)) => Ok(Load::Open {
+            rps: rate.rps,
+            arrival: rate.arrival,
+            burstiness: rate.burstiness,
+            max_concurrency: rate.max_concurrency,
+        }),
+        _ => Err(format!(
+            "phase `{name}` needs exactly one of `concurrency` and `rate`"
+        )),
+    }
 }
 
 /// The load of a probe at `value`: that concurrency, or that rate with constant arrivals
