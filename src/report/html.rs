@@ -247,7 +247,8 @@ fn rechecks_section(out: &mut String, report: &Report) {
     write_table(out, &table::rechecks(report));
 }
 
-fn write_table(out: &mut String, t: &Table) {
+/// A table as HTML, in the classes of the page's stylesheet.
+pub(super) fn write_table(out: &mut String, t: &Table) {
     out.push_str("<table><thead><tr>");
     for c in &t.columns {
         let _ = write!(out, "<th>{}</th>", esc(&c.title));

@@ -5,7 +5,6 @@ use std::fmt::Write;
 
 use super::model::{PhaseResult, Report};
 use super::svg::esc;
-use super::table::{Align, Mark, Table};
 
 const WIDTH: f64 = 760.0;
 const HEIGHT: f64 = 240.0;
@@ -21,7 +20,7 @@ pub fn section(out: &mut String, report: &Report) {
         return;
     }
     out.push_str("<h2>Marks and recovery</h2>\n");
-    table(out, &marks);
+    super::html::write_table(out, &marks);
     let recovery = super::recovery_table::recovery(report);
     if recovery.is_empty() {
         return;
@@ -31,45 +30,13 @@ pub fn section(out: &mut String, report: &Report) {
         "<p class=\"note\">{}</p>",
         esc(super::recovery_table::NOTE)
     );
-    table(out, &recovery);
+    super::html::write_table(out, &recovery);
     for phase in &report.phases {
         if phase.recovery.is_some() {
             out.push_str(&timeline(phase));
             out.push('\n');
         }
     }
-}
-
-/// A table as HTML, in the classes of the page's stylesheet.
-pub(super) fn table(out: &mut String, t: &Table) {
-    out.push_str("<table>\n<tr>");
-    for c in &t.columns {
-        let _ = write!(out, "<th>{}</th>", esc(&c.title));
-    }
-    out.push_str("</tr>\n");
-    for row in &t.rows {
-        out.push_str("<tr>");
-        for (cell, column) in row.iter().zip(&t.columns) {
-            let mut classes = Vec::new();
-            if column.align == Align::Right {
-                classes.push("r");
-            }
-            match cell.mark {
-                Mark::Bad => classes.push("bad"),
-                Mark::Warn => classes.push("warn"),
-                Mark::Good => classes.push("good"),
-                Mark::Plain => {}
-            }
-            let class = if classes.is_empty() {
-                String::new()
-            } else {
-                format!(" class=\"{}\"", classes.join(" "))
-            };
-            let _ = write!(out, "<td{class}>{}</td>", esc(&cell.text));
-        }
-        out.push_str("</tr>\n");
-    }
-    out.push_str("</table>\n");
 }
 
 /// Error rate per bin as bars (left axis), TTFT p50 per bin as a line (right axis), the

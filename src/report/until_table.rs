@@ -97,5 +97,5 @@ pub fn html_section(out: &mut String, report: &Report) {
         );
     }
     let _ = writeln!(out, "<p class=\"note\">{}</p>", esc(NOTE));
-    super::recovery_html::table(out, &t);
+    super::html::write_table(out, &t);
 }

@@ -58,3 +58,19 @@ pub fn assert_valid_report(value: &serde_json::Value) {
         errors.join("\n")
     );
 }
+
+/// Every file under `dir`, subdirectories included, with its bytes: what a run left behind,
+/// for tests that a secret is in none of it.
+pub fn files_under(dir: &std::path::Path) -> Vec<(std::path::PathBuf, Vec<u8>)> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(dir).unwrap().flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            out.extend(files_under(&path));
+        } else {
+            let bytes = std::fs::read(&path).unwrap();
+            out.push((path, bytes));
+        }
+    }
+    out
+}

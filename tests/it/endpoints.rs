@@ -7,7 +7,7 @@ use servebench::report::{PhaseResult, Report};
 use servebench::runner::run;
 use servebench::sim::{SimConfig, SimHandle, serve, serve_unix};
 
-use crate::common::{assert_valid_report, exclusive_run, quiet_run_options};
+use crate::common::{assert_valid_report, exclusive_run, files_under, quiet_run_options};
 use crate::nginx_support::{Nginx, Site, TestPki, find_nginx};
 use crate::proxy_support::TestProxy;
 
@@ -65,32 +65,14 @@ async fn simulator(decode_ms_per_token: f64) -> (std::net::SocketAddr, SimHandle
     .unwrap()
 }
 
-/// Every file under `dir`, as bytes.
-fn files_under(dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {
-    let mut out = Vec::new();
-    for entry in std::fs::read_dir(dir).unwrap().flatten() {
-        let path = entry.path();
-        if path.is_dir() {
-            out.extend(files_under(&path));
-        } else {
-            out.push((path.clone(), std::fs::read(&path).unwrap()));
-        }
-    }
-    out
-}
-
 fn assert_absent(secret: &str, files: &[(PathBuf, Vec<u8>)]) {
     for (path, bytes) in files {
         assert!(
-            memchr_find(bytes, secret.as_bytes()).is_none(),
+            memchr::memmem::find(bytes, secret.as_bytes()).is_none(),
             "{} holds a secret",
             path.display()
         );
     }
-}
-
-fn memchr_find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
-    haystack.windows(needle.len()).position(|w| w == needle)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -484,9 +484,8 @@ async fn secrets_appear_in_no_artefact_of_a_run() {
         ("stdout".to_string(), output.stdout.clone()),
         ("stderr".to_string(), output.stderr.clone()),
     ];
-    for entry in std::fs::read_dir(&out).unwrap() {
-        let path = entry.unwrap().path();
-        artefacts.push((path.display().to_string(), std::fs::read(&path).unwrap()));
+    for (path, bytes) in crate::common::files_under(&out) {
+        artefacts.push((path.display().to_string(), bytes));
     }
     let names: Vec<&str> = artefacts.iter().map(|(n, _)| n.as_str()).collect();
     for needed in ["report.json", "report.md", "report.html", "journal.jsonl"] {

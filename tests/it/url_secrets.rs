@@ -35,9 +35,8 @@ fn assert_no_sentinel(out: &Path, outputs: &[&Output]) {
         artefacts.push((format!("stdout {i}"), o.stdout.clone()));
         artefacts.push((format!("stderr {i}"), o.stderr.clone()));
     }
-    for entry in std::fs::read_dir(out).unwrap() {
-        let path = entry.unwrap().path();
-        artefacts.push((path.display().to_string(), std::fs::read(&path).unwrap()));
+    for (path, bytes) in crate::common::files_under(out) {
+        artefacts.push((path.display().to_string(), bytes));
     }
     for needed in ["report.json", "report.md", "report.html", "journal.jsonl"] {
         assert!(
