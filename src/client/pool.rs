@@ -395,7 +395,7 @@ impl Pool {
                 .await
                 .map_err(|e| ConnectError::Failed(format!("connect to {at}: {e}")))?;
             let setup = ConnectionSetup {
-                connect_ms: ms_between(started, Instant::now()),
+                connect_ms: super::failure::ms_since(started, Instant::now()),
                 tls_ms: None,
             };
             return Ok((Inner::Unix(unix), setup));
@@ -416,7 +416,7 @@ impl Pool {
         // Small request writes and SSE reads must not wait on Nagle + delayed ACK.
         let _ = tcp.set_nodelay(true);
         let mut setup = ConnectionSetup {
-            connect_ms: ms_between(started, connected),
+            connect_ms: super::failure::ms_since(started, connected),
             tls_ms: None,
         };
         let Some((connector, name)) = &origin.tls else {
@@ -426,7 +426,7 @@ impl Pool {
             .connect(name.clone(), tcp)
             .await
             .map_err(|e| ConnectError::Failed(describe_handshake_error(&e, &origin.host)))?;
-        setup.tls_ms = Some(ms_between(connected, Instant::now()));
+        setup.tls_ms = Some(super::failure::ms_since(connected, Instant::now()));
         if origin.http2 && tls.get_ref().1.alpn_protocol() != Some(b"h2".as_slice()) {
             return Err(ConnectError::Failed(format!(
                 "{at} did not agree to HTTP/2 in the TLS handshake (ALPN); set http: \"1.1\""
@@ -451,10 +451,6 @@ impl Origin {
     pub fn absolute_uri(&self) -> bool {
         self.http2 || (self.proxy.is_some() && self.tls.is_none())
     }
-}
-
-fn ms_between(from: Instant, to: Instant) -> f64 {
-    to.duration_since(from).as_secs_f64() * 1000.0
 }
 
 #[cfg(test)]

@@ -12,7 +12,7 @@ use super::{
 };
 use crate::client::RequestRecord;
 use crate::plan::{PercentileMethod, Slo};
-use crate::workload::{PromptTally, PromptTokenCheck};
+use crate::workload::PromptTally;
 
 /// One distribution's values, as a column.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -73,8 +73,9 @@ impl Column {
         )
     }
 
-    fn index(self) -> usize {
-        Column::ALL.iter().position(|&c| c == self).unwrap_or(0)
+    /// Its place in [`Column::ALL`], which lists the columns in declaration order.
+    pub fn index(self) -> usize {
+        self as usize
     }
 }
 
@@ -263,10 +264,5 @@ impl PhaseTally {
             last_end_ms: self.last_end_ms.max(0.0),
             prompt: self.prompt.clone(),
         })
-    }
-
-    /// The prompt check so far.
-    pub fn prompt_check(&self, tolerance: f64) -> PromptTokenCheck {
-        self.prompt.check(tolerance)
     }
 }

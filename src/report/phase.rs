@@ -58,6 +58,23 @@ pub fn phase_result(
             .map(|r| (r.planned_context_tokens, r.prompt_tokens)),
         figures.prompt_tolerance,
     );
+    let summary = metrics::summarize(&records, figures.method, figures.slo);
+    let achieved_rate = metrics::achieved_rate(&records);
+    let transport = metrics::transport(&records, figures.method, figures.connection_reuse);
+    let mut result = without_figures(facts, records);
+    result.end_offset_seconds += last_end_s;
+    result.summary = summary;
+    result.prompt_tokens = prompt_tokens;
+    result.send_lag_ms = metrics::distribution(&send_lags, figures.method);
+    result.achieved_rate_ratio = result
+        .rate_rps
+        .and_then(|rps| achieved_rate.map(|r| r / rps));
+    result.transport = transport;
+    result
+}
+
+/// A phase's facts and records, its figures still empty.
+fn without_figures(facts: PhaseFacts, records: Vec<RequestRecord>) -> PhaseResult {
     PhaseResult {
         hooks: Vec::new(),
         phase: facts.phase,
@@ -69,18 +86,16 @@ pub fn phase_result(
         recheck_of: facts.recheck_of,
         started_at: facts.started_at,
         start_offset_seconds: facts.start_offset_seconds,
-        end_offset_seconds: facts.start_offset_seconds + last_end_s,
+        end_offset_seconds: facts.start_offset_seconds,
         partial: facts.partial,
-        summary: metrics::summarize(&records, figures.method, figures.slo),
+        summary: Default::default(),
         warmup: facts.warmup,
-        prompt_tokens,
+        prompt_tokens: PromptTokenCheck::default(),
         dataset_sha256: facts.dataset_sha256,
-        send_lag_ms: metrics::distribution(&send_lags, figures.method),
-        achieved_rate_ratio: facts
-            .rate_rps
-            .and_then(|rps| metrics::achieved_rate(&records).map(|r| r / rps)),
+        send_lag_ms: None,
+        achieved_rate_ratio: None,
         server_metrics: facts.server_metrics,
-        transport: metrics::transport(&records, figures.method, figures.connection_reuse),
+        transport: Default::default(),
         request_timings: records,
         records: None,
         client_load_share: None,
@@ -102,17 +117,8 @@ pub fn phase_result_sampled(
 ) -> PhaseResult {
     let total = tally.summary.requests;
     let kept = sample.len() as u64;
-    let mut result = phase_result(
-        facts,
-        sample,
-        Figures {
-            method: crate::plan::PercentileMethod::Linear,
-            slo: None,
-            prompt_tolerance,
-            connection_reuse: false,
-        },
-    );
-    result.end_offset_seconds = result.start_offset_seconds + tally.last_end_ms / 1e3;
+    let mut result = without_figures(facts, sample);
+    result.end_offset_seconds += tally.last_end_ms / 1e3;
     result.summary = tally.summary;
     result.prompt_tokens = tally.prompt.check(prompt_tolerance);
     result.send_lag_ms = tally.send_lag_ms;

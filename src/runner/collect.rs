@@ -100,11 +100,7 @@ impl PhaseCollector {
                     self.broken = true;
                     return Err(e);
                 }
-                // Algorithm R: the record replaces a kept one with probability keep / (seen + 1).
-                let slot = s.rng.random_range(0..=seen) as usize;
-                if let Some(kept) = self.held.get_mut(slot) {
-                    *kept = record;
-                }
+                offer(&mut self.held, self.settings.keep, &mut s.rng, seen, record);
                 Ok(())
             }
             None => {
@@ -137,14 +133,7 @@ impl PhaseCollector {
         for record in held {
             let seen = sampled.tally.requests();
             sampled.add(&record)?;
-            if self.held.len() < keep {
-                self.held.push(record);
-            } else {
-                let slot = sampled.rng.random_range(0..=seen) as usize;
-                if let Some(kept) = self.held.get_mut(slot) {
-                    *kept = record;
-                }
-            }
+            offer(&mut self.held, keep, &mut sampled.rng, seen, record);
         }
         self.sampled = Some(Box::new(sampled));
         Ok(())
@@ -234,6 +223,25 @@ impl Collected {
     }
 }
 
+/// Algorithm R: the first `keep` records are kept; after that the record numbered `seen`
+/// (from 0) replaces a kept one with probability keep / (seen + 1).
+fn offer(
+    held: &mut Vec<RequestRecord>,
+    keep: usize,
+    rng: &mut ChaCha8Rng,
+    seen: u64,
+    record: RequestRecord,
+) {
+    if held.len() < keep {
+        held.push(record);
+        return;
+    }
+    let slot = rng.random_range(0..=seen) as usize;
+    if let Some(kept) = held.get_mut(slot) {
+        *kept = record;
+    }
+}
+
 fn sanitize(label: &str) -> String {
     label
         .chars()
@@ -274,8 +282,7 @@ impl ColumnFiles {
     }
 
     fn push(&mut self, column: Column, value: f64) -> io::Result<()> {
-        let i = Column::ALL.iter().position(|&c| c == column).unwrap_or(0);
-        self.writers[i].write_all(&value.to_le_bytes())
+        self.writers[column.index()].write_all(&value.to_le_bytes())
     }
 
     fn close(mut self) -> io::Result<ColumnDir> {

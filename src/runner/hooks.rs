@@ -143,11 +143,7 @@ async fn run_one(when: &str, hook: &Hook, ctx: &HookContext<'_>) -> Ran {
 
 /// The target's base URL without its `/v1`: where the server's own endpoints live.
 pub(super) fn server_root(ctx: &HookContext<'_>) -> String {
-    ctx.endpoint
-        .base_url
-        .trim_end_matches('/')
-        .trim_end_matches("/v1")
-        .to_string()
+    crate::workload::tokens::server_root(&ctx.endpoint.base_url)
 }
 
 /// An `exec` action; refused (never run) unless the run allows programs.

@@ -18,9 +18,6 @@ use super::stable::Observer;
 const WINDOW: Duration = Duration::from_secs(2);
 /// Time between checks.
 const CHECK_EVERY: Duration = Duration::from_millis(250);
-/// Completing under this share of the target rate is falling behind (as the verdict after a
-/// probe judges it).
-const BEHIND_BELOW: f64 = 0.9;
 
 /// A rate probe's watch.
 pub(super) struct Saturation {
@@ -78,7 +75,7 @@ impl Saturation {
         let mut ticks =
             tokio::time::interval_at(tokio::time::Instant::now() + CHECK_EVERY, CHECK_EVERY);
         let mut first_end: Option<Instant> = None;
-        let mut behind_since: Option<(Instant, f64)> = None;
+        let mut behind_since: Option<Instant> = None;
         loop {
             tokio::select! {
                 _ = ticks.tick() => {}
@@ -100,11 +97,12 @@ impl Saturation {
                 continue;
             }
             let achieved = recent as f64 / WINDOW.as_secs_f64();
-            if achieved >= BEHIND_BELOW * self.rps {
+            // The same share of the target the verdict after a probe judges by.
+            if achieved >= super::search::SATURATED_BELOW * self.rps {
                 behind_since = None;
                 continue;
             }
-            let (since, _) = *behind_since.get_or_insert((now, achieved));
+            let since = *behind_since.get_or_insert(now);
             if now.duration_since(since) < WINDOW {
                 continue;
             }

@@ -177,6 +177,8 @@ impl<'a> Stable<'a> {
             last_at: 0.0,
         };
         let mut ticks = tokio::time::interval_at(tokio::time::Instant::now() + every, every);
+        // A check that overran is not followed by a burst of catch-up checks.
+        ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
             let ended = tokio::select! {
                 _ = ticks.tick() => false,
@@ -197,20 +199,24 @@ impl<'a> Stable<'a> {
         }
     }
 
-    /// The listed percentiles now; the column is copied out so the collector never waits on
-    /// a sort.
+    /// The listed percentiles now; each latency's column is copied out (so the collector
+    /// never waits on a sort) and sorted once, however many of its percentiles are listed.
     fn estimates(&self) -> Vec<StableEstimate> {
+        let mut sorted: [Option<Vec<f64>>; 3] = [None, None, None];
         self.until
             .stable
             .iter()
             .map(|metric| {
                 let (latency, q) = metric.parts();
-                let mut sorted = {
-                    let column = self.column.lock().unwrap_or_else(|p| p.into_inner());
-                    column.values(latency).to_vec()
-                };
-                sorted.sort_by(f64::total_cmp);
-                stability::estimate(&metric.name(), &sorted, q, self.method)
+                let values = sorted[latency_index(latency)].get_or_insert_with(|| {
+                    let mut values = {
+                        let column = self.column.lock().unwrap_or_else(|p| p.into_inner());
+                        column.values(latency).to_vec()
+                    };
+                    values.sort_by(f64::total_cmp);
+                    values
+                });
+                stability::estimate(&metric.name(), values, q, self.method)
             })
             .collect()
     }
