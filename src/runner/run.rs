@@ -421,13 +421,16 @@ impl Phases<'_> {
         Ok(None)
     }
 
-    /// How many records a phase keeps: recovery after a `during` mark is measured from every
-    /// record of the phase.
+    /// How many records a phase keeps: recovery after a mark (of a `before`, `during` or
+    /// `after` action) is measured from every record of the phase.
     fn long_run_for(&self, phase: &PhaseSettings<'_>) -> LongRunOptions {
-        let keep_records = if phase.during.is_empty() {
-            self.options.long_run.keep_records
-        } else {
+        let marked = [phase.before, phase.during, phase.after]
+            .iter()
+            .any(|hooks| hooks.iter().any(|h| h.mark_name().is_some()));
+        let keep_records = if marked {
             usize::MAX
+        } else {
+            self.options.long_run.keep_records
         };
         LongRunOptions {
             keep_records,

@@ -29,12 +29,10 @@ pub fn side_client(
             .proxy(reqwest::Proxy::all(url).map_err(|_| ClientError("invalid proxy URL".into()))?),
         None => builder,
     };
-    let builder = if *tls == TlsSettings::default() {
-        builder
-    } else {
-        builder.use_preconfigured_tls(tls.client_config(&[b"h2", b"http/1.1"])?)
-    };
+    // Always our TLS config, so side traffic trusts the same roots (system bundle included)
+    // as the benchmark's own requests.
     builder
+        .use_preconfigured_tls(tls.client_config(&[b"h2", b"http/1.1"])?)
         .build()
         .map_err(|e| ClientError(format!("cannot build an HTTP client: {e}")))
 }

@@ -118,14 +118,16 @@ async fn read_rules(request: Request<Incoming>) -> Result<Vec<SimFault>, String>
                 .map_err(|e| format!("not a fault rule (or a list of them): {e}"))?,
         ],
     };
-    for rule in &rules {
-        if let Some(p) = rule.probability
-            && !(0.0..=1.0).contains(&p)
-        {
-            return Err(format!("probability {p} is not between 0 and 1"));
-        }
+    // The same checks as rules in the simulator's settings.
+    let mut problems = Vec::new();
+    for (index, rule) in rules.iter().enumerate() {
+        super::settings::check_fault(&mut problems, index, rule);
     }
-    Ok(rules)
+    if problems.is_empty() {
+        Ok(rules)
+    } else {
+        Err(problems.join("; "))
+    }
 }
 
 fn reply(status: StatusCode, value: serde_json::Value) -> Response<SimBody> {

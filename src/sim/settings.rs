@@ -186,7 +186,7 @@ fn cache_settings(config: &SimConfig, problems: &mut Vec<String>) -> Option<Cach
     })
 }
 
-fn check_fault(problems: &mut Vec<String>, index: usize, fault: &SimFault) {
+pub(crate) fn check_fault(problems: &mut Vec<String>, index: usize, fault: &SimFault) {
     let at = format!("faults[{index}]");
     if fault.probability.is_none() && fault.every.is_none() && fault.at.is_empty() {
         problems.push(format!("{at}: needs `probability`, `every` or `at`"));

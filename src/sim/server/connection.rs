@@ -100,11 +100,11 @@ impl AsyncWrite for ConnIo {
 }
 
 async fn serve_connection(stream: TcpStream, shared: Arc<Shared>) {
+    let peer = stream.peer_addr().ok().map(crate::sim::control::Peer);
     if super::transports::opens_with_h2_preface(&stream).await {
-        return super::transports::serve_h2c(stream, shared).await;
+        return super::transports::serve_h2c(stream, shared, peer).await;
     }
     let reset = Arc::new(AtomicBool::new(false));
-    let peer = stream.peer_addr().ok().map(crate::sim::control::Peer);
     let io = TokioIo::new(ConnIo {
         inner: stream,
         reset: reset.clone(),

@@ -37,10 +37,19 @@ pub(super) async fn opens_with_h2_preface(stream: &TcpStream) -> bool {
 }
 
 /// Serve one h2c connection: every stream is routed as an HTTP/1.1 request is.
-pub(super) async fn serve_h2c(stream: TcpStream, shared: Arc<Shared>) {
-    let service = service_fn(move |request| {
-        let shared = shared.clone();
-        async move { route(shared, Arc::new(AtomicBool::new(false)), request).await }
+pub(super) async fn serve_h2c(
+    stream: TcpStream,
+    shared: Arc<Shared>,
+    peer: Option<crate::sim::control::Peer>,
+) {
+    // Unread on HTTP/2: a reset fault does not cut a connection other streams share.
+    let reset = Arc::new(AtomicBool::new(false));
+    let service = service_fn(move |mut request: hyper::Request<hyper::body::Incoming>| {
+        if let Some(peer) = peer {
+            request.extensions_mut().insert(peer);
+        }
+        let (shared, reset) = (shared.clone(), reset.clone());
+        async move { route(shared, reset, request).await }
     });
     let _ = http2::Builder::new(TokioExecutor::new())
         .timer(TokioTimer::new())
