@@ -73,6 +73,8 @@ pub struct ClientConfig {
     pub unix_socket: Option<std::path::PathBuf>,
     /// An `http://` proxy to connect through; environment proxies are never used.
     pub proxy: Option<String>,
+    /// Which header carries each request's id, and in what form.
+    pub request_id: super::request_id::RequestIdSettings,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -156,6 +158,7 @@ impl fmt::Debug for ClientConfig {
             .field("http", &self.http)
             .field("unix_socket", &self.unix_socket)
             .field("proxy", &self.proxy.as_ref().map(|_| "<set>"))
+            .field("request_id", &self.request_id)
             .finish()
     }
 }

@@ -8,10 +8,11 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use http_body_util::Full;
 use hyper::body::Incoming;
-use hyper::header::{self, HeaderMap, HeaderValue};
+use hyper::header::{self, HeaderMap};
 use hyper::{Method, Request, Response, Uri};
 
 use super::config::{Api, ClientConfig, ClientError, Redactor};
+use super::error_body;
 use super::failure::{
     Failure, Waited, Which, error_chain, error_excerpt, ms_since, next_chunk, read_body_prefix,
     signed_ms, wait,
@@ -19,6 +20,7 @@ use super::failure::{
 use super::pool::{Lease, Origin, Pool, ServerKeepAlive};
 use super::record::{ErrorKind, RequestError, RequestRecord};
 use super::request::{RequestTemplate, default_request_id_prefix};
+use super::request_id::{RequestIdFormat, empty_body_hint};
 use super::sse::{DEFAULT_MAX_EVENT_BYTES, EventKind, SseParser};
 use super::stream::{self, EventOutcome, StreamFailure, StreamState, excerpt};
 use crate::workload::Prompt;
@@ -130,9 +132,28 @@ impl Client {
         self.url.as_str()
     }
 
-    /// The `x-request-id` a request with this index is sent with.
+    /// The readable id of the request with this index (its header value derives from it).
     pub fn request_id(&self, request_index: u64) -> String {
         format!("{}-{request_index}", self.request_id_prefix)
+    }
+
+    /// The names of the request headers servers commonly validate that every request carries:
+    /// the request id, the key's header, and the target's own headers.
+    fn validated_headers(&self) -> Vec<&str> {
+        let mut names = Vec::new();
+        if self.config.request_id.format != RequestIdFormat::Off {
+            names.push(self.config.request_id.header.as_str());
+        }
+        if self.config.api_key.is_some() {
+            names.push(
+                self.config
+                    .api_key_header
+                    .as_deref()
+                    .unwrap_or("authorization"),
+            );
+        }
+        names.extend(self.config.headers.iter().map(|(name, _)| name.as_str()));
+        names
     }
 
     /// The JSON body for one prompt.
@@ -218,6 +239,11 @@ impl Client {
         let end = Instant::now();
         let mut record = RequestRecord {
             request_index,
+            sent_request_id: self
+                .config
+                .request_id
+                .header_value(&request_id)
+                .filter(|sent| *sent != request_id),
             request_id,
             start_offset_ms: signed_ms(origin, start),
             time_to_first_output_ms: state.first_output_ms,
@@ -240,11 +266,7 @@ impl Client {
             Ok(end_ms) => record.e2e_ms = end_ms,
             Err(failure) => {
                 record.e2e_ms = ms_since(start, end);
-                record.error = Some(RequestError {
-                    kind: failure.kind,
-                    status: failure.status,
-                    message: self.redactor.text(failure.message),
-                });
+                record.error = Some(self.request_error(failure));
             }
         }
         if state.completion_tokens.is_some() || state.content_chunks + state.reasoning_chunks > 0 {
@@ -363,8 +385,8 @@ impl Client {
         } else {
             headers.insert(header::HOST, self.pool.origin().host_header.clone());
         }
-        if let Ok(id) = HeaderValue::from_str(request_id) {
-            headers.insert("x-request-id", id);
+        if let Some((name, value)) = self.config.request_id.header(request_id) {
+            headers.insert(name, value);
         }
         request
     }
@@ -437,7 +459,8 @@ impl Client {
             .and_then(|v| v.to_str().ok())
             .map(str::to_string);
         let (bytes, ended) = read_body_prefix(body, total_deadline).await;
-        let text = error_excerpt(&self.redactor.bytes(bytes));
+        let bytes = self.redactor.bytes(bytes);
+        let text = error_excerpt(&bytes);
         let kind = if status == hyper::StatusCode::TOO_MANY_REQUESTS {
             ErrorKind::RateLimited
         } else {
@@ -453,6 +476,8 @@ impl Client {
         if !text.is_empty() {
             message.push_str(": ");
             message.push_str(&text);
+        } else if ended {
+            message.push_str(&empty_body_hint(status.as_u16(), &self.validated_headers()));
         }
         if self.config.tls.client_cert.is_none() {
             message.push_str(super::tls::client_certificate_hint(status.as_u16(), &text));
@@ -461,6 +486,8 @@ impl Client {
             kind,
             status: Some(status.as_u16()),
             message,
+            // An empty body that did not end in time is unknown, not empty.
+            body: (ended || !bytes.is_empty()).then_some(bytes),
         };
         (Err(failure), ended)
     }
@@ -500,8 +527,29 @@ impl Client {
             kind,
             status: Some(status.as_u16()),
             message,
+            body: is_error.then_some(bytes),
         };
         (Err(failure), ended)
+    }
+
+    /// A failure as the record keeps it: secrets redacted from every text, the body cut to
+    /// its first 2 KB, the server's code and type read from the whole body.
+    fn request_error(&self, failure: Failure) -> RequestError {
+        let body = failure.body.map(|b| self.redactor.bytes(b));
+        let server = body
+            .as_deref()
+            .map(error_body::server_error)
+            .unwrap_or_default();
+        RequestError {
+            kind: failure.kind,
+            status: failure.status,
+            message: self.redactor.text(failure.message),
+            body: body
+                .as_deref()
+                .map(|b| self.redactor.text(error_body::kept_body(b))),
+            code: server.code.map(|c| self.redactor.text(c)),
+            error_type: server.error_type.map(|t| self.redactor.text(t)),
+        }
     }
 }
 
@@ -555,6 +603,7 @@ fn on_data(
         EventKind::Error => EventOutcome::Failed(StreamFailure {
             kind: ErrorKind::ErrorObject,
             message: stream::error_message(data),
+            body: Some(data.to_vec()),
         }),
     };
     match outcome {

@@ -21,6 +21,8 @@ pub(crate) struct Failure {
     pub kind: ErrorKind,
     pub status: Option<u16>,
     pub message: String,
+    /// The error body (a non-2xx response's, or an error object's); the record redacts it.
+    pub body: Option<Vec<u8>>,
 }
 
 impl Failure {
@@ -29,6 +31,7 @@ impl Failure {
             kind,
             status: None,
             message: message.into(),
+            body: None,
         }
     }
 
@@ -67,7 +70,10 @@ impl Failure {
 
 impl From<StreamFailure> for Failure {
     fn from(f: StreamFailure) -> Self {
-        Failure::new(f.kind, f.message)
+        Failure {
+            body: f.body,
+            ..Failure::new(f.kind, f.message)
+        }
     }
 }
 

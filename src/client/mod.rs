@@ -8,15 +8,18 @@
 //!
 //! Files: `config.rs` (settings, secrets), `pool.rs` (connections), `socket.rs` (TCP, Unix, TLS), `request.rs` (headers and
 //! body), `tls.rs` (roots, client certificates, certificate errors), `exchange.rs` (one request and its stream), `failure.rs` (deadlines and error kinds), `stream.rs`/`scan.rs`/
-//! `sse.rs` (parsing), `record.rs` (what a request produced).
+//! `sse.rs` (parsing), `error_body.rs` (an error body's code and type), `record.rs` (what a
+//! request produced).
 
 mod config;
+pub mod error_body;
 mod exchange;
 mod failure;
 mod pool;
 mod proxy;
 mod record;
 mod request;
+mod request_id;
 pub mod scan;
 mod socket;
 pub mod sse;
@@ -31,6 +34,10 @@ pub use config::{
 pub use exchange::Client;
 pub use pool::{ServerKeepAlive, parse_keep_alive};
 pub use record::*;
+pub use request_id::{
+    DEFAULT_REQUEST_ID_HEADER, RequestIdFormat, RequestIdSettings, empty_body_hint, is_uuid,
+    uuid_for,
+};
 pub use tls::TlsSettings;
 
 #[cfg(test)]
@@ -67,6 +74,7 @@ mod tests {
             http: Default::default(),
             unix_socket: None,
             proxy: None,
+            request_id: Default::default(),
         }
     }
 

@@ -9,8 +9,12 @@ use serde::{Deserialize, Serialize};
 pub struct RequestRecord {
     /// Position of the request within its phase (measured requests only).
     pub request_index: u64,
-    /// Sent as `x-request-id`, to join with server logs.
+    /// servebench's readable id, `<run>-<phase>-<n>`.
     pub request_id: String,
+    /// The request-id header's value as sent, when it is not `request_id` itself (a UUID
+    /// derived from it by default), to join with server logs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sent_request_id: Option<String>,
     /// Request start, relative to the phase's measured start.
     pub start_offset_ms: f64,
     /// Open loop: when the schedule wanted the request sent, relative to the phase's start.
@@ -84,6 +88,11 @@ impl RequestRecord {
     pub fn is_ok(&self) -> bool {
         self.error.is_none()
     }
+
+    /// The id the server saw in the request-id header (unless the header was off).
+    pub fn sent_id(&self) -> &str {
+        self.sent_request_id.as_deref().unwrap_or(&self.request_id)
+    }
 }
 
 /// Fill a record's derived fields (generation, decode rate, ITL, TPOT, prefill rate) from its
@@ -143,6 +152,89 @@ pub struct RequestError {
     pub status: Option<u16>,
     /// Short human description (a body excerpt for HTTP errors); never holds secrets.
     pub message: String,
+    /// The response body's first 2 KB as text, secrets redacted: for a non-2xx response
+    /// (`""` when it had none) and for an error object (its payload).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub body: Option<String>,
+    /// The server's error code (`error.code`, a number as its decimal string).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub code: Option<String>,
+    /// The server's error type (`error.type`, or the first FastAPI validation error's `type`).
+    #[serde(rename = "type", default, skip_serializing_if = "Option::is_none")]
+    pub error_type: Option<String>,
+}
+
+/// Separates the parts of [`RequestError::cause`].
+pub const CAUSE_SEPARATOR: &str = " · ";
+
+/// The longest a code or type may be inside a cause key, in characters.
+const CAUSE_PART_CHARS: usize = 64;
+
+impl RequestError {
+    /// An error with no body, code or type.
+    pub fn new(kind: ErrorKind, status: Option<u16>, message: impl Into<String>) -> Self {
+        RequestError {
+            kind,
+            status,
+            message: message.into(),
+            body: None,
+            code: None,
+            error_type: None,
+        }
+    }
+
+    /// A short, stable key that groups failures with the same cause (`errors_by_cause`):
+    ///
+    /// - `http_status`/`rate_limited`: `HTTP <status>`, then ` · <type>` and ` · <code>` when
+    ///   the server sent them (a code equal to the status is left out), or ` · empty body`
+    ///   when the response had no body: `HTTP 400 · invalid_request_error ·
+    ///   context_length_exceeded`, `HTTP 503`, `HTTP 401 · empty body`;
+    /// - `error_object`: `error_object`, then ` · <type>` and ` · <code>`;
+    /// - any other kind: its name (`connect`, `idle_timeout`, `stream_broken`, …).
+    ///
+    /// The message never goes into the key (it often holds request-specific text); a type or
+    /// code is trimmed, its whitespace collapsed and cut to 64 characters.
+    pub fn cause(&self) -> String {
+        let mut key = match (self.kind, self.status) {
+            (ErrorKind::HttpStatus | ErrorKind::RateLimited, Some(status)) => {
+                format!("HTTP {status}")
+            }
+            (ErrorKind::HttpStatus | ErrorKind::RateLimited | ErrorKind::ErrorObject, _) => {
+                self.kind.name().to_string()
+            }
+            (kind, _) => return kind.name().to_string(),
+        };
+        let status = self.status.map(|s| s.to_string());
+        let error_type = self.error_type.as_deref().and_then(cause_part);
+        let code = self
+            .code
+            .as_deref()
+            .and_then(cause_part)
+            .filter(|code| Some(code) != status.as_ref());
+        let empty_body = self.body.as_deref().is_some_and(|b| b.trim().is_empty());
+        let parts = match (error_type, code) {
+            (None, None) if empty_body => vec!["empty body".to_string()],
+            (error_type, code) => error_type.into_iter().chain(code).collect(),
+        };
+        for part in parts {
+            key.push_str(CAUSE_SEPARATOR);
+            key.push_str(&part);
+        }
+        key
+    }
+}
+
+/// A code or type as it goes into a cause key; `None` when blank.
+fn cause_part(text: &str) -> Option<String> {
+    let words: Vec<&str> = text.split_whitespace().collect();
+    if words.is_empty() {
+        return None;
+    }
+    let joined = words.join(" ");
+    Some(match joined.char_indices().nth(CAUSE_PART_CHARS) {
+        Some((cut, _)) => format!("{}…", &joined[..cut]),
+        None => joined,
+    })
 }
 
 /// Closed set of failure kinds; counted per kind in every summary.
@@ -175,9 +267,121 @@ pub enum ErrorKind {
     Cancelled,
 }
 
+impl ErrorKind {
+    /// The kind as report.json spells it.
+    pub fn name(self) -> &'static str {
+        match self {
+            ErrorKind::Connect => "connect",
+            ErrorKind::FirstByteTimeout => "first_byte_timeout",
+            ErrorKind::IdleTimeout => "idle_timeout",
+            ErrorKind::TotalTimeout => "total_timeout",
+            ErrorKind::RateLimited => "rate_limited",
+            ErrorKind::HttpStatus => "http_status",
+            ErrorKind::StreamBroken => "stream_broken",
+            ErrorKind::MissingDone => "missing_done",
+            ErrorKind::MalformedEvent => "malformed_event",
+            ErrorKind::ErrorObject => "error_object",
+            ErrorKind::Cancelled => "cancelled",
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn http(
+        status: u16,
+        body: Option<&str>,
+        error_type: Option<&str>,
+        code: Option<&str>,
+    ) -> RequestError {
+        RequestError {
+            body: body.map(str::to_string),
+            error_type: error_type.map(str::to_string),
+            code: code.map(str::to_string),
+            ..RequestError::new(ErrorKind::HttpStatus, Some(status), "m")
+        }
+    }
+
+    #[test]
+    fn cause_keys() {
+        let cause = |e: RequestError| e.cause();
+        assert_eq!(
+            cause(http(
+                400,
+                Some("{}"),
+                Some("invalid_request_error"),
+                Some("context_length_exceeded")
+            )),
+            "HTTP 400 · invalid_request_error · context_length_exceeded"
+        );
+        // A code that repeats the status adds nothing.
+        assert_eq!(
+            cause(http(400, Some("{}"), Some("BadRequestError"), Some("400"))),
+            "HTTP 400 · BadRequestError"
+        );
+        assert_eq!(cause(http(503, Some("busy"), None, None)), "HTTP 503");
+        assert_eq!(
+            cause(http(401, Some(" \n"), None, None)),
+            "HTTP 401 · empty body"
+        );
+        // Reports written before bodies were kept say nothing about the body.
+        assert_eq!(cause(http(401, None, None, None)), "HTTP 401");
+        assert_eq!(
+            cause(http(404, Some("{}"), Some("  not\tfound "), None)),
+            "HTTP 404 · not found"
+        );
+        let long = "x".repeat(100);
+        assert_eq!(
+            cause(http(500, Some("{}"), Some(&long), None)),
+            format!("HTTP 500 · {}…", "x".repeat(64))
+        );
+        let limited = RequestError {
+            body: Some(String::new()),
+            ..RequestError::new(ErrorKind::RateLimited, Some(429), "slow")
+        };
+        assert_eq!(cause(limited), "HTTP 429 · empty body");
+        let object = RequestError {
+            error_type: Some("overloaded".into()),
+            code: Some("503".into()),
+            ..RequestError::new(ErrorKind::ErrorObject, Some(200), "m")
+        };
+        assert_eq!(cause(object), "error_object · overloaded · 503");
+        assert_eq!(
+            cause(RequestError::new(ErrorKind::ErrorObject, None, "m")),
+            "error_object"
+        );
+        assert_eq!(
+            cause(RequestError::new(ErrorKind::HttpStatus, None, "m")),
+            "http_status"
+        );
+        for kind in [
+            ErrorKind::Connect,
+            ErrorKind::IdleTimeout,
+            ErrorKind::MalformedEvent,
+        ] {
+            let e = RequestError::new(kind, Some(200), "m");
+            assert_eq!(cause(e), kind.name());
+            assert_eq!(serde_json::to_value(kind).unwrap(), kind.name());
+        }
+    }
+
+    #[test]
+    fn new_fields_are_absent_unless_set() {
+        let plain = RequestError::new(ErrorKind::HttpStatus, Some(503), "busy");
+        assert_eq!(
+            serde_json::to_string(&plain).unwrap(),
+            r#"{"kind":"http_status","status":503,"message":"busy"}"#
+        );
+        let full = http(400, Some(""), Some("t"), Some("c"));
+        let json = serde_json::to_string(&full).unwrap();
+        assert_eq!(
+            json,
+            r#"{"kind":"http_status","status":400,"message":"m","body":"","code":"c","type":"t"}"#
+        );
+        assert_eq!(serde_json::from_str::<RequestError>(&json).unwrap(), full);
+    }
 
     #[test]
     fn derived_fields_undefined_for_single_token() {

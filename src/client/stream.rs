@@ -116,6 +116,8 @@ struct ChunkEvent<'a> {
 pub struct StreamFailure {
     pub kind: ErrorKind,
     pub message: String,
+    /// An error object's payload, for the record's `error.body`, code and type.
+    pub body: Option<Vec<u8>>,
 }
 
 /// What the caller should do after an event.
@@ -267,6 +269,7 @@ impl StreamState {
                 return EventOutcome::Failed(StreamFailure {
                     kind: ErrorKind::MalformedEvent,
                     message: format!("event is not a completion chunk ({err}): {}", excerpt(data)),
+                    body: None,
                 });
             }
         };
@@ -274,6 +277,7 @@ impl StreamState {
             return EventOutcome::Failed(StreamFailure {
                 kind: ErrorKind::ErrorObject,
                 message: error_message(data),
+                body: Some(data.to_vec()),
             });
         }
         if let Some(usage) = event.usage {
@@ -480,7 +484,8 @@ mod tests {
             out,
             EventOutcome::Failed(StreamFailure {
                 kind: ErrorKind::ErrorObject,
-                message: "overloaded".into()
+                message: "overloaded".into(),
+                body: Some(br#"{"error":{"message":"overloaded","code":503}}"#.to_vec()),
             })
         );
         let out = s.on_event(

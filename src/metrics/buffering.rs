@@ -102,11 +102,11 @@ mod tests {
         assert_eq!(buffering_warning(&records), None);
         // A failed request or an instant stream says nothing.
         let mut failed = record(398.0, 400.0, 32);
-        failed.error = Some(crate::client::RequestError {
-            kind: crate::client::ErrorKind::HttpStatus,
-            status: Some(500),
-            message: String::new(),
-        });
+        failed.error = Some(crate::client::RequestError::new(
+            crate::client::ErrorKind::HttpStatus,
+            Some(500),
+            String::new(),
+        ));
         let records: Vec<_> = (0..10).map(|_| failed.clone()).collect();
         assert_eq!(buffering_warning(&records), None);
         let records: Vec<_> = (0..10).map(|_| record(5.0, 5.0, 32)).collect();

@@ -3,6 +3,7 @@
 mod anvil;
 mod bootstrap;
 mod buffering;
+mod causes;
 mod drift;
 mod interval;
 mod rates;
@@ -12,10 +13,12 @@ pub mod stability;
 mod summary;
 mod tally;
 mod transport;
+pub mod trust;
 
 pub use anvil::*;
 pub use bootstrap::*;
 pub use buffering::*;
+pub use causes::*;
 pub use drift::*;
 pub use interval::*;
 pub use rates::*;
@@ -279,11 +282,14 @@ pub fn summarize(
     summary.cached_token_ratio =
         (any_cached && cached_prompt_sum > 0).then(|| cached_sum as f64 / cached_prompt_sum as f64);
 
+    let mut causes = CauseCounts::default();
     for r in records {
         if let Some(err) = &r.error {
             *summary.errors_by_kind.entry(err.kind).or_insert(0) += 1;
         }
+        causes.add(r);
     }
+    summary.errors_by_cause = causes.finish();
 
     summary.goodput = slo.map(|slo| {
         let good = ok.iter().filter(|r| meets_slo(r, slo)).count() as u64;

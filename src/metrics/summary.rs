@@ -64,6 +64,11 @@ pub struct PhaseSummary {
     pub reasoning_chunks: u64,
     pub output_token_sources: BTreeMap<OutputTokenSource, u64>,
     pub errors_by_kind: BTreeMap<ErrorKind, u64>,
+    /// Failed requests grouped by cause (the `error.cause()` key, see docs/reports.md), most
+    /// frequent first, then by cause; absent when no request failed, and in reports written
+    /// before causes.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub errors_by_cause: Vec<ErrorCause>,
     /// Requests meeting every SLO, per second; present when the plan sets an SLO.
     pub goodput: Option<Goodput>,
 }
@@ -76,4 +81,21 @@ pub struct Goodput {
     pub request_rate: f64,
     /// Share of measured requests that met every objective.
     pub fraction: f64,
+}
+
+/// Failed requests that share a cause.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct ErrorCause {
+    /// The grouping key, e.g. `HTTP 400 · invalid_request_error · context_length_exceeded`,
+    /// `HTTP 401 · empty body`, `error_object · overloaded` or `idle_timeout`.
+    pub cause: String,
+    /// The kind of the example's failure.
+    pub kind: ErrorKind,
+    /// The example's HTTP status, when it had one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status: Option<u16>,
+    pub count: u64,
+    /// The message of the earliest request (lowest `request_index`) with this cause, cut to
+    /// 300 characters.
+    pub example: String,
 }

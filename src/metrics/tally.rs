@@ -7,8 +7,8 @@ use std::collections::BTreeMap;
 
 use super::select::{Rescan, distribution_by_selection};
 use super::{
-    ConnectionCounts, Distribution, Goodput, PhaseSummary, ServerTimingGap, TransportSummary,
-    meets_slo, per_second, transport_from_counts,
+    CauseCounts, ConnectionCounts, Distribution, Goodput, PhaseSummary, ServerTimingGap, SplitSums,
+    TransportSummary, meets_slo, per_second, transport_from_counts,
 };
 use crate::client::RequestRecord;
 use crate::plan::{PercentileMethod, Slo};
@@ -92,7 +92,9 @@ pub struct PhaseTally {
     good: u64,
     connections: ConnectionCounts,
     timed: u64,
+    split: SplitSums,
     prompt: PromptTally,
+    causes: CauseCounts,
     /// Per column: values and their sum.
     columns: [(u64, f64); 12],
 }
@@ -122,7 +124,9 @@ impl PhaseTally {
             good: 0,
             connections: ConnectionCounts::default(),
             timed: 0,
+            split: SplitSums::default(),
             prompt: PromptTally::default(),
+            causes: CauseCounts::default(),
             columns: [(0, 0.0); 12],
         }
     }
@@ -155,6 +159,7 @@ impl PhaseTally {
         if let Some(err) = &r.error {
             *s.errors_by_kind.entry(err.kind).or_insert(0) += 1;
         }
+        self.causes.add(r);
         if !r.is_ok() {
             s.errors += 1;
             return;
@@ -194,6 +199,7 @@ impl PhaseTally {
         put(c, Column::OutputTokens, r.output_tokens.map(|t| t as f64));
         if r.server_prompt_ms.is_some() || r.server_total_ms.is_some() {
             self.timed += 1;
+            self.split.add(r);
             let prompt_gap = r.ttft_ms.zip(r.server_prompt_ms).map(|(a, b)| a - b);
             let total_gap = r.server_total_ms.map(|b| r.e2e_ms - b);
             put(c, Column::TtftMinusServerPrompt, prompt_gap);
@@ -220,6 +226,7 @@ impl PhaseTally {
             }
         }
         let mut s = self.summary.clone();
+        s.errors_by_cause = self.causes.finish();
         let n = s.requests;
         s.elapsed = if n == 0 || self.last_end_ms <= self.first_start_ms {
             0.0
@@ -254,6 +261,7 @@ impl PhaseTally {
             requests: self.timed,
             ttft_minus_server_prompt_ms: take(Column::TtftMinusServerPrompt),
             e2e_minus_server_total_ms: take(Column::E2eMinusServerTotal),
+            split: self.split.finish(),
         });
         let span = self.last_start_ms - self.first_start_ms;
         Ok(TallyFigures {

@@ -38,6 +38,94 @@ pub struct ServerTimingGap {
     /// `e2e − server prompt and generation time`, milliseconds.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub e2e_minus_server_total_ms: Option<Distribution>,
+    /// Where the time of a request went, on average over the requests whose server reported
+    /// both its prompt and its total time.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub split: Option<LatencySplit>,
+}
+
+/// A request's latency cut into parts, mean milliseconds. `connect_ms + tls_ms +
+/// server_prefill_ms + server_decode_ms + network_other_ms = e2e_ms` per request by
+/// construction; `network_other_min_ms` is the most negative remainder, so a server clock that
+/// claims more time than the client saw shows up.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
+pub struct LatencySplit {
+    pub requests: u64,
+    /// Open loop: scheduled send → sent; before the request starts, so not part of `e2e_ms`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_queue_ms: Option<f64>,
+    /// New connections' TCP connect (0 on a reused one).
+    pub connect_ms: f64,
+    /// New connections' TLS handshake.
+    pub tls_ms: f64,
+    /// The server's prompt time.
+    pub server_prefill_ms: f64,
+    /// The server's generation time (total − prompt).
+    pub server_decode_ms: f64,
+    /// The rest: network, proxies, the server's HTTP layer and queue, the client.
+    pub network_other_ms: f64,
+    pub network_other_min_ms: f64,
+    pub e2e_ms: f64,
+}
+
+/// Running sums for a [`LatencySplit`], fed one record at a time by every path that builds a
+/// phase's figures.
+#[derive(Debug, Clone, Default)]
+pub struct SplitSums {
+    requests: u64,
+    queued: u64,
+    client_queue: f64,
+    connect: f64,
+    tls: f64,
+    prefill: f64,
+    decode: f64,
+    other: f64,
+    other_min: f64,
+    e2e: f64,
+}
+
+impl SplitSums {
+    pub fn add(&mut self, r: &RequestRecord) {
+        let (Some(prompt), Some(total)) = (r.server_prompt_ms, r.server_total_ms) else {
+            return;
+        };
+        if !r.is_ok() {
+            return;
+        }
+        let (connect, tls) = (r.connect_ms.unwrap_or(0.0), r.tls_ms.unwrap_or(0.0));
+        let other = r.e2e_ms - connect - tls - total;
+        if let Some(lag) = r.send_lag_ms {
+            self.queued += 1;
+            self.client_queue += lag.max(0.0);
+        }
+        self.other_min = if self.requests == 0 {
+            other
+        } else {
+            self.other_min.min(other)
+        };
+        self.requests += 1;
+        self.connect += connect;
+        self.tls += tls;
+        self.prefill += prompt;
+        self.decode += total - prompt;
+        self.other += other;
+        self.e2e += r.e2e_ms;
+    }
+
+    pub fn finish(&self) -> Option<LatencySplit> {
+        let n = self.requests as f64;
+        (self.requests > 0).then(|| LatencySplit {
+            requests: self.requests,
+            client_queue_ms: (self.queued > 0).then(|| self.client_queue / self.queued as f64),
+            connect_ms: self.connect / n,
+            tls_ms: self.tls / n,
+            server_prefill_ms: self.prefill / n,
+            server_decode_ms: self.decode / n,
+            network_other_ms: self.other / n,
+            network_other_min_ms: self.other_min,
+            e2e_ms: self.e2e / n,
+        })
+    }
 }
 
 /// Below this many requests a phase says nothing about a server's connection habits.
@@ -159,10 +247,15 @@ fn server_timing_gap(
         .iter()
         .filter_map(|r| Some(r.e2e_ms - r.server_total_ms?))
         .collect();
+    let mut split = SplitSums::default();
+    for r in &timed {
+        split.add(r);
+    }
     Some(ServerTimingGap {
         requests: timed.len() as u64,
         ttft_minus_server_prompt_ms: distribution(&prompt_gaps, method),
         e2e_minus_server_total_ms: distribution(&total_gaps, method),
+        split: split.finish(),
     })
 }
 

@@ -58,7 +58,27 @@ pub struct Hook {
 pub const MARK_FAULT_ON: &str = "fault-on";
 pub const MARK_FAULT_OFF: &str = "fault-off";
 
+/// The action fields of a hook, in the order their names are listed.
+pub const HOOK_ACTIONS: &str =
+    "http, reset_prefix_cache, wait_healthy, sleep, exec, fault_on, fault_off";
+
 impl Hook {
+    /// The names of the actions this hook sets; a valid hook sets exactly one.
+    pub fn actions(&self) -> Vec<&'static str> {
+        [
+            ("http", self.http.is_some()),
+            ("reset_prefix_cache", self.reset_prefix_cache),
+            ("wait_healthy", self.wait_healthy.is_some()),
+            ("sleep", self.sleep.is_some()),
+            ("exec", self.exec.is_some()),
+            ("fault_on", self.fault_on.is_some()),
+            ("fault_off", self.fault_off),
+        ]
+        .into_iter()
+        .filter_map(|(name, set)| set.then_some(name))
+        .collect()
+    }
+
     /// The instant's name this action marks, if any: its `mark`, else `fault-on`/`fault-off`
     /// for the fault switches.
     pub fn mark_name(&self) -> Option<&str> {
@@ -69,6 +89,47 @@ impl Hook {
             (None, None, false) => None,
         }
     }
+}
+
+/// Every hook of the plan: (phase index, `before`/`during`/`after`, hook index, hook).
+fn every_hook(plan: &Plan) -> impl Iterator<Item = (usize, &'static str, usize, &Hook)> {
+    plan.phases.iter().enumerate().flat_map(|(p, phase)| {
+        [
+            ("before", &phase.before),
+            ("during", &phase.during),
+            ("after", &phase.after),
+        ]
+        .into_iter()
+        .flat_map(move |(when, hooks)| {
+            hooks
+                .iter()
+                .enumerate()
+                .map(move |(h, hook)| (p, when, h, hook))
+        })
+    })
+}
+
+/// Every hook sets exactly one action: one located issue per hook that sets none or several.
+pub fn action_issues(plan: &Plan) -> Vec<Issue> {
+    let mut issues = Vec::new();
+    for (p, when, h, hook) in every_hook(plan) {
+        let actions = hook.actions();
+        let message = match actions.as_slice() {
+            [_] => continue,
+            [] => "this hook has no action".to_string(),
+            several => format!(
+                "this hook has {} actions ({}); each hook runs exactly one",
+                several.len(),
+                several.join(", ")
+            ),
+        };
+        issues.push(
+            Issue::new(format!("/phases/{p}/{when}/{h}"), message).hint(Some(format!(
+                "give it one of {HOOK_ACTIONS}; list several hooks for several actions"
+            ))),
+        );
+    }
+    issues
 }
 
 /// `at` belongs to `during` actions, and every `during` action needs one: one located issue
@@ -105,24 +166,11 @@ pub fn timing_issues(plan: &Plan) -> Vec<Issue> {
     issues
 }
 
-/// Every `exec` action of the plan: (phase index, `before`/`after`, hook index, command).
+/// Every `exec` action of the plan: (phase index, `before`/`during`/`after`, hook index, command).
 pub fn exec_hooks(plan: &Plan) -> Vec<(usize, &'static str, usize, &[String])> {
-    let mut found = Vec::new();
-    for (p, phase) in plan.phases.iter().enumerate() {
-        let lists = [
-            ("before", &phase.before),
-            ("during", &phase.during),
-            ("after", &phase.after),
-        ];
-        for (when, hooks) in lists {
-            for (h, hook) in hooks.iter().enumerate() {
-                if let Some(command) = &hook.exec {
-                    found.push((p, when, h, command.as_slice()));
-                }
-            }
-        }
-    }
-    found
+    every_hook(plan)
+        .filter_map(|(p, when, h, hook)| Some((p, when, h, hook.exec.as_deref()?)))
+        .collect()
 }
 
 /// A plan may run programs only when its user said so: one located refusal per `exec`

@@ -2,7 +2,7 @@
 //! confidence intervals where records exist and the percentiles' order-statistic intervals,
 //! and `--gate` checks (grammar in [`super::gate`]).
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use indexmap::IndexMap;
 use serde::Serialize;
@@ -10,7 +10,10 @@ use serde::Serialize;
 use super::figure_path::{Better, DistKind, FigurePath, Scalar, Stat, Unit};
 use super::gate::{Gate, GateCheck, check_gates, relative};
 use super::model::{PhaseResult, Report};
-use crate::metrics::{self, BOOTSTRAP_RESAMPLES, CONFIDENCE, Interval, bootstrap_diff_cis};
+use super::table::phase_error_causes;
+use crate::metrics::{
+    self, BOOTSTRAP_RESAMPLES, CONFIDENCE, ErrorCause, Interval, bootstrap_diff_cis,
+};
 use crate::plan::PercentileMethod;
 
 const BOOTSTRAP_SEED: u64 = 0x5e7e_be7c_0000_0001;
@@ -81,6 +84,11 @@ pub struct MetricChange {
 pub struct PhaseComparison {
     pub phase: String,
     pub metrics: Vec<MetricChange>,
+    /// Error causes the new side has and the base side does not, most frequent first;
+    /// empty (and absent) when the base's causes are unknown (it has errors but neither
+    /// `errors_by_cause` nor every record).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub new_error_causes: Vec<ErrorCause>,
 }
 
 /// Everything `servebench compare` reports.
@@ -189,6 +197,10 @@ fn compare_phase(
         }
     }
 
+    // A client-bound side's latencies hold client delay: no change is called significant.
+    let client_bound = [base, new]
+        .iter()
+        .any(|p| p.client_trust.as_ref().is_some_and(|t| !t.is_trusted()));
     let mut out = Vec::new();
     for metric in metrics {
         let (b, n) = (metric.value(base), metric.value(new));
@@ -239,12 +251,30 @@ fn compare_phase(
             }
             None => excludes_zero,
         };
+        if client_bound {
+            change.significant = None;
+            change.note = Some(CLIENT_BOUND);
+        }
         out.push(change);
     }
     PhaseComparison {
         phase: new.phase.clone(),
         metrics: out,
+        new_error_causes: new_error_causes(base, new),
     }
+}
+
+/// The causes of `new`'s failures that `base` does not have.
+fn new_error_causes(base: &PhaseResult, new: &PhaseResult) -> Vec<ErrorCause> {
+    let base_causes = phase_error_causes(base);
+    if base.summary.errors > 0 && base_causes.is_empty() {
+        return Vec::new();
+    }
+    let known: HashSet<&str> = base_causes.iter().map(|c| c.cause.as_str()).collect();
+    phase_error_causes(new)
+        .into_iter()
+        .filter(|c| !known.contains(c.cause.as_str()))
+        .collect()
 }
 
 /// Which per-request values a metric is a statistic of, for metrics that have them.
@@ -267,6 +297,9 @@ fn first_stat(m: FigurePath) -> Option<Stat> {
 
 /// Note for a percentile whose sample is too small for an interval on a side.
 pub const TOO_FEW_SAMPLES: &str = "too few samples";
+
+/// The note on every change of a phase where either side was client-bound.
+pub const CLIENT_BOUND: &str = "client-bound: not tested";
 
 /// The quantile a percentile metric reads; `None` for other metrics.
 fn percentile_q(metric: FigurePath) -> Option<f64> {

@@ -178,4 +178,21 @@ fn phase_changes(out: &mut String, p: &PhaseComparison) {
     }
     write_table(out, &t);
     out.push('\n');
+    if !p.new_error_causes.is_empty() {
+        out.push_str("New error causes (not in base):\n\n");
+        let mut causes = Table::new(&[
+            ("Count", Align::Right),
+            ("Cause", Align::Left),
+            ("Example", Align::Left),
+        ]);
+        for c in &p.new_error_causes {
+            causes.rows.push(vec![
+                Cell::marked(c.count.to_string(), Mark::Bad),
+                Cell::plain(c.cause.clone()),
+                Cell::plain(c.example.clone()),
+            ]);
+        }
+        write_table(out, &causes);
+        out.push('\n');
+    }
 }

@@ -69,3 +69,46 @@ pub fn warnings(report: &Report) -> Vec<String> {
     });
     targets.chain(phases).collect()
 }
+
+/// Where each phase's request time went (mean ms), for phases whose server reported its own
+/// prompt and total times; empty when none did.
+pub fn split_table(report: &Report) -> Table {
+    let mut t = Table::new(&[
+        ("phase", Align::Left),
+        ("requests", Align::Right),
+        ("client queue", Align::Right),
+        ("connect", Align::Right),
+        ("TLS", Align::Right),
+        ("server prefill", Align::Right),
+        ("server decode", Align::Right),
+        ("network / other", Align::Right),
+        ("e2e", Align::Right),
+    ]);
+    for phase in &report.phases {
+        let Some(split) = phase
+            .transport
+            .server_timing_gap
+            .as_ref()
+            .and_then(|g| g.split.as_ref())
+        else {
+            continue;
+        };
+        t.rows.push(vec![
+            Cell::plain(phase.phase.clone()),
+            Cell::plain(split.requests.to_string()),
+            Cell::plain(split.client_queue_ms.map(ms).unwrap_or_default()),
+            Cell::plain(ms(split.connect_ms)),
+            Cell::plain(ms(split.tls_ms)),
+            Cell::plain(ms(split.server_prefill_ms)),
+            Cell::plain(ms(split.server_decode_ms)),
+            Cell::plain(ms(split.network_other_ms)),
+            Cell::plain(ms(split.e2e_ms)),
+        ]);
+    }
+    t
+}
+
+/// Under the split table: what the columns are.
+pub const SPLIT_NOTE: &str = "Mean milliseconds per request; connect + TLS + server prefill + \
+    server decode + network / other = e2e. Client queue (an open loop's send lag) comes before \
+    the request starts.";

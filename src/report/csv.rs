@@ -1,7 +1,7 @@
 //! CSV writer: one row per phase, or one row per request with `--requests` (RFC 4180).
 
 use super::model::Report;
-use crate::client::RequestRecord;
+use super::records::{COLUMNS, Cell, RecordRow, Window};
 use crate::metrics::Distribution;
 
 /// One row per phase, latencies in milliseconds.
@@ -39,6 +39,7 @@ pub fn render_phases(report: &Report) -> String {
             "planned_prompt_tokens_mean",
             "actual_prompt_tokens_mean",
             "prompt_tokens_warning",
+            "client_trust",
         ]
         .iter()
         .map(|s| s.to_string()),
@@ -71,6 +72,19 @@ pub fn render_phases(report: &Report) -> String {
         row.push(opt(p.prompt_tokens.planned_mean));
         row.push(opt(p.prompt_tokens.actual_mean));
         row.push(p.prompt_tokens.warning.to_string());
+        row.push(
+            p.client_trust
+                .as_ref()
+                .map(|t| {
+                    if t.is_trusted() {
+                        "trusted"
+                    } else {
+                        "client_bound"
+                    }
+                })
+                .unwrap_or_default()
+                .to_string(),
+        );
         push_row(&mut out, &row);
     }
     out
@@ -86,95 +100,35 @@ fn dist_ms(d: Option<&Distribution>) -> Vec<String> {
     }
 }
 
-/// One row per request of every phase, with seed 000's field names.
+/// One row per request of every phase: exactly the columns of `requests.parquet`, in its
+/// order, so the two never fall out of step. `report.json` keeps measured requests only.
 pub fn render_requests(report: &Report) -> String {
-    let header = [
-        "phase",
-        "request_index",
-        "request_id",
-        "start_offset_ms",
-        "scheduled_offset_ms",
-        "send_lag_ms",
-        "time_to_first_output_ms",
-        "ttft_ms",
-        "e2e_ms",
-        "generation_ms",
-        "visible_generation_ms",
-        "decode_tok_s",
-        "mean_inter_token_latency_ms",
-        "tpot_ms",
-        "effective_prefill_tok_s",
-        "planned_context_tokens",
-        "prompt_tokens",
-        "cached_tokens",
-        "output_tokens",
-        "output_token_source",
-        "content_chunks",
-        "reasoning_chunks",
-        "max_inter_chunk_ms",
-        "error_kind",
-        "error_status",
-        "error_message",
-    ];
+    let header: Vec<String> = COLUMNS.iter().map(|c| c.name.to_string()).collect();
     let mut out = String::new();
-    push_row(
-        &mut out,
-        &header.iter().map(|s| s.to_string()).collect::<Vec<_>>(),
-    );
+    push_row(&mut out, &header);
     for p in &report.phases {
-        for r in &p.request_timings {
-            push_row(&mut out, &request_row(&p.phase, r));
+        for record in &p.request_timings {
+            let row = RecordRow {
+                phase: p.phase.clone(),
+                window: Window::Measured,
+                shard: None,
+                record: record.clone(),
+            };
+            let fields: Vec<String> = COLUMNS.iter().map(|c| cell_text((c.get)(&row))).collect();
+            push_row(&mut out, &fields);
         }
     }
     out
 }
 
-fn request_row(phase: &str, r: &RequestRecord) -> Vec<String> {
-    let enum_name = |v: serde_json::Result<serde_json::Value>| {
-        v.ok()
-            .and_then(|v| v.as_str().map(str::to_string))
-            .unwrap_or_default()
-    };
-    vec![
-        phase.to_string(),
-        r.request_index.to_string(),
-        r.request_id.clone(),
-        r.start_offset_ms.to_string(),
-        opt(r.scheduled_offset_ms),
-        opt(r.send_lag_ms),
-        opt(r.time_to_first_output_ms),
-        opt(r.ttft_ms),
-        r.e2e_ms.to_string(),
-        opt(r.generation_ms),
-        opt(r.visible_generation_ms),
-        opt(r.decode_tok_s),
-        opt(r.mean_inter_token_latency_ms),
-        opt(r.tpot_ms),
-        opt(r.effective_prefill_tok_s),
-        opt(r.planned_context_tokens),
-        opt(r.prompt_tokens),
-        opt(r.cached_tokens),
-        opt(r.output_tokens),
-        r.output_token_source
-            .map(|s| enum_name(serde_json::to_value(s)))
-            .unwrap_or_default(),
-        r.content_chunks.to_string(),
-        r.reasoning_chunks.to_string(),
-        opt(r.max_inter_chunk_ms),
-        r.error
-            .as_ref()
-            .map(|e| enum_name(serde_json::to_value(e.kind)))
-            .unwrap_or_default(),
-        r.error
-            .as_ref()
-            .and_then(|e| e.status)
-            .map(|s| s.to_string())
-            .unwrap_or_default(),
-        r.error
-            .as_ref()
-            .map(|e| e.message.clone())
-            .unwrap_or_default(),
-    ]
+fn cell_text(cell: Cell) -> String {
+    match cell {
+        Cell::Null => String::new(),
+        Cell::F64(v) => v.to_string(),
+        Cell::I64(v) => v.to_string(),
+        Cell::Str(s) => s,
+        Cell::Bool(b) => b.to_string(),
+    }
 }
 
 fn opt<T: ToString>(v: Option<T>) -> String {

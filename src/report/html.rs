@@ -113,6 +113,21 @@ fn diagnostics_sections(out: &mut String, report: &Report) {
         write_table(out, &prompts);
     }
 
+    let trust = super::trust_table::table(report);
+    if !trust.is_empty() {
+        out.push_str("<h2>Client trust</h2>\n");
+        let bound = super::trust_table::client_bound(report);
+        if !bound.is_empty() {
+            let _ = writeln!(
+                out,
+                "<div class=\"banner warn\"><b>⚠ Client-bound phases:</b> {}</div>",
+                esc(&bound.join(", "))
+            );
+        }
+        write_table(out, &trust);
+        let _ = writeln!(out, "<p>{}</p>", esc(&super::trust_table::note()));
+    }
+
     let connections = super::connections::table(report);
     if !connections.is_empty() {
         out.push_str("<h2>Connections and server timing</h2>\n");
@@ -120,6 +135,12 @@ fn diagnostics_sections(out: &mut String, report: &Report) {
             let _ = writeln!(out, "<div class=\"banner warn\"><b>⚠ {}</b></div>", esc(&w));
         }
         write_table(out, &connections);
+        let split = super::connections::split_table(report);
+        if !split.is_empty() {
+            out.push_str("<h3>Latency split</h3>\n");
+            write_table(out, &split);
+            let _ = writeln!(out, "<p>{}</p>", esc(super::connections::SPLIT_NOTE));
+        }
     }
 
     let backends = super::backends::table(report);
@@ -153,7 +174,7 @@ fn timelines_section(out: &mut String, report: &Report) {
     }
 }
 
-/// Failed requests by kind.
+/// Failed requests by kind, then by cause.
 fn errors_section(out: &mut String, report: &Report) {
     out.push_str("<h2>Errors</h2>\n");
     let errors = table::errors(report);
@@ -161,6 +182,11 @@ fn errors_section(out: &mut String, report: &Report) {
         out.push_str("<p>No failed requests.</p>\n");
     } else {
         write_table(out, &errors);
+    }
+    let causes = table::error_causes(report);
+    if !causes.is_empty() {
+        out.push_str("<h3>Errors by cause</h3>\n");
+        write_table(out, &causes);
     }
 }
 

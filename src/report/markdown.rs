@@ -107,6 +107,21 @@ fn diagnostics_sections(out: &mut String, report: &Report) {
         write_table(out, &prompts);
     }
 
+    let trust = super::trust_table::table(report);
+    if !trust.is_empty() {
+        out.push_str("\n## Client trust\n\n");
+        let bound = super::trust_table::client_bound(report);
+        if !bound.is_empty() {
+            let _ = writeln!(
+                out,
+                "> **⚠ Client-bound phases:** {}\n",
+                inline(&bound.join(", "))
+            );
+        }
+        write_table(out, &trust);
+        let _ = writeln!(out, "\n{}", inline(&super::trust_table::note()));
+    }
+
     let connections = super::connections::table(report);
     if !connections.is_empty() {
         out.push_str("\n## Connections and server timing\n\n");
@@ -114,6 +129,12 @@ fn diagnostics_sections(out: &mut String, report: &Report) {
             let _ = writeln!(out, "> **⚠ {}**\n", inline(&w));
         }
         write_table(out, &connections);
+        let split = super::connections::split_table(report);
+        if !split.is_empty() {
+            out.push_str("\n### Latency split\n\n");
+            write_table(out, &split);
+            let _ = writeln!(out, "\n{}", super::connections::SPLIT_NOTE);
+        }
     }
 
     let backends = super::backends::table(report);
@@ -131,7 +152,7 @@ fn diagnostics_sections(out: &mut String, report: &Report) {
     }
 }
 
-/// Failed requests by kind.
+/// Failed requests by kind, then by cause.
 fn errors_section(out: &mut String, report: &Report) {
     out.push_str("\n## Errors\n\n");
     let errors = table::errors(report);
@@ -139,6 +160,11 @@ fn errors_section(out: &mut String, report: &Report) {
         out.push_str("No failed requests.\n");
     } else {
         write_table(out, &errors);
+    }
+    let causes = table::error_causes(report);
+    if !causes.is_empty() {
+        out.push_str("\n### Errors by cause\n\n");
+        write_table(out, &causes);
     }
 }
 

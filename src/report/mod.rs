@@ -40,6 +40,7 @@ mod shards;
 pub mod svg;
 mod table;
 mod timeline;
+mod trust_table;
 mod until_table;
 mod write;
 

@@ -201,6 +201,10 @@ pub struct PhaseResult {
     /// A rate probe stopped early because the target fell behind its arrivals.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub saturation_stop: Option<SaturationStop>,
+    /// Whether the client stayed within its bounds while the measured window ran; a
+    /// client-bound phase's latencies include client-side delay.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_trust: Option<crate::metrics::trust::ClientTrust>,
 }
 
 /// Why a rate probe was stopped before its planned end.

@@ -104,6 +104,7 @@ fn without_figures(facts: PhaseFacts, records: Vec<RequestRecord>) -> PhaseResul
         recovery: None,
         until: None,
         saturation_stop: None,
+        client_trust: None,
     }
 }
 

@@ -7,6 +7,7 @@ use super::figure_path::{FigurePath, Unit};
 use super::model::{DriftVerdict, PhaseResult, Report};
 use super::numfmt::{ms_from_s, pct_change, sig3, with_unit};
 use crate::client::ErrorKind;
+use crate::metrics::ErrorCause;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Align {
@@ -458,6 +459,43 @@ pub fn errors(report: &Report) -> Table {
                 Cell::plain("unknown"),
                 Cell::marked((p.summary.errors - by_kind).to_string(), Mark::Bad),
                 Cell::plain(""),
+            ]);
+        }
+    }
+    t
+}
+
+/// How much of a cause's example message the table shows, in characters.
+const CAUSE_EXAMPLE_CHARS: usize = 160;
+
+/// A phase's failed requests by cause: its summary's `errors_by_cause`, or, for a report
+/// written before causes, the causes of its records when it holds every one of them.
+pub fn phase_error_causes(p: &PhaseResult) -> Vec<ErrorCause> {
+    if !p.summary.errors_by_cause.is_empty() || p.summary.errors == 0 {
+        return p.summary.errors_by_cause.clone();
+    }
+    let every_record = p.records.is_none() && p.request_timings.len() as u64 == p.summary.requests;
+    if every_record {
+        crate::metrics::errors_by_cause(&p.request_timings)
+    } else {
+        Vec::new()
+    }
+}
+
+/// Failed requests per phase and cause, most frequent first, with one example message.
+pub fn error_causes(report: &Report) -> Table {
+    let mut t = Table::new(&[("Phase", L), ("Count", R), ("Cause", L), ("Example", L)]);
+    for p in &report.phases {
+        for c in phase_error_causes(p) {
+            let mut example = c.example;
+            if let Some((cut, _)) = example.char_indices().nth(CAUSE_EXAMPLE_CHARS) {
+                example = format!("{}…", &example[..cut]);
+            }
+            t.rows.push(vec![
+                Cell::plain(p.phase.clone()),
+                Cell::marked(c.count.to_string(), Mark::Bad),
+                Cell::plain(c.cause),
+                Cell::plain(example),
             ]);
         }
     }

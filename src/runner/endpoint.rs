@@ -4,11 +4,12 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
+use hyper::header::HeaderName;
 use indexmap::IndexMap;
 
 use crate::client::{
-    self, ClientConfig, ClientError, ConnectionSettings, HttpVersion, REDACTED, ResolvedTimeouts,
-    Sampling, TlsSettings, is_secret_header, merge_body,
+    self, ClientConfig, ClientError, ConnectionSettings, HttpVersion, REDACTED, RequestIdFormat,
+    RequestIdSettings, ResolvedTimeouts, Sampling, TlsSettings, is_secret_header, merge_body,
 };
 use crate::plan::{self, Plan, Target, Workload};
 use crate::report::EndpointFacts;
@@ -116,7 +117,29 @@ pub fn client_config(
         http: http_version(target),
         unix_socket: target.socket.as_ref().map(Into::into),
         proxy: target.proxy.clone(),
+        request_id: request_id_settings(target),
     })
+}
+
+/// The target's request-id header; a name `validate` accepted always parses.
+pub fn request_id_settings(target: &Target) -> RequestIdSettings {
+    let mut settings = RequestIdSettings::default();
+    let Some(spec) = &target.request_id else {
+        return settings;
+    };
+    if let Some(name) = spec
+        .header
+        .as_deref()
+        .and_then(|h| HeaderName::from_bytes(h.as_bytes()).ok())
+    {
+        settings.header = name;
+    }
+    settings.format = match spec.format {
+        plan::RequestIdForm::Uuid => RequestIdFormat::Uuid,
+        plan::RequestIdForm::Plain => RequestIdFormat::Plain,
+        plan::RequestIdForm::Off => RequestIdFormat::Off,
+    };
+    settings
 }
 
 pub fn http_version(target: &Target) -> HttpVersion {

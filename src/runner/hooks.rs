@@ -83,18 +83,14 @@ pub(super) async fn run_hooks(
 /// Run one action.
 async fn run_one(when: &str, hook: &Hook, ctx: &HookContext<'_>) -> Ran {
     let timeout = hook.timeout.map_or(DEFAULT_TIMEOUT, |t| t.0);
-    let set = usize::from(hook.http.is_some())
-        + usize::from(hook.reset_prefix_cache)
-        + usize::from(hook.wait_healthy.is_some())
-        + usize::from(hook.sleep.is_some())
-        + usize::from(hook.exec.is_some())
-        + usize::from(hook.fault_on.is_some())
-        + usize::from(hook.fault_off);
+    // `validate` refuses these; a report read back as a plan is checked the same way.
+    let set = hook.actions().len();
     if set != 1 {
         return Ran::new(
             "invalid".into(),
             Err(format!(
-                "a hook needs exactly one of http, reset_prefix_cache, wait_healthy, sleep, exec, fault_on, fault_off ({set} given)"
+                "a hook needs exactly one of {} ({set} given)",
+                crate::plan::hooks::HOOK_ACTIONS
             )),
         );
     }

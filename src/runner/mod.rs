@@ -5,6 +5,7 @@
 //! `console` the per-phase line.
 
 mod calibrate;
+mod client_watch;
 pub mod collect;
 mod console;
 pub mod endpoint;

@@ -99,8 +99,10 @@ impl PhaseRun<'_> {
         let sampler = self.sampler();
         // Boxed: the window with its watchers is a large future for the caller's stack.
         let measured = Box::pin(self.measured(&spec, prepared.client, prepared.feed.clone()));
+        let watch = super::client_watch::ClientWatch::start();
         let (((mut outcome, collected), until, saturation_stop), during) =
             super::marks::around(phase.during, self.during, measured).await;
+        let client_load = watch.finish().await;
         // A stop for stability or saturation is not an interrupt.
         outcome.interrupted = self.stops.stop_starting.is_cancelled();
         let timeline = match sampler {
@@ -148,6 +150,16 @@ impl PhaseRun<'_> {
         result.marks = super::marks::during_marks(&during, outcome.origin);
         result.hooks = during.outcomes;
         (result.until, result.saturation_stop) = (until, saturation_stop);
+        let send_lag_p99 = result.send_lag_ms.as_ref().map(|d| d.p99);
+        let trust = crate::metrics::trust::judge(client_load, send_lag_p99);
+        if !trust.is_trusted() {
+            eprintln!(
+                "warning: phase `{}`: client-bound, its latencies include client-side delay: {}",
+                phase.name,
+                trust.reasons.join("; ")
+            );
+        }
+        result.client_trust = Some(trust);
         if let Some(warning) = result.until.as_ref().and_then(|u| u.warning.as_ref()) {
             eprintln!("warning: phase `{}`: {warning}", phase.name);
         }

@@ -288,11 +288,11 @@ fn cancelled_record(
         start_offset_ms: ms_between(origin, start),
         e2e_ms: start.elapsed().as_secs_f64() * 1e3,
         planned_context_tokens: planned,
-        error: Some(RequestError {
-            kind: ErrorKind::Cancelled,
-            status: None,
-            message: "cancelled while in flight (drain timeout or interrupt)".to_string(),
-        }),
+        error: Some(RequestError::new(
+            ErrorKind::Cancelled,
+            None,
+            "cancelled while in flight (drain timeout or interrupt)".to_string(),
+        )),
         ..RequestRecord::default()
     }
 }

@@ -141,11 +141,11 @@ mod tests {
                 ..RequestRecord::default()
             };
             if i == 9 {
-                r.error = Some(crate::client::RequestError {
-                    kind: crate::client::ErrorKind::TotalTimeout,
-                    status: None,
-                    message: String::new(),
-                });
+                r.error = Some(crate::client::RequestError::new(
+                    crate::client::ErrorKind::TotalTimeout,
+                    None,
+                    String::new(),
+                ));
             }
             rolling.record(&r);
         }

@@ -126,6 +126,7 @@ pub(super) fn client_for(addr: std::net::SocketAddr, concurrency: u32) -> Result
         http: Default::default(),
         unix_socket: None,
         proxy: None,
+        request_id: Default::default(),
     };
     Client::new(config).map_err(|e| e.to_string())
 }

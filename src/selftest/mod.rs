@@ -358,8 +358,7 @@ fn timing_errors(
     let mut ttft = Vec::new();
     let mut span = Vec::new();
     for record in measured.records.iter().filter(|r| r.is_ok()) {
-        let (Some(sent), Some(ttft_ms)) = (by_id.get(record.request_id.as_str()), record.ttft_ms)
-        else {
+        let (Some(sent), Some(ttft_ms)) = (by_id.get(record.sent_id()), record.ttft_ms) else {
             continue;
         };
         let (Some(sim_first), Some(sim_last)) = (sent.first_content, sent.last_chunk) else {

@@ -61,6 +61,10 @@ pub struct SimConfig {
     /// uvicorn does after 5 s (default: never).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub keep_alive_timeout: Option<crate::duration::HumanDuration>,
+    /// Answer HTTP 400 with an empty body when `x-request-id` is present but not a UUID, as
+    /// FastAPI servers with a request-id middleware do (llama-cpp-python; default false).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub require_uuid_request_id: Option<bool>,
 }
 
 /// Block-hashed prefix cache with LRU eviction.

@@ -70,6 +70,7 @@ pub(crate) struct Settings {
     pub close_after_response: bool,
     /// Idle keep-alive connections are closed after this long.
     pub keep_alive_timeout: Option<std::time::Duration>,
+    pub require_uuid_request_id: bool,
 }
 
 fn check_non_negative(problems: &mut Vec<String>, name: &str, value: f64) {
@@ -154,6 +155,7 @@ impl Settings {
             record_timestamps: config.record_timestamps.unwrap_or(false),
             close_after_response: config.close_after_response.unwrap_or(false),
             keep_alive_timeout: config.keep_alive_timeout.map(|d| d.0),
+            require_uuid_request_id: config.require_uuid_request_id.unwrap_or(false),
         })
     }
 }

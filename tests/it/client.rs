@@ -214,6 +214,7 @@ fn config(base_url: String) -> ClientConfig {
         http: Default::default(),
         unix_socket: None,
         proxy: None,
+        request_id: Default::default(),
     }
 }
 
@@ -310,7 +311,13 @@ async fn vllm_chat_with_reasoning_content() {
     assert!(request.starts_with("POST /v1/chat/completions HTTP/1.1\r\n"));
     let lower = request.to_ascii_lowercase();
     assert!(lower.contains("authorization: bearer sk-test-secret-123\r\n"));
-    assert!(lower.contains("x-request-id: run42-3\r\n"));
+    // The header carries a UUID derived from the readable id, which the record keeps too.
+    let sent = servebench::client::uuid_for("run42-3");
+    assert_eq!(r.sent_request_id.as_deref(), Some(sent.as_str()));
+    assert!(
+        lower.contains(&format!("x-request-id: {sent}\r\n")),
+        "{lower}"
+    );
     assert!(lower.contains("x-bench: yes\r\n"));
     let body: serde_json::Value =
         serde_json::from_str(&request[request.find("\r\n\r\n").expect("body") + 4..])
@@ -704,5 +711,88 @@ async fn concurrent_requests_each_get_their_own_record() {
             summary.total_output_tokens
         ),
         (8, 8, 16)
+    );
+}
+
+#[tokio::test]
+async fn request_id_header_forms_and_empty_400() {
+    use servebench::client::{RequestIdFormat, RequestIdSettings};
+    let ok = || {
+        let mut script = vec![sse_headers(), data(&content("x")), data("[DONE]")];
+        script.push(Step::End);
+        script
+    };
+    // plain, then a renamed header, then none; the last request gets an empty 400.
+    let server = ScriptServer::start(vec![
+        ok(),
+        ok(),
+        ok(),
+        plain_response("400 Bad Request", "", ""),
+    ])
+    .await;
+    let send = |settings: RequestIdSettings| {
+        let mut cfg = config(server.base_url());
+        cfg.request_id = settings;
+        Client::new(cfg)
+            .expect("client")
+            .with_request_id_prefix("r")
+    };
+    let origin = Instant::now();
+    let plain = send(RequestIdSettings {
+        format: RequestIdFormat::Plain,
+        ..RequestIdSettings::default()
+    });
+    let r = plain.send(1, &chat_prompt(), origin).await;
+    assert!(r.is_ok(), "{:?}", r.error);
+    assert_eq!(r.sent_request_id, None);
+    assert_eq!(r.sent_id(), "r-1");
+    let renamed = send(RequestIdSettings {
+        header: "x-correlation-id".parse().expect("name"),
+        format: RequestIdFormat::Uuid,
+    });
+    let r = renamed.send(2, &chat_prompt(), origin).await;
+    assert!(r.is_ok(), "{:?}", r.error);
+    let off = send(RequestIdSettings {
+        format: RequestIdFormat::Off,
+        ..RequestIdSettings::default()
+    });
+    let r = off.send(3, &chat_prompt(), origin).await;
+    assert!(r.is_ok(), "{:?}", r.error);
+    assert_eq!(r.sent_request_id, None);
+
+    let requests: Vec<String> = server
+        .requests()
+        .iter()
+        .map(|r| r.to_ascii_lowercase())
+        .collect();
+    assert!(
+        requests[0].contains("x-request-id: r-1\r\n"),
+        "{}",
+        requests[0]
+    );
+    let uuid = servebench::client::uuid_for("r-2");
+    assert!(
+        requests[1].contains(&format!("x-correlation-id: {uuid}\r\n"))
+            && !requests[1].contains("x-request-id"),
+        "{}",
+        requests[1]
+    );
+    assert!(!requests[2].contains("x-request-id"), "{}", requests[2]);
+
+    // An empty 4xx says so and names the headers a server may have rejected.
+    let r = plain.send(4, &chat_prompt(), origin).await;
+    let error = r.error.expect("HTTP 400");
+    assert_eq!(error.status, Some(400));
+    assert!(
+        error.message.contains("empty response body"),
+        "{}",
+        error.message
+    );
+    assert!(
+        error
+            .message
+            .contains("x-request-id, authorization, X-Bench"),
+        "{}",
+        error.message
     );
 }

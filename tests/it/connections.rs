@@ -283,6 +283,7 @@ fn config(base_url: String) -> ClientConfig {
         http: Default::default(),
         unix_socket: None,
         proxy: None,
+        request_id: Default::default(),
     }
 }
 
@@ -357,6 +358,23 @@ async fn llama_timings_give_the_client_versus_server_gap() {
     let e2e_gap = gap.e2e_minus_server_total_ms.as_ref().unwrap();
     assert!(ttft_gap.min > 0.0 && e2e_gap.min > 0.0, "{gap:?}");
     assert_eq!(ttft_gap.samples, 10);
+    // The split's parts add up to the client's e2e, and no part is the server claiming more
+    // time than the client saw (1 ms slack on loopback).
+    let split = gap.split.as_ref().expect("split");
+    assert_eq!(split.requests, 10);
+    let parts = split.connect_ms
+        + split.tls_ms
+        + split.server_prefill_ms
+        + split.server_decode_ms
+        + split.network_other_ms;
+    assert!((parts - split.e2e_ms).abs() < 1e-9, "{split:?}");
+    assert!(split.network_other_min_ms > -1.0, "{split:?}");
+    assert!(
+        split.server_decode_ms > 0.0 && split.connect_ms > 0.0,
+        "{split:?}"
+    );
+    let mean_e2e: f64 = phase.request_timings.iter().map(|r| r.e2e_ms).sum::<f64>() / 10.0;
+    assert!((split.e2e_ms - mean_e2e).abs() < 1e-6, "{split:?}");
     let json = &value["phases"][0]["server_timing_gap"];
     assert_eq!(json["requests"], 10);
     assert!(json["ttft_minus_server_prompt_ms"]["p99"].is_number());

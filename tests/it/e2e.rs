@@ -77,7 +77,7 @@ async fn client_records_match_the_simulators_ground_truth_at_concurrency_one() {
             assert_eq!(record.output_tokens, Some(40));
             assert_eq!(record.content_chunks, 20, "40 tokens in chunks of 2");
             let truth = sim
-                .timestamps_for(&record.request_id)
+                .timestamps_for(record.sent_id())
                 .expect("the simulator logged the request");
             let client_start = origin + Duration::from_secs_f64(record.start_offset_ms / 1e3);
             let true_ttft_ms = truth

@@ -420,3 +420,225 @@ async fn a_server_that_dies_mid_phase_and_comes_back_counts_errors_only_while_do
         .copied();
     assert!(connect >= Some(15), "{:?}", phase.summary.errors_by_kind);
 }
+
+/// A simulator plan of six one-at-a-time requests with these `faults` entries.
+fn cause_plan(faults: &str) -> String {
+    format!(
+        "version: 1\nname: causes\nseed: 1\ntargets:\n  sim:\n    simulator: {{seed: 2, prefill_tok_s: 1000000, decode_ms_per_token: 1, faults: [{faults}]}}\nworkloads:\n  w:\n    input_tokens: 32\n    output_tokens: 8\n    ignore_eos: true\ndefaults: {{target: sim, workload: w}}\nphases:\n  - {{name: p, concurrency: 1, requests: 6}}\n"
+    )
+}
+
+/// Runs `yaml` into `dir/name/`; the report.json path.
+async fn run_into(dir: &Path, name: &str, yaml: &str) -> PathBuf {
+    let plan_path = dir.join(format!("{name}.yaml"));
+    std::fs::write(&plan_path, yaml).unwrap();
+    let out = dir.join(name);
+    run(options(plan_path, &out))
+        .await
+        .expect("the run completes");
+    out.join("report.json")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_forced_400_keeps_its_body_code_type_and_cause_in_every_report() {
+    let dir = tempfile::tempdir().unwrap();
+    let faulty = run_into(
+        dir.path(),
+        "faulty",
+        &cause_plan("{kind: status, status: 400, at: [2, 5]}, {kind: error_object, at: [3]}"),
+    )
+    .await;
+    let value: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&faulty).unwrap()).unwrap();
+    assert_valid_report(&value);
+    let phase = &value["phases"][0];
+
+    // The record: the body as the simulator sent it, its code and type.
+    let failed: Vec<&serde_json::Value> = phase["request_timings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["error"]["status"] == 400)
+        .collect();
+    assert_eq!(failed.len(), 2, "{phase}");
+    let error = &failed[0]["error"];
+    assert_eq!(error["kind"], "http_status");
+    assert_eq!(error["type"], "BadRequestError", "{error}");
+    assert_eq!(error["code"], "400", "{error}");
+    let body: serde_json::Value =
+        serde_json::from_str(error["body"].as_str().expect("the body is kept")).unwrap();
+    assert_eq!(body["error"]["message"], "simulated server error");
+    assert!(
+        error["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("HTTP 400 Bad Request: simulated server error"),
+        "{error}"
+    );
+    // Successful requests carry no error fields at all.
+    let ok = phase["request_timings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r.get("error").is_none())
+        .expect("a request succeeded");
+    assert!(ok.get("body").is_none());
+
+    // The summary groups them by cause, most frequent first.
+    // The summary is flattened into the phase object.
+    let causes = phase["errors_by_cause"].as_array().unwrap();
+    assert_eq!(causes.len(), 2, "{causes:?}");
+    assert_eq!(causes[0]["cause"], "HTTP 400 · BadRequestError");
+    assert_eq!(causes[0]["kind"], "http_status");
+    assert_eq!(causes[0]["status"], 400);
+    assert_eq!(causes[0]["count"], 2);
+    assert!(
+        causes[0]["example"]
+            .as_str()
+            .unwrap()
+            .starts_with("HTTP 400 Bad Request: simulated server error")
+    );
+    assert_eq!(
+        causes[1]["cause"],
+        "error_object · InternalServerError · 500"
+    );
+    assert_eq!(causes[1]["count"], 1);
+    let event = &phase["request_timings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["error"]["kind"] == "error_object")
+        .unwrap()["error"];
+    assert!(
+        event["body"]
+            .as_str()
+            .unwrap()
+            .contains("simulated error inside a 200 response"),
+        "{event}"
+    );
+
+    // Both renderings show the causes.
+    let out = faulty.parent().unwrap();
+    let markdown = std::fs::read_to_string(out.join("report.md")).unwrap();
+    assert!(markdown.contains("### Errors by cause"), "{markdown}");
+    assert!(
+        markdown.contains("| p | **2** | HTTP 400 · BadRequestError | HTTP 400 Bad Request: simulated server error"),
+        "{markdown}"
+    );
+    assert!(
+        markdown.contains("| p | **1** | error\\_object · InternalServerError · 500 |"),
+        "{markdown}"
+    );
+    let html = std::fs::read_to_string(out.join("report.html")).unwrap();
+    assert!(html.contains("<h3>Errors by cause</h3>"), "{html}");
+    assert!(
+        html.contains("<td>HTTP 400 · BadRequestError</td>"),
+        "{html}"
+    );
+
+    // Against a clean run, compare names both causes as new; the other way round, none.
+    let clean = run_into(dir.path(), "clean", &cause_plan("")).await;
+    let read = |p: &Path| servebench::report::read_report(p).unwrap();
+    let (clean_report, faulty_report) = (read(&clean), read(&faulty));
+    let comparison =
+        servebench::report::compare::compare("clean", &clean_report, "faulty", &faulty_report, &[]);
+    let new: Vec<&str> = comparison.phases[0]
+        .new_error_causes
+        .iter()
+        .map(|c| c.cause.as_str())
+        .collect();
+    assert_eq!(
+        new,
+        [
+            "HTTP 400 · BadRequestError",
+            "error_object · InternalServerError · 500"
+        ]
+    );
+    let text = servebench::report::render_comparison(&comparison);
+    assert!(text.contains("New error causes (not in base):"), "{text}");
+    assert!(
+        text.contains(
+            "| **2** | HTTP 400 · BadRequestError | HTTP 400 Bad Request: simulated server error"
+        ),
+        "{text}"
+    );
+    let json = serde_json::to_value(&comparison).unwrap();
+    assert_eq!(json["phases"][0]["new_error_causes"][0]["count"], 2);
+    let back =
+        servebench::report::compare::compare("faulty", &faulty_report, "clean", &clean_report, &[]);
+    assert!(back.phases[0].new_error_causes.is_empty());
+    assert!(!servebench::report::render_comparison(&back).contains("New error causes"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_error_body_is_kept_with_its_secrets_redacted() {
+    let (listener, addr) = loopback().await;
+    serve_with(listener, |mut stream| async move {
+        if read_request(&mut stream).await {
+            let body = r#"{"error":{"message":"key hidden-test-value-42 is not valid","type":"invalid_request_error","code":"invalid_api_key"}}"#;
+            let head = format!(
+                "HTTP/1.1 401 Unauthorized\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n",
+                body.len()
+            );
+            let _ = stream.write_all(head.as_bytes()).await;
+            let _ = stream.write_all(body.as_bytes()).await;
+        }
+    });
+    let yaml = server_plan(addr, TIMEOUTS, "{name: p, concurrency: 1, requests: 2}").replace(
+        "    model: m\n",
+        "    model: m\n    headers: {X-Api-Key: hidden-test-value-42}\n",
+    );
+    let report = run_checked(&yaml).await;
+    let phase = &report.phases[0];
+    for r in &phase.request_timings {
+        let error = r.error.as_ref().expect("refused");
+        let body = error.body.as_deref().expect("the body is kept");
+        assert!(!body.contains("hidden-test-value-42"), "{body}");
+        assert!(body.contains(servebench::client::REDACTED), "{body}");
+        assert!(!error.message.contains("hidden-test-value-42"));
+        assert_eq!(error.code.as_deref(), Some("invalid_api_key"));
+        assert_eq!(error.error_type.as_deref(), Some("invalid_request_error"));
+    }
+    let causes = &phase.summary.errors_by_cause;
+    assert_eq!(causes.len(), 1, "{causes:?}");
+    assert_eq!(
+        causes[0].cause,
+        "HTTP 401 · invalid_request_error · invalid_api_key"
+    );
+    assert_eq!(causes[0].count, 2);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_empty_error_body_is_its_own_cause() {
+    let (listener, addr) = loopback().await;
+    serve_with(listener, |mut stream| async move {
+        while read_request(&mut stream).await {
+            let head = "HTTP/1.1 401 Unauthorized\r\ncontent-length: 0\r\n\r\n";
+            if stream.write_all(head.as_bytes()).await.is_err() {
+                return;
+            }
+        }
+    });
+    let report = run_checked(&server_plan(
+        addr,
+        TIMEOUTS,
+        "{name: p, concurrency: 1, requests: 3}",
+    ))
+    .await;
+    let phase = &report.phases[0];
+    for r in &phase.request_timings {
+        let error = r.error.as_ref().expect("refused");
+        assert_eq!(error.body.as_deref(), Some(""), "{error:?}");
+        assert_eq!(
+            (error.code.as_deref(), error.error_type.as_deref()),
+            (None, None)
+        );
+    }
+    let causes: Vec<(&str, u64)> = phase
+        .summary
+        .errors_by_cause
+        .iter()
+        .map(|c| (c.cause.as_str(), c.count))
+        .collect();
+    assert_eq!(causes, [("HTTP 401 · empty body", 3)]);
+}

@@ -28,6 +28,7 @@ mod preflight;
 mod prompts;
 mod proxy_support;
 mod real_llamacpp;
+mod real_llamacpp_python;
 mod real_routers;
 mod real_support;
 mod records;

@@ -231,11 +231,7 @@ fn failed(index: u64, start_ms: f64, e2e_ms: f64, kind: ErrorKind) -> RequestRec
         request_index: index,
         start_offset_ms: start_ms,
         e2e_ms,
-        error: Some(RequestError {
-            kind,
-            status: None,
-            message: "x".into(),
-        }),
+        error: Some(RequestError::new(kind, None, "x")),
         ..RequestRecord::default()
     }
 }

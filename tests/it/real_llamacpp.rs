@@ -200,6 +200,25 @@ fn check_server_timing(checks: &mut Checks, phase: &Value) {
             ok.len()
         )
     });
+    // The latency split's parts add up to e2e, none claimed beyond it (1 ms slack).
+    let split = &gap["split"];
+    let part = |f: &str| split[f].as_f64().unwrap_or(f64::NAN);
+    let parts = [
+        "connect_ms",
+        "tls_ms",
+        "server_prefill_ms",
+        "server_decode_ms",
+        "network_other_ms",
+    ]
+    .iter()
+    .map(|f| part(f))
+    .sum::<f64>();
+    checks.check((parts - part("e2e_ms")).abs() < 1e-6, || {
+        format!("{name}: split parts {parts} vs e2e {}", part("e2e_ms"))
+    });
+    checks.check(part("network_other_min_ms") > -1.0, || {
+        format!("{name}: a server time exceeds the client's e2e: {split}")
+    });
     for field in ["ttft_minus_server_prompt_ms", "e2e_minus_server_total_ms"] {
         // What the client saw contains what the server measured: the gap is not negative.
         let p50 = gap[field]["p50"].as_f64();

@@ -59,13 +59,46 @@ impl RealEngines {
         let Some(missing) = missing else {
             return Some(engines);
         };
-        let message = format!("skipped: {what} is not installed; run tests/real/setup.sh");
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "{message} (CI is set, so this test must run; {} is missing)",
-            missing.display()
-        );
-        println!("{message}");
+        skip(what, &missing);
+        None
+    }
+}
+
+/// Print the one `skipped:` line for `what`, whose `missing` path setup.sh would have made;
+/// panics instead when `CI` is set.
+fn skip(what: &str, missing: &Path) {
+    let message = format!("skipped: {what} is not installed; run tests/real/setup.sh");
+    assert!(
+        std::env::var_os("CI").is_none(),
+        "{message} (CI is set, so this test must run; {} is missing)",
+        missing.display()
+    );
+    println!("{message}");
+}
+
+/// llama-cpp-python's OpenAI server as tests/real/setup.sh installed it: its own venv (its
+/// FastAPI and Starlette pins are not the routers'), and the same model as llama.cpp's tests.
+#[derive(Debug, Clone)]
+pub struct LlamaCppPython {
+    pub python: PathBuf,
+    pub model: PathBuf,
+}
+
+impl LlamaCppPython {
+    /// The installed server, or `None` after printing why (locally); panics when `CI` is set.
+    pub fn find(what: &str) -> Option<LlamaCppPython> {
+        let dir = real_dir();
+        let found = LlamaCppPython {
+            python: dir.join("llama-cpp-python-venv/bin/python"),
+            model: dir.join("models/SmolLM2-135M-Instruct.Q4_1.gguf"),
+        };
+        let missing = [dir.join("stamp"), found.python.clone(), found.model.clone()]
+            .into_iter()
+            .find(|p| !p.exists());
+        let Some(missing) = missing else {
+            return Some(found);
+        };
+        skip(what, &missing);
         None
     }
 }
@@ -132,6 +165,40 @@ impl ChildProcess {
         }
     }
 
+    /// The `http://HOST:PORT` of the launcher's `listening http://…` line, which it prints
+    /// once the model is loaded and it accepts connections; the rest of its standard output
+    /// (the engine's own log) goes to the log file with its stderr. Needs `keep_stdout`.
+    async fn listening_root(&mut self) -> String {
+        let stdout = self.child.stdout.take().expect("piped stdout");
+        let mut log = std::fs::OpenOptions::new()
+            .append(true)
+            .open(&self.log)
+            .expect("log file");
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+                if let Some(url) = line.strip_prefix("listening ") {
+                    let _ = tx.send(url.trim().to_string());
+                }
+                let _ = writeln!(log, "{line}");
+            }
+        });
+        let root = tokio::task::spawn_blocking(move || rx.recv_timeout(START_DEADLINE))
+            .await
+            .unwrap();
+        match root {
+            Ok(root) => root,
+            Err(_) => {
+                self.assert_running();
+                panic!(
+                    "{} printed no `listening` line within {START_DEADLINE:?}; its log:\n{}",
+                    self.name,
+                    self.log_text()
+                );
+            }
+        }
+    }
+
     /// Poll `url` until it answers 200, failing with the log at the deadline.
     pub async fn wait_healthy(&mut self, url: &str) {
         let http = reqwest::Client::builder()
@@ -195,35 +262,7 @@ impl LlamaServer {
             .args(["--parallel", &slots.to_string()])
             .args(["--ctx-size", &(ctx_per_slot * slots).to_string()]);
         let mut process = ChildProcess::spawn("llama-server", command, true);
-        let stdout = process.child.stdout.take().expect("piped stdout");
-        let mut log = std::fs::OpenOptions::new()
-            .append(true)
-            .open(&process.log)
-            .expect("log file");
-        // The launcher prints `listening http://…` once the model is loaded; the rest of its
-        // standard output (llama.cpp's own log) goes to the log file with its stderr.
-        let (tx, rx) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-                if let Some(url) = line.strip_prefix("listening ") {
-                    let _ = tx.send(url.trim().to_string());
-                }
-                let _ = writeln!(log, "{line}");
-            }
-        });
-        let root = tokio::task::spawn_blocking(move || rx.recv_timeout(START_DEADLINE))
-            .await
-            .unwrap();
-        let root = match root {
-            Ok(root) => root,
-            Err(_) => {
-                process.assert_running();
-                panic!(
-                    "llama-server printed no `listening` line within {START_DEADLINE:?}; its log:\n{}",
-                    process.log_text()
-                );
-            }
-        };
+        let root = process.listening_root().await;
         process.wait_healthy(&format!("{root}/health")).await;
         LlamaServer {
             _process: process,
@@ -233,6 +272,47 @@ impl LlamaServer {
 
     pub fn base_url(&self) -> String {
         format!("{}/v1", self.root)
+    }
+}
+
+/// llama-cpp-python's OpenAI server (FastAPI on uvicorn) with SmolLM2-135M-Instruct: one
+/// request at a time (the server holds a lock around the model; waiting requests queue).
+pub struct LlamaCppPythonServer {
+    process: ChildProcess,
+    /// `http://127.0.0.1:PORT`
+    pub root: String,
+}
+
+impl LlamaCppPythonServer {
+    /// Two threads, 4096 tokens of context, uvicorn's keep-alive timeout `keep_alive_s`
+    /// (uvicorn's default, 5 s, when `None`).
+    pub async fn start(server: &LlamaCppPython, keep_alive_s: Option<f64>) -> LlamaCppPythonServer {
+        let mut command = Command::new(&server.python);
+        command
+            .arg(repo_path("tests/real/llama_cpp_python_server.py"))
+            .arg("--model")
+            .arg(&server.model)
+            .args(["--host", "127.0.0.1", "--port", "0", "--threads", "2"])
+            .args(["--ctx-size", "4096"])
+            .arg("--exit-on-stdin-eof");
+        if let Some(seconds) = keep_alive_s {
+            command.args(["--keep-alive", &seconds.to_string()]);
+        }
+        let mut process = ChildProcess::spawn("llama-cpp-python", command, true);
+        let root = process.listening_root().await;
+        // No `/health`: the model list answers once the app serves.
+        process.wait_healthy(&format!("{root}/v1/models")).await;
+        LlamaCppPythonServer { process, root }
+    }
+
+    pub fn base_url(&self) -> String {
+        format!("{}/v1", self.root)
+    }
+
+    /// What the server has logged so far (uvicorn's access log and llama-cpp-python's
+    /// verbose output: one prompt count per request).
+    pub fn log_text(&self) -> String {
+        self.process.log_text()
     }
 }
 

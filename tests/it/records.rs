@@ -90,6 +90,7 @@ async fn parquet_holds_every_request_field_by_field() {
         assert_eq!(by_index(measured), by_index(phase.request_timings.clone()));
     }
     assert!(!out.join("requests.parquet.partial").exists());
+    csv_matches_parquet(&out.join("requests.parquet"), &report, &rows);
 
     // A report.json holding a sample of each phase's records: compare still bootstraps
     // every request, read from requests.parquet.
@@ -124,6 +125,52 @@ async fn parquet_holds_every_request_field_by_field() {
             .all(|s| s[0] == s[1] && (s[0] == ok || s[0] == 60)),
         "every measured request of `first`: {samples:?}"
     );
+}
+
+/// The per-request CSV has the Parquet file's columns, in its order, with the same values.
+fn csv_matches_parquet(parquet: &Path, report: &Report, rows: &[RecordRow]) {
+    use parquet::file::reader::{FileReader, SerializedFileReader};
+    let file = std::fs::File::open(parquet).unwrap();
+    let reader = SerializedFileReader::new(file).unwrap();
+    let parquet_columns: Vec<String> = reader
+        .metadata()
+        .file_metadata()
+        .schema_descr()
+        .columns()
+        .iter()
+        .map(|c| c.name().to_string())
+        .collect();
+    let text = servebench::report::csv::render_requests(report);
+    let mut csv = csv::Reader::from_reader(text.as_bytes());
+    let header: Vec<String> = csv.headers().unwrap().iter().map(str::to_string).collect();
+    assert_eq!(header, parquet_columns);
+    for needed in [
+        "connect_ms",
+        "tls_ms",
+        "server_prompt_ms",
+        "sent_request_id",
+    ] {
+        assert!(header.iter().any(|h| h == needed), "{needed}");
+    }
+    let col = |name: &str| header.iter().position(|h| h == name).unwrap();
+    let csv_rows: Vec<csv::StringRecord> = csv.records().map(Result::unwrap).collect();
+    let measured: Vec<&RecordRow> = rows
+        .iter()
+        .filter(|r| r.window == Window::Measured)
+        .collect();
+    assert_eq!(csv_rows.len(), measured.len());
+    for row in &csv_rows {
+        let id = &row[col("request_id")];
+        let record = &measured
+            .iter()
+            .find(|r| r.record.request_id == id)
+            .expect("every CSV row is a Parquet row")
+            .record;
+        assert_eq!(row[col("e2e_ms")].parse::<f64>().unwrap(), record.e2e_ms);
+        assert_eq!(&row[col("sent_request_id")], record.sent_id());
+        let connect = record.connect_ms.map(|v| v.to_string()).unwrap_or_default();
+        assert_eq!(&row[col("connect_ms")], connect.as_str());
+    }
 }
 
 fn count_lines(dir: &Path, needle: &str) -> usize {

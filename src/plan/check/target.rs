@@ -21,6 +21,25 @@ pub(super) fn check_target(p: &str, t: &Target, issues: &mut Vec<Issue>) {
     }
     check_timeouts(p, t, issues);
     check_endpoint_access(p, t, issues);
+    check_request_id(p, t, issues);
+}
+
+/// A request-id header name must be a valid HTTP header name.
+fn check_request_id(p: &str, t: &Target, issues: &mut Vec<Issue>) {
+    let Some(header) = t.request_id.as_ref().and_then(|r| r.header.as_deref()) else {
+        return;
+    };
+    if hyper::header::HeaderName::from_bytes(header.as_bytes()).is_err() {
+        issues.push(
+            Issue::new(
+                format!("{p}/request_id/header"),
+                format!("{header:?} is not a valid HTTP header name"),
+            )
+            .hint(Some(
+                "use letters, digits and dashes, e.g. x-request-id".into(),
+            )),
+        );
+    }
 }
 
 /// TLS settings need an `https` server; a key header needs a key; a certificate needs its key.

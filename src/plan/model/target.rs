@@ -108,6 +108,36 @@ pub struct Target {
     /// How connections to the target are kept between requests.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub connection: Option<TargetConnection>,
+    /// The request-id header each request carries (default `x-request-id` holding a UUID
+    /// derived from the readable id, which the report keeps beside it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub request_id: Option<TargetRequestId>,
+}
+
+/// Which header carries each request's id, and in what form.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct TargetRequestId {
+    /// Header name (default `x-request-id`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub header: Option<String>,
+    /// `uuid` (default), `plain` or `off`.
+    #[serde(default)]
+    pub format: RequestIdForm,
+}
+
+/// What the request-id header holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum RequestIdForm {
+    /// A UUID (version-4 layout) derived from the readable id, the same on every rerun:
+    /// accepted by servers that validate the header (FastAPI request-id middlewares).
+    #[default]
+    Uuid,
+    /// The readable id, `<run>-<phase>-<n>`.
+    Plain,
+    /// No request-id header.
+    Off,
 }
 
 /// TLS towards a target. Paths are relative to the plan file; files are read when the run

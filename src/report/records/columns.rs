@@ -110,13 +110,11 @@ fn enum_value<T: serde::de::DeserializeOwned>(name: String) -> Result<T, String>
         .map_err(|_| format!("unknown value {name:?}"))
 }
 
-/// The error's parts live in three columns; a row has an error when `error_kind` is set.
+/// The error's parts live in six columns; a row has an error when `error_kind` is set.
 fn error_mut(row: &mut RecordRow) -> &mut RequestError {
-    row.record.error.get_or_insert_with(|| RequestError {
-        kind: ErrorKind::Connect,
-        status: None,
-        message: String::new(),
-    })
+    row.record
+        .error
+        .get_or_insert_with(|| RequestError::new(ErrorKind::Connect, None, String::new()))
 }
 
 macro_rules! f64_column {
@@ -221,6 +219,16 @@ pub static COLUMNS: &[Column] = &[
             Ok(())
         },
     },
+    Column {
+        name: "sent_request_id",
+        kind: Kind::Str,
+        optional: true,
+        get: |r| str_cell(r.record.sent_request_id.as_deref()),
+        set: |r, c| {
+            r.record.sent_request_id = c.opt_str()?;
+            Ok(())
+        },
+    },
     f64_column!(start_offset_ms),
     f64_column!(scheduled_offset_ms, optional),
     f64_column!(send_lag_ms, optional),
@@ -308,6 +316,49 @@ pub static COLUMNS: &[Column] = &[
         set: |r, c| {
             if let Some(message) = c.opt_str()? {
                 error_mut(r).message = message;
+            }
+            Ok(())
+        },
+    },
+    Column {
+        name: "error_body",
+        kind: Kind::Str,
+        optional: true,
+        get: |r| str_cell(r.record.error.as_ref().and_then(|e| e.body.as_deref())),
+        set: |r, c| {
+            if let Some(body) = c.opt_str()? {
+                error_mut(r).body = Some(body);
+            }
+            Ok(())
+        },
+    },
+    Column {
+        name: "error_code",
+        kind: Kind::Str,
+        optional: true,
+        get: |r| str_cell(r.record.error.as_ref().and_then(|e| e.code.as_deref())),
+        set: |r, c| {
+            if let Some(code) = c.opt_str()? {
+                error_mut(r).code = Some(code);
+            }
+            Ok(())
+        },
+    },
+    Column {
+        name: "error_type",
+        kind: Kind::Str,
+        optional: true,
+        get: |r| {
+            str_cell(
+                r.record
+                    .error
+                    .as_ref()
+                    .and_then(|e| e.error_type.as_deref()),
+            )
+        },
+        set: |r, c| {
+            if let Some(error_type) = c.opt_str()? {
+                error_mut(r).error_type = Some(error_type);
             }
             Ok(())
         },

@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 use crate::client::RequestRecord;
 
 pub use attach::attach_records;
-pub use columns::COLUMNS;
+pub use columns::{COLUMNS, Cell};
 pub use read::{read_measured, read_records};
 pub use write::{ROW_GROUP_ROWS, RecordsWriter, write_records};
 
@@ -56,6 +56,7 @@ mod tests {
         RequestRecord {
             request_index: index,
             request_id: format!("run-{index}"),
+            sent_request_id: Some(crate::client::uuid_for(&format!("run-{index}"))),
             start_offset_ms: 1.25 * index as f64,
             scheduled_offset_ms: Some(1.0),
             send_lag_ms: Some(0.125),
@@ -77,9 +78,10 @@ mod tests {
             reasoning_chunks: 2,
             max_inter_chunk_ms: Some(20.0),
             error: Some(RequestError {
-                kind: ErrorKind::HttpStatus,
-                status: Some(503),
-                message: "busy".to_string(),
+                body: Some(r#"{"error":{"code":"overloaded"}}"#.to_string()),
+                code: Some("overloaded".to_string()),
+                error_type: Some("ServiceUnavailableError".to_string()),
+                ..RequestError::new(ErrorKind::HttpStatus, Some(503), "busy")
             }),
             connection_retries: 1,
             new_connection: Some(true),

@@ -34,10 +34,23 @@ fn records(n: u64) -> Vec<RequestRecord> {
                 ..RequestRecord::default()
             };
             if i % 97 == 0 {
+                r.error = Some(RequestError::new(
+                    ErrorKind::TotalTimeout,
+                    None,
+                    "timed out".to_string(),
+                ));
+            } else if i % 89 == 0 {
+                // Causes with several messages each: the example must not depend on order.
                 r.error = Some(RequestError {
-                    kind: ErrorKind::TotalTimeout,
-                    status: None,
-                    message: "timed out".to_string(),
+                    body: Some(format!("{{\"error\":{{\"message\":\"{i}\"}}}}")),
+                    code: Some(["context_length_exceeded", "rate"][(i % 2) as usize].into()),
+                    error_type: Some("invalid_request_error".into()),
+                    ..RequestError::new(ErrorKind::HttpStatus, Some(400), format!("too long {i}"))
+                });
+            } else if i % 83 == 0 {
+                r.error = Some(RequestError {
+                    body: Some(String::new()),
+                    ..RequestError::new(ErrorKind::HttpStatus, Some(401), format!("no key {i}"))
                 });
             }
             r
@@ -124,6 +137,22 @@ fn a_sampled_window_gives_the_full_windows_figures() {
     }
     assert_eq!(got, want);
     assert!(want.ttft.unwrap().ci95.unwrap().p99.is_some());
+    let causes: Vec<&str> = want
+        .errors_by_cause
+        .iter()
+        .map(|c| c.cause.as_str())
+        .collect();
+    assert_eq!(
+        causes,
+        [
+            "HTTP 401 · empty body",
+            "total_timeout",
+            "HTTP 400 · invalid_request_error · context_length_exceeded",
+            "HTTP 400 · invalid_request_error · rate",
+        ],
+        "{:?}",
+        want.errors_by_cause
+    );
 
     let mut want_transport = crate::metrics::transport(&all, PercentileMethod::Linear, true);
     let mut got_transport = figures.transport.clone();
@@ -141,6 +170,26 @@ fn a_sampled_window_gives_the_full_windows_figures() {
         &w.e2e_minus_server_total_ms,
         "gap",
     );
+    // Means summed in arrival order versus record order: equal up to rounding.
+    if let (Some(gs), Some(ws)) = (g.split.as_mut(), w.split.as_ref()) {
+        let close = |a: f64, b: f64| (a - b).abs() <= 1e-9 * b.abs().max(1.0);
+        assert_eq!(gs.requests, ws.requests);
+        for (a, b) in [
+            (&mut gs.connect_ms, ws.connect_ms),
+            (&mut gs.tls_ms, ws.tls_ms),
+            (&mut gs.server_prefill_ms, ws.server_prefill_ms),
+            (&mut gs.server_decode_ms, ws.server_decode_ms),
+            (&mut gs.network_other_ms, ws.network_other_ms),
+            (&mut gs.e2e_ms, ws.e2e_ms),
+        ] {
+            assert!(close(*a, b), "split {a} vs {b}");
+            *a = b;
+        }
+        if let (Some(a), Some(b)) = (gs.client_queue_ms.as_mut(), ws.client_queue_ms) {
+            assert!(close(*a, b), "client queue {a} vs {b}");
+            *a = b;
+        }
+    }
     assert_eq!(got_transport, want_transport);
     let lags: Vec<f64> = all.iter().filter_map(|r| r.send_lag_ms).collect();
     let mut lag = figures.send_lag_ms;

@@ -13,9 +13,10 @@ use hyper::{Request, Response, StatusCode};
 use tokio::time::Instant;
 
 use super::response::{
-    Reply, echo_request_id, error_json, error_response, json_response, read_body, sse_response,
-    unix_now_s,
+    Reply, echo_request_id, empty_response, error_json, error_response, json_response, read_body,
+    sse_response, unix_now_s,
 };
+use crate::client::is_uuid;
 use crate::sim::api::{self, Api, GenerationRequest};
 use crate::sim::generate::{GenSpec, Generation, MidFault, SimBody};
 use crate::sim::rng::{STREAM_LENGTH, SimRng};
@@ -107,6 +108,11 @@ pub(super) async fn generate(
         .get("x-request-id")
         .and_then(|value| value.to_str().ok())
         .map(str::to_string);
+    if shared.settings.require_uuid_request_id
+        && request_id.as_deref().is_some_and(|id| !is_uuid(id))
+    {
+        return Ok(empty_response(StatusCode::BAD_REQUEST));
+    }
     if let Some(id) = &request_id
         && was_reset(&shared, id)
     {

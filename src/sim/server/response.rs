@@ -27,6 +27,13 @@ pub(super) fn json_response(status: StatusCode, value: &serde_json::Value) -> Re
     response
 }
 
+/// A status with no body at all, as a middleware that rejects a header answers.
+pub(super) fn empty_response(status: StatusCode) -> Response<SimBody> {
+    let mut response = Response::new(SimBody::full(String::new()));
+    *response.status_mut() = status;
+    response
+}
+
 pub(super) fn error_json(status: StatusCode, message: &str) -> serde_json::Value {
     let kind = match status.as_u16() {
         400 => "BadRequestError",

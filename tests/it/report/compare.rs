@@ -152,3 +152,80 @@ fn a_gate_on_a_missing_phase_fails() {
         "no phase `nope` in the new report"
     );
 }
+
+#[test]
+fn compare_lists_error_causes_the_base_did_not_have() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let base = sample_report(1.0);
+    let mut new = sample_report(1.0);
+    // One of burst-5rps's stream breaks becomes a context-length 400 (the hand-built summary
+    // has no `errors_by_cause`: the causes come from the records, as for older reports).
+    let burst = new
+        .phases
+        .iter_mut()
+        .find(|p| p.phase == "burst-5rps")
+        .unwrap();
+    let record = burst
+        .request_timings
+        .iter_mut()
+        .rev()
+        .find(|r| {
+            r.error
+                .as_ref()
+                .is_some_and(|e| e.kind == ErrorKind::StreamBroken)
+        })
+        .unwrap();
+    record.error = Some(RequestError {
+        body: Some(r#"{"error":{"message":"too long","type":"invalid_request_error","code":"context_length_exceeded"}}"#.into()),
+        code: Some("context_length_exceeded".into()),
+        error_type: Some("invalid_request_error".into()),
+        ..RequestError::new(ErrorKind::HttpStatus, Some(400), "HTTP 400 Bad Request: too long")
+    });
+    let base_path = write_json(dir.path(), "base.json", &base);
+    let new_path = write_json(dir.path(), "new.json", &new);
+    let out = servebench()
+        .arg("compare")
+        .args([&base_path, &new_path])
+        .output()
+        .expect("run");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{stdout}");
+    assert!(
+        stdout.contains("New error causes (not in base):"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains(
+            "| **1** | HTTP 400 · invalid\\_request\\_error · context\\_length\\_exceeded | HTTP 400 Bad Request: too long |"
+        ),
+        "{stdout}"
+    );
+    // Causes both sides have (`HTTP 429`, `stream_broken`) are not new.
+    assert_eq!(stdout.matches("New error causes").count(), 1, "{stdout}");
+    let out = servebench()
+        .arg("compare")
+        .args([&base_path, &new_path])
+        .args(["--format", "json"])
+        .output()
+        .expect("run");
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    let phases = v["phases"].as_array().unwrap();
+    let with_new: Vec<&serde_json::Value> = phases
+        .iter()
+        .filter(|p| p.get("new_error_causes").is_some())
+        .collect();
+    assert_eq!(with_new.len(), 1, "{v}");
+    assert_eq!(with_new[0]["phase"], "burst-5rps");
+    assert_eq!(
+        with_new[0]["new_error_causes"][0]["cause"],
+        "HTTP 400 · invalid_request_error · context_length_exceeded"
+    );
+    // The other way round, nothing is new.
+    let out = servebench()
+        .arg("compare")
+        .args([&new_path, &base_path])
+        .output()
+        .expect("run");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(!stdout.contains("New error causes"), "{stdout}");
+}

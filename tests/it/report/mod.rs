@@ -70,17 +70,17 @@ fn records(
                 content_chunks: if failed { 0 } else { 64 },
                 error: failed.then(|| {
                     if i % 2 == 0 {
-                        RequestError {
-                            kind: ErrorKind::RateLimited,
-                            status: Some(429),
-                            message: "slow down, \"burst\" limit hit".to_string(),
-                        }
+                        RequestError::new(
+                            ErrorKind::RateLimited,
+                            Some(429),
+                            "slow down, \"burst\" limit hit".to_string(),
+                        )
                     } else {
-                        RequestError {
-                            kind: ErrorKind::StreamBroken,
-                            status: None,
-                            message: "connection reset\nafter 3 chunks".to_string(),
-                        }
+                        RequestError::new(
+                            ErrorKind::StreamBroken,
+                            None,
+                            "connection reset\nafter 3 chunks".to_string(),
+                        )
                     }
                 }),
                 ..RequestRecord::default()
@@ -206,6 +206,7 @@ fn phase(spec: &PhaseSpec, index: usize, slow: f64) -> PhaseResult {
         recovery: None,
         until: None,
         saturation_stop: None,
+        client_trust: None,
     }
 }
 

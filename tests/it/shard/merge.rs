@@ -72,6 +72,7 @@ fn phase(
         recovery: None,
         until: None,
         saturation_stop: None,
+        client_trust: None,
     }
 }
 

@@ -1,0 +1,148 @@
+//! The request-id header: which header, and the value each request carries in it.
+//!
+//! Servers validate this header: FastAPI/uvicorn servers with a request-id middleware
+//! (llama-cpp-python, others built on starlette-context) answer a non-UUID value with an empty
+//! HTTP 400. So the default sends a UUID derived from the readable id, which stays in the record
+//! beside it and maps one to one.
+
+use hyper::header::{HeaderName, HeaderValue};
+use sha2::{Digest, Sha256};
+
+/// The header name used when a target names none.
+pub const DEFAULT_REQUEST_ID_HEADER: &str = "x-request-id";
+
+/// What a request's id header carries.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum RequestIdFormat {
+    /// A UUID derived from the readable id (the default).
+    #[default]
+    Uuid,
+    /// The readable id itself (`<run>-<phase>-<n>`).
+    Plain,
+    /// No request-id header.
+    Off,
+}
+
+/// Which header carries the id, and in what form.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RequestIdSettings {
+    pub header: HeaderName,
+    pub format: RequestIdFormat,
+}
+
+impl Default for RequestIdSettings {
+    fn default() -> Self {
+        RequestIdSettings {
+            header: HeaderName::from_static(DEFAULT_REQUEST_ID_HEADER),
+            format: RequestIdFormat::Uuid,
+        }
+    }
+}
+
+impl RequestIdSettings {
+    /// The header value for a request whose readable id is `readable`; `None` when off.
+    pub fn header_value(&self, readable: &str) -> Option<String> {
+        match self.format {
+            RequestIdFormat::Uuid => Some(uuid_for(readable)),
+            RequestIdFormat::Plain => Some(readable.to_string()),
+            RequestIdFormat::Off => None,
+        }
+    }
+
+    /// The header and value to send, when the value is a valid header value.
+    pub fn header(&self, readable: &str) -> Option<(HeaderName, HeaderValue)> {
+        let value = HeaderValue::from_str(&self.header_value(readable)?).ok()?;
+        Some((self.header.clone(), value))
+    }
+}
+
+/// A UUID for `readable`, the same on every run: version-4 layout (the form strict validators
+/// accept) with its 122 free bits taken from SHA-256 of the readable id.
+pub fn uuid_for(readable: &str) -> String {
+    let digest = Sha256::digest(readable.as_bytes());
+    let mut bytes = [0u8; 16];
+    bytes.copy_from_slice(&digest[..16]);
+    bytes[6] = (bytes[6] & 0x0f) | 0x40;
+    bytes[8] = (bytes[8] & 0x3f) | 0x80;
+    let hex = hex::encode(bytes);
+    format!(
+        "{}-{}-{}-{}-{}",
+        &hex[0..8],
+        &hex[8..12],
+        &hex[12..16],
+        &hex[16..20],
+        &hex[20..32]
+    )
+}
+
+/// Whether `value` is a UUID in its canonical 8-4-4-4-12 hex form (any version).
+pub fn is_uuid(value: &str) -> bool {
+    let bytes = value.as_bytes();
+    bytes.len() == 36
+        && bytes.iter().enumerate().all(|(i, b)| match i {
+            8 | 13 | 18 | 23 => *b == b'-',
+            _ => b.is_ascii_hexdigit(),
+        })
+}
+
+/// What an error message adds when a 4xx came with an empty body: servers that reject a
+/// request header they validate often say nothing, so name the headers that were sent.
+pub fn empty_body_hint(status: u16, sent_headers: &[&str]) -> String {
+    if !(400..500).contains(&status) {
+        return String::new();
+    }
+    let mut hint = String::from(" (empty response body");
+    if !sent_headers.is_empty() {
+        hint.push_str("; servers commonly validate these request headers: ");
+        hint.push_str(&sent_headers.join(", "));
+        hint.push_str(
+            "; a request-id middleware may want another id form: set the target's \
+             `request_id: {format: uuid | plain | off}`",
+        );
+    }
+    hint.push(')');
+    hint
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn uuid_is_version_4_layout_and_stable() {
+        let id = uuid_for("run-c1-7");
+        assert!(is_uuid(&id), "{id}");
+        assert_eq!(&id[14..15], "4", "{id}");
+        assert!(matches!(&id[19..20], "8" | "9" | "a" | "b"), "{id}");
+        assert_eq!(id, uuid_for("run-c1-7"));
+        assert_ne!(id, uuid_for("run-c1-8"));
+    }
+
+    #[test]
+    fn uuid_check_rejects_readable_ids() {
+        assert!(!is_uuid("sb-1"));
+        assert!(!is_uuid("run-20261203T000000Z-c1-12"));
+        assert!(!is_uuid("0123456789abcdef0123456789abcdef0123"));
+        assert!(is_uuid("123e4567-e89b-12d3-a456-426614174000"));
+    }
+
+    #[test]
+    fn formats_and_header() {
+        let mut settings = RequestIdSettings::default();
+        assert_eq!(settings.header_value("a"), Some(uuid_for("a")));
+        settings.format = RequestIdFormat::Plain;
+        let (name, value) = settings.header("run-c1-0").expect("header");
+        assert_eq!(name, "x-request-id");
+        assert_eq!(value, "run-c1-0");
+        settings.format = RequestIdFormat::Off;
+        assert!(settings.header("run-c1-0").is_none());
+    }
+
+    #[test]
+    fn hint_only_for_client_errors() {
+        assert_eq!(empty_body_hint(500, &["x-request-id"]), "");
+        let hint = empty_body_hint(400, &["x-request-id", "authorization"]);
+        assert!(hint.contains("empty response body"), "{hint}");
+        assert!(hint.contains("x-request-id, authorization"), "{hint}");
+    }
+}
