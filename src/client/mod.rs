@@ -34,6 +34,7 @@ pub use config::{
 pub use exchange::Client;
 pub use pool::{ServerKeepAlive, parse_keep_alive};
 pub use record::*;
+pub use request::access_headers;
 pub use request_id::{
     DEFAULT_REQUEST_ID_HEADER, RequestIdFormat, RequestIdSettings, empty_body_hint, is_uuid,
     uuid_for,

@@ -75,12 +75,36 @@ fn default_headers(config: &ClientConfig) -> Result<HeaderMap, ClientError> {
         header::ACCEPT,
         HeaderValue::from_static("text/event-stream"),
     );
-    if let Some(key) = &config.api_key {
-        let (name, text) = match &config.api_key_header {
+    let access = access_headers(
+        config.api_key.as_deref(),
+        config.api_key_header.as_deref(),
+        &config.headers,
+    )?;
+    // A target's own header replaces a default of the same name.
+    for (name, value) in &access {
+        headers.insert(name.clone(), value.clone());
+    }
+    if !config.connection.reuse {
+        headers.insert(header::CONNECTION, HeaderValue::from_static("close"));
+    }
+    Ok(headers)
+}
+
+/// The headers that give a request access to a target: its API key (as `Authorization: Bearer`
+/// or in `api_key_header`) and its own headers, secrets marked sensitive. Benchmark requests
+/// and side traffic (model discovery, `/tokenize`) send the same ones.
+pub fn access_headers(
+    api_key: Option<&str>,
+    api_key_header: Option<&str>,
+    extra: &[(String, String)],
+) -> Result<HeaderMap, ClientError> {
+    let mut headers = HeaderMap::new();
+    if let Some(key) = api_key {
+        let (name, text) = match api_key_header {
             Some(name) => (
                 HeaderName::from_bytes(name.as_bytes())
                     .map_err(|_| ClientError(format!("invalid api_key_header {name:?}")))?,
-                key.clone(),
+                key.to_string(),
             ),
             None => (header::AUTHORIZATION, format!("Bearer {key}")),
         };
@@ -90,7 +114,7 @@ fn default_headers(config: &ClientConfig) -> Result<HeaderMap, ClientError> {
         value.set_sensitive(true);
         headers.insert(name, value);
     }
-    for (name, value) in &config.headers {
+    for (name, value) in extra {
         let header_name = HeaderName::from_bytes(name.as_bytes())
             .map_err(|_| ClientError(format!("invalid header name {name:?}")))?;
         let mut header_value = HeaderValue::from_str(value).map_err(|_| {
@@ -102,9 +126,6 @@ fn default_headers(config: &ClientConfig) -> Result<HeaderMap, ClientError> {
             header_value.set_sensitive(true);
         }
         headers.insert(header_name, header_value);
-    }
-    if !config.connection.reuse {
-        headers.insert(header::CONNECTION, HeaderValue::from_static("close"));
     }
     Ok(headers)
 }

@@ -30,6 +30,9 @@ use crate::metrics::stability::UntilOutcome;
 use crate::report::SaturationStop;
 
 pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+/// Longest a `/tokenize` calibration request may take.
+const CALIBRATION_TIMEOUT: Duration = Duration::from_secs(30);
+
 /// Longest silence allowed inside a stream unless the target sets `timeout.idle`.
 pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(120);
 
@@ -202,7 +205,9 @@ impl PhaseRun<'_> {
                     phase.name, phase.workload_name
                 ))
             })?;
-        source.calibrate().await.map_err(|e| {
+        let (http, headers) = super::side::side_access(client.config(), Some(CALIBRATION_TIMEOUT))
+            .map_err(|e| RunError::InvalidInput(format!("phase `{}`: {e}", phase.name)))?;
+        source.calibrate_with(&http, &headers).await.map_err(|e| {
             RunError::Failed(format!(
                 "phase `{}`: tokenizer calibration failed: {e}",
                 phase.name

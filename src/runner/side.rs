@@ -37,6 +37,26 @@ pub fn side_client(
         .map_err(|e| ClientError(format!("cannot build an HTTP client: {e}")))
 }
 
+/// Side traffic that speaks for a phase's client: the same TLS, proxy, socket, API key and
+/// headers as its benchmark requests (`/tokenize` calibration).
+pub fn side_access(
+    config: &crate::client::ClientConfig,
+    timeout: Option<std::time::Duration>,
+) -> Result<(reqwest::Client, reqwest::header::HeaderMap), ClientError> {
+    let client = side_client(
+        &config.tls,
+        config.proxy.as_deref(),
+        config.unix_socket.as_deref(),
+        timeout,
+    )?;
+    let headers = crate::client::access_headers(
+        config.api_key.as_deref(),
+        config.api_key_header.as_deref(),
+        &config.headers,
+    )?;
+    Ok((client, headers))
+}
+
 /// Side-traffic clients: one per target that sets TLS, a proxy or a socket, else the shared
 /// plain one.
 pub struct SideClients {

@@ -52,11 +52,24 @@ pub(super) async fn discover_models(
                 &secrets,
             ))
         };
-        let mut request = http.get(&url);
-        for (header, value) in &target.headers {
-            request = request.header(header, value);
-        }
-        let response = request
+        // The key too: a server started with an API key refuses `/models` without it.
+        let headers: Vec<(String, String)> = target
+            .headers
+            .iter()
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        let access = super::endpoint::api_key(target)
+            .and_then(|key| {
+                crate::client::access_headers(
+                    key.as_deref(),
+                    target.api_key_header.as_deref(),
+                    &headers,
+                )
+            })
+            .map_err(|e| RunError::InvalidInput(format!("target `{name}`: {e}")))?;
+        let response = http
+            .get(&url)
+            .headers(access)
             .send()
             .await
             .map_err(|e| not_found(format!("did not answer ({e})")))?;

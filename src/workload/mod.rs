@@ -242,8 +242,25 @@ impl PromptSource {
         self.kit.sizing
     }
 
-    /// For `tokenizer: server`: measure the chat-template overhead against `/tokenize`.
+    /// [`PromptSource::calibrate_with`] over a plain HTTP client with no extra headers, for a
+    /// server reached directly.
     pub async fn calibrate(&mut self) -> Result<(), WorkloadError> {
+        let http = reqwest::Client::builder()
+            .no_proxy()
+            .timeout(std::time::Duration::from_secs(30))
+            .build()
+            .map_err(|e| WorkloadError(format!("cannot build HTTP client: {e}")))?;
+        self.calibrate_with(&http, &reqwest::header::HeaderMap::new())
+            .await
+    }
+
+    /// For `tokenizer: server`: measure the chat-template overhead against `/tokenize`, through
+    /// `http` with `headers` (the target's TLS, proxy, socket, key and headers).
+    pub async fn calibrate_with(
+        &mut self,
+        http: &reqwest::Client,
+        headers: &reqwest::header::HeaderMap,
+    ) -> Result<(), WorkloadError> {
         match self.context.tokenizer.source {
             TokenizerSource::Server => {}
             TokenizerSource::Simulator | TokenizerSource::Builtin | TokenizerSource::File => {
@@ -251,8 +268,14 @@ impl PromptSource {
             }
         }
         let sample = format!(" {}", self.kit.words.join(" "));
-        let calibration =
-            tokens::calibrate_server(&self.context.base_url, &self.context.model, &sample).await?;
+        let calibration = tokens::calibrate_server(
+            http,
+            headers,
+            &self.context.base_url,
+            &self.context.model,
+            &sample,
+        )
+        .await?;
         let counter: Arc<dyn TokenCounter> = Arc::new(ServerCounter::new(calibration.clone())?);
         let kit = TextKit::new(counter, self.context.api)?;
         self.kit = match self.forced_sizing {

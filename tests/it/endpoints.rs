@@ -502,3 +502,57 @@ async fn a_proxy_carries_plain_requests_and_tunnels_tls() {
     drop(nginx);
     sim.shutdown().await;
 }
+
+/// `tokenizer: {source: server}` and model discovery reach `/tokenize` and `/models` the way
+/// the benchmark's requests do: through a private CA, with the API key.
+#[test]
+fn tokenizer_calibration_and_model_discovery_use_the_targets_tls_and_key() {
+    let Some(binary) = find_nginx("the server-tokenizer calibration test") else {
+        return;
+    };
+    let _exclusive = crate::common::exclusive_run_blocking();
+    let dir = tempfile::tempdir().unwrap();
+    let pki = TestPki::generate(dir.path());
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let (addr, sim) = runtime.block_on(simulator(0.5));
+    let secret = "sk-tokenize-test-71c2e0";
+    let site = Site {
+        require_header: Some(("authorization".into(), format!("Bearer {secret}"))),
+        ..Site::default()
+    };
+    let nginx = Nginx::start(&binary, dir.path(), &pki, addr, &[site]);
+    let url = format!("https://127.0.0.1:{}/v1", nginx.ports[0]);
+    // No `model:`: it is discovered from `/models`, which also needs the key.
+    let yaml = format!(
+        "version: 1\nname: edge\nseed: 1\ntargets:\n  edge:\n    base_url: {url}\n    \
+         api_key_env: EDGE_TOKENIZE_KEY\n    tls: {{ca_cert: ca.pem}}\n    \
+         tokenizer: {{source: server}}\nworkloads:\n  w: {{input_tokens: 200, output_tokens: 8, ignore_eos: true}}\n\
+         defaults: {{workload: w, target: edge}}\nphases:\n  - {{name: c2, concurrency: 2, requests: 6}}\n"
+    );
+    let plan_path = dir.path().join("plan.yaml");
+    std::fs::write(&plan_path, yaml).unwrap();
+    let out = dir.path().join("out");
+    let output = std::process::Command::new(assert_cmd::cargo::cargo_bin!("servebench"))
+        .args(["run", "--no-calibrate", "--out"])
+        .arg(&out)
+        .arg(&plan_path)
+        .env("EDGE_TOKENIZE_KEY", secret)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stderr}\n{}", nginx.error_log());
+    let report: Report =
+        serde_json::from_str(&std::fs::read_to_string(out.join("report.json")).unwrap()).unwrap();
+    let phase = &report.phases[0];
+    assert_eq!(phase.summary.errors, 0, "{:?}", error_messages(phase));
+    let check = &phase.prompt_tokens;
+    assert!(!check.warning, "{check:?}");
+    let planned = check.planned_mean.expect("planned");
+    let actual = check.actual_mean.expect("actual");
+    assert!((planned - actual).abs() <= 0.02 * planned, "{check:?}");
+    // A failed calibration or discovery stops the run before any request; both went through.
+    assert_eq!(phase.summary.requests, 6);
+    assert_absent(secret, &crate::common::files_under(&out));
+    drop(nginx);
+    runtime.block_on(sim.shutdown());
+}

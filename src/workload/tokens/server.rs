@@ -120,11 +120,13 @@ pub fn server_root(base_url: &str) -> String {
 /// Calibrates against `{root}/tokenize`, detecting the request shape. `sample` is synthetic
 /// text whose built-in count is known.
 pub async fn calibrate_server(
+    http: &reqwest::Client,
+    headers: &reqwest::header::HeaderMap,
     base_url: &str,
     model: &str,
     sample: &str,
 ) -> Result<ServerCalibration, WorkloadError> {
-    let probe = Probe::new(base_url, model, sample)?;
+    let probe = Probe::new(http, headers, base_url, model, sample)?;
     // vLLM/SGLang first; llama.cpp ignores `prompt` and answers an empty token list.
     let first = post_count(
         &probe.client,
@@ -140,7 +142,7 @@ pub async fn calibrate_server(
 
 /// What each calibration step needs: the HTTP client, the endpoints and the empty chats.
 struct Probe<'a> {
-    client: reqwest::Client,
+    client: Access,
     root: String,
     url: String,
     model: &'a str,
@@ -151,12 +153,18 @@ struct Probe<'a> {
 }
 
 impl<'a> Probe<'a> {
-    fn new(base_url: &str, model: &'a str, sample: &str) -> Result<Self, WorkloadError> {
+    fn new(
+        http: &reqwest::Client,
+        headers: &reqwest::header::HeaderMap,
+        base_url: &str,
+        model: &'a str,
+        sample: &str,
+    ) -> Result<Self, WorkloadError> {
         let root = server_root(base_url);
-        let client = reqwest::Client::builder()
-            .timeout(std::time::Duration::from_secs(30))
-            .build()
-            .map_err(|e| WorkloadError(format!("cannot build HTTP client: {e}")))?;
+        let client = Access {
+            http: http.clone(),
+            headers: headers.clone(),
+        };
         let url = format!("{root}/tokenize");
         let builtin = HfCounter::builtin()?;
         let sample_builtin = builtin.count_fragment(sample)?.max(1) as f64;
@@ -301,13 +309,21 @@ fn builtin_overhead(builtin: &HfCounter) -> Result<(u64, u64), WorkloadError> {
     Ok(split_overhead(one, three))
 }
 
+/// The HTTP client and headers side traffic to the target goes through.
+struct Access {
+    http: reqwest::Client,
+    headers: reqwest::header::HeaderMap,
+}
+
 async fn post_json(
-    client: &reqwest::Client,
+    client: &Access,
     url: &str,
     body: &serde_json::Value,
 ) -> Result<serde_json::Value, WorkloadError> {
     let response = client
+        .http
         .post(url)
+        .headers(client.headers.clone())
         .header(reqwest::header::CONTENT_TYPE, "application/json")
         .body(body.to_string())
         .send()
@@ -328,7 +344,7 @@ async fn post_json(
 
 /// `count` if present, else the length of `tokens`.
 async fn post_count(
-    client: &reqwest::Client,
+    client: &Access,
     url: &str,
     body: &serde_json::Value,
 ) -> Result<u64, WorkloadError> {
@@ -345,7 +361,7 @@ async fn post_count(
 }
 
 async fn post_template(
-    client: &reqwest::Client,
+    client: &Access,
     url: &str,
     messages: &[ChatMessage],
 ) -> Result<String, WorkloadError> {

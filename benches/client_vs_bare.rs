@@ -1,0 +1,420 @@
+//! servebench's client against a bare hyper streaming loop: the client-side CPU servebench
+//! adds per request.
+//!
+//! `cargo bench --bench client_vs_bare` (optional positional args: requests per run
+//! [20000], concurrency [8], pairs [5], prompt words [32], output tokens [16]).
+//!
+//! The embedded simulator runs with every delay at zero on loopback, on its own thread with a
+//! current-thread runtime, and serves both sides. Each run is a closed loop at a fixed
+//! concurrency for a fixed number of streamed chat requests, on a fresh current-thread
+//! runtime on the main thread:
+//!
+//! - A, servebench: `Client::send` (pooled keep-alive connections, request-id header, body
+//!   built from the prompt, SSE framing, the chunk scan, timestamps, a full `RequestRecord`).
+//! - B, bare: one hyper 1 HTTP/1.1 connection per worker over a `TcpStream` (`TCP_NODELAY`,
+//!   as the client sets), POSTing the same JSON body (from `Client::request_body`, built
+//!   once), reading the body to its end and looking for `data: [DONE]`; nothing else.
+//!
+//! **Measure: client CPU time per request** = (process CPU − simulator thread CPU) / requests,
+//! from `CLOCK_PROCESS_CPUTIME_ID` and the simulator thread's `pthread_getcpuclockid` clock,
+//! read just before and after the run's `block_on`. It counts every thread of the client side
+//! (the runtime thread, and any helper thread a side might start), user and system time,
+//! which is what the question "how much does servebench cost per request" asks. Wall-clock
+//! requests/s is printed too but not used for the ratio: with the server in the same
+//! process on a 2-core machine, throughput is set by whichever of the two threads is slower
+//! (here the simulator, which does far more per request than either client), and by
+//! whatever else runs on the machine, so a wall-clock ratio would mostly compare the
+//! simulator to itself. CPU time is charged only while a side actually runs, so it is much
+//! less sensitive to other load (contention still costs something: cache misses, context
+//! switches). Caveat: kernel loopback work done in softirq context is charged to whichever
+//! thread the kernel runs it on, for both sides alike.
+//!
+//! Runs alternate (pair i runs A then B when i is even, B then A when odd) so drift in
+//! machine load lands on both sides; every run's figures, the per-pair ratio A/B and the
+//! median ratio are printed. One unmeasured warmup run of each side comes first.
+
+use std::cell::Cell;
+use std::net::SocketAddr;
+use std::os::unix::thread::JoinHandleExt;
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full};
+use hyper::{Method, Request, StatusCode};
+use hyper_util::rt::TokioIo;
+use servebench::client::{Api, Client, ClientConfig, ResolvedTimeouts, Sampling};
+use servebench::sim::{self, SimConfig};
+use servebench::workload::{ChatMessage, Prompt, PromptInput};
+
+fn arg(index: usize, default: u64) -> u64 {
+    std::env::args()
+        .skip(1)
+        .filter(|a| !a.starts_with('-'))
+        .nth(index)
+        .and_then(|a| a.parse().ok())
+        .unwrap_or(default)
+}
+
+fn clock_s(clock: libc::clockid_t) -> f64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a valid out-pointer.
+    let rc = unsafe { libc::clock_gettime(clock, &mut ts) };
+    assert_eq!(rc, 0, "clock_gettime");
+    ts.tv_sec as f64 + ts.tv_nsec as f64 * 1e-9
+}
+
+/// The simulator on its own thread and current-thread runtime.
+struct SimThread {
+    addr: SocketAddr,
+    stop: tokio::sync::oneshot::Sender<()>,
+    thread: std::thread::JoinHandle<()>,
+    cpu_clock: libc::clockid_t,
+}
+
+impl SimThread {
+    fn start() -> SimThread {
+        let config = SimConfig {
+            prefill_tok_s: Some(0.0),
+            decode_ms_per_token: Some(0.0),
+            decode_ms_per_running: Some(0.0),
+            jitter: Some(0.0),
+            max_running: Some(1 << 16),
+            ..SimConfig::default()
+        };
+        let (addr_tx, addr_rx) = std::sync::mpsc::channel();
+        let (stop, stop_rx) = tokio::sync::oneshot::channel::<()>();
+        let thread = std::thread::Builder::new()
+            .name("bench-sim".into())
+            .spawn(move || {
+                let runtime = tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build()
+                    .expect("runtime");
+                runtime.block_on(async move {
+                    let (addr, handle) = sim::serve(config).await.expect("simulator starts");
+                    addr_tx.send(addr).expect("main thread waits");
+                    let _ = stop_rx.await;
+                    handle.shutdown().await;
+                });
+            })
+            .expect("simulator thread");
+        let addr = addr_rx.recv().expect("simulator address");
+        assert!(addr.ip().is_loopback(), "the simulator listens on loopback");
+        let mut cpu_clock: libc::clockid_t = 0;
+        // SAFETY: the handle keeps the thread joinable, so its pthread_t is valid; `cpu_clock`
+        // is a valid out-pointer.
+        let rc = unsafe { libc::pthread_getcpuclockid(thread.as_pthread_t(), &mut cpu_clock) };
+        assert_eq!(rc, 0, "pthread_getcpuclockid");
+        SimThread {
+            addr,
+            stop,
+            thread,
+            cpu_clock,
+        }
+    }
+
+    fn stop(self) {
+        let _ = self.stop.send(());
+        let _ = self.thread.join();
+    }
+}
+
+fn client_config(addr: SocketAddr, concurrency: usize) -> ClientConfig {
+    ClientConfig {
+        base_url: format!("http://{addr}/v1"),
+        api: Api::Chat,
+        model: "sim".into(),
+        api_key: None,
+        api_key_header: None,
+        headers: Vec::new(),
+        timeouts: ResolvedTimeouts {
+            connect: Some(Duration::from_secs(10)),
+            first_byte: Some(Duration::from_secs(30)),
+            idle: Some(Duration::from_secs(30)),
+            total: Some(Duration::from_secs(60)),
+        },
+        body: serde_json::Map::new(),
+        sampling: Sampling {
+            ignore_eos: Some(true),
+            ..Sampling::default()
+        },
+        max_connections: concurrency,
+        connection: Default::default(),
+        tls: Default::default(),
+        http: Default::default(),
+        unix_socket: None,
+        proxy: None,
+        request_id: Default::default(),
+    }
+}
+
+fn prompt_of(words: u64, output_tokens: u32) -> Prompt {
+    let text: Vec<&str> = ["alpha", "beta", "gamma", "delta"]
+        .iter()
+        .cycle()
+        .take(words as usize)
+        .copied()
+        .collect();
+    Prompt {
+        input: PromptInput::Messages(vec![ChatMessage {
+            role: "user".into(),
+            content: text.join(" "),
+        }]),
+        planned_prompt_tokens: None,
+        max_tokens: output_tokens,
+        scheduled_at: None,
+    }
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Side {
+    Servebench,
+    Bare,
+}
+
+impl Side {
+    fn label(self) -> &'static str {
+        match self {
+            Side::Servebench => "A servebench",
+            Side::Bare => "B bare hyper",
+        }
+    }
+}
+
+#[derive(Clone)]
+struct Setup {
+    addr: SocketAddr,
+    requests: u64,
+    concurrency: usize,
+    prompt: Prompt,
+    output_tokens: u64,
+    /// The JSON body servebench sends for `prompt`, for the bare side.
+    body: Bytes,
+}
+
+/// Hands out request indices to the workers of one current-thread run.
+struct Counter {
+    next: Cell<u64>,
+    end: u64,
+}
+
+impl Counter {
+    fn take(&self) -> Option<u64> {
+        let n = self.next.get();
+        (n < self.end).then(|| {
+            self.next.set(n + 1);
+            n
+        })
+    }
+}
+
+async fn run_servebench(setup: &Setup) {
+    let client = Client::new(client_config(setup.addr, setup.concurrency)).expect("client");
+    let counter = Counter {
+        next: Cell::new(0),
+        end: setup.requests,
+    };
+    let origin = Instant::now();
+    let workers = (0..setup.concurrency).map(|_| async {
+        while let Some(index) = counter.take() {
+            let record = client.send(index, &setup.prompt, origin).await;
+            assert!(record.is_ok(), "request failed: {:?}", record.error);
+            assert_eq!(record.output_tokens, Some(setup.output_tokens));
+        }
+    });
+    futures_util::future::join_all(workers).await;
+}
+
+async fn bare_worker(setup: &Setup, counter: &Counter) {
+    let done = memchr::memmem::Finder::new(b"data: [DONE]");
+    let stream = tokio::net::TcpStream::connect(setup.addr)
+        .await
+        .expect("connect");
+    stream.set_nodelay(true).expect("nodelay");
+    let (mut sender, connection) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
+        .await
+        .expect("handshake");
+    tokio::spawn(async move {
+        let _ = connection.await;
+    });
+    let host = setup.addr.to_string();
+    // The tail of the previous frame, so a marker split across frames is still found.
+    let mut carry: Vec<u8> = Vec::with_capacity(64);
+    while counter.take().is_some() {
+        sender.ready().await.expect("connection ready");
+        let request = Request::builder()
+            .method(Method::POST)
+            .uri("/v1/chat/completions")
+            .header(hyper::header::HOST, host.as_str())
+            .header(hyper::header::CONTENT_TYPE, "application/json")
+            .body(Full::new(setup.body.clone()))
+            .expect("request");
+        let response = sender.send_request(request).await.expect("response");
+        assert_eq!(response.status(), StatusCode::OK);
+        let mut body = response.into_body();
+        let mut found = false;
+        carry.clear();
+        while let Some(frame) = body.frame().await {
+            let frame = frame.expect("body frame");
+            let Some(data) = frame.data_ref() else {
+                continue;
+            };
+            if found {
+                continue;
+            }
+            if done.find(data).is_some() {
+                found = true;
+                continue;
+            }
+            carry.extend_from_slice(&data[..data.len().min(16)]);
+            if done.find(&carry).is_some() {
+                found = true;
+                continue;
+            }
+            carry.clear();
+            carry.extend_from_slice(&data[data.len().saturating_sub(16)..]);
+        }
+        assert!(found, "stream ended without data: [DONE]");
+    }
+}
+
+async fn run_bare(setup: &Setup) {
+    let counter = Counter {
+        next: Cell::new(0),
+        end: setup.requests,
+    };
+    let workers = (0..setup.concurrency).map(|_| bare_worker(setup, &counter));
+    futures_util::future::join_all(workers).await;
+}
+
+struct Figures {
+    cpu_us_per_request: f64,
+    sim_cpu_us_per_request: f64,
+    requests_per_s: f64,
+}
+
+fn run_once(side: Side, setup: &Setup, sim: &SimThread) -> Figures {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let (process_0, sim_0, wall_0) = (
+        clock_s(libc::CLOCK_PROCESS_CPUTIME_ID),
+        clock_s(sim.cpu_clock),
+        Instant::now(),
+    );
+    match side {
+        Side::Servebench => runtime.block_on(run_servebench(setup)),
+        Side::Bare => runtime.block_on(run_bare(setup)),
+    }
+    let (process_1, sim_1, wall) = (
+        clock_s(libc::CLOCK_PROCESS_CPUTIME_ID),
+        clock_s(sim.cpu_clock),
+        wall_0.elapsed().as_secs_f64(),
+    );
+    drop(runtime);
+    let n = setup.requests as f64;
+    Figures {
+        cpu_us_per_request: ((process_1 - process_0) - (sim_1 - sim_0)) / n * 1e6,
+        sim_cpu_us_per_request: (sim_1 - sim_0) / n * 1e6,
+        requests_per_s: n / wall,
+    }
+}
+
+fn print_run(label: &str, side: Side, figures: &Figures) {
+    println!(
+        "{label:>7} {:<13} client CPU {:>7.2} us/req   simulator CPU {:>7.2} us/req   {:>8.0} req/s",
+        side.label(),
+        figures.cpu_us_per_request,
+        figures.sim_cpu_us_per_request,
+        figures.requests_per_s
+    );
+}
+
+fn median(values: &mut [f64]) -> f64 {
+    values.sort_by(f64::total_cmp);
+    let mid = values.len() / 2;
+    if values.len() % 2 == 1 {
+        values[mid]
+    } else {
+        (values[mid - 1] + values[mid]) / 2.0
+    }
+}
+
+fn main() {
+    let requests = arg(0, 20_000).max(1);
+    let concurrency = arg(1, 8).max(1) as usize;
+    let pairs = arg(2, 5).max(1);
+    let words = arg(3, 32);
+    let output_tokens = arg(4, 16).max(1);
+    let sim = SimThread::start();
+    let prompt = prompt_of(words, output_tokens as u32);
+    let body = Client::new(client_config(sim.addr, concurrency))
+        .expect("client")
+        .request_body(&prompt);
+    let setup = Setup {
+        addr: sim.addr,
+        requests,
+        concurrency,
+        prompt,
+        output_tokens,
+        body: Bytes::from(body),
+    };
+    println!(
+        "client_vs_bare: {requests} streamed chat requests per run, concurrency {concurrency}, \
+         {words}-word prompts, {output_tokens} output tokens, {pairs} pairs; simulator with zero \
+         delays on {} (own thread); each side on a current-thread runtime",
+        sim.addr
+    );
+    println!("body: {} bytes", setup.body.len());
+    let warm = Setup {
+        requests: requests.min(2_000),
+        ..setup.clone()
+    };
+    for side in [Side::Servebench, Side::Bare] {
+        print_run("warmup", side, &run_once(side, &warm, &sim));
+    }
+    let mut ratios = Vec::new();
+    let (mut a_all, mut b_all) = (Vec::new(), Vec::new());
+    for pair in 0..pairs {
+        let order = if pair % 2 == 0 {
+            [Side::Servebench, Side::Bare]
+        } else {
+            [Side::Bare, Side::Servebench]
+        };
+        let (mut a, mut b) = (0.0, 0.0);
+        for side in order {
+            let figures = run_once(side, &setup, &sim);
+            print_run(&format!("pair {}", pair + 1), side, &figures);
+            match side {
+                Side::Servebench => a = figures.cpu_us_per_request,
+                Side::Bare => b = figures.cpu_us_per_request,
+            }
+        }
+        let ratio = a / b;
+        println!(
+            "{:>7} ratio A/B {ratio:.2} (A − B = {:.2} us/req)",
+            format!("pair {}", pair + 1),
+            a - b
+        );
+        ratios.push(ratio);
+        a_all.push(a);
+        b_all.push(b);
+    }
+    sim.stop();
+    let ratio_list: Vec<String> = ratios.iter().map(|r| format!("{r:.2}")).collect();
+    let (a_median, b_median) = (median(&mut a_all), median(&mut b_all));
+    println!(
+        "client CPU per request, median: A servebench {a_median:.2} us, B bare {b_median:.2} us \
+         (A − B = {:.2} us)",
+        a_median - b_median
+    );
+    println!(
+        "ratios A/B: [{}]   median ratio A/B: {:.2}",
+        ratio_list.join(", "),
+        median(&mut ratios)
+    );
+}
