@@ -153,9 +153,7 @@ impl PhaseTally {
         self.last_end_ms = self.last_end_ms.max(r.start_offset_ms + r.e2e_ms);
         self.prompt.add(r.planned_context_tokens, r.prompt_tokens);
         put(&mut self.columns, Column::SendLag, r.send_lag_ms);
-        self.connections.opened += u64::from(r.new_connection == Some(true));
-        self.connections.connected += u64::from(r.new_connection.is_some());
-        self.connections.retries += u64::from(r.connection_retries);
+        self.connections.add(r);
         if let Some(err) = &r.error {
             *s.errors_by_kind.entry(err.kind).or_insert(0) += 1;
         }

@@ -18,6 +18,9 @@ pub struct TransportSummary {
     /// response.
     #[serde(default)]
     pub connection_retries: u64,
+    /// New connections whose connect took over 200 ms (an accept-queue overflow's stall).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub stalled_connects: u64,
     /// Client timings minus the server's own, over the requests whose server reported them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub server_timing_gap: Option<ServerTimingGap>,
@@ -128,6 +131,10 @@ impl SplitSums {
     }
 }
 
+fn is_zero(n: &u64) -> bool {
+    *n == 0
+}
+
 /// Below this many requests a phase says nothing about a server's connection habits.
 const CLOSE_WARNING_MIN_REQUESTS: usize = 8;
 
@@ -138,22 +145,10 @@ pub fn transport(
     method: PercentileMethod,
     reuse: bool,
 ) -> TransportSummary {
-    let opened = records
-        .iter()
-        .filter(|r| r.new_connection == Some(true))
-        .count();
-    let connected = records
-        .iter()
-        .filter(|r| r.new_connection.is_some())
-        .count();
-    let counts = ConnectionCounts {
-        opened: opened as u64,
-        connected: connected as u64,
-        retries: records
-            .iter()
-            .map(|r| u64::from(r.connection_retries))
-            .sum(),
-    };
+    let mut counts = ConnectionCounts::default();
+    for r in records {
+        counts.add(r);
+    }
     let mut summary = transport_from_counts(
         counts,
         || peak_in_flight(records),
@@ -172,6 +167,21 @@ pub struct ConnectionCounts {
     /// Requests that said whether they did.
     pub connected: u64,
     pub retries: u64,
+    /// New connections whose TCP connect took longer than [`STALLED_CONNECT_MS`].
+    pub stalled: u64,
+}
+
+/// A loopback or LAN connect takes well under a millisecond; a SYN retransmission after the
+/// server's accept queue overflowed adds a whole second.
+pub const STALLED_CONNECT_MS: f64 = 200.0;
+
+impl ConnectionCounts {
+    pub fn add(&mut self, r: &RequestRecord) {
+        self.opened += u64::from(r.new_connection == Some(true));
+        self.connected += u64::from(r.new_connection.is_some());
+        self.retries += u64::from(r.connection_retries);
+        self.stalled += u64::from(r.connect_ms.is_some_and(|ms| ms > STALLED_CONNECT_MS));
+    }
 }
 
 /// The phase's connection figures from counts; `peak_in_flight` is asked only when the
@@ -190,9 +200,18 @@ pub fn transport_from_counts(
              requests opened a new one): each request pays connection set-up inside its TTFT"
         ));
     }
+    if counts.stalled > 0 {
+        warnings.push(format!(
+            "{} new connection(s) took over {STALLED_CONNECT_MS} ms to connect, as after a SYN \
+             retransmission when the server's accept queue overflows: their requests' latency \
+             holds that stall",
+            counts.stalled
+        ));
+    }
     TransportSummary {
         connections_opened: opened,
         connection_retries: counts.retries,
+        stalled_connects: counts.stalled,
         server_timing_gap,
         warnings,
     }
@@ -270,6 +289,20 @@ mod tests {
             new_connection: Some(new_connection),
             ..RequestRecord::default()
         }
+    }
+
+    #[test]
+    fn a_second_long_connect_is_counted_and_flagged() {
+        let mut records = vec![record(0.0, 1010.0, true), record(5.0, 12.0, true)];
+        records[0].connect_ms = Some(1003.5);
+        records[1].connect_ms = Some(0.4);
+        let t = transport(&records, PercentileMethod::NearestRank, true);
+        assert_eq!(t.stalled_connects, 1);
+        assert_eq!(t.warnings.len(), 1, "{:?}", t.warnings);
+        assert!(t.warnings[0].contains("accept queue"), "{:?}", t.warnings);
+        records[0].connect_ms = Some(150.0);
+        let t = transport(&records, PercentileMethod::NearestRank, true);
+        assert_eq!((t.stalled_connects, t.warnings.len()), (0, 0));
     }
 
     #[test]
