@@ -123,6 +123,15 @@ impl Client {
         self
     }
 
+    /// Open connections until `count` wait idle (see [`Pool::warm`]); how many were opened, or
+    /// why one could not be.
+    pub async fn warm_connections(&self, count: usize) -> Result<usize, String> {
+        match self.pool.warm(count).await {
+            (opened, None) => Ok(opened),
+            (_, Some(e)) => Err(super::failure::Failure::connect(e, self.url.as_str()).message),
+        }
+    }
+
     pub fn config(&self) -> &ClientConfig {
         &self.config
     }
@@ -258,6 +267,7 @@ impl Client {
             new_connection: used.new_connection,
             connect_ms: used.setup.map(|s| s.connect_ms),
             tls_ms: used.setup.and_then(|s| s.tls_ms),
+            server_queue_ms: state.server.queue_ms,
             server_prompt_ms: state.server.prompt_ms,
             server_total_ms: state.server.total_ms(),
             ..RequestRecord::default()

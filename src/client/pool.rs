@@ -6,6 +6,7 @@
 //! ran on a reused connection and whether any response byte arrived on it: that is what the
 //! retry rule in `exchange.rs` needs.
 
+use std::collections::VecDeque;
 use std::path::PathBuf;
 use std::sync::atomic::AtomicU64;
 use std::sync::atomic::Ordering::Relaxed;
@@ -242,13 +243,17 @@ pub fn parse_keep_alive(value: &str) -> ServerKeepAlive {
     out
 }
 
-/// Idle connections for one target, most recently used last.
+/// Idle connections for one target, least recently used first.
+///
+/// Checkout takes the least recently used one, so under steady load every pooled connection
+/// carries requests and none sits idle past its deadline: taking the most recently used would
+/// leave the deepest ones idle until they expire, and the next burst would reopen them.
 pub(crate) struct Pool {
     origin: Origin,
     settings: ConnectionSettings,
     connect_timeout: Option<Duration>,
     max_idle: usize,
-    idle: Mutex<Vec<Idle>>,
+    idle: Mutex<VecDeque<Idle>>,
     /// HTTP/2 with reuse: the one connection every request opens a stream on.
     shared: tokio::sync::Mutex<Option<Lease>>,
 }
@@ -265,7 +270,7 @@ impl Pool {
             settings,
             connect_timeout,
             max_idle: max_idle.max(1),
-            idle: Mutex::new(Vec::new()),
+            idle: Mutex::new(VecDeque::new()),
             shared: tokio::sync::Mutex::new(None),
         }
     }
@@ -274,11 +279,12 @@ impl Pool {
         &self.origin
     }
 
-    /// The most recently used idle connection still open and within its deadline.
+    /// The least recently used idle connection still open and within its deadline; expired
+    /// ones met on the way are dropped.
     pub fn checkout(&self) -> Option<Lease> {
         let mut idle = self.idle.lock().unwrap_or_else(|p| p.into_inner());
         let now = Instant::now();
-        while let Some(entry) = idle.pop() {
+        while let Some(entry) = idle.pop_front() {
             if entry.deadline > now && !entry.lease.sender.is_closed() {
                 return Some(entry.lease);
             }
@@ -309,14 +315,51 @@ impl Pool {
             return;
         }
         lease.fresh = false;
+        self.keep_idle(lease, keep);
+    }
+
+    fn keep_idle(&self, lease: Lease, keep: Duration) {
         let mut idle = self.idle.lock().unwrap_or_else(|p| p.into_inner());
         if idle.len() >= self.max_idle {
-            idle.remove(0);
+            idle.pop_front();
         }
-        idle.push(Idle {
+        idle.push_back(Idle {
             lease,
             deadline: Instant::now() + keep,
         });
+    }
+
+    /// Open connections until `count` wait in the pool (one shared connection for HTTP/2), so
+    /// the first requests of a window do not pay connection set-up. Returns how many were
+    /// opened; on a failure, those opened so far stay and the error is returned.
+    pub async fn warm(&self, count: usize) -> (usize, Option<ConnectError>) {
+        if !self.settings.reuse || count == 0 || self.settings.idle_timeout.is_zero() {
+            return (0, None);
+        }
+        if self.origin.http2 {
+            let had = self.shared.lock().await.is_some();
+            return match self.connect().await {
+                Ok(_) => (usize::from(!had), None),
+                Err(e) => (0, Some(e)),
+            };
+        }
+        let waiting = self.idle.lock().unwrap_or_else(|p| p.into_inner()).len();
+        let wanted = count.min(self.max_idle).saturating_sub(waiting);
+        let opens = (0..wanted).map(|_| self.open_in_time());
+        let mut opened = 0;
+        let mut failure = None;
+        for result in futures_util::future::join_all(opens).await {
+            match result {
+                Ok(mut lease) => {
+                    // Not part of any request's latency: no request reports its set-up.
+                    (lease.fresh, lease.setup) = (false, None);
+                    self.keep_idle(lease, self.settings.idle_timeout);
+                    opened += 1;
+                }
+                Err(e) => failure = failure.or(Some(e)),
+            }
+        }
+        (opened, failure)
     }
 
     /// Open a new connection: TCP (no Nagle), TLS for `https`, the HTTP/1.1 handshake.

@@ -72,10 +72,14 @@ pub struct RequestRecord {
     /// A new `https` connection's TLS handshake time (absent on a reused connection).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tls_ms: Option<f64>,
-    /// The server's own prompt (prefill) time, when it reports one (llama.cpp `timings`).
+    /// The time the server says the request waited in its scheduler queue (vLLM `metrics`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_queue_ms: Option<f64>,
+    /// The server's own prompt (prefill) time, when it reports one (llama.cpp `timings`, vLLM
+    /// `metrics`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub server_prompt_ms: Option<f64>,
-    /// The server's own prompt plus generation time, when it reports them.
+    /// The server's own queue (when reported), prompt and generation time.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub server_total_ms: Option<f64>,
 }

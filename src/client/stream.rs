@@ -150,21 +150,24 @@ pub struct StreamState {
 /// What a server says it spent on one request.
 ///
 /// llama.cpp's server sends `timings` (`prompt_ms`, `predicted_ms`, `prompt_n`,
-/// `predicted_n`, …) on its last streamed chunk. vLLM and SGLang send no per-request timing
-/// in their OpenAI-compatible streams (only Prometheus histograms). TGI's timing headers
-/// (`x-queue-time`, `x-inference-time`, `x-total-time`, …) come only with non-streamed
-/// responses: a stream's headers leave before the work is done. So for those servers this
-/// stays empty.
+/// `predicted_n`, …) on its last streamed chunk. vLLM started with
+/// `--enable-per-request-metrics` sends `metrics` (`queue_time_ms`, `time_to_first_token_ms`
+/// from scheduling, `generation_time_ms`) on its usage chunk. SGLang reports `queue_time` only
+/// in its native `/generate` API's `meta_info`, not in its OpenAI-compatible stream. TGI's
+/// timing headers (`x-queue-time`, …) come only with non-streamed responses: a stream's headers
+/// leave before the work is done. So for those servers this stays empty.
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
 pub struct ServerTimings {
+    /// Waiting in the engine's scheduler queue (vLLM).
+    pub queue_ms: Option<f64>,
     pub prompt_ms: Option<f64>,
     pub predicted_ms: Option<f64>,
 }
 
 impl ServerTimings {
-    /// Prompt plus generation time, when both are known.
+    /// Queue (when reported), prompt and generation time, when the last two are known.
     pub fn total_ms(&self) -> Option<f64> {
-        Some(self.prompt_ms? + self.predicted_ms?)
+        Some(self.queue_ms.unwrap_or(0.0) + self.prompt_ms? + self.predicted_ms?)
     }
 }
 
@@ -172,6 +175,19 @@ impl ServerTimings {
 struct TimingsEvent {
     #[serde(default)]
     timings: Option<Timings>,
+    #[serde(default)]
+    metrics: Option<VllmMetrics>,
+}
+
+/// vLLM's per-request `metrics`; any field may be `null`.
+#[derive(Debug, Default, Deserialize)]
+struct VllmMetrics {
+    #[serde(default)]
+    queue_time_ms: Option<f64>,
+    #[serde(default)]
+    time_to_first_token_ms: Option<f64>,
+    #[serde(default)]
+    generation_time_ms: Option<f64>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -182,16 +198,25 @@ struct Timings {
     predicted_ms: Option<f64>,
 }
 
-/// llama.cpp's `timings`, read only from chunks that carry no text (its last chunk, or the
-/// usage chunk), so the per-token path pays nothing.
+/// llama.cpp's `timings` or vLLM's `metrics`, read only from chunks that carry no text (the
+/// last chunk, or the usage chunk), so the per-token path pays nothing.
 fn server_timings(data: &[u8]) -> Option<ServerTimings> {
-    memchr::memmem::find(data, b"\"timings\"")?;
+    memchr::memmem::find(data, b"\"timings\"")
+        .or_else(|| memchr::memmem::find(data, b"\"metrics\""))?;
     let event: TimingsEvent = serde_json::from_slice(data).ok()?;
-    let timings = event.timings?;
     let finite = |v: Option<f64>| v.filter(|x| x.is_finite() && *x >= 0.0);
+    if let Some(timings) = event.timings {
+        return Some(ServerTimings {
+            queue_ms: None,
+            prompt_ms: finite(timings.prompt_ms),
+            predicted_ms: finite(timings.predicted_ms),
+        });
+    }
+    let metrics = event.metrics?;
     Some(ServerTimings {
-        prompt_ms: finite(timings.prompt_ms),
-        predicted_ms: finite(timings.predicted_ms),
+        queue_ms: finite(metrics.queue_time_ms),
+        prompt_ms: finite(metrics.time_to_first_token_ms),
+        predicted_ms: finite(metrics.generation_time_ms),
     })
 }
 
@@ -369,6 +394,42 @@ mod tests {
             &[(r#"{"choices":[],"timings":{"prompt_ms":"x"}}"#, 1.0)],
         );
         assert_eq!(none.server, ServerTimings::default());
+    }
+
+    #[test]
+    fn vllm_per_request_metrics_on_the_usage_chunk_are_kept() {
+        let mut s = StreamState::default();
+        feed(
+            &mut s,
+            &[
+                (r#"{"choices":[{"delta":{"content":"hi"}}]}"#, 1.0),
+                (
+                    r#"{"choices":[],"usage":{"prompt_tokens":4,"completion_tokens":2},"metrics":{"time_to_first_token_ms":85.5,"generation_time_ms":40.0,"queue_time_ms":12.25,"mean_itl_ms":40.0,"tokens_per_second":15.8}}"#,
+                    2.0,
+                ),
+                ("[DONE]", 3.0),
+            ],
+        );
+        assert_eq!(s.server.queue_ms, Some(12.25));
+        assert_eq!(s.server.prompt_ms, Some(85.5));
+        assert_eq!(s.server.total_ms(), Some(137.75));
+        // `null` fields (n > 1, or timing not available) leave nothing.
+        let mut nulls = StreamState::default();
+        feed(
+            &mut nulls,
+            &[(r#"{"choices":[],"metrics":null}"#, 1.0), ("[DONE]", 2.0)],
+        );
+        assert_eq!(nulls.server, ServerTimings::default());
+        let mut partial = StreamState::default();
+        feed(
+            &mut partial,
+            &[(
+                r#"{"choices":[],"metrics":{"queue_time_ms":null,"time_to_first_token_ms":3.0,"generation_time_ms":null}}"#,
+                1.0,
+            )],
+        );
+        assert_eq!(partial.server.prompt_ms, Some(3.0));
+        assert_eq!(partial.server.total_ms(), None);
     }
 
     #[test]

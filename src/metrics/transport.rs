@@ -14,6 +14,9 @@ pub struct TransportSummary {
     /// Measured requests that ran on a connection opened for them.
     #[serde(default)]
     pub connections_opened: u64,
+    /// Connections opened before the measured window (`connection.warm`), not by a request.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub connections_warmed: u64,
     /// Measured requests sent again on a new connection after a reused one closed before the
     /// response.
     #[serde(default)]
@@ -48,7 +51,8 @@ pub struct ServerTimingGap {
 }
 
 /// A request's latency cut into parts, mean milliseconds. `connect_ms + tls_ms +
-/// server_prefill_ms + server_decode_ms + network_other_ms = e2e_ms` per request by
+/// server_queue_ms + server_prefill_ms + server_decode_ms + network_other_ms = e2e_ms` per
+/// request by
 /// construction; `network_other_min_ms` is the most negative remainder, so a server clock that
 /// claims more time than the client saw shows up.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
@@ -61,9 +65,13 @@ pub struct LatencySplit {
     pub connect_ms: f64,
     /// New connections' TLS handshake.
     pub tls_ms: f64,
+    /// The server's scheduler queue, when it reports one (vLLM); absent otherwise, and then
+    /// inside `network_other_ms`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_queue_ms: Option<f64>,
     /// The server's prompt time.
     pub server_prefill_ms: f64,
-    /// The server's generation time (total − prompt).
+    /// The server's generation time (total − queue − prompt).
     pub server_decode_ms: f64,
     /// The rest: network, proxies, the server's HTTP layer and queue, the client.
     pub network_other_ms: f64,
@@ -80,6 +88,9 @@ pub struct SplitSums {
     client_queue: f64,
     connect: f64,
     tls: f64,
+    /// Requests whose server reported its queue time, and their sum.
+    server_queued: u64,
+    server_queue: f64,
     prefill: f64,
     decode: f64,
     other: f64,
@@ -109,8 +120,13 @@ impl SplitSums {
         self.requests += 1;
         self.connect += connect;
         self.tls += tls;
+        let server_queue = r.server_queue_ms.unwrap_or(0.0);
+        if r.server_queue_ms.is_some() {
+            self.server_queued += 1;
+            self.server_queue += server_queue;
+        }
         self.prefill += prompt;
-        self.decode += total - prompt;
+        self.decode += total - server_queue - prompt;
         self.other += other;
         self.e2e += r.e2e_ms;
     }
@@ -122,6 +138,8 @@ impl SplitSums {
             client_queue_ms: (self.queued > 0).then(|| self.client_queue / self.queued as f64),
             connect_ms: self.connect / n,
             tls_ms: self.tls / n,
+            // Averaged over all requests (0 where not reported) so the parts still add up.
+            server_queue_ms: (self.server_queued > 0).then(|| self.server_queue / n),
             server_prefill_ms: self.prefill / n,
             server_decode_ms: self.decode / n,
             network_other_ms: self.other / n,
@@ -210,6 +228,7 @@ pub fn transport_from_counts(
     }
     TransportSummary {
         connections_opened: opened,
+        connections_warmed: 0,
         connection_retries: counts.retries,
         stalled_connects: counts.stalled,
         server_timing_gap,

@@ -21,6 +21,7 @@ pub fn table(report: &Report) -> Table {
     for phase in &report.phases {
         let tr = &phase.transport;
         if tr.connections_opened == 0
+            && tr.connections_warmed == 0
             && tr.connection_retries == 0
             && tr.server_timing_gap.is_none()
         {
@@ -40,7 +41,7 @@ pub fn table(report: &Report) -> Table {
         };
         t.rows.push(vec![
             Cell::plain(phase.phase.clone()),
-            Cell::marked(tr.connections_opened.to_string(), opened_mark),
+            Cell::marked(opened_text(tr), opened_mark),
             Cell::plain(tr.connection_retries.to_string()),
             Cell::plain(gap.map(|g| g.requests.to_string()).unwrap_or_default()),
             Cell::plain(figure(prompt_gap, false)),
@@ -50,6 +51,14 @@ pub fn table(report: &Report) -> Table {
         ]);
     }
     t
+}
+
+/// `12`, or `0 + 4 warmed` when connections were opened before the measured window.
+fn opened_text(tr: &crate::metrics::TransportSummary) -> String {
+    match tr.connections_warmed {
+        0 => tr.connections_opened.to_string(),
+        warmed => format!("{} + {warmed} warmed", tr.connections_opened),
+    }
 }
 
 /// `target `NAME`: warning` for every target's (a skipped certificate check), then
@@ -79,6 +88,7 @@ pub fn split_table(report: &Report) -> Table {
         ("client queue", Align::Right),
         ("connect", Align::Right),
         ("TLS", Align::Right),
+        ("server queue", Align::Right),
         ("server prefill", Align::Right),
         ("server decode", Align::Right),
         ("network / other", Align::Right),
@@ -99,6 +109,7 @@ pub fn split_table(report: &Report) -> Table {
             Cell::plain(split.client_queue_ms.map(ms).unwrap_or_default()),
             Cell::plain(ms(split.connect_ms)),
             Cell::plain(ms(split.tls_ms)),
+            Cell::plain(split.server_queue_ms.map(ms).unwrap_or_default()),
             Cell::plain(ms(split.server_prefill_ms)),
             Cell::plain(ms(split.server_decode_ms)),
             Cell::plain(ms(split.network_other_ms)),
@@ -109,6 +120,7 @@ pub fn split_table(report: &Report) -> Table {
 }
 
 /// Under the split table: what the columns are.
-pub const SPLIT_NOTE: &str = "Mean milliseconds per request; connect + TLS + server prefill + \
-    server decode + network / other = e2e. Client queue (an open loop's send lag) comes before \
-    the request starts.";
+pub const SPLIT_NOTE: &str = "Mean milliseconds per request; connect + TLS + server queue + \
+    server prefill + server decode + network / other = e2e. Server queue is shown where the \
+    server reports it (vLLM's per-request metrics); elsewhere it is inside network / other. \
+    Client queue (an open loop's send lag) comes before the request starts.";

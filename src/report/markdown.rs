@@ -123,12 +123,15 @@ fn diagnostics_sections(out: &mut String, report: &Report) {
     }
 
     let connections = super::connections::table(report);
-    if !connections.is_empty() {
+    let connection_warnings = super::connections::warnings(report);
+    if !connections.is_empty() || !connection_warnings.is_empty() {
         out.push_str("\n## Connections and server timing\n\n");
-        for w in super::connections::warnings(report) {
+        for w in connection_warnings {
             let _ = writeln!(out, "> **⚠ {}**\n", inline(&w));
         }
-        write_table(out, &connections);
+        if !connections.is_empty() {
+            write_table(out, &connections);
+        }
         let split = super::connections::split_table(report);
         if !split.is_empty() {
             out.push_str("\n### Latency split\n\n");

@@ -266,6 +266,7 @@ mod tests {
             connection: Some(plan::TargetConnection {
                 reuse: Some(false),
                 idle_timeout: Some(plan::HumanDuration(Duration::from_secs(2))),
+                warm: None,
             }),
             ..Default::default()
         };

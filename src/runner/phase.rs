@@ -84,6 +84,7 @@ impl PhaseRun<'_> {
         let seed = self.shard_seed(phase_seed(self.plan.plan.seed, phase.name));
 
         let warmup = self.warmup(&prepared, seed).await?;
+        let connections_warmed = self.warm_connections(&prepared.client).await;
         // After the warmup, so the server's counters cover the measured window only.
         let scrape_before = self.scrape().await;
 
@@ -150,6 +151,7 @@ impl PhaseRun<'_> {
                 report::phase_result_sampled(facts, sample, *figures, prepared.prompt_tolerance)
             }
         };
+        result.transport.connections_warmed = connections_warmed;
         result.marks = super::marks::during_marks(&during, outcome.origin);
         result.hooks = during.outcomes;
         (result.until, result.saturation_stop) = (until, saturation_stop);
@@ -276,6 +278,29 @@ impl PhaseRun<'_> {
             )));
         }
         Ok(warmup)
+    }
+
+    /// Open the connections the measured window will need (the target's `connection.warm`,
+    /// else a closed loop's concurrency); a failure is only warned about, since the window's
+    /// requests then report it themselves.
+    async fn warm_connections(&self, client: &Client) -> u64 {
+        let phase = self.phase;
+        let asked = phase.target.connection.as_ref().and_then(|c| c.warm);
+        let count = asked.or(phase.concurrency()).unwrap_or(0) as usize;
+        if count == 0 || self.stops.stop_starting.is_cancelled() {
+            return 0;
+        }
+        match client.warm_connections(count).await {
+            Ok(opened) => opened as u64,
+            Err(e) => {
+                eprintln!(
+                    "warning: phase `{}`: could not open connections before the measured \
+                     window: {e}",
+                    phase.name
+                );
+                0
+            }
+        }
     }
 
     /// The phase's settings as the report states them.

@@ -95,6 +95,10 @@ pub struct SimDialect {
     /// Add llama.cpp's `timings` object to the last chunk.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub llama_timings: Option<bool>,
+    /// Add vLLM's per-request `metrics` object (`--enable-per-request-metrics`: queue,
+    /// prefill and generation time) wherever usage goes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vllm_metrics: Option<bool>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]

@@ -62,9 +62,10 @@ async fn a_server_closing_after_every_response_costs_no_errors() {
     assert_eq!(phase.summary.requests, 1000);
     assert_eq!(phase.summary.errors, 0, "{:?}", errors(phase));
     let t = &phase.transport;
-    // Every request needs a new connection, found closed at checkout or retried after the
-    // close raced its write.
-    assert!(t.connections_opened >= 990, "{t:?}");
+    // The pool was warmed to the concurrency; past those, every request needs a new
+    // connection, found closed at checkout or retried after the close raced its write.
+    assert_eq!(t.connections_warmed, 16, "{t:?}");
+    assert!(t.connections_opened >= 990 - 16, "{t:?}");
     let retried = phase
         .request_timings
         .iter()
@@ -105,6 +106,50 @@ async fn a_server_closing_idle_connections_costs_no_errors() {
     assert_eq!(phase.summary.requests, 4);
     assert_eq!(phase.summary.errors, 0, "{:?}", errors(phase));
     assert_eq!(phase.transport.connections_opened, 4);
+}
+
+/// The most requests in flight at one instant, from the records' start and end offsets.
+fn peak_in_flight(phase: &PhaseResult) -> u64 {
+    let mut edges: Vec<(f64, i64)> = phase
+        .request_timings
+        .iter()
+        .flat_map(|r| [(r.start_offset_ms, 1), (r.start_offset_ms + r.e2e_ms, -1)])
+        .collect();
+    edges.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+    let mut now = 0i64;
+    let mut peak = 0i64;
+    for (_, step) in edges {
+        now += step;
+        peak = peak.max(now);
+    }
+    peak as u64
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn steady_open_loop_arrivals_reuse_every_pooled_connection() {
+    let _exclusive = exclusive_run().await;
+    // Poisson arrivals with about two requests in flight and rare peaks of several: a pool
+    // that handed out its most recent connection first would let the deep ones idle past the
+    // short idle timeout and reopen them at the next peak.
+    let yaml = plan(
+        "max_running: 64, reasoning_tokens: 120",
+        "    connection: {idle_timeout: 250ms}\n",
+        "rate: {rps: 250, arrival: poisson}, requests: 750",
+    );
+    let (report, _) = run_plan(&yaml).await;
+    let phase = &report.phases[0];
+    assert_eq!(phase.summary.errors, 0, "{:?}", errors(phase));
+    let t = &phase.transport;
+    let peak = peak_in_flight(phase);
+    assert!(
+        peak >= 3,
+        "peak in flight {peak}: the test needs overlapping requests"
+    );
+    assert!(
+        t.connections_opened <= peak + t.connection_retries,
+        "{} connections opened for a peak of {peak} in flight: {t:?}",
+        t.connections_opened
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -337,9 +382,10 @@ async fn a_fresh_connection_closed_after_the_write_is_an_error_not_a_retry() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn llama_timings_give_the_client_versus_server_gap() {
     let _exclusive = exclusive_run().await;
+    // Not warmed, so the split's connect part is the requests' own.
     let yaml = plan(
         "dialect: {llama_timings: true, usage: finish_chunk}",
-        "",
+        "    connection: {warm: 0}\n",
         "concurrency: 2, requests: 10",
     );
     let (report, value) = run_plan(&yaml).await;
@@ -389,4 +435,64 @@ async fn llama_timings_give_the_client_versus_server_gap() {
             .get("server_prompt_ms")
             .is_none()
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn vllm_per_request_metrics_put_the_server_queue_in_the_split() {
+    let _exclusive = exclusive_run().await;
+    // One running request at a time and four sent at once: three wait in the simulator's
+    // queue, and its vLLM-style metrics say for how long.
+    let yaml = plan(
+        "max_running: 1, dialect: {vllm_metrics: true}",
+        "",
+        "concurrency: 4, requests: 16",
+    );
+    let (report, value) = run_plan(&yaml).await;
+    let phase = &report.phases[0];
+    assert_eq!(phase.summary.errors, 0, "{:?}", errors(phase));
+    let queued: Vec<f64> = phase
+        .request_timings
+        .iter()
+        .map(|r| {
+            r.server_queue_ms
+                .expect("every request carries a queue time")
+        })
+        .collect();
+    assert!(
+        queued.iter().filter(|q| **q > 0.1).count() >= 8,
+        "{queued:?}"
+    );
+    for r in &phase.request_timings {
+        let (queue, prompt, total) = (
+            r.server_queue_ms.unwrap(),
+            r.server_prompt_ms.unwrap(),
+            r.server_total_ms.unwrap(),
+        );
+        assert!(total >= queue + prompt - 1e-9, "{r:?}");
+        // The client's clock starts before the server's and stops after it.
+        assert!(r.e2e_ms > total, "{r:?}");
+    }
+    let split = phase
+        .transport
+        .server_timing_gap
+        .as_ref()
+        .unwrap()
+        .split
+        .as_ref()
+        .unwrap();
+    let server_queue = split.server_queue_ms.expect("queue in the split");
+    let mean_queue = queued.iter().sum::<f64>() / queued.len() as f64;
+    assert!((server_queue - mean_queue).abs() < 1e-6, "{split:?}");
+    let parts = split.connect_ms
+        + split.tls_ms
+        + server_queue
+        + split.server_prefill_ms
+        + split.server_decode_ms
+        + split.network_other_ms;
+    assert!((parts - split.e2e_ms).abs() < 1e-9, "{split:?}");
+    assert!(split.network_other_min_ms > -1.0, "{split:?}");
+    let json = &value["phases"][0]["server_timing_gap"]["split"];
+    assert!(json["server_queue_ms"].as_f64().unwrap() > 0.0, "{json}");
+    let md = servebench::report::markdown::render(&report);
+    assert!(md.contains("| server queue |"), "{md}");
 }

@@ -91,7 +91,7 @@ async fn https_behind_nginx_needs_the_ca_and_says_so() {
     // The CA named relative to the plan: every request succeeds, and the metrics scrape
     // (side traffic) uses the same TLS settings.
     let extra = format!(
-        "    tls: {{ca_cert: ca.pem}}\n    metrics_url: https://127.0.0.1:{}/metrics\n",
+        "    tls: {{ca_cert: ca.pem}}\n    metrics_url: https://127.0.0.1:{}/metrics\n    connection: {{warm: 0}}\n",
         nginx.ports[0]
     );
     let (report, _) = run_plan(dir.path(), &plan(&[("edge", url.clone(), &extra)], phase)).await;
@@ -99,7 +99,8 @@ async fn https_behind_nginx_needs_the_ca_and_says_so() {
     assert_eq!(p.summary.requests, 10);
     assert_eq!(p.summary.errors, 0, "{:?}", error_messages(p));
     assert!(p.server_metrics.is_some(), "the scrape through TLS failed");
-    // Set-up times are on the requests that opened a connection, and only on those.
+    // Not warmed: set-up times are on the requests that opened a connection, and only on
+    // those.
     for r in &p.request_timings {
         let fresh = r.new_connection == Some(true);
         assert_eq!(r.connect_ms.is_some(), fresh, "{r:?}");
@@ -125,7 +126,8 @@ async fn https_behind_nginx_needs_the_ca_and_says_so() {
 
     // A plain-http target records nothing about TLS.
     let direct = format!("http://{addr}/v1");
-    let (report, _) = run_plan(dir.path(), &plan(&[("direct", direct, "")], phase)).await;
+    let unwarmed = "    connection: {warm: 0}\n";
+    let (report, _) = run_plan(dir.path(), &plan(&[("direct", direct, unwarmed)], phase)).await;
     let p = &report.phases[0];
     assert_eq!(p.summary.errors, 0, "{:?}", error_messages(p));
     assert!(p.request_timings.iter().all(|r| r.tls_ms.is_none()));
@@ -379,11 +381,16 @@ async fn http2_and_a_unix_socket_count_the_same_as_http1_over_tcp() {
         "{:?}",
         error_messages(&socket.phases[0])
     );
-    // Four HTTP/1.1 connections for four requests in flight; one HTTP/2 connection for all.
-    assert_eq!(tcp.phases[0].transport.connections_opened, 4);
-    assert_eq!(h2c.phases[0].transport.connections_opened, 1);
+    // Four HTTP/1.1 connections for four requests in flight, opened before the window; one
+    // HTTP/2 connection for all.
+    let connections = |r: &Report| {
+        let t = &r.phases[0].transport;
+        (t.connections_warmed, t.connections_opened)
+    };
+    assert_eq!(connections(&tcp), (4, 0));
+    assert_eq!(connections(&h2c), (1, 0));
     assert!(report_states_http2(&h2c));
-    assert_eq!(socket.phases[0].transport.connections_opened, 4);
+    assert_eq!(connections(&socket), (4, 0));
     assert_eq!(
         socket.endpoints["t"].unix_socket.as_deref(),
         Some("sim.sock")
@@ -428,7 +435,8 @@ async fn http2_over_tls_is_negotiated_with_nginx() {
     let (report, _) = run_plan(dir.path(), &plan(&[("edge", h2, extra)], phase)).await;
     let p = &report.phases[0];
     assert_eq!(p.summary.errors, 0, "{:?}", error_messages(p));
-    assert_eq!(p.transport.connections_opened, 1);
+    let t = &p.transport;
+    assert_eq!(t.connections_opened + t.connections_warmed, 1);
     assert!(report_states_http2(&report));
     // A server without h2 in its ALPN list is refused with the fix.
     let (report, _) = run_plan(dir.path(), &plan(&[("edge", h1_only, extra)], phase)).await;
@@ -473,23 +481,21 @@ async fn a_proxy_carries_plain_requests_and_tunnels_tls() {
         assert_eq!(p.summary.requests, 8);
     }
     let counts = &proxy.counts;
-    assert!(
-        report
-            .phases
-            .iter()
-            .all(|p| p.transport.connections_opened > 0)
-    );
+    // Warmed or opened by a request, every connection went through the proxy.
+    let connections =
+        |p: &PhaseResult| p.transport.connections_opened + p.transport.connections_warmed;
+    assert!(report.phases.iter().all(|p| connections(p) > 0));
     // Absolute-form requests are counted per connection (the first request on it); one
     // tunnel per TLS connection.
     assert_eq!(
         counts
             .absolute_form
             .load(std::sync::atomic::Ordering::Relaxed) as u64,
-        report.phases[0].transport.connections_opened
+        connections(&report.phases[0])
     );
     assert_eq!(
         counts.tunnels.load(std::sync::atomic::Ordering::Relaxed) as u64,
-        report.phases[1].transport.connections_opened
+        connections(&report.phases[1])
     );
     assert_eq!(
         report.endpoints["plain"].proxy.as_deref(),

@@ -186,6 +186,11 @@ pub struct TargetConnection {
     /// server keep-alive timeouts); a server's shorter `Keep-Alive: timeout=` wins.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub idle_timeout: Option<HumanDuration>,
+    /// Connections opened before each phase's measured window, so its first requests do not
+    /// pay connection set-up. Default: a closed loop's concurrency, none for an open loop or a
+    /// replay (their warmup windows leave the connections they needed); `0` turns it off.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub warm: Option<u32>,
 }
 
 /// Per-request time limits.

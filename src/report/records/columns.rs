@@ -385,6 +385,7 @@ pub static COLUMNS: &[Column] = &[
     },
     f64_column!(connect_ms, optional),
     f64_column!(tls_ms, optional),
+    f64_column!(server_queue_ms, optional),
     f64_column!(server_prompt_ms, optional),
     f64_column!(server_total_ms, optional),
 ];

@@ -87,6 +87,7 @@ mod tests {
             new_connection: Some(true),
             connect_ms: Some(0.25),
             tls_ms: Some(1.5),
+            server_queue_ms: Some(2.0),
             server_prompt_ms: Some(3.0),
             server_total_ms: Some(90.0),
         }

@@ -75,6 +75,29 @@ impl Generation {
         })
     }
 
+    /// vLLM's per-request `metrics`: queue from arrival to the prefill's start, time to first
+    /// token from there, generation from the first token to the last.
+    pub(super) fn vllm_metrics_json(&self, end: Instant) -> Value {
+        let ms = |d: std::time::Duration| d.as_secs_f64() * 1000.0;
+        let queue_ms = ms(self
+            .prefill_start
+            .saturating_duration_since(self.spec.received));
+        let ttft_ms = ms(self
+            .prefill_end
+            .saturating_duration_since(self.prefill_start));
+        let generation_ms = ms(end.saturating_duration_since(self.prefill_end));
+        let emitted = self.emitted();
+        let mean_itl = (emitted > 1).then(|| generation_ms / (emitted - 1) as f64);
+        let inference_s = (ttft_ms + generation_ms) / 1000.0;
+        json!({
+            "time_to_first_token_ms": ttft_ms,
+            "generation_time_ms": generation_ms,
+            "queue_time_ms": queue_ms,
+            "mean_itl_ms": mean_itl,
+            "tokens_per_second": (inference_s > 0.0).then(|| emitted as f64 / inference_s),
+        })
+    }
+
     pub(super) fn chunk_object(&self, choices: Value) -> serde_json::Map<String, Value> {
         let (prefix, object) = match self.spec.api {
             Api::Chat => ("chatcmpl", "chat.completion.chunk"),
@@ -120,6 +143,8 @@ impl Generation {
         let with_usage = settings.usage != UsagePlacement::None
             && (self.spec.include_usage || !self.spec.stream);
         let timings = settings.llama_timings.then(|| self.timings_json(end));
+        // vLLM sends its per-request metrics with the usage, and only there.
+        let metrics = settings.vllm_metrics.then(|| self.vllm_metrics_json(end));
         let finish_reason = self.spec.finish_reason;
         if self.spec.stream {
             let finish_choice = match self.spec.api {
@@ -132,6 +157,9 @@ impl Generation {
             let separate = with_usage && settings.usage == UsagePlacement::Separate;
             if with_usage && settings.usage == UsagePlacement::FinishChunk {
                 finish.insert("usage".into(), self.usage_json());
+                if let Some(metrics) = &metrics {
+                    finish.insert("metrics".into(), metrics.clone());
+                }
             }
             if let (false, Some(timings)) = (separate, &timings) {
                 finish.insert("timings".into(), timings.clone());
@@ -140,6 +168,9 @@ impl Generation {
             if separate {
                 let mut usage = self.chunk_object(json!([]));
                 usage.insert("usage".into(), self.usage_json());
+                if let Some(metrics) = &metrics {
+                    usage.insert("metrics".into(), metrics.clone());
+                }
                 if let Some(timings) = timings {
                     usage.insert("timings".into(), timings);
                 }
@@ -170,6 +201,9 @@ impl Generation {
             let mut body = self.chunk_object(choice);
             if with_usage {
                 body.insert("usage".into(), self.usage_json());
+                if let Some(metrics) = metrics {
+                    body.insert("metrics".into(), metrics);
+                }
             }
             if let Some(timings) = timings {
                 body.insert("timings".into(), timings);
