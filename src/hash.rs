@@ -2,6 +2,9 @@
 //!
 //! Reports and simulator outputs depend on these bits (phase seeds, shard seeds, bootstrap
 //! seeds, simulated token ids and text), so std's randomly keyed hasher is never used for them.
+//! Request ids sent as UUIDs derive from SHA-256 of the readable id, so reruns send the same.
+
+use sha2::{Digest, Sha256};
 
 const FNV_OFFSET_BASIS: u64 = 0xcbf2_9ce4_8422_2325;
 const FNV_PRIME: u64 = 0x0000_0100_0000_01b3;
@@ -53,6 +56,35 @@ impl SplitMix64 {
     pub fn next_f64(&mut self) -> f64 {
         (self.next_u64() >> 11) as f64 * (1.0 / (1u64 << 53) as f64)
     }
+}
+
+/// A UUID for `readable`, the same on every run: version-4 layout (the form strict validators
+/// accept) with its 122 free bits taken from SHA-256 of the readable id.
+pub fn uuid_for(readable: &str) -> String {
+    let digest = Sha256::digest(readable.as_bytes());
+    let mut bytes = [0u8; 16];
+    bytes.copy_from_slice(&digest[..16]);
+    bytes[6] = (bytes[6] & 0x0f) | 0x40;
+    bytes[8] = (bytes[8] & 0x3f) | 0x80;
+    let hex = hex::encode(bytes);
+    format!(
+        "{}-{}-{}-{}-{}",
+        &hex[0..8],
+        &hex[8..12],
+        &hex[12..16],
+        &hex[16..20],
+        &hex[20..32]
+    )
+}
+
+/// Whether `value` is a UUID in its canonical 8-4-4-4-12 hex form (any version).
+pub fn is_uuid(value: &str) -> bool {
+    let bytes = value.as_bytes();
+    bytes.len() == 36
+        && bytes.iter().enumerate().all(|(i, b)| match i {
+            8 | 13 | 18 | 23 => *b == b'-',
+            _ => b.is_ascii_hexdigit(),
+        })
 }
 
 #[cfg(test)]

@@ -4,7 +4,8 @@
 //! [`metrics`] → [`report`] → [`runner`] → [`shard`], with [`sim`] standing in for a real
 //! server. [`commands`] is the command line: argument types, printing and exit codes; [`hash`]
 //! holds the stable hashes and seeded streams that reports and the simulator depend on, and
-//! [`duration`] the human-readable durations plans and simulator settings are written in.
+//! [`duration`] the human-readable durations plans and simulator settings are written in, and
+//! [`quantile`] the one percentile every figure is read with.
 
 pub mod client;
 pub mod commands;
@@ -13,6 +14,7 @@ pub mod exit;
 pub mod hash;
 pub mod metrics;
 pub mod plan;
+pub mod quantile;
 pub mod report;
 pub mod runner;
 pub mod schedule;

@@ -93,11 +93,6 @@ pub struct Sampling {
     pub seed: Option<u64>,
 }
 
-/// The client could not be set up (bad URL, bad header); requests themselves never error.
-#[derive(Debug, thiserror::Error)]
-#[error("{0}")]
-pub struct ClientError(pub String);
-
 /// Header names whose values are secret: redacted in `Debug` output, error messages and the
 /// report's copy of the plan.
 pub fn is_secret_header(name: &str) -> bool {

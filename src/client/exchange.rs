@@ -11,7 +11,7 @@ use hyper::body::Incoming;
 use hyper::header::{self, HeaderMap};
 use hyper::{Method, Request, Response, Uri};
 
-use super::config::{Api, ClientConfig, ClientError, Redactor};
+use super::config::{Api, ClientConfig, Redactor};
 use super::error_body;
 use super::failure::{
     Failure, Waited, Which, error_chain, error_excerpt, ms_since, next_chunk, read_body_prefix,
@@ -21,6 +21,7 @@ use super::pool::{Lease, Origin, Pool, ServerKeepAlive};
 use super::record::{ErrorKind, RequestError, RequestRecord};
 use super::request::{RequestTemplate, default_request_id_prefix};
 use super::request_id::{RequestIdFormat, empty_body_hint};
+use super::setup_error::ClientError;
 use super::sse::{DEFAULT_MAX_EVENT_BYTES, EventKind, SseParser};
 use super::stream::{self, EventOutcome, StreamFailure, StreamState, excerpt};
 use crate::workload::Prompt;
@@ -123,7 +124,7 @@ impl Client {
         self
     }
 
-    /// Open connections until `count` wait idle (see [`Pool::warm`]); how many were opened, or
+    /// Open connections until `count` wait idle in the pool; how many were opened, or
     /// why one could not be.
     pub async fn warm_connections(&self, count: usize) -> Result<usize, String> {
         match self.pool.warm(count).await {

@@ -6,7 +6,6 @@ use std::time::{Duration, Instant};
 use http_body_util::BodyExt;
 use hyper::body::Incoming;
 
-use super::pool::ConnectError;
 use super::record::ErrorKind;
 use super::stream::{self, StreamFailure};
 
@@ -14,6 +13,13 @@ use super::stream::{self, StreamFailure};
 const ERROR_BODY_WAIT: Duration = Duration::from_secs(2);
 /// How much of an error (or non-stream) body is read.
 const ERROR_BODY_MAX_BYTES: usize = 64 * 1024;
+
+/// Why a connection could not be made.
+#[derive(Debug)]
+pub(crate) enum ConnectError {
+    Timeout(Duration),
+    Failed(String),
+}
 
 /// A failed request before it becomes `record.error`.
 #[derive(Debug)]

@@ -21,6 +21,7 @@ mod record;
 mod request;
 mod request_id;
 pub mod scan;
+mod setup_error;
 mod socket;
 pub mod sse;
 pub mod stream;
@@ -28,8 +29,8 @@ mod tls;
 pub mod url_secrets;
 
 pub use config::{
-    Api, ClientConfig, ClientError, ConnectionSettings, DEFAULT_CONNECTION_IDLE_TIMEOUT,
-    HttpVersion, REDACTED, ResolvedTimeouts, Sampling, is_secret_header, merge_body,
+    Api, ClientConfig, ConnectionSettings, DEFAULT_CONNECTION_IDLE_TIMEOUT, HttpVersion, REDACTED,
+    ResolvedTimeouts, Sampling, is_secret_header, merge_body,
 };
 pub use exchange::Client;
 pub use pool::{ServerKeepAlive, parse_keep_alive};
@@ -39,6 +40,7 @@ pub use request_id::{
     DEFAULT_REQUEST_ID_HEADER, RequestIdFormat, RequestIdSettings, empty_body_hint, is_uuid,
     uuid_for,
 };
+pub use setup_error::ClientError;
 pub use tls::TlsSettings;
 
 #[cfg(test)]

@@ -22,8 +22,10 @@ use hyper::{HeaderMap, Request, Response};
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use tokio::net::{TcpStream, UnixStream};
 
-use super::config::{ClientConfig, ClientError, ConnectionSettings, HttpVersion};
+use super::config::{ClientConfig, ConnectionSettings, HttpVersion};
+use super::failure::{ConnectError, ms_since};
 use super::proxy::{Proxy, tunnel};
+use super::setup_error::ClientError;
 use super::socket::{Inner, Stream};
 use super::tls::describe_handshake_error;
 
@@ -182,13 +184,6 @@ struct Idle {
     lease: Lease,
     /// When the client stops trusting the server to keep it open.
     deadline: Instant,
-}
-
-/// Why a connection could not be made.
-#[derive(Debug)]
-pub(crate) enum ConnectError {
-    Timeout(Duration),
-    Failed(String),
 }
 
 /// What a response's headers say about keeping its connection.
@@ -438,7 +433,7 @@ impl Pool {
                 .await
                 .map_err(|e| ConnectError::Failed(format!("connect to {at}: {e}")))?;
             let setup = ConnectionSetup {
-                connect_ms: super::failure::ms_since(started, Instant::now()),
+                connect_ms: ms_since(started, Instant::now()),
                 tls_ms: None,
             };
             return Ok((Inner::Unix(unix), setup));
@@ -459,7 +454,7 @@ impl Pool {
         // Small request writes and SSE reads must not wait on Nagle + delayed ACK.
         let _ = tcp.set_nodelay(true);
         let mut setup = ConnectionSetup {
-            connect_ms: super::failure::ms_since(started, connected),
+            connect_ms: ms_since(started, connected),
             tls_ms: None,
         };
         let Some((connector, name)) = &origin.tls else {
@@ -469,7 +464,7 @@ impl Pool {
             .connect(name.clone(), tcp)
             .await
             .map_err(|e| ConnectError::Failed(describe_handshake_error(&e, &origin.host)))?;
-        setup.tls_ms = Some(super::failure::ms_since(connected, Instant::now()));
+        setup.tls_ms = Some(ms_since(connected, Instant::now()));
         if origin.http2 && tls.get_ref().1.alpn_protocol() != Some(b"h2".as_slice()) {
             return Err(ConnectError::Failed(format!(
                 "{at} did not agree to HTTP/2 in the TLS handshake (ALPN); set http: \"1.1\""

@@ -4,7 +4,7 @@
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
-use super::config::ClientError;
+use super::setup_error::ClientError;
 
 /// Longest proxy response head read before giving up.
 const MAX_HEAD: usize = 16 * 1024;

@@ -2,7 +2,8 @@
 
 use hyper::header::{self, HeaderMap, HeaderName, HeaderValue};
 
-use super::config::{ClientConfig, ClientError, is_secret_header};
+use super::config::{ClientConfig, is_secret_header};
+use super::setup_error::ClientError;
 use crate::workload::{Prompt, PromptInput};
 
 /// Built once per client; each request adds its prompt, `max_tokens` and `x-request-id`.

@@ -6,7 +6,8 @@
 //! beside it and maps one to one.
 
 use hyper::header::{HeaderName, HeaderValue};
-use sha2::{Digest, Sha256};
+
+pub use crate::hash::{is_uuid, uuid_for};
 
 /// The header name used when a target names none.
 pub const DEFAULT_REQUEST_ID_HEADER: &str = "x-request-id";
@@ -54,35 +55,6 @@ impl RequestIdSettings {
         let value = HeaderValue::from_str(&self.header_value(readable)?).ok()?;
         Some((self.header.clone(), value))
     }
-}
-
-/// A UUID for `readable`, the same on every run: version-4 layout (the form strict validators
-/// accept) with its 122 free bits taken from SHA-256 of the readable id.
-pub fn uuid_for(readable: &str) -> String {
-    let digest = Sha256::digest(readable.as_bytes());
-    let mut bytes = [0u8; 16];
-    bytes.copy_from_slice(&digest[..16]);
-    bytes[6] = (bytes[6] & 0x0f) | 0x40;
-    bytes[8] = (bytes[8] & 0x3f) | 0x80;
-    let hex = hex::encode(bytes);
-    format!(
-        "{}-{}-{}-{}-{}",
-        &hex[0..8],
-        &hex[8..12],
-        &hex[12..16],
-        &hex[16..20],
-        &hex[20..32]
-    )
-}
-
-/// Whether `value` is a UUID in its canonical 8-4-4-4-12 hex form (any version).
-pub fn is_uuid(value: &str) -> bool {
-    let bytes = value.as_bytes();
-    bytes.len() == 36
-        && bytes.iter().enumerate().all(|(i, b)| match i {
-            8 | 13 | 18 | 23 => *b == b'-',
-            _ => b.is_ascii_hexdigit(),
-        })
 }
 
 /// What an error message adds when a 4xx came with an empty body: servers that reject a

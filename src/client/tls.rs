@@ -10,7 +10,7 @@ use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName, UnixTime};
 use rustls::{CertificateError, DigitallySignedStruct, RootCertStore, SignatureScheme};
 
-use super::config::ClientError;
+use super::setup_error::ClientError;
 
 /// A target's TLS settings; paths are already resolved (relative ones against the plan's
 /// directory by the runner).

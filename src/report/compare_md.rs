@@ -5,9 +5,9 @@ use std::fmt::Write;
 use super::compare::{Comparison, MetricChange, PhaseComparison};
 use super::figure_path::{Better, Unit};
 use super::gate::Compared;
-use super::markdown::{cell, inline, write_table};
 use super::numfmt::{pct_change, sig3, signed, with_unit};
 use super::table::{Align, Cell, Mark, Table};
+use super::table_text::{cell, inline, markdown_table};
 
 fn value(v: Option<f64>, unit: Option<Unit>) -> String {
     match (v, unit) {
@@ -128,7 +128,7 @@ fn gates_section(out: &mut String, c: &Comparison) {
             },
         ]);
     }
-    write_table(out, &t);
+    markdown_table(out, &t);
     out.push('\n');
 }
 
@@ -176,7 +176,7 @@ fn phase_changes(out: &mut String, p: &PhaseComparison) {
             ),
         ]);
     }
-    write_table(out, &t);
+    markdown_table(out, &t);
     out.push('\n');
     if !p.new_error_causes.is_empty() {
         out.push_str("New error causes (not in base):\n\n");
@@ -192,7 +192,7 @@ fn phase_changes(out: &mut String, p: &PhaseComparison) {
                 Cell::plain(c.example.clone()),
             ]);
         }
-        write_table(out, &causes);
+        markdown_table(out, &causes);
         out.push('\n');
     }
 }

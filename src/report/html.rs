@@ -7,7 +7,8 @@ use indexmap::IndexMap;
 
 use super::model::{DriftVerdict, PhaseResult, Report};
 use super::svg::{self, RangeRow, RatioRow, Series, esc};
-use super::table::{self, Align, Mark, Table};
+use super::table;
+use super::table_text::html_table;
 
 const CSS: &str = "\
 body{font-family:system-ui,-apple-system,'Segoe UI',Roboto,sans-serif;margin:24px auto;max-width:1100px;padding:0 16px;color:#222;background:#fff}\
@@ -51,14 +52,14 @@ fn phases_section(out: &mut String, report: &Report) {
     out.push_str(
         "<h2>Phases</h2>\n<p class=\"note\">Latencies in milliseconds; phases in plan order.</p>\n",
     );
-    write_table(out, &table::phases(report));
+    html_table(out, &table::phases(report));
     for note in super::sampling::notes(report) {
         let _ = writeln!(out, "<p class=\"note\">{}</p>", esc(&note));
     }
     let hooks = super::hook_table::table(report);
     if !hooks.is_empty() {
         out.push_str("<h3>Phase hooks</h3>\n");
-        write_table(out, &hooks);
+        html_table(out, &hooks);
         hook_output_tails(out, report);
     }
 }
@@ -72,7 +73,7 @@ fn intervals_section(out: &mut String, report: &Report) {
             "<h2>Percentile intervals</h2>\n<p class=\"note\">{}</p>",
             esc(super::interval_table::NOTE)
         );
-        write_table(out, &intervals);
+        html_table(out, &intervals);
     }
 }
 
@@ -80,8 +81,8 @@ fn intervals_section(out: &mut String, report: &Report) {
 fn searches_section(out: &mut String, report: &Report) {
     if !report.searches.is_empty() {
         out.push_str("<h2>Capacity searches</h2>\n");
-        write_table(out, &super::search_table::searches(report));
-        write_table(out, &super::search_table::probes(report));
+        html_table(out, &super::search_table::searches(report));
+        html_table(out, &super::search_table::probes(report));
     }
 }
 
@@ -92,8 +93,8 @@ fn repeats_section(out: &mut String, report: &Report) {
         for h in super::repeat_table::headlines(report) {
             let _ = writeln!(out, "<div class=\"banner warn\"><b>{}</b></div>", esc(&h));
         }
-        write_table(out, &super::repeat_table::arms(report));
-        write_table(out, &super::repeat_table::pairs(report));
+        html_table(out, &super::repeat_table::arms(report));
+        html_table(out, &super::repeat_table::pairs(report));
     }
 }
 
@@ -110,7 +111,7 @@ fn diagnostics_sections(out: &mut String, report: &Report) {
                 esc(&warned.join(", "))
             );
         }
-        write_table(out, &prompts);
+        html_table(out, &prompts);
     }
 
     let trust = super::trust_table::table(report);
@@ -124,7 +125,7 @@ fn diagnostics_sections(out: &mut String, report: &Report) {
                 esc(&bound.join(", "))
             );
         }
-        write_table(out, &trust);
+        html_table(out, &trust);
         let _ = writeln!(out, "<p>{}</p>", esc(&super::trust_table::note()));
     }
 
@@ -136,12 +137,12 @@ fn diagnostics_sections(out: &mut String, report: &Report) {
             let _ = writeln!(out, "<div class=\"banner warn\"><b>⚠ {}</b></div>", esc(&w));
         }
         if !connections.is_empty() {
-            write_table(out, &connections);
+            html_table(out, &connections);
         }
         let split = super::connections::split_table(report);
         if !split.is_empty() {
             out.push_str("<h3>Latency split</h3>\n");
-            write_table(out, &split);
+            html_table(out, &split);
             let _ = writeln!(out, "<p>{}</p>", esc(super::connections::SPLIT_NOTE));
         }
     }
@@ -161,7 +162,7 @@ fn diagnostics_sections(out: &mut String, report: &Report) {
             out.push_str(&chart);
             out.push('\n');
         }
-        write_table(out, &backends);
+        html_table(out, &backends);
     }
 }
 
@@ -184,12 +185,12 @@ fn errors_section(out: &mut String, report: &Report) {
     if errors.is_empty() {
         out.push_str("<p>No failed requests.</p>\n");
     } else {
-        write_table(out, &errors);
+        html_table(out, &errors);
     }
     let causes = table::error_causes(report);
     if !causes.is_empty() {
         out.push_str("<h3>Errors by cause</h3>\n");
-        write_table(out, &causes);
+        html_table(out, &causes);
     }
 }
 
@@ -273,43 +274,7 @@ fn rechecks_section(out: &mut String, report: &Report) {
         out.push_str("</ul></div>\n");
     }
     recheck_chart(out, report);
-    write_table(out, &table::rechecks(report));
-}
-
-/// A table as HTML, in the classes of the page's stylesheet.
-pub(super) fn write_table(out: &mut String, t: &Table) {
-    out.push_str("<table><thead><tr>");
-    for c in &t.columns {
-        let _ = write!(out, "<th>{}</th>", esc(&c.title));
-    }
-    out.push_str("</tr></thead><tbody>\n");
-    for row in &t.rows {
-        out.push_str("<tr>");
-        for (c, col) in row.iter().zip(&t.columns) {
-            let mut classes = Vec::new();
-            if col.align == Align::Right {
-                classes.push("r");
-            }
-            match c.mark {
-                Mark::Bad => classes.push("bad"),
-                Mark::Warn => classes.push("warn"),
-                Mark::Good => classes.push("good"),
-                Mark::Plain => {}
-            }
-            if classes.is_empty() {
-                let _ = write!(out, "<td>{}</td>", esc(&c.text));
-            } else {
-                let _ = write!(
-                    out,
-                    "<td class=\"{}\">{}</td>",
-                    classes.join(" "),
-                    esc(&c.text)
-                );
-            }
-        }
-        out.push_str("</tr>\n");
-    }
-    out.push_str("</tbody></table>\n");
+    html_table(out, &table::rechecks(report));
 }
 
 /// Closed-loop phases sharing route and workload at two or more concurrencies, rechecks left

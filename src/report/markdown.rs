@@ -3,7 +3,8 @@
 use std::fmt::Write;
 
 use super::model::Report;
-use super::table::{self, Align, Mark, Table};
+use super::table;
+use super::table_text::{cell, inline, markdown_table};
 
 /// Render `report` as GitHub-flavoured markdown.
 pub fn render(report: &Report) -> String {
@@ -44,14 +45,14 @@ fn head(out: &mut String, report: &Report) {
 fn phases_section(out: &mut String, report: &Report) {
     out.push_str("\n## Phases\n\n");
     out.push_str("Latencies in milliseconds; phases in plan order.\n\n");
-    write_table(out, &table::phases(report));
+    markdown_table(out, &table::phases(report));
     for note in super::sampling::notes(report) {
         let _ = writeln!(out, "\n{}", inline(&note));
     }
     let hooks = super::hook_table::table(report);
     if !hooks.is_empty() {
         out.push_str("\n### Phase hooks\n\n");
-        write_table(out, &hooks);
+        markdown_table(out, &hooks);
     }
 }
 
@@ -62,14 +63,14 @@ fn estimates_sections(out: &mut String, report: &Report) {
         out.push_str("\n## Percentile intervals\n\n");
         out.push_str(super::interval_table::NOTE);
         out.push_str("\n\n");
-        write_table(out, &intervals);
+        markdown_table(out, &intervals);
     }
 
     if !report.searches.is_empty() {
         out.push_str("\n## Capacity searches\n\n");
-        write_table(out, &super::search_table::searches(report));
+        markdown_table(out, &super::search_table::searches(report));
         out.push('\n');
-        write_table(out, &super::search_table::probes(report));
+        markdown_table(out, &super::search_table::probes(report));
     }
 }
 
@@ -85,9 +86,9 @@ fn repeats_section(out: &mut String, report: &Report) {
         if !headlines.is_empty() {
             out.push('\n');
         }
-        write_table(out, &super::repeat_table::arms(report));
+        markdown_table(out, &super::repeat_table::arms(report));
         out.push('\n');
-        write_table(out, &super::repeat_table::pairs(report));
+        markdown_table(out, &super::repeat_table::pairs(report));
     }
 }
 
@@ -104,7 +105,7 @@ fn diagnostics_sections(out: &mut String, report: &Report) {
                 inline(&warned.join(", "))
             );
         }
-        write_table(out, &prompts);
+        markdown_table(out, &prompts);
     }
 
     let trust = super::trust_table::table(report);
@@ -118,7 +119,7 @@ fn diagnostics_sections(out: &mut String, report: &Report) {
                 inline(&bound.join(", "))
             );
         }
-        write_table(out, &trust);
+        markdown_table(out, &trust);
         let _ = writeln!(out, "\n{}", inline(&super::trust_table::note()));
     }
 
@@ -130,12 +131,12 @@ fn diagnostics_sections(out: &mut String, report: &Report) {
             let _ = writeln!(out, "> **⚠ {}**\n", inline(&w));
         }
         if !connections.is_empty() {
-            write_table(out, &connections);
+            markdown_table(out, &connections);
         }
         let split = super::connections::split_table(report);
         if !split.is_empty() {
             out.push_str("\n### Latency split\n\n");
-            write_table(out, &split);
+            markdown_table(out, &split);
             let _ = writeln!(out, "\n{}", super::connections::SPLIT_NOTE);
         }
     }
@@ -151,7 +152,7 @@ fn diagnostics_sections(out: &mut String, report: &Report) {
         for n in metrics_notes {
             let _ = writeln!(out, "> {}\n", inline(&n));
         }
-        write_table(out, &backends);
+        markdown_table(out, &backends);
     }
 }
 
@@ -162,12 +163,12 @@ fn errors_section(out: &mut String, report: &Report) {
     if errors.is_empty() {
         out.push_str("No failed requests.\n");
     } else {
-        write_table(out, &errors);
+        markdown_table(out, &errors);
     }
     let causes = table::error_causes(report);
     if !causes.is_empty() {
         out.push_str("\n### Errors by cause\n\n");
-        write_table(out, &causes);
+        markdown_table(out, &causes);
     }
 }
 
@@ -196,57 +197,5 @@ fn rechecks_section(out: &mut String, report: &Report) {
         }
         out.push('\n');
     }
-    write_table(out, &table::rechecks(report));
-}
-
-/// A pipe table; marked cells are bold so they show in a PR comment.
-pub(crate) fn write_table(out: &mut String, t: &Table) {
-    out.push('|');
-    for c in &t.columns {
-        let _ = write!(out, " {} |", cell(&c.title));
-    }
-    out.push_str("\n|");
-    for c in &t.columns {
-        out.push_str(match c.align {
-            Align::Left => "---|",
-            Align::Right => "---:|",
-        });
-    }
-    out.push('\n');
-    for row in &t.rows {
-        out.push('|');
-        for c in row {
-            let text = cell(&c.text);
-            match c.mark {
-                Mark::Bad | Mark::Warn if !text.is_empty() => {
-                    let _ = write!(out, " **{text}** |");
-                }
-                Mark::Bad | Mark::Warn | Mark::Plain | Mark::Good => {
-                    let _ = write!(out, " {text} |");
-                }
-            }
-        }
-        out.push('\n');
-    }
-}
-
-/// Text safe inside a table cell: no pipes or line breaks, markdown punctuation escaped.
-pub(crate) fn cell(s: &str) -> String {
-    inline(s).replace('|', "\\|")
-}
-
-/// Text safe in running markdown: characters that would start markup are escaped.
-pub(crate) fn inline(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for ch in s.chars() {
-        match ch {
-            '\n' | '\r' => out.push(' '),
-            '\\' | '`' | '*' | '_' | '[' | ']' | '<' | '>' | '#' => {
-                out.push('\\');
-                out.push(ch);
-            }
-            _ => out.push(ch),
-        }
-    }
-    out
+    markdown_table(out, &table::rechecks(report));
 }

@@ -36,9 +36,9 @@ mod sampling;
 pub mod schema;
 mod search;
 mod search_table;
-mod shards;
 pub mod svg;
 mod table;
+mod table_text;
 mod timeline;
 mod trust_table;
 mod until_table;
@@ -51,7 +51,6 @@ pub use model::*;
 pub use phase::{Figures, PhaseFacts, pair_rechecks, phase_result, phase_result_sampled};
 pub use read::{ReadError, read_report};
 pub use search::*;
-pub use shards::*;
 pub use write::{REPORT_FILE, ReportFiles, write_all, write_atomic, write_files};
 
 /// An output format of `servebench report`.

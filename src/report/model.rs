@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::client::RequestRecord;
-use crate::metrics::PhaseSummary;
+use crate::metrics::{Distribution, PhaseSummary};
 // Report types computed by earlier stages, re-exported where the report gathers them.
 pub use crate::metrics::{Drift, DriftVerdict, RecheckPair};
 use crate::plan::{PercentileMethod, Plan};
@@ -49,13 +49,13 @@ pub struct Report {
     /// Each `repeat` group: arms pooled over their rounds and compared with the spread
     /// between rounds.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub repeats: Vec<super::repeats::RepeatResult>,
+    pub repeats: Vec<RepeatResult>,
     /// Sharded runs: which shard of the run this report holds (`run --shard I/N`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub shard: Option<super::shards::ShardInfo>,
+    pub shard: Option<ShardInfo>,
     /// Sharded runs: the shards a `servebench merge` report was recomputed from.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub merged_from: Option<Vec<super::shards::MergedShard>>,
+    pub merged_from: Option<Vec<MergedShard>>,
     /// This machine's client ceiling, measured before the first phase (absent with
     /// `run --no-calibrate`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -408,4 +408,143 @@ pub struct HookOutcome {
     /// The instant the action marked, if it marked one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mark: Option<String>,
+}
+
+// Repeat groups: each arm's rounds pooled, and whether two arms differ by more than their
+// rounds vary (computed in `repeats.rs`).
+
+/// One `repeat` group of the plan.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct RepeatResult {
+    pub group: String,
+    /// Rounds the plan asked for.
+    pub rounds: u32,
+    pub arms: Vec<ArmResult>,
+    /// Every pair of arms, in plan order.
+    pub pairs: Vec<ArmPair>,
+}
+
+/// One arm of a group: its rounds pooled, and how much they varied.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct ArmResult {
+    pub arm: String,
+    /// The round phases that ran, in round order.
+    pub phases: Vec<String>,
+    /// Figures from the union of the rounds' records, rounds laid end to end (so rates are
+    /// over the rounds' summed elapsed time).
+    pub pooled: PhaseSummary,
+    /// Per figure in [`REPEAT_METRICS`]: each round's value and their range.
+    pub spread: Vec<RoundSpread>,
+}
+
+/// One figure across an arm's rounds.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct RoundSpread {
+    /// A figure path (`ttft.p50`, …), in its usual unit (seconds for times).
+    pub metric: String,
+    /// The pooled value.
+    pub pooled: Option<f64>,
+    /// Each round's value, in round order.
+    pub rounds: Vec<f64>,
+    pub min: Option<f64>,
+    pub max: Option<f64>,
+}
+
+impl RoundSpread {
+    pub(crate) fn range(&self) -> Option<f64> {
+        Some(self.max? - self.min?)
+    }
+}
+
+/// Two arms compared on each figure.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct ArmPair {
+    pub a: String,
+    pub b: String,
+    pub metrics: Vec<PairFigure>,
+}
+
+/// Whether two arms' pooled values differ by more than their rounds vary.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct PairFigure {
+    pub metric: String,
+    /// `b − a`, pooled values.
+    pub difference: f64,
+    /// The larger of the two arms' round-to-round ranges (max − min).
+    pub spread: f64,
+    /// `|difference| > spread`: the gap is larger than either arm moves between rounds.
+    pub exceeds_spread: bool,
+}
+
+// Sharded runs: a shard's identity, and a merged report's per-shard facts.
+
+/// Which part of a sharded run a report holds (`servebench run --shard I/N`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct ShardInfo {
+    /// 0-based shard index.
+    pub index: u32,
+    /// Number of shards the plan was split into.
+    pub count: u32,
+    /// sha256 (hex) of the canonical JSON of the report's expanded `plan`: shards of one run
+    /// share it.
+    pub plan_sha256: String,
+    /// `--start-at`, RFC 3339, when the shard started its phases at planned times.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub start_at: Option<String>,
+    /// Each phase's planned start and how late the shard began it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub phase_starts: Vec<PlannedStart>,
+}
+
+/// A phase's planned start under `--start-at`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct PlannedStart {
+    pub phase: String,
+    /// RFC 3339: `start_at` plus the phase's planned offset.
+    pub planned_at: String,
+    /// How late the shard began the phase (its warmup, or its measured window when it has
+    /// none), milliseconds; 0 when on time.
+    pub late_ms: f64,
+}
+
+/// One shard of a merged report: where it ran and how its client kept up.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct MergedShard {
+    pub index: u32,
+    /// The shard report's path as given to `servebench merge`.
+    pub file: String,
+    pub run_id: String,
+    pub host: HostFacts,
+    pub started_at: String,
+    pub finished_at: Option<String>,
+    pub partial: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stop_reason: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub start_at: Option<String>,
+    pub phases: Vec<ShardPhaseFacts>,
+}
+
+/// One phase as one shard ran it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct ShardPhaseFacts {
+    pub phase: String,
+    /// RFC 3339 of this shard's measured start.
+    pub started_at: String,
+    /// This shard's workers (closed loop).
+    pub concurrency: Option<u32>,
+    /// This shard's target rate (open loop).
+    pub rate_rps: Option<f64>,
+    pub requests: u64,
+    pub errors: u64,
+    pub warmup: WarmupResult,
+    /// Open loop: how far this shard's sends lagged their schedule (client headroom).
+    pub send_lag_ms: Option<Distribution>,
+    /// Open loop: this shard's achieved rate over its target rate.
+    pub achieved_rate_ratio: Option<f64>,
+    /// Under `--start-at`: how late the shard began the phase, milliseconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub late_ms: Option<f64>,
+    /// The shard's own scrape of the server's metrics around its phase.
+    pub server_metrics: Option<ServerMetrics>,
 }

@@ -20,7 +20,7 @@ pub fn section(out: &mut String, report: &Report) {
         return;
     }
     out.push_str("<h2>Marks and recovery</h2>\n");
-    super::html::write_table(out, &marks);
+    super::table_text::html_table(out, &marks);
     let recovery = super::recovery_table::recovery(report);
     if recovery.is_empty() {
         return;
@@ -30,7 +30,7 @@ pub fn section(out: &mut String, report: &Report) {
         "<p class=\"note\">{}</p>",
         esc(super::recovery_table::NOTE)
     );
-    super::html::write_table(out, &recovery);
+    super::table_text::html_table(out, &recovery);
     for phase in &report.phases {
         if phase.recovery.is_some() {
             out.push_str(&timeline(phase));

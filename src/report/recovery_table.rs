@@ -79,12 +79,12 @@ pub fn markdown_section(out: &mut String, report: &Report) {
         return;
     }
     out.push_str("\n## Marks and recovery\n\n");
-    super::markdown::write_table(out, &marks);
+    super::table_text::markdown_table(out, &marks);
     let recovery = recovery(report);
     if !recovery.is_empty() {
         out.push('\n');
         out.push_str(NOTE);
         out.push_str("\n\n");
-        super::markdown::write_table(out, &recovery);
+        super::table_text::markdown_table(out, &recovery);
     }
 }

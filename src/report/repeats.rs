@@ -1,14 +1,12 @@
 //! Repeat groups in the report: each arm's rounds pooled, how much the rounds vary, and
 //! whether two arms differ by more than that.
 
-use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
-
 use super::figure_path::FigurePath;
-use super::model::{PhaseResult, Report};
+use super::model::{
+    ArmPair, ArmResult, PairFigure, PhaseResult, RepeatResult, Report, RoundSpread,
+};
 use super::phase::{Figures, PhaseFacts, phase_result};
 use crate::client::RequestRecord;
-use crate::metrics::PhaseSummary;
 
 /// The figures each arm is judged on.
 pub const REPEAT_METRICS: [&str; 4] = [
@@ -17,69 +15,6 @@ pub const REPEAT_METRICS: [&str; 4] = [
     "e2e.p50",
     "output_tokens_per_second",
 ];
-
-/// One `repeat` group of the plan.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
-pub struct RepeatResult {
-    pub group: String,
-    /// Rounds the plan asked for.
-    pub rounds: u32,
-    pub arms: Vec<ArmResult>,
-    /// Every pair of arms, in plan order.
-    pub pairs: Vec<ArmPair>,
-}
-
-/// One arm of a group: its rounds pooled, and how much they varied.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
-pub struct ArmResult {
-    pub arm: String,
-    /// The round phases that ran, in round order.
-    pub phases: Vec<String>,
-    /// Figures from the union of the rounds' records, rounds laid end to end (so rates are
-    /// over the rounds' summed elapsed time).
-    pub pooled: PhaseSummary,
-    /// Per figure in [`REPEAT_METRICS`]: each round's value and their range.
-    pub spread: Vec<RoundSpread>,
-}
-
-/// One figure across an arm's rounds.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
-pub struct RoundSpread {
-    /// A figure path (`ttft.p50`, …), in its usual unit (seconds for times).
-    pub metric: String,
-    /// The pooled value.
-    pub pooled: Option<f64>,
-    /// Each round's value, in round order.
-    pub rounds: Vec<f64>,
-    pub min: Option<f64>,
-    pub max: Option<f64>,
-}
-
-impl RoundSpread {
-    fn range(&self) -> Option<f64> {
-        Some(self.max? - self.min?)
-    }
-}
-
-/// Two arms compared on each figure.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
-pub struct ArmPair {
-    pub a: String,
-    pub b: String,
-    pub metrics: Vec<PairFigure>,
-}
-
-/// Whether two arms' pooled values differ by more than their rounds vary.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
-pub struct PairFigure {
-    pub metric: String,
-    /// `b − a`, pooled values.
-    pub difference: f64,
-    /// The larger of the two arms' round-to-round ranges (max − min).
-    pub spread: f64,
-    /// `|difference| > spread`: the gap is larger than either arm moves between rounds.
-    pub exceeds_spread: bool,
-}
 
 /// Every repeat group whose rounds are among `report.phases`.
 pub fn repeat_results(report: &Report) -> Vec<RepeatResult> {

@@ -75,12 +75,12 @@ pub fn markdown_section(out: &mut String, report: &Report) {
         let _ = writeln!(
             out,
             "> **Warning:** {}\n",
-            super::markdown::inline(&warning)
+            super::table_text::inline(&warning)
         );
     }
     out.push_str(NOTE);
     out.push_str("\n\n");
-    super::markdown::write_table(out, &t);
+    super::table_text::markdown_table(out, &t);
 }
 
 pub fn html_section(out: &mut String, report: &Report) {
@@ -97,5 +97,5 @@ pub fn html_section(out: &mut String, report: &Report) {
         );
     }
     let _ = writeln!(out, "<p class=\"note\">{}</p>", esc(NOTE));
-    super::html::write_table(out, &t);
+    super::table_text::html_table(out, &t);
 }

@@ -5,6 +5,7 @@ use std::time::{Duration, Instant};
 
 use crate::plan::{Hook, OnFailure};
 use crate::report::HookOutcome;
+use crate::sim::SimFault;
 
 use super::exec;
 use super::targets::Endpoint;
@@ -95,7 +96,7 @@ async fn run_one(when: &str, hook: &Hook, ctx: &HookContext<'_>) -> Ran {
         );
     }
     if hook.fault_on.is_some() || hook.fault_off {
-        return super::fault_switch::switch(hook.fault_on.as_ref(), ctx, timeout).await;
+        return switch_faults(hook.fault_on.as_ref(), ctx, timeout).await;
     }
     if let Some(command) = &hook.exec {
         return run_exec(when, command, ctx, timeout).await;
@@ -212,4 +213,30 @@ async fn wait_healthy(
         "{url} not healthy after {:.1}s (last: {last})",
         limit.as_secs_f64()
     ))
+}
+
+/// `fault_on`/`fault_off`: switch the target simulator's faults over its loopback control
+/// endpoint (`/sim/faults`).
+/// `POST` the rule (switch on) or `DELETE` (switch off) on the phase's target.
+async fn switch_faults(rule: Option<&SimFault>, ctx: &HookContext<'_>, timeout: Duration) -> Ran {
+    let url = format!("{}/sim/faults", server_root(ctx));
+    let request = match rule {
+        Some(rule) => {
+            let body = match serde_json::to_string(rule) {
+                Ok(body) => body,
+                Err(e) => return Ran::new(format!("fault_on POST {url}"), Err(e.to_string())),
+            };
+            ctx.http
+                .post(&url)
+                .header("content-type", "application/json")
+                .body(body)
+        }
+        None => ctx.http.delete(&url),
+    };
+    let label = match rule {
+        Some(_) => format!("fault_on POST {url}"),
+        None => format!("fault_off DELETE {url}"),
+    };
+    let result = check_status(request.timeout(timeout).send().await, &url, None);
+    Ran::new(label, result)
 }

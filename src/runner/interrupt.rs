@@ -55,7 +55,7 @@ pub(super) fn install_interrupt_handler(
                 });
             } else {
                 let _ = journal.flush();
-                super::run::finish_records(&journal);
+                super::output::finish_records(&journal);
                 eprintln!(
                     "interrupted again: exiting now; finished requests are in {}",
                     out_dir.join(output::JOURNAL_FILE).display()

@@ -11,11 +11,11 @@ mod console;
 pub mod endpoint;
 mod exec;
 mod facts;
-mod fault_switch;
 mod hooks;
 mod host;
 mod interrupt;
 mod marks;
+mod options;
 pub mod output;
 mod phase;
 mod preflight;
@@ -30,8 +30,9 @@ mod stable;
 mod targets;
 
 pub use interrupt::INTERRUPT_GRACE;
+pub use options::{LongRunOptions, RunError, RunOptions, RunOutcome};
 pub use phase::{DEFAULT_CONNECT_TIMEOUT, DEFAULT_IDLE_TIMEOUT};
-pub use run::{LongRunOptions, RunError, RunOptions, RunOutcome, run};
+pub use run::run;
 
 /// Each phase draws its own prompts and arrivals: a recheck repeats its original's settings,
 /// not its exact prompts, which a server's prefix cache would otherwise serve from memory.

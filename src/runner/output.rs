@@ -228,3 +228,11 @@ impl Journal {
             .flush()
     }
 }
+
+/// Write `requests.parquet`'s footer; a failure costs the file, never the run (the journal
+/// holds every record, and `servebench recover` rebuilds the file from it).
+pub(super) fn finish_records(journal: &Journal) {
+    if let Err(e) = journal.finish_records() {
+        eprintln!("warning: {e}; `servebench recover` rebuilds it from the journal");
+    }
+}

@@ -18,10 +18,10 @@ use crate::workload::{PromptQueue, PromptSource, WorkloadContext};
 
 use super::calibrate;
 use super::collect::{CollectSettings, Collected, PhaseCollector};
+use super::options::LongRunOptions;
+use super::options::RunError;
 use super::output::{Journal, Window};
 use super::phase_seed;
-use super::run::LongRunOptions;
-use super::run::RunError;
 use super::saturation::Saturation;
 use super::scrape;
 use super::stable;

@@ -3,12 +3,11 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::plan::{self, ExpandOptions, LoadedPlan, PlanErrors};
+use crate::plan::{self, ExpandOptions, LoadedPlan};
 use crate::report::{
     ClientCalibration, PhaseResult, PlannedStart, Report, ShardInfo, pair_rechecks,
 };
 use crate::schedule::{self, PhaseSettings, Schedule, ScheduleOptions, ShardSpec};
-use crate::scheduler::progress::ProgressMode;
 use crate::scheduler::{self, Stops};
 
 use super::calibrate;
@@ -17,90 +16,12 @@ use super::facts::new_report;
 use super::hooks;
 use super::interrupt::install_interrupt_handler;
 use super::marks;
+use super::options::{LongRunOptions, RunError, RunOptions, RunOutcome};
 use super::output::{self, Journal};
 use super::phase::PhaseRun;
 use super::targets::{
     Simulators, check_client_settings, discover_models, endpoint_for, start_simulators,
 };
-
-/// What `servebench run` was asked to do.
-#[derive(Debug, Clone)]
-pub struct RunOptions {
-    /// A plan file, or a `report.json` whose embedded plan is run again.
-    pub plan: PathBuf,
-    pub expand: ExpandOptions,
-    /// Default: `runs/<plan-name>-<UTC timestamp>/`.
-    pub out_dir: Option<PathBuf>,
-    /// Run only these phases (by name), in plan order.
-    pub only: Vec<String>,
-    pub dry_run: bool,
-    pub progress: ProgressMode,
-    /// Measure the client ceiling before the first phase (`run --no-calibrate` skips it).
-    pub calibrate: bool,
-    /// Hold the kernel's request to keep idle CPUs quick to wake for the whole run
-    /// (`run --no-latency-hint` skips it); see [`crate::wakeup`].
-    pub latency_hint: bool,
-    /// Keep the runtime's workers polling instead of parking for the whole run
-    /// (`run --busy-poll`); see [`scheduler::BusyPoll`].
-    pub busy_poll: bool,
-    // Sharded runs (src/schedule/shard.rs).
-    /// `--shard I/N`: run this shard's share of every phase.
-    pub shard: Option<ShardSpec>,
-    /// `--start-at`: start each phase at this time plus its planned offset.
-    pub start_at: Option<chrono::DateTime<chrono::Utc>>,
-    /// Bounds for long windows: records kept, rolling summaries.
-    pub long_run: LongRunOptions,
-}
-
-/// How a long window stays bounded and watchable.
-#[derive(Debug, Clone)]
-pub struct LongRunOptions {
-    /// Records a phase's report keeps in full (`run --keep-records`); a longer phase keeps a
-    /// seeded sample of this many and computes its figures over all of them.
-    pub keep_records: usize,
-    /// How often a rolling summary line goes to the journal (`run --summary-every`).
-    pub summary_every: std::time::Duration,
-}
-
-impl Default for LongRunOptions {
-    fn default() -> Self {
-        LongRunOptions {
-            keep_records: super::collect::DEFAULT_KEEP_RECORDS,
-            summary_every: std::time::Duration::from_secs(60),
-        }
-    }
-}
-
-/// Why a run did not produce a complete report.
-#[derive(Debug, thiserror::Error)]
-pub enum RunError {
-    #[error("{0}")]
-    InvalidPlan(#[from] PlanErrors),
-    /// Bad arguments or environment, found before any request was sent.
-    #[error("{0}")]
-    InvalidInput(String),
-    /// The run could not go on (a simulator did not start, the report could not be written).
-    #[error("{0}")]
-    Failed(String),
-}
-
-impl RunError {
-    pub fn exit_code(&self) -> i32 {
-        match self {
-            RunError::InvalidPlan(_) | RunError::InvalidInput(_) => crate::exit::INVALID_INPUT,
-            RunError::Failed(_) => crate::exit::RUN_FAILED,
-        }
-    }
-}
-
-/// What a finished (or interrupted) run left behind.
-#[derive(Debug)]
-pub struct RunOutcome {
-    /// `None` for `--dry-run`.
-    pub report_path: Option<PathBuf>,
-    pub report: Option<Report>,
-    pub interrupted: bool,
-}
 
 /// Run a plan end to end.
 pub async fn run(options: RunOptions) -> Result<RunOutcome, RunError> {
@@ -160,7 +81,7 @@ pub async fn run(options: RunOptions) -> Result<RunOutcome, RunError> {
     };
     let failure = phases.run(&mut report).await;
     // Every exit path from here on, a failed report write included, leaves a finished file.
-    finish_records(&journal);
+    output::finish_records(&journal);
     let failure = failure?;
 
     let interrupted = stops.stop_starting.is_cancelled();
@@ -255,14 +176,6 @@ fn open_run_dir(
     output::prepare_dir(&dir).map_err(RunError::InvalidInput)?;
     let journal = Journal::create(&dir, shard).map_err(RunError::InvalidInput)?;
     Ok((dir, journal))
-}
-
-/// Write `requests.parquet`'s footer; a failure costs the file, never the run (the journal
-/// holds every record, and `servebench recover` rebuilds the file from it).
-pub(super) fn finish_records(journal: &Journal) {
-    if let Err(e) = journal.finish_records() {
-        eprintln!("warning: {e}; `servebench recover` rebuilds it from the journal");
-    }
 }
 
 /// Sharded runs: which shard this report holds and the plan digest its siblings share.

@@ -14,6 +14,10 @@ use crate::scheduler::{Load, Stops};
 
 use super::stable::Observer;
 
+/// An open-loop probe whose completion rate falls below this share of its target rate is
+/// over-saturated: the target fell behind the arrivals.
+pub(super) const SATURATED_BELOW: f64 = 0.9;
+
 /// Completions are counted over this trailing window, and a shortfall must last this long.
 const WINDOW: Duration = Duration::from_secs(2);
 /// Time between checks.
@@ -98,7 +102,7 @@ impl Saturation {
             }
             let achieved = recent as f64 / WINDOW.as_secs_f64();
             // The same share of the target the verdict after a probe judges by.
-            if achieved >= super::search::SATURATED_BELOW * self.rps {
+            if achieved >= SATURATED_BELOW * self.rps {
                 behind_since = None;
                 continue;
             }

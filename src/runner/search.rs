@@ -8,11 +8,9 @@ use crate::report::{ObjectiveCheck, PhaseResult, ProbeOutcome, Report, SearchRes
 use crate::schedule::search::Course;
 use crate::schedule::{PhaseSettings, probe_load};
 
-use super::run::{Phases, RunError};
-
-/// An open-loop probe whose completion rate falls below this share of its target rate is
-/// over-saturated: the target fell behind the arrivals.
-pub const SATURATED_BELOW: f64 = 0.9;
+use super::options::RunError;
+use super::run::Phases;
+use super::saturation::SATURATED_BELOW;
 
 impl Phases<'_> {
     /// Run `phase`'s search; its probes and result go into `report`. The error that stopped

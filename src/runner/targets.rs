@@ -10,7 +10,7 @@ use crate::plan;
 use crate::schedule::PhaseSettings;
 use crate::sim::{self, SimHandle};
 
-use super::run::RunError;
+use super::options::RunError;
 
 /// A server target that names no model gets the first one its `/models` lists, as serving
 /// engines expose exactly the model they serve; the report's plan then names it.

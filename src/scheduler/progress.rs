@@ -6,6 +6,7 @@ use std::time::{Duration, Instant};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use crate::client::RequestRecord;
+use crate::quantile::{PercentileMethod, percentile};
 
 /// How progress is shown.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -158,11 +159,12 @@ impl PhaseProgress {
     }
 }
 
+/// The median as the report reads it, so the live line and the report agree.
 fn median(values: &[f64]) -> Option<f64> {
     if values.is_empty() {
         return None;
     }
     let mut sorted = values.to_vec();
     sorted.sort_by(f64::total_cmp);
-    Some(sorted[sorted.len() / 2])
+    Some(percentile(&sorted, 0.5, PercentileMethod::Linear))
 }

@@ -7,8 +7,7 @@ use std::time::{Duration, Instant};
 use serde::Serialize;
 
 use crate::client::RequestRecord;
-use crate::metrics::percentile;
-use crate::plan::PercentileMethod;
+use crate::quantile::{PercentileMethod, percentile};
 
 /// The figures of one interval, as a journal line states them.
 #[derive(Debug, Clone, PartialEq, Serialize)]

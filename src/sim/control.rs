@@ -3,8 +3,6 @@
 //! loopback peers may switch them.
 
 use std::net::SocketAddr;
-use std::sync::RwLock;
-use std::sync::atomic::{AtomicBool, Ordering};
 
 use http_body_util::{BodyExt, Limited};
 use hyper::body::Incoming;
@@ -14,7 +12,7 @@ use serde::Deserialize;
 use serde_json::json;
 
 use super::SimFault;
-use super::faults;
+use super::faults::SwitchedFaults;
 use super::generate::SimBody;
 
 /// A control body is a fault rule or a short list of them; nothing larger is read.
@@ -23,35 +21,6 @@ const MAX_CONTROL_BYTES: usize = 64 * 1024;
 /// The connection's peer, put on each request by the connection that read it.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Peer(pub SocketAddr);
-
-/// The rules switched on over HTTP; checked after the fixed `faults` of the settings.
-#[derive(Debug, Default)]
-pub(crate) struct SwitchedFaults {
-    /// Set while any rule is on, so requests without a switched fault take no lock.
-    any: AtomicBool,
-    rules: RwLock<Vec<SimFault>>,
-}
-
-impl SwitchedFaults {
-    /// The switched rule that selects request `seq`, drawn as the fixed rules are.
-    pub(crate) fn select(&self, seed: u64, seq: u64) -> Option<SimFault> {
-        if !self.any.load(Ordering::Acquire) {
-            return None;
-        }
-        let rules = self.rules.read().unwrap_or_else(|p| p.into_inner());
-        faults::select(&rules, seed, seq).cloned()
-    }
-
-    fn set(&self, rules: Vec<SimFault>) {
-        let mut held = self.rules.write().unwrap_or_else(|p| p.into_inner());
-        self.any.store(!rules.is_empty(), Ordering::Release);
-        *held = rules;
-    }
-
-    fn current(&self) -> Vec<SimFault> {
-        self.rules.read().unwrap_or_else(|p| p.into_inner()).clone()
-    }
-}
 
 /// One rule or a list, as `POST /sim/faults` takes them.
 #[derive(Deserialize)]

@@ -1,4 +1,8 @@
-//! Which fault rule, if any, applies to a request number.
+//! Which fault rule, if any, applies to a request number: the settings' fixed rules, then
+//! the ones switched on over HTTP.
+
+use std::sync::RwLock;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use super::SimFault;
 use super::rng::{STREAM_FAULTS, SimRng};
@@ -21,6 +25,35 @@ pub(crate) fn select(faults: &[SimFault], seed: u64, seq: u64) -> Option<&SimFau
         }
     }
     chosen
+}
+
+/// The rules switched on over HTTP; checked after the fixed `faults` of the settings.
+#[derive(Debug, Default)]
+pub(crate) struct SwitchedFaults {
+    /// Set while any rule is on, so requests without a switched fault take no lock.
+    any: AtomicBool,
+    rules: RwLock<Vec<SimFault>>,
+}
+
+impl SwitchedFaults {
+    /// The switched rule that selects request `seq`, drawn as the fixed rules are.
+    pub(crate) fn select(&self, seed: u64, seq: u64) -> Option<SimFault> {
+        if !self.any.load(Ordering::Acquire) {
+            return None;
+        }
+        let rules = self.rules.read().unwrap_or_else(|p| p.into_inner());
+        select(&rules, seed, seq).cloned()
+    }
+
+    pub(crate) fn set(&self, rules: Vec<SimFault>) {
+        let mut held = self.rules.write().unwrap_or_else(|p| p.into_inner());
+        self.any.store(!rules.is_empty(), Ordering::Release);
+        *held = rules;
+    }
+
+    pub(crate) fn current(&self) -> Vec<SimFault> {
+        self.rules.read().unwrap_or_else(|p| p.into_inner()).clone()
+    }
 }
 
 #[cfg(test)]

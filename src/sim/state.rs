@@ -30,7 +30,7 @@ pub(crate) struct Shared {
     pub reset_ids: Mutex<std::collections::HashSet<String>>,
     pub stop: watch::Sender<bool>,
     /// Faults switched on over HTTP (`/sim/faults`).
-    pub switched: super::control::SwitchedFaults,
+    pub switched: super::faults::SwitchedFaults,
 }
 
 /// When the simulator wrote a request's response pieces (its own clock, `record_timestamps`).

@@ -54,16 +54,7 @@ pub struct Plan {
     pub phases: Vec<Phase>,
 }
 
-/// How a percentile is read from a sorted sample.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "snake_case")]
-pub enum PercentileMethod {
-    /// Linear interpolation between order statistics (numpy's default).
-    #[default]
-    Linear,
-    /// `x[ceil(q·n) − 1]`.
-    NearestRank,
-}
+pub use crate::quantile::PercentileMethod;
 
 /// Request-level objectives; a request meeting all that are set counts toward goodput.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]

@@ -16,7 +16,7 @@ use super::response::{
     Reply, echo_request_id, empty_response, error_json, error_response, json_response, read_body,
     sse_response, unix_now_s,
 };
-use crate::client::is_uuid;
+use crate::hash::is_uuid;
 use crate::sim::api::{self, Api, GenerationRequest};
 use crate::sim::generate::{GenSpec, Generation, MidFault, SimBody};
 use crate::sim::rng::{STREAM_LENGTH, SimRng};
