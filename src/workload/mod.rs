@@ -178,7 +178,7 @@ impl PromptSource {
             Kind::Dataset(dataset::prepare(d, &path, &kit, context.seed)?)
         } else if let Some(t) = &workload.trace {
             let path = tokens::resolve(&context.plan_dir, &t.path);
-            Kind::Trace(trace::load(&path, t.time_scale, t.block_tokens)?)
+            Kind::Trace(trace::load(&path, t.format, t.time_scale, t.block_tokens)?)
         } else {
             Kind::Synthetic
         };

@@ -1,4 +1,5 @@
-//! Mooncake-format trace replay: arrival times and prompts built from shared hash blocks.
+//! Trace replay: arrival times and token counts from a Mooncake JSONL trace (prompts built
+//! from its shared hash blocks), an Azure LLM inference trace CSV or a BurstGPT CSV.
 
 use std::path::Path;
 use std::time::Duration;
@@ -7,6 +8,7 @@ use serde::Deserialize;
 
 use super::WorkloadError;
 use super::dataset::read_file;
+use crate::plan::TraceFormat;
 
 /// Mooncake's block size: tokens per hash id.
 pub const DEFAULT_BLOCK_TOKENS: u32 = 512;
@@ -22,6 +24,7 @@ pub struct TraceEntry {
 }
 
 /// A parsed trace, sorted by timestamp, with its schedule relative to the first arrival.
+#[derive(Debug)]
 pub struct TraceSource {
     pub sha256: String,
     pub entries: Vec<TraceEntry>,
@@ -32,6 +35,7 @@ pub struct TraceSource {
 
 pub fn load(
     path: &Path,
+    format: TraceFormat,
     time_scale: f64,
     block_tokens: Option<u32>,
 ) -> Result<TraceSource, WorkloadError> {
@@ -51,27 +55,10 @@ pub fn load(
     let (bytes, sha256) = read_file(path)?;
     let text = std::str::from_utf8(&bytes)
         .map_err(|e| WorkloadError(format!("{}: not UTF-8: {e}", path.display())))?;
-    let mut entries = Vec::new();
-    for (i, line) in text.lines().enumerate() {
-        if line.trim().is_empty() {
-            continue;
-        }
-        let at = |msg: String| WorkloadError(format!("{}:{}: {msg}", path.display(), i + 1));
-        let entry: TraceEntry = serde_json::from_str(line).map_err(|e| {
-            at(format!(
-                "expected {{timestamp, input_length, output_length, hash_ids}}: {e}"
-            ))
-        })?;
-        if !(entry.timestamp.is_finite() && entry.timestamp >= 0.0) {
-            return Err(at("timestamp must be a non-negative number of ms".into()));
-        }
-        if entry.input_length == 0 || entry.output_length == 0 {
-            return Err(at(
-                "input_length and output_length must be at least 1".into()
-            ));
-        }
-        entries.push(entry);
-    }
+    let mut entries = match format {
+        TraceFormat::Mooncake => mooncake(path, text)?,
+        TraceFormat::Azure | TraceFormat::Burstgpt => csv_entries(path, text, format)?,
+    };
     if entries.is_empty() {
         return Err(WorkloadError(format!(
             "{}: the trace has no entries",
@@ -93,9 +80,215 @@ pub fn load(
     })
 }
 
+fn mooncake(path: &Path, text: &str) -> Result<Vec<TraceEntry>, WorkloadError> {
+    let mut entries = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        if line.trim().is_empty() {
+            continue;
+        }
+        let at = |msg: String| WorkloadError(format!("{}:{}: {msg}", path.display(), i + 1));
+        let entry: TraceEntry = serde_json::from_str(line).map_err(|e| {
+            at(format!(
+                "expected {{timestamp, input_length, output_length, hash_ids}}: {e}"
+            ))
+        })?;
+        if !(entry.timestamp.is_finite() && entry.timestamp >= 0.0) {
+            return Err(at("timestamp must be a non-negative number of ms".into()));
+        }
+        if entry.input_length == 0 || entry.output_length == 0 {
+            return Err(at(
+                "input_length and output_length must be at least 1".into()
+            ));
+        }
+        entries.push(entry);
+    }
+    Ok(entries)
+}
+
+/// The columns a CSV trace format needs: arrival time, prompt tokens, output tokens.
+fn csv_columns(format: TraceFormat) -> [&'static str; 3] {
+    match format {
+        TraceFormat::Azure => ["TIMESTAMP", "ContextTokens", "GeneratedTokens"],
+        _ => ["Timestamp", "Request tokens", "Response tokens"],
+    }
+}
+
+/// An Azure or BurstGPT CSV trace. Rows with no prompt or no output tokens (BurstGPT records
+/// failed requests with 0 response tokens) cannot be replayed as generations: they are
+/// skipped and counted in a warning.
+fn csv_entries(
+    path: &Path,
+    text: &str,
+    format: TraceFormat,
+) -> Result<Vec<TraceEntry>, WorkloadError> {
+    let mut reader = csv::ReaderBuilder::new()
+        .trim(csv::Trim::All)
+        .from_reader(text.as_bytes());
+    let wanted = csv_columns(format);
+    let headers = reader
+        .headers()
+        .map_err(|e| WorkloadError(format!("{}: no CSV header: {e}", path.display())))?
+        .clone();
+    let mut index = [0usize; 3];
+    for (slot, name) in index.iter_mut().zip(wanted) {
+        *slot = headers.iter().position(|h| h == name).ok_or_else(|| {
+            WorkloadError(format!(
+                "{}: no `{name}` column; a {format:?} trace has {}",
+                path.display(),
+                wanted.join(", ")
+            ))
+        })?;
+    }
+    let mut entries = Vec::new();
+    let mut skipped = 0u64;
+    let mut first_time: Option<chrono::NaiveDateTime> = None;
+    for (row, record) in reader.records().enumerate() {
+        // Line 1 is the header.
+        let at = |msg: String| WorkloadError(format!("{}:{}: {msg}", path.display(), row + 2));
+        let record = record.map_err(|e| at(e.to_string()))?;
+        let field = |i: usize| record.get(index[i]).unwrap_or("");
+        let count = |i: usize| {
+            let text = field(i);
+            text.parse::<f64>()
+                .ok()
+                .filter(|n| n.is_finite() && *n >= 0.0 && n.fract() == 0.0)
+                .map(|n| n as u64)
+                .ok_or_else(|| {
+                    at(format!(
+                        "`{}` must be a whole number, found {text:?}",
+                        wanted[i]
+                    ))
+                })
+        };
+        let (input_length, output_length) = (count(1)?, count(2)?);
+        let timestamp = match format {
+            TraceFormat::Azure => {
+                let text = field(0);
+                let time = chrono::NaiveDateTime::parse_from_str(text, "%Y-%m-%d %H:%M:%S%.f")
+                    .map_err(|_| {
+                        at(format!(
+                            "`TIMESTAMP` must read like 2023-11-16 18:15:46.6805900, found {text:?}"
+                        ))
+                    })?;
+                let first = *first_time.get_or_insert(time);
+                // Milliseconds from the first row; an earlier row gives a negative offset,
+                // which the sort below places first.
+                (time - first).num_microseconds().unwrap_or(i64::MAX) as f64 / 1000.0
+            }
+            _ => {
+                let text = field(0);
+                let seconds = text
+                    .parse::<f64>()
+                    .ok()
+                    .filter(|s| s.is_finite() && *s >= 0.0)
+                    .ok_or_else(|| {
+                        at(format!(
+                            "`Timestamp` must be a non-negative number of seconds, found {text:?}"
+                        ))
+                    })?;
+                seconds * 1000.0
+            }
+        };
+        if input_length == 0 || output_length == 0 {
+            skipped += 1;
+            continue;
+        }
+        entries.push(TraceEntry {
+            timestamp,
+            input_length,
+            output_length,
+            hash_ids: Vec::new(),
+        });
+    }
+    if skipped > 0 {
+        eprintln!(
+            "warning: {}: skipped {skipped} row(s) with 0 prompt or 0 output tokens (failed \
+             requests cannot be replayed as generations)",
+            path.display()
+        );
+    }
+    Ok(entries)
+}
+
 impl TraceSource {
     /// Time from the first arrival to the last.
     pub fn span(&self) -> Duration {
         self.schedule.last().copied().unwrap_or_default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn write(text: &str) -> (tempfile::TempDir, std::path::PathBuf) {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("trace.csv");
+        std::fs::write(&path, text).unwrap();
+        (dir, path)
+    }
+
+    #[test]
+    fn azure_rows_become_millisecond_offsets_from_the_first() {
+        let (_dir, path) = write(
+            "TIMESTAMP,ContextTokens,GeneratedTokens\n\
+             2023-11-16 18:15:47.1805900,100,7\n\
+             2023-11-16 18:15:46.6805900,374,44\n",
+        );
+        let trace = load(&path, TraceFormat::Azure, 2.0, None).unwrap();
+        let lengths: Vec<(u64, u64)> = trace
+            .entries
+            .iter()
+            .map(|e| (e.input_length, e.output_length))
+            .collect();
+        // Sorted by time: the earlier second row first, the other 500 ms later, doubled.
+        assert_eq!(lengths, [(374, 44), (100, 7)]);
+        assert_eq!(
+            trace.schedule,
+            [Duration::ZERO, Duration::from_millis(1000)]
+        );
+    }
+
+    #[test]
+    fn burstgpt_seconds_are_read_and_failed_rows_skipped() {
+        let (_dir, path) = write(
+            "Timestamp,Model,Request tokens,Response tokens,Total tokens,Log Type\n\
+             5,ChatGPT,472,18,490,Conversation log\n\
+             5.3,ChatGPT,417,0,417,Conversation log\n\
+             5.75,GPT-4,68,42,110,API log\n",
+        );
+        let trace = load(&path, TraceFormat::Burstgpt, 1.0, None).unwrap();
+        assert_eq!(trace.entries.len(), 2);
+        assert_eq!(trace.schedule[1], Duration::from_millis(750));
+        assert_eq!(trace.entries[1].input_length, 68);
+    }
+
+    #[test]
+    fn csv_problems_name_the_file_line_and_column() {
+        let (_dir, path) = write("TIMESTAMP,ContextTokens\n2023-11-16 18:15:46.1,3\n");
+        let err = load(&path, TraceFormat::Azure, 1.0, None)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("no `GeneratedTokens` column"), "{err}");
+        let (_dir, path) = write(
+            "TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 18:15:46.1,3,4\nyesterday,3,4\n",
+        );
+        let err = load(&path, TraceFormat::Azure, 1.0, None)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("trace.csv:3:") && err.contains("TIMESTAMP"),
+            "{err}"
+        );
+        let (_dir, path) = write(
+            "Timestamp,Model,Request tokens,Response tokens,Total tokens,Log Type\n1,m,12.5,3,15,API log\n",
+        );
+        let err = load(&path, TraceFormat::Burstgpt, 1.0, None)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("trace.csv:2:") && err.contains("Request tokens"),
+            "{err}"
+        );
     }
 }

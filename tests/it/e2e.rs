@@ -316,3 +316,68 @@ async fn a_trace_replay_reproduces_its_arrival_times() {
     // Equal hash ids give identical token blocks: later requests reuse cached blocks.
     assert!(phase.summary.cached_token_ratio.unwrap_or(0.0) > 0.0);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn azure_and_burstgpt_csv_traces_replay_at_their_times_with_their_lengths() {
+    let _exclusive = crate::common::exclusive_run().await;
+    let azure = repo_path("tests/fixtures/workload/azure-trace.csv");
+    let burst = repo_path("tests/fixtures/workload/burstgpt.csv");
+    let report = run_plan(&format!(
+        "version: 1\nname: csv-traces\ntargets:\n  sim: {{simulator: {{decode_ms_per_token: 0.1}}}}\n\
+         workloads:\n  azure: {{trace: {{path: {}, format: azure}}, ignore_eos: true}}\n  burst: {{trace: {{path: {}, format: burstgpt, time_scale: 0.5}}, ignore_eos: true}}\n\
+         phases:\n  - {{name: azure, target: sim, workload: azure}}\n  - {{name: burst, target: sim, workload: burst}}\n",
+        azure.display(),
+        burst.display()
+    ))
+    .await;
+    // (offset from the first row, ms, after time_scale; prompt tokens; output tokens) per row
+    // the fixture holds; BurstGPT's failed row (0 response tokens) is not replayed.
+    let expected: [(&str, Vec<(f64, u64, u64)>); 2] = [
+        (
+            "azure",
+            vec![
+                (0.0, 374, 44),
+                (100.001, 396, 109),
+                (250.002, 879, 15),
+                (350.0, 91, 38),
+                (600.002, 381, 13),
+                (650.001, 1313, 5),
+            ],
+        ),
+        (
+            "burst",
+            vec![
+                (0.0, 472, 18),
+                (75.0, 1087, 230),
+                (200.0, 68, 42),
+                (350.0, 1913, 103),
+                (425.0, 230, 77),
+            ],
+        ),
+    ];
+    for (name, rows) in expected {
+        let phase = report.phases.iter().find(|p| p.phase == name).unwrap();
+        assert_eq!(phase.summary.errors, 0, "{name}");
+        assert_eq!(
+            phase.summary.requests as usize,
+            rows.len(),
+            "{name}: one pass"
+        );
+        let mut records: Vec<_> = phase.request_timings.iter().collect();
+        records.sort_by(|a, b| a.start_offset_ms.total_cmp(&b.start_offset_ms));
+        for (r, (at_ms, prompt, output)) in records.iter().zip(&rows) {
+            assert_eq!(r.planned_context_tokens, Some(*prompt), "{name}: {r:?}");
+            assert_eq!(r.output_tokens, Some(*output), "{name}: {r:?}");
+            let lag = r.start_offset_ms - at_ms;
+            assert!(
+                (-1.0..50.0).contains(&lag),
+                "{name}: sent at {:.1} ms, trace says {at_ms} ms",
+                r.start_offset_ms
+            );
+        }
+        assert!(
+            phase.send_lag_ms.is_some(),
+            "{name}: a replay reports its send lag"
+        );
+    }
+}

@@ -100,6 +100,7 @@ fn workloads() -> Vec<(&'static str, Workload)> {
             Workload {
                 trace: Some(Trace {
                     path: "trace.jsonl".into(),
+                    format: Default::default(),
                     time_scale: 1.0,
                     block_tokens: Some(100),
                 }),

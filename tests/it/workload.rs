@@ -583,6 +583,7 @@ fn trace_workload(path: &str, time_scale: f64, block_tokens: Option<u32>) -> Wor
     Workload {
         trace: Some(Trace {
             path: path.into(),
+            format: Default::default(),
             time_scale,
             block_tokens,
         }),

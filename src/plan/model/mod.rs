@@ -238,19 +238,43 @@ pub enum DatasetFormat {
     Sharegpt,
 }
 
-/// Replay of a Mooncake-format JSONL trace (`timestamp`, `input_length`, `output_length`,
-/// `hash_ids`) as an open-loop arrival schedule.
+/// Replay of a request trace as an open-loop arrival schedule: Mooncake JSONL (`timestamp`,
+/// `input_length`, `output_length`, `hash_ids`), or the Azure LLM inference or BurstGPT CSV.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Trace {
     /// Path relative to the plan file.
     pub path: String,
+    /// The file's format (default `mooncake`).
+    #[serde(default, skip_serializing_if = "TraceFormat::is_default")]
+    pub format: TraceFormat,
     /// Multiplies the trace's timestamps: 0.5 replays twice as fast.
     #[serde(default = "one", skip_serializing_if = "is_one")]
     pub time_scale: f64,
     /// Tokens per hash block.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub block_tokens: Option<u32>,
+}
+
+/// How a trace file is written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum TraceFormat {
+    /// JSONL, one `{timestamp (ms), input_length, output_length, hash_ids}` per line.
+    #[default]
+    Mooncake,
+    /// Azure LLM inference trace CSV: `TIMESTAMP` (date and time), `ContextTokens`,
+    /// `GeneratedTokens`.
+    Azure,
+    /// BurstGPT CSV: `Timestamp` (seconds), `Model`, `Request tokens`, `Response tokens`,
+    /// `Total tokens`, `Log Type`.
+    Burstgpt,
+}
+
+impl TraceFormat {
+    fn is_default(&self) -> bool {
+        *self == TraceFormat::Mooncake
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
