@@ -332,7 +332,8 @@ async fn azure_and_burstgpt_csv_traces_replay_at_their_times_with_their_lengths(
     .await;
     // (offset from the first row, ms, after time_scale; prompt tokens; output tokens) per row
     // the fixture holds; BurstGPT's failed row (0 response tokens) is not replayed.
-    let expected: [(&str, Vec<(f64, u64, u64)>); 2] = [
+    type Row = (f64, u64, u64);
+    let expected: [(&str, Vec<Row>); 2] = [
         (
             "azure",
             vec![
