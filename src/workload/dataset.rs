@@ -17,7 +17,8 @@ pub struct Entry {
     /// The entry's own output length: JSONL `output_tokens`/`max_tokens`, ShareGPT's first
     /// reply counted in tokens.
     pub output_tokens: Option<u32>,
-    /// 1-based line (JSONL) or entry number (ShareGPT) in the file, for messages.
+    /// 1-based line (JSONL) or entry number (ShareGPT) in the file, for messages; the turns
+    /// of one multi-turn conversation share it.
     pub origin: usize,
 }
 
@@ -40,13 +41,25 @@ pub fn read_file(path: &Path) -> Result<(Vec<u8>, String), WorkloadError> {
     Ok((bytes, sha))
 }
 
-pub fn load(path: &Path, format: DatasetFormat, kit: &TextKit) -> Result<Loaded, WorkloadError> {
+pub fn load(
+    path: &Path,
+    format: DatasetFormat,
+    multi_turn: bool,
+    kit: &TextKit,
+) -> Result<Loaded, WorkloadError> {
     let (bytes, sha256) = read_file(path)?;
     let text = std::str::from_utf8(&bytes)
         .map_err(|e| WorkloadError(format!("{}: not UTF-8: {e}", path.display())))?;
     let entries = match format {
+        DatasetFormat::Jsonl if multi_turn => {
+            return Err(WorkloadError(format!(
+                "{}: multi_turn reads ShareGPT conversations; a JSONL entry carries its whole \
+                 history in `messages` already",
+                path.display()
+            )));
+        }
         DatasetFormat::Jsonl => parse_jsonl(path, text)?,
-        DatasetFormat::Sharegpt => parse_sharegpt(path, text, kit)?,
+        DatasetFormat::Sharegpt => parse_sharegpt(path, text, multi_turn, kit)?,
     };
     if entries.is_empty() {
         return Err(WorkloadError(format!(
@@ -105,8 +118,15 @@ fn parse_jsonl(path: &Path, text: &str) -> Result<Vec<Entry>, WorkloadError> {
 }
 
 /// ShareGPT: the first human turn is the prompt and the reply after it sets the output
-/// length (as vLLM's benchmark does); conversations without both are skipped.
-fn parse_sharegpt(path: &Path, text: &str, kit: &TextKit) -> Result<Vec<Entry>, WorkloadError> {
+/// length (as vLLM's benchmark does); conversations without both are skipped. With
+/// `multi_turn`, every human turn followed by a reply is an entry whose messages are the
+/// conversation so far (system turns included, earlier replies as the dataset recorded them).
+fn parse_sharegpt(
+    path: &Path,
+    text: &str,
+    multi_turn: bool,
+    kit: &TextKit,
+) -> Result<Vec<Entry>, WorkloadError> {
     let value: Value = serde_json::from_str(text).map_err(|e| {
         WorkloadError(format!(
             "{}:{}:{}: invalid JSON: {e}",
@@ -128,33 +148,88 @@ fn parse_sharegpt(path: &Path, text: &str, kit: &TextKit) -> Result<Vec<Entry>, 
             .get("conversations")
             .and_then(|c| c.as_array())
             .ok_or_else(|| at("needs a `conversations` array"))?;
-        let mut prompt = None;
-        let mut reply = None;
+        let mut history: Vec<ChatMessage> = Vec::new();
+        let mut asked: Option<String> = None;
         for turn in turns {
             let from = turn.get("from").and_then(|f| f.as_str());
             let value = turn.get("value").and_then(|v| v.as_str());
             let (Some(from), Some(value)) = (from, value) else {
                 return Err(at("each turn needs `from` and `value` strings"));
             };
-            match (from, &prompt) {
-                ("human" | "user", None) => prompt = Some(value.to_string()),
-                ("gpt" | "assistant" | "chatgpt" | "bard", Some(_)) => {
-                    reply = Some(value.to_string());
-                    break;
+            let role = match from {
+                "human" | "user" => "user",
+                "gpt" | "assistant" | "chatgpt" | "bard" => "assistant",
+                "system" => "system",
+                _ => continue,
+            };
+            match (role, &asked) {
+                ("user", None) => asked = Some(value.to_string()),
+                ("assistant", Some(prompt)) => {
+                    let output = kit.counter.count_fragment(value)?;
+                    let input = if multi_turn {
+                        let mut messages = history.clone();
+                        messages.push(message("user", prompt));
+                        EntryInput::Messages(messages)
+                    } else {
+                        EntryInput::Text(prompt.clone())
+                    };
+                    entries.push(Entry {
+                        input,
+                        output_tokens: u32::try_from(output).ok().filter(|n| *n > 0),
+                        origin: i + 1,
+                    });
+                    if !multi_turn {
+                        break;
+                    }
+                    history.push(message("user", prompt));
+                    history.push(message("assistant", value));
+                    asked = None;
+                }
+                // A second user message before a reply joins the first, as one turn.
+                ("user", Some(prompt)) if multi_turn => {
+                    asked = Some(format!("{prompt}\n\n{value}"));
+                }
+                ("system", _) if multi_turn && asked.is_none() => {
+                    history.push(message("system", value));
                 }
                 _ => {}
             }
         }
-        if let (Some(prompt), Some(reply)) = (prompt, reply) {
-            let output = kit.counter.count_fragment(&reply)?;
-            entries.push(Entry {
-                input: EntryInput::Text(prompt),
-                output_tokens: u32::try_from(output).ok().filter(|n| *n > 0),
-                origin: i + 1,
-            });
-        }
     }
     Ok(entries)
+}
+
+fn message(role: &str, content: &str) -> ChatMessage {
+    ChatMessage {
+        role: role.to_string(),
+        content: content.to_string(),
+    }
+}
+
+/// `sample` whole conversations (seeded), each keeping its turns in order.
+fn sample_conversations(
+    kept: Vec<(Entry, u64)>,
+    sample: usize,
+    seed: u64,
+    path: &Path,
+) -> Result<Vec<(Entry, u64)>, WorkloadError> {
+    let mut conversations: Vec<Vec<(Entry, u64)>> = Vec::new();
+    for (entry, tokens) in kept {
+        match conversations.last_mut() {
+            Some(last) if last[0].0.origin == entry.origin => last.push((entry, tokens)),
+            _ => conversations.push(vec![(entry, tokens)]),
+        }
+    }
+    if sample > conversations.len() {
+        return Err(WorkloadError(format!(
+            "{}: sample {sample} asks for more than the {} conversations that pass the length filter",
+            path.display(),
+            conversations.len()
+        )));
+    }
+    conversations.shuffle(&mut stream_rng(seed, Purpose::DatasetOrder, 0));
+    conversations.truncate(sample);
+    Ok(conversations.into_iter().flatten().collect())
 }
 
 /// An entry as a request input for `api`.
@@ -198,7 +273,7 @@ pub fn prepare(
             path.display()
         )));
     }
-    let loaded = load(path, dataset.format, kit)?;
+    let loaded = load(path, dataset.format, dataset.multi_turn, kit)?;
     let total_entries = loaded.entries.len();
     let mut kept = Vec::new();
     for entry in loaded.entries {
@@ -226,7 +301,9 @@ pub fn prepare(
             kit.counter.description()
         )));
     }
-    if let Some(sample) = dataset.sample {
+    if let (Some(sample), true) = (dataset.sample, dataset.multi_turn) {
+        kept = sample_conversations(kept, sample as usize, seed, path)?;
+    } else if let Some(sample) = dataset.sample {
         let sample = sample as usize;
         if sample > kept.len() {
             return Err(WorkloadError(format!(

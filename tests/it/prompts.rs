@@ -91,6 +91,7 @@ fn workloads() -> Vec<(&'static str, Workload)> {
                     min_input_tokens: None,
                     max_input_tokens: None,
                     sample: None,
+                    multi_turn: false,
                 }),
                 ..Workload::default()
             },

@@ -385,6 +385,7 @@ fn dataset_workload(path: &str, format: DatasetFormat) -> Workload {
             min_input_tokens: None,
             max_input_tokens: None,
             sample: None,
+            multi_turn: false,
         }),
         ..Workload::default()
     }
@@ -506,6 +507,78 @@ fn sharegpt_takes_first_human_turn_and_reply_length() {
             .planned_tokens_description()
             .contains("2 of 2 entries")
     );
+}
+
+#[test]
+fn sharegpt_multi_turn_keeps_each_conversation_in_order_with_its_recorded_replies() {
+    let mut workload = dataset_workload("sharegpt-multi.json", DatasetFormat::Sharegpt);
+    workload.dataset.as_mut().unwrap().multi_turn = true;
+    let source = PromptSource::new(
+        &workload,
+        &context(Api::Chat, TokenizerSource::Simulator, 0),
+    )
+    .expect("source");
+    let messages = |i: u64| match source.prompt(i).input {
+        PromptInput::Messages(m) => m
+            .into_iter()
+            .map(|m| format!("{}: {}", m.role, m.content))
+            .collect::<Vec<_>>(),
+        PromptInput::Text(t) => panic!("chat prompts carry messages, got {t:?}"),
+    };
+    // Conversation m1: three turns, each with the system prompt and the earlier exchanges.
+    assert_eq!(
+        messages(0),
+        [
+            "system: You are a terse assistant.",
+            "user: What is a KV cache?"
+        ]
+    );
+    assert_eq!(messages(1).len(), 4);
+    assert_eq!(
+        messages(2)[4],
+        "assistant: It grows with every token of every running request."
+    );
+    assert_eq!(messages(2)[5], "user: And prefix caching?");
+    // m2: two user messages before one reply are one turn; the unanswered turn is dropped.
+    assert_eq!(messages(3), ["user: Name a serving engine."]);
+    assert_eq!(
+        messages(4)[2],
+        "user: Another one?\n\nWith a C++ core, please."
+    );
+    // Five requests in all, then the file again; output lengths are the recorded replies'.
+    assert_eq!(source.prompt(5), source.prompt(0));
+    assert_eq!(
+        source.prompt(3).max_tokens,
+        1,
+        "\"vLLM.\" is one simulator token"
+    );
+
+    // A sample counts conversations, and keeps each one's turns together and in order.
+    workload.dataset.as_mut().unwrap().sample = Some(1);
+    let sampled = PromptSource::new(
+        &workload,
+        &context(Api::Chat, TokenizerSource::Simulator, 7),
+    )
+    .expect("source");
+    let lengths: Vec<usize> = (0..6)
+        .map(|i| match sampled.prompt(i).input {
+            PromptInput::Messages(m) => m.len(),
+            PromptInput::Text(_) => 0,
+        })
+        .collect();
+    assert!(
+        lengths == [2, 4, 6, 2, 4, 6] || lengths == [1, 3, 1, 3, 1, 3],
+        "one whole conversation, repeated: {lengths:?}"
+    );
+
+    // JSONL carries its history in `messages`: multi_turn is refused there.
+    let mut jsonl = dataset_workload("prompts.jsonl", DatasetFormat::Jsonl);
+    jsonl.dataset.as_mut().unwrap().multi_turn = true;
+    let err = PromptSource::new(&jsonl, &context(Api::Chat, TokenizerSource::Simulator, 0))
+        .err()
+        .expect("refused")
+        .to_string();
+    assert!(err.contains("multi_turn reads ShareGPT"), "{err}");
 }
 
 #[test]

@@ -224,9 +224,15 @@ pub struct Dataset {
     /// Keep only prompts with at most this many tokens.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_input_tokens: Option<u32>,
-    /// Sample this many entries (seeded) instead of using all.
+    /// Sample this many entries (seeded) instead of using all; with `multi_turn`, this many
+    /// conversations.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sample: Option<u32>,
+    /// ShareGPT only: every user turn that has a reply is a request, its history (earlier
+    /// turns with the dataset's own replies) before it; a conversation's requests stay
+    /// together and in order. Default: the first user turn only.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub multi_turn: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
