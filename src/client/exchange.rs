@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use http_body_util::Full;
 use hyper::body::Incoming;
-use hyper::header::{self, HeaderMap};
+use hyper::header::{self, HeaderMap, HeaderName, HeaderValue};
 use hyper::{Method, Request, Response, Uri};
 
 use super::config::{Api, ClientConfig, Redactor};
@@ -42,6 +42,8 @@ pub struct Client {
     pool: Pool,
     redactor: Redactor,
     request_id_prefix: String,
+    /// Sessions: the header that carries a session's id with each of its turns.
+    session_header: Option<HeaderName>,
     max_event_bytes: usize,
 }
 
@@ -63,6 +65,15 @@ struct ConnectionUse {
     retries: u32,
     /// The set-up times of the new connection the request opened.
     setup: Option<super::pool::ConnectionSetup>,
+}
+
+/// What one request carries beyond the phase's settings.
+#[derive(Default)]
+struct Extras {
+    /// A header of its own (a session's affinity header).
+    header: Option<(HeaderName, HeaderValue)>,
+    /// Keep the reply's text (a session's next turn needs it).
+    capture_reply: bool,
 }
 
 impl Client {
@@ -107,6 +118,7 @@ impl Client {
             template,
             pool,
             request_id_prefix: default_request_id_prefix(),
+            session_header: None,
             max_event_bytes: DEFAULT_MAX_EVENT_BYTES,
         })
     }
@@ -115,6 +127,13 @@ impl Client {
     /// the run id plus the phase name.
     pub fn with_request_id_prefix(mut self, prefix: impl Into<String>) -> Self {
         self.request_id_prefix = prefix.into();
+        self
+    }
+
+    /// Send each session's id in this header (`{prefix}-s{session}`), so a gateway can keep
+    /// a session on one replica.
+    pub fn with_session_header(mut self, name: Option<HeaderName>) -> Self {
+        self.session_header = name;
         self
     }
 
@@ -221,6 +240,47 @@ impl Client {
             .await
     }
 
+    /// One turn of a session: the prompt (its history already in it) sent with the session's
+    /// affinity header, if any; the record and the reply's text, which the next turn carries.
+    pub async fn send_turn(
+        &self,
+        request_index: u64,
+        prompt: Prompt,
+        origin: Instant,
+    ) -> (RequestRecord, String) {
+        let body = self.request_body(&prompt);
+        let planned = prompt.planned_prompt_tokens;
+        let turn = prompt.session;
+        drop(prompt);
+        let header = match (&self.session_header, turn) {
+            (Some(name), Some(turn)) => {
+                let id = format!("{}-s{}", self.request_id_prefix, turn.session);
+                HeaderValue::from_str(&id)
+                    .ok()
+                    .map(|value| (name.clone(), value))
+            }
+            _ => None,
+        };
+        let extras = Extras {
+            header,
+            capture_reply: true,
+        };
+        let (mut record, reply) = self
+            .send_body_with(
+                request_index,
+                body,
+                planned,
+                origin,
+                std::future::pending(),
+                extras,
+            )
+            .await;
+        if let Some(turn) = turn {
+            (record.session, record.turn) = (Some(turn.session), Some(u64::from(turn.turn)));
+        }
+        (record, reply.unwrap_or_default())
+    }
+
     /// One request with its serialized body; `planned` is the prompt's planned token count.
     async fn send_body<C>(
         &self,
@@ -233,13 +293,40 @@ impl Client {
     where
         C: Future<Output = ()>,
     {
+        let extras = Extras::default();
+        self.send_body_with(request_index, body, planned, origin, cancel, extras)
+            .await
+            .0
+    }
+
+    async fn send_body_with<C>(
+        &self,
+        request_index: u64,
+        body: String,
+        planned: Option<u64>,
+        origin: Instant,
+        cancel: C,
+        extras: Extras,
+    ) -> (RequestRecord, Option<String>)
+    where
+        C: Future<Output = ()>,
+    {
         let request_id = self.request_id(request_index);
-        let mut state = StreamState::default();
+        let mut state = StreamState {
+            reply: extras.capture_reply.then(String::new),
+            ..StreamState::default()
+        };
         let mut used = ConnectionUse::default();
         let start = Instant::now();
+        let header = extras.header.as_ref();
         let outcome = {
-            let exchange =
-                self.exchange(&request_id, Bytes::from(body), start, &mut state, &mut used);
+            let exchange = self.exchange(
+                &request_id,
+                Bytes::from(body),
+                (start, header),
+                &mut state,
+                &mut used,
+            );
             tokio::select! {
                 biased;
                 outcome = exchange => outcome,
@@ -286,7 +373,7 @@ impl Client {
             record.output_token_source = Some(source);
         }
         super::derive_record_fields(&mut record);
-        record
+        (record, state.reply.take())
     }
 
     /// The request and its stream; on success, ms from `start` to the end of the stream.
@@ -294,14 +381,14 @@ impl Client {
         &self,
         request_id: &str,
         body: Bytes,
-        start: Instant,
+        (start, extra_header): (Instant, Option<&(HeaderName, HeaderValue)>),
         state: &mut StreamState,
         used: &mut ConnectionUse,
     ) -> Result<f64, Failure> {
         let timeouts = &self.config.timeouts;
         let total_deadline = timeouts.total.map(|t| start + t);
         let first_byte_deadline = timeouts.first_byte.map(|t| start + t);
-        let head = self.response_head(request_id, body, used);
+        let head = self.response_head(request_id, body, extra_header, used);
         let (response, lease) = match wait(head, first_byte_deadline, total_deadline).await {
             Waited::Done(result) => result?,
             Waited::TimedOut(Which::Own) => return Err(Failure::first_byte()),
@@ -342,6 +429,7 @@ impl Client {
         &self,
         request_id: &str,
         body: Bytes,
+        extra_header: Option<&(HeaderName, HeaderValue)>,
         used: &mut ConnectionUse,
     ) -> Result<(Response<Incoming>, Lease), Failure> {
         let mut lease = match self.pool.checkout() {
@@ -352,7 +440,10 @@ impl Client {
             used.new_connection = Some(lease.fresh);
             used.setup = lease.setup.take();
             let read_before = lease.bytes_read();
-            let request = self.request(request_id, body.clone());
+            let mut request = self.request(request_id, body.clone());
+            if let Some((name, value)) = extra_header {
+                request.headers_mut().insert(name.clone(), value.clone());
+            }
             let sent = lease.sender.send(request).await;
             match sent {
                 Ok(response) => return Ok((response, lease)),

@@ -92,6 +92,7 @@ mod tests {
             planned_prompt_tokens: None,
             max_tokens: 1,
             scheduled_at: None,
+            session: None,
         };
         let fut = client.send(0, &prompt, Instant::now());
         assert_send(&fut);
@@ -120,6 +121,7 @@ mod tests {
             planned_prompt_tokens: None,
             max_tokens: 64,
             scheduled_at: None,
+            session: None,
         };
         let body: serde_json::Value =
             serde_json::from_str(&client.request_body(&prompt)).expect("valid JSON");
@@ -148,6 +150,7 @@ mod tests {
             planned_prompt_tokens: None,
             max_tokens: 64,
             scheduled_at: None,
+            session: None,
         };
         let text = client.request_body(&prompt);
         let body: serde_json::Value = serde_json::from_str(&text).expect("valid JSON");

@@ -72,6 +72,11 @@ pub struct RequestRecord {
     /// A new `https` connection's TLS handshake time (absent on a reused connection).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tls_ms: Option<f64>,
+    /// Sessions: the session (numbered from 0 in its window) and the turn within it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub turn: Option<u64>,
     /// The time the server says the request waited in its scheduler queue (vLLM `metrics`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub server_queue_ms: Option<f64>,

@@ -145,6 +145,8 @@ pub struct StreamState {
     pub events: u64,
     /// The server's own timing of this request, when it sent one.
     pub server: ServerTimings,
+    /// The reply's text so far, kept only when asked (a session's next turn carries it).
+    pub reply: Option<String>,
 }
 
 /// What a server says it spent on one request.
@@ -218,6 +220,36 @@ fn server_timings(data: &[u8]) -> Option<ServerTimings> {
         prompt_ms: finite(metrics.time_to_first_token_ms),
         predicted_ms: finite(metrics.generation_time_ms),
     })
+}
+
+/// A chunk's content text (`delta.content`, or a completion's `text`) appended to `reply`;
+/// only sessions pay this second, decoding parse.
+fn append_content(reply: &mut String, data: &[u8]) {
+    #[derive(Deserialize)]
+    struct Chunk {
+        #[serde(default)]
+        choices: Vec<Choice>,
+    }
+    #[derive(Deserialize)]
+    struct Choice {
+        #[serde(default)]
+        delta: Option<Delta>,
+        #[serde(default)]
+        text: Option<String>,
+    }
+    #[derive(Deserialize)]
+    struct Delta {
+        #[serde(default)]
+        content: Option<String>,
+    }
+    let Ok(chunk) = serde_json::from_slice::<Chunk>(data) else {
+        return;
+    };
+    for choice in chunk.choices {
+        if let Some(text) = choice.delta.and_then(|d| d.content).or(choice.text) {
+            reply.push_str(&text);
+        }
+    }
 }
 
 /// At most this many characters of a payload go into an error message.
@@ -324,6 +356,9 @@ impl StreamState {
             if content {
                 self.content_chunks += 1;
                 self.first_content_ms.get_or_insert(now_ms);
+                if let Some(reply) = self.reply.as_mut() {
+                    append_content(reply, data);
+                }
             }
             if reasoning || content {
                 self.first_output_ms.get_or_insert(now_ms);

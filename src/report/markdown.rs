@@ -141,6 +141,13 @@ fn diagnostics_sections(out: &mut String, report: &Report) {
         }
     }
 
+    let sessions = super::session_table::table(report);
+    if !sessions.is_empty() {
+        out.push_str("\n## Sessions by turn\n\n");
+        markdown_table(out, &sessions);
+        let _ = writeln!(out, "\n{}", super::session_table::NOTE);
+    }
+
     let backends = super::backends::table(report);
     let metrics_warnings = super::backends::warnings(report);
     let metrics_notes = super::backends::notes(report);

@@ -36,6 +36,7 @@ mod sampling;
 pub mod schema;
 mod search;
 mod search_table;
+mod session_table;
 pub mod svg;
 mod table;
 mod table_text;

@@ -205,6 +205,9 @@ pub struct PhaseResult {
     /// client-bound phase's latencies include client-side delay.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub client_trust: Option<crate::metrics::trust::ClientTrust>,
+    /// Session workloads: figures by turn, and whole sessions' durations.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sessions: Option<crate::metrics::SessionSummary>,
 }
 
 /// Why a rate probe was stopped before its planned end.

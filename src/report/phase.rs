@@ -70,6 +70,7 @@ pub fn phase_result(
         .rate_rps
         .and_then(|rps| achieved_rate.map(|r| r / rps));
     result.transport = transport;
+    result.sessions = metrics::session_summary(&result.request_timings, figures.method);
     result
 }
 
@@ -105,6 +106,7 @@ fn without_figures(facts: PhaseFacts, records: Vec<RequestRecord>) -> PhaseResul
         until: None,
         saturation_stop: None,
         client_trust: None,
+        sessions: None,
     }
 }
 

@@ -152,6 +152,11 @@ impl PhaseRun<'_> {
             }
         };
         result.transport.connections_warmed = connections_warmed;
+        if result.sessions.is_none() {
+            // A sampled phase: its figures by turn come from the kept sample.
+            let method = self.plan.plan.percentile_method;
+            result.sessions = crate::metrics::session_summary(&result.request_timings, method);
+        }
         result.marks = super::marks::during_marks(&during, outcome.origin);
         result.hooks = during.outcomes;
         (result.until, result.saturation_stop) = (until, saturation_stop);
@@ -198,8 +203,17 @@ impl PhaseRun<'_> {
             .client_config()
             .and_then(Client::new)
             .map_err(|e| RunError::InvalidInput(format!("phase `{}`: {e}", phase.name)))?;
-        let client =
-            Arc::new(client.with_request_id_prefix(format!("{}-{}", self.run_id, phase.name)));
+        let session_header = phase
+            .workload
+            .session
+            .as_ref()
+            .and_then(|s| s.affinity_header.as_deref())
+            .and_then(|h| hyper::header::HeaderName::from_bytes(h.as_bytes()).ok());
+        let client = Arc::new(
+            client
+                .with_request_id_prefix(format!("{}-{}", self.run_id, phase.name))
+                .with_session_header(session_header),
+        );
         let mut source =
             PromptSource::new(phase.workload, &self.workload_context()).map_err(|e| {
                 RunError::InvalidInput(format!(

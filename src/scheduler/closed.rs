@@ -1,4 +1,5 @@
-//! Closed loop: N workers, each sending its next request when its last one ends.
+//! Closed loop: N workers, each sending its next request when its last one ends. With a
+//! session workload each worker runs one session at a time, turn after turn.
 
 use std::sync::Arc;
 
@@ -8,6 +9,7 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use super::{Executor, InFlight, PromptFeed, WindowContext};
+use crate::workload::{ChatMessage, Prompt, PromptInput};
 
 pub(super) fn start<E: Executor, F: PromptFeed>(
     ctx: &WindowContext<E, F>,
@@ -17,7 +19,7 @@ pub(super) fn start<E: Executor, F: PromptFeed>(
     stop: &CancellationToken,
 ) -> InFlight {
     // The next request index, taken together with the next prompt so that request `i` gets
-    // the window's `i`-th prompt. Held only while taking a ready prompt, never while sending.
+    // the window's `i`-th prompt. Held only while taking ready prompts, never while sending.
     let next_index = Arc::new(Mutex::new(0u64));
     let mut tasks = tokio::task::JoinSet::new();
     for _ in 0..concurrency {
@@ -25,25 +27,89 @@ pub(super) fn start<E: Executor, F: PromptFeed>(
         let next_index = next_index.clone();
         let stop = stop.clone();
         tasks.spawn(async move {
+            let stopped = || {
+                stop.is_cancelled()
+                    || ctx.abort.is_cancelled()
+                    || deadline.is_some_and(|d| Instant::now() >= d)
+            };
             loop {
-                let (index, prompt) = {
+                // A session's turns are taken together, so its requests have consecutive
+                // indices whatever the other workers do.
+                let turns = {
                     let mut next = next_index.lock().await;
-                    if stop.is_cancelled()
-                        || ctx.abort.is_cancelled()
-                        || deadline.is_some_and(|d| Instant::now() >= d)
-                        || max_requests.is_some_and(|max| *next >= max)
-                    {
+                    if stopped() || max_requests.is_some_and(|max| *next >= max) {
                         break;
                     }
                     let index = *next;
                     *next += 1;
-                    (index, ctx.next_prompt().await)
+                    let first = ctx.next_prompt().await;
+                    // The rest of the session the feed is in (a bounded warmup may have ended
+                    // inside one), so later sessions start at their first turn.
+                    let count = first
+                        .session
+                        .map_or(1, |s| s.turns.saturating_sub(s.turn).max(1));
+                    let mut turns = vec![(index, first)];
+                    while turns.len() < count as usize && max_requests.is_none_or(|max| *next < max)
+                    {
+                        turns.push((*next, ctx.next_prompt().await));
+                        *next += 1;
+                    }
+                    turns
                 };
-                let record = ctx.send(index, prompt).await;
-                ctx.deliver(record);
+                if turns[0].1.session.is_none() {
+                    let (index, prompt) = turns.into_iter().next().expect("one prompt");
+                    let record = ctx.send(index, prompt).await;
+                    ctx.deliver(record);
+                    continue;
+                }
+                run_session(&ctx, turns, &stopped, &stop).await;
             }
             ctx.bound_reached.cancel();
         });
     }
     InFlight { tasks }
+}
+
+/// A session's turns one after another, each after its think time and with the history so
+/// far: the user messages and the server's own replies. A failed turn ends the session, as
+/// its history would no longer be what a user saw; so does the window's bound.
+async fn run_session<E: Executor, F: PromptFeed>(
+    ctx: &WindowContext<E, F>,
+    turns: Vec<(u64, Prompt)>,
+    stopped: &impl Fn() -> bool,
+    stop: &CancellationToken,
+) {
+    let mut history: Vec<ChatMessage> = Vec::new();
+    for (k, (index, mut prompt)) in turns.into_iter().enumerate() {
+        let think = prompt.session.map(|s| s.think).unwrap_or_default();
+        if k > 0 && !think.is_zero() {
+            tokio::select! {
+                () = tokio::time::sleep(think) => {}
+                () = stop.cancelled() => return,
+                () = ctx.abort.cancelled() => return,
+            }
+        }
+        if k > 0 && stopped() {
+            return;
+        }
+        let PromptInput::Messages(new) = &prompt.input else {
+            // Sessions need chat messages; `validate` refuses other targets.
+            return;
+        };
+        let new = new.clone();
+        let mut messages = history.clone();
+        messages.extend(new.iter().cloned());
+        prompt.input = PromptInput::Messages(messages);
+        let (record, reply) = ctx.send_turn(index, prompt).await;
+        let failed = !record.is_ok();
+        ctx.deliver(record);
+        if failed {
+            return;
+        }
+        history.extend(new);
+        history.push(ChatMessage {
+            role: "assistant".into(),
+            content: reply,
+        });
+    }
 }

@@ -37,6 +37,20 @@ pub trait Executor: Send + Sync + 'static {
         prompt: Prompt,
         origin: std::time::Instant,
     ) -> impl Future<Output = RequestRecord> + Send;
+
+    /// One turn of a session: the record and the reply's text (empty where the executor keeps
+    /// none).
+    fn execute_turn(
+        &self,
+        request_index: u64,
+        prompt: Prompt,
+        origin: std::time::Instant,
+    ) -> impl Future<Output = (RequestRecord, String)> + Send {
+        async move {
+            let record = self.execute(request_index, prompt, origin).await;
+            (record, String::new())
+        }
+    }
 }
 
 impl Executor for Client {
@@ -47,6 +61,15 @@ impl Executor for Client {
         origin: std::time::Instant,
     ) -> RequestRecord {
         self.send_owned(request_index, prompt, origin).await
+    }
+
+    async fn execute_turn(
+        &self,
+        request_index: u64,
+        prompt: Prompt,
+        origin: std::time::Instant,
+    ) -> (RequestRecord, String) {
+        self.send_turn(request_index, prompt, origin).await
     }
 }
 
@@ -269,6 +292,22 @@ impl<E: Executor, F: PromptFeed> WindowContext<E, F> {
         };
         self.counters.finished.fetch_add(1, Ordering::Relaxed);
         record
+    }
+
+    /// One turn of a session; its reply's text comes back for the next turn.
+    async fn send_turn(&self, request_index: u64, prompt: Prompt) -> (RequestRecord, String) {
+        self.counters.started.fetch_add(1, Ordering::Relaxed);
+        let start = Instant::now();
+        let planned = prompt.planned_prompt_tokens;
+        let origin = self.origin.into_std();
+        let sent = tokio::select! {
+            sent = self.executor.execute_turn(request_index, prompt, origin) => sent,
+            _ = self.abort.cancelled() => {
+                (cancelled_record(request_index, planned, self.origin, start), String::new())
+            }
+        };
+        self.counters.finished.fetch_add(1, Ordering::Relaxed);
+        sent
     }
 
     fn deliver(&self, record: RequestRecord) {

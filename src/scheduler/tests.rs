@@ -59,6 +59,7 @@ impl PromptFeed for FixedPrompts {
             planned_prompt_tokens: Some(1),
             max_tokens: 4,
             scheduled_at: None,
+            session: None,
         }
     }
 }
@@ -299,6 +300,7 @@ impl PromptFeed for NumberedPrompts {
             planned_prompt_tokens: Some(n),
             max_tokens: 4,
             scheduled_at: None,
+            session: None,
         }
     }
 }

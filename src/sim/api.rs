@@ -26,11 +26,13 @@ pub(crate) struct ContentPart {
 #[derive(Debug, Deserialize)]
 pub(crate) struct ChatMessage {
     #[serde(default)]
+    pub role: Option<String>,
+    #[serde(default)]
     pub content: Option<MessageContent>,
 }
 
 impl ChatMessage {
-    fn text(&self) -> String {
+    pub(crate) fn text(&self) -> String {
         match &self.content {
             None => String::new(),
             Some(MessageContent::Text(text)) => text.clone(),

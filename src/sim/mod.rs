@@ -53,6 +53,10 @@ pub struct SimConfig {
     /// Keep per-request send timestamps for [`SimHandle::timestamps`] (default false).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub record_timestamps: Option<bool>,
+    /// Keep each request's headers and chat messages, and the reply text sent, for
+    /// [`SimHandle::requests`] (default false).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub record_requests: Option<bool>,
     /// Close the connection after every response while still announcing
     /// `Keep-Alive: timeout=5, max=100`, as llama.cpp's server does (default false).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -188,7 +192,7 @@ pub mod tokenizer;
 
 pub use server::{SimHandle, SimStats, UnixSim, serve, serve_on, serve_unix};
 pub use settings::{DEFAULT_MODEL, SimConfigError};
-pub use state::SendTimes;
+pub use state::{SeenRequest, SendTimes};
 
 impl SimConfig {
     /// Check every value; returns all problems at once.

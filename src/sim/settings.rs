@@ -68,6 +68,7 @@ pub(crate) struct Settings {
     pub vllm_metrics: bool,
     pub faults: Vec<SimFault>,
     pub record_timestamps: bool,
+    pub record_requests: bool,
     pub close_after_response: bool,
     /// Idle keep-alive connections are closed after this long.
     pub keep_alive_timeout: Option<std::time::Duration>,
@@ -155,6 +156,7 @@ impl Settings {
             vllm_metrics: dialect.vllm_metrics.unwrap_or(false),
             faults: config.faults.clone(),
             record_timestamps: config.record_timestamps.unwrap_or(false),
+            record_requests: config.record_requests.unwrap_or(false),
             close_after_response: config.close_after_response.unwrap_or(false),
             keep_alive_timeout: config.keep_alive_timeout.map(|d| d.0),
             require_uuid_request_id: config.require_uuid_request_id.unwrap_or(false),

@@ -25,12 +25,26 @@ pub(crate) struct Shared {
     pub prefill_busy_until: Mutex<Instant>,
     pub cache: Option<Mutex<PrefixCache>>,
     pub timestamps: Option<Mutex<Vec<SendTimes>>>,
+    pub requests: Option<Mutex<Vec<SeenRequest>>>,
     /// `x-request-id`s of requests reset before headers: a client's resend of one is reset
     /// again (the request, not the connection, is what fails) without taking a new number.
     pub reset_ids: Mutex<std::collections::HashSet<String>>,
     pub stop: watch::Sender<bool>,
     /// Faults switched on over HTTP (`/sim/faults`).
     pub switched: super::faults::SwitchedFaults,
+}
+
+/// A request as the simulator read it, and the text it answered (`record_requests`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SeenRequest {
+    /// Request number, counted from 1 per simulator.
+    pub seq: u64,
+    /// Every request header, names lower-case, in arrival order.
+    pub headers: Vec<(String, String)>,
+    /// Chat messages as `(role, text)`; empty for completions.
+    pub messages: Vec<(String, String)>,
+    /// The content the simulator sent back, once the response ended.
+    pub reply: Option<String>,
 }
 
 /// When the simulator wrote a request's response pieces (its own clock, `record_timestamps`).

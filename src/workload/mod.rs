@@ -32,6 +32,21 @@ pub struct Prompt {
     pub max_tokens: u32,
     /// Trace replay: when to send, relative to the phase start.
     pub scheduled_at: Option<std::time::Duration>,
+    /// Sessions: the turn this prompt's user message opens; the scheduler puts the session's
+    /// history (with the server's replies) before it.
+    pub session: Option<SessionTurn>,
+}
+
+/// One turn of a session workload.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct SessionTurn {
+    /// Session number within the window, from 0.
+    pub session: u64,
+    /// Turn within the session, from 0.
+    pub turn: u32,
+    pub turns: u32,
+    /// Pause before this turn is sent, after the previous reply (0 for the first turn).
+    pub think: std::time::Duration,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -149,6 +164,20 @@ impl PromptSource {
                 return Err(WorkloadError(
                     "shared_prefix applies to synthetic prompts, not to a dataset or trace".into(),
                 ));
+            }
+        }
+        if let Some(s) = &workload.session {
+            if s.turns == 0 {
+                return Err(WorkloadError("session: turns must be at least 1".into()));
+            }
+            if sources > 0 || workload.conversation.is_some() {
+                return Err(WorkloadError(
+                    "session applies to synthetic prompts, not to a dataset, trace or conversation"
+                        .into(),
+                ));
+            }
+            if let Some(count) = &s.user_tokens {
+                synthetic::validate_count(count, "session.user_tokens")?;
             }
         }
         if let Some(c) = &workload.conversation {
@@ -308,6 +337,7 @@ impl PromptSource {
                 planned_prompt_tokens: None,
                 max_tokens: DEFAULT_OUTPUT_TOKENS,
                 scheduled_at: None,
+                session: None,
             },
         }
     }
@@ -375,6 +405,12 @@ impl PromptSource {
                         p.tokens, p.groups
                     ));
                 }
+                if let Some(session) = &self.workload.session {
+                    s.push_str(&format!(
+                        ", {}-turn sessions carrying the server's replies",
+                        session.turns
+                    ));
+                }
                 if let Some(c) = &self.workload.conversation {
                     s.push_str(&format!(", {}-turn conversations", c.turns));
                 }
@@ -409,9 +445,10 @@ impl PromptSource {
 
     fn build(&self, index: u64) -> Result<Prompt, WorkloadError> {
         match &self.kind {
-            Kind::Synthetic => match &self.workload.conversation {
-                Some(c) if c.turns > 1 => self.build_turn(index, u64::from(c.turns)),
-                Some(_) | None => self.build_synthetic(index),
+            Kind::Synthetic => match (&self.workload.session, &self.workload.conversation) {
+                (Some(s), _) => self.build_session_turn(index, s),
+                (None, Some(c)) if c.turns > 1 => self.build_turn(index, u64::from(c.turns)),
+                (None, Some(_) | None) => self.build_synthetic(index),
             },
             Kind::Dataset(d) => {
                 let at = (index % d.entries.len() as u64) as usize;
@@ -424,6 +461,7 @@ impl PromptSource {
                     planned_prompt_tokens: Some(tokens),
                     max_tokens: self.output_tokens(&mut rng, entry.output_tokens),
                     scheduled_at: None,
+                    session: None,
                 })
             }
             Kind::Trace(t) => self.build_trace(t, index),
@@ -463,6 +501,55 @@ impl PromptSource {
             planned_prompt_tokens: Some(fitted.tokens),
             max_tokens,
             scheduled_at: None,
+            session: None,
+        })
+    }
+
+    /// Session `index / turns`, turn `index % turns`: only the turn's new user message (the
+    /// first sized by `input_tokens` with the session's nonce, later ones by `user_tokens`);
+    /// the scheduler sends it after the session's history, which holds the server's replies.
+    fn build_session_turn(
+        &self,
+        index: u64,
+        session: &crate::plan::Session,
+    ) -> Result<Prompt, WorkloadError> {
+        let turns = session.turns.max(1);
+        let (number, turn) = (index / u64::from(turns), (index % u64::from(turns)) as u32);
+        let mut rng = stream_rng(self.context.seed, Purpose::Session, index);
+        let max_tokens = self.output_tokens(&mut rng, None);
+        let (input, planned) = if turn == 0 {
+            let target = self.input_target(&mut rng)?;
+            let head = self.head(number, &mut rng);
+            let fitted = self.kit.fit(&head, head.len(), &mut rng, target)?;
+            (fitted.input, Some(fitted.tokens))
+        } else {
+            let length = match &session.user_tokens {
+                Some(count) => synthetic::sample_count(count, &mut rng),
+                None => self.input_target(&mut rng)? as u32,
+            };
+            let words = self.kit.random_words(&mut rng, length as usize);
+            // The server counts this turn with the history it cannot know ahead: no plan.
+            (self.kit.input_of(&[words.as_slice()]), None)
+        };
+        let think = match (turn, session.think_time) {
+            (0, _) | (_, None) => std::time::Duration::ZERO,
+            (_, Some(crate::plan::ThinkTime::Fixed(d))) => d.0,
+            (_, Some(crate::plan::ThinkTime::Exponential { mean })) => {
+                let u: f64 = rng.random_range(f64::EPSILON..1.0);
+                mean.0.mul_f64(-u.ln())
+            }
+        };
+        Ok(Prompt {
+            input,
+            planned_prompt_tokens: planned,
+            max_tokens,
+            scheduled_at: None,
+            session: Some(SessionTurn {
+                session: number,
+                turn,
+                turns,
+                think,
+            }),
         })
     }
 
@@ -500,6 +587,7 @@ impl PromptSource {
             planned_prompt_tokens: Some(self.kit.count_words(&turns)?),
             max_tokens,
             scheduled_at: None,
+            session: None,
         })
     }
 
@@ -537,6 +625,7 @@ impl PromptSource {
             planned_prompt_tokens: Some(fitted.tokens),
             max_tokens,
             scheduled_at: Some(t.schedule[(index % len) as usize] + offset),
+            session: None,
         })
     }
 }

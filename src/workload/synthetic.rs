@@ -27,6 +27,7 @@ pub enum Purpose {
     Conversation = 3,
     TraceBlock = 4,
     DatasetOrder = 5,
+    Session = 6,
 }
 
 /// A ChaCha stream for (seed, purpose, index): the same on every machine.

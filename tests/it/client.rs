@@ -227,6 +227,7 @@ fn chat_prompt() -> Prompt {
         planned_prompt_tokens: Some(12),
         max_tokens: 16,
         scheduled_at: None,
+        session: None,
     }
 }
 
@@ -399,6 +400,7 @@ async fn completions_api_with_counted_tokens_when_no_usage() {
         planned_prompt_tokens: None,
         max_tokens: 3,
         scheduled_at: None,
+        session: None,
     };
     let r = client.send(0, &prompt, Instant::now()).await;
     assert!(r.is_ok(), "{:?}", r.error);

@@ -341,6 +341,7 @@ fn prompt() -> Prompt {
         planned_prompt_tokens: None,
         max_tokens: 4,
         scheduled_at: None,
+        session: None,
     }
 }
 

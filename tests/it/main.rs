@@ -38,6 +38,7 @@ mod report;
 mod run;
 mod saturation;
 mod search;
+mod sessions;
 mod shard;
 mod significance;
 mod sim;

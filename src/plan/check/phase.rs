@@ -171,6 +171,29 @@ fn check_phase(plan: &Plan, p: &str, phase: &Phase, issues: &mut Vec<Issue>) {
     } else if phase.search.is_some() {
         crate::plan::search::check_search(p, phase, issues);
     } else {
+        let sessions = phase
+            .workload
+            .as_ref()
+            .and_then(|w| plan.workloads.get(w))
+            .is_some_and(|w| w.session.is_some());
+        let completions = phase
+            .target
+            .as_ref()
+            .and_then(|t| plan.targets.get(t))
+            .is_some_and(|t| t.api == Api::Completions);
+        if sessions && completions {
+            issues.push(
+                Issue::new(p, "sessions carry chat history: they need a chat target")
+                    .hint(Some("set the target's `api: chat`".into())),
+            );
+        }
+        if sessions && phase.rate.is_some() {
+            issues.push(
+                Issue::new(format!("{p}/rate"), "sessions run closed-loop").hint(Some(
+                    "use `concurrency: N` for N sessions in flight at once".into(),
+                )),
+            );
+        }
         check_load_model(p, phase, issues);
         if phase.duration.is_none() && phase.requests.is_none() && phase.until.is_none() {
             issues.push(

@@ -49,6 +49,45 @@ pub(super) fn check_workload(p: &str, w: &Workload, issues: &mut Vec<Issue>) {
             "must be at least 1 turn",
         ));
     }
+    if let Some(s) = &w.session {
+        check_session(&format!("{p}/session"), s, w, issues);
+    }
+}
+
+/// A session's turns, its user-message length and header; synthetic prompts only.
+fn check_session(p: &str, s: &Session, w: &Workload, issues: &mut Vec<Issue>) {
+    if s.turns == 0 {
+        issues.push(Issue::new(format!("{p}/turns"), "must be at least 1 turn"));
+    }
+    if w.dataset.is_some() || w.trace.is_some() || w.conversation.is_some() {
+        issues.push(
+            Issue::new(
+                p,
+                "a session builds its own synthetic turns: it takes no `dataset`, `trace` or \
+                 `conversation`",
+            )
+            .at_key(),
+        );
+    }
+    if let Some(c) = &s.user_tokens {
+        check_count(&format!("{p}/user_tokens"), c, issues);
+    }
+    if let Some(name) = &s.affinity_header
+        && hyper::header::HeaderName::from_bytes(name.as_bytes()).is_err()
+    {
+        issues.push(Issue::new(
+            format!("{p}/affinity_header"),
+            format!("`{name}` is not a valid HTTP header name"),
+        ));
+    }
+    if let Some(ThinkTime::Exponential { mean }) = &s.think_time
+        && mean.0.is_zero()
+    {
+        issues.push(Issue::new(
+            format!("{p}/think_time/mean"),
+            "must be longer than zero",
+        ));
+    }
 }
 
 /// Exactly one prompt source.

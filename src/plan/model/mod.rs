@@ -115,6 +115,9 @@ pub struct Workload {
     /// Multi-turn conversations: each turn extends the previous one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub conversation: Option<Conversation>,
+    /// Sessions: each a sequence of turns whose history carries the server's real replies.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session: Option<Session>,
     /// Sampling temperature sent with each request.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub temperature: Option<f64>,
@@ -281,6 +284,39 @@ impl TraceFormat {
     fn is_default(&self) -> bool {
         *self == TraceFormat::Mooncake
     }
+}
+
+/// A session: `turns` requests sent one after another, each with the whole history so far
+/// (the user messages and the server's own replies), `think_time` apart.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Session {
+    /// Requests per session.
+    #[schemars(range(min = 1))]
+    pub turns: u32,
+    /// Tokens of each later turn's new user message (default: `input_tokens`, which sizes
+    /// the first turn).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub user_tokens: Option<TokenCount>,
+    /// Pause between a reply and the next turn: a fixed time (`2s`), or `{mean: 2s}` for
+    /// exponentially distributed pauses with that mean (seeded).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub think_time: Option<ThinkTime>,
+    /// Send the session's id in this header with every turn (e.g. `x-session-id`), so a
+    /// gateway can route a session's turns to one replica.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub affinity_header: Option<String>,
+}
+
+/// Time between a reply and the next turn of a session.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(untagged)]
+pub enum ThinkTime {
+    Fixed(HumanDuration),
+    Exponential {
+        /// Mean pause.
+        mean: HumanDuration,
+    },
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]

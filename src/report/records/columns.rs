@@ -385,6 +385,8 @@ pub static COLUMNS: &[Column] = &[
     },
     f64_column!(connect_ms, optional),
     f64_column!(tls_ms, optional),
+    u64_column!(session, optional),
+    u64_column!(turn, optional),
     f64_column!(server_queue_ms, optional),
     f64_column!(server_prompt_ms, optional),
     f64_column!(server_total_ms, optional),

@@ -87,6 +87,8 @@ mod tests {
             new_connection: Some(true),
             connect_ms: Some(0.25),
             tls_ms: Some(1.5),
+            session: Some(3),
+            turn: Some(1),
             server_queue_ms: Some(2.0),
             server_prompt_ms: Some(3.0),
             server_total_ms: Some(90.0),

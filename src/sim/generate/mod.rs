@@ -289,10 +289,16 @@ impl Generation {
             self.buf
                 .reserve(prefix.len() + self.templates.suffix.len() + 12 * tokens as usize);
             self.buf.put_slice(prefix);
+            // The reply's text is kept only for `record_requests`.
+            let keep = !reasoning && self.shared.requests.is_some();
             for _ in 0..tokens {
                 let word = next_word(&mut self.words);
                 self.buf.put_u8(b' ');
                 self.buf.put_slice(word.as_bytes());
+                if keep {
+                    self.content_text.push(' ');
+                    self.content_text.push_str(word);
+                }
             }
             self.buf.put_slice(self.templates.suffix);
         } else {

@@ -223,6 +223,12 @@ impl Generation {
             .e2e
             .observe(end.saturating_duration_since(self.spec.received));
         self.last_chunk = Some(end);
+        if let Some(log) = &self.shared.requests {
+            let mut log = log.lock().unwrap_or_else(|poison| poison.into_inner());
+            if let Some(seen) = log.iter_mut().rev().find(|r| r.seq == self.spec.seq) {
+                seen.reply = Some(self.content_text.clone());
+            }
+        }
         self.finish();
     }
 }

@@ -124,10 +124,34 @@ pub(super) async fn generate(
     }
     let seq = shared.next_seq.fetch_add(1, Relaxed) + 1;
     shared.counters.requests_total.fetch_add(1, Relaxed);
+    let headers: Option<Vec<(String, String)>> = shared.requests.as_ref().map(|_| {
+        request
+            .headers()
+            .iter()
+            .map(|(k, v)| (k.as_str().to_string(), v.to_str().unwrap_or("").to_string()))
+            .collect()
+    });
     let (parsed, prompt_ids) = match read_request(request, api).await {
         Ok(read) => read,
         Err(response) => return Ok(response),
     };
+    if let (Some(log), Some(headers)) = (&shared.requests, headers) {
+        let messages = parsed
+            .messages
+            .iter()
+            .flatten()
+            .map(|m| (m.role.clone().unwrap_or_default(), m.text()))
+            .collect();
+        let mut log = log.lock().unwrap_or_else(|poison| poison.into_inner());
+        if log.len() < crate::sim::state::MAX_RECORDED_REQUESTS {
+            log.push(crate::sim::SeenRequest {
+                seq,
+                headers,
+                messages,
+                reply: None,
+            });
+        }
+    }
     let prompt_tokens = prompt_ids.len() as u64;
     let settings = &shared.settings;
     let output = match plan_output(settings, &parsed, api, prompt_tokens, seq) {

@@ -110,6 +110,17 @@ impl SimHandle {
         }
     }
 
+    /// Every request read so far with the reply it got (empty unless `record_requests`).
+    pub fn requests(&self) -> Vec<crate::sim::SeenRequest> {
+        match &self.shared.requests {
+            Some(log) => log
+                .lock()
+                .unwrap_or_else(|poison| poison.into_inner())
+                .clone(),
+            None => Vec::new(),
+        }
+    }
+
     /// Send timestamps of the request with this `x-request-id`.
     pub fn timestamps_for(&self, request_id: &str) -> Option<SendTimes> {
         let log = self.shared.timestamps.as_ref()?;
@@ -141,6 +152,7 @@ pub async fn serve_on(config: SimConfig, addr: SocketAddr) -> io::Result<(Socket
             .as_ref()
             .map(|c| Mutex::new(PrefixCache::new(c.capacity_tokens, c.block_tokens))),
         timestamps: settings.record_timestamps.then(|| Mutex::new(Vec::new())),
+        requests: settings.record_requests.then(|| Mutex::new(Vec::new())),
         settings,
         counters: Counters::new(),
         started: now,

@@ -207,6 +207,7 @@ fn phase(spec: &PhaseSpec, index: usize, slow: f64) -> PhaseResult {
         until: None,
         saturation_stop: None,
         client_trust: None,
+        sessions: None,
     }
 }
 

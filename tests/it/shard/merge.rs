@@ -73,6 +73,7 @@ fn phase(
         until: None,
         saturation_stop: None,
         client_trust: None,
+        sessions: None,
     }
 }
 

@@ -1,0 +1,145 @@
+//! Session workloads: each turn carries the server's real previous replies, think time
+//! between turns, an affinity header per session, and figures by turn.
+
+use std::collections::BTreeMap;
+
+use servebench::report::Report;
+use servebench::runner::run;
+use servebench::sim::{SimConfig, SimPrefixCache, serve};
+
+use crate::common::{assert_valid_report, exclusive_run, quiet_run_options};
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn each_turn_carries_the_servers_real_replies_after_its_think_time() {
+    let _exclusive = exclusive_run().await;
+    let (addr, sim) = serve(SimConfig {
+        seed: Some(5),
+        decode_ms_per_token: Some(0.2),
+        jitter: Some(0.0),
+        max_running: Some(64),
+        record_requests: Some(true),
+        prefix_cache: Some(SimPrefixCache {
+            capacity_tokens: 200_000,
+            block_tokens: Some(16),
+        }),
+        ..SimConfig::default()
+    })
+    .await
+    .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let plan = dir.path().join("plan.yaml");
+    std::fs::write(
+        &plan,
+        format!(
+            "version: 1\nname: sessions\nseed: 9\ntargets:\n  sim: {{base_url: http://{addr}/v1, model: sim}}\n\
+             workloads:\n  agent:\n    input_tokens: 120\n    output_tokens: 12\n    ignore_eos: true\n\
+             \x20   session: {{turns: 3, user_tokens: 20, think_time: 30ms, affinity_header: x-session-id}}\n\
+             phases:\n  - {{name: chat, target: sim, workload: agent, concurrency: 2, requests: 12}}\n"
+        ),
+    )
+    .unwrap();
+    let out = dir.path().join("out");
+    run(quiet_run_options(plan, &out))
+        .await
+        .expect("the run completes");
+    let text = std::fs::read_to_string(out.join("report.json")).unwrap();
+    let value: serde_json::Value = serde_json::from_str(&text).unwrap();
+    assert_valid_report(&value);
+    let report: Report = serde_json::from_value(value).unwrap();
+    let phase = &report.phases[0];
+    assert_eq!(phase.summary.requests, 12);
+    assert_eq!(phase.summary.errors, 0);
+
+    // The server's view: four sessions of three turns, told apart by the affinity header.
+    let mut by_session: BTreeMap<String, Vec<servebench::sim::SeenRequest>> = BTreeMap::new();
+    for seen in sim.requests() {
+        let session = seen
+            .headers
+            .iter()
+            .find(|(k, _)| k == "x-session-id")
+            .map(|(_, v)| v.clone())
+            .expect("every turn names its session");
+        by_session.entry(session).or_default().push(seen);
+    }
+    assert_eq!(by_session.len(), 4, "{:?}", by_session.keys());
+    for (session, turns) in &by_session {
+        assert_eq!(turns.len(), 3, "{session}");
+        for pair in turns.windows(2) {
+            let (before, after) = (&pair[0], &pair[1]);
+            let reply = before.reply.as_deref().expect("the reply was sent");
+            assert!(!reply.is_empty());
+            // The next turn is the whole previous conversation, the server's own reply
+            // verbatim, and one new user message.
+            let n = before.messages.len();
+            assert_eq!(after.messages.len(), n + 2, "{session}");
+            assert_eq!(after.messages[..n], before.messages[..], "{session}");
+            assert_eq!(
+                after.messages[n],
+                ("assistant".to_string(), reply.to_string())
+            );
+            assert_eq!(after.messages[n + 1].0, "user");
+        }
+    }
+
+    // The client's view: turns in order, each sent at least the think time after the reply
+    // before it ended.
+    let mut records: Vec<_> = phase.request_timings.iter().collect();
+    records.sort_by_key(|r| r.request_index);
+    for r in &records {
+        assert_eq!(r.turn, Some(r.request_index % 3), "{r:?}");
+        assert_eq!(r.session, Some(r.request_index / 3), "{r:?}");
+    }
+    for pair in records.windows(2) {
+        if pair[1].turn != Some(0) {
+            let previous_end = pair[0].start_offset_ms + pair[0].e2e_ms;
+            assert!(
+                pair[1].start_offset_ms >= previous_end + 30.0,
+                "turn sent {:.1} ms after the reply",
+                pair[1].start_offset_ms - previous_end
+            );
+        }
+    }
+
+    // Figures by turn: the history grows, and the prefix cache serves more of it each turn.
+    let sessions = phase.sessions.as_ref().expect("sessions summary");
+    assert_eq!((sessions.sessions, sessions.complete), (4, 4));
+    assert_eq!(sessions.turns.len(), 3);
+    let prompt = |t: usize| sessions.turns[t].prompt_tokens_mean.unwrap();
+    let cached = |t: usize| sessions.turns[t].cached_tokens_mean.unwrap();
+    assert!(
+        prompt(0) < prompt(1) && prompt(1) < prompt(2),
+        "{sessions:?}"
+    );
+    assert!(
+        cached(1) > cached(0) && cached(2) > cached(1),
+        "{sessions:?}"
+    );
+    assert!(
+        sessions.duration.as_ref().unwrap().min >= 0.06,
+        "two think times at least"
+    );
+    let md = servebench::report::markdown::render(&report);
+    assert!(md.contains("## Sessions by turn"), "{md}");
+    sim.shutdown().await;
+}
+
+#[test]
+fn sessions_refuse_open_loops_and_completions_targets() {
+    let plan = "version: 1\nname: s\ntargets:\n  sim: {simulator: {}}\n  c: {simulator: {}, api: completions}\n\
+        workloads:\n  agent: {input_tokens: 50, session: {turns: 2}}\n\
+        phases:\n  - {name: open, target: sim, workload: agent, rate: {rps: 2}, requests: 4}\n\
+        \x20 - {name: comp, target: c, workload: agent, concurrency: 1, requests: 4}\n";
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("plan.yaml");
+    std::fs::write(&path, plan).unwrap();
+    let output = std::process::Command::new(assert_cmd::cargo::cargo_bin!("servebench"))
+        .arg("validate")
+        .arg(&path)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!output.status.success());
+    assert!(stderr.contains("sessions run closed-loop"), "{stderr}");
+    assert!(stderr.contains("sessions carry chat history"), "{stderr}");
+    assert!(stderr.contains("plan.yaml:"), "file:line:col: {stderr}");
+}
