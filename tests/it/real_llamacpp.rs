@@ -276,6 +276,68 @@ async fn llamacpp_prompts_hit_the_plan_with_the_models_tokenizer_file_and_templa
     checks.finish("llama.cpp, tokenizer: file");
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn llamacpp_sessions_carry_its_replies_and_reuse_the_cached_prefix() {
+    let Some(engines) = RealEngines::find("llama.cpp (xllamacpp) with SmolLM2-135M") else {
+        return;
+    };
+    let _exclusive = crate::common::exclusive_run().await;
+    let server = LlamaServer::start(&engines, CTX_PER_SLOT).await;
+    let dir = tempfile::tempdir().unwrap();
+    let plan = dir.path().join("sessions.yaml");
+    // Three turns fit a slot's context: 60 + 3 × 8 output + 2 × 12 user tokens and the
+    // template. One session per slot keeps its prefix in that slot's cache.
+    std::fs::write(
+        &plan,
+        format!(
+            "version: 1\nname: llama-sessions\nseed: 4\ntargets:\n  llama: {{base_url: {}}}\n\
+             workloads:\n  agent:\n    input_tokens: 60\n    output_tokens: 8\n    ignore_eos: true\n\
+             \x20   tokenizer: {{source: server}}\n\
+             \x20   session: {{turns: 3, user_tokens: 12, think_time: 10ms, affinity_header: x-session-id}}\n\
+             phases:\n  - {{name: sessions, target: llama, workload: agent, concurrency: 2, requests: 12}}\n",
+            server.base_url()
+        ),
+    )
+    .unwrap();
+    run(crate::common::quiet_run_options(
+        plan,
+        &dir.path().join("out"),
+    ))
+    .await
+    .expect("the run completes");
+    let report = read_report(&dir.path().join("out"));
+    crate::common::assert_valid_report(&report);
+    let phase = &report["phases"][0];
+    assert_eq!(phase["errors"], 0, "{}", phase["errors_by_cause"]);
+    assert_eq!(phase["requests"], 12);
+    let turns = phase["sessions"]["turns"]
+        .as_array()
+        .expect("figures by turn");
+    assert_eq!(turns.len(), 3);
+    let mean = |t: usize, key: &str| turns[t][key].as_f64();
+    // The history, with llama.cpp's own replies in it, grows by every turn's reply and user
+    // message; the server reuses the cached prefix for the later turns.
+    for t in 1..3 {
+        let (before, now) = (
+            mean(t - 1, "prompt_tokens_mean"),
+            mean(t, "prompt_tokens_mean"),
+        );
+        assert!(
+            matches!((before, now), (Some(b), Some(n)) if n >= b + 8.0 + 12.0 - 2.0),
+            "prompt tokens by turn: {turns:?}"
+        );
+        let (before, now) = (
+            mean(t - 1, "cached_tokens_mean"),
+            mean(t, "cached_tokens_mean"),
+        );
+        assert!(
+            matches!((before, now), (Some(b), Some(n)) if n > b),
+            "cached tokens by turn: {turns:?}"
+        );
+    }
+    assert_eq!(phase["sessions"]["complete"], 4);
+}
+
 /// The issue's acceptance run: plans/capacity.yaml pointed at the real server, shortened.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn capacity_plan_against_llamacpp_fills_the_server_sections() {
