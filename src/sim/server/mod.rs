@@ -2,6 +2,7 @@
 //! generation requests each have a submodule.
 
 mod connection;
+mod encode;
 mod generation;
 mod response;
 mod routes;
