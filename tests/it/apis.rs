@@ -92,10 +92,45 @@ async fn embeddings_and_rerank_phases_count_inputs_and_tokens() {
         phases_table[0]
     );
     assert!(!phases_table[0].contains("TTFT") && !phases_table[0].contains("Output tok/s"));
-    let html = servebench::report::html::render(&report);
+    // Compare lists the encoding figures and none of the generation ones; a TTFT gate says
+    // there is no TTFT rather than passing on a zero.
+    let gates: Vec<servebench::report::gate::Gate> = ["inputs_per_second > -5%", "ttft.p99 < 2s"]
+        .iter()
+        .map(|g| g.parse().unwrap())
+        .collect();
+    let comparison = servebench::report::compare::compare("a", &report, "b", &report, &gates);
+    for phase in &comparison.phases {
+        let names: Vec<&str> = phase.metrics.iter().map(|m| m.metric.as_str()).collect();
+        assert!(names.contains(&"inputs_per_second") && names.contains(&"input_tokens_per_second"));
+        assert!(
+            !names
+                .iter()
+                .any(|n| n.starts_with("ttft") || n.starts_with("tpot") || n.starts_with("output")),
+            "{names:?}"
+        );
+    }
+    let ttft_gates: Vec<_> = comparison
+        .gates
+        .iter()
+        .filter(|g| g.gate.starts_with("ttft"))
+        .collect();
+    assert!(!ttft_gates.is_empty());
+    for g in ttft_gates {
+        assert!(
+            !g.passed && g.problem.as_deref() == Some("no ttft.p99 in the new report"),
+            "{g:?}"
+        );
+    }
     assert!(
-        html.contains("Inputs per second vs concurrency") || html.contains("E2E p50 / p95 / p99")
+        comparison
+            .gates
+            .iter()
+            .filter(|g| g.gate.starts_with("inputs"))
+            .all(|g| g.passed)
     );
+    let html = servebench::report::html::render(&report);
+    assert!(html.contains("E2E p50 / p95 / p99"));
+    assert!(html.contains("E2E latency of every request over each phase"));
     assert!(!html.contains("TTFT p50 / p95 / p99"));
 }
 
