@@ -14,7 +14,8 @@ pub(crate) struct RequestTemplate {
     fixed_body: String,
     /// Whether the extra body sets `max_tokens` itself.
     body_sets_max_tokens: bool,
-    /// Whether the extra body sets `messages` or `prompt` itself.
+    /// Whether the extra body sets the input itself (`messages` or `prompt`; `input` or
+    /// `documents`).
     body_sets_input: bool,
     /// Embeddings and rerank take neither `max_tokens` nor streaming.
     streams: bool,
@@ -24,9 +25,12 @@ impl RequestTemplate {
     pub fn new(config: &ClientConfig) -> Result<Self, ClientError> {
         let fixed = fixed_body_fields(config);
         let body_sets_max_tokens = fixed.contains_key("max_tokens");
-        let body_sets_input = ["messages", "prompt", "input", "documents"]
-            .iter()
-            .any(|key| fixed.contains_key(*key));
+        let inputs: &[&str] = if config.api.streams() {
+            &["messages", "prompt"]
+        } else {
+            &["input", "documents"]
+        };
+        let body_sets_input = inputs.iter().any(|key| fixed.contains_key(*key));
         let fixed_body = serde_json::to_string(&fixed)
             .map_err(|e| ClientError(format!("cannot serialize the request body: {e}")))?;
         Ok(RequestTemplate {
