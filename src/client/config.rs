@@ -11,6 +11,28 @@ pub enum Api {
     Chat,
     /// `/completions` with `prompt`.
     Completions,
+    /// `/embeddings` with `input`; one JSON response.
+    Embeddings,
+    /// `/rerank` with `query` and `documents`; one JSON response.
+    Rerank,
+}
+
+impl Api {
+    /// Whether responses stream generated tokens (chat, completions) rather than come as
+    /// one JSON body.
+    pub fn streams(self) -> bool {
+        matches!(self, Api::Chat | Api::Completions)
+    }
+
+    /// The path under the base URL.
+    pub fn path(self) -> &'static str {
+        match self {
+            Api::Chat => "chat/completions",
+            Api::Completions => "completions",
+            Api::Embeddings => "embeddings",
+            Api::Rerank => "rerank",
+        }
+    }
 }
 
 /// How long a pooled connection may sit idle by default: below the 5 s keep-alive timeout of

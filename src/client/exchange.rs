@@ -79,10 +79,7 @@ struct Extras {
 impl Client {
     pub fn new(config: ClientConfig) -> Result<Self, ClientError> {
         let base = config.base_url.trim_end_matches('/');
-        let path = match config.api {
-            Api::Chat => "chat/completions",
-            Api::Completions => "completions",
-        };
+        let path = config.api.path();
         let url = reqwest::Url::parse(&format!("{base}/{path}"))
             .map_err(|e| ClientError(format!("invalid base_url {:?}: {e}", config.base_url)))?;
         if !matches!(url.scheme(), "http" | "https") {
@@ -215,10 +212,11 @@ impl Client {
         C: Future<Output = ()>,
     {
         let body = self.request_body(prompt);
+        let inputs = self.inputs(prompt);
         self.send_body(
             request_index,
             body,
-            prompt.planned_prompt_tokens,
+            (prompt.planned_prompt_tokens, inputs),
             origin,
             cancel,
         )
@@ -234,9 +232,9 @@ impl Client {
         origin: Instant,
     ) -> RequestRecord {
         let body = self.request_body(&prompt);
-        let planned = prompt.planned_prompt_tokens;
+        let counts = (prompt.planned_prompt_tokens, self.inputs(&prompt));
         drop(prompt);
-        self.send_body(request_index, body, planned, origin, std::future::pending())
+        self.send_body(request_index, body, counts, origin, std::future::pending())
             .await
     }
 
@@ -249,7 +247,7 @@ impl Client {
         origin: Instant,
     ) -> (RequestRecord, String) {
         let body = self.request_body(&prompt);
-        let planned = prompt.planned_prompt_tokens;
+        let counts = (prompt.planned_prompt_tokens, self.inputs(&prompt));
         let turn = prompt.session;
         drop(prompt);
         let header = match (&self.session_header, turn) {
@@ -269,7 +267,7 @@ impl Client {
             .send_body_with(
                 request_index,
                 body,
-                planned,
+                counts,
                 origin,
                 std::future::pending(),
                 extras,
@@ -281,12 +279,18 @@ impl Client {
         (record, reply.unwrap_or_default())
     }
 
-    /// One request with its serialized body; `planned` is the prompt's planned token count.
+    /// Embeddings and rerank: the texts or documents the request carries.
+    fn inputs(&self, prompt: &Prompt) -> Option<u64> {
+        (!self.config.api.streams()).then(|| prompt.input.inputs())
+    }
+
+    /// One request with its serialized body; `counts` are the prompt's planned token count
+    /// and, for embeddings and rerank, its number of inputs.
     async fn send_body<C>(
         &self,
         request_index: u64,
         body: String,
-        planned: Option<u64>,
+        (planned, inputs): (Option<u64>, Option<u64>),
         origin: Instant,
         cancel: C,
     ) -> RequestRecord
@@ -294,7 +298,8 @@ impl Client {
         C: Future<Output = ()>,
     {
         let extras = Extras::default();
-        self.send_body_with(request_index, body, planned, origin, cancel, extras)
+        let counts = (planned, inputs);
+        self.send_body_with(request_index, body, counts, origin, cancel, extras)
             .await
             .0
     }
@@ -303,7 +308,7 @@ impl Client {
         &self,
         request_index: u64,
         body: String,
-        planned: Option<u64>,
+        (planned, inputs): (Option<u64>, Option<u64>),
         origin: Instant,
         cancel: C,
         extras: Extras,
@@ -323,7 +328,7 @@ impl Client {
             let exchange = self.exchange(
                 &request_id,
                 Bytes::from(body),
-                (start, header),
+                (start, inputs, header),
                 &mut state,
                 &mut used,
             );
@@ -358,6 +363,7 @@ impl Client {
             server_queue_ms: state.server.queue_ms,
             server_prompt_ms: state.server.prompt_ms,
             server_total_ms: state.server.total_ms(),
+            inputs,
             ..RequestRecord::default()
         };
         match outcome {
@@ -376,12 +382,12 @@ impl Client {
         (record, state.reply.take())
     }
 
-    /// The request and its stream; on success, ms from `start` to the end of the stream.
+    /// The request and its stream (or JSON body); on success, ms from `start` to its end.
     async fn exchange(
         &self,
         request_id: &str,
         body: Bytes,
-        (start, extra_header): (Instant, Option<&(HeaderName, HeaderValue)>),
+        (start, inputs, extra_header): (Instant, Option<u64>, Option<&(HeaderName, HeaderValue)>),
         state: &mut StreamState,
         used: &mut ConnectionUse,
     ) -> Result<f64, Failure> {
@@ -408,6 +414,9 @@ impl Client {
         let (parts, mut body) = response.into_parts();
         let (result, ended) = if !status.is_success() {
             self.status_failure(&parts.headers, status, &mut body, total_deadline)
+                .await
+        } else if let Some(inputs) = inputs {
+            self.read_json(&mut body, status, (start, inputs), total_deadline, state)
                 .await
         } else if !is_event_stream {
             self.non_stream_failure(&parts.headers, status, &mut body, total_deadline)
@@ -548,6 +557,87 @@ impl Client {
         }
     }
 
+    /// An embeddings or rerank response: the whole JSON body, its usage, and as many results
+    /// as the request sent inputs (rerank's `top_n` may return fewer).
+    async fn read_json(
+        &self,
+        body: &mut Incoming,
+        status: hyper::StatusCode,
+        (start, inputs): (Instant, u64),
+        total_deadline: Option<Instant>,
+        state: &mut StreamState,
+    ) -> (Result<f64, Failure>, bool) {
+        let idle = self.config.timeouts.idle;
+        let mut bytes = Vec::new();
+        loop {
+            let idle_deadline = idle.map(|t| Instant::now() + t);
+            match wait(next_chunk(body), idle_deadline, total_deadline).await {
+                Waited::Done(Ok(Some(chunk))) if bytes.len() + chunk.len() > MAX_JSON_BYTES => {
+                    let message = format!("response body over {} MiB", MAX_JSON_BYTES >> 20);
+                    return (Err(Failure::new(ErrorKind::MalformedEvent, message)), false);
+                }
+                Waited::Done(Ok(Some(chunk))) => bytes.extend_from_slice(&chunk),
+                Waited::Done(Ok(None)) => break,
+                Waited::Done(Err(err)) => {
+                    let message = format!(
+                        "body broke after {} bytes: {}",
+                        bytes.len(),
+                        error_chain(&err)
+                    );
+                    return (Err(Failure::new(ErrorKind::StreamBroken, message)), false);
+                }
+                Waited::TimedOut(Which::Own) => {
+                    let message = format!(
+                        "no bytes within the idle timeout after {} bytes",
+                        bytes.len()
+                    );
+                    return (Err(Failure::new(ErrorKind::IdleTimeout, message)), false);
+                }
+                Waited::TimedOut(Which::Total) => return (Err(Failure::total()), false),
+            }
+        }
+        let end_ms = ms_since(start, Instant::now());
+        let malformed = |message: String| Failure::new(ErrorKind::MalformedEvent, message);
+        let value: serde_json::Value = match serde_json::from_slice(&bytes) {
+            Ok(value) => value,
+            Err(e) => {
+                let message = format!("the body is not JSON ({e}): {}", excerpt(&bytes));
+                return (Err(malformed(message)), true);
+            }
+        };
+        if value.get("error").is_some_and(|e| !e.is_null())
+            || value.get("object").and_then(|o| o.as_str()) == Some("error")
+        {
+            let failure = Failure {
+                kind: ErrorKind::ErrorObject,
+                status: Some(status.as_u16()),
+                message: stream::error_message(&bytes),
+                body: Some(self.redactor.bytes(bytes)),
+            };
+            return (Err(failure), true);
+        }
+        state.prompt_tokens = json_usage(&value);
+        let (key, exact) = match self.config.api {
+            Api::Rerank => ("results", false),
+            _ => ("data", true),
+        };
+        let results = value.get(key).and_then(|v| v.as_array()).map(Vec::len);
+        let expected = if exact { "exactly" } else { "1 to" };
+        match results {
+            Some(n) if n as u64 == inputs || (!exact && n > 0 && (n as u64) < inputs) => {
+                (Ok(end_ms), true)
+            }
+            _ => {
+                let found = results.map_or("none".to_string(), |n| n.to_string());
+                let message = format!(
+                    "expected {expected} {inputs} entries in `{key}`, found {found}: {}",
+                    excerpt(&bytes)
+                );
+                (Err(malformed(message)), true)
+            }
+        }
+    }
+
     /// A non-2xx response: its status and a short excerpt of its body.
     async fn status_failure(
         &self,
@@ -653,6 +743,25 @@ impl Client {
             error_type: server.error_type.map(|t| self.redactor.text(t)),
         }
     }
+}
+
+/// The largest embeddings or rerank body read (a batch of 64 inputs of 4,096 dimensions as
+/// JSON is about 6 MiB).
+const MAX_JSON_BYTES: usize = 256 << 20;
+
+/// Prompt tokens of an embeddings or rerank body: `usage.prompt_tokens` (OpenAI, vLLM,
+/// llama.cpp), else `usage.total_tokens` (vLLM rerank), else Cohere's `meta.tokens.input_tokens`
+/// or `meta.billed_units.input_tokens`.
+fn json_usage(value: &serde_json::Value) -> Option<u64> {
+    let at = |path: &[&str]| {
+        path.iter()
+            .try_fold(value, |v, key| v.get(key))
+            .and_then(serde_json::Value::as_u64)
+    };
+    at(&["usage", "prompt_tokens"])
+        .or_else(|| at(&["usage", "total_tokens"]))
+        .or_else(|| at(&["meta", "tokens", "input_tokens"]))
+        .or_else(|| at(&["meta", "billed_units", "input_tokens"]))
 }
 
 /// The body's end after `[DONE]`, waited for briefly; whether it came.

@@ -160,6 +160,55 @@ mod tests {
     }
 
     #[test]
+    fn embeddings_body_has_only_model_input_and_extra_fields() {
+        let mut cfg = config();
+        cfg.api = Api::Embeddings;
+        cfg.body = serde_json::from_str(r#"{"encoding_format":"float"}"#).expect("json");
+        let client = Client::new(cfg).expect("client");
+        assert_eq!(client.url(), "http://127.0.0.1:9/v1/embeddings");
+        let prompt = |texts: &[&str]| Prompt {
+            input: PromptInput::Batch {
+                query: None,
+                texts: texts.iter().map(|t| t.to_string()).collect(),
+            },
+            planned_prompt_tokens: None,
+            max_tokens: 0,
+            scheduled_at: None,
+            session: None,
+        };
+        let body: serde_json::Value =
+            serde_json::from_str(&client.request_body(&prompt(&["a b", "c"]))).expect("JSON");
+        assert_eq!(
+            body,
+            serde_json::json!({"model": "m", "input": ["a b", "c"], "encoding_format": "float"})
+        );
+        let body: serde_json::Value =
+            serde_json::from_str(&client.request_body(&prompt(&["a b"]))).expect("JSON");
+        assert_eq!(body["input"], "a b");
+    }
+
+    #[test]
+    fn an_extra_input_field_replaces_only_its_own_apis_input() {
+        // `input` means nothing to chat: the messages still go.
+        let mut cfg = config();
+        cfg.body.insert("input".into(), serde_json::json!("x"));
+        let client = Client::new(cfg).expect("client");
+        let prompt = Prompt {
+            input: PromptInput::Messages(vec![ChatMessage {
+                role: "user".into(),
+                content: "hi".into(),
+            }]),
+            planned_prompt_tokens: None,
+            max_tokens: 4,
+            scheduled_at: None,
+            session: None,
+        };
+        let body: serde_json::Value =
+            serde_json::from_str(&client.request_body(&prompt)).expect("JSON");
+        assert_eq!(body["messages"][0]["content"], "hi");
+    }
+
+    #[test]
     fn body_merge_is_deep_for_objects() {
         let mut base: serde_json::Map<String, serde_json::Value> = serde_json::from_str(
             r#"{"chat_template_kwargs":{"enable_thinking":true},"reasoning_effort":"low","top_k":5}"#,

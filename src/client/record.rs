@@ -87,6 +87,9 @@ pub struct RequestRecord {
     /// The server's own queue (when reported), prompt and generation time.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub server_total_ms: Option<f64>,
+    /// Embeddings: texts in `input`; rerank: `documents`. Absent for chat and completions.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub inputs: Option<u64>,
 }
 
 fn is_zero(n: &u32) -> bool {

@@ -15,15 +15,23 @@ pub(crate) struct RequestTemplate {
     fixed_body: String,
     /// Whether the extra body sets `max_tokens` itself.
     body_sets_max_tokens: bool,
-    /// Whether the extra body sets `messages` or `prompt` itself.
+    /// Whether the extra body sets the input itself (`messages` or `prompt`; `input` or
+    /// `documents`).
     body_sets_input: bool,
+    /// Embeddings and rerank take neither `max_tokens` nor streaming.
+    streams: bool,
 }
 
 impl RequestTemplate {
     pub fn new(config: &ClientConfig) -> Result<Self, ClientError> {
         let fixed = fixed_body_fields(config);
         let body_sets_max_tokens = fixed.contains_key("max_tokens");
-        let body_sets_input = fixed.contains_key("messages") || fixed.contains_key("prompt");
+        let inputs: &[&str] = if config.api.streams() {
+            &["messages", "prompt"]
+        } else {
+            &["input", "documents"]
+        };
+        let body_sets_input = inputs.iter().any(|key| fixed.contains_key(*key));
         let fixed_body = serde_json::to_string(&fixed)
             .map_err(|e| ClientError(format!("cannot serialize the request body: {e}")))?;
         Ok(RequestTemplate {
@@ -31,6 +39,7 @@ impl RequestTemplate {
             fixed_body: fixed_body[1..fixed_body.len() - 1].to_string(),
             body_sets_max_tokens,
             body_sets_input,
+            streams: config.api.streams(),
         })
     }
 
@@ -39,19 +48,35 @@ impl RequestTemplate {
         let mut body = String::with_capacity(self.fixed_body.len() + 256);
         body.push('{');
         if !self.body_sets_input {
-            let (key, value) = match &prompt.input {
-                PromptInput::Messages(messages) => ("messages", serde_json::to_string(messages)),
-                PromptInput::Text(text) => ("prompt", serde_json::to_string(text)),
+            let mut field = |key: &str, value: serde_json::Result<String>| {
+                // Serializing strings and string maps cannot fail.
+                let value = value.unwrap_or_else(|_| "null".to_string());
+                body.push('"');
+                body.push_str(key);
+                body.push_str("\":");
+                body.push_str(&value);
+                body.push(',');
             };
-            // Serializing strings and string maps cannot fail.
-            let value = value.unwrap_or_else(|_| "null".to_string());
-            body.push('"');
-            body.push_str(key);
-            body.push_str("\":");
-            body.push_str(&value);
-            body.push(',');
+            match &prompt.input {
+                PromptInput::Messages(messages) => {
+                    field("messages", serde_json::to_string(messages))
+                }
+                PromptInput::Text(text) => field("prompt", serde_json::to_string(text)),
+                PromptInput::Batch {
+                    query: Some(query),
+                    texts,
+                } => {
+                    field("query", serde_json::to_string(query));
+                    field("documents", serde_json::to_string(texts));
+                }
+                // One input goes as a string, as most clients send it.
+                PromptInput::Batch { query: None, texts } => match texts.as_slice() {
+                    [one] => field("input", serde_json::to_string(one)),
+                    _ => field("input", serde_json::to_string(texts)),
+                },
+            }
         }
-        if !self.body_sets_max_tokens {
+        if self.streams && !self.body_sets_max_tokens {
             body.push_str("\"max_tokens\":");
             body.push_str(&prompt.max_tokens.to_string());
             body.push(',');
@@ -74,7 +99,11 @@ fn default_headers(config: &ClientConfig) -> Result<HeaderMap, ClientError> {
     );
     headers.insert(
         header::ACCEPT,
-        HeaderValue::from_static("text/event-stream"),
+        HeaderValue::from_static(if config.api.streams() {
+            "text/event-stream"
+        } else {
+            "application/json"
+        }),
     );
     let access = access_headers(
         config.api_key.as_deref(),
@@ -136,6 +165,13 @@ fn fixed_body_fields(config: &ClientConfig) -> serde_json::Map<String, serde_jso
     use serde_json::{Value, json};
     let mut fixed = serde_json::Map::new();
     fixed.insert("model".into(), Value::String(config.model.clone()));
+    if !config.api.streams() {
+        // Embeddings and rerank take no sampling settings.
+        for (key, value) in &config.body {
+            fixed.insert(key.clone(), value.clone());
+        }
+        return fixed;
+    }
     fixed.insert("stream".into(), Value::Bool(true));
     fixed.insert("stream_options".into(), json!({ "include_usage": true }));
     let s = &config.sampling;

@@ -216,6 +216,7 @@ pub fn summarize(
     let mut any_cached = false;
     for r in &ok {
         summary.total_input_tokens += r.prompt_tokens.unwrap_or(0);
+        summary.add_inputs(r);
         summary.total_output_tokens += r.output_tokens.unwrap_or(0);
         summary.content_chunks += r.content_chunks;
         summary.reasoning_chunks += r.reasoning_chunks;
@@ -229,6 +230,7 @@ pub fn summarize(
         }
     }
     summary.output_tokens_per_second = per_second(summary.total_output_tokens as f64, elapsed);
+    summary.set_input_rates();
     summary.cached_token_ratio =
         (any_cached && cached_prompt_sum > 0).then(|| cached_sum as f64 / cached_prompt_sum as f64);
 

@@ -71,6 +71,41 @@ pub struct PhaseSummary {
     pub errors_by_cause: Vec<ErrorCause>,
     /// Requests meeting every SLO, per second; present when the plan sets an SLO.
     pub goodput: Option<Goodput>,
+    /// Embeddings and rerank: Σ inputs (texts, documents) over successful requests; absent
+    /// for chat and completions.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub total_inputs: Option<u64>,
+    /// `total_inputs / elapsed`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub inputs_per_second: Option<f64>,
+    /// `total_input_tokens / elapsed`, beside `total_inputs`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub input_tokens_per_second: Option<f64>,
+}
+
+impl PhaseSummary {
+    /// Add one successful record's inputs (embeddings, rerank).
+    pub(super) fn add_inputs(&mut self, record: &crate::client::RequestRecord) {
+        if let Some(n) = record.inputs {
+            *self.total_inputs.get_or_insert(0) += n;
+        }
+    }
+
+    /// The input rates, once `elapsed` is known; only phases that counted inputs get them.
+    pub(super) fn set_input_rates(&mut self) {
+        if let Some(n) = self.total_inputs {
+            self.inputs_per_second = Some(super::per_second(n as f64, self.elapsed));
+            self.input_tokens_per_second = Some(super::per_second(
+                self.total_input_tokens as f64,
+                self.elapsed,
+            ));
+        }
+    }
+
+    /// Whether the phase encoded inputs (embeddings, rerank) rather than generated tokens.
+    pub fn encodes(&self) -> bool {
+        self.total_inputs.is_some()
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]

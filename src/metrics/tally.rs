@@ -164,6 +164,7 @@ impl PhaseTally {
         }
         s.success += 1;
         s.total_input_tokens += r.prompt_tokens.unwrap_or(0);
+        s.add_inputs(r);
         s.total_output_tokens += r.output_tokens.unwrap_or(0);
         s.content_chunks += r.content_chunks;
         s.reasoning_chunks += r.reasoning_chunks;
@@ -233,6 +234,7 @@ impl PhaseTally {
         };
         s.request_rate = per_second(n as f64, s.elapsed);
         s.output_tokens_per_second = per_second(s.total_output_tokens as f64, s.elapsed);
+        s.set_input_rates();
         s.cached_token_ratio = self
             .cached
             .and_then(|(c, p)| (p > 0).then(|| c as f64 / p as f64));

@@ -19,12 +19,14 @@ use crate::plan::PercentileMethod;
 const BOOTSTRAP_SEED: u64 = 0x5e7e_be7c_0000_0001;
 
 /// Metrics listed for every matched phase.
-pub const COMPARED_METRICS: [&str; 14] = [
+pub const COMPARED_METRICS: [&str; 16] = [
     "requests",
     "errors",
     "error_rate",
     "output_tokens_per_second",
     "request_rate",
+    "inputs_per_second",
+    "input_tokens_per_second",
     "ttft.p50",
     "ttft.p95",
     "ttft.p99",

@@ -31,6 +31,10 @@ pub enum Scalar {
     CachedTokenRatio,
     GoodputRequestRate,
     GoodputFraction,
+    /// Embeddings and rerank: texts or documents per second.
+    InputsPerSecond,
+    InputTokensPerSecond,
+    TotalInputs,
 }
 
 /// A per-phase distribution of per-request values.
@@ -54,6 +58,7 @@ pub enum Unit {
     Millis,
     TokensPerSecond,
     RequestsPerSecond,
+    InputsPerSecond,
     Count,
     Tokens,
     /// A fraction in `[0, 1]`.
@@ -68,7 +73,7 @@ pub enum Better {
     Neither,
 }
 
-const SCALARS: [(Scalar, &str); 12] = [
+const SCALARS: [(Scalar, &str); 15] = [
     (Scalar::Requests, "requests"),
     (Scalar::Success, "success"),
     (Scalar::Errors, "errors"),
@@ -81,6 +86,9 @@ const SCALARS: [(Scalar, &str); 12] = [
     (Scalar::CachedTokenRatio, "cached_token_ratio"),
     (Scalar::GoodputRequestRate, "goodput.request_rate"),
     (Scalar::GoodputFraction, "goodput.fraction"),
+    (Scalar::InputsPerSecond, "inputs_per_second"),
+    (Scalar::InputTokensPerSecond, "input_tokens_per_second"),
+    (Scalar::TotalInputs, "total_inputs"),
 ];
 
 const DISTS: [(DistKind, &str); 9] = [
@@ -248,7 +256,11 @@ impl FigurePath {
                     Unit::Ratio
                 }
                 Scalar::Elapsed => Unit::Seconds,
-                Scalar::OutputTokensPerSecond => Unit::TokensPerSecond,
+                Scalar::OutputTokensPerSecond | Scalar::InputTokensPerSecond => {
+                    Unit::TokensPerSecond
+                }
+                Scalar::InputsPerSecond => Unit::InputsPerSecond,
+                Scalar::TotalInputs => Unit::Count,
                 Scalar::RequestRate | Scalar::GoodputRequestRate => Unit::RequestsPerSecond,
                 Scalar::TotalInputTokens | Scalar::TotalOutputTokens => Unit::Tokens,
             },
@@ -270,6 +282,8 @@ impl FigurePath {
             FigurePath::Scalar(s) => match s {
                 Scalar::Errors | Scalar::ErrorRate => Better::Lower,
                 Scalar::OutputTokensPerSecond
+                | Scalar::InputsPerSecond
+                | Scalar::InputTokensPerSecond
                 | Scalar::RequestRate
                 | Scalar::Success
                 | Scalar::CachedTokenRatio
@@ -278,6 +292,7 @@ impl FigurePath {
                 Scalar::Requests
                 | Scalar::Elapsed
                 | Scalar::TotalInputTokens
+                | Scalar::TotalInputs
                 | Scalar::TotalOutputTokens => Better::Neither,
             },
         }
@@ -296,7 +311,13 @@ impl FigurePath {
                 Scalar::Errors => Some(s.errors as f64),
                 Scalar::ErrorRate => (s.requests > 0).then(|| s.errors as f64 / s.requests as f64),
                 Scalar::Elapsed => Some(s.elapsed),
-                Scalar::OutputTokensPerSecond => Some(s.output_tokens_per_second),
+                // Embeddings and rerank generate nothing: no figure rather than a zero.
+                Scalar::OutputTokensPerSecond => {
+                    (!s.encodes()).then_some(s.output_tokens_per_second)
+                }
+                Scalar::InputsPerSecond => s.inputs_per_second,
+                Scalar::InputTokensPerSecond => s.input_tokens_per_second,
+                Scalar::TotalInputs => s.total_inputs.map(|n| n as f64),
                 Scalar::RequestRate => Some(s.request_rate),
                 Scalar::TotalInputTokens => Some(s.total_input_tokens as f64),
                 Scalar::TotalOutputTokens => Some(s.total_output_tokens as f64),

@@ -309,12 +309,20 @@ pub(crate) fn sweeps(report: &Report) -> IndexMap<String, Vec<&PhaseResult>> {
 }
 
 fn sweep_charts(out: &mut String, report: &Report) {
-    let groups = sweeps(report);
-    if groups.is_empty() {
+    let (encoding, groups): (IndexMap<_, _>, IndexMap<_, _>) = sweeps(report)
+        .into_iter()
+        .partition(|(_, ps)| ps.iter().all(|p| p.summary.encodes()));
+    if groups.is_empty() && encoding.is_empty() {
         return;
     }
     out.push_str("<h2>Concurrency sweeps</h2>\n");
     let conc = |p: &PhaseResult| f64::from(p.concurrency.unwrap_or(0));
+    if !encoding.is_empty() {
+        encoding_sweep_charts(out, &encoding, conc);
+    }
+    if groups.is_empty() {
+        return;
+    }
     let throughput: Vec<Series> = groups
         .iter()
         .map(|(name, ps)| Series {
@@ -361,6 +369,58 @@ fn sweep_charts(out: &mut String, report: &Report) {
     ));
 }
 
+/// Embeddings and rerank sweeps: inputs/s and E2E latency, as they generate no tokens.
+fn encoding_sweep_charts(
+    out: &mut String,
+    groups: &IndexMap<String, Vec<&PhaseResult>>,
+    conc: impl Fn(&PhaseResult) -> f64,
+) {
+    let throughput: Vec<Series> = groups
+        .iter()
+        .map(|(name, ps)| Series {
+            name: name.clone(),
+            points: ps
+                .iter()
+                .map(|p| (conc(p), p.summary.inputs_per_second.unwrap_or(0.0)))
+                .collect(),
+        })
+        .collect();
+    out.push_str(&svg::line_chart(
+        "Inputs per second vs concurrency",
+        "concurrency (log scale)",
+        "inputs/s",
+        true,
+        false,
+        &throughput,
+    ));
+    let mut e2e = Vec::new();
+    for (name, ps) in groups {
+        for (stat, pick) in [
+            (
+                "p50",
+                (|d: &crate::metrics::Distribution| d.p50) as fn(&_) -> f64,
+            ),
+            ("p95", |d| d.p95),
+        ] {
+            e2e.push(Series {
+                name: format!("{name} {stat}"),
+                points: ps
+                    .iter()
+                    .filter_map(|p| p.summary.e2e.as_ref().map(|d| (conc(p), pick(d) * 1000.0)))
+                    .collect(),
+            });
+        }
+    }
+    out.push_str(&svg::line_chart(
+        "E2E latency vs concurrency",
+        "concurrency (log scale)",
+        "E2E (ms, log scale)",
+        true,
+        true,
+        &e2e,
+    ));
+}
+
 fn percentile_charts(out: &mut String, report: &Report) {
     let rows = |pick: fn(&PhaseResult) -> Option<&crate::metrics::Distribution>| -> Vec<RangeRow> {
         report
@@ -386,10 +446,15 @@ fn percentile_charts(out: &mut String, report: &Report) {
     };
     let ttft = rows(|p| p.summary.ttft.as_ref());
     let tpot = rows(|p| p.summary.tpot.as_ref());
-    if ttft.is_empty() && tpot.is_empty() {
+    // Embeddings and rerank phases have only the end-to-end latency.
+    let e2e = rows(|p| p.summary.e2e.as_ref().filter(|_| p.summary.encodes()));
+    if ttft.is_empty() && tpot.is_empty() && e2e.is_empty() {
         return;
     }
     out.push_str("<h2>Latency percentiles per phase</h2>\n");
+    if !e2e.is_empty() {
+        out.push_str(&svg::range_rows("E2E p50 / p95 / p99", "E2E (ms)", &e2e));
+    }
     if !ttft.is_empty() {
         out.push_str(&svg::range_rows("TTFT p50 / p95 / p99", "TTFT (ms)", &ttft));
     }
@@ -420,14 +485,24 @@ fn recheck_chart(out: &mut String, report: &Report) {
 }
 
 fn scatter_charts(out: &mut String, report: &Report) {
-    out.push_str("<h2>TTFT of every request over each phase</h2>\n");
+    // Embeddings and rerank requests have no first token: their whole latency is drawn.
+    let heading = if report.phases.iter().all(|p| p.summary.encodes()) {
+        "E2E latency"
+    } else {
+        "TTFT"
+    };
+    let _ = writeln!(out, "<h2>{heading} of every request over each phase</h2>");
     let mut any = false;
     for p in &report.phases {
+        let encodes = p.summary.encodes();
         let points: Vec<(f64, f64)> = p
             .request_timings
             .iter()
             .filter(|r| r.is_ok())
-            .filter_map(|r| r.ttft_ms.map(|t| (r.start_offset_ms / 1000.0, t)))
+            .filter_map(|r| {
+                let latency = if encodes { Some(r.e2e_ms) } else { r.ttft_ms };
+                latency.map(|t| (r.start_offset_ms / 1000.0, t))
+            })
             .collect();
         if points.is_empty() {
             continue;
@@ -454,7 +529,7 @@ fn scatter_charts(out: &mut String, report: &Report) {
         out.push_str(&svg::scatter(
             &title,
             "request start within the phase (s)",
-            "TTFT (ms)",
+            if encodes { "E2E (ms)" } else { "TTFT (ms)" },
             &points,
         ));
     }

@@ -55,6 +55,7 @@ pub fn with_unit(value: f64, unit: Unit) -> String {
         Unit::Millis => format!("{} ms", sig3(value)),
         Unit::TokensPerSecond => format!("{} tok/s", sig3(value)),
         Unit::RequestsPerSecond => format!("{} req/s", sig3(value)),
+        Unit::InputsPerSecond => format!("{} inputs/s", sig3(value)),
         Unit::Count | Unit::Tokens => {
             if value.fract() == 0.0 && value.abs() < 1e15 {
                 format!("{value:.0}")

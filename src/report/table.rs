@@ -216,23 +216,40 @@ fn dist_ms(
 }
 
 /// Seed 004's columns, one row per phase in plan order. Latencies in milliseconds.
+/// Embeddings and rerank phases add inputs/s and input tok/s; a report of only those has
+/// no output, TTFT or TPOT columns, and E2E p99 instead.
 pub fn phases(report: &Report) -> Table {
-    let mut t = Table::new(&[
+    let encodes = report.phases.iter().any(|p| p.summary.encodes());
+    let generates = !encodes || report.phases.iter().any(|p| !p.summary.encodes());
+    let mut columns = vec![
         ("Phase", L),
         ("Route", L),
         ("Load", L),
         ("Requests", R),
         ("Errors", R),
-        ("Output tok/s", R),
-        ("Req/s", R),
-        ("TTFT p50 (ms)", R),
-        ("TTFT p95 (ms)", R),
-        ("TTFT p99 (ms)", R),
-        ("TPOT p50 (ms)", R),
-        ("TPOT p95 (ms)", R),
-        ("E2E p50 (ms)", R),
-        ("E2E p95 (ms)", R),
-    ]);
+    ];
+    if generates {
+        columns.push(("Output tok/s", R));
+    }
+    columns.push(("Req/s", R));
+    if encodes {
+        columns.extend([("Inputs/s", R), ("Input tok/s", R)]);
+    }
+    if generates {
+        columns.extend([
+            ("TTFT p50 (ms)", R),
+            ("TTFT p95 (ms)", R),
+            ("TTFT p99 (ms)", R),
+            ("TPOT p50 (ms)", R),
+            ("TPOT p95 (ms)", R),
+        ]);
+    }
+    columns.extend([("E2E p50 (ms)", R), ("E2E p95 (ms)", R)]);
+    if !generates {
+        columns.push(("E2E p99 (ms)", R));
+    }
+    let mut t = Table::new(&columns);
+    let rate = |v: Option<f64>| Cell::plain(v.map_or_else(|| "–".to_string(), sig3));
     for p in &report.phases {
         let s = &p.summary;
         let name = match (&p.recheck_of, p.partial) {
@@ -245,22 +262,38 @@ pub fn phases(report: &Report) -> Table {
         } else {
             Cell::plain("0")
         };
-        t.rows.push(vec![
+        let mut row = vec![
             name,
             Cell::plain(p.route.clone()),
             Cell::plain(load_label(p)),
             Cell::plain(s.requests.to_string()),
             errors,
-            Cell::plain(sig3(s.output_tokens_per_second)),
-            Cell::plain(sig3(s.request_rate)),
-            dist_ms(s.ttft.as_ref(), |d| d.p50),
-            dist_ms(s.ttft.as_ref(), |d| d.p95),
-            dist_ms(s.ttft.as_ref(), |d| d.p99),
-            dist_ms(s.tpot.as_ref(), |d| d.p50),
-            dist_ms(s.tpot.as_ref(), |d| d.p95),
+        ];
+        if generates {
+            // An embeddings phase generates nothing: no output rate rather than a zero.
+            row.push(rate((!s.encodes()).then_some(s.output_tokens_per_second)));
+        }
+        row.push(Cell::plain(sig3(s.request_rate)));
+        if encodes {
+            row.extend([rate(s.inputs_per_second), rate(s.input_tokens_per_second)]);
+        }
+        if generates {
+            row.extend([
+                dist_ms(s.ttft.as_ref(), |d| d.p50),
+                dist_ms(s.ttft.as_ref(), |d| d.p95),
+                dist_ms(s.ttft.as_ref(), |d| d.p99),
+                dist_ms(s.tpot.as_ref(), |d| d.p50),
+                dist_ms(s.tpot.as_ref(), |d| d.p95),
+            ]);
+        }
+        row.extend([
             dist_ms(s.e2e.as_ref(), |d| d.p50),
             dist_ms(s.e2e.as_ref(), |d| d.p95),
         ]);
+        if !generates {
+            row.push(dist_ms(s.e2e.as_ref(), |d| d.p99));
+        }
+        t.rows.push(row);
     }
     t
 }

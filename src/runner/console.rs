@@ -10,6 +10,19 @@ pub(super) fn phase_line(result: &PhaseResult) -> String {
         d.map(|d| format!("{:.1}", pick(&d) * 1e3))
             .unwrap_or_else(|| "-".into())
     };
+    if s.encodes() {
+        return format!(
+            "{}: {} requests, {} errors, {:.2} req/s, {:.1} inputs/s, {:.1} input tok/s, E2E p50 {} ms p99 {} ms",
+            result.phase,
+            s.requests,
+            s.errors,
+            s.request_rate,
+            s.inputs_per_second.unwrap_or(0.0),
+            s.input_tokens_per_second.unwrap_or(0.0),
+            ms(s.e2e, |d| d.p50),
+            ms(s.e2e, |d| d.p99),
+        );
+    }
     format!(
         "{}: {} requests, {} errors, {:.1} output tok/s, {:.2} req/s, TTFT p50 {} ms p99 {} ms, TPOT p50 {} ms",
         result.phase,

@@ -33,6 +33,8 @@ pub fn api(api: plan::Api) -> client::Api {
     match api {
         plan::Api::Chat => client::Api::Chat,
         plan::Api::Completions => client::Api::Completions,
+        plan::Api::Embeddings => client::Api::Embeddings,
+        plan::Api::Rerank => client::Api::Rerank,
     }
 }
 

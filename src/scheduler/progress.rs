@@ -28,6 +28,10 @@ pub struct PhaseProgress {
     done: u64,
     errors: u64,
     output_tokens: u64,
+    /// Embeddings and rerank: prompt tokens, shown instead of output tokens, and E2E latency
+    /// kept in the TTFT window (they have no first token).
+    input_tokens: u64,
+    encodes: bool,
     recent_ttft_ms: Vec<f64>,
     next_ttft_slot: usize,
     /// Outcomes of the last `TTFT_WINDOW` requests (true: failed), for a rolling error rate.
@@ -76,6 +80,8 @@ impl PhaseProgress {
             done: 0,
             errors: 0,
             output_tokens: 0,
+            input_tokens: 0,
+            encodes: false,
             recent_ttft_ms: Vec::with_capacity(TTFT_WINDOW),
             next_ttft_slot: 0,
             recent_failed: std::collections::VecDeque::with_capacity(TTFT_WINDOW),
@@ -92,10 +98,17 @@ impl PhaseProgress {
         self.recent_failures += usize::from(!record.is_ok());
         if record.is_ok() {
             self.output_tokens += record.output_tokens.unwrap_or(0);
+            self.input_tokens += record.prompt_tokens.unwrap_or(0);
         } else {
             self.errors += 1;
         }
-        if let Some(ttft) = record.ttft_ms {
+        self.encodes |= record.inputs.is_some();
+        let latency = if record.inputs.is_some() {
+            record.is_ok().then_some(record.e2e_ms)
+        } else {
+            record.ttft_ms
+        };
+        if let Some(ttft) = latency {
             if self.recent_ttft_ms.len() < TTFT_WINDOW {
                 self.recent_ttft_ms.push(ttft);
             } else {
@@ -147,11 +160,16 @@ impl PhaseProgress {
             Some(ms) => format!("{ms:.1} ms"),
             None => "-".to_string(),
         };
+        let (tokens, kind, latency) = if self.encodes {
+            (self.input_tokens, "input tok/s", "e2e")
+        } else {
+            (self.output_tokens, "tok/s", "ttft")
+        };
         format!(
-            "{bound} done {} in-flight {in_flight} {:.1} req/s {:.0} tok/s errors {} ({:.1}% of last {}) ttft p50 {ttft}",
+            "{bound} done {} in-flight {in_flight} {:.1} req/s {:.0} {kind} errors {} ({:.1}% of last {}) {latency} p50 {ttft}",
             self.done,
             self.done as f64 / elapsed_s,
-            self.output_tokens as f64 / elapsed_s,
+            tokens as f64 / elapsed_s,
             self.errors,
             100.0 * self.recent_failures as f64 / self.recent_failed.len().max(1) as f64,
             self.recent_failed.len()

@@ -50,6 +50,9 @@ pub struct SimConfig {
     /// Context window: prompt plus `max_tokens` beyond it is rejected with 400 (default 32768).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_model_len: Option<u64>,
+    /// Length of the vectors `/v1/embeddings` returns (default 384).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub embedding_dim: Option<u32>,
     /// Keep per-request send timestamps for [`SimHandle::timestamps`] (default false).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub record_timestamps: Option<bool>,

@@ -17,6 +17,10 @@ pub const DEFAULT_MEAN_OUTPUT_TOKENS: u32 = 256;
 pub const DEFAULT_JITTER: f64 = 0.05;
 pub const DEFAULT_BLOCK_TOKENS: u32 = 16;
 pub const DEFAULT_MAX_MODEL_LEN: u64 = 32768;
+/// Length of the simulated embedding vectors (a small sentence-embedding model's).
+pub const DEFAULT_EMBEDDING_DIM: u32 = 384;
+/// Longest embedding vector served.
+pub const MAX_EMBEDDING_DIM: u32 = 16384;
 pub const DEFAULT_STALL_S: f64 = 5.0;
 pub const DEFAULT_RETRY_AFTER_S: f64 = 1.0;
 
@@ -60,6 +64,7 @@ pub(crate) struct Settings {
     pub mean_output_tokens: u32,
     pub jitter: f64,
     pub max_model_len: u64,
+    pub embedding_dim: u32,
     pub prefix_cache: Option<CacheSettings>,
     pub reasoning_field: ReasoningField,
     pub role_chunk: RoleChunk,
@@ -117,6 +122,12 @@ impl Settings {
         if max_model_len < 2 {
             problems.push("max_model_len must be at least 2".to_string());
         }
+        let embedding_dim = config.embedding_dim.unwrap_or(DEFAULT_EMBEDDING_DIM);
+        if !(1..=MAX_EMBEDDING_DIM).contains(&embedding_dim) {
+            problems.push(format!(
+                "embedding_dim must be between 1 and {MAX_EMBEDDING_DIM}, found {embedding_dim}"
+            ));
+        }
         let prefix_cache = cache_settings(config, &mut problems);
         for (index, fault) in config.faults.iter().enumerate() {
             check_fault(&mut problems, index, fault);
@@ -146,6 +157,7 @@ impl Settings {
             mean_output_tokens,
             jitter,
             max_model_len,
+            embedding_dim,
             prefix_cache,
             reasoning_field: dialect
                 .reasoning_field

@@ -235,19 +235,23 @@ fn sample_conversations(
 /// An entry as a request input for `api`.
 pub fn to_input(entry: &EntryInput, api: Api) -> PromptInput {
     match (entry, api) {
-        (EntryInput::Text(t), Api::Completions) => PromptInput::Text(t.clone()),
+        (EntryInput::Text(t), Api::Completions | Api::Embeddings | Api::Rerank) => {
+            PromptInput::Text(t.clone())
+        }
         (EntryInput::Text(t), Api::Chat) => PromptInput::Messages(vec![ChatMessage {
             role: "user".into(),
             content: t.clone(),
         }]),
         (EntryInput::Messages(m), Api::Chat) => PromptInput::Messages(m.clone()),
         // Completions have no roles: the contents, one paragraph each.
-        (EntryInput::Messages(m), Api::Completions) => PromptInput::Text(
-            m.iter()
-                .map(|m| m.content.as_str())
-                .collect::<Vec<_>>()
-                .join("\n\n"),
-        ),
+        (EntryInput::Messages(m), Api::Completions | Api::Embeddings | Api::Rerank) => {
+            PromptInput::Text(
+                m.iter()
+                    .map(|m| m.content.as_str())
+                    .collect::<Vec<_>>()
+                    .join("\n\n"),
+            )
+        }
     }
 }
 

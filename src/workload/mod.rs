@@ -55,6 +55,21 @@ pub enum PromptInput {
     Messages(Vec<ChatMessage>),
     /// Completions API prompt text.
     Text(String),
+    /// Embeddings `input` texts, or rerank `documents` with their `query`.
+    Batch {
+        query: Option<String>,
+        texts: Vec<String>,
+    },
+}
+
+impl PromptInput {
+    /// How many inputs (embedding texts, rerank documents) the request carries.
+    pub fn inputs(&self) -> u64 {
+        match self {
+            PromptInput::Batch { texts, .. } => texts.len() as u64,
+            PromptInput::Messages(_) | PromptInput::Text(_) => 1,
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -112,6 +127,8 @@ pub struct WorkloadError(pub String);
 pub const DEFAULT_OUTPUT_TOKENS: u32 = 256;
 /// Planned prompt tokens of a synthetic workload that sets no `input_tokens`.
 pub const DEFAULT_INPUT_TOKENS: u32 = 512;
+/// Words in a rerank request's query.
+pub const RERANK_QUERY_WORDS: usize = 16;
 /// Relative gap between planned and served prompt tokens tolerated before a warning.
 pub const DEFAULT_PROMPT_TOLERANCE: f64 = 0.02;
 
@@ -444,6 +461,53 @@ impl PromptSource {
     }
 
     fn build(&self, index: u64) -> Result<Prompt, WorkloadError> {
+        if self.context.api.generates() {
+            self.build_one(index)
+        } else {
+            self.build_batch(index)
+        }
+    }
+
+    /// Embeddings and rerank: prompts `index·batch …` as the request's inputs (rerank adds a
+    /// seeded query). Rerank servers count each query–document pair with special tokens, so
+    /// only embeddings plan a prompt-token count.
+    fn build_batch(&self, index: u64) -> Result<Prompt, WorkloadError> {
+        let n = u64::from(self.workload.batch.unwrap_or(1).max(1));
+        let mut texts = Vec::with_capacity(n as usize);
+        let mut planned = Some(0);
+        let mut scheduled_at = None;
+        for k in 0..n {
+            let one = self.build_one(index * n + k)?;
+            scheduled_at = scheduled_at.or(one.scheduled_at);
+            planned = planned.zip(one.planned_prompt_tokens).map(|(a, b)| a + b);
+            texts.push(match one.input {
+                PromptInput::Text(text) => text,
+                other => {
+                    return Err(WorkloadError(format!(
+                        "expected a text prompt, got {other:?}"
+                    )));
+                }
+            });
+        }
+        let query = (self.context.api == Api::Rerank).then(|| {
+            let mut rng = stream_rng(self.context.seed, Purpose::RerankQuery, index);
+            self.kit
+                .random_words(&mut rng, RERANK_QUERY_WORDS)
+                .join(" ")
+        });
+        if query.is_some() {
+            planned = None;
+        }
+        Ok(Prompt {
+            input: PromptInput::Batch { query, texts },
+            planned_prompt_tokens: planned,
+            max_tokens: 0,
+            scheduled_at,
+            session: None,
+        })
+    }
+
+    fn build_one(&self, index: u64) -> Result<Prompt, WorkloadError> {
         match &self.kind {
             Kind::Synthetic => match (&self.workload.session, &self.workload.conversation) {
                 (Some(s), _) => self.build_session_turn(index, s),

@@ -281,6 +281,9 @@ fn prompt_bytes(prompt: &Prompt) -> usize {
     match &prompt.input {
         PromptInput::Text(t) => t.len(),
         PromptInput::Messages(m) => m.iter().map(|m| m.content.len() + m.role.len()).sum(),
+        PromptInput::Batch { query, texts } => {
+            query.as_ref().map_or(0, String::len) + texts.iter().map(String::len).sum::<usize>()
+        }
     }
 }
 

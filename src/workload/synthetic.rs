@@ -27,7 +27,8 @@ pub enum Purpose {
     Conversation = 3,
     TraceBlock = 4,
     DatasetOrder = 5,
-    Session = 6,
+    RerankQuery = 6,
+    Session = 7,
 }
 
 /// A ChaCha stream for (seed, purpose, index): the same on every machine.
@@ -244,7 +245,7 @@ impl TextKit {
                 });
                 PromptInput::Messages(messages)
             }
-            Api::Completions => {
+            Api::Completions | Api::Embeddings | Api::Rerank => {
                 let mut text = String::new();
                 for m in history {
                     text.push_str(&m.content);
@@ -294,7 +295,7 @@ impl TextKit {
             .collect();
         let grown = match self.api {
             Api::Chat => grown,
-            Api::Completions => vec![grown.iter().sum()],
+            Api::Completions | Api::Embeddings | Api::Rerank => vec![grown.iter().sum()],
         };
         self.counter.count_grown(&self.input_of(&heads), &grown)
     }

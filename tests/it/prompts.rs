@@ -144,6 +144,7 @@ fn hf_count(source: TokenizerSource, prompt: &Prompt) -> u64 {
             (text, false)
         }
         (PromptInput::Text(t), _) => (t.clone(), true),
+        (PromptInput::Batch { .. }, _) => panic!("chat and completions prompts only"),
     };
     tokenizer.encode_fast(text, special).expect("encode").len() as u64
 }
@@ -152,6 +153,7 @@ fn sim_count(prompt: &Prompt) -> u64 {
     match &prompt.input {
         PromptInput::Messages(m) => count_chat_tokens(m.iter().map(|m| m.content.as_str())),
         PromptInput::Text(t) => count_text_tokens(t),
+        PromptInput::Batch { .. } => panic!("chat and completions prompts only"),
     }
 }
 
@@ -311,6 +313,7 @@ async fn server_tokenizer_sizes_by_arithmetic_exactly_against_tokenize() {
                         serde_json::json!({"model": "sim", "messages": m, "add_generation_prompt": true})
                     }
                     PromptInput::Text(t) => serde_json::json!({"model": "sim", "prompt": t}),
+                    PromptInput::Batch { .. } => panic!("chat and completions prompts only"),
                 };
                 let answer: serde_json::Value = http
                     .post(format!("http://{addr}/tokenize"))

@@ -373,3 +373,69 @@ async fn capacity_plan_against_llamacpp_fills_the_server_sections() {
     crate::common::assert_valid_report(&report);
     checks.finish("plans/capacity.yaml against llama.cpp");
 }
+
+/// plans/embeddings-sweep.yaml's embeddings phases against llama.cpp serving embeddings of
+/// the same model (mean pooling): every request answered, inputs and tokens counted.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn embeddings_sweep_against_llamacpp_has_no_errors() {
+    let Some(engines) = RealEngines::find("llama.cpp (xllamacpp) with SmolLM2-135M") else {
+        return;
+    };
+    let _exclusive = crate::common::exclusive_run().await;
+    let server = LlamaServer::start_embeddings(&engines, CTX_PER_SLOT).await;
+    let out = tempfile::tempdir().unwrap();
+    let set = ["duration=2s", "concurrencies=[1, 4]"].map(String::from);
+    run(RunOptions {
+        only: vec!["embed-c1".into(), "embed-c4".into()],
+        ..options(
+            "plans/embeddings-sweep.yaml",
+            out.path(),
+            &set,
+            format!("embed={}", server.base_url()),
+        )
+    })
+    .await
+    .expect("the run completes");
+    let report = read_report(out.path());
+    crate::common::assert_valid_report(&report);
+    let phases = report["phases"].as_array().expect("phases");
+    assert_eq!(phases.len(), 2);
+    let mut checks = Checks::default();
+    for phase in phases {
+        let name = phase["phase"].as_str().unwrap_or("?").to_string();
+        let requests = phase["requests"].as_u64().unwrap_or(0);
+        checks.check(requests > 0, || format!("{name}: no requests"));
+        checks.check(phase["errors"].as_u64() == Some(0), || {
+            format!("{name}: errors {:?}", phase["errors_by_cause"])
+        });
+        checks.check(phase["ttft"].is_null(), || format!("{name}: a TTFT"));
+        checks.check(phase["total_inputs"].as_u64() == Some(8 * requests), || {
+            format!(
+                "{name}: total_inputs {} for {requests} requests",
+                phase["total_inputs"]
+            )
+        });
+        let records = phase["request_timings"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default();
+        let tokens: u64 = records
+            .iter()
+            .filter_map(|r| r["prompt_tokens"].as_u64())
+            .sum();
+        checks.check(
+            records.iter().all(|r| {
+                r["inputs"].as_u64() == Some(8)
+                    && r["prompt_tokens"].as_u64().is_some_and(|t| t >= 8 * 100)
+            }),
+            || format!("{name}: a record without 8 inputs of ~128 tokens"),
+        );
+        checks.check(phase["total_input_tokens"].as_u64() == Some(tokens), || {
+            format!(
+                "{name}: total_input_tokens {} != {tokens}",
+                phase["total_input_tokens"]
+            )
+        });
+    }
+    checks.finish("plans/embeddings-sweep.yaml against llama.cpp");
+}

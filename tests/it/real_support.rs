@@ -251,6 +251,15 @@ impl LlamaServer {
     /// Two threads, four slots (so concurrency 4 is served at once), `ctx_per_slot` tokens
     /// of context each, `/metrics` on.
     pub async fn start(engines: &RealEngines, ctx_per_slot: u32) -> LlamaServer {
+        Self::start_with(engines, ctx_per_slot, &[]).await
+    }
+
+    /// [`LlamaServer::start`] that also serves `/v1/embeddings` (mean pooling).
+    pub async fn start_embeddings(engines: &RealEngines, ctx_per_slot: u32) -> LlamaServer {
+        Self::start_with(engines, ctx_per_slot, &["--embeddings"]).await
+    }
+
+    async fn start_with(engines: &RealEngines, ctx_per_slot: u32, extra: &[&str]) -> LlamaServer {
         let slots = 4;
         let mut command = Command::new(&engines.python);
         command
@@ -260,7 +269,8 @@ impl LlamaServer {
             .args(["--host", "127.0.0.1", "--port", "0", "--threads", "2"])
             .arg("--exit-on-stdin-eof")
             .args(["--parallel", &slots.to_string()])
-            .args(["--ctx-size", &(ctx_per_slot * slots).to_string()]);
+            .args(["--ctx-size", &(ctx_per_slot * slots).to_string()])
+            .args(extra);
         let mut process = ChildProcess::spawn("llama-server", command, true);
         let root = process.listening_root().await;
         process.wait_healthy(&format!("{root}/health")).await;

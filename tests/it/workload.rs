@@ -60,6 +60,7 @@ fn sim_count(prompt: &Prompt) -> u64 {
     match &prompt.input {
         PromptInput::Messages(m) => count_chat_tokens(m.iter().map(|m| m.content.as_str())),
         PromptInput::Text(t) => count_text_tokens(t),
+        PromptInput::Batch { texts, .. } => texts.iter().map(|t| count_text_tokens(t)).sum(),
     }
 }
 
@@ -67,6 +68,7 @@ fn first_content(prompt: &Prompt) -> &str {
     match &prompt.input {
         PromptInput::Messages(m) => m.last().map_or("", |m| m.content.as_str()),
         PromptInput::Text(t) => t,
+        PromptInput::Batch { texts, .. } => texts.first().map_or("", String::as_str),
     }
 }
 
@@ -263,7 +265,7 @@ fn conversation_turns_extend_the_previous_turn() {
     let prompts = take(&mut source, 6);
     let messages = |p: &Prompt| match &p.input {
         PromptInput::Messages(m) => m.clone(),
-        PromptInput::Text(_) => panic!("chat expected"),
+        PromptInput::Text(_) | PromptInput::Batch { .. } => panic!("chat expected"),
     };
     for conv in prompts.chunks(3) {
         assert_eq!(conv[0].planned_prompt_tokens, Some(100));
@@ -309,6 +311,7 @@ impl Reference {
                 })
                 .expect("render"),
             PromptInput::Text(t) => t.clone(),
+            PromptInput::Batch { .. } => panic!("chat and completions prompts only"),
         };
         let special = matches!(prompt.input, PromptInput::Text(_));
         self.tokenizer
@@ -414,7 +417,7 @@ fn jsonl_dataset_prompts_messages_lengths_and_sha() {
             assert_eq!(m.len(), 2);
             assert_eq!(m[0].role, "system");
         }
-        PromptInput::Text(_) => panic!("chat expected"),
+        PromptInput::Text(_) | PromptInput::Batch { .. } => panic!("chat expected"),
     }
     assert_eq!(prompts[1].max_tokens, 32);
     assert_eq!(prompts[2].max_tokens, 16);
@@ -523,7 +526,7 @@ fn sharegpt_multi_turn_keeps_each_conversation_in_order_with_its_recorded_replie
             .into_iter()
             .map(|m| format!("{}: {}", m.role, m.content))
             .collect::<Vec<_>>(),
-        PromptInput::Text(t) => panic!("chat prompts carry messages, got {t:?}"),
+        other => panic!("chat prompts carry messages, got {other:?}"),
     };
     // Conversation m1: three turns, each with the system prompt and the earlier exchanges.
     assert_eq!(
@@ -563,7 +566,7 @@ fn sharegpt_multi_turn_keeps_each_conversation_in_order_with_its_recorded_replie
     let lengths: Vec<usize> = (0..6)
         .map(|i| match sampled.prompt(i).input {
             PromptInput::Messages(m) => m.len(),
-            PromptInput::Text(_) => 0,
+            _ => 0,
         })
         .collect();
     assert!(
@@ -886,6 +889,7 @@ async fn tokenize_calibration_openai_style() {
             let served = match &p.input {
                 PromptInput::Messages(m) => scripted_chat_count(m),
                 PromptInput::Text(t) => words(t) + 1,
+                PromptInput::Batch { .. } => panic!("chat and completions prompts only"),
             };
             assert_eq!(served, 700, "{api:?}");
             assert_eq!(p.planned_prompt_tokens, Some(700));

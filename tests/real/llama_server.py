@@ -23,6 +23,9 @@ def main() -> int:
     parser.add_argument("--parallel", type=int, default=4, help="slots served at once")
     parser.add_argument("--alias", default="smollm2-135m-instruct")
     parser.add_argument("--exit-on-stdin-eof", action="store_true")
+    parser.add_argument(
+        "--embeddings", action="store_true", help="serve /v1/embeddings (mean pooling)"
+    )
     args = parser.parse_args()
 
     params = xlc.CommonParams()
@@ -37,6 +40,10 @@ def main() -> int:
     params.n_threads_http = args.parallel + 2
     params.endpoint_metrics = True
     params.warmup = False
+    if args.embeddings:
+        # A causal model has no pooling of its own; OpenAI-style embeddings need one.
+        params.embedding = True
+        params.pooling_type = xlc.llama_pooling_type.LLAMA_POOLING_TYPE_MEAN
 
     server = xlc.Server(params)
     print(f"listening {server.listening_address}", flush=True)

@@ -1,5 +1,6 @@
 //! The `check` pass: semantic rules on the typed, expanded plan, all reported together.
 
+mod api;
 mod load;
 mod phase;
 mod target;
@@ -56,6 +57,7 @@ pub fn check(plan: &Plan) -> Vec<Issue> {
         );
     }
     check_phases(plan, &mut issues);
+    api::check_apis(plan, &mut issues);
     issues.extend(super::hooks::action_issues(plan));
     issues.extend(super::hooks::timing_issues(plan));
     for (p, phase) in plan.phases.iter().enumerate() {

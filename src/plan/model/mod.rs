@@ -135,6 +135,10 @@ pub struct Workload {
     pub prompt_tolerance: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tokenizer: Option<TokenizerSpec>,
+    /// Embeddings: prompts per request, sent as the `input` list; rerank: documents per
+    /// request (default 1).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub batch: Option<u32>,
     /// Extra request body fields, merged over the target's.
     #[serde(default, skip_serializing_if = "serde_json::Map::is_empty")]
     pub body: serde_json::Map<String, Value>,

@@ -18,6 +18,18 @@ pub enum Api {
     Chat,
     /// `POST /v1/completions`
     Completions,
+    /// `POST /v1/embeddings`: the prompt text as `input` (a list with `batch`), not streamed.
+    Embeddings,
+    /// `POST /v1/rerank` (Cohere/Jina shape): a `query` and `batch` prompts as `documents`,
+    /// not streamed.
+    Rerank,
+}
+
+impl Api {
+    /// Whether requests generate tokens (chat, completions) rather than encode inputs.
+    pub fn generates(self) -> bool {
+        matches!(self, Api::Chat | Api::Completions)
+    }
 }
 
 /// One Prometheus endpoint of a target: the gateway itself or a replica behind it.

@@ -390,6 +390,7 @@ pub static COLUMNS: &[Column] = &[
     f64_column!(server_queue_ms, optional),
     f64_column!(server_prompt_ms, optional),
     f64_column!(server_total_ms, optional),
+    u64_column!(inputs, optional),
 ];
 
 /// The Parquet schema of [`COLUMNS`].

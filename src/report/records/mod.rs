@@ -92,6 +92,7 @@ mod tests {
             server_queue_ms: Some(2.0),
             server_prompt_ms: Some(3.0),
             server_total_ms: Some(90.0),
+            inputs: Some(4),
         }
     }
 

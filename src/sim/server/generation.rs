@@ -239,7 +239,7 @@ async fn read_request(
 }
 
 /// What a drawn fault does: answer in place of the generation, or shape its body.
-enum Injected {
+pub(super) enum Injected {
     Reply(Reply),
     InBody {
         mid_fault: Option<(MidFault, u64)>,
@@ -247,7 +247,7 @@ enum Injected {
     },
 }
 
-fn inject_fault(
+pub(super) fn inject_fault(
     shared: &Shared,
     reset: &AtomicBool,
     seq: u64,

@@ -2,6 +2,7 @@
 //! generation requests each have a submodule.
 
 mod connection;
+mod encode;
 mod generation;
 mod response;
 mod routes;
@@ -35,7 +36,7 @@ pub struct SimStats {
     pub in_flight: u64,
     pub max_running_observed: u64,
     pub max_in_flight_observed: u64,
-    /// Generation requests received (chat + completions), faulted ones included.
+    /// Requests received (chat, completions, embeddings, rerank), faulted ones included.
     pub requests_total: u64,
     pub requests_finished: u64,
     pub requests_aborted: u64,

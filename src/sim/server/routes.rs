@@ -10,6 +10,7 @@ use hyper::header::{CONTENT_TYPE, HeaderValue};
 use hyper::{Method, Request, Response, StatusCode};
 use serde_json::json;
 
+use super::encode::{Encode, encode};
 use super::generation::generate;
 use super::response::{Reply, error_response, json_response, read_body, unix_now_s};
 use crate::sim::api::{self, Api, TokenizeRequest};
@@ -40,6 +41,15 @@ pub(super) async fn route(
         "/v1/completions" => match known(Method::POST) {
             Some(reply) => reply,
             None => generate(shared, &reset, request, Api::Completions).await,
+        },
+        "/v1/embeddings" => match known(Method::POST) {
+            Some(reply) => reply,
+            None => encode(shared, &reset, request, Encode::Embeddings).await,
+        },
+        // vLLM serves both paths; llama.cpp and Jina use `/v1/rerank`.
+        "/v1/rerank" | "/rerank" => match known(Method::POST) {
+            Some(reply) => reply,
+            None => encode(shared, &reset, request, Encode::Rerank).await,
         },
         "/tokenize" => match known(Method::POST) {
             Some(reply) => reply,

@@ -291,7 +291,9 @@ impl TokenCounter for HfCounter {
                 };
                 self.probe(&text, &contents, false)
             }
-            Api::Completions => self.probe(&contents.join("\n"), &contents, true),
+            Api::Completions | Api::Embeddings | Api::Rerank => {
+                self.probe(&contents.join("\n"), &contents, true)
+            }
         }
     }
 
@@ -322,6 +324,14 @@ impl TokenCounter for HfCounter {
 fn skeleton_key(input: &PromptInput) -> String {
     match input {
         PromptInput::Text(t) => format!("t\u{1}{t}"),
+        PromptInput::Batch { query, texts } => {
+            let mut key = format!("b\u{1}{}", query.as_deref().unwrap_or(""));
+            for t in texts {
+                key.push('\u{2}');
+                key.push_str(t);
+            }
+            key
+        }
         PromptInput::Messages(m) => {
             let mut key = String::from("m");
             for message in m {

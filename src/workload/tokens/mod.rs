@@ -60,6 +60,9 @@ pub fn count_input<C: TokenCounter + ?Sized>(
     match input {
         PromptInput::Messages(m) => counter.count_chat(m),
         PromptInput::Text(t) => counter.count_text(t),
+        PromptInput::Batch { texts, .. } => texts
+            .iter()
+            .try_fold(0, |sum, t| Ok(sum + counter.count_text(t)?)),
     }
 }
 

@@ -87,6 +87,10 @@ impl TokenCounter for ServerCounter {
         };
         match skeleton {
             PromptInput::Text(t) => Ok(c.text_base_tokens + scaled(t, grown.iter().sum())?),
+            // Batches are put together from prompts already counted one by one.
+            PromptInput::Batch { texts, .. } => texts
+                .iter()
+                .try_fold(0, |sum, t| Ok(sum + c.text_base_tokens + scaled(t, 0)?)),
             PromptInput::Messages(m) => {
                 let mut total = c.chat_fixed_tokens;
                 for (i, message) in m.iter().enumerate() {

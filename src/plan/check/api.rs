@@ -1,0 +1,156 @@
+//! Checks on what a phase's API can carry: embeddings and rerank requests encode their
+//! inputs and generate nothing, so generation settings there are mistakes, not no-ops.
+
+use std::collections::BTreeSet;
+
+use super::escape;
+use crate::plan::model::*;
+use crate::plan::schema::Issue;
+
+/// Body fields that only mean something to a generating API.
+const GENERATION_BODY_KEYS: [&str; 9] = [
+    "max_tokens",
+    "max_completion_tokens",
+    "stream",
+    "stream_options",
+    "temperature",
+    "ignore_eos",
+    "min_tokens",
+    "reasoning_effort",
+    "chat_template_kwargs",
+];
+
+pub(super) fn check_apis(plan: &Plan, issues: &mut Vec<Issue>) {
+    // Each (target, workload) pair once, however many phases use it.
+    let mut pairs = BTreeSet::new();
+    for phase in &plan.phases {
+        if let (Some(t), Some(w)) = (&phase.target, &phase.workload)
+            && plan.targets.contains_key(t)
+            && plan.workloads.contains_key(w)
+        {
+            pairs.insert((t.as_str(), w.as_str()));
+        }
+    }
+    let mut encoding_phases = false;
+    let (mut targets_seen, mut workloads_seen) = (BTreeSet::new(), BTreeSet::new());
+    for (t, w) in pairs {
+        let api = plan.targets[t].api;
+        let workload = &plan.workloads[w];
+        let p = format!("/workloads/{}", escape(w));
+        if api.generates() {
+            if workload.batch.is_some() {
+                issues.push(
+                    Issue::new(
+                        format!("{p}/batch"),
+                        format!(
+                            "`batch` applies to `api: embeddings` or `api: rerank`; target `{t}` \
+                             uses `api: {}`",
+                            api_name(api)
+                        ),
+                    )
+                    .at_key(),
+                );
+            }
+            continue;
+        }
+        encoding_phases = true;
+        if workloads_seen.insert(w) {
+            check_encoding(&p, t, api, workload, issues);
+        }
+        if targets_seen.insert(t) {
+            let target_body = format!("/targets/{}/body", escape(t));
+            check_body(&target_body, api, &plan.targets[t].body, issues);
+        }
+    }
+    if encoding_phases && let Some(slo) = &plan.slo {
+        for (key, set) in [("ttft", slo.ttft.is_some()), ("tpot", slo.tpot.is_some())] {
+            if set {
+                issues.push(
+                    Issue::new(
+                        format!("/slo/{key}"),
+                        format!(
+                            "embeddings and rerank responses have no {}; only `e2e` applies",
+                            key.to_uppercase()
+                        ),
+                    )
+                    .at_key(),
+                );
+            }
+        }
+    }
+}
+
+fn check_encoding(p: &str, target: &str, api: Api, w: &Workload, issues: &mut Vec<Issue>) {
+    let name = api_name(api);
+    let generation = [
+        ("output_tokens", w.output_tokens.is_some()),
+        ("ignore_eos", w.ignore_eos.is_some()),
+        ("min_tokens", w.min_tokens.is_some()),
+        ("temperature", w.temperature.is_some()),
+        ("conversation", w.conversation.is_some()),
+    ];
+    for (key, set) in generation {
+        if set {
+            issues.push(
+                Issue::new(
+                    format!("{p}/{key}"),
+                    format!(
+                        "`{key}` does not apply to `api: {name}` (target `{target}`): it \
+                         generates no tokens"
+                    ),
+                )
+                .at_key()
+                .hint(Some(format!(
+                    "remove `{key}`, or use a workload of its own for this target"
+                ))),
+            );
+        }
+    }
+    if w.trace.is_some() {
+        issues.push(
+            Issue::new(
+                format!("{p}/trace"),
+                format!("a trace replays generation requests; `api: {name}` takes `input_tokens` or a dataset"),
+            )
+            .at_key(),
+        );
+    }
+    if w.batch == Some(0) {
+        issues.push(Issue::new(
+            format!("{p}/batch"),
+            "must be at least 1, found 0",
+        ));
+    }
+    check_body(&format!("{p}/body"), api, &w.body, issues);
+}
+
+fn check_body(
+    p: &str,
+    api: Api,
+    body: &serde_json::Map<String, serde_json::Value>,
+    issues: &mut Vec<Issue>,
+) {
+    for key in GENERATION_BODY_KEYS {
+        if body.contains_key(key) {
+            issues.push(
+                Issue::new(
+                    format!("{p}/{}", escape(key)),
+                    format!(
+                        "`{key}` is a generation setting; `api: {}` requests do not take it",
+                        api_name(api)
+                    ),
+                )
+                .at_key(),
+            );
+        }
+    }
+}
+
+fn api_name(api: Api) -> &'static str {
+    match api {
+        Api::Chat => "chat",
+        Api::Completions => "completions",
+        Api::Embeddings => "embeddings",
+        Api::Rerank => "rerank",
+    }
+}
