@@ -341,24 +341,7 @@ fn sweep_charts(out: &mut String, report: &Report) {
         false,
         &throughput,
     ));
-    let mut ttft = Vec::new();
-    for (name, ps) in &groups {
-        for (stat, pick) in [
-            (
-                "p50",
-                (|d: &crate::metrics::Distribution| d.p50) as fn(&_) -> f64,
-            ),
-            ("p95", |d| d.p95),
-        ] {
-            ttft.push(Series {
-                name: format!("{name} {stat}"),
-                points: ps
-                    .iter()
-                    .filter_map(|p| p.summary.ttft.as_ref().map(|d| (conc(p), pick(d) * 1000.0)))
-                    .collect(),
-            });
-        }
-    }
+    let ttft = p50_p95_ms_series(&groups, &conc, |p| p.summary.ttft.as_ref());
     out.push_str(&svg::line_chart(
         "TTFT vs concurrency",
         "concurrency (log scale)",
@@ -367,6 +350,33 @@ fn sweep_charts(out: &mut String, report: &Report) {
         true,
         &ttft,
     ));
+}
+
+/// One p50 and one p95 line (milliseconds) per sweep group, of the distribution `figure` picks.
+fn p50_p95_ms_series(
+    groups: &IndexMap<String, Vec<&PhaseResult>>,
+    conc: &impl Fn(&PhaseResult) -> f64,
+    figure: impl Fn(&PhaseResult) -> Option<&crate::metrics::Distribution>,
+) -> Vec<Series> {
+    let mut series = Vec::new();
+    for (name, ps) in groups {
+        for (stat, pick) in [
+            (
+                "p50",
+                (|d: &crate::metrics::Distribution| d.p50) as fn(&_) -> f64,
+            ),
+            ("p95", |d| d.p95),
+        ] {
+            series.push(Series {
+                name: format!("{name} {stat}"),
+                points: ps
+                    .iter()
+                    .filter_map(|p| figure(p).map(|d| (conc(p), pick(d) * 1000.0)))
+                    .collect(),
+            });
+        }
+    }
+    series
 }
 
 /// Embeddings and rerank sweeps: inputs/s and E2E latency, as they generate no tokens.
@@ -393,24 +403,7 @@ fn encoding_sweep_charts(
         false,
         &throughput,
     ));
-    let mut e2e = Vec::new();
-    for (name, ps) in groups {
-        for (stat, pick) in [
-            (
-                "p50",
-                (|d: &crate::metrics::Distribution| d.p50) as fn(&_) -> f64,
-            ),
-            ("p95", |d| d.p95),
-        ] {
-            e2e.push(Series {
-                name: format!("{name} {stat}"),
-                points: ps
-                    .iter()
-                    .filter_map(|p| p.summary.e2e.as_ref().map(|d| (conc(p), pick(d) * 1000.0)))
-                    .collect(),
-            });
-        }
-    }
+    let e2e = p50_p95_ms_series(groups, &conc, |p| p.summary.e2e.as_ref());
     out.push_str(&svg::line_chart(
         "E2E latency vs concurrency",
         "concurrency (log scale)",
