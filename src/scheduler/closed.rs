@@ -8,8 +8,8 @@ use tokio::time::Instant;
 
 use tokio_util::sync::CancellationToken;
 
+use super::session::run_session;
 use super::{Executor, InFlight, PromptFeed, WindowContext};
-use crate::workload::{ChatMessage, Prompt, PromptInput};
 
 pub(super) fn start<E: Executor, F: PromptFeed>(
     ctx: &WindowContext<E, F>,
@@ -62,54 +62,10 @@ pub(super) fn start<E: Executor, F: PromptFeed>(
                     ctx.deliver(record);
                     continue;
                 }
-                run_session(&ctx, turns, &stopped, &stop).await;
+                run_session(&ctx, turns, None, &stopped, &stop).await;
             }
             ctx.bound_reached.cancel();
         });
     }
     InFlight { tasks }
-}
-
-/// A session's turns one after another, each after its think time and with the history so
-/// far: the user messages and the server's own replies. A failed turn ends the session, as
-/// its history would no longer be what a user saw; so does the window's bound.
-async fn run_session<E: Executor, F: PromptFeed>(
-    ctx: &WindowContext<E, F>,
-    turns: Vec<(u64, Prompt)>,
-    stopped: &impl Fn() -> bool,
-    stop: &CancellationToken,
-) {
-    let mut history: Vec<ChatMessage> = Vec::new();
-    for (k, (index, mut prompt)) in turns.into_iter().enumerate() {
-        let think = prompt.session.map(|s| s.think).unwrap_or_default();
-        if k > 0 && !think.is_zero() {
-            tokio::select! {
-                () = tokio::time::sleep(think) => {}
-                () = stop.cancelled() => return,
-                () = ctx.abort.cancelled() => return,
-            }
-        }
-        if k > 0 && stopped() {
-            return;
-        }
-        let PromptInput::Messages(new) = &prompt.input else {
-            // Sessions need chat messages; `validate` refuses other targets.
-            return;
-        };
-        let new = new.clone();
-        let mut messages = history.clone();
-        messages.extend(new.iter().cloned());
-        prompt.input = PromptInput::Messages(messages);
-        let (record, reply) = ctx.send_turn(index, prompt).await;
-        let failed = !record.is_ok();
-        ctx.deliver(record);
-        if failed {
-            return;
-        }
-        history.extend(new);
-        history.push(ChatMessage {
-            role: "assistant".into(),
-            content: reply,
-        });
-    }
 }

@@ -11,6 +11,7 @@ mod closed;
 mod open;
 pub mod progress;
 pub mod rolling;
+mod session;
 
 use std::future::Future;
 use std::sync::Arc;

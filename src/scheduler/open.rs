@@ -9,6 +9,7 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use super::arrivals::ArrivalGaps;
+use super::session::run_session;
 use super::{Executor, InFlight, PromptFeed, WindowContext};
 use crate::plan::Arrival;
 use crate::workload::Prompt;
@@ -121,25 +122,38 @@ struct Pacer<E, F> {
 }
 
 impl<E: Executor, F: PromptFeed> Pacer<E, F> {
-    /// The next request's prompt and offset, or `None` once the window's bound is reached.
-    async fn next(&mut self, index: u64) -> Option<(Prompt, Duration)> {
+    /// The next arrival's prompts (one request, or a session's turns from `index` on) and
+    /// its offset, or `None` once the window's bound is reached.
+    async fn next(&mut self, index: u64) -> Option<(Vec<(u64, Prompt)>, Duration)> {
         if self.max_requests.is_some_and(|max| index >= max) || self.ctx.abort.is_cancelled() {
             return None;
         }
-        // Take the prompt before waiting, so a late one shows as send lag, not as a gap.
-        let prompt = self.ctx.next_prompt().await;
-        let offset = self.arrivals.next_offset(&prompt);
+        // Take the prompts before waiting, so a late one shows as send lag, not as a gap.
+        let first = self.ctx.next_prompt().await;
+        let offset = self.arrivals.next_offset(&first);
+        let count = first
+            .session
+            .map_or(1, |s| s.turns.saturating_sub(s.turn).max(1) as u64);
+        let mut prompts = vec![(index, first)];
+        while (prompts.len() as u64) < count
+            && self
+                .max_requests
+                .is_none_or(|max| index + (prompts.len() as u64) < max)
+        {
+            let next = index + prompts.len() as u64;
+            prompts.push((next, self.ctx.next_prompt().await));
+        }
         if self.deadline.is_some_and(|d| self.ctx.origin + offset >= d) {
             return None;
         }
-        Some((prompt, offset))
+        Some((prompts, offset))
     }
 
     /// Pacing on the runtime's timers (whole milliseconds; also tokio's paused test clock).
     async fn run_on_timers(mut self) -> InFlight {
         let mut tasks = JoinSet::new();
         let mut index = 0u64;
-        while let Some((prompt, offset)) = self.next(index).await {
+        while let Some((prompts, offset)) = self.next(index).await {
             tokio::select! {
                 _ = tokio::time::sleep_until(self.ctx.origin + offset) => {}
                 _ = self.stop.cancelled() => break,
@@ -147,8 +161,8 @@ impl<E: Executor, F: PromptFeed> Pacer<E, F> {
             let Some(permit) = self.slot().await else {
                 break;
             };
-            self.spawn(&mut tasks, index, prompt, offset, permit, None);
-            index += 1;
+            index += prompts.len() as u64;
+            self.spawn(&mut tasks, prompts, offset, permit, None);
         }
         self.ctx.bound_reached.cancel();
         InFlight { tasks }
@@ -160,7 +174,7 @@ impl<E: Executor, F: PromptFeed> Pacer<E, F> {
         let mut index = 0u64;
         let origin = self.ctx.origin.into_std();
         let _slack = FineTimerSlack::set();
-        while let Some((prompt, offset)) = handle.block_on(self.next(index)) {
+        while let Some((prompts, offset)) = handle.block_on(self.next(index)) {
             if !self.wait_until(origin + offset) {
                 break;
             }
@@ -168,8 +182,8 @@ impl<E: Executor, F: PromptFeed> Pacer<E, F> {
             let Some(permit) = handle.block_on(self.slot()) else {
                 break;
             };
-            self.spawn(&mut tasks, index, prompt, offset, permit, Some(handle));
-            index += 1;
+            index += prompts.len() as u64;
+            self.spawn(&mut tasks, prompts, offset, permit, Some(handle));
         }
         self.ctx.bound_reached.cancel();
         InFlight { tasks }
@@ -205,11 +219,12 @@ impl<E: Executor, F: PromptFeed> Pacer<E, F> {
         }
     }
 
+    /// One arrival: a request, or a whole session that holds its concurrency slot until its
+    /// last turn ends.
     fn spawn(
         &self,
         tasks: &mut JoinSet<()>,
-        request_index: u64,
-        prompt: Prompt,
+        mut prompts: Vec<(u64, Prompt)>,
         offset: Duration,
         permit: Option<OwnedSemaphorePermit>,
         handle: Option<&tokio::runtime::Handle>,
@@ -217,7 +232,19 @@ impl<E: Executor, F: PromptFeed> Pacer<E, F> {
         while tasks.try_join_next().is_some() {}
         let task_ctx = self.ctx.clone_for_task();
         let scheduled_ms = offset.as_secs_f64() * 1e3;
+        let (stop, deadline) = (self.stop.clone(), self.deadline);
         let request = async move {
+            if prompts[0].1.session.is_some() {
+                let stopped = || {
+                    stop.is_cancelled()
+                        || task_ctx.abort.is_cancelled()
+                        || deadline.is_some_and(|d| Instant::now() >= d)
+                };
+                run_session(&task_ctx, prompts, Some(scheduled_ms), &stopped, &stop).await;
+                drop(permit);
+                return;
+            }
+            let (request_index, prompt) = prompts.swap_remove(0);
             let mut record = task_ctx.send(request_index, prompt).await;
             drop(permit);
             record.scheduled_offset_ms = Some(scheduled_ms);

@@ -123,12 +123,59 @@ async fn each_turn_carries_the_servers_real_replies_after_its_think_time() {
     sim.shutdown().await;
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_open_loop_starts_sessions_at_its_rate_and_each_runs_to_its_end() {
+    let _exclusive = exclusive_run().await;
+    let dir = tempfile::tempdir().unwrap();
+    let plan = dir.path().join("plan.yaml");
+    // 20 sessions/s, constant: session k arrives at 50·k ms; 5 sessions of 3 turns.
+    std::fs::write(
+        &plan,
+        "version: 1\nname: open-sessions\nseed: 2\ntargets:\n  sim: {simulator: {decode_ms_per_token: 0.5, jitter: 0}}\n\
+         workloads:\n  agent:\n    input_tokens: 64\n    output_tokens: 6\n    ignore_eos: true\n\
+         \x20   session: {turns: 3, user_tokens: 8, think_time: 20ms}\n\
+         phases:\n  - {name: open, workload: agent, target: sim, rate: {rps: 20, arrival: constant}, requests: 15}\n",
+    )
+    .unwrap();
+    let out = dir.path().join("out");
+    run(quiet_run_options(plan, &out))
+        .await
+        .expect("the run completes");
+    let report = servebench::report::read_report(&out.join("report.json")).unwrap();
+    let phase = &report.phases[0];
+    assert_eq!((phase.summary.requests, phase.summary.errors), (15, 0));
+    let sessions = phase.sessions.as_ref().expect("sessions");
+    assert_eq!((sessions.sessions, sessions.complete), (5, 5));
+    for r in &phase.request_timings {
+        let (session, turn) = (r.session.unwrap(), r.turn.unwrap());
+        assert_eq!(r.request_index, session * 3 + turn, "{r:?}");
+        if turn == 0 {
+            // A session's arrival is its first turn's schedule; later turns follow replies.
+            let scheduled = r.scheduled_offset_ms.expect("an arrival time");
+            assert!((scheduled - 50.0 * session as f64).abs() < 1e-6, "{r:?}");
+            assert!(r.send_lag_ms.is_some_and(|lag| lag < 50.0), "{r:?}");
+        } else {
+            assert_eq!(r.scheduled_offset_ms, None, "{r:?}");
+        }
+    }
+    // Sessions overlap: the second starts before the first has ended.
+    let end_of_first = phase
+        .request_timings
+        .iter()
+        .filter(|r| r.session == Some(0))
+        .map(|r| r.start_offset_ms + r.e2e_ms)
+        .fold(0.0, f64::max);
+    assert!(
+        end_of_first > 50.0,
+        "first session ended at {end_of_first:.1} ms"
+    );
+}
+
 #[test]
-fn sessions_refuse_open_loops_and_completions_targets() {
-    let plan = "version: 1\nname: s\ntargets:\n  sim: {simulator: {}}\n  c: {simulator: {}, api: completions}\n\
-        workloads:\n  agent: {input_tokens: 50, session: {turns: 2}}\n\
-        phases:\n  - {name: open, target: sim, workload: agent, rate: {rps: 2}, requests: 4}\n\
-        \x20 - {name: comp, target: c, workload: agent, concurrency: 1, requests: 4}\n";
+fn sessions_refuse_completions_targets() {
+    let plan = "version: 1\nname: s\ntargets:\n  c: {simulator: {}, api: completions}\n\
+        workloads:\n  agent: {input_tokens: 50, session: {turns: 2, affinity_header: \"bad header\"}}\n\
+        phases:\n  - {name: comp, target: c, workload: agent, concurrency: 1, requests: 4}\n";
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("plan.yaml");
     std::fs::write(&path, plan).unwrap();
@@ -139,7 +186,7 @@ fn sessions_refuse_open_loops_and_completions_targets() {
         .unwrap();
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(!output.status.success());
-    assert!(stderr.contains("sessions run closed-loop"), "{stderr}");
     assert!(stderr.contains("sessions carry chat history"), "{stderr}");
+    assert!(stderr.contains("not a valid HTTP header name"), "{stderr}");
     assert!(stderr.contains("plan.yaml:"), "file:line:col: {stderr}");
 }

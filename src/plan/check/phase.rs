@@ -187,13 +187,6 @@ fn check_phase(plan: &Plan, p: &str, phase: &Phase, issues: &mut Vec<Issue>) {
                     .hint(Some("set the target's `api: chat`".into())),
             );
         }
-        if sessions && phase.rate.is_some() {
-            issues.push(
-                Issue::new(format!("{p}/rate"), "sessions run closed-loop").hint(Some(
-                    "use `concurrency: N` for N sessions in flight at once".into(),
-                )),
-            );
-        }
         check_load_model(p, phase, issues);
         if phase.duration.is_none() && phase.requests.is_none() && phase.until.is_none() {
             issues.push(
