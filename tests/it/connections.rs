@@ -145,8 +145,11 @@ async fn steady_open_loop_arrivals_reuse_every_pooled_connection() {
         peak >= 3,
         "peak in flight {peak}: the test needs overlapping requests"
     );
+    // A connection goes back to the pool a moment after its record ends, so a request that
+    // starts in that moment may open one more than the records' overlap shows; a loaded
+    // machine makes that moment longer. The most-recent-first pool opened 12 for a peak of 5.
     assert!(
-        t.connections_opened <= peak + t.connection_retries,
+        t.connections_opened <= peak + 2 + t.connection_retries,
         "{} connections opened for a peak of {peak} in flight: {t:?}",
         t.connections_opened
     );
