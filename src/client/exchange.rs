@@ -213,14 +213,17 @@ impl Client {
     {
         let body = self.request_body(prompt);
         let inputs = self.inputs(prompt);
+        let counts = (prompt.planned_prompt_tokens, inputs);
         self.send_body(
             request_index,
             body,
-            (prompt.planned_prompt_tokens, inputs),
+            counts,
             origin,
             cancel,
+            Extras::default(),
         )
         .await
+        .0
     }
 
     /// [`Client::send`] taking the prompt by value: it is dropped once the body is built, so a
@@ -234,8 +237,17 @@ impl Client {
         let body = self.request_body(&prompt);
         let counts = (prompt.planned_prompt_tokens, self.inputs(&prompt));
         drop(prompt);
-        self.send_body(request_index, body, counts, origin, std::future::pending())
-            .await
+        let pending = std::future::pending();
+        self.send_body(
+            request_index,
+            body,
+            counts,
+            origin,
+            pending,
+            Extras::default(),
+        )
+        .await
+        .0
     }
 
     /// One turn of a session: the prompt (its history already in it) sent with the session's
@@ -264,7 +276,7 @@ impl Client {
             capture_reply: true,
         };
         let (mut record, reply) = self
-            .send_body_with(
+            .send_body(
                 request_index,
                 body,
                 counts,
@@ -285,26 +297,9 @@ impl Client {
     }
 
     /// One request with its serialized body; `counts` are the prompt's planned token count
-    /// and, for embeddings and rerank, its number of inputs.
+    /// and, for embeddings and rerank, its number of inputs. The reply's text comes back when
+    /// `extras` asks for it.
     async fn send_body<C>(
-        &self,
-        request_index: u64,
-        body: String,
-        (planned, inputs): (Option<u64>, Option<u64>),
-        origin: Instant,
-        cancel: C,
-    ) -> RequestRecord
-    where
-        C: Future<Output = ()>,
-    {
-        let extras = Extras::default();
-        let counts = (planned, inputs);
-        self.send_body_with(request_index, body, counts, origin, cancel, extras)
-            .await
-            .0
-    }
-
-    async fn send_body_with<C>(
         &self,
         request_index: u64,
         body: String,

@@ -250,7 +250,7 @@ fn closes_after_every_response(
 }
 
 /// The most requests in flight at one instant.
-fn peak_in_flight(records: &[RequestRecord]) -> usize {
+pub fn peak_in_flight(records: &[RequestRecord]) -> usize {
     let mut edges: Vec<(f64, i32)> = records
         .iter()
         .flat_map(|r| [(r.start_offset_ms, 1), (r.start_offset_ms + r.e2e_ms, -1)])

@@ -323,16 +323,7 @@ fn sweep_charts(out: &mut String, report: &Report) {
     if groups.is_empty() {
         return;
     }
-    let throughput: Vec<Series> = groups
-        .iter()
-        .map(|(name, ps)| Series {
-            name: name.clone(),
-            points: ps
-                .iter()
-                .map(|p| (conc(p), p.summary.output_tokens_per_second))
-                .collect(),
-        })
-        .collect();
+    let throughput = sweep_series(&groups, &conc, |p| p.summary.output_tokens_per_second);
     out.push_str(&svg::line_chart(
         "Output throughput vs concurrency",
         "concurrency (log scale)",
@@ -350,6 +341,21 @@ fn sweep_charts(out: &mut String, report: &Report) {
         true,
         &ttft,
     ));
+}
+
+/// One line per sweep group: `value` of each phase against its concurrency.
+fn sweep_series(
+    groups: &IndexMap<String, Vec<&PhaseResult>>,
+    conc: &impl Fn(&PhaseResult) -> f64,
+    value: impl Fn(&PhaseResult) -> f64,
+) -> Vec<Series> {
+    groups
+        .iter()
+        .map(|(name, ps)| Series {
+            name: name.clone(),
+            points: ps.iter().map(|p| (conc(p), value(p))).collect(),
+        })
+        .collect()
 }
 
 /// One p50 and one p95 line (milliseconds) per sweep group, of the distribution `figure` picks.
@@ -385,16 +391,9 @@ fn encoding_sweep_charts(
     groups: &IndexMap<String, Vec<&PhaseResult>>,
     conc: impl Fn(&PhaseResult) -> f64,
 ) {
-    let throughput: Vec<Series> = groups
-        .iter()
-        .map(|(name, ps)| Series {
-            name: name.clone(),
-            points: ps
-                .iter()
-                .map(|p| (conc(p), p.summary.inputs_per_second.unwrap_or(0.0)))
-                .collect(),
-        })
-        .collect();
+    let throughput = sweep_series(groups, &conc, |p| {
+        p.summary.inputs_per_second.unwrap_or(0.0)
+    });
     out.push_str(&svg::line_chart(
         "Inputs per second vs concurrency",
         "concurrency (log scale)",

@@ -108,23 +108,6 @@ async fn a_server_closing_idle_connections_costs_no_errors() {
     assert_eq!(phase.transport.connections_opened, 4);
 }
 
-/// The most requests in flight at one instant, from the records' start and end offsets.
-fn peak_in_flight(phase: &PhaseResult) -> u64 {
-    let mut edges: Vec<(f64, i64)> = phase
-        .request_timings
-        .iter()
-        .flat_map(|r| [(r.start_offset_ms, 1), (r.start_offset_ms + r.e2e_ms, -1)])
-        .collect();
-    edges.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
-    let mut now = 0i64;
-    let mut peak = 0i64;
-    for (_, step) in edges {
-        now += step;
-        peak = peak.max(now);
-    }
-    peak as u64
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn steady_open_loop_arrivals_reuse_every_pooled_connection() {
     let _exclusive = exclusive_run().await;
@@ -140,7 +123,7 @@ async fn steady_open_loop_arrivals_reuse_every_pooled_connection() {
     let phase = &report.phases[0];
     assert_eq!(phase.summary.errors, 0, "{:?}", errors(phase));
     let t = &phase.transport;
-    let peak = peak_in_flight(phase);
+    let peak = servebench::metrics::peak_in_flight(&phase.request_timings) as u64;
     assert!(
         peak >= 3,
         "peak in flight {peak}: the test needs overlapping requests"
