@@ -14,8 +14,8 @@ use hyper::{Method, Request, Response, Uri};
 use super::config::{Api, ClientConfig, Redactor};
 use super::error_body;
 use super::failure::{
-    Failure, Waited, Which, error_chain, error_excerpt, ms_since, next_chunk, read_body_prefix,
-    signed_ms, wait,
+    BodyDeadlines, Failure, Waited, Which, error_chain, error_excerpt, ms_since, next_chunk,
+    read_body_prefix, signed_ms, wait,
 };
 use super::pool::{Lease, Origin, Pool, ServerKeepAlive};
 use super::record::{ErrorKind, RequestError, RequestRecord};
@@ -506,11 +506,11 @@ impl Client {
         total_deadline: Option<Instant>,
         state: &mut StreamState,
     ) -> (Result<f64, Failure>, bool) {
-        let idle = self.config.timeouts.idle;
+        let mut deadlines =
+            BodyDeadlines::new(self.config.timeouts.idle, total_deadline, Instant::now());
         let mut parser = SseParser::new(self.max_event_bytes);
         loop {
-            let idle_deadline = idle.map(|t| Instant::now() + t);
-            let chunk = match wait(next_chunk(body), idle_deadline, total_deadline).await {
+            let chunk = match deadlines.wait(next_chunk(body)).await {
                 Waited::Done(Ok(chunk)) => chunk,
                 Waited::Done(Err(err)) => {
                     let message = format!(
@@ -529,7 +529,9 @@ impl Client {
                 }
                 Waited::TimedOut(Which::Total) => return (Err(Failure::total()), false),
             };
-            let now_ms = ms_since(start, Instant::now());
+            let now = Instant::now();
+            deadlines.saw_bytes(now);
+            let now_ms = ms_since(start, now);
             let Some(chunk) = chunk else {
                 return (finish_stream(&mut parser, state, now_ms), true);
             };
@@ -562,16 +564,19 @@ impl Client {
         total_deadline: Option<Instant>,
         state: &mut StreamState,
     ) -> (Result<f64, Failure>, bool) {
-        let idle = self.config.timeouts.idle;
+        let mut deadlines =
+            BodyDeadlines::new(self.config.timeouts.idle, total_deadline, Instant::now());
         let mut bytes = Vec::new();
         loop {
-            let idle_deadline = idle.map(|t| Instant::now() + t);
-            match wait(next_chunk(body), idle_deadline, total_deadline).await {
+            match deadlines.wait(next_chunk(body)).await {
                 Waited::Done(Ok(Some(chunk))) if bytes.len() + chunk.len() > MAX_JSON_BYTES => {
                     let message = format!("response body over {} MiB", MAX_JSON_BYTES >> 20);
                     return (Err(Failure::new(ErrorKind::MalformedEvent, message)), false);
                 }
-                Waited::Done(Ok(Some(chunk))) => bytes.extend_from_slice(&chunk),
+                Waited::Done(Ok(Some(chunk))) => {
+                    deadlines.saw_bytes(Instant::now());
+                    bytes.extend_from_slice(&chunk);
+                }
                 Waited::Done(Ok(None)) => break,
                 Waited::Done(Err(err)) => {
                     let message = format!(

@@ -95,22 +95,97 @@ pub(crate) enum Waited<T> {
     TimedOut(Which),
 }
 
+/// The earlier of a step's own deadline and the total one, and which it is.
+fn earlier(own: Option<Instant>, total: Option<Instant>) -> Option<(Instant, Which)> {
+    match (own, total) {
+        (None, None) => None,
+        (Some(o), None) => Some((o, Which::Own)),
+        (None, Some(t)) => Some((t, Which::Total)),
+        (Some(o), Some(t)) if t <= o => Some((t, Which::Total)),
+        (Some(o), Some(_)) => Some((o, Which::Own)),
+    }
+}
+
 /// Await `fut` until the earlier of two optional deadlines.
 pub(crate) async fn wait<F: Future>(
     fut: F,
     own: Option<Instant>,
     total: Option<Instant>,
 ) -> Waited<F::Output> {
-    let (deadline, which) = match (own, total) {
-        (None, None) => return Waited::Done(fut.await),
-        (Some(o), None) => (o, Which::Own),
-        (None, Some(t)) => (t, Which::Total),
-        (Some(o), Some(t)) if t <= o => (t, Which::Total),
-        (Some(o), Some(_)) => (o, Which::Own),
+    let Some((deadline, which)) = earlier(own, total) else {
+        return Waited::Done(fut.await);
     };
     match tokio::time::timeout_at(deadline.into(), fut).await {
         Ok(output) => Waited::Done(output),
         Err(_) => Waited::TimedOut(which),
+    }
+}
+
+/// A body read's idle and total deadlines on one timer, armed once per body: each chunk only
+/// notes when it came, and the timer re-arms itself when it fires before the idle deadline.
+/// Re-arming a timer per chunk cost more client CPU than the chunk's own parsing.
+pub(crate) struct BodyDeadlines {
+    idle: Option<Duration>,
+    total: Option<Instant>,
+    last_bytes: Instant,
+    timer: Option<std::pin::Pin<Box<tokio::time::Sleep>>>,
+}
+
+impl BodyDeadlines {
+    pub(crate) fn new(idle: Option<Duration>, total: Option<Instant>, now: Instant) -> Self {
+        BodyDeadlines {
+            idle,
+            total,
+            last_bytes: now,
+            timer: None,
+        }
+    }
+
+    /// Bytes came at `at`: the idle deadline moves on.
+    pub(crate) fn saw_bytes(&mut self, at: Instant) {
+        self.last_bytes = at;
+    }
+
+    fn deadline(
+        idle: Option<Duration>,
+        last_bytes: Instant,
+        total: Option<Instant>,
+    ) -> Option<(Instant, Which)> {
+        earlier(idle.map(|idle| last_bytes + idle), total)
+    }
+
+    /// Await `fut` until the idle or total deadline.
+    pub(crate) async fn wait<F: Future>(&mut self, fut: F) -> Waited<F::Output> {
+        use std::task::Poll;
+        let BodyDeadlines {
+            idle,
+            total,
+            last_bytes,
+            timer,
+        } = self;
+        let Some((first, _)) = Self::deadline(*idle, *last_bytes, *total) else {
+            return Waited::Done(fut.await);
+        };
+        let mut fut = std::pin::pin!(fut);
+        std::future::poll_fn(|cx| {
+            if let Poll::Ready(output) = fut.as_mut().poll(cx) {
+                return Poll::Ready(Waited::Done(output));
+            }
+            let timer =
+                timer.get_or_insert_with(|| Box::pin(tokio::time::sleep_until(first.into())));
+            while timer.as_mut().poll(cx).is_ready() {
+                let Some((deadline, which)) = Self::deadline(*idle, *last_bytes, *total) else {
+                    unreachable!("a timer is armed only with a deadline");
+                };
+                // The tokio clock, so a paused test clock agrees with the timer.
+                if deadline <= tokio::time::Instant::now().into_std() {
+                    return Poll::Ready(Waited::TimedOut(which));
+                }
+                timer.as_mut().reset(deadline.into());
+            }
+            Poll::Pending
+        })
+        .await
     }
 }
 
@@ -181,4 +256,58 @@ pub(crate) fn signed_ms(from: Instant, to: Instant) -> f64 {
 
 pub(crate) fn ms_since(start: Instant, now: Instant) -> f64 {
     now.saturating_duration_since(start).as_secs_f64() * 1000.0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tokio::time::{Instant as TokioInstant, sleep};
+
+    /// Bytes every 60 ms keep a 100 ms idle deadline from firing, however long the body runs;
+    /// the first 150 ms gap fires it, 100 ms after the last bytes.
+    #[tokio::test(start_paused = true)]
+    async fn the_idle_deadline_moves_with_each_chunk_and_fires_on_a_gap() {
+        let start = TokioInstant::now();
+        let mut deadlines =
+            BodyDeadlines::new(Some(Duration::from_millis(100)), None, start.into_std());
+        for _ in 0..10 {
+            let waited = deadlines.wait(sleep(Duration::from_millis(60))).await;
+            assert!(
+                matches!(waited, Waited::Done(())),
+                "a chunk within the idle time"
+            );
+            deadlines.saw_bytes(TokioInstant::now().into_std());
+        }
+        let last_bytes = TokioInstant::now();
+        let waited = deadlines.wait(sleep(Duration::from_millis(150))).await;
+        assert!(matches!(waited, Waited::TimedOut(Which::Own)));
+        assert_eq!(last_bytes.elapsed(), Duration::from_millis(100));
+    }
+
+    /// The total deadline fires even while bytes keep coming, and says it was the total.
+    #[tokio::test(start_paused = true)]
+    async fn the_total_deadline_fires_while_bytes_flow() {
+        let start = TokioInstant::now();
+        let total = start.into_std() + Duration::from_millis(250);
+        let mut deadlines = BodyDeadlines::new(
+            Some(Duration::from_millis(100)),
+            Some(total),
+            start.into_std(),
+        );
+        let mut chunks = 0;
+        loop {
+            match deadlines.wait(sleep(Duration::from_millis(60))).await {
+                Waited::Done(()) => {
+                    chunks += 1;
+                    deadlines.saw_bytes(TokioInstant::now().into_std());
+                }
+                Waited::TimedOut(which) => {
+                    assert!(matches!(which, Which::Total));
+                    break;
+                }
+            }
+        }
+        assert_eq!(chunks, 4);
+        assert_eq!(start.elapsed(), Duration::from_millis(250));
+    }
 }

@@ -147,6 +147,8 @@ pub struct StreamState {
     pub server: ServerTimings,
     /// The reply's text so far, kept only when asked (a session's next turn carries it).
     pub reply: Option<String>,
+    /// The leading bytes this stream's chunks repeat, so each chunk's scan starts after them.
+    pub chunk_prefix: scan::ChunkPrefix,
 }
 
 /// What a server says it spent on one request.
@@ -280,8 +282,11 @@ pub fn error_message(payload: &[u8]) -> String {
 }
 
 /// One chunk's measured fields: the hand-written scan, or serde when the scan declines.
-pub fn parse_chunk(data: &[u8]) -> Result<ChunkSummary, serde_json::Error> {
-    match scan::fast(data) {
+pub fn parse_chunk(
+    data: &[u8],
+    prefix: &mut scan::ChunkPrefix,
+) -> Result<ChunkSummary, serde_json::Error> {
+    match scan::fast_resuming(data, prefix) {
         Some(summary) => Ok(summary),
         None => parse_chunk_serde(data),
     }
@@ -320,7 +325,7 @@ impl StreamState {
             self.done = true;
             return EventOutcome::Done;
         }
-        let event = match parse_chunk(data) {
+        let event = match parse_chunk(data, &mut self.chunk_prefix) {
             Ok(event) => event,
             Err(err) => {
                 return EventOutcome::Failed(StreamFailure {

@@ -34,20 +34,72 @@ pub struct UsageCounts {
     pub cached_tokens: Option<u64>,
 }
 
+/// Bytes that end a run of plain string bytes: the quote, the backslash and raw control
+/// characters.
+const STRING_STOP: [bool; 256] = {
+    let mut stop = [false; 256];
+    let mut b = 0;
+    while b < 0x20 {
+        stop[b] = true;
+        b += 1;
+    }
+    stop[b'"' as usize] = true;
+    stop[b'\\' as usize] = true;
+    stop
+};
+
 /// Nesting deeper than this goes to serde (whose own limit is 128).
 const MAX_DEPTH: u32 = 64;
 
 /// Scan one `data` payload; `None` means "ask serde".
 pub fn fast(data: &[u8]) -> Option<ChunkSummary> {
+    fast_resuming(data, &mut ChunkPrefix::default())
+}
+
+/// The leading top-level members one chunk of a stream shares with the next (`id`,
+/// `object`, `created`, `model`), and the scan's state after them. A stream's chunks repeat
+/// those bytes, so a chunk that starts with them resumes the scan there: the scan is a pure
+/// function of the bytes it has read, so the answer is the same as a scan from the start.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ChunkPrefix {
+    bytes: Vec<u8>,
+    top: Top,
+}
+
+/// [`fast`], reusing and updating `prefix` from the previous chunk of the same stream.
+pub fn fast_resuming(data: &[u8], prefix: &mut ChunkPrefix) -> Option<ChunkSummary> {
     // Keys and strings must be UTF-8 for serde; checking once up front keeps the scan simple.
     if !data.is_ascii() && std::str::from_utf8(data).is_err() {
         return None;
     }
+    let resumes = !prefix.bytes.is_empty() && data.starts_with(&prefix.bytes);
     let mut c = Cursor { b: data, i: 0 };
+    let mut checkpoint = None;
+    let summary = if resumes {
+        c.i = prefix.bytes.len();
+        c.members(prefix.top, &mut checkpoint)?
+    } else {
+        c.ws();
+        c.chunk(&mut checkpoint)?
+    };
     c.ws();
-    let summary = c.chunk()?;
-    c.ws();
-    (c.i == data.len()).then_some(summary)
+    if c.i != data.len() {
+        return None;
+    }
+    if let Some((end, top)) = checkpoint {
+        prefix.bytes.clear();
+        prefix.bytes.extend_from_slice(&data[..end]);
+        prefix.top = top;
+    }
+    Some(summary)
+}
+
+/// The top-level object's state between members.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+struct Top {
+    out: ChunkSummary,
+    seen: Seen,
+    object_is_error: bool,
 }
 
 struct Cursor<'a> {
@@ -97,16 +149,19 @@ impl<'a> Cursor<'a> {
         let start = self.i;
         let mut escaped = false;
         loop {
-            let rest = &self.b[self.i..];
-            let at = memchr::memchr2(b'"', b'\\', rest)?;
-            if rest[..at].iter().any(|&b| b < 0x20) {
-                return None; // raw control characters are invalid JSON
-            }
-            self.i += at;
-            if self.b[self.i] == b'"' {
-                let raw = &self.b[start..self.i];
+            // Chunk strings are short: a byte loop beats memchr's set-up, and checks for raw
+            // control characters (invalid JSON) in the same pass.
+            while !STRING_STOP[usize::from(*self.b.get(self.i)?)] {
                 self.i += 1;
-                return Some(Str { raw, escaped });
+            }
+            match self.b[self.i] {
+                b'"' => {
+                    let raw = &self.b[start..self.i];
+                    self.i += 1;
+                    return Some(Str { raw, escaped });
+                }
+                b'\\' => {}
+                _ => return None, // raw control characters are invalid JSON
             }
             match self.b.get(self.i + 1)? {
                 b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't' => {}
@@ -264,50 +319,89 @@ impl<'a> Cursor<'a> {
         }
     }
 
-    /// The top-level chunk object.
-    fn chunk(&mut self) -> Option<ChunkSummary> {
-        let mut out = ChunkSummary::default();
-        let mut seen = Seen::default();
-        let mut object_is_error = false;
-        self.object(|c, key| match key {
+    /// The top-level chunk object. `checkpoint` gets the offset after each separator between
+    /// leading members, before any member whose value varies from chunk to chunk.
+    fn chunk(&mut self, checkpoint: &mut Option<(usize, Top)>) -> Option<ChunkSummary> {
+        self.eat(b'{')?;
+        if self.peek()? == b'}' {
+            self.i += 1;
+            return Some(ChunkSummary::default());
+        }
+        self.members(Top::default(), checkpoint)
+    }
+
+    /// The top-level members from a key on, then the closing brace.
+    fn members(
+        &mut self,
+        mut top: Top,
+        checkpoint: &mut Option<(usize, Top)>,
+    ) -> Option<ChunkSummary> {
+        let mut leading = true;
+        loop {
+            let key = self.string()?;
+            if key.escaped {
+                return None; // serde matches the decoded key
+            }
+            self.eat(b':')?;
+            leading &= !matches!(key.raw, b"choices" | b"usage" | b"error");
+            self.top_member(key.raw, &mut top)?;
+            match self.peek()? {
+                b',' => {
+                    self.i += 1;
+                    if leading {
+                        *checkpoint = Some((self.i, top));
+                    }
+                }
+                b'}' => {
+                    self.i += 1;
+                    break;
+                }
+                _ => return None,
+            }
+        }
+        let mut out = top.out;
+        out.is_error |= top.object_is_error;
+        Some(out)
+    }
+
+    fn top_member(&mut self, key: &[u8], top: &mut Top) -> Option<()> {
+        match key {
             b"choices" => {
-                seen.once(0)?;
-                out.choice = c.choices()?;
+                top.seen.once(0)?;
+                top.out.choice = self.choices()?;
                 Some(())
             }
             b"usage" => {
-                seen.once(1)?;
-                out.usage = c.usage()?;
+                top.seen.once(1)?;
+                top.out.usage = self.usage()?;
                 Some(())
             }
             b"error" => {
-                seen.once(2)?;
-                if c.peek()? == b'n' {
-                    c.literal(b"null")
+                top.seen.once(2)?;
+                if self.peek()? == b'n' {
+                    self.literal(b"null")
                 } else {
-                    out.is_error = true;
-                    c.skip(1)
+                    top.out.is_error = true;
+                    self.skip(1)
                 }
             }
             b"object" => {
-                seen.once(3)?;
-                match c.peek()? {
-                    b'n' => c.literal(b"null"),
+                top.seen.once(3)?;
+                match self.peek()? {
+                    b'n' => self.literal(b"null"),
                     b'"' => {
-                        let s = c.string()?;
+                        let s = self.string()?;
                         if s.escaped {
                             return None;
                         }
-                        object_is_error = s.raw == b"error";
+                        top.object_is_error = s.raw == b"error";
                         Some(())
                     }
                     _ => None,
                 }
             }
-            _ => c.skip(1),
-        })?;
-        out.is_error |= object_is_error;
-        Some(out)
+            _ => self.skip(1),
+        }
     }
 
     /// `choices`: `null` or an array whose first element is a choice object.
@@ -425,7 +519,7 @@ impl<'a> Cursor<'a> {
 }
 
 /// Known keys seen in one object: serde rejects a duplicate, so the scan hands it over.
-#[derive(Default)]
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
 struct Seen(u8);
 
 impl Seen {

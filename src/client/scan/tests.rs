@@ -104,8 +104,54 @@ fn agree(data: &[u8]) -> Result<(), TestCaseError> {
     Ok(())
 }
 
+/// Chunks of one stream: shared leading members (sometimes a different `model`, sometimes
+/// a key repeated or reordered), then random choices, usage and error.
+fn stream_chunks() -> impl Strategy<Value = Vec<Vec<u8>>> {
+    let head = prop_oneof![
+        Just(r#"{"id":"c1","object":"chat.completion.chunk","created":7,"model":"m","#),
+        Just(r#"{"id":"c1","object":"chat.completion.chunk","created":7,"model":"n","#),
+        Just(r#"{"id":"c1","object":"error","created":7,"#),
+        Just(r#"{"id":"c1","object":"x","object":"y","#),
+        Just(r#"{ "id" : "c1" , "#),
+        Just("{"),
+    ];
+    let chunk = (head, json_text(), json_text(), json_text()).prop_map(|(head, content, usage, error)| {
+        let body = format!(
+            r#""choices":[{{"index":0,"delta":{{"content":{content}}}}}],"usage":{usage},"error":{error}}}"#
+        );
+        format!("{head}{body}")
+    });
+    let edited = (
+        chunk,
+        (any::<u8>(), any::<usize>(), any::<u8>()),
+        any::<bool>(),
+    )
+        .prop_map(|(text, edit, keep)| {
+            if keep {
+                text.into_bytes()
+            } else {
+                mutate(text, edit)
+            }
+        });
+    prop::collection::vec(edited, 1..8)
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(2000))]
+    #[test]
+    fn resumed_scan_equals_a_scan_from_the_start(chunks in stream_chunks()) {
+        let mut prefix = ChunkPrefix::default();
+        for chunk in &chunks {
+            prop_assert_eq!(
+                fast_resuming(chunk, &mut prefix),
+                fast(chunk),
+                "on {:?} after prefix {:?}",
+                String::from_utf8_lossy(chunk),
+                String::from_utf8_lossy(&prefix.bytes)
+            );
+        }
+    }
+
     #[test]
     fn scan_agrees_with_serde_on_random_json(text in json_text(), edit in (any::<u8>(), any::<usize>(), any::<u8>())) {
         agree(text.as_bytes())?;
