@@ -25,7 +25,6 @@ mod run;
 mod saturation;
 pub mod scrape;
 mod search;
-mod side;
 mod stable;
 mod targets;
 

@@ -25,7 +25,7 @@ use super::phase_seed;
 use super::saturation::Saturation;
 use super::scrape;
 use super::stable;
-use super::targets::Endpoint;
+use super::targets::PhaseTarget;
 use crate::metrics::stability::UntilOutcome;
 use crate::report::SaturationStop;
 
@@ -40,12 +40,11 @@ pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(120);
 pub(super) struct PhaseRun<'a> {
     pub plan: &'a LoadedPlan,
     pub phase: &'a PhaseSettings<'a>,
-    pub endpoint: &'a Endpoint,
+    pub target: &'a PhaseTarget,
     pub run_id: &'a str,
     pub journal: &'a Journal,
     pub stops: &'a Stops,
     pub progress: ProgressMode,
-    pub http: &'a reqwest::Client,
     pub shard: Option<ShardSpec>,
     /// The warmup's request bound, this shard's share of it in a sharded run.
     pub warmup_requests: Option<u64>,
@@ -181,9 +180,9 @@ impl PhaseRun<'_> {
 
     /// The server's counters over the measured window, from the scrapes around it.
     fn server_metrics(&self, before: Scrapes, after: Scrapes) -> Option<ServerMetrics> {
-        match (&self.endpoint.metrics_url, before, after) {
+        match (&self.target.metrics_url, before, after) {
             (_, Scrapes::Several(before), Scrapes::Several(after)) => {
-                let combined = scrape::endpoints::combine(&self.endpoint.metrics, &before, &after);
+                let combined = scrape::endpoints::combine(&self.target.metrics, &before, &after);
                 for warning in &combined.warnings {
                     eprintln!("warning: phase `{}`: {warning}", self.phase.name);
                 }
@@ -221,7 +220,12 @@ impl PhaseRun<'_> {
                     phase.name, phase.workload_name
                 ))
             })?;
-        let (http, headers) = super::side::side_access(client.config(), Some(CALIBRATION_TIMEOUT))
+        // `/tokenize` is asked the way the benchmark's requests are: same TLS, proxy, socket,
+        // key and headers.
+        let endpoint = &self.target.endpoint;
+        let (http, headers) = endpoint
+            .side_client(Some(CALIBRATION_TIMEOUT))
+            .and_then(|http| Ok((http, endpoint.access_headers()?)))
             .map_err(|e| RunError::InvalidInput(format!("phase `{}`: {e}", phase.name)))?;
         source.calibrate_with(&http, &headers).await.map_err(|e| {
             RunError::Failed(format!(
@@ -440,15 +444,13 @@ impl PhaseRun<'_> {
 
     fn client_config(&self) -> Result<ClientConfig, crate::client::ClientError> {
         let phase = self.phase;
-        let mut config = super::endpoint::client_config(
+        let mut config = super::endpoint::request_config(
+            &self.target.endpoint,
             phase.target,
-            self.endpoint.base_url.clone(),
             phase.workload,
             phase.max_connections(),
         )?;
-        config.model = self.endpoint.model.clone();
-        let plan_dir = self.plan.source_path.parent().unwrap_or(Path::new(""));
-        super::endpoint::resolve_paths(&mut config, phase.target, plan_dir);
+        config.model = self.target.model.clone();
         // Without limits a dead server would hold a phase forever; the drain timeout still
         // bounds a slow but live one.
         config
@@ -474,8 +476,8 @@ impl PhaseRun<'_> {
                 phase.workload.seed.or(self.plan.plan.seed),
                 phase.name,
             )),
-            base_url: self.endpoint.base_url.clone(),
-            model: self.endpoint.model.clone(),
+            base_url: self.target.endpoint.base_url.clone(),
+            model: self.target.model.clone(),
         }
     }
 
@@ -517,41 +519,36 @@ impl PhaseRun<'_> {
     /// Scrapes during the measured window when the target asks for them: the backends when
     /// it lists any, else its one metrics endpoint.
     fn sampler(&self) -> Option<scrape::timeline::Sampler> {
-        let interval = self.endpoint.metrics_interval?;
+        let interval = self.target.metrics_interval?;
         let backends: Vec<String> = self
-            .endpoint
+            .target
             .metrics
             .iter()
             .filter(|m| m.role == crate::plan::MetricsRole::Backend)
             .map(|m| m.url.clone())
             .collect();
-        let urls = match (backends.is_empty(), &self.endpoint.metrics_url) {
+        let urls = match (backends.is_empty(), &self.target.metrics_url) {
             (false, _) => backends,
-            (true, Some(url)) if self.endpoint.metrics.is_empty() => vec![url.clone()],
-            _ => self
-                .endpoint
-                .metrics
-                .iter()
-                .map(|m| m.url.clone())
-                .collect(),
+            (true, Some(url)) if self.target.metrics.is_empty() => vec![url.clone()],
+            _ => self.target.metrics.iter().map(|m| m.url.clone()).collect(),
         };
         Some(scrape::timeline::Sampler::start(
-            self.http.clone(),
+            self.target.side.clone(),
             urls,
             interval,
         ))
     }
 
     async fn scrape(&self) -> Scrapes {
-        if !self.endpoint.metrics.is_empty() {
+        if !self.target.metrics.is_empty() {
             return Scrapes::Several(
-                scrape::endpoints::scrape_all(self.http, &self.endpoint.metrics).await,
+                scrape::endpoints::scrape_all(&self.target.side, &self.target.metrics).await,
             );
         }
-        let Some(url) = self.endpoint.metrics_url.as_deref() else {
+        let Some(url) = self.target.metrics_url.as_deref() else {
             return Scrapes::One(None);
         };
-        Scrapes::One(match scrape::scrape(self.http, url).await {
+        Scrapes::One(match scrape::scrape(&self.target.side, url).await {
             Ok(sample) => Some(sample),
             Err(e) => {
                 eprintln!("warning: phase `{}`: {e}", self.phase.name);
