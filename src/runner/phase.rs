@@ -11,6 +11,7 @@ use crate::client::{Client, ClientConfig, RequestRecord};
 use crate::plan::LoadedPlan;
 use crate::report::{self, Figures, PhaseFacts, PhaseResult, ServerMetrics, WarmupResult};
 use crate::schedule::{self, PhaseSettings, ShardSpec};
+use crate::scheduler::live::{Keep, LiveTally, SharedTally};
 use crate::scheduler::progress::{PhaseProgress, ProgressMode};
 use crate::scheduler::rolling::Rolling;
 use crate::scheduler::{self, LiveCounters, Stops, WindowSpec};
@@ -24,10 +25,9 @@ use super::output::{Journal, Window};
 use super::phase_seed;
 use super::saturation::Saturation;
 use super::scrape;
-use super::stable;
+use super::stable::Stable;
 use super::targets::PhaseTarget;
-use crate::metrics::stability::UntilOutcome;
-use crate::report::SaturationStop;
+use super::watch::{Watched, WindowWatch, window_stops};
 
 pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 /// Longest a `/tokenize` calibration request may take.
@@ -103,8 +103,7 @@ impl PhaseRun<'_> {
         // Boxed: the window with its watchers is a large future for the caller's stack.
         let measured = Box::pin(self.measured(&spec, prepared.client, prepared.feed.clone()));
         let watch = super::client_watch::ClientWatch::start();
-        let (((mut outcome, collected), until, saturation_stop), during) =
-            super::marks::around(phase.during, self.during, measured).await;
+        let ((mut outcome, collected), watched) = measured.await;
         let client_load = watch.finish().await;
         // A stop for stability or saturation is not an interrupt.
         outcome.interrupted = self.stops.stop_starting.is_cancelled();
@@ -156,9 +155,9 @@ impl PhaseRun<'_> {
             let method = self.plan.plan.percentile_method;
             result.sessions = crate::metrics::session_summary(&result.request_timings, method);
         }
-        result.marks = super::marks::during_marks(&during, outcome.origin);
-        result.hooks = during.outcomes;
-        (result.until, result.saturation_stop) = (until, saturation_stop);
+        result.marks = super::marks::during_marks(&watched.during, outcome.origin);
+        result.hooks = watched.during.outcomes;
+        (result.until, result.saturation_stop) = (watched.until, watched.saturation);
         let send_lag_p99 = result.send_lag_ms.as_ref().map(|d| d.p99);
         let trust = crate::metrics::trust::judge(client_load, send_lag_p99);
         if !trust.is_trusted() {
@@ -279,7 +278,7 @@ impl PhaseRun<'_> {
                 prepared.client.clone(),
                 prepared.feed.clone(),
                 (Window::Warmup, format!("{} warmup", phase.name)),
-                (self.stops, None),
+                (self.stops, LiveTally::shared(&Keep::default())),
             )
             .await;
         let warmup = WarmupResult {
@@ -336,60 +335,41 @@ impl PhaseRun<'_> {
         }
     }
 
-    /// The measured window, stopped early once its estimates are stable (`until`) or, for a
-    /// rate probe, once the target has fallen behind its arrivals.
+    /// The measured window with its watchers: stopped early once its estimates are stable
+    /// (`until`) or, for a rate probe, once the target has fallen behind its arrivals; the
+    /// `during` actions run beside it.
     async fn measured(
         &self,
         spec: &WindowSpec,
         client: Arc<Client>,
         feed: Arc<PromptQueue>,
-    ) -> (WindowResult, Option<UntilOutcome>, Option<SaturationStop>) {
+    ) -> (WindowResult, Watched) {
         let phase = self.phase;
-        let stops = stable::window_stops(self.stops);
+        let stops = window_stops(self.stops);
         let method = self.plan.plan.percentile_method;
-        let stable = phase
-            .until
-            .map(|until| stable::Stable::new(until, method, stops.clone()));
-        let probe = phase.search.is_some();
-        let saturation = Saturation::for_probe(&phase.load, probe, stops.clone());
-        let observers = stable.as_ref().map(stable::Stable::observer).into_iter();
-        let observers = observers.chain(saturation.as_ref().map(Saturation::observer));
-        let label = (Window::Measured, phase.name.to_string());
-        let window = Box::pin(self.window(
-            spec,
-            client,
-            feed,
-            label,
-            (&stops, stable::combine(observers.collect())),
-        ));
-        let watched = async {
-            match &saturation {
-                Some(watch) => watch.around(window).await,
-                None => (window.await, None),
-            }
+        let watch = WindowWatch {
+            stable: phase
+                .until
+                .map(|until| Stable::new(until, method, stops.clone())),
+            saturation: Saturation::for_probe(&phase.load, phase.search.is_some(), stops.clone()),
+            during: (phase.during, self.during),
         };
-        let by_requests = |(result, _): &(WindowResult, _)| Some(result.0.started) == spec.requests;
-        match &stable {
-            Some(stable) => {
-                let ((out, stop), until) = stable.around(watched, self.stops, by_requests).await;
-                (out, Some(until), stop)
-            }
-            None => {
-                let (out, stop) = watched.await;
-                (out, None, stop)
-            }
-        }
+        let tally = watch.tally();
+        let label = (Window::Measured, phase.name.to_string());
+        let window = Box::pin(self.window(spec, client, feed, label, (&stops, tally.clone())));
+        let by_requests = |(result, _): &WindowResult| Some(result.started) == spec.requests;
+        watch.around(window, &tally, self.stops, by_requests).await
     }
 
-    /// Run one window, journaling and showing progress as records arrive; `observer` (run
-    /// until stable) sees every record, and `stops` end this window.
+    /// Run one window, journaling and showing progress as records arrive; every record is
+    /// counted once in `tally`, which the window's watchers read, and `stops` end this window.
     async fn window(
         &self,
         spec: &WindowSpec,
         client: Arc<Client>,
         feed: Arc<PromptQueue>,
         (window, label): (Window, String),
-        (stops, observer): (&Stops, Option<super::stable::Observer>),
+        (stops, tally): (&Stops, SharedTally),
     ) -> WindowResult {
         let (tx, mut rx) = mpsc::unbounded_channel::<RequestRecord>();
         let counters = Arc::new(LiveCounters::default());
@@ -404,6 +384,7 @@ impl PhaseRun<'_> {
                 spec.requests,
             ),
             rolling: Rolling::new(self.long_run.summary_every, spec.duration),
+            tally,
             collector: PhaseCollector::new(CollectSettings {
                 keep: self.long_run.keep_records,
                 seed: spec.seed,
@@ -422,12 +403,7 @@ impl PhaseRun<'_> {
             loop {
                 tokio::select! {
                     received = rx.recv() => match received {
-                        Some(record) => {
-                            if let Some(observe) = &observer {
-                                observe(&record);
-                            }
-                            sink.record(record, collector_counters.in_flight());
-                        }
+                        Some(record) => sink.record(record, collector_counters.in_flight()),
                         None => break,
                     },
                     _ = tick.tick() => sink.tick(collector_counters.in_flight()),
@@ -561,14 +537,15 @@ impl PhaseRun<'_> {
 /// What a window did, and its records.
 type WindowResult = (scheduler::WindowOutcome, Collected);
 
-/// Where a window's records go as they arrive: the journal, the progress line, the rolling
-/// summaries and the collector.
+/// Where a window's records go as they arrive: the journal, the running tally (which the
+/// progress line, the rolling summaries and the window's watchers read) and the collector.
 struct WindowSink {
     journal: Journal,
     phase_name: String,
     window: Window,
     progress: PhaseProgress,
     rolling: Rolling,
+    tally: SharedTally,
     collector: PhaseCollector,
     journal_error: Option<std::io::Error>,
     collect_error: Option<std::io::Error>,
@@ -579,8 +556,7 @@ impl WindowSink {
         if let Err(e) = self.journal.append(&self.phase_name, self.window, &record) {
             self.journal_error.get_or_insert(e);
         }
-        self.progress.record(&record);
-        self.rolling.record(&record);
+        LiveTally::lock(&self.tally).record(&record, std::time::Instant::now());
         // This record's request was in flight with the others still running.
         self.collector.note_in_flight(in_flight + 1);
         if let Err(e) = self.collector.add(record) {
@@ -589,8 +565,12 @@ impl WindowSink {
     }
 
     fn tick(&mut self, in_flight: u64) {
-        self.progress.tick(in_flight);
-        if let Some(summary) = self.rolling.due(std::time::Instant::now())
+        let summary = {
+            let mut tally = LiveTally::lock(&self.tally);
+            self.progress.tick(&tally, in_flight);
+            self.rolling.due(&mut tally, std::time::Instant::now())
+        };
+        if let Some(summary) = summary
             && let Err(e) = self
                 .journal
                 .append_summary(&self.phase_name, self.window, &summary)
