@@ -6,12 +6,13 @@
 //! clock ([`Instant`](std::time::Instant)), read when bytes arrive. The client takes plain
 //! values ([`ClientConfig`]); resolving them from a plan is the runner's job.
 //!
-//! Files: `config.rs` (settings, secrets), `pool.rs` (connections), `socket.rs` (TCP, Unix, TLS), `request.rs` (headers and
+//! Files: `endpoint.rs` (a target's resolved connection settings and its side traffic), `config.rs` (settings, secrets), `pool.rs` (connections), `socket.rs` (TCP, Unix, TLS), `request.rs` (headers and
 //! body), `tls.rs` (roots, client certificates, certificate errors), `exchange.rs` (one request and its stream), `failure.rs` (deadlines and error kinds), `stream.rs`/`scan.rs`/
 //! `sse.rs` (parsing), `error_body.rs` (an error body's code and type), `record.rs` (what a
 //! request produced).
 
 mod config;
+mod endpoint;
 pub mod error_body;
 mod exchange;
 mod failure;
@@ -32,6 +33,7 @@ pub use config::{
     Api, ClientConfig, ConnectionSettings, DEFAULT_CONNECTION_IDLE_TIMEOUT, HttpVersion, REDACTED,
     ResolvedTimeouts, Sampling, is_secret_header, merge_body,
 };
+pub use endpoint::Endpoint;
 pub use exchange::Client;
 pub use pool::{ServerKeepAlive, parse_keep_alive};
 pub use record::*;

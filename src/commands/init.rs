@@ -1,10 +1,12 @@
 //! `servebench init [--target URL] [-o FILE]`: probe a server and write a starter plan.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use crate::client::Endpoint;
 use crate::exit;
 use crate::plan::starter::{Discovery, starter_plan};
+use crate::runner::endpoint::resolve;
 use crate::workload::tokens::server_root;
 
 #[derive(Debug, clap::Args)]
@@ -71,20 +73,27 @@ pub fn run(args: &InitArgs) -> i32 {
     }
 }
 
+/// How long each probe waits for the server.
+const PROBE_TIMEOUT: Duration = Duration::from_secs(10);
+
 /// Ask the server for its models, and whether it serves `/tokenize` and `/metrics`.
 async fn probe(base_url: &str) -> Result<Discovery, String> {
-    let base = base_url.trim_end_matches('/').to_string();
-    let root = server_root(&base);
-    let client = reqwest::Client::builder()
-        .timeout(Duration::from_secs(10))
-        .build()
-        .map_err(|e| format!("cannot build an HTTP client: {e}"))?;
+    // The URL as a plan target would give it, resolved the way a run resolves one.
+    let target = crate::plan::Target {
+        base_url: Some(base_url.to_string()),
+        ..Default::default()
+    };
+    let endpoint = resolve(&target, Path::new("")).map_err(|e| e.to_string())?;
+    let root = server_root(&endpoint.base_url);
+    let client = endpoint
+        .side_client(Some(PROBE_TIMEOUT))
+        .map_err(|e| e.to_string())?;
 
-    let (model, model_note) = probe_models(&client, &base).await?;
+    let (model, model_note) = probe_models(&endpoint, &client).await?;
     let (tokenizer, tokenizer_note) = probe_tokenize(&client, &root, model.as_deref()).await;
     let (metrics_url, metrics_note) = probe_metrics(&client, &root).await;
     Ok(Discovery {
-        base_url: Some(base),
+        base_url: Some(endpoint.base_url),
         model,
         model_note,
         tokenizer,
@@ -94,30 +103,17 @@ async fn probe(base_url: &str) -> Result<Discovery, String> {
     })
 }
 
-/// The served models: the first is the plan's, with a note on the others.
+/// The served models, listed by the run's own model discovery: the first is the plan's, with
+/// a note on the others.
 async fn probe_models(
+    endpoint: &Endpoint,
     client: &reqwest::Client,
-    base: &str,
 ) -> Result<(Option<String>, String), String> {
-    let models_url = format!("{base}/models");
-    let models: serde_json::Value = client
-        .get(&models_url)
-        .send()
+    let models_url = endpoint.models_url();
+    let ids = endpoint
+        .list_models(client, PROBE_TIMEOUT)
         .await
-        .and_then(reqwest::Response::error_for_status)
-        .map_err(|e| format!("cannot list models at {models_url}: {e}"))?
-        .bytes()
-        .await
-        .map_err(|e| format!("cannot read the answer of {models_url}: {e}"))
-        .and_then(|b| {
-            serde_json::from_slice(&b).map_err(|e| format!("{models_url} did not answer JSON: {e}"))
-        })?;
-    let ids: Vec<String> = models["data"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter_map(|m| m["id"].as_str().map(str::to_string))
-        .collect();
+        .map_err(|why| format!("cannot list models: {models_url} {why}"))?;
     Ok(match ids.as_slice() {
         [] => (
             None,

@@ -1,5 +1,6 @@
-//! From plan types to the client's plain values: a target and a workload become a
-//! `ClientConfig`; the model name is decided here once; the report's copy of a plan is redacted.
+//! From plan types to the client's plain values: a target resolves to one `Endpoint`, which
+//! with a workload becomes a phase's `ClientConfig`; the model name is decided here once; the
+//! report's copy of a plan is redacted.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -8,8 +9,9 @@ use hyper::header::HeaderName;
 use indexmap::IndexMap;
 
 use crate::client::{
-    self, ClientConfig, ClientError, ConnectionSettings, HttpVersion, REDACTED, RequestIdFormat,
-    RequestIdSettings, ResolvedTimeouts, Sampling, TlsSettings, is_secret_header, merge_body,
+    self, ClientConfig, ClientError, ConnectionSettings, Endpoint, HttpVersion, REDACTED,
+    RequestIdFormat, RequestIdSettings, ResolvedTimeouts, Sampling, TlsSettings, is_secret_header,
+    merge_body,
 };
 use crate::plan::{self, Plan, Target, Workload};
 use crate::report::EndpointFacts;
@@ -63,8 +65,98 @@ pub fn connection(connection: Option<&plan::TargetConnection>) -> ConnectionSett
     }
 }
 
+/// What `target` resolves to, once per run: its base URL, TLS files and Unix socket joined to
+/// `plan_dir`, the API key read from the variable it names, its headers, HTTP version and
+/// request-id header. A simulator target's base URL is empty until the simulator listens.
+pub fn resolve(target: &Target, plan_dir: &Path) -> Result<Endpoint, ClientError> {
+    Ok(Endpoint {
+        base_url: target
+            .base_url
+            .as_deref()
+            .unwrap_or_default()
+            .trim_end_matches('/')
+            .to_string(),
+        tls: tls_settings(target, plan_dir),
+        unix_socket: target.socket.as_ref().map(|p| plan_dir.join(p)),
+        proxy: target.proxy.clone(),
+        headers: target
+            .headers
+            .iter()
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect(),
+        api_key: api_key(target)?,
+        api_key_header: target.api_key_header.clone(),
+        http: match target.http {
+            Some(plan::TargetHttp::Http2) => HttpVersion::Http2,
+            Some(plan::TargetHttp::Http1) | None => HttpVersion::Http1,
+        },
+        request_id: request_id_settings(target),
+    })
+}
+
+/// The configuration for one phase's requests to `endpoint`: `target`'s API, model, timeouts
+/// and body with `workload`'s merged over it, and `workload`'s sampling. `max_connections` is
+/// the phase's concurrency (or its open-loop in-flight cap).
+pub fn request_config(
+    endpoint: &Endpoint,
+    target: &Target,
+    workload: &Workload,
+    max_connections: usize,
+) -> Result<ClientConfig, ClientError> {
+    let model =
+        model_name(target).ok_or_else(|| ClientError("the target names no model".to_string()))?;
+    let mut body = target.body.clone();
+    merge_body(&mut body, &workload.body);
+    let Endpoint {
+        base_url,
+        tls,
+        unix_socket,
+        proxy,
+        headers,
+        api_key,
+        api_key_header,
+        http,
+        request_id,
+    } = endpoint.clone();
+    Ok(ClientConfig {
+        base_url,
+        api: api(target.api),
+        model,
+        api_key,
+        api_key_header,
+        headers,
+        timeouts: timeouts(target.timeout.as_ref()),
+        body,
+        sampling: Sampling {
+            temperature: workload.temperature,
+            ignore_eos: workload.ignore_eos,
+            min_tokens: workload.min_tokens,
+            seed: workload.seed,
+        },
+        max_connections: max_connections.max(1),
+        connection: connection(target.connection.as_ref()),
+        tls,
+        http,
+        unix_socket,
+        proxy,
+        request_id,
+    })
+}
+
+/// [`request_config`] for `target` resolved against the working directory, at `base_url`:
+/// for library use and tests that hold a target but no plan file.
+pub fn client_config(
+    target: &Target,
+    base_url: String,
+    workload: &Workload,
+    max_connections: usize,
+) -> Result<ClientConfig, ClientError> {
+    let endpoint = resolve(target, Path::new(""))?.at(base_url);
+    request_config(&endpoint, target, workload, max_connections)
+}
+
 /// The API key from the environment variable the target names.
-pub fn api_key(target: &Target) -> Result<Option<String>, ClientError> {
+fn api_key(target: &Target) -> Result<Option<String>, ClientError> {
     let Some(var) = &target.api_key_env else {
         return Ok(None);
     };
@@ -79,52 +171,8 @@ pub fn api_key(target: &Target) -> Result<Option<String>, ClientError> {
     }
 }
 
-/// The configuration for one phase: `target`'s settings, the API key read from the
-/// environment variable it names, `workload`'s sampling, and the target's body with the
-/// workload's merged over it. `base_url` is the target's (or the started simulator's);
-/// `max_connections` is the phase's concurrency (or its open-loop in-flight cap).
-pub fn client_config(
-    target: &Target,
-    base_url: String,
-    workload: &Workload,
-    max_connections: usize,
-) -> Result<ClientConfig, ClientError> {
-    let api_key = api_key(target)?;
-    let model =
-        model_name(target).ok_or_else(|| ClientError("the target names no model".to_string()))?;
-    let mut body = target.body.clone();
-    merge_body(&mut body, &workload.body);
-    Ok(ClientConfig {
-        base_url,
-        api: api(target.api),
-        model,
-        api_key,
-        api_key_header: target.api_key_header.clone(),
-        headers: target
-            .headers
-            .iter()
-            .map(|(k, v)| (k.clone(), v.clone()))
-            .collect(),
-        timeouts: timeouts(target.timeout.as_ref()),
-        body,
-        sampling: Sampling {
-            temperature: workload.temperature,
-            ignore_eos: workload.ignore_eos,
-            min_tokens: workload.min_tokens,
-            seed: workload.seed,
-        },
-        max_connections: max_connections.max(1),
-        connection: connection(target.connection.as_ref()),
-        tls: tls_settings(target, Path::new("")),
-        http: http_version(target),
-        unix_socket: target.socket.as_ref().map(Into::into),
-        proxy: target.proxy.clone(),
-        request_id: request_id_settings(target),
-    })
-}
-
 /// The target's request-id header; a name `validate` accepted always parses.
-pub fn request_id_settings(target: &Target) -> RequestIdSettings {
+fn request_id_settings(target: &Target) -> RequestIdSettings {
     let mut settings = RequestIdSettings::default();
     let Some(spec) = &target.request_id else {
         return settings;
@@ -144,21 +192,8 @@ pub fn request_id_settings(target: &Target) -> RequestIdSettings {
     settings
 }
 
-pub fn http_version(target: &Target) -> HttpVersion {
-    match target.http {
-        Some(plan::TargetHttp::Http2) => HttpVersion::Http2,
-        Some(plan::TargetHttp::Http1) | None => HttpVersion::Http1,
-    }
-}
-
-/// The plan's paths for a target (TLS files, its Unix socket) resolved against `plan_dir`.
-pub fn resolve_paths(config: &mut ClientConfig, target: &Target, plan_dir: &Path) {
-    config.tls = tls_settings(target, plan_dir);
-    config.unix_socket = target.socket.as_ref().map(|p| plan_dir.join(p));
-}
-
 /// The target's `tls:` settings with relative paths resolved against `plan_dir`.
-pub fn tls_settings(target: &Target, plan_dir: &Path) -> TlsSettings {
+fn tls_settings(target: &Target, plan_dir: &Path) -> TlsSettings {
     let Some(tls) = &target.tls else {
         return TlsSettings::default();
     };

@@ -8,7 +8,7 @@ use crate::report::HookOutcome;
 use crate::sim::SimFault;
 
 use super::exec;
-use super::targets::Endpoint;
+use super::targets::PhaseTarget;
 
 /// Default limit on one action.
 const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
@@ -16,8 +16,8 @@ const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
 /// What every action of one phase's hooks may need.
 pub(super) struct HookContext<'a> {
     pub phase: &'a str,
-    pub endpoint: &'a Endpoint,
-    pub http: &'a reqwest::Client,
+    /// The phase's target: its base URL, and the client side traffic to it goes through.
+    pub target: &'a PhaseTarget,
     /// `run --allow-exec` was given.
     pub allow_exec: bool,
     /// Where `exec` programs run: the plan's directory.
@@ -108,7 +108,7 @@ async fn run_one(when: &str, hook: &Hook, ctx: &HookContext<'_>) -> Ran {
             Ok("slept".into()),
         );
     }
-    let http = ctx.http;
+    let http = &ctx.target.side;
     if let Some(wait) = &hook.wait_healthy {
         let limit = wait.timeout.map_or(timeout, |t| t.0);
         let label = format!("wait_healthy {}", wait.url);
@@ -140,7 +140,7 @@ async fn run_one(when: &str, hook: &Hook, ctx: &HookContext<'_>) -> Ran {
 
 /// The target's base URL without its `/v1`: where the server's own endpoints live.
 pub(super) fn server_root(ctx: &HookContext<'_>) -> String {
-    crate::workload::tokens::server_root(&ctx.endpoint.base_url)
+    crate::workload::tokens::server_root(&ctx.target.endpoint.base_url)
 }
 
 /// An `exec` action; refused (never run) unless the run allows programs.
@@ -157,7 +157,7 @@ async fn run_exec(when: &str, command: &[String], ctx: &HookContext<'_>, timeout
         vars: vec![
             ("SERVEBENCH_PHASE", ctx.phase.to_string()),
             ("SERVEBENCH_HOOK", when.to_string()),
-            ("SERVEBENCH_BASE_URL", ctx.endpoint.base_url.clone()),
+            ("SERVEBENCH_BASE_URL", ctx.target.endpoint.base_url.clone()),
         ],
     };
     let done = exec::run_exec(command, &env, timeout).await;
@@ -226,12 +226,13 @@ async fn switch_faults(rule: Option<&SimFault>, ctx: &HookContext<'_>, timeout: 
                 Ok(body) => body,
                 Err(e) => return Ran::new(format!("fault_on POST {url}"), Err(e.to_string())),
             };
-            ctx.http
+            ctx.target
+                .side
                 .post(&url)
                 .header("content-type", "application/json")
                 .body(body)
         }
-        None => ctx.http.delete(&url),
+        None => ctx.target.side.delete(&url),
     };
     let label = match rule {
         Some(_) => format!("fault_on POST {url}"),

@@ -1,7 +1,6 @@
 //! A phase's marked instants: its `during` actions run at their offsets into the measured
 //! window, the marks of all its actions collected, and the recovery around fault marks.
 
-use std::future::Future;
 use std::time::{Duration, Instant};
 
 use tokio_util::sync::CancellationToken;
@@ -22,27 +21,9 @@ pub(super) struct DuringRun {
     pub failure: Option<String>,
 }
 
-/// Run `window` with the `during` actions beside it; actions not yet due when the window
-/// ends are skipped (and reported so).
-pub(super) async fn around<T>(
-    hooks: &[Hook],
-    ctx: Option<&HookContext<'_>>,
-    window: impl Future<Output = T>,
-) -> (T, DuringRun) {
-    let Some(ctx) = ctx.filter(|_| !hooks.is_empty()) else {
-        return (window.await, DuringRun::default());
-    };
-    let base = Instant::now();
-    let done = CancellationToken::new();
-    let window = async {
-        let out = window.await;
-        done.cancel();
-        out
-    };
-    tokio::join!(window, run_during(hooks, ctx, base, &done))
-}
-
-async fn run_during(
+/// Run the `during` actions at their offsets from `base`, the measured window's start; actions
+/// not yet due when `done` (the window ended) are skipped, and reported so.
+pub(super) async fn run_during(
     hooks: &[Hook],
     ctx: &HookContext<'_>,
     base: Instant,

@@ -1,8 +1,8 @@
 //! One run of a plan: targets up, phases in order, the report rewritten after every phase.
 //!
-//! `run` holds the run from plan to final report; `phase` one phase's windows; `targets` the
-//! simulators and endpoints; `interrupt` Ctrl-C; `facts` the report a run starts from;
-//! `console` the per-phase line.
+//! `run` holds the run from plan to final report; `phase` one phase's windows; `watch` what
+//! watches a measured window while it runs; `targets` the resolved endpoints and simulators;
+//! `interrupt` Ctrl-C; `facts` the report a run starts from; `console` the per-phase line.
 
 mod calibrate;
 mod client_watch;
@@ -25,9 +25,9 @@ mod run;
 mod saturation;
 pub mod scrape;
 mod search;
-mod side;
 mod stable;
 mod targets;
+mod watch;
 
 pub use interrupt::INTERRUPT_GRACE;
 pub use options::{LongRunOptions, RunError, RunOptions, RunOutcome};

@@ -11,6 +11,7 @@ use crate::client::{Client, ClientConfig, RequestRecord};
 use crate::plan::LoadedPlan;
 use crate::report::{self, Figures, PhaseFacts, PhaseResult, ServerMetrics, WarmupResult};
 use crate::schedule::{self, PhaseSettings, ShardSpec};
+use crate::scheduler::live::{Keep, LiveTally, SharedTally};
 use crate::scheduler::progress::{PhaseProgress, ProgressMode};
 use crate::scheduler::rolling::Rolling;
 use crate::scheduler::{self, LiveCounters, Stops, WindowSpec};
@@ -24,10 +25,9 @@ use super::output::{Journal, Window};
 use super::phase_seed;
 use super::saturation::Saturation;
 use super::scrape;
-use super::stable;
-use super::targets::Endpoint;
-use crate::metrics::stability::UntilOutcome;
-use crate::report::SaturationStop;
+use super::stable::Stable;
+use super::targets::PhaseTarget;
+use super::watch::{Watched, WindowWatch, window_stops};
 
 pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 /// Longest a `/tokenize` calibration request may take.
@@ -40,12 +40,11 @@ pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(120);
 pub(super) struct PhaseRun<'a> {
     pub plan: &'a LoadedPlan,
     pub phase: &'a PhaseSettings<'a>,
-    pub endpoint: &'a Endpoint,
+    pub target: &'a PhaseTarget,
     pub run_id: &'a str,
     pub journal: &'a Journal,
     pub stops: &'a Stops,
     pub progress: ProgressMode,
-    pub http: &'a reqwest::Client,
     pub shard: Option<ShardSpec>,
     /// The warmup's request bound, this shard's share of it in a sharded run.
     pub warmup_requests: Option<u64>,
@@ -104,8 +103,7 @@ impl PhaseRun<'_> {
         // Boxed: the window with its watchers is a large future for the caller's stack.
         let measured = Box::pin(self.measured(&spec, prepared.client, prepared.feed.clone()));
         let watch = super::client_watch::ClientWatch::start();
-        let (((mut outcome, collected), until, saturation_stop), during) =
-            super::marks::around(phase.during, self.during, measured).await;
+        let ((mut outcome, collected), watched) = measured.await;
         let client_load = watch.finish().await;
         // A stop for stability or saturation is not an interrupt.
         outcome.interrupted = self.stops.stop_starting.is_cancelled();
@@ -157,9 +155,9 @@ impl PhaseRun<'_> {
             let method = self.plan.plan.percentile_method;
             result.sessions = crate::metrics::session_summary(&result.request_timings, method);
         }
-        result.marks = super::marks::during_marks(&during, outcome.origin);
-        result.hooks = during.outcomes;
-        (result.until, result.saturation_stop) = (until, saturation_stop);
+        result.marks = super::marks::during_marks(&watched.during, outcome.origin);
+        result.hooks = watched.during.outcomes;
+        (result.until, result.saturation_stop) = (watched.until, watched.saturation);
         let send_lag_p99 = result.send_lag_ms.as_ref().map(|d| d.p99);
         let trust = crate::metrics::trust::judge(client_load, send_lag_p99);
         if !trust.is_trusted() {
@@ -181,9 +179,9 @@ impl PhaseRun<'_> {
 
     /// The server's counters over the measured window, from the scrapes around it.
     fn server_metrics(&self, before: Scrapes, after: Scrapes) -> Option<ServerMetrics> {
-        match (&self.endpoint.metrics_url, before, after) {
+        match (&self.target.metrics_url, before, after) {
             (_, Scrapes::Several(before), Scrapes::Several(after)) => {
-                let combined = scrape::endpoints::combine(&self.endpoint.metrics, &before, &after);
+                let combined = scrape::endpoints::combine(&self.target.metrics, &before, &after);
                 for warning in &combined.warnings {
                     eprintln!("warning: phase `{}`: {warning}", self.phase.name);
                 }
@@ -221,7 +219,12 @@ impl PhaseRun<'_> {
                     phase.name, phase.workload_name
                 ))
             })?;
-        let (http, headers) = super::side::side_access(client.config(), Some(CALIBRATION_TIMEOUT))
+        // `/tokenize` is asked the way the benchmark's requests are: same TLS, proxy, socket,
+        // key and headers.
+        let endpoint = &self.target.endpoint;
+        let (http, headers) = endpoint
+            .side_client(Some(CALIBRATION_TIMEOUT))
+            .and_then(|http| Ok((http, endpoint.access_headers()?)))
             .map_err(|e| RunError::InvalidInput(format!("phase `{}`: {e}", phase.name)))?;
         source.calibrate_with(&http, &headers).await.map_err(|e| {
             RunError::Failed(format!(
@@ -275,7 +278,7 @@ impl PhaseRun<'_> {
                 prepared.client.clone(),
                 prepared.feed.clone(),
                 (Window::Warmup, format!("{} warmup", phase.name)),
-                (self.stops, None),
+                (self.stops, LiveTally::shared(&Keep::default())),
             )
             .await;
         let warmup = WarmupResult {
@@ -332,60 +335,41 @@ impl PhaseRun<'_> {
         }
     }
 
-    /// The measured window, stopped early once its estimates are stable (`until`) or, for a
-    /// rate probe, once the target has fallen behind its arrivals.
+    /// The measured window with its watchers: stopped early once its estimates are stable
+    /// (`until`) or, for a rate probe, once the target has fallen behind its arrivals; the
+    /// `during` actions run beside it.
     async fn measured(
         &self,
         spec: &WindowSpec,
         client: Arc<Client>,
         feed: Arc<PromptQueue>,
-    ) -> (WindowResult, Option<UntilOutcome>, Option<SaturationStop>) {
+    ) -> (WindowResult, Watched) {
         let phase = self.phase;
-        let stops = stable::window_stops(self.stops);
+        let stops = window_stops(self.stops);
         let method = self.plan.plan.percentile_method;
-        let stable = phase
-            .until
-            .map(|until| stable::Stable::new(until, method, stops.clone()));
-        let probe = phase.search.is_some();
-        let saturation = Saturation::for_probe(&phase.load, probe, stops.clone());
-        let observers = stable.as_ref().map(stable::Stable::observer).into_iter();
-        let observers = observers.chain(saturation.as_ref().map(Saturation::observer));
-        let label = (Window::Measured, phase.name.to_string());
-        let window = Box::pin(self.window(
-            spec,
-            client,
-            feed,
-            label,
-            (&stops, stable::combine(observers.collect())),
-        ));
-        let watched = async {
-            match &saturation {
-                Some(watch) => watch.around(window).await,
-                None => (window.await, None),
-            }
+        let watch = WindowWatch {
+            stable: phase
+                .until
+                .map(|until| Stable::new(until, method, stops.clone())),
+            saturation: Saturation::for_probe(&phase.load, phase.search.is_some(), stops.clone()),
+            during: (phase.during, self.during),
         };
-        let by_requests = |(result, _): &(WindowResult, _)| Some(result.0.started) == spec.requests;
-        match &stable {
-            Some(stable) => {
-                let ((out, stop), until) = stable.around(watched, self.stops, by_requests).await;
-                (out, Some(until), stop)
-            }
-            None => {
-                let (out, stop) = watched.await;
-                (out, None, stop)
-            }
-        }
+        let tally = watch.tally();
+        let label = (Window::Measured, phase.name.to_string());
+        let window = Box::pin(self.window(spec, client, feed, label, (&stops, tally.clone())));
+        let by_requests = |(result, _): &WindowResult| Some(result.started) == spec.requests;
+        watch.around(window, &tally, self.stops, by_requests).await
     }
 
-    /// Run one window, journaling and showing progress as records arrive; `observer` (run
-    /// until stable) sees every record, and `stops` end this window.
+    /// Run one window, journaling and showing progress as records arrive; every record is
+    /// counted once in `tally`, which the window's watchers read, and `stops` end this window.
     async fn window(
         &self,
         spec: &WindowSpec,
         client: Arc<Client>,
         feed: Arc<PromptQueue>,
         (window, label): (Window, String),
-        (stops, observer): (&Stops, Option<super::stable::Observer>),
+        (stops, tally): (&Stops, SharedTally),
     ) -> WindowResult {
         let (tx, mut rx) = mpsc::unbounded_channel::<RequestRecord>();
         let counters = Arc::new(LiveCounters::default());
@@ -400,6 +384,7 @@ impl PhaseRun<'_> {
                 spec.requests,
             ),
             rolling: Rolling::new(self.long_run.summary_every, spec.duration),
+            tally,
             collector: PhaseCollector::new(CollectSettings {
                 keep: self.long_run.keep_records,
                 seed: spec.seed,
@@ -418,12 +403,7 @@ impl PhaseRun<'_> {
             loop {
                 tokio::select! {
                     received = rx.recv() => match received {
-                        Some(record) => {
-                            if let Some(observe) = &observer {
-                                observe(&record);
-                            }
-                            sink.record(record, collector_counters.in_flight());
-                        }
+                        Some(record) => sink.record(record, collector_counters.in_flight()),
                         None => break,
                     },
                     _ = tick.tick() => sink.tick(collector_counters.in_flight()),
@@ -440,15 +420,13 @@ impl PhaseRun<'_> {
 
     fn client_config(&self) -> Result<ClientConfig, crate::client::ClientError> {
         let phase = self.phase;
-        let mut config = super::endpoint::client_config(
+        let mut config = super::endpoint::request_config(
+            &self.target.endpoint,
             phase.target,
-            self.endpoint.base_url.clone(),
             phase.workload,
             phase.max_connections(),
         )?;
-        config.model = self.endpoint.model.clone();
-        let plan_dir = self.plan.source_path.parent().unwrap_or(Path::new(""));
-        super::endpoint::resolve_paths(&mut config, phase.target, plan_dir);
+        config.model = self.target.model.clone();
         // Without limits a dead server would hold a phase forever; the drain timeout still
         // bounds a slow but live one.
         config
@@ -474,8 +452,8 @@ impl PhaseRun<'_> {
                 phase.workload.seed.or(self.plan.plan.seed),
                 phase.name,
             )),
-            base_url: self.endpoint.base_url.clone(),
-            model: self.endpoint.model.clone(),
+            base_url: self.target.endpoint.base_url.clone(),
+            model: self.target.model.clone(),
         }
     }
 
@@ -517,41 +495,36 @@ impl PhaseRun<'_> {
     /// Scrapes during the measured window when the target asks for them: the backends when
     /// it lists any, else its one metrics endpoint.
     fn sampler(&self) -> Option<scrape::timeline::Sampler> {
-        let interval = self.endpoint.metrics_interval?;
+        let interval = self.target.metrics_interval?;
         let backends: Vec<String> = self
-            .endpoint
+            .target
             .metrics
             .iter()
             .filter(|m| m.role == crate::plan::MetricsRole::Backend)
             .map(|m| m.url.clone())
             .collect();
-        let urls = match (backends.is_empty(), &self.endpoint.metrics_url) {
+        let urls = match (backends.is_empty(), &self.target.metrics_url) {
             (false, _) => backends,
-            (true, Some(url)) if self.endpoint.metrics.is_empty() => vec![url.clone()],
-            _ => self
-                .endpoint
-                .metrics
-                .iter()
-                .map(|m| m.url.clone())
-                .collect(),
+            (true, Some(url)) if self.target.metrics.is_empty() => vec![url.clone()],
+            _ => self.target.metrics.iter().map(|m| m.url.clone()).collect(),
         };
         Some(scrape::timeline::Sampler::start(
-            self.http.clone(),
+            self.target.side.clone(),
             urls,
             interval,
         ))
     }
 
     async fn scrape(&self) -> Scrapes {
-        if !self.endpoint.metrics.is_empty() {
+        if !self.target.metrics.is_empty() {
             return Scrapes::Several(
-                scrape::endpoints::scrape_all(self.http, &self.endpoint.metrics).await,
+                scrape::endpoints::scrape_all(&self.target.side, &self.target.metrics).await,
             );
         }
-        let Some(url) = self.endpoint.metrics_url.as_deref() else {
+        let Some(url) = self.target.metrics_url.as_deref() else {
             return Scrapes::One(None);
         };
-        Scrapes::One(match scrape::scrape(self.http, url).await {
+        Scrapes::One(match scrape::scrape(&self.target.side, url).await {
             Ok(sample) => Some(sample),
             Err(e) => {
                 eprintln!("warning: phase `{}`: {e}", self.phase.name);
@@ -564,14 +537,15 @@ impl PhaseRun<'_> {
 /// What a window did, and its records.
 type WindowResult = (scheduler::WindowOutcome, Collected);
 
-/// Where a window's records go as they arrive: the journal, the progress line, the rolling
-/// summaries and the collector.
+/// Where a window's records go as they arrive: the journal, the running tally (which the
+/// progress line, the rolling summaries and the window's watchers read) and the collector.
 struct WindowSink {
     journal: Journal,
     phase_name: String,
     window: Window,
     progress: PhaseProgress,
     rolling: Rolling,
+    tally: SharedTally,
     collector: PhaseCollector,
     journal_error: Option<std::io::Error>,
     collect_error: Option<std::io::Error>,
@@ -582,8 +556,7 @@ impl WindowSink {
         if let Err(e) = self.journal.append(&self.phase_name, self.window, &record) {
             self.journal_error.get_or_insert(e);
         }
-        self.progress.record(&record);
-        self.rolling.record(&record);
+        LiveTally::lock(&self.tally).record(&record, std::time::Instant::now());
         // This record's request was in flight with the others still running.
         self.collector.note_in_flight(in_flight + 1);
         if let Err(e) = self.collector.add(record) {
@@ -592,8 +565,12 @@ impl WindowSink {
     }
 
     fn tick(&mut self, in_flight: u64) {
-        self.progress.tick(in_flight);
-        if let Some(summary) = self.rolling.due(std::time::Instant::now())
+        let summary = {
+            let mut tally = LiveTally::lock(&self.tally);
+            self.progress.tick(&tally, in_flight);
+            self.rolling.due(&mut tally, std::time::Instant::now())
+        };
+        if let Some(summary) = summary
             && let Err(e) = self
                 .journal
                 .append_summary(&self.phase_name, self.window, &summary)

@@ -20,16 +20,18 @@ use super::options::{LongRunOptions, RunError, RunOptions, RunOutcome};
 use super::output::{self, Journal};
 use super::phase::PhaseRun;
 use super::targets::{
-    Simulators, check_client_settings, discover_models, endpoint_for, start_simulators,
+    PhaseTarget, Simulators, Targets, check_client_settings, discover_models, start_simulators,
 };
 
 /// Run a plan end to end.
 pub async fn run(options: RunOptions) -> Result<RunOutcome, RunError> {
     let mut loaded = load_plan(&options.plan, &options.expand)?;
     let problems = redact_plan(&mut loaded, options.dry_run);
-    if !options.dry_run {
-        preflight(&mut loaded, &options, problems).await?;
-    }
+    let targets = if options.dry_run {
+        None
+    } else {
+        Some(preflight(&mut loaded, &options, problems).await?)
+    };
     let schedule =
         Schedule::new(&loaded.plan, &schedule_options(&options)).map_err(RunError::InvalidInput)?;
     if options.shard.is_some() && schedule.phases.iter().any(|p| p.search.is_some()) {
@@ -37,16 +39,15 @@ pub async fn run(options: RunOptions) -> Result<RunOutcome, RunError> {
             "a capacity search cannot be sharded: each probe depends on the last".to_string(),
         ));
     }
-    if options.dry_run {
+    let Some(targets) = targets else {
         print!("{}", schedule.describe());
         return Ok(RunOutcome {
             report_path: None,
             report: None,
             interrupted: false,
         });
-    }
-    let plan_dir = loaded.source_path.parent().unwrap_or(Path::new(""));
-    check_client_settings(&schedule.phases, plan_dir)?;
+    };
+    check_client_settings(&schedule.phases, &targets)?;
     let started_at = chrono::Utc::now();
     let run_id = run_id(&loaded.plan.name, started_at, options.shard);
     let shard_index = options.shard.map(|s| s.index);
@@ -66,8 +67,6 @@ pub async fn run(options: RunOptions) -> Result<RunOutcome, RunError> {
     report.client_busy_poll = options.busy_poll;
     report.shard = shard_info(&loaded.plan, &options);
     let report_path = output::write_report(&out_dir, &report).map_err(RunError::Failed)?;
-    let http = super::side::SideClients::new(&loaded.plan, plan_dir)
-        .map_err(|e| RunError::InvalidInput(e.to_string()))?;
     let phases = Phases {
         loaded: &loaded,
         schedule: &schedule,
@@ -75,7 +74,7 @@ pub async fn run(options: RunOptions) -> Result<RunOutcome, RunError> {
         run_id: &run_id,
         journal: &journal,
         stops: &stops,
-        http: &http,
+        targets: &targets,
         options: &options,
         out_dir: &out_dir,
     };
@@ -135,12 +134,13 @@ fn redact_plan(loaded: &mut LoadedPlan, dry_run: bool) -> Vec<String> {
 }
 
 /// Prove `--out` writable and every phase's inputs readable before model discovery sends
-/// the first request; all problems are reported together.
+/// the first request (all problems are reported together); then resolve the targets the
+/// phases use and name the models of those that name none.
 async fn preflight(
     loaded: &mut LoadedPlan,
     options: &RunOptions,
     mut problems: Vec<String>,
-) -> Result<(), RunError> {
+) -> Result<Targets, RunError> {
     if let Some(dir) = &options.out_dir
         && let Err(e) = output::prepare_dir(dir)
     {
@@ -154,8 +154,11 @@ async fn preflight(
         .map(Path::to_path_buf)
         .unwrap_or_default();
     super::preflight::check_inputs(&preliminary.phases, &plan_dir, problems)?;
+    let used = preliminary.phases.iter().map(|p| p.target_name);
+    let targets = Targets::resolve(&loaded.plan, used, &plan_dir)?;
     drop(preliminary);
-    discover_models(&mut loaded.plan, &options.only, &plan_dir).await
+    discover_models(&mut loaded.plan, &targets).await?;
+    Ok(targets)
 }
 
 fn schedule_options(options: &RunOptions) -> ScheduleOptions<'_> {
@@ -248,7 +251,7 @@ pub(super) struct Phases<'a> {
     run_id: &'a str,
     journal: &'a Journal,
     pub(super) stops: &'a Stops,
-    http: &'a super::side::SideClients,
+    targets: &'a Targets,
     options: &'a RunOptions,
     pub(super) out_dir: &'a Path,
 }
@@ -276,7 +279,10 @@ impl Phases<'_> {
                     None => continue,
                 }
             }
-            let endpoint = endpoint_for(phase, self.simulators);
+            let target = match self.targets.for_phase(phase, self.simulators) {
+                Ok(target) => target,
+                Err(e) => return Ok(Some(e)),
+            };
             let warmup_requests = self
                 .schedule
                 .warmup_requests
@@ -285,8 +291,7 @@ impl Phases<'_> {
                 .flatten();
             let hook_ctx = hooks::HookContext {
                 phase: phase.name,
-                endpoint: &endpoint,
-                http: self.http.for_target(phase.target_name),
+                target: &target,
                 allow_exec: self.options.expand.allow_exec,
                 plan_dir: self.plan_dir(),
             };
@@ -296,7 +301,7 @@ impl Phases<'_> {
                 warmup_requests,
                 during: Some(&hook_ctx),
                 long_run: &long_run,
-                ..self.phase_run(phase, &endpoint, calibration.as_ref())
+                ..self.phase_run(phase, &target, calibration.as_ref())
             };
             let mut hook_outcomes = Vec::new();
             let hook_error =
@@ -366,7 +371,7 @@ impl Phases<'_> {
         calibration: Option<&ClientCalibration>,
         run_origin: &mut Option<std::time::Instant>,
     ) -> Result<PhaseResult, RunError> {
-        let endpoint = endpoint_for(phase, self.simulators);
+        let target = self.targets.for_phase(phase, self.simulators)?;
         // A probe's verdict counts its records (goodput, completion rate): it keeps them all.
         let keep_all = LongRunOptions {
             keep_records: usize::MAX,
@@ -374,7 +379,7 @@ impl Phases<'_> {
         };
         PhaseRun {
             long_run: &keep_all,
-            ..self.phase_run(phase, &endpoint, calibration)
+            ..self.phase_run(phase, &target, calibration)
         }
         .execute(run_origin)
         .await
@@ -384,18 +389,17 @@ impl Phases<'_> {
     fn phase_run<'p>(
         &'p self,
         phase: &'p PhaseSettings<'p>,
-        endpoint: &'p super::targets::Endpoint,
+        target: &'p PhaseTarget,
         calibration: Option<&'p ClientCalibration>,
     ) -> PhaseRun<'p> {
         PhaseRun {
             plan: self.loaded,
             phase,
-            endpoint,
+            target,
             run_id: self.run_id,
             journal: self.journal,
             stops: self.stops,
             progress: self.options.progress,
-            http: self.http.for_target(phase.target_name),
             shard: None,
             warmup_requests: phase.warmup.and_then(|w| w.requests),
             calibration,

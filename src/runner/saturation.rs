@@ -1,18 +1,14 @@
 //! Over-saturated rate probes stopped early: while a capacity search's rate probe runs, the
-//! completions of the last few seconds are counted, and a probe whose targets falls behind its
+//! completions of the last few seconds (kept by the window's tally) are counted, and a probe whose targets falls behind its
 //! arrivals for a sustained stretch is stopped and named over-saturated, with why.
 
-use std::collections::VecDeque;
-use std::future::Future;
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use tokio_util::sync::CancellationToken;
 
 use crate::report::SaturationStop;
+use crate::scheduler::live::{LiveTally, SharedTally};
 use crate::scheduler::{Load, Stops};
-
-use super::stable::Observer;
 
 /// An open-loop probe whose completion rate falls below this share of its target rate is
 /// over-saturated: the target fell behind the arrivals.
@@ -27,8 +23,6 @@ const CHECK_EVERY: Duration = Duration::from_millis(250);
 pub(super) struct Saturation {
     rps: f64,
     stops: Stops,
-    /// When each completion reached the collector.
-    ends: Arc<Mutex<VecDeque<Instant>>>,
 }
 
 impl Saturation {
@@ -37,45 +31,21 @@ impl Saturation {
         let Load::Open { rps, .. } = load else {
             return None;
         };
-        (is_probe && *rps > 0.0).then(|| Saturation {
-            rps: *rps,
-            stops,
-            ends: Arc::default(),
-        })
+        (is_probe && *rps > 0.0).then(|| Saturation { rps: *rps, stops })
     }
 
-    pub(super) fn observer(&self) -> Observer {
-        let ends = self.ends.clone();
-        Arc::new(move |_| {
-            let now = Instant::now();
-            let mut ends = ends.lock().unwrap_or_else(|p| p.into_inner());
-            ends.push_back(now);
-            // Only the trailing window is ever counted.
-            while ends
-                .front()
-                .is_some_and(|t| now.duration_since(*t) > WINDOW * 2)
-            {
-                ends.pop_front();
-            }
-        })
-    }
+    /// How long the window's tally keeps completion instants: only the trailing window is
+    /// ever counted.
+    pub(super) const KEEP_COMPLETIONS: Duration = WINDOW.saturating_mul(2);
 
-    /// Run `window` with the watch beside it; `Some` when the watch stopped it.
-    pub(super) async fn around<T>(
+    /// Check every `CHECK_EVERY` until `done` (the window ended); `Some` when the watch
+    /// stopped the window.
+    pub(super) async fn watch(
         &self,
-        window: impl Future<Output = T>,
-    ) -> (T, Option<SaturationStop>) {
-        let started = Instant::now();
-        let done = CancellationToken::new();
-        let window = async {
-            let out = window.await;
-            done.cancel();
-            out
-        };
-        tokio::join!(window, self.watch(started, &done))
-    }
-
-    async fn watch(&self, started: Instant, done: &CancellationToken) -> Option<SaturationStop> {
+        started: Instant,
+        tally: &SharedTally,
+        done: &CancellationToken,
+    ) -> Option<SaturationStop> {
         let mut ticks =
             tokio::time::interval_at(tokio::time::Instant::now() + CHECK_EVERY, CHECK_EVERY);
         let mut first_end: Option<Instant> = None;
@@ -86,14 +56,7 @@ impl Saturation {
                 () = done.cancelled() => return None,
             }
             let now = Instant::now();
-            let (recent, oldest) = {
-                let ends = self.ends.lock().unwrap_or_else(|p| p.into_inner());
-                let recent = ends
-                    .iter()
-                    .filter(|t| now.duration_since(**t) <= WINDOW)
-                    .count();
-                (recent, ends.front().copied())
-            };
+            let (recent, oldest) = LiveTally::lock(tally).completions_within(now, WINDOW);
             first_end = first_end.or(oldest);
             // Before a full window of completions has passed, a slow first request looks like
             // a shortfall: judge only windows that start after the first completion.

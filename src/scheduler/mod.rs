@@ -8,6 +8,7 @@
 pub mod arrivals;
 mod busy;
 mod closed;
+pub mod live;
 mod open;
 pub mod progress;
 pub mod rolling;

@@ -5,8 +5,7 @@ use std::time::{Duration, Instant};
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
-use crate::client::RequestRecord;
-use crate::quantile::{PercentileMethod, percentile};
+use super::live::LiveTally;
 
 /// How progress is shown.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -16,7 +15,7 @@ pub enum ProgressMode {
     Quiet,
 }
 
-/// Running figures for the progress line, updated as records arrive.
+/// The progress line of one window; its figures are read from the window's [`LiveTally`].
 pub struct PhaseProgress {
     label: String,
     bar: Option<ProgressBar>,
@@ -25,22 +24,7 @@ pub struct PhaseProgress {
     started: Instant,
     planned_duration: Option<Duration>,
     planned_requests: Option<u64>,
-    done: u64,
-    errors: u64,
-    output_tokens: u64,
-    /// Embeddings and rerank: prompt tokens, shown instead of output tokens, and E2E latency
-    /// kept in the TTFT window (they have no first token).
-    input_tokens: u64,
-    encodes: bool,
-    recent_ttft_ms: Vec<f64>,
-    next_ttft_slot: usize,
-    /// Outcomes of the last `TTFT_WINDOW` requests (true: failed), for a rolling error rate.
-    recent_failed: std::collections::VecDeque<bool>,
-    recent_failures: usize,
 }
-
-/// Recent TTFTs kept for the running median.
-const TTFT_WINDOW: usize = 512;
 
 impl PhaseProgress {
     pub fn new(
@@ -77,54 +61,16 @@ impl PhaseProgress {
             started: Instant::now(),
             planned_duration,
             planned_requests,
-            done: 0,
-            errors: 0,
-            output_tokens: 0,
-            input_tokens: 0,
-            encodes: false,
-            recent_ttft_ms: Vec::with_capacity(TTFT_WINDOW),
-            next_ttft_slot: 0,
-            recent_failed: std::collections::VecDeque::with_capacity(TTFT_WINDOW),
-            recent_failures: 0,
-        }
-    }
-
-    pub fn record(&mut self, record: &RequestRecord) {
-        self.done += 1;
-        if self.recent_failed.len() == TTFT_WINDOW && self.recent_failed.pop_front() == Some(true) {
-            self.recent_failures -= 1;
-        }
-        self.recent_failed.push_back(!record.is_ok());
-        self.recent_failures += usize::from(!record.is_ok());
-        if record.is_ok() {
-            self.output_tokens += record.output_tokens.unwrap_or(0);
-            self.input_tokens += record.prompt_tokens.unwrap_or(0);
-        } else {
-            self.errors += 1;
-        }
-        self.encodes |= record.inputs.is_some();
-        let latency = if record.inputs.is_some() {
-            record.is_ok().then_some(record.e2e_ms)
-        } else {
-            record.ttft_ms
-        };
-        if let Some(ttft) = latency {
-            if self.recent_ttft_ms.len() < TTFT_WINDOW {
-                self.recent_ttft_ms.push(ttft);
-            } else {
-                self.recent_ttft_ms[self.next_ttft_slot] = ttft;
-                self.next_ttft_slot = (self.next_ttft_slot + 1) % TTFT_WINDOW;
-            }
         }
     }
 
     /// Redraw (or log) with the current in-flight count.
-    pub fn tick(&mut self, in_flight: u64) {
-        let line = self.status(in_flight);
+    pub fn tick(&mut self, tally: &LiveTally, in_flight: u64) {
+        let line = self.status(tally, in_flight);
         if let Some(bar) = &self.bar {
             let position = match (self.planned_duration, self.planned_requests) {
                 (Some(_), _) => self.started.elapsed().as_millis() as u64,
-                (None, Some(_)) => self.done,
+                (None, Some(_)) => tally.requests,
                 (None, None) => 0,
             };
             bar.set_position(position);
@@ -144,7 +90,7 @@ impl PhaseProgress {
         }
     }
 
-    fn status(&self, in_flight: u64) -> String {
+    fn status(&self, tally: &LiveTally, in_flight: u64) -> String {
         let elapsed_s = self.started.elapsed().as_secs_f64().max(1e-9);
         let bound = match (self.planned_duration, self.planned_requests) {
             (Some(d), _) => format!(
@@ -153,36 +99,27 @@ impl PhaseProgress {
                 d.as_secs_f64(),
                 (d.as_secs_f64() - elapsed_s).max(0.0)
             ),
-            (None, Some(n)) => format!("{}/{n} req", self.done),
+            (None, Some(n)) => format!("{}/{n} req", tally.requests),
             (None, None) => String::new(),
         };
-        let ttft = match median(&self.recent_ttft_ms) {
+        let ttft = match tally.recent_median_ms() {
             Some(ms) => format!("{ms:.1} ms"),
             None => "-".to_string(),
         };
-        let (tokens, kind, latency) = if self.encodes {
-            (self.input_tokens, "input tok/s", "e2e")
+        let (tokens, kind, latency) = if tally.encodes {
+            (tally.input_tokens, "input tok/s", "e2e")
         } else {
-            (self.output_tokens, "tok/s", "ttft")
+            (tally.output_tokens, "tok/s", "ttft")
         };
+        let (failures, recent) = tally.recent_failures();
         format!(
             "{bound} done {} in-flight {in_flight} {:.1} req/s {:.0} {kind} errors {} ({:.1}% of last {}) {latency} p50 {ttft}",
-            self.done,
-            self.done as f64 / elapsed_s,
+            tally.requests,
+            tally.requests as f64 / elapsed_s,
             tokens as f64 / elapsed_s,
-            self.errors,
-            100.0 * self.recent_failures as f64 / self.recent_failed.len().max(1) as f64,
-            self.recent_failed.len()
+            tally.errors,
+            100.0 * failures as f64 / recent.max(1) as f64,
+            recent
         )
     }
-}
-
-/// The median as the report reads it, so the live line and the report agree.
-fn median(values: &[f64]) -> Option<f64> {
-    if values.is_empty() {
-        return None;
-    }
-    let mut sorted = values.to_vec();
-    sorted.sort_by(f64::total_cmp);
-    Some(percentile(&sorted, 0.5, PercentileMethod::Linear))
 }

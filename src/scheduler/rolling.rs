@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
-use crate::client::RequestRecord;
+use super::live::LiveTally;
 use crate::quantile::{PercentileMethod, percentile};
 
 /// The figures of one interval, as a journal line states them.
@@ -33,21 +33,13 @@ pub struct RollingSummary {
     pub ttft_p99_ms: Option<f64>,
 }
 
-/// Collects an interval's records and says when a summary is due.
+/// Says when an interval's summary is due and states it from the window's [`LiveTally`].
 pub struct Rolling {
     every: Duration,
     started: Instant,
     interval_start: Instant,
     planned: Option<Duration>,
-    total: u64,
-    requests: u64,
-    errors: u64,
-    output_tokens: u64,
-    ttft_ms: Vec<f64>,
 }
-
-/// TTFTs kept per interval for its percentiles: enough for a p99, bounded whatever the rate.
-const TTFT_CAP: usize = 100_000;
 
 impl Rolling {
     pub fn new(every: Duration, planned: Option<Duration>) -> Self {
@@ -57,81 +49,55 @@ impl Rolling {
             started: now,
             interval_start: now,
             planned,
-            total: 0,
-            requests: 0,
-            errors: 0,
-            output_tokens: 0,
-            ttft_ms: Vec::new(),
-        }
-    }
-
-    pub fn record(&mut self, record: &RequestRecord) {
-        self.total += 1;
-        self.requests += 1;
-        if record.is_ok() {
-            self.output_tokens += record.output_tokens.unwrap_or(0);
-            if let Some(ttft) = record.ttft_ms
-                && self.ttft_ms.len() < TTFT_CAP
-            {
-                self.ttft_ms.push(ttft);
-            }
-        } else {
-            self.errors += 1;
         }
     }
 
     /// The interval's summary once `every` has passed since the last one; starts the next.
-    pub fn due(&mut self, now: Instant) -> Option<RollingSummary> {
+    pub fn due(&mut self, tally: &mut LiveTally, now: Instant) -> Option<RollingSummary> {
         let interval = now.saturating_duration_since(self.interval_start);
         if interval < self.every {
             return None;
         }
-        let summary = self.summary(now, interval);
         self.interval_start = now;
-        self.requests = 0;
-        self.errors = 0;
-        self.output_tokens = 0;
-        self.ttft_ms.clear();
-        Some(summary)
-    }
-
-    fn summary(&mut self, now: Instant, interval: Duration) -> RollingSummary {
+        let mut records = tally.take_interval();
         let elapsed = now.saturating_duration_since(self.started);
         let seconds = interval.as_secs_f64().max(1e-9);
-        self.ttft_ms.sort_unstable_by(f64::total_cmp);
+        records.ttft_ms.sort_unstable_by(f64::total_cmp);
         let ttft = |q: f64| {
-            (!self.ttft_ms.is_empty())
-                .then(|| percentile(&self.ttft_ms, q, PercentileMethod::Linear))
+            (!records.ttft_ms.is_empty())
+                .then(|| percentile(&records.ttft_ms, q, PercentileMethod::Linear))
         };
-        RollingSummary {
+        Some(RollingSummary {
             elapsed_s: elapsed.as_secs_f64(),
             remaining_s: self
                 .planned
                 .map(|p| p.saturating_sub(elapsed).as_secs_f64()),
             interval_s: interval.as_secs_f64(),
-            requests: self.requests,
-            requests_total: self.total,
-            errors: self.errors,
-            error_rate: if self.requests == 0 {
+            requests: records.requests,
+            requests_total: tally.requests,
+            errors: records.errors,
+            error_rate: if records.requests == 0 {
                 0.0
             } else {
-                self.errors as f64 / self.requests as f64
+                records.errors as f64 / records.requests as f64
             },
-            request_rate: self.requests as f64 / seconds,
-            output_tokens_per_second: self.output_tokens as f64 / seconds,
+            request_rate: records.requests as f64 / seconds,
+            output_tokens_per_second: records.output_tokens as f64 / seconds,
             ttft_p50_ms: ttft(0.50),
             ttft_p99_ms: ttft(0.99),
-        }
+        })
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::client::RequestRecord;
 
     #[test]
     fn an_interval_summarizes_its_own_records_then_starts_afresh() {
         let mut rolling = Rolling::new(Duration::from_secs(60), Some(Duration::from_secs(600)));
+        let mut tally = LiveTally::default();
         let t0 = rolling.started;
         for i in 0..10 {
             let mut r = RequestRecord {
@@ -146,16 +112,20 @@ mod tests {
                     String::new(),
                 ));
             }
-            rolling.record(&r);
+            tally.record(&r, t0);
         }
-        assert_eq!(rolling.due(t0 + Duration::from_secs(59)), None);
-        let s = rolling.due(t0 + Duration::from_secs(60)).expect("due");
+        assert_eq!(rolling.due(&mut tally, t0 + Duration::from_secs(59)), None);
+        let s = rolling
+            .due(&mut tally, t0 + Duration::from_secs(60))
+            .expect("due");
         assert_eq!((s.requests, s.errors, s.requests_total), (10, 1, 10));
         assert!((s.error_rate - 0.1).abs() < 1e-12);
         assert_eq!(s.remaining_s, Some(540.0));
         assert_eq!(s.ttft_p50_ms, Some(4.0));
         assert!((s.output_tokens_per_second - 36.0 / 60.0).abs() < 1e-12);
-        let next = rolling.due(t0 + Duration::from_secs(120)).expect("due");
+        let next = rolling
+            .due(&mut tally, t0 + Duration::from_secs(120))
+            .expect("due");
         assert_eq!((next.requests, next.requests_total), (0, 10));
         assert_eq!(next.ttft_p50_ms, None);
     }

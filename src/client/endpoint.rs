@@ -1,0 +1,188 @@
+//! One target as it resolves: where it is (base URL, socket, proxy), how it is trusted (TLS),
+//! and what every request to it carries (API key, headers, HTTP version, request id). Benchmark
+//! requests and side traffic (model discovery, metrics scrapes, hooks, `/tokenize`) all start
+//! from the same [`Endpoint`].
+
+use std::fmt;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use super::config::{HttpVersion, REDACTED, is_secret_header};
+use super::request::access_headers;
+use super::request_id::RequestIdSettings;
+use super::setup_error::ClientError;
+use super::tls::TlsSettings;
+
+/// A target's connection settings, resolved once (paths joined to the plan's directory, the
+/// API key read) by the runner.
+#[derive(Clone, Default, PartialEq)]
+pub struct Endpoint {
+    /// Base URL including `/v1`, without a trailing `/`; empty for a simulator not yet started.
+    pub base_url: String,
+    /// Roots, client certificate and server name for `https`.
+    pub tls: TlsSettings,
+    /// Connect to this Unix socket instead of the URL's host and port.
+    pub unix_socket: Option<PathBuf>,
+    /// An `http://` proxy to connect through; environment proxies are never used.
+    pub proxy: Option<String>,
+    /// Extra headers every request carries.
+    pub headers: Vec<(String, String)>,
+    /// The API key's value; never logged.
+    pub api_key: Option<String>,
+    /// Send the key as is in this header instead of `Authorization: Bearer`.
+    pub api_key_header: Option<String>,
+    pub http: HttpVersion,
+    /// Which header carries each request's id, and in what form.
+    pub request_id: RequestIdSettings,
+}
+
+impl Endpoint {
+    /// The same endpoint at another base URL (a simulator's, once it listens).
+    pub fn at(&self, base_url: String) -> Endpoint {
+        Endpoint {
+            base_url,
+            ..self.clone()
+        }
+    }
+
+    /// An HTTP client for side traffic with this endpoint's TLS settings, proxy and socket;
+    /// environment proxies are ignored, as the benchmark's own requests ignore them.
+    pub fn side_client(&self, timeout: Option<Duration>) -> Result<reqwest::Client, ClientError> {
+        let mut builder = reqwest::Client::builder().no_proxy();
+        if let Some(timeout) = timeout {
+            builder = builder.timeout(timeout);
+        }
+        if let Some(socket) = &self.unix_socket {
+            builder = builder.unix_socket(socket.as_path());
+        }
+        if let Some(url) = &self.proxy {
+            builder = builder.proxy(
+                reqwest::Proxy::all(url).map_err(|_| ClientError("invalid proxy URL".into()))?,
+            );
+        }
+        // Always our TLS config, so side traffic trusts the same roots (system bundle included)
+        // as the benchmark's own requests.
+        builder
+            .use_preconfigured_tls(self.tls.client_config(&[b"h2", b"http/1.1"])?)
+            .build()
+            .map_err(|e| ClientError(format!("cannot build an HTTP client: {e}")))
+    }
+
+    /// The API key and headers, as benchmark requests send them.
+    pub fn access_headers(&self) -> Result<reqwest::header::HeaderMap, ClientError> {
+        access_headers(
+            self.api_key.as_deref(),
+            self.api_key_header.as_deref(),
+            &self.headers,
+        )
+    }
+
+    /// Where the served models are listed.
+    pub fn models_url(&self) -> String {
+        format!("{}/models", self.base_url.trim_end_matches('/'))
+    }
+
+    /// The model ids `/models` lists, in its order, asked through `http` (a
+    /// [`side_client`](Self::side_client)) with the key: a server started with an API key
+    /// refuses `/models` without it. The error completes "`/models` …" ("did not answer (…)").
+    pub async fn list_models(
+        &self,
+        http: &reqwest::Client,
+        timeout: Duration,
+    ) -> Result<Vec<String>, String> {
+        let headers = self.access_headers().map_err(|e| e.to_string())?;
+        let response = http
+            .get(self.models_url())
+            .headers(headers)
+            .timeout(timeout)
+            .send()
+            .await
+            .map_err(|e| format!("did not answer ({e})"))?;
+        let status = response.status();
+        let text = response
+            .text()
+            .await
+            .map_err(|e| format!("sent no body ({e})"))?;
+        if !status.is_success() {
+            return Err(format!("answered {status}"));
+        }
+        let listing: serde_json::Value =
+            serde_json::from_str(&text).map_err(|_| "did not return JSON".to_string())?;
+        Ok(listing["data"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|m| m["id"].as_str().map(str::to_string))
+            .collect())
+    }
+}
+
+impl fmt::Debug for Endpoint {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let headers: Vec<(&str, &str)> = self
+            .headers
+            .iter()
+            .map(|(name, value)| {
+                let shown = if is_secret_header(name) {
+                    REDACTED
+                } else {
+                    value.as_str()
+                };
+                (name.as_str(), shown)
+            })
+            .collect();
+        f.debug_struct("Endpoint")
+            .field("base_url", &self.base_url)
+            .field("tls", &self.tls)
+            .field("unix_socket", &self.unix_socket)
+            .field("proxy", &self.proxy.as_ref().map(|_| "<set>"))
+            .field("headers", &headers)
+            .field("api_key", &self.api_key.as_ref().map(|_| REDACTED))
+            .field("api_key_header", &self.api_key_header)
+            .field("http", &self.http)
+            .field("request_id", &self.request_id)
+            .finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn debug_hides_the_key_secret_headers_and_the_proxy() {
+        let endpoint = Endpoint {
+            base_url: "http://127.0.0.1:9/v1".into(),
+            api_key: Some("sk-hidden".into()),
+            headers: vec![
+                ("X-Api-Key".into(), "hidden-too".into()),
+                ("X-Team".into(), "bench".into()),
+            ],
+            proxy: Some("http://user:pw@proxy:3128".into()),
+            ..Endpoint::default()
+        };
+        let text = format!("{endpoint:?}");
+        for secret in ["sk-hidden", "hidden-too", "pw@proxy"] {
+            assert!(!text.contains(secret), "{text}");
+        }
+        assert!(text.contains("bench"), "{text}");
+    }
+
+    #[test]
+    fn access_headers_carry_the_key_and_headers() {
+        let endpoint = Endpoint {
+            api_key: Some("k1".into()),
+            api_key_header: Some("api-key".into()),
+            headers: vec![("X-Team".into(), "bench".into())],
+            ..Endpoint::default()
+        };
+        let headers = endpoint.access_headers().expect("headers");
+        assert_eq!(headers["api-key"], "k1");
+        assert_eq!(headers["x-team"], "bench");
+        assert!(headers.get("authorization").is_none());
+        let moved = endpoint.at("http://elsewhere/v1".into());
+        assert_eq!(moved.base_url, "http://elsewhere/v1");
+        assert_eq!(moved.api_key, endpoint.api_key);
+        assert_eq!(moved.models_url(), "http://elsewhere/v1/models");
+    }
+}
