@@ -20,6 +20,7 @@ mod proxy;
 mod record;
 mod request;
 mod request_id;
+mod responses;
 pub mod scan;
 mod setup_error;
 mod socket;
@@ -30,7 +31,7 @@ pub mod url_secrets;
 
 pub use config::{
     Api, ClientConfig, ConnectionSettings, DEFAULT_CONNECTION_IDLE_TIMEOUT, HttpVersion, REDACTED,
-    ResolvedTimeouts, Sampling, is_secret_header, merge_body,
+    ResolvedTimeouts, Sampling, ToolSettings, is_secret_header, merge_body,
 };
 pub use exchange::Client;
 pub use pool::{ServerKeepAlive, parse_keep_alive};
@@ -78,6 +79,7 @@ mod tests {
             unix_socket: None,
             proxy: None,
             request_id: Default::default(),
+            tools: None,
         }
     }
 
@@ -114,10 +116,7 @@ mod tests {
         let client = Client::new(config()).expect("client");
         assert_eq!(client.url(), "http://127.0.0.1:9/v1/chat/completions");
         let prompt = Prompt {
-            input: PromptInput::Messages(vec![ChatMessage {
-                role: "user".into(),
-                content: "hi \"there\"".into(),
-            }]),
+            input: PromptInput::Messages(vec![ChatMessage::new("user", "hi \"there\"")]),
             planned_prompt_tokens: None,
             max_tokens: 64,
             scheduled_at: None,
@@ -194,10 +193,7 @@ mod tests {
         cfg.body.insert("input".into(), serde_json::json!("x"));
         let client = Client::new(cfg).expect("client");
         let prompt = Prompt {
-            input: PromptInput::Messages(vec![ChatMessage {
-                role: "user".into(),
-                content: "hi".into(),
-            }]),
+            input: PromptInput::Messages(vec![ChatMessage::new("user", "hi")]),
             planned_prompt_tokens: None,
             max_tokens: 4,
             scheduled_at: None,

@@ -35,6 +35,7 @@ pub fn api(api: plan::Api) -> client::Api {
         plan::Api::Completions => client::Api::Completions,
         plan::Api::Embeddings => client::Api::Embeddings,
         plan::Api::Rerank => client::Api::Rerank,
+        plan::Api::Responses => client::Api::Responses,
     }
 }
 
@@ -120,7 +121,28 @@ pub fn client_config(
         unix_socket: target.socket.as_ref().map(Into::into),
         proxy: target.proxy.clone(),
         request_id: request_id_settings(target),
+        tools: workload.tools.as_ref().map(tool_settings),
     })
+}
+
+/// The tools a workload offers: its definitions or the built-in set, and its choice.
+pub fn tool_settings(tools: &plan::Tools) -> client::ToolSettings {
+    client::ToolSettings {
+        definitions: tools
+            .definitions
+            .clone()
+            .unwrap_or_else(crate::workload::builtin_tools),
+        choice: tools.choice.map(|choice| {
+            serde_json::Value::String(
+                match choice {
+                    plan::ToolChoice::Auto => "auto",
+                    plan::ToolChoice::Required => "required",
+                    plan::ToolChoice::None => "none",
+                }
+                .into(),
+            )
+        }),
+    }
 }
 
 /// The target's request-id header; a name `validate` accepted always parses.
