@@ -76,7 +76,7 @@ impl PromptInput {
 #[derive(Debug, Clone, PartialEq, Default, Deserialize)]
 pub struct ChatMessage {
     pub role: String,
-    #[serde(default)]
+    /// Required when read (a dataset's message without one is an error).
     pub content: String,
     /// An assistant message's tool calls (its `content` is then sent as `null` when empty).
     #[serde(default)]
