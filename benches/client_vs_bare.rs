@@ -155,6 +155,7 @@ fn client_config(addr: SocketAddr, concurrency: usize) -> ClientConfig {
         unix_socket: None,
         proxy: None,
         request_id: Default::default(),
+        tools: None,
     }
 }
 
@@ -166,10 +167,7 @@ fn prompt_of(words: u64, output_tokens: u32) -> Prompt {
         .copied()
         .collect();
     Prompt {
-        input: PromptInput::Messages(vec![ChatMessage {
-            role: "user".into(),
-            content: text.join(" "),
-        }]),
+        input: PromptInput::Messages(vec![ChatMessage::new("user", text.join(" "))]),
         planned_prompt_tokens: None,
         max_tokens: output_tokens,
         scheduled_at: None,

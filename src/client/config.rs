@@ -15,13 +15,15 @@ pub enum Api {
     Embeddings,
     /// `/rerank` with `query` and `documents`; one JSON response.
     Rerank,
+    /// `/responses` with `input`; a stream of typed Responses API events.
+    Responses,
 }
 
 impl Api {
     /// Whether responses stream generated tokens (chat, completions) rather than come as
     /// one JSON body.
     pub fn streams(self) -> bool {
-        matches!(self, Api::Chat | Api::Completions)
+        matches!(self, Api::Chat | Api::Completions | Api::Responses)
     }
 
     /// The path under the base URL.
@@ -31,6 +33,7 @@ impl Api {
             Api::Completions => "completions",
             Api::Embeddings => "embeddings",
             Api::Rerank => "rerank",
+            Api::Responses => "responses",
         }
     }
 }
@@ -97,6 +100,18 @@ pub struct ClientConfig {
     pub proxy: Option<String>,
     /// Which header carries each request's id, and in what form.
     pub request_id: super::request_id::RequestIdSettings,
+    /// Chat: the tools every request offers, and how the model may choose among them.
+    pub tools: Option<ToolSettings>,
+}
+
+/// The `tools` a chat request offers and its `tool_choice`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolSettings {
+    /// OpenAI function-calling definitions, sent as `tools`.
+    pub definitions: Vec<serde_json::Value>,
+    /// `tool_choice` for a request that opens a turn (`auto`, `required`, `none`, or a named
+    /// function); a request that answers a tool result asks `auto`, so the model can reply.
+    pub choice: Option<serde_json::Value>,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -176,6 +191,7 @@ impl fmt::Debug for ClientConfig {
             .field("unix_socket", &self.unix_socket)
             .field("proxy", &self.proxy.as_ref().map(|_| "<set>"))
             .field("request_id", &self.request_id)
+            .field("tools", &self.tools.as_ref().map(|t| t.definitions.len()))
             .finish()
     }
 }

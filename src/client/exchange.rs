@@ -23,8 +23,8 @@ use super::request::{RequestTemplate, default_request_id_prefix};
 use super::request_id::{RequestIdFormat, empty_body_hint};
 use super::setup_error::ClientError;
 use super::sse::{DEFAULT_MAX_EVENT_BYTES, EventKind, SseParser};
-use super::stream::{self, EventOutcome, StreamFailure, StreamState, excerpt};
-use crate::workload::Prompt;
+use super::stream::{self, EventOutcome, StreamFailure, StreamFormat, StreamState, excerpt};
+use crate::workload::{ChatMessage, Prompt};
 
 /// After `[DONE]`, how long to wait for the body's end so the connection can be reused.
 const DRAIN_WAIT: Duration = Duration::from_millis(500);
@@ -251,13 +251,14 @@ impl Client {
     }
 
     /// One turn of a session: the prompt (its history already in it) sent with the session's
-    /// affinity header, if any; the record and the reply's text, which the next turn carries.
+    /// affinity header, if any; the record and the reply (text and tool calls), which the next
+    /// turn carries.
     pub async fn send_turn(
         &self,
         request_index: u64,
         prompt: Prompt,
         origin: Instant,
-    ) -> (RequestRecord, String) {
+    ) -> (RequestRecord, ChatMessage) {
         let body = self.request_body(&prompt);
         let counts = (prompt.planned_prompt_tokens, self.inputs(&prompt));
         let turn = prompt.session;
@@ -288,7 +289,8 @@ impl Client {
         if let Some(turn) = turn {
             (record.session, record.turn) = (Some(turn.session), Some(u64::from(turn.turn)));
         }
-        (record, reply.unwrap_or_default())
+        let reply = reply.unwrap_or_else(|| ChatMessage::new("assistant", ""));
+        (record, reply)
     }
 
     /// Embeddings and rerank: the texts or documents the request carries.
@@ -307,13 +309,17 @@ impl Client {
         origin: Instant,
         cancel: C,
         extras: Extras,
-    ) -> (RequestRecord, Option<String>)
+    ) -> (RequestRecord, Option<ChatMessage>)
     where
         C: Future<Output = ()>,
     {
         let request_id = self.request_id(request_index);
         let mut state = StreamState {
             reply: extras.capture_reply.then(String::new),
+            format: match self.config.api {
+                Api::Responses => StreamFormat::Responses,
+                _ => StreamFormat::Chunks,
+            },
             ..StreamState::default()
         };
         let mut used = ConnectionUse::default();
@@ -359,6 +365,8 @@ impl Client {
             server_prompt_ms: state.server.prompt_ms,
             server_total_ms: state.server.total_ms(),
             inputs,
+            ttft_tool_ms: state.first_tool_call_ms,
+            tool_call_chunks: state.tool_call_chunks,
             ..RequestRecord::default()
         };
         match outcome {
@@ -368,13 +376,14 @@ impl Client {
                 record.error = Some(self.request_error(failure));
             }
         }
-        if state.completion_tokens.is_some() || state.content_chunks + state.reasoning_chunks > 0 {
+        let chunks = state.content_chunks + state.reasoning_chunks + state.tool_call_chunks;
+        if state.completion_tokens.is_some() || chunks > 0 {
             let (tokens, source) = state.output_tokens();
             record.output_tokens = Some(tokens);
             record.output_token_source = Some(source);
         }
         super::derive_record_fields(&mut record);
-        (record, state.reply.take())
+        (record, state.take_reply())
     }
 
     /// The request and its stream (or JSON body); on success, ms from `start` to its end.
@@ -794,7 +803,11 @@ fn finish_stream(
     }
     Err(Failure::new(
         ErrorKind::MissingDone,
-        format!("stream ended after {} events without [DONE]", state.events),
+        format!(
+            "stream ended after {} events without {}",
+            state.events,
+            state.end_marker()
+        ),
     ))
 }
 

@@ -21,6 +21,7 @@ mod proxy;
 mod record;
 mod request;
 mod request_id;
+mod responses;
 pub mod scan;
 mod setup_error;
 mod socket;
@@ -31,7 +32,7 @@ pub mod url_secrets;
 
 pub use config::{
     Api, ClientConfig, ConnectionSettings, DEFAULT_CONNECTION_IDLE_TIMEOUT, HttpVersion, REDACTED,
-    ResolvedTimeouts, Sampling, is_secret_header, merge_body,
+    ResolvedTimeouts, Sampling, ToolSettings, is_secret_header, merge_body,
 };
 pub use endpoint::Endpoint;
 pub use exchange::Client;
@@ -80,6 +81,7 @@ mod tests {
             unix_socket: None,
             proxy: None,
             request_id: Default::default(),
+            tools: None,
         }
     }
 
@@ -116,10 +118,7 @@ mod tests {
         let client = Client::new(config()).expect("client");
         assert_eq!(client.url(), "http://127.0.0.1:9/v1/chat/completions");
         let prompt = Prompt {
-            input: PromptInput::Messages(vec![ChatMessage {
-                role: "user".into(),
-                content: "hi \"there\"".into(),
-            }]),
+            input: PromptInput::Messages(vec![ChatMessage::new("user", "hi \"there\"")]),
             planned_prompt_tokens: None,
             max_tokens: 64,
             scheduled_at: None,
@@ -196,10 +195,7 @@ mod tests {
         cfg.body.insert("input".into(), serde_json::json!("x"));
         let client = Client::new(cfg).expect("client");
         let prompt = Prompt {
-            input: PromptInput::Messages(vec![ChatMessage {
-                role: "user".into(),
-                content: "hi".into(),
-            }]),
+            input: PromptInput::Messages(vec![ChatMessage::new("user", "hi")]),
             planned_prompt_tokens: None,
             max_tokens: 4,
             scheduled_at: None,

@@ -77,6 +77,13 @@ pub struct RequestRecord {
     pub session: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub turn: Option<u64>,
+    /// Request start → first streamed tool-call delta (a function name or argument
+    /// fragment); absent when the reply called no tool.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ttft_tool_ms: Option<f64>,
+    /// Streamed deltas carrying a tool call's name or an argument fragment.
+    #[serde(default, skip_serializing_if = "is_zero_u64")]
+    pub tool_call_chunks: u64,
     /// The time the server says the request waited in its scheduler queue (vLLM `metrics`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub server_queue_ms: Option<f64>,
@@ -93,6 +100,10 @@ pub struct RequestRecord {
 }
 
 fn is_zero(n: &u32) -> bool {
+    *n == 0
+}
+
+fn is_zero_u64(n: &u64) -> bool {
     *n == 0
 }
 

@@ -2,7 +2,7 @@
 
 use hyper::header::{self, HeaderMap, HeaderName, HeaderValue};
 
-use super::config::{ClientConfig, is_secret_header};
+use super::config::{Api, ClientConfig, is_secret_header};
 use super::setup_error::ClientError;
 use crate::workload::{Prompt, PromptInput};
 
@@ -20,13 +20,25 @@ pub(crate) struct RequestTemplate {
     body_sets_input: bool,
     /// Embeddings and rerank take neither `max_tokens` nor streaming.
     streams: bool,
+    /// The Responses API takes `input` and `max_output_tokens`.
+    responses: bool,
+    /// `"tools":[…]` serialized, and the planned `tool_choice` (serialized), unless the extra
+    /// body sets them itself.
+    tools: Option<(String, Option<String>)>,
 }
 
 impl RequestTemplate {
     pub fn new(config: &ClientConfig) -> Result<Self, ClientError> {
         let fixed = fixed_body_fields(config);
-        let body_sets_max_tokens = fixed.contains_key("max_tokens");
-        let inputs: &[&str] = if config.api.streams() {
+        let responses = config.api == Api::Responses;
+        let body_sets_max_tokens = fixed.contains_key(if responses {
+            "max_output_tokens"
+        } else {
+            "max_tokens"
+        });
+        let inputs: &[&str] = if responses {
+            &["input"]
+        } else if config.api.streams() {
             &["messages", "prompt"]
         } else {
             &["input", "documents"]
@@ -34,12 +46,30 @@ impl RequestTemplate {
         let body_sets_input = inputs.iter().any(|key| fixed.contains_key(*key));
         let fixed_body = serde_json::to_string(&fixed)
             .map_err(|e| ClientError(format!("cannot serialize the request body: {e}")))?;
+        let serialize = |value: serde_json::Result<String>| {
+            value.map_err(|e| ClientError(format!("cannot serialize the tools: {e}")))
+        };
+        let tools = match &config.tools {
+            Some(tools) if config.api == Api::Chat && !fixed.contains_key("tools") => {
+                let choice = match (&tools.choice, fixed.contains_key("tool_choice")) {
+                    (Some(choice), false) => Some(serialize(serde_json::to_string(choice))?),
+                    _ => None,
+                };
+                Some((
+                    serialize(serde_json::to_string(&tools.definitions))?,
+                    choice,
+                ))
+            }
+            _ => None,
+        };
         Ok(RequestTemplate {
             headers: default_headers(config)?,
             fixed_body: fixed_body[1..fixed_body.len() - 1].to_string(),
             body_sets_max_tokens,
             body_sets_input,
             streams: config.api.streams(),
+            responses,
+            tools,
         })
     }
 
@@ -58,6 +88,12 @@ impl RequestTemplate {
                 body.push(',');
             };
             match &prompt.input {
+                PromptInput::Messages(messages) if self.responses => {
+                    field("input", serde_json::to_string(messages))
+                }
+                PromptInput::Text(text) if self.responses => {
+                    field("input", serde_json::to_string(text))
+                }
                 PromptInput::Messages(messages) => {
                     field("messages", serde_json::to_string(messages))
                 }
@@ -77,9 +113,32 @@ impl RequestTemplate {
             }
         }
         if self.streams && !self.body_sets_max_tokens {
-            body.push_str("\"max_tokens\":");
+            body.push_str(if self.responses {
+                "\"max_output_tokens\":"
+            } else {
+                "\"max_tokens\":"
+            });
             body.push_str(&prompt.max_tokens.to_string());
             body.push(',');
+        }
+        if let Some((tools, choice)) = &self.tools {
+            body.push_str("\"tools\":");
+            body.push_str(tools);
+            body.push(',');
+            // After a tool's result the model must be free to answer, whatever the plan's
+            // choice for a turn's opening request.
+            let answers_tool = matches!(&prompt.input, PromptInput::Messages(m)
+                if m.last().is_some_and(|m| m.role == "tool"));
+            let choice = if answers_tool {
+                Some("\"auto\"")
+            } else {
+                choice.as_deref()
+            };
+            if let Some(choice) = choice {
+                body.push_str("\"tool_choice\":");
+                body.push_str(choice);
+                body.push(',');
+            }
         }
         body.push_str(&self.fixed_body);
         if body.ends_with(',') {
@@ -173,8 +232,19 @@ fn fixed_body_fields(config: &ClientConfig) -> serde_json::Map<String, serde_jso
         return fixed;
     }
     fixed.insert("stream".into(), Value::Bool(true));
-    fixed.insert("stream_options".into(), json!({ "include_usage": true }));
     let s = &config.sampling;
+    if config.api == Api::Responses {
+        // Usage always comes with `response.completed`; the API has no `stream_options`,
+        // `ignore_eos`, `min_tokens` or `seed` (`validate` refuses the first two).
+        if let Some(t) = s.temperature {
+            fixed.insert("temperature".into(), json!(t));
+        }
+        for (key, value) in &config.body {
+            fixed.insert(key.clone(), value.clone());
+        }
+        return fixed;
+    }
+    fixed.insert("stream_options".into(), json!({ "include_usage": true }));
     if let Some(t) = s.temperature {
         fixed.insert("temperature".into(), json!(t));
     }

@@ -12,10 +12,11 @@ use serde::de::{self, Deserializer, IgnoredAny, SeqAccess, Visitor};
 
 use super::record::ErrorKind;
 use super::scan::{self, ChoiceFlags, ChunkSummary, UsageCounts};
+use crate::workload::{ChatMessage, ToolCall};
 
 /// Whether a JSON string is non-empty; `null` deserializes through `Option` as `None`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-struct NonEmpty(bool);
+pub(super) struct NonEmpty(pub(super) bool);
 
 impl<'de> Deserialize<'de> for NonEmpty {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
@@ -33,7 +34,7 @@ impl<'de> Deserialize<'de> for NonEmpty {
     }
 }
 
-fn non_empty(field: Option<NonEmpty>) -> bool {
+pub(super) fn non_empty(field: Option<NonEmpty>) -> bool {
     matches!(field, Some(NonEmpty(true)))
 }
 
@@ -45,6 +46,31 @@ struct Delta {
     reasoning_content: Option<NonEmpty>,
     #[serde(default)]
     reasoning: Option<NonEmpty>,
+    #[serde(default)]
+    tool_calls: Option<Vec<ToolCallDelta>>,
+}
+
+/// One element of `delta.tool_calls`: a call's id, name or an argument fragment.
+#[derive(Debug, Default, Deserialize)]
+struct ToolCallDelta {
+    #[serde(default)]
+    function: Option<FunctionDelta>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+struct FunctionDelta {
+    #[serde(default)]
+    name: Option<NonEmpty>,
+    #[serde(default)]
+    arguments: Option<NonEmpty>,
+}
+
+/// Whether any tool call in a delta carries a name or an argument fragment.
+fn tool_call_output(calls: Option<Vec<ToolCallDelta>>) -> bool {
+    calls.into_iter().flatten().any(|call| {
+        call.function
+            .is_some_and(|f| non_empty(f.name) || non_empty(f.arguments))
+    })
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -138,6 +164,10 @@ pub struct StreamState {
     pub max_inter_chunk_ms: Option<f64>,
     pub content_chunks: u64,
     pub reasoning_chunks: u64,
+    /// First delta carrying a tool call's name or an argument fragment.
+    pub first_tool_call_ms: Option<f64>,
+    /// Deltas carrying a tool call's name or an argument fragment.
+    pub tool_call_chunks: u64,
     pub prompt_tokens: Option<u64>,
     pub completion_tokens: Option<u64>,
     pub cached_tokens: Option<u64>,
@@ -147,8 +177,22 @@ pub struct StreamState {
     pub server: ServerTimings,
     /// The reply's text so far, kept only when asked (a session's next turn carries it).
     pub reply: Option<String>,
+    /// The reply's tool calls so far, kept with `reply`.
+    pub reply_tool_calls: Vec<ToolCall>,
+    /// The wire format of the events.
+    pub format: StreamFormat,
     /// The leading bytes this stream's chunks repeat, so each chunk's scan starts after them.
     pub chunk_prefix: scan::ChunkPrefix,
+}
+
+/// Which events a stream carries.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum StreamFormat {
+    /// Chat and completions chunks, ended by `[DONE]`.
+    #[default]
+    Chunks,
+    /// Responses API events, ended by `response.completed` (or `response.incomplete`).
+    Responses,
 }
 
 /// What a server says it spent on one request.
@@ -254,6 +298,67 @@ fn append_content(reply: &mut String, data: &[u8]) {
     }
 }
 
+/// A chunk's tool-call pieces (id, name, argument fragments) added to the calls so far, by
+/// the calls' `index`; only sessions pay this second parse.
+fn append_tool_calls(calls: &mut Vec<ToolCall>, data: &[u8]) {
+    #[derive(Deserialize)]
+    struct Chunk {
+        #[serde(default)]
+        choices: Vec<Choice>,
+    }
+    #[derive(Deserialize)]
+    struct Choice {
+        #[serde(default)]
+        delta: Option<Delta>,
+    }
+    #[derive(Deserialize)]
+    struct Delta {
+        #[serde(default)]
+        tool_calls: Option<Vec<Piece>>,
+    }
+    #[derive(Deserialize)]
+    struct Piece {
+        #[serde(default)]
+        index: Option<usize>,
+        #[serde(default)]
+        id: Option<String>,
+        #[serde(default)]
+        function: Option<Function>,
+    }
+    #[derive(Deserialize)]
+    struct Function {
+        #[serde(default)]
+        name: Option<String>,
+        #[serde(default)]
+        arguments: Option<String>,
+    }
+    let Ok(chunk) = serde_json::from_slice::<Chunk>(data) else {
+        return;
+    };
+    let pieces = chunk
+        .choices
+        .into_iter()
+        .next()
+        .and_then(|c| c.delta)
+        .and_then(|d| d.tool_calls);
+    for (k, piece) in pieces.into_iter().flatten().enumerate() {
+        // Indices come in order from 0; one past the end (or a gap, a server's slip) opens
+        // the next call.
+        let at = piece.index.unwrap_or(k).min(calls.len());
+        if at == calls.len() {
+            calls.push(ToolCall::default());
+        }
+        let call = &mut calls[at];
+        if let Some(id) = piece.id.filter(|id| !id.is_empty()) {
+            call.id = id;
+        }
+        if let Some(f) = piece.function {
+            call.name.push_str(&f.name.unwrap_or_default());
+            call.arguments.push_str(&f.arguments.unwrap_or_default());
+        }
+    }
+}
+
 /// At most this many characters of a payload go into an error message.
 const EXCERPT_CHARS: usize = 200;
 
@@ -296,14 +401,19 @@ pub fn parse_chunk(
 pub fn parse_chunk_serde(data: &[u8]) -> Result<ChunkSummary, serde_json::Error> {
     let event: ChunkEvent<'_> = serde_json::from_slice(data)?;
     let choice = event.choices.0.map(|choice| {
-        let (reasoning, content) = match choice.delta {
+        let (reasoning, content, tool_call) = match choice.delta {
             Some(delta) => (
                 non_empty(delta.reasoning_content) || non_empty(delta.reasoning),
                 non_empty(delta.content) || non_empty(choice.text),
+                tool_call_output(delta.tool_calls),
             ),
-            None => (false, non_empty(choice.text)),
+            None => (false, non_empty(choice.text), false),
         };
-        ChoiceFlags { reasoning, content }
+        ChoiceFlags {
+            reasoning,
+            content,
+            tool_call,
+        }
     });
     let usage = event.usage.map(|usage| UsageCounts {
         prompt_tokens: usage.prompt_tokens,
@@ -324,6 +434,9 @@ impl StreamState {
         if data == b"[DONE]" {
             self.done = true;
             return EventOutcome::Done;
+        }
+        if self.format == StreamFormat::Responses {
+            return super::responses::on_event(self, data, now_ms);
         }
         let event = match parse_chunk(data, &mut self.chunk_prefix) {
             Ok(event) => event,
@@ -354,7 +467,12 @@ impl StreamState {
         if !carries_text && let Some(timings) = server_timings(data) {
             self.server = timings;
         }
-        if let Some(ChoiceFlags { reasoning, content }) = event.choice {
+        if let Some(ChoiceFlags {
+            reasoning,
+            content,
+            tool_call,
+        }) = event.choice
+        {
             if reasoning {
                 self.reasoning_chunks += 1;
             }
@@ -365,18 +483,50 @@ impl StreamState {
                     append_content(reply, data);
                 }
             }
-            if reasoning || content {
-                self.first_output_ms.get_or_insert(now_ms);
-                if let Some(last_ms) = self.last_output_ms {
-                    let gap_ms = now_ms - last_ms;
-                    if self.max_inter_chunk_ms.is_none_or(|max| gap_ms > max) {
-                        self.max_inter_chunk_ms = Some(gap_ms);
-                    }
+            if tool_call {
+                self.tool_call_chunks += 1;
+                self.first_tool_call_ms.get_or_insert(now_ms);
+                if self.reply.is_some() {
+                    append_tool_calls(&mut self.reply_tool_calls, data);
                 }
-                self.last_output_ms = Some(now_ms);
+            }
+            if reasoning || content || tool_call {
+                self.output_at(now_ms);
             }
         }
         EventOutcome::Continue
+    }
+
+    /// An output event (reasoning, content or a tool-call fragment) at `now_ms`.
+    pub(super) fn output_at(&mut self, now_ms: f64) {
+        self.first_output_ms.get_or_insert(now_ms);
+        if let Some(last_ms) = self.last_output_ms {
+            let gap_ms = now_ms - last_ms;
+            if self.max_inter_chunk_ms.is_none_or(|max| gap_ms > max) {
+                self.max_inter_chunk_ms = Some(gap_ms);
+            }
+        }
+        self.last_output_ms = Some(now_ms);
+    }
+
+    /// What ends a successful stream, for the message when it never came.
+    pub fn end_marker(&self) -> &'static str {
+        match self.format {
+            StreamFormat::Chunks => "[DONE]",
+            StreamFormat::Responses => "response.completed",
+        }
+    }
+
+    /// The reply as the assistant message a session's next turn carries: its text and tool
+    /// calls; `None` unless the reply was kept.
+    pub fn take_reply(&mut self) -> Option<ChatMessage> {
+        let content = self.reply.take()?;
+        Some(ChatMessage {
+            role: "assistant".into(),
+            content,
+            tool_calls: std::mem::take(&mut self.reply_tool_calls),
+            tool_call_id: None,
+        })
     }
 
     /// Output tokens: from usage when sent, else the number of text-carrying deltas (a lower
@@ -385,7 +535,7 @@ impl StreamState {
         match self.completion_tokens {
             Some(n) => (n, super::OutputTokenSource::Usage),
             None => (
-                self.content_chunks + self.reasoning_chunks,
+                self.content_chunks + self.reasoning_chunks + self.tool_call_chunks,
                 super::OutputTokenSource::Counted,
             ),
         }
@@ -605,6 +755,87 @@ mod tests {
             s.on_event(br#"{"choices":[],"error":null}"#, 1.0),
             EventOutcome::Continue
         );
+    }
+
+    #[test]
+    fn tool_call_fragments_are_output_and_the_calls_are_kept() {
+        let mut s = StreamState {
+            reply: Some(String::new()),
+            ..StreamState::default()
+        };
+        let out = feed(
+            &mut s,
+            &[
+                (
+                    r#"{"choices":[{"index":0,"delta":{"role":"assistant","content":null}}]}"#,
+                    1.0,
+                ),
+                (
+                    r#"{"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"call_a","type":"function","function":{"name":"search","arguments":""}}]}}]}"#,
+                    5.0,
+                ),
+                (
+                    r#"{"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":"{\"q\": \"x"}}]}}]}"#,
+                    7.0,
+                ),
+                (
+                    r#"{"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":" y\"}"}}]}}]}"#,
+                    12.0,
+                ),
+                (
+                    r#"{"choices":[{"index":0,"delta":{"tool_calls":[{"index":1,"id":"call_b","function":{"name":"read","arguments":"{}"}}]}}]}"#,
+                    13.0,
+                ),
+                (
+                    r#"{"choices":[{"index":0,"delta":{},"finish_reason":"tool_calls"}]}"#,
+                    14.0,
+                ),
+                ("[DONE]", 15.0),
+            ],
+        );
+        assert_eq!(out, EventOutcome::Done);
+        assert_eq!((s.first_tool_call_ms, s.tool_call_chunks), (Some(5.0), 4));
+        assert_eq!((s.first_output_ms, s.first_content_ms), (Some(5.0), None));
+        assert_eq!(s.max_inter_chunk_ms, Some(5.0));
+        assert_eq!(
+            s.output_tokens(),
+            (4, super::super::OutputTokenSource::Counted)
+        );
+        let reply = s.take_reply().expect("kept");
+        assert_eq!(reply.content, "");
+        let calls: Vec<(&str, &str, &str)> = reply
+            .tool_calls
+            .iter()
+            .map(|c| (c.id.as_str(), c.name.as_str(), c.arguments.as_str()))
+            .collect();
+        assert_eq!(
+            calls,
+            [
+                ("call_a", "search", r#"{"q": "x y"}"#),
+                ("call_b", "read", "{}")
+            ]
+        );
+        // Sent back as the API takes it.
+        let sent = serde_json::to_value(&reply).expect("serializes");
+        assert_eq!(sent["content"], serde_json::Value::Null);
+        assert_eq!(sent["tool_calls"][0]["type"], "function");
+        assert_eq!(
+            sent["tool_calls"][0]["function"]["arguments"],
+            r#"{"q": "x y"}"#
+        );
+    }
+
+    #[test]
+    fn a_malformed_tool_call_delta_is_a_clear_error() {
+        let mut s = StreamState::default();
+        match s.on_event(br#"{"choices":[{"delta":{"tool_calls":"x"}}]}"#, 1.0) {
+            EventOutcome::Failed(StreamFailure {
+                kind: ErrorKind::MalformedEvent,
+                message,
+                ..
+            }) => assert!(message.contains("tool_calls"), "{message}"),
+            other => panic!("{other:?}"),
+        }
     }
 
     #[test]

@@ -40,6 +40,19 @@ pub struct TurnFigures {
     /// Mean cached prompt tokens the server reported: prefix reuse across turns.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cached_tokens_mean: Option<f64>,
+    /// Successful requests whose reply called a tool.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub tool_calls: u64,
+    /// Time to the first tool-call delta, seconds, over the replies that called a tool.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ttft_tool: Option<Distribution>,
+    /// Mean tool-call deltas (name and argument fragments) per reply that called a tool.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_call_chunks_mean: Option<f64>,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// `None` when no record belongs to a session.
@@ -72,6 +85,13 @@ pub fn session_summary(
                 .filter_map(|r| r.ttft_ms)
                 .map(|ms| ms / 1e3)
                 .collect();
+            let calling: Vec<&&&RequestRecord> =
+                ok.iter().filter(|r| r.ttft_tool_ms.is_some()).collect();
+            let ttft_tool: Vec<f64> = calling
+                .iter()
+                .filter_map(|r| r.ttft_tool_ms)
+                .map(|ms| ms / 1e3)
+                .collect();
             TurnFigures {
                 turn,
                 requests: rs.len() as u64,
@@ -88,6 +108,11 @@ pub fn session_summary(
                         .filter_map(|r| r.cached_tokens)
                         .map(|t| t as f64)
                         .collect(),
+                ),
+                tool_calls: calling.len() as u64,
+                ttft_tool: distribution(&ttft_tool, method),
+                tool_call_chunks_mean: mean(
+                    calling.iter().map(|r| r.tool_call_chunks as f64).collect(),
                 ),
             }
         })

@@ -152,6 +152,9 @@ fn diagnostics_sections(out: &mut String, report: &Report) {
         out.push_str("<h2>Sessions by turn</h2>\n");
         html_table(out, &sessions);
         let _ = writeln!(out, "<p>{}</p>", esc(super::session_table::NOTE));
+        if super::session_table::has_tool_calls(report) {
+            let _ = writeln!(out, "<p>{}</p>", esc(super::session_table::TOOLS_NOTE));
+        }
     }
 
     let backends = super::backends::table(report);

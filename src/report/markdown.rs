@@ -146,6 +146,9 @@ fn diagnostics_sections(out: &mut String, report: &Report) {
         out.push_str("\n## Sessions by turn\n\n");
         markdown_table(out, &sessions);
         let _ = writeln!(out, "\n{}", super::session_table::NOTE);
+        if super::session_table::has_tool_calls(report) {
+            let _ = writeln!(out, "\n{}", super::session_table::TOOLS_NOTE);
+        }
     }
 
     let backends = super::backends::table(report);

@@ -37,6 +37,7 @@ pub fn api(api: plan::Api) -> client::Api {
         plan::Api::Completions => client::Api::Completions,
         plan::Api::Embeddings => client::Api::Embeddings,
         plan::Api::Rerank => client::Api::Rerank,
+        plan::Api::Responses => client::Api::Responses,
     }
 }
 
@@ -140,6 +141,7 @@ pub fn request_config(
         unix_socket,
         proxy,
         request_id,
+        tools: workload.tools.as_ref().map(tool_settings),
     })
 }
 
@@ -168,6 +170,26 @@ fn api_key(target: &Target) -> Result<Option<String>, ClientError> {
         Err(std::env::VarError::NotUnicode(_)) => Err(ClientError(format!(
             "the API key variable {var} does not hold valid UTF-8"
         ))),
+    }
+}
+
+/// The tools a workload offers: its definitions or the built-in set, and its choice.
+pub fn tool_settings(tools: &plan::Tools) -> client::ToolSettings {
+    client::ToolSettings {
+        definitions: tools
+            .definitions
+            .clone()
+            .unwrap_or_else(crate::workload::builtin_tools),
+        choice: tools.choice.map(|choice| {
+            serde_json::Value::String(
+                match choice {
+                    plan::ToolChoice::Auto => "auto",
+                    plan::ToolChoice::Required => "required",
+                    plan::ToolChoice::None => "none",
+                }
+                .into(),
+            )
+        }),
     }
 }
 

@@ -28,7 +28,7 @@ pub use busy::BusyPoll;
 
 use crate::client::{Client, ErrorKind, RequestError, RequestRecord};
 pub use crate::schedule::Load;
-use crate::workload::{Prompt, PromptQueue};
+use crate::workload::{ChatMessage, Prompt, PromptQueue};
 
 /// Sends one request and measures it. Never fails: failures are data in the record.
 pub trait Executor: Send + Sync + 'static {
@@ -40,17 +40,17 @@ pub trait Executor: Send + Sync + 'static {
         origin: std::time::Instant,
     ) -> impl Future<Output = RequestRecord> + Send;
 
-    /// One turn of a session: the record and the reply's text (empty where the executor keeps
-    /// none).
+    /// One turn of a session: the record and the reply as an assistant message (its text and
+    /// tool calls; empty where the executor keeps none).
     fn execute_turn(
         &self,
         request_index: u64,
         prompt: Prompt,
         origin: std::time::Instant,
-    ) -> impl Future<Output = (RequestRecord, String)> + Send {
+    ) -> impl Future<Output = (RequestRecord, ChatMessage)> + Send {
         async move {
             let record = self.execute(request_index, prompt, origin).await;
-            (record, String::new())
+            (record, ChatMessage::new("assistant", ""))
         }
     }
 }
@@ -70,7 +70,7 @@ impl Executor for Client {
         request_index: u64,
         prompt: Prompt,
         origin: std::time::Instant,
-    ) -> (RequestRecord, String) {
+    ) -> (RequestRecord, ChatMessage) {
         self.send_turn(request_index, prompt, origin).await
     }
 }
@@ -296,8 +296,8 @@ impl<E: Executor, F: PromptFeed> WindowContext<E, F> {
         record
     }
 
-    /// One turn of a session; its reply's text comes back for the next turn.
-    async fn send_turn(&self, request_index: u64, prompt: Prompt) -> (RequestRecord, String) {
+    /// One turn of a session; its reply comes back for the next turn.
+    async fn send_turn(&self, request_index: u64, prompt: Prompt) -> (RequestRecord, ChatMessage) {
         self.counters.started.fetch_add(1, Ordering::Relaxed);
         let start = Instant::now();
         let planned = prompt.planned_prompt_tokens;
@@ -305,7 +305,8 @@ impl<E: Executor, F: PromptFeed> WindowContext<E, F> {
         let sent = tokio::select! {
             sent = self.executor.execute_turn(request_index, prompt, origin) => sent,
             _ = self.abort.cancelled() => {
-                (cancelled_record(request_index, planned, self.origin, start), String::new())
+                let record = cancelled_record(request_index, planned, self.origin, start);
+                (record, ChatMessage::new("assistant", ""))
             }
         };
         self.counters.finished.fetch_add(1, Ordering::Relaxed);

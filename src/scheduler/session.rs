@@ -33,11 +33,11 @@ pub(super) async fn run_session<E: Executor, F: PromptFeed>(
         if k > 0 && stopped() {
             return;
         }
-        let PromptInput::Messages(new) = &prompt.input else {
+        let PromptInput::Messages(planned) = &prompt.input else {
             // Sessions need chat messages; `validate` refuses other targets.
             return;
         };
-        let new = new.clone();
+        let new = turn_messages(planned, history.last());
         let mut messages = history.clone();
         messages.extend(new.iter().cloned());
         prompt.input = PromptInput::Messages(messages);
@@ -52,9 +52,77 @@ pub(super) async fn run_session<E: Executor, F: PromptFeed>(
             return;
         }
         history.extend(new);
-        history.push(ChatMessage {
-            role: "assistant".into(),
-            content: reply,
-        });
+        history.push(reply);
+    }
+}
+
+/// The messages a turn adds to the history. A turn plans a user message and, with tools, a
+/// tool result (`role: tool`, no call id yet): when the last reply called tools, the turn
+/// answers each call with that result; otherwise the user speaks.
+fn turn_messages(planned: &[ChatMessage], last_reply: Option<&ChatMessage>) -> Vec<ChatMessage> {
+    let result = planned.iter().find(|m| m.role == "tool");
+    let calls = last_reply.map_or(&[][..], |m| m.tool_calls.as_slice());
+    match result {
+        Some(result) if !calls.is_empty() => calls
+            .iter()
+            .map(|call| ChatMessage {
+                tool_call_id: Some(call.id.clone()),
+                ..result.clone()
+            })
+            .collect(),
+        _ => planned
+            .iter()
+            .filter(|m| m.role != "tool")
+            .cloned()
+            .collect(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::workload::ToolCall;
+
+    #[test]
+    fn a_turn_answers_the_last_replys_tool_calls_or_speaks() {
+        let planned = [
+            ChatMessage::new("user", "next question"),
+            ChatMessage::new("tool", "result words"),
+        ];
+        let call = |id: &str| ToolCall {
+            id: id.into(),
+            name: "search".into(),
+            arguments: "{}".into(),
+        };
+        let calling = ChatMessage {
+            tool_calls: vec![call("a"), call("b")],
+            ..ChatMessage::new("assistant", "")
+        };
+        let sent = turn_messages(&planned, Some(&calling));
+        let sent: Vec<(&str, &str, Option<&str>)> = sent
+            .iter()
+            .map(|m| {
+                (
+                    m.role.as_str(),
+                    m.content.as_str(),
+                    m.tool_call_id.as_deref(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            sent,
+            [
+                ("tool", "result words", Some("a")),
+                ("tool", "result words", Some("b"))
+            ]
+        );
+        let answered = ChatMessage::new("assistant", "done");
+        for last in [Some(&answered), None] {
+            let sent = turn_messages(&planned, last);
+            assert_eq!(sent, [ChatMessage::new("user", "next question")]);
+        }
+        // Without a planned result (no tools), a stray call is not answered.
+        let sent = turn_messages(&planned[..1], Some(&calling));
+        assert_eq!(sent, [ChatMessage::new("user", "next question")]);
     }
 }

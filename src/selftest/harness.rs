@@ -127,6 +127,7 @@ pub(super) fn client_for(addr: std::net::SocketAddr, concurrency: u32) -> Result
         unix_socket: None,
         proxy: None,
         request_id: Default::default(),
+        tools: None,
     };
     Client::new(config).map_err(|e| e.to_string())
 }
@@ -140,10 +141,7 @@ pub(super) fn prompt_of(tokens: u32) -> Prompt {
         .copied()
         .collect();
     Prompt {
-        input: PromptInput::Messages(vec![ChatMessage {
-            role: "user".into(),
-            content: words.join(" "),
-        }]),
+        input: PromptInput::Messages(vec![ChatMessage::new("user", words.join(" "))]),
         planned_prompt_tokens: None,
         max_tokens: OUTPUT_TOKENS,
         scheduled_at: None,

@@ -8,6 +8,8 @@ use super::tokenizer;
 pub(crate) enum Api {
     Chat,
     Completions,
+    /// `/v1/responses`: chat underneath, Responses API events on the wire.
+    Responses,
 }
 
 #[derive(Debug, Deserialize)]
@@ -29,11 +31,50 @@ pub(crate) struct ChatMessage {
     pub role: Option<String>,
     #[serde(default)]
     pub content: Option<MessageContent>,
+    /// An assistant message's tool calls.
+    #[serde(default)]
+    pub tool_calls: Option<Vec<ToolCallIn>>,
+    /// A `role: tool` message: the call it answers.
+    #[serde(default)]
+    pub tool_call_id: Option<String>,
+}
+
+/// A tool call in a request's history.
+#[derive(Debug, Deserialize)]
+pub(crate) struct ToolCallIn {
+    #[serde(default)]
+    pub id: Option<String>,
+    #[serde(default)]
+    pub function: Option<FunctionIn>,
+}
+
+#[derive(Debug, Deserialize)]
+pub(crate) struct FunctionIn {
+    #[serde(default)]
+    pub name: Option<String>,
+    #[serde(default)]
+    pub arguments: Option<String>,
+}
+
+/// A tool a request offers: only its name and first parameter matter here.
+#[derive(Debug, Deserialize)]
+pub(crate) struct ToolDef {
+    #[serde(default)]
+    pub function: Option<FunctionDef>,
+}
+
+#[derive(Debug, Deserialize)]
+pub(crate) struct FunctionDef {
+    pub name: String,
+    #[serde(default)]
+    pub parameters: Option<serde_json::Value>,
 }
 
 impl ChatMessage {
+    /// The message's text; an assistant's tool calls add their names and arguments, which a
+    /// chat template renders into the prompt too.
     pub(crate) fn text(&self) -> String {
-        match &self.content {
+        let mut text = match &self.content {
             None => String::new(),
             Some(MessageContent::Text(text)) => text.clone(),
             Some(MessageContent::Parts(parts)) => parts
@@ -41,7 +82,16 @@ impl ChatMessage {
                 .filter_map(|part| part.text.as_deref())
                 .collect::<Vec<_>>()
                 .join("\n"),
+        };
+        for function in self.tool_calls.iter().flatten().flat_map(|c| &c.function) {
+            for part in [&function.name, &function.arguments].into_iter().flatten() {
+                if !text.is_empty() {
+                    text.push(' ');
+                }
+                text.push_str(part);
+            }
         }
+        text
     }
 }
 
@@ -71,7 +121,7 @@ pub(crate) struct ChatTemplateKwargs {
 
 /// The fields of `/v1/chat/completions` and `/v1/completions` the simulator acts on; others
 /// (temperature, top_p, …) are accepted and ignored.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Default, Deserialize)]
 pub(crate) struct GenerationRequest {
     #[serde(default)]
     pub messages: Option<Vec<ChatMessage>>,
@@ -95,6 +145,61 @@ pub(crate) struct GenerationRequest {
     pub reasoning_effort: Option<String>,
     #[serde(default)]
     pub n: Option<u32>,
+    #[serde(default)]
+    pub tools: Option<Vec<ToolDef>>,
+    /// `"auto"`, `"required"`, `"none"` or `{"type": "function", "function": {"name": …}}`.
+    #[serde(default)]
+    pub tool_choice: Option<serde_json::Value>,
+}
+
+/// `/v1/responses`: `input` as a string or a list of messages (`content` a string or
+/// `input_text` parts), `max_output_tokens`, `stream`, `reasoning.effort`; others ignored.
+#[derive(Debug, Deserialize)]
+pub(crate) struct ResponsesRequest {
+    #[serde(default)]
+    pub input: Option<ResponsesInput>,
+    #[serde(default)]
+    pub max_output_tokens: Option<u64>,
+    #[serde(default)]
+    pub stream: Option<bool>,
+    #[serde(default)]
+    pub reasoning: Option<ResponsesReasoning>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(untagged)]
+pub(crate) enum ResponsesInput {
+    Text(String),
+    Items(Vec<ChatMessage>),
+}
+
+#[derive(Debug, Default, Deserialize)]
+pub(crate) struct ResponsesReasoning {
+    #[serde(default)]
+    pub effort: Option<String>,
+}
+
+impl ResponsesRequest {
+    /// The same request as chat: the input as messages.
+    pub(crate) fn into_generation(self) -> GenerationRequest {
+        let messages = match self.input {
+            None => None,
+            Some(ResponsesInput::Text(text)) => Some(vec![ChatMessage {
+                role: Some("user".into()),
+                content: Some(MessageContent::Text(text)),
+                tool_calls: None,
+                tool_call_id: None,
+            }]),
+            Some(ResponsesInput::Items(items)) => Some(items),
+        };
+        GenerationRequest {
+            messages,
+            max_tokens: self.max_output_tokens,
+            stream: self.stream,
+            reasoning_effort: self.reasoning.and_then(|r| r.effort),
+            ..GenerationRequest::default()
+        }
+    }
 }
 
 /// `/tokenize` in vLLM's shape (`prompt` or `messages`) or llama.cpp's (`content`).

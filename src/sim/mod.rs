@@ -53,6 +53,12 @@ pub struct SimConfig {
     /// Length of the vectors `/v1/embeddings` returns (default 384).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub embedding_dim: Option<u32>,
+    /// Share of chat requests offering `tools` with `tool_choice` `auto` (or none) that
+    /// answer with a tool call, seeded per request (default 0.5); a request whose last
+    /// message is a tool's result is answered in text. `required` or a named function always
+    /// calls; `none` never does.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_call_fraction: Option<f64>,
     /// Keep per-request send timestamps for [`SimHandle::timestamps`] (default false).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub record_timestamps: Option<bool>,
@@ -195,7 +201,7 @@ pub mod tokenizer;
 
 pub use server::{SimHandle, SimStats, UnixSim, serve, serve_on, serve_unix};
 pub use settings::{DEFAULT_MODEL, SimConfigError};
-pub use state::{SeenRequest, SendTimes};
+pub use state::{SeenRequest, SendTimes, SimToolCall};
 
 impl SimConfig {
     /// Check every value; returns all problems at once.

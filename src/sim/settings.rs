@@ -22,6 +22,8 @@ pub const DEFAULT_EMBEDDING_DIM: u32 = 384;
 /// Longest embedding vector served.
 pub const MAX_EMBEDDING_DIM: u32 = 16384;
 pub const DEFAULT_STALL_S: f64 = 5.0;
+/// Share of `tool_choice: auto` requests answered with a tool call.
+pub const DEFAULT_TOOL_CALL_FRACTION: f64 = 0.5;
 pub const DEFAULT_RETRY_AFTER_S: f64 = 1.0;
 
 /// Every problem found in a `SimConfig`, one message per bad value.
@@ -65,6 +67,7 @@ pub(crate) struct Settings {
     pub jitter: f64,
     pub max_model_len: u64,
     pub embedding_dim: u32,
+    pub tool_call_fraction: f64,
     pub prefix_cache: Option<CacheSettings>,
     pub reasoning_field: ReasoningField,
     pub role_chunk: RoleChunk,
@@ -128,6 +131,14 @@ impl Settings {
                 "embedding_dim must be between 1 and {MAX_EMBEDDING_DIM}, found {embedding_dim}"
             ));
         }
+        let tool_call_fraction = config
+            .tool_call_fraction
+            .unwrap_or(DEFAULT_TOOL_CALL_FRACTION);
+        if !(0.0..=1.0).contains(&tool_call_fraction) {
+            problems.push(format!(
+                "tool_call_fraction must be in [0, 1], found {tool_call_fraction}"
+            ));
+        }
         let prefix_cache = cache_settings(config, &mut problems);
         for (index, fault) in config.faults.iter().enumerate() {
             check_fault(&mut problems, index, fault);
@@ -158,6 +169,7 @@ impl Settings {
             jitter,
             max_model_len,
             embedding_dim,
+            tool_call_fraction,
             prefix_cache,
             reasoning_field: dialect
                 .reasoning_field

@@ -45,6 +45,23 @@ pub struct SeenRequest {
     pub messages: Vec<(String, String)>,
     /// The content the simulator sent back, once the response ended.
     pub reply: Option<String>,
+    /// Tools the request offered.
+    pub tools: usize,
+    /// Ids of the tool calls in the history's assistant messages, in order.
+    pub history_tool_calls: Vec<String>,
+    /// `tool_call_id`s of the history's tool messages, in order.
+    pub tool_results: Vec<String>,
+    /// The tool call the simulator answered with, once the response ended.
+    pub reply_tool_call: Option<SimToolCall>,
+}
+
+/// A tool call the simulator made.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SimToolCall {
+    pub id: String,
+    pub name: String,
+    /// The arguments' JSON text: `{"<first parameter>": "<words>"}`.
+    pub arguments: String,
 }
 
 /// When the simulator wrote a request's response pieces (its own clock, `record_timestamps`).

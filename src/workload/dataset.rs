@@ -200,10 +200,7 @@ fn parse_sharegpt(
 }
 
 fn message(role: &str, content: &str) -> ChatMessage {
-    ChatMessage {
-        role: role.to_string(),
-        content: content.to_string(),
-    }
+    ChatMessage::new(role, content)
 }
 
 /// `sample` whole conversations (seeded), each keeping its turns in order.
@@ -238,11 +235,10 @@ pub fn to_input(entry: &EntryInput, api: Api) -> PromptInput {
         (EntryInput::Text(t), Api::Completions | Api::Embeddings | Api::Rerank) => {
             PromptInput::Text(t.clone())
         }
-        (EntryInput::Text(t), Api::Chat) => PromptInput::Messages(vec![ChatMessage {
-            role: "user".into(),
-            content: t.clone(),
-        }]),
-        (EntryInput::Messages(m), Api::Chat) => PromptInput::Messages(m.clone()),
+        (EntryInput::Text(t), Api::Chat | Api::Responses) => {
+            PromptInput::Messages(vec![ChatMessage::new("user", t.clone())])
+        }
+        (EntryInput::Messages(m), Api::Chat | Api::Responses) => PromptInput::Messages(m.clone()),
         // Completions have no roles: the contents, one paragraph each.
         (EntryInput::Messages(m), Api::Completions | Api::Embeddings | Api::Rerank) => {
             PromptInput::Text(

@@ -72,10 +72,134 @@ impl PromptInput {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// One chat message: a user or assistant turn, an assistant's tool calls, or a tool's result.
+#[derive(Debug, Clone, PartialEq, Default, Deserialize)]
 pub struct ChatMessage {
     pub role: String,
+    /// Required when read (a dataset's message without one is an error).
     pub content: String,
+    /// An assistant message's tool calls (its `content` is then sent as `null` when empty).
+    #[serde(default)]
+    pub tool_calls: Vec<ToolCall>,
+    /// A `role: tool` message: the call it answers.
+    #[serde(default)]
+    pub tool_call_id: Option<String>,
+}
+
+impl ChatMessage {
+    /// A plain text message.
+    pub fn new(role: impl Into<String>, content: impl Into<String>) -> Self {
+        ChatMessage {
+            role: role.into(),
+            content: content.into(),
+            ..ChatMessage::default()
+        }
+    }
+}
+
+/// Written as the OpenAI API takes it: `tool_calls` and `tool_call_id` only when set, and an
+/// empty content beside tool calls as `null`.
+impl Serialize for ChatMessage {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut map = s.serialize_map(None)?;
+        map.serialize_entry("role", &self.role)?;
+        if self.content.is_empty() && !self.tool_calls.is_empty() {
+            map.serialize_entry("content", &())?;
+        } else {
+            map.serialize_entry("content", &self.content)?;
+        }
+        if !self.tool_calls.is_empty() {
+            map.serialize_entry("tool_calls", &self.tool_calls)?;
+        }
+        if let Some(id) = &self.tool_call_id {
+            map.serialize_entry("tool_call_id", id)?;
+        }
+        map.end()
+    }
+}
+
+/// The tools a workload offers when it names none: three functions a coding or research agent
+/// commonly has.
+pub fn builtin_tools() -> Vec<serde_json::Value> {
+    let function = |name: &str, description: &str, param: &str, about: &str| {
+        serde_json::json!({
+            "type": "function",
+            "function": {
+                "name": name,
+                "description": description,
+                "parameters": {
+                    "type": "object",
+                    "properties": {param: {"type": "string", "description": about}},
+                    "required": [param],
+                },
+            },
+        })
+    };
+    vec![
+        function(
+            "search",
+            "Search the web and return the top results.",
+            "query",
+            "What to search for.",
+        ),
+        function(
+            "read_file",
+            "Read a file from the workspace.",
+            "path",
+            "The file's path.",
+        ),
+        function(
+            "run_command",
+            "Run a shell command and return its output.",
+            "command",
+            "The command line.",
+        ),
+    ]
+}
+
+/// A function call an assistant message made, as the server streamed it.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct ToolCall {
+    pub id: String,
+    pub name: String,
+    /// The arguments' JSON text, as the server wrote it.
+    pub arguments: String,
+}
+
+impl Serialize for ToolCall {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        serde_json::json!({
+            "id": self.id,
+            "type": "function",
+            "function": {"name": self.name, "arguments": self.arguments},
+        })
+        .serialize(s)
+    }
+}
+
+impl<'de> Deserialize<'de> for ToolCall {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        struct Function {
+            #[serde(default)]
+            name: String,
+            #[serde(default)]
+            arguments: String,
+        }
+        #[derive(Deserialize)]
+        struct Wire {
+            #[serde(default)]
+            id: String,
+            function: Function,
+        }
+        let wire = Wire::deserialize(d)?;
+        Ok(ToolCall {
+            id: wire.id,
+            name: wire.function.name,
+            arguments: wire.function.arguments,
+        })
+    }
 }
 
 use std::path::PathBuf;
@@ -129,6 +253,8 @@ pub const DEFAULT_OUTPUT_TOKENS: u32 = 256;
 pub const DEFAULT_INPUT_TOKENS: u32 = 512;
 /// Words in a rerank request's query.
 pub const RERANK_QUERY_WORDS: usize = 16;
+/// Words of a synthetic tool result when the workload sets no `tools.result_tokens`.
+pub const DEFAULT_TOOL_RESULT_TOKENS: u32 = 64;
 /// Relative gap between planned and served prompt tokens tolerated before a warning.
 pub const DEFAULT_PROMPT_TOLERANCE: f64 = 0.02;
 
@@ -603,6 +729,21 @@ impl PromptSource {
                 mean.0.mul_f64(-u.ln())
             }
         };
+        // With tools, a later turn also carries the result it sends back should the previous
+        // reply call a tool: the scheduler sends one or the other.
+        let mut input = input;
+        if let (Some(tools), PromptInput::Messages(messages)) = (&self.workload.tools, &mut input)
+            && turn > 0
+        {
+            let length = tools
+                .result_tokens
+                .as_ref()
+                .map_or(DEFAULT_TOOL_RESULT_TOKENS, |count| {
+                    synthetic::sample_count(count, &mut rng)
+                });
+            let words = self.kit.random_words(&mut rng, length as usize);
+            messages.push(ChatMessage::new("tool", words.join(" ")));
+        }
         Ok(Prompt {
             input,
             planned_prompt_tokens: planned,

@@ -237,12 +237,9 @@ impl TextKit {
     /// The request input: `history` (earlier turns) then `content` as the last user turn.
     pub fn input(&self, history: &[ChatMessage], content: String) -> PromptInput {
         match self.api {
-            Api::Chat => {
+            Api::Chat | Api::Responses => {
                 let mut messages = history.to_vec();
-                messages.push(ChatMessage {
-                    role: "user".into(),
-                    content,
-                });
+                messages.push(ChatMessage::new("user", content));
                 PromptInput::Messages(messages)
             }
             Api::Completions | Api::Embeddings | Api::Rerank => {
@@ -266,9 +263,11 @@ impl TextKit {
         let history: Vec<ChatMessage> = earlier
             .iter()
             .enumerate()
-            .map(|(i, words)| ChatMessage {
-                role: if i % 2 == 0 { "user" } else { "assistant" }.into(),
-                content: words.join(" "),
+            .map(|(i, words)| {
+                ChatMessage::new(
+                    if i % 2 == 0 { "user" } else { "assistant" },
+                    words.join(" "),
+                )
             })
             .collect();
         self.input(&history, last.join(" "))
@@ -294,7 +293,7 @@ impl TextKit {
             .map(|t| t.len().saturating_sub(1) as u64)
             .collect();
         let grown = match self.api {
-            Api::Chat => grown,
+            Api::Chat | Api::Responses => grown,
             Api::Completions | Api::Embeddings | Api::Rerank => vec![grown.iter().sum()],
         };
         self.counter.count_grown(&self.input_of(&heads), &grown)

@@ -215,15 +215,13 @@ fn config(base_url: String) -> ClientConfig {
         unix_socket: None,
         proxy: None,
         request_id: Default::default(),
+        tools: None,
     }
 }
 
 fn chat_prompt() -> Prompt {
     Prompt {
-        input: PromptInput::Messages(vec![ChatMessage {
-            role: "user".into(),
-            content: "Say hi".into(),
-        }]),
+        input: PromptInput::Messages(vec![ChatMessage::new("user", "Say hi")]),
         planned_prompt_tokens: Some(12),
         max_tokens: 16,
         scheduled_at: None,

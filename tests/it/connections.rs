@@ -315,15 +315,13 @@ fn config(base_url: String) -> ClientConfig {
         unix_socket: None,
         proxy: None,
         request_id: Default::default(),
+        tools: None,
     }
 }
 
 fn prompt() -> Prompt {
     Prompt {
-        input: PromptInput::Messages(vec![ChatMessage {
-            role: "user".into(),
-            content: "hello".into(),
-        }]),
+        input: PromptInput::Messages(vec![ChatMessage::new("user", "hello")]),
         planned_prompt_tokens: None,
         max_tokens: 4,
         scheduled_at: None,

@@ -43,6 +43,7 @@ mod sessions;
 mod shard;
 mod significance;
 mod sim;
+mod tools;
 mod until;
 mod untrusted;
 mod url_secrets;

@@ -296,3 +296,98 @@ async fn vllm_router_cache_aware_beats_random_on_shared_prefixes() {
 async fn sglang_router_cache_aware_beats_random_on_shared_prefixes() {
     cache_aware_beats_random_on_shared_prefixes(RouterKind::Sglang).await;
 }
+
+/// A session workload through a router with `policy`: the sessions each replica served, as
+/// its own request log shows them (a session is known by its first user message, which
+/// every turn repeats). Turns per session, sessions, closed-loop concurrency.
+async fn sessions_through_router(
+    engines: &RealEngines,
+    policy: &str,
+    (turns, sessions, concurrency): (u64, u64, u64),
+) -> Vec<std::collections::BTreeMap<String, u64>> {
+    let mut handles = Vec::new();
+    let mut urls = Vec::new();
+    for seed in [1, 2] {
+        let config = SimConfig {
+            record_requests: Some(true),
+            ..replica_config(seed)
+        };
+        let (addr, handle) = serve(config).await.expect("simulator starts");
+        urls.push(format!("http://{addr}"));
+        handles.push(handle);
+    }
+    let router = Router::start(engines, RouterKind::Vllm, policy, &urls).await;
+    let dir = tempfile::tempdir().unwrap();
+    let plan = format!(
+        "version: 1\nname: affinity-{policy}\nseed: 8\n\
+         targets:\n  router: {{base_url: {}/v1, model: sim, tokenizer: {{source: simulator}}}}\n\
+         workloads:\n  w:\n    input_tokens: 200\n    output_tokens: 8\n    ignore_eos: true\n\
+         \x20   session: {{turns: {turns}, user_tokens: 16, affinity_header: x-session-id}}\n\
+         phases:\n  - {{name: sessions, target: router, workload: w, concurrency: {concurrency}, requests: {}}}\n",
+        router.root,
+        turns * sessions
+    );
+    let plan_path = dir.path().join("plan.yaml");
+    std::fs::write(&plan_path, plan).unwrap();
+    let out = dir.path().join("out");
+    run(crate::common::quiet_run_options(plan_path, &out))
+        .await
+        .expect("the run completes");
+    let report = servebench::report::read_report(&out.join("report.json")).unwrap();
+    let summary = &report.phases[0].summary;
+    assert_eq!(summary.requests, turns * sessions, "{policy}");
+    assert_eq!(summary.errors, 0, "{policy}: {:?}", summary.errors_by_cause);
+    let mut served = Vec::new();
+    for handle in &handles {
+        let mut sessions = std::collections::BTreeMap::new();
+        for seen in handle.requests() {
+            let first = seen
+                .messages
+                .first()
+                .map(|(_, text)| text.clone())
+                .expect("a turn holds its session's first message");
+            // The router passes the affinity header on to the replica.
+            let header = seen.headers.iter().any(|(k, _)| k == "x-session-id");
+            assert!(header, "{policy}: no x-session-id at the replica");
+            *sessions.entry(first).or_insert(0) += 1;
+        }
+        served.push(sessions);
+    }
+    drop(router);
+    for handle in handles {
+        handle.shutdown().await;
+    }
+    served
+}
+
+/// vLLM's router hashes `x-session-id` (also `session-id`, `x-claude-code-session-id`,
+/// `x-user-id`, a body's `session_params.session_id` or `user`) under `consistent_hash`: a
+/// session's turns all land on one replica, where round robin splits them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn vllm_router_consistent_hash_keeps_each_session_on_one_replica() {
+    let Some(engines) = RealEngines::find(RouterKind::Vllm.package()) else {
+        return;
+    };
+    let _exclusive = crate::common::exclusive_run().await;
+    let (turns, sessions) = (4, 8);
+    let hashed = sessions_through_router(&engines, "consistent_hash", (turns, sessions, 4)).await;
+    println!(
+        "consistent_hash: sessions per replica {:?}",
+        hashed.iter().map(|s| s.len()).collect::<Vec<_>>()
+    );
+    let mut seen = std::collections::BTreeSet::new();
+    for replica in &hashed {
+        for (session, count) in replica {
+            assert_eq!(*count, turns, "a session's turns were split: {hashed:?}");
+            assert!(seen.insert(session.clone()), "a session on both replicas");
+        }
+    }
+    assert_eq!(seen.len() as u64, sessions);
+    // The control: one request at a time, round robin alternates replicas turn by turn, so
+    // the same check finds every session split.
+    let alternated = sessions_through_router(&engines, "round_robin", (turns, 4, 1)).await;
+    for replica in &alternated {
+        assert_eq!(replica.len(), 4, "{alternated:?}");
+        assert!(replica.values().all(|&n| n == turns / 2), "{alternated:?}");
+    }
+}

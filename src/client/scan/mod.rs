@@ -23,6 +23,9 @@ pub struct ChoiceFlags {
     pub reasoning: bool,
     /// `delta.content` or `text`.
     pub content: bool,
+    /// A `delta.tool_calls` entry with a non-empty name or arguments; the scan leaves any
+    /// non-null `tool_calls` to serde, so it only ever reports `false`.
+    pub tool_call: bool,
 }
 
 /// The `usage` object's counts.
@@ -460,6 +463,10 @@ impl<'a> Cursor<'a> {
                 b"content" => (0, true),
                 b"reasoning_content" => (1, false),
                 b"reasoning" => (2, false),
+                b"tool_calls" => {
+                    seen.once(3)?;
+                    return c.literal(b"null"); // any other value: serde reads the calls
+                }
                 _ => return c.skip(4),
             };
             seen.once(bit)?;

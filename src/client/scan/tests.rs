@@ -21,6 +21,10 @@ const KEYS: &[&str] = &[
     "id",
     "index",
     "finish_reason",
+    "tool_calls",
+    "function",
+    "name",
+    "arguments",
 ];
 
 /// JSON text: leaves, arrays and objects over the keys the scan cares about (duplicates
@@ -68,6 +72,17 @@ fn chunk_text() -> impl Strategy<Value = String> {
         |(content, reasoning, usage, error, extra)| {
             format!(
                 r#"{{"id":"c","object":"chat.completion.chunk","choices":[{{"index":0,"delta":{{"content":{content},"reasoning_content":{reasoning}}},"finish_reason":null}},{extra}],"usage":{usage},"error":{error}}}"#
+            )
+        },
+    )
+}
+
+/// Tool-call-shaped text: the streamed `tool_calls` layout with random field values.
+fn tool_call_text() -> impl Strategy<Value = String> {
+    (json_text(), json_text(), json_text(), json_text()).prop_map(
+        |(content, name, arguments, extra)| {
+            format!(
+                r#"{{"choices":[{{"index":0,"delta":{{"content":{content},"tool_calls":[{{"index":0,"id":"call_1","type":"function","function":{{"name":{name},"arguments":{arguments}}}}},{extra}]}},"finish_reason":null}}]}}"#
             )
         },
     )
@@ -159,6 +174,12 @@ proptest! {
     }
 
     #[test]
+    fn scan_agrees_with_serde_on_random_tool_call_chunks(text in tool_call_text(), edit in (any::<u8>(), any::<usize>(), any::<u8>())) {
+        agree(text.as_bytes())?;
+        agree(&mutate(text, edit))?;
+    }
+
+    #[test]
     fn scan_agrees_with_serde_on_random_chunks(text in chunk_text(), edit in (any::<u8>(), any::<usize>(), any::<u8>())) {
         agree(text.as_bytes())?;
         agree(&mutate(text, edit))?;
@@ -174,6 +195,7 @@ fn common_chunks_take_the_fast_path() {
                 choice: Some(ChoiceFlags {
                     reasoning: true,
                     content: false,
+                    tool_call: false,
                 }),
                 ..ChunkSummary::default()
             },
@@ -184,6 +206,7 @@ fn common_chunks_take_the_fast_path() {
                 choice: Some(ChoiceFlags {
                     reasoning: false,
                     content: true,
+                    tool_call: false,
                 }),
                 ..ChunkSummary::default()
             },
@@ -243,5 +266,53 @@ fn unusual_input_is_left_to_serde() {
         "",
     ] {
         assert_eq!(fast(text.as_bytes()), None, "{text}");
+    }
+}
+
+#[test]
+fn tool_calls_go_to_serde_which_reads_the_fragments() {
+    let cases = [
+        // vLLM's first tool-call delta: id, type and name, no arguments yet.
+        (
+            r#"{"choices":[{"index":0,"delta":{"tool_calls":[{"id":"call_1","type":"function","index":0,"function":{"name":"get_weather"}}]}}]}"#,
+            true,
+        ),
+        (
+            r#"{"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":"{\"city\": "}}]}}]}"#,
+            true,
+        ),
+        (
+            r#"{"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":""}}]}}]}"#,
+            false,
+        ),
+        (r#"{"choices":[{"delta":{"tool_calls":[]}}]}"#, false),
+        (
+            r#"{"choices":[{"delta":{"tool_calls":[{"index":0,"function":null}]}}]}"#,
+            false,
+        ),
+    ];
+    for (text, tool_call) in cases {
+        assert_eq!(fast(text.as_bytes()), None, "{text}");
+        let summary = parse_chunk_serde(text.as_bytes()).expect("valid chunk");
+        assert_eq!(
+            summary.choice.map(|c| c.tool_call),
+            Some(tool_call),
+            "{text}"
+        );
+    }
+    // `null` is no call, on the fast path.
+    let text = r#"{"choices":[{"delta":{"content":"a","tool_calls":null}}]}"#;
+    assert_eq!(
+        fast(text.as_bytes()),
+        parse_chunk_serde(text.as_bytes()).ok()
+    );
+    assert!(fast(text.as_bytes()).is_some());
+    // A malformed `tool_calls` is the serde error the stream reports.
+    for text in [
+        r#"{"choices":[{"delta":{"tool_calls":{"index":0}}}]}"#,
+        r#"{"choices":[{"delta":{"tool_calls":[{"function":{"arguments":7}}]}}]}"#,
+    ] {
+        assert_eq!(fast(text.as_bytes()), None);
+        assert!(parse_chunk_serde(text.as_bytes()).is_err(), "{text}");
     }
 }

@@ -37,6 +37,27 @@ pub(super) fn check_apis(plan: &Plan, issues: &mut Vec<Issue>) {
         let api = plan.targets[t].api;
         let workload = &plan.workloads[w];
         let p = format!("/workloads/{}", escape(w));
+        if api != Api::Chat && workload.tools.is_some() {
+            issues.push(
+                Issue::new(
+                    format!("{p}/tools"),
+                    format!(
+                        "`tools` applies to `api: chat`; target `{t}` uses `api: {}`",
+                        api_name(api)
+                    ),
+                )
+                .at_key(),
+            );
+        }
+        if api == Api::Responses {
+            if workloads_seen.insert(w) {
+                check_responses(&p, t, workload, issues);
+            }
+            if targets_seen.insert(t) {
+                let target_body = format!("/targets/{}/body", escape(t));
+                check_responses_body(&target_body, &plan.targets[t].body, issues);
+            }
+        }
         if api.generates() {
             if workload.batch.is_some() {
                 issues.push(
@@ -146,11 +167,69 @@ fn check_body(
     }
 }
 
+/// Body fields of chat and completions that the Responses API names otherwise or lacks.
+const NOT_RESPONSES_BODY_KEYS: [(&str, &str); 7] = [
+    ("max_tokens", "use `max_output_tokens`"),
+    ("max_completion_tokens", "use `max_output_tokens`"),
+    ("messages", "the Responses API takes `input`"),
+    ("prompt", "the Responses API takes `input`"),
+    (
+        "stream_options",
+        "usage always comes with `response.completed`",
+    ),
+    ("ignore_eos", "the Responses API has no such setting"),
+    ("min_tokens", "the Responses API has no such setting"),
+];
+
+/// Workload settings the Responses API cannot carry.
+fn check_responses(p: &str, target: &str, w: &Workload, issues: &mut Vec<Issue>) {
+    for (key, set) in [
+        ("ignore_eos", w.ignore_eos.is_some()),
+        ("min_tokens", w.min_tokens.is_some()),
+    ] {
+        if set {
+            issues.push(
+                Issue::new(
+                    format!("{p}/{key}"),
+                    format!(
+                        "`{key}` does not apply to `api: responses` (target `{target}`): the \
+                         Responses API has no such setting"
+                    ),
+                )
+                .at_key()
+                .hint(Some(format!(
+                    "remove `{key}`, or use a workload of its own for this target"
+                ))),
+            );
+        }
+    }
+    check_responses_body(&format!("{p}/body"), &w.body, issues);
+}
+
+fn check_responses_body(
+    p: &str,
+    body: &serde_json::Map<String, serde_json::Value>,
+    issues: &mut Vec<Issue>,
+) {
+    for (key, why) in NOT_RESPONSES_BODY_KEYS {
+        if body.contains_key(key) {
+            issues.push(
+                Issue::new(
+                    format!("{p}/{}", escape(key)),
+                    format!("`{key}` is not a Responses API field: {why}"),
+                )
+                .at_key(),
+            );
+        }
+    }
+}
+
 fn api_name(api: Api) -> &'static str {
     match api {
         Api::Chat => "chat",
         Api::Completions => "completions",
         Api::Embeddings => "embeddings",
         Api::Rerank => "rerank",
+        Api::Responses => "responses",
     }
 }

@@ -52,6 +52,45 @@ pub(super) fn check_workload(p: &str, w: &Workload, issues: &mut Vec<Issue>) {
     if let Some(s) = &w.session {
         check_session(&format!("{p}/session"), s, w, issues);
     }
+    if let Some(t) = &w.tools {
+        check_tools(&format!("{p}/tools"), t, issues);
+    }
+}
+
+/// Each tool definition a function with a name; the result length a valid count.
+fn check_tools(p: &str, t: &Tools, issues: &mut Vec<Issue>) {
+    for (i, tool) in t.definitions.iter().flatten().enumerate() {
+        let at = format!("{p}/definitions/{i}");
+        let kind = tool.get("type").and_then(|k| k.as_str());
+        let name = tool.pointer("/function/name").and_then(|n| n.as_str());
+        match (kind, name) {
+            (Some("function"), Some(name)) if !name.is_empty() => {}
+            (Some("function"), _) => issues.push(Issue::new(
+                at,
+                "a function tool needs `function: {name: …}` with a non-empty name",
+            )),
+            _ => issues.push(
+                Issue::new(
+                    at,
+                    "expected a tool `{type: function, function: {name, …}}`",
+                )
+                .hint(Some(
+                    "OpenAI's function-calling schema; leave out `definitions` for the \
+                         built-in set"
+                        .into(),
+                )),
+            ),
+        }
+    }
+    if t.definitions.as_ref().is_some_and(Vec::is_empty) {
+        issues.push(Issue::new(
+            format!("{p}/definitions"),
+            "must list at least one tool (leave it out for the built-in set)",
+        ));
+    }
+    if let Some(c) = &t.result_tokens {
+        check_count(&format!("{p}/result_tokens"), c, issues);
+    }
 }
 
 /// A session's turns, its user-message length and header; synthetic prompts only.

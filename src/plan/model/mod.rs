@@ -118,6 +118,10 @@ pub struct Workload {
     /// Sessions: each a sequence of turns whose history carries the server's real replies.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub session: Option<Session>,
+    /// Tool calling (chat): the tools every request offers; in a session, a reply's tool
+    /// calls are answered by a synthetic tool result as the next turn.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tools: Option<Tools>,
     /// Sampling temperature sent with each request.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub temperature: Option<f64>,
@@ -310,6 +314,36 @@ pub struct Session {
     /// gateway can route a session's turns to one replica.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub affinity_header: Option<String>,
+}
+
+/// The tools a chat workload offers, and the results its sessions send back.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Tools {
+    /// OpenAI function-calling definitions (`{type: function, function: {name, description,
+    /// parameters}}`), sent as `tools`; default: a small built-in set (`search`, `read_file`,
+    /// `run_command`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub definitions: Option<Vec<Value>>,
+    /// `tool_choice` for the request that opens a turn (default `auto`); a request answering a
+    /// tool result always asks `auto`, so the model can reply.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub choice: Option<ToolChoice>,
+    /// Tokens of each synthetic tool result a session sends back (default 64).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub result_tokens: Option<TokenCount>,
+}
+
+/// How the model may choose among the tools.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ToolChoice {
+    /// The model decides whether to call a tool.
+    Auto,
+    /// The model must call a tool.
+    Required,
+    /// The model must not call a tool (the definitions still count as prompt tokens).
+    None,
 }
 
 /// Time between a reply and the next turn of a session.

@@ -23,12 +23,16 @@ pub enum Api {
     /// `POST /v1/rerank` (Cohere/Jina shape): a `query` and `batch` prompts as `documents`,
     /// not streamed.
     Rerank,
+    /// `POST /v1/responses` (OpenAI Responses API): the prompt as `input` messages, a stream
+    /// of typed events.
+    Responses,
 }
 
 impl Api {
-    /// Whether requests generate tokens (chat, completions) rather than encode inputs.
+    /// Whether requests generate tokens (chat, completions, responses) rather than encode
+    /// inputs.
     pub fn generates(self) -> bool {
-        matches!(self, Api::Chat | Api::Completions)
+        matches!(self, Api::Chat | Api::Completions | Api::Responses)
     }
 }
 

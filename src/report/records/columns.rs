@@ -391,6 +391,18 @@ pub static COLUMNS: &[Column] = &[
     f64_column!(server_prompt_ms, optional),
     f64_column!(server_total_ms, optional),
     u64_column!(inputs, optional),
+    f64_column!(ttft_tool_ms, optional),
+    // Optional so that files written before tool calls were measured still read (as 0).
+    Column {
+        name: "tool_call_chunks",
+        kind: Kind::I64,
+        optional: true,
+        get: |r| u64_cell(Some(r.record.tool_call_chunks)),
+        set: |r, c| {
+            r.record.tool_call_chunks = c.opt_u64()?.unwrap_or(0);
+            Ok(())
+        },
+    },
 ];
 
 /// The Parquet schema of [`COLUMNS`].

@@ -89,6 +89,8 @@ mod tests {
             tls_ms: Some(1.5),
             session: Some(3),
             turn: Some(1),
+            ttft_tool_ms: Some(9.5),
+            tool_call_chunks: 5,
             server_queue_ms: Some(2.0),
             server_prompt_ms: Some(3.0),
             server_total_ms: Some(90.0),

@@ -57,9 +57,34 @@ pub(crate) struct GenSpec {
     pub reasoning_tokens: u64,
     pub content_tokens: u64,
     pub finish_reason: &'static str,
+    /// Chat: the reply is this tool call, its content tokens the arguments' words.
+    pub tool_call: Option<ToolPlan>,
     /// The fault and the output-token count after which it strikes.
     pub fault: Option<(MidFault, u64)>,
     pub missing_done: bool,
+}
+
+/// The tool call a reply makes.
+#[derive(Debug, Clone)]
+pub(crate) struct ToolPlan {
+    pub id: String,
+    pub name: String,
+    /// The parameter the generated words go in: arguments `{"<key>": "<words>"}`.
+    pub key: String,
+}
+
+impl ToolPlan {
+    /// The arguments' text before and after the words.
+    fn arguments_around(&self) -> (String, &'static str) {
+        let key = serde_json::Value::String(self.key.clone()).to_string();
+        (format!("{{{key}: \""), "\"}")
+    }
+}
+
+/// `text` as the inside of a JSON string (escaped, no quotes).
+fn json_inner(text: &str) -> String {
+    let quoted = serde_json::Value::String(text.to_string()).to_string();
+    quoted[1..quoted.len() - 1].to_string()
 }
 
 type Acquire = Pin<Box<dyn Future<Output = Result<OwnedSemaphorePermit, AcquireError>> + Send>>;
@@ -108,19 +133,57 @@ impl Generation {
             ReasoningField::ReasoningContent => "reasoning_content",
             ReasoningField::Reasoning => "reasoning",
         };
-        let (content_prefix, reasoning_prefix, suffix): (String, String, &'static [u8]) =
-            match spec.api {
-                Api::Chat => (
-                    format!(r#"data: {head}[{{"index":0,"delta":{{"content":""#),
+        let mut first_content_prefix = None;
+        let mut last_suffix = None;
+        let response_id = format!(
+            "{:016x}",
+            crate::sim::rng::mix64(shared.settings.seed ^ spec.seq)
+        );
+        let (content_prefix, reasoning_prefix, suffix): (String, String, &'static [u8]) = match (
+            spec.api,
+            &spec.tool_call,
+        ) {
+            (Api::Chat, Some(tool)) => {
+                let (before, _) = tool.arguments_around();
+                first_content_prefix = Some(
+                        format!(
+                            r#"data: {head}[{{"index":0,"delta":{{"tool_calls":[{{"index":0,"id":"{}","type":"function","function":{{"name":{},"arguments":"{}"#,
+                            tool.id,
+                            serde_json::Value::String(tool.name.clone()),
+                            json_inner(&before)
+                        )
+                        .into_bytes(),
+                    );
+                last_suffix =
+                    Some(&b"\\\"}\"}}]},\"logprobs\":null,\"finish_reason\":null}]}\n\n"[..]);
+                (
+                    format!(
+                        r#"data: {head}[{{"index":0,"delta":{{"tool_calls":[{{"index":0,"function":{{"arguments":""#
+                    ),
                     format!(r#"data: {head}[{{"index":0,"delta":{{"{reasoning_key}":""#),
-                    b"\"},\"logprobs\":null,\"finish_reason\":null}]}\n\n",
+                    b"\"}}]},\"logprobs\":null,\"finish_reason\":null}]}\n\n",
+                )
+            }
+            (Api::Responses, _) => (
+                format!(
+                    "event: response.output_text.delta\ndata: {{\"type\":\"response.output_text.delta\",\"item_id\":\"msg_{response_id}\",\"output_index\":0,\"content_index\":0,\"delta\":\""
                 ),
-                Api::Completions => (
-                    format!(r#"data: {head}[{{"index":0,"text":""#),
-                    format!(r#"data: {head}[{{"index":0,"text":""#),
-                    b"\",\"logprobs\":null,\"finish_reason\":null,\"stop_reason\":null}]}\n\n",
+                format!(
+                    "event: response.reasoning_text.delta\ndata: {{\"type\":\"response.reasoning_text.delta\",\"item_id\":\"rs_{response_id}\",\"output_index\":0,\"content_index\":0,\"delta\":\""
                 ),
-            };
+                b"\"}\n\n",
+            ),
+            (Api::Chat, None) => (
+                format!(r#"data: {head}[{{"index":0,"delta":{{"content":""#),
+                format!(r#"data: {head}[{{"index":0,"delta":{{"{reasoning_key}":""#),
+                b"\"},\"logprobs\":null,\"finish_reason\":null}]}\n\n",
+            ),
+            (Api::Completions, _) => (
+                format!(r#"data: {head}[{{"index":0,"text":""#),
+                format!(r#"data: {head}[{{"index":0,"text":""#),
+                b"\",\"logprobs\":null,\"finish_reason\":null,\"stop_reason\":null}]}\n\n",
+            ),
+        };
         let now = Instant::now();
         Generation {
             words: SimRng::new(shared.settings.seed, spec.seq, STREAM_WORDS),
@@ -134,6 +197,9 @@ impl Generation {
                 content_prefix: content_prefix.into_bytes(),
                 reasoning_prefix: reasoning_prefix.into_bytes(),
                 suffix,
+                first_content_prefix,
+                last_suffix,
+                response_id,
             },
             buf: BytesMut::new(),
             timer: None,
@@ -262,6 +328,13 @@ impl Generation {
                 .ttft
                 .observe(Instant::now().saturating_duration_since(self.spec.received));
             self.first_output = stamp;
+            if self.spec.stream && self.spec.api == Api::Responses {
+                let created = self.response_object("in_progress", serde_json::Value::Null);
+                let event = serde_json::json!({"type": "response.created", "response": created});
+                self.buf.put_slice(b"event: response.created\ndata: ");
+                self.buf.put_slice(event.to_string().as_bytes());
+                self.buf.put_slice(b"\n\n");
+            }
             if self.spec.stream && self.spec.api == Api::Chat {
                 let role = match self.shared.settings.role_chunk {
                     RoleChunk::Empty => Some("\"\""),
@@ -281,16 +354,20 @@ impl Generation {
             self.first_content = stamp;
         }
         if self.spec.stream {
-            let prefix = if reasoning {
-                &self.templates.reasoning_prefix
-            } else {
-                &self.templates.content_prefix
+            let first_of_call = self.emitted_content == 0;
+            let last_of_call = self.emitted_content + tokens == self.spec.content_tokens;
+            let prefix = match (&self.templates.first_content_prefix, reasoning) {
+                (_, true) => &self.templates.reasoning_prefix,
+                (Some(first), false) if first_of_call => first,
+                (_, false) => &self.templates.content_prefix,
             };
             self.buf
                 .reserve(prefix.len() + self.templates.suffix.len() + 12 * tokens as usize);
             self.buf.put_slice(prefix);
-            // The reply's text is kept only for `record_requests`.
-            let keep = !reasoning && self.shared.requests.is_some();
+            // The reply's text is kept only for `record_requests` (and a Responses API
+            // reply's last event).
+            let keep =
+                !reasoning && (self.shared.requests.is_some() || self.spec.api == Api::Responses);
             for _ in 0..tokens {
                 let word = next_word(&mut self.words);
                 self.buf.put_u8(b' ');
@@ -300,7 +377,11 @@ impl Generation {
                     self.content_text.push_str(word);
                 }
             }
-            self.buf.put_slice(self.templates.suffix);
+            let suffix = match self.templates.last_suffix {
+                Some(last) if !reasoning && last_of_call => last,
+                _ => self.templates.suffix,
+            };
+            self.buf.put_slice(suffix);
         } else {
             let text = if reasoning {
                 &mut self.reasoning_text

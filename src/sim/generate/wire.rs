@@ -17,6 +17,12 @@ pub(super) struct Templates {
     pub(super) content_prefix: Vec<u8>,
     pub(super) reasoning_prefix: Vec<u8>,
     pub(super) suffix: &'static [u8],
+    /// A tool call's first event: the call's id and name, and the arguments' opening.
+    pub(super) first_content_prefix: Option<Vec<u8>>,
+    /// A tool call's last event: the arguments' closing, then the suffix.
+    pub(super) last_suffix: Option<&'static [u8]>,
+    /// Responses API: the hex part of the response's and items' ids.
+    pub(super) response_id: String,
 }
 
 pub(super) fn chunk_head(spec: &GenSpec, shared: &Shared) -> String {
@@ -24,6 +30,7 @@ pub(super) fn chunk_head(spec: &GenSpec, shared: &Shared) -> String {
         (Api::Chat, true) => ("chatcmpl", "chat.completion.chunk"),
         (Api::Chat, false) => ("chatcmpl", "chat.completion"),
         (Api::Completions, _) => ("cmpl", "text_completion"),
+        (Api::Responses, _) => ("resp", "response"),
     };
     format!(
         r#"{{"id":"{prefix}-{:016x}","object":"{object}","created":{},"model":{},"choices":"#,
@@ -102,6 +109,7 @@ impl Generation {
         let (prefix, object) = match self.spec.api {
             Api::Chat => ("chatcmpl", "chat.completion.chunk"),
             Api::Completions => ("cmpl", "text_completion"),
+            Api::Responses => ("resp", "response"),
         };
         let object = if self.spec.stream {
             object
@@ -109,6 +117,7 @@ impl Generation {
             match self.spec.api {
                 Api::Chat => "chat.completion",
                 Api::Completions => "text_completion",
+                Api::Responses => "response",
             }
         };
         let mut map = serde_json::Map::new();
@@ -136,9 +145,85 @@ impl Generation {
         self.buf.put_slice(b"\n\n");
     }
 
+    /// A Responses API response object with this status and usage (`null` while running).
+    pub(super) fn response_object(&self, status: &str, usage: Value) -> Value {
+        let id = &self.templates.response_id;
+        let output = if status == "in_progress" {
+            json!([])
+        } else {
+            json!([{"type": "message", "id": format!("msg_{id}"), "status": "completed",
+                "role": "assistant", "content": [{"type": "output_text",
+                "text": self.content_text, "annotations": []}]}])
+        };
+        let incomplete = (status == "incomplete").then(|| json!({"reason": "max_output_tokens"}));
+        json!({
+            "id": format!("resp_{id}"),
+            "object": "response",
+            "created_at": self.spec.created_unix_s,
+            "status": status,
+            "model": self.shared.settings.model,
+            "output": output,
+            "incomplete_details": incomplete,
+            "usage": usage,
+        })
+    }
+
+    /// The Responses API's usage object.
+    fn responses_usage(&self) -> Value {
+        let completion = self.emitted();
+        json!({
+            "input_tokens": self.spec.prompt_tokens,
+            "input_tokens_details": {"cached_tokens": self.cached_tokens},
+            "output_tokens": completion,
+            "output_tokens_details": {"reasoning_tokens": self.emitted_reasoning},
+            "total_tokens": self.spec.prompt_tokens + completion,
+        })
+    }
+
+    /// `response.completed` (or `response.incomplete` at `max_output_tokens`) for a stream;
+    /// the response object otherwise.
+    fn put_responses_tail(&mut self) {
+        let status = match self.spec.finish_reason {
+            "length" => "incomplete",
+            _ => "completed",
+        };
+        let response = self.response_object(status, self.responses_usage());
+        if !self.spec.stream {
+            let mut text = response.to_string();
+            if self.fault_fired && matches!(self.spec.fault, Some((MidFault::Malformed, _))) {
+                text.truncate(text.len() / 2);
+            }
+            self.buf.put_slice(text.as_bytes());
+        } else if !self.spec.missing_done {
+            let kind = format!("response.{status}");
+            let event = json!({"type": kind, "response": response});
+            self.buf
+                .put_slice(format!("event: {kind}\ndata: {event}\n\n").as_bytes());
+        }
+    }
+
+    /// The tool call's JSON pieces: the call as a chat message holds it, and as logged.
+    fn tool_call_json(&self) -> Option<(Value, crate::sim::SimToolCall)> {
+        let tool = self.spec.tool_call.as_ref()?;
+        let (before, after) = tool.arguments_around();
+        let arguments = format!("{before}{}{after}", self.content_text);
+        let wire = json!({"id": tool.id, "type": "function",
+            "function": {"name": tool.name, "arguments": arguments}});
+        let seen = crate::sim::SimToolCall {
+            id: tool.id.clone(),
+            name: tool.name.clone(),
+            arguments,
+        };
+        Some((wire, seen))
+    }
+
     /// Finish chunk, usage, timings and `[DONE]` for a stream; the whole JSON otherwise.
     pub(super) fn write_tail(&mut self) {
         let end = Instant::now();
+        if self.spec.api == Api::Responses {
+            self.put_responses_tail();
+            return self.end_tail(end);
+        }
         let settings = &self.shared.settings;
         let with_usage = settings.usage != UsagePlacement::None
             && (self.spec.include_usage || !self.spec.stream);
@@ -152,6 +237,7 @@ impl Generation {
                     "finish_reason": finish_reason}]),
                 Api::Completions => json!([{"index": 0, "text": "", "logprobs": null,
                     "finish_reason": finish_reason, "stop_reason": null}]),
+                Api::Responses => unreachable!("the Responses API tail is written above"),
             };
             let mut finish = self.chunk_object(finish_choice);
             let separate = with_usage && settings.usage == UsagePlacement::Separate;
@@ -184,7 +270,15 @@ impl Generation {
                 Api::Chat => {
                     let mut message = serde_json::Map::new();
                     message.insert("role".into(), json!("assistant"));
-                    message.insert("content".into(), json!(self.content_text));
+                    match self.tool_call_json() {
+                        Some((call, _)) => {
+                            message.insert("content".into(), Value::Null);
+                            message.insert("tool_calls".into(), json!([call]));
+                        }
+                        None => {
+                            message.insert("content".into(), json!(self.content_text));
+                        }
+                    }
                     if self.spec.reasoning_tokens > 0 {
                         let key = match settings.reasoning_field {
                             ReasoningField::ReasoningContent => "reasoning_content",
@@ -197,6 +291,7 @@ impl Generation {
                 }
                 Api::Completions => json!([{"index": 0, "text": self.content_text,
                     "logprobs": null, "finish_reason": finish_reason, "stop_reason": null}]),
+                Api::Responses => unreachable!("the Responses API tail is written above"),
             };
             let mut body = self.chunk_object(choice);
             if with_usage {
@@ -214,6 +309,12 @@ impl Generation {
             }
             self.buf.put_slice(text.as_bytes());
         }
+        self.end_tail(end);
+    }
+
+    /// Counters, the request log and the send timestamps, once the tail is written.
+    fn end_tail(&mut self, end: Instant) {
+        let finish_reason = self.spec.finish_reason;
         let counters = &self.shared.counters;
         match finish_reason {
             "length" => counters.finished_length.fetch_add(1, Relaxed),
@@ -226,7 +327,13 @@ impl Generation {
         if let Some(log) = &self.shared.requests {
             let mut log = log.lock().unwrap_or_else(|poison| poison.into_inner());
             if let Some(seen) = log.iter_mut().rev().find(|r| r.seq == self.spec.seq) {
-                seen.reply = Some(self.content_text.clone());
+                match self.tool_call_json() {
+                    Some((_, call)) => {
+                        seen.reply = Some(String::new());
+                        seen.reply_tool_call = Some(call);
+                    }
+                    None => seen.reply = Some(self.content_text.clone()),
+                }
             }
         }
         self.finish();

@@ -92,9 +92,14 @@ pub(super) async fn encode(
         return Ok(error_response(StatusCode::BAD_REQUEST, &message));
     }
     let prompt_tokens: u64 = lengths.iter().sum();
-    if let Injected::Reply(reply) =
-        inject_fault(&shared, reset, seq, request_id.as_deref(), false, 0)
-    {
+    if let Injected::Reply(reply) = inject_fault(
+        &shared,
+        reset,
+        seq,
+        request_id.as_deref(),
+        (false, false),
+        0,
+    ) {
         return reply;
     }
     // A slot, then the single prefill lane, as a generation's prefill takes them.

@@ -18,8 +18,8 @@ use super::response::{
 };
 use crate::hash::is_uuid;
 use crate::sim::api::{self, Api, GenerationRequest};
-use crate::sim::generate::{GenSpec, Generation, MidFault, SimBody};
-use crate::sim::rng::{STREAM_LENGTH, SimRng};
+use crate::sim::generate::{GenSpec, Generation, MidFault, SimBody, ToolPlan};
+use crate::sim::rng::{STREAM_LENGTH, STREAM_TOOLS, SimRng};
 use crate::sim::settings::{DEFAULT_RETRY_AFTER_S, DEFAULT_STALL_S, Settings};
 use crate::sim::state::Shared;
 use crate::sim::{SimFaultKind, faults};
@@ -71,7 +71,7 @@ fn plan_output(
         ));
     }
     let budget = match api {
-        Api::Chat => api::reasoning_budget(request, settings.reasoning_tokens),
+        Api::Chat | Api::Responses => api::reasoning_budget(request, settings.reasoning_tokens),
         Api::Completions => 0,
     };
     let (total, finish_reason) = if request.ignore_eos.unwrap_or(false) {
@@ -93,6 +93,65 @@ fn plan_output(
         reasoning_tokens,
         content_tokens: total - reasoning_tokens,
         finish_reason,
+    })
+}
+
+/// The tool a chat request's reply calls, if any: `tool_choice` `required` (or a named
+/// function) always calls, `none` never, `auto` (or unset) a seeded `tool_call_fraction` of
+/// requests, except right after a tool's result, which is answered in text.
+fn plan_tool_call(settings: &Settings, request: &GenerationRequest, seq: u64) -> Option<ToolPlan> {
+    let tools: Vec<&api::FunctionDef> = request
+        .tools
+        .iter()
+        .flatten()
+        .filter_map(|t| t.function.as_ref())
+        .collect();
+    if tools.is_empty() {
+        return None;
+    }
+    let mut rng = SimRng::new(settings.seed, seq, STREAM_TOOLS);
+    let named = |name: &str| tools.iter().find(|t| t.name == name).copied();
+    let chosen = match &request.tool_choice {
+        Some(serde_json::Value::String(choice)) if choice == "none" => return None,
+        Some(serde_json::Value::String(choice)) if choice == "required" => None,
+        Some(serde_json::Value::Object(choice)) => {
+            let name = choice
+                .get("function")
+                .and_then(|f| f.get("name"))
+                .and_then(|n| n.as_str())?;
+            Some(named(name)?)
+        }
+        _ => {
+            let after_result = request
+                .messages
+                .as_ref()
+                .and_then(|m| m.last())
+                .is_some_and(|m| m.role.as_deref() == Some("tool"));
+            if after_result || rng.next_f64() >= settings.tool_call_fraction {
+                return None;
+            }
+            None
+        }
+    };
+    let tool = match chosen {
+        Some(tool) => tool,
+        None => tools[rng.range_inclusive(0, tools.len() as u64 - 1) as usize],
+    };
+    // The first declared parameter takes the generated words.
+    let key = tool
+        .parameters
+        .as_ref()
+        .and_then(|p| p.get("properties"))
+        .and_then(|p| p.as_object())
+        .and_then(|p| p.keys().next().cloned())
+        .unwrap_or_else(|| "input".to_string());
+    Some(ToolPlan {
+        id: format!(
+            "call_{:016x}",
+            crate::sim::rng::mix64(settings.seed ^ seq ^ 0x7001)
+        ),
+        name: tool.name.clone(),
+        key,
     })
 }
 
@@ -136,11 +195,19 @@ pub(super) async fn generate(
         Err(response) => return Ok(response),
     };
     if let (Some(log), Some(headers)) = (&shared.requests, headers) {
-        let messages = parsed
-            .messages
-            .iter()
-            .flatten()
+        let history = parsed.messages.iter().flatten();
+        let messages = history
+            .clone()
             .map(|m| (m.role.clone().unwrap_or_default(), m.text()))
+            .collect();
+        let history_tool_calls = history
+            .clone()
+            .flat_map(|m| m.tool_calls.iter().flatten())
+            .map(|call| call.id.clone().unwrap_or_default())
+            .collect();
+        let tool_results = history
+            .filter(|m| m.role.as_deref() == Some("tool"))
+            .map(|m| m.tool_call_id.clone().unwrap_or_default())
             .collect();
         let mut log = log.lock().unwrap_or_else(|poison| poison.into_inner());
         if log.len() < crate::sim::state::MAX_RECORDED_REQUESTS {
@@ -149,15 +216,26 @@ pub(super) async fn generate(
                 headers,
                 messages,
                 reply: None,
+                tools: parsed.tools.as_ref().map_or(0, Vec::len),
+                history_tool_calls,
+                tool_results,
+                reply_tool_call: None,
             });
         }
     }
     let prompt_tokens = prompt_ids.len() as u64;
     let settings = &shared.settings;
-    let output = match plan_output(settings, &parsed, api, prompt_tokens, seq) {
+    let mut output = match plan_output(settings, &parsed, api, prompt_tokens, seq) {
         Ok(output) => output,
         Err(message) => return Ok(error_response(StatusCode::BAD_REQUEST, &message)),
     };
+    let tool_call = match api {
+        Api::Chat => plan_tool_call(settings, &parsed, seq),
+        Api::Completions | Api::Responses => None,
+    };
+    if tool_call.is_some() {
+        output.finish_reason = "tool_calls";
+    }
     let stream = parsed.stream.unwrap_or(false);
     let total_tokens = output.reasoning_tokens + output.content_tokens;
     let (mid_fault, missing_done) = match inject_fault(
@@ -165,7 +243,7 @@ pub(super) async fn generate(
         reset,
         seq,
         request_id.as_deref(),
-        stream,
+        (stream, api == Api::Responses),
         total_tokens,
     ) {
         Injected::Reply(reply) => return reply,
@@ -192,6 +270,7 @@ pub(super) async fn generate(
         reasoning_tokens: output.reasoning_tokens,
         content_tokens: output.content_tokens,
         finish_reason: output.finish_reason,
+        tool_call,
         fault: mid_fault,
         missing_done,
     };
@@ -214,11 +293,24 @@ async fn read_request(
     api: Api,
 ) -> Result<(GenerationRequest, Vec<u32>), Response<SimBody>> {
     let body = read_body(request).await?;
-    let parsed: GenerationRequest = serde_json::from_slice(&body).map_err(|err| {
+    let invalid = |err: serde_json::Error| {
         let message = format!("invalid JSON body: {err}");
         error_response(StatusCode::BAD_REQUEST, &message)
-    })?;
+    };
+    let parsed: GenerationRequest = match api {
+        Api::Responses => serde_json::from_slice::<api::ResponsesRequest>(&body)
+            .map_err(invalid)?
+            .into_generation(),
+        Api::Chat | Api::Completions => serde_json::from_slice(&body).map_err(invalid)?,
+    };
     let prompt_ids = match api {
+        Api::Responses => match parsed.messages.as_deref() {
+            Some(messages) if !messages.is_empty() => api::chat_ids(messages, true),
+            _ => {
+                let message = "`input` must be a non-empty string or list of messages";
+                return Err(error_response(StatusCode::BAD_REQUEST, message));
+            }
+        },
         Api::Chat => match parsed.messages.as_deref() {
             Some(messages) if !messages.is_empty() => api::chat_ids(messages, true),
             _ => {
@@ -252,7 +344,7 @@ pub(super) fn inject_fault(
     reset: &AtomicBool,
     seq: u64,
     request_id: Option<&str>,
-    stream: bool,
+    (stream, responses): (bool, bool),
     total_tokens: u64,
 ) -> Injected {
     let settings = &shared.settings;
@@ -309,7 +401,7 @@ pub(super) fn inject_fault(
         }
         SimFaultKind::ErrorObject => {
             counters.faults_injected.fetch_add(1, Relaxed);
-            return Injected::Reply(Ok(error_object(stream, request_id)));
+            return Injected::Reply(Ok(error_object(stream, responses, request_id)));
         }
         SimFaultKind::DisconnectMidStream => (Some((MidFault::Disconnect, after_tokens)), false),
         SimFaultKind::Stall => {
@@ -330,16 +422,21 @@ pub(super) fn inject_fault(
     }
 }
 
-/// An error object inside a 200 response, as a JSON body or a one-event stream.
-fn error_object(stream: bool, request_id: Option<&str>) -> Response<SimBody> {
-    let error = error_json(
-        StatusCode::INTERNAL_SERVER_ERROR,
-        "simulated error inside a 200 response",
-    );
+/// An error object inside a 200 response, as a JSON body or a one-event stream (the
+/// Responses API's `error` event).
+fn error_object(stream: bool, responses: bool, request_id: Option<&str>) -> Response<SimBody> {
+    let message = "simulated error inside a 200 response";
+    let error = error_json(StatusCode::INTERNAL_SERVER_ERROR, message);
     if !stream {
         return json_response(StatusCode::OK, &error);
     }
-    let text = format!("data: {error}\n\ndata: [DONE]\n\n");
+    let text = if responses {
+        let event = serde_json::json!({"type": "error", "code": "server_error",
+            "message": message, "param": null});
+        format!("event: error\ndata: {event}\n\n")
+    } else {
+        format!("data: {error}\n\ndata: [DONE]\n\n")
+    };
     sse_response(SimBody::full(text), request_id)
 }
 

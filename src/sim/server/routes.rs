@@ -42,6 +42,10 @@ pub(super) async fn route(
             Some(reply) => reply,
             None => generate(shared, &reset, request, Api::Completions).await,
         },
+        "/v1/responses" => match known(Method::POST) {
+            Some(reply) => reply,
+            None => generate(shared, &reset, request, Api::Responses).await,
+        },
         "/v1/embeddings" => match known(Method::POST) {
             Some(reply) => reply,
             None => encode(shared, &reset, request, Encode::Embeddings).await,

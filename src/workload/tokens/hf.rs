@@ -271,7 +271,7 @@ impl TokenCounter for HfCounter {
     ) -> Result<bool, WorkloadError> {
         let contents = probe_contents(words);
         match api {
-            Api::Chat => {
+            Api::Chat | Api::Responses => {
                 if self.template.is_none() {
                     return Ok(false);
                 }
@@ -279,10 +279,7 @@ impl TokenCounter for HfCounter {
                 let messages: Vec<ChatMessage> = contents
                     .iter()
                     .zip(roles)
-                    .map(|(c, role)| ChatMessage {
-                        role: role.into(),
-                        content: c.clone(),
-                    })
+                    .map(|(c, role)| ChatMessage::new(role, c.clone()))
                     .collect();
                 // A template that fails on this shape fails on real prompts too; re-tokenizing
                 // reports that where it happens.

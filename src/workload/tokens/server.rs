@@ -172,16 +172,10 @@ impl<'a> Probe<'a> {
         let url = format!("{root}/tokenize");
         let builtin = HfCounter::builtin()?;
         let sample_builtin = builtin.count_fragment(sample)?.max(1) as f64;
-        let empty = ChatMessage {
-            role: "user".into(),
-            content: String::new(),
-        };
+        let empty = ChatMessage::new("user", String::new());
         let three = [
             empty.clone(),
-            ChatMessage {
-                role: "assistant".into(),
-                content: String::new(),
-            },
+            ChatMessage::new("assistant", String::new()),
             empty.clone(),
         ];
         Ok(Probe {
@@ -304,10 +298,7 @@ pub(super) fn split_overhead(one: u64, three: u64) -> (u64, u64) {
 }
 
 fn builtin_overhead(builtin: &HfCounter) -> Result<(u64, u64), WorkloadError> {
-    let msg = |role: &str| ChatMessage {
-        role: role.into(),
-        content: String::new(),
-    };
+    let msg = |role: &str| ChatMessage::new(role, String::new());
     let one = builtin.count_chat(&[msg("user")])?;
     let three = builtin.count_chat(&[msg("user"), msg("assistant"), msg("user")])?;
     Ok(split_overhead(one, three))

@@ -21,14 +21,8 @@ fn overhead_split() {
 fn builtin_counts_words_and_template() {
     let c = HfCounter::builtin().expect("builtin");
     assert_eq!(c.count_fragment(" the cat sat").expect("count"), 3);
-    let msg = ChatMessage {
-        role: "user".into(),
-        content: "hello there".into(),
-    };
-    let empty = ChatMessage {
-        role: "user".into(),
-        content: String::new(),
-    };
+    let msg = ChatMessage::new("user", "hello there");
+    let empty = ChatMessage::new("user", String::new());
     let with = c.count_chat(&[msg]).expect("chat");
     let without = c.count_chat(&[empty]).expect("chat");
     assert_eq!(with - without, 2);

@@ -1,0 +1,354 @@
+//! Reading a Responses API stream (`POST /v1/responses`): typed events by their `type`.
+//!
+//! Text comes as `response.output_text.delta`, reasoning as `response.reasoning_text.delta`
+//! or `response.reasoning_summary_text.delta`, tool-call arguments as
+//! `response.function_call_arguments.delta`; `response.completed` (or `response.incomplete`,
+//! e.g. at `max_output_tokens`) ends the stream with the usage; `response.failed` and `error`
+//! are the server's errors. Other event types (`response.created`, `…output_item.added`, …)
+//! carry nothing measured and are passed over.
+
+use std::borrow::Cow;
+use std::fmt;
+
+use serde::Deserialize;
+use serde::de::{self, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
+
+use super::record::ErrorKind;
+use super::stream::{EventOutcome, StreamFailure, StreamState, error_message, excerpt};
+
+/// A `delta` field: whether it is a non-empty string; other shapes (an event type this reader
+/// does not measure may carry any) count as empty.
+#[derive(Debug, Clone, Copy, Default)]
+struct Delta(bool);
+
+impl<'de> Deserialize<'de> for Delta {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = Delta;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("any JSON value")
+            }
+            fn visit_str<E: de::Error>(self, s: &str) -> Result<Delta, E> {
+                Ok(Delta(!s.is_empty()))
+            }
+            fn visit_bool<E: de::Error>(self, _: bool) -> Result<Delta, E> {
+                Ok(Delta(false))
+            }
+            fn visit_i64<E: de::Error>(self, _: i64) -> Result<Delta, E> {
+                Ok(Delta(false))
+            }
+            fn visit_u64<E: de::Error>(self, _: u64) -> Result<Delta, E> {
+                Ok(Delta(false))
+            }
+            fn visit_f64<E: de::Error>(self, _: f64) -> Result<Delta, E> {
+                Ok(Delta(false))
+            }
+            fn visit_unit<E: de::Error>(self) -> Result<Delta, E> {
+                Ok(Delta(false))
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Delta, A::Error> {
+                while seq.next_element::<IgnoredAny>()?.is_some() {}
+                Ok(Delta(false))
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Delta, A::Error> {
+                while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+                Ok(Delta(false))
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+#[derive(Debug, Default, Deserialize)]
+struct InputDetails {
+    #[serde(default)]
+    cached_tokens: Option<u64>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+struct Usage {
+    #[serde(default)]
+    input_tokens: Option<u64>,
+    #[serde(default)]
+    output_tokens: Option<u64>,
+    #[serde(default)]
+    input_tokens_details: Option<InputDetails>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+struct Response {
+    #[serde(default)]
+    usage: Option<Usage>,
+}
+
+#[derive(Debug, Deserialize)]
+struct Event<'a> {
+    #[serde(rename = "type", borrow)]
+    kind: Cow<'a, str>,
+    #[serde(default)]
+    delta: Option<Delta>,
+    #[serde(default)]
+    response: Option<Response>,
+}
+
+/// What an event's `type` means to the measurement.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Text,
+    Reasoning,
+    ToolCall,
+    /// The last event of a successful stream.
+    End,
+    Failed,
+    Other,
+}
+
+fn kind(name: &str) -> Kind {
+    match name {
+        "response.output_text.delta" | "response.refusal.delta" => Kind::Text,
+        "response.reasoning_text.delta" | "response.reasoning_summary_text.delta" => {
+            Kind::Reasoning
+        }
+        "response.function_call_arguments.delta" => Kind::ToolCall,
+        "response.completed" | "response.incomplete" => Kind::End,
+        "response.failed" | "error" => Kind::Failed,
+        _ => Kind::Other,
+    }
+}
+
+/// Take one Responses API event that arrived `now_ms` after the request start.
+pub(super) fn on_event(state: &mut StreamState, data: &[u8], now_ms: f64) -> EventOutcome {
+    let event: Event<'_> = match serde_json::from_slice(data) {
+        Ok(event) => event,
+        Err(err) => {
+            return EventOutcome::Failed(StreamFailure {
+                kind: ErrorKind::MalformedEvent,
+                message: format!(
+                    "event is not a Responses API event ({err}): {}",
+                    excerpt(data)
+                ),
+                body: None,
+            });
+        }
+    };
+    let non_empty = event.delta.is_some_and(|d| d.0);
+    match kind(&event.kind) {
+        Kind::Text if non_empty => {
+            state.content_chunks += 1;
+            state.first_content_ms.get_or_insert(now_ms);
+            if let Some(reply) = state.reply.as_mut() {
+                reply.push_str(&delta_text(data));
+            }
+            state.output_at(now_ms);
+        }
+        Kind::Reasoning if non_empty => {
+            state.reasoning_chunks += 1;
+            state.output_at(now_ms);
+        }
+        Kind::ToolCall if non_empty => {
+            state.tool_call_chunks += 1;
+            state.first_tool_call_ms.get_or_insert(now_ms);
+            state.output_at(now_ms);
+        }
+        Kind::End => {
+            if let Some(usage) = event.response.and_then(|r| r.usage) {
+                state.prompt_tokens = usage.input_tokens.or(state.prompt_tokens);
+                state.completion_tokens = usage.output_tokens.or(state.completion_tokens);
+                if let Some(cached) = usage.input_tokens_details.and_then(|d| d.cached_tokens) {
+                    state.cached_tokens = Some(cached);
+                }
+            }
+            state.done = true;
+            return EventOutcome::Done;
+        }
+        Kind::Failed => {
+            return EventOutcome::Failed(StreamFailure {
+                kind: ErrorKind::ErrorObject,
+                message: failure_message(data),
+                body: Some(data.to_vec()),
+            });
+        }
+        Kind::Text | Kind::Reasoning | Kind::ToolCall | Kind::Other => {}
+    }
+    EventOutcome::Continue
+}
+
+/// A text delta's decoded text (sessions only).
+fn delta_text(data: &[u8]) -> String {
+    #[derive(Deserialize)]
+    struct Text {
+        delta: String,
+    }
+    serde_json::from_slice::<Text>(data)
+        .map(|t| t.delta)
+        .unwrap_or_default()
+}
+
+/// `response.failed` holds its error in `response.error`; an `error` event at the top.
+fn failure_message(data: &[u8]) -> String {
+    let value: Option<serde_json::Value> = serde_json::from_slice(data).ok();
+    let nested = value
+        .as_ref()
+        .and_then(|v| v.pointer("/response/error/message"))
+        .and_then(|m| m.as_str());
+    match nested {
+        Some(message) => excerpt(message.as_bytes()),
+        None => error_message(data),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::stream::StreamFormat;
+    use super::*;
+
+    fn state() -> StreamState {
+        StreamState {
+            format: StreamFormat::Responses,
+            ..StreamState::default()
+        }
+    }
+
+    fn feed(state: &mut StreamState, events: &[(&str, f64)]) -> EventOutcome {
+        let mut last = EventOutcome::Continue;
+        for (data, t) in events {
+            last = state.on_event(data.as_bytes(), *t);
+            if last != EventOutcome::Continue {
+                break;
+            }
+        }
+        last
+    }
+
+    #[test]
+    fn text_deltas_and_the_completed_usage_are_measured() {
+        let mut s = state();
+        s.reply = Some(String::new());
+        let out = feed(
+            &mut s,
+            &[
+                (
+                    r#"{"type":"response.created","sequence_number":0,"response":{"id":"r","status":"in_progress","usage":null}}"#,
+                    1.0,
+                ),
+                (
+                    r#"{"type":"response.output_item.added","output_index":0,"item":{"type":"message","content":[]}}"#,
+                    1.5,
+                ),
+                (
+                    r#"{"type":"response.reasoning_text.delta","delta":"hm"}"#,
+                    4.0,
+                ),
+                (
+                    r#"{"type":"response.output_text.delta","item_id":"m","output_index":0,"content_index":0,"delta":"Hi \"x\""}"#,
+                    10.0,
+                ),
+                (r#"{"type":"response.output_text.delta","delta":""}"#, 11.0),
+                (r#"{"type":"response.output_text.delta","delta":"!"}"#, 16.0),
+                (
+                    r#"{"type":"response.output_text.done","text":"Hi \"x\"!"}"#,
+                    17.0,
+                ),
+                (
+                    r#"{"type":"response.completed","response":{"status":"completed","usage":{"input_tokens":12,"input_tokens_details":{"cached_tokens":8},"output_tokens":3,"output_tokens_details":{"reasoning_tokens":1},"total_tokens":15}}}"#,
+                    18.0,
+                ),
+            ],
+        );
+        assert_eq!(out, EventOutcome::Done);
+        assert!(s.done);
+        assert_eq!(
+            (s.first_output_ms, s.first_content_ms),
+            (Some(4.0), Some(10.0))
+        );
+        assert_eq!((s.reasoning_chunks, s.content_chunks), (1, 2));
+        assert_eq!(s.max_inter_chunk_ms, Some(6.0));
+        assert_eq!(
+            (s.prompt_tokens, s.completion_tokens, s.cached_tokens),
+            (Some(12), Some(3), Some(8))
+        );
+        assert_eq!(s.reply.as_deref(), Some("Hi \"x\"!"));
+    }
+
+    #[test]
+    fn an_incomplete_response_ends_the_stream_with_its_usage() {
+        let mut s = state();
+        let out = feed(
+            &mut s,
+            &[
+                (r#"{"type":"response.output_text.delta","delta":"a"}"#, 2.0),
+                (
+                    r#"{"type":"response.incomplete","response":{"incomplete_details":{"reason":"max_output_tokens"},"usage":{"input_tokens":5,"output_tokens":1}}}"#,
+                    3.0,
+                ),
+            ],
+        );
+        assert_eq!(out, EventOutcome::Done);
+        assert_eq!(s.completion_tokens, Some(1));
+    }
+
+    #[test]
+    fn function_call_arguments_are_tool_call_output() {
+        let mut s = state();
+        feed(
+            &mut s,
+            &[
+                (
+                    r#"{"type":"response.function_call_arguments.delta","delta":"{\"q\":"}"#,
+                    5.0,
+                ),
+                (
+                    r#"{"type":"response.function_call_arguments.delta","delta":"1}"}"#,
+                    7.0,
+                ),
+            ],
+        );
+        assert_eq!((s.tool_call_chunks, s.first_tool_call_ms), (2, Some(5.0)));
+        assert_eq!((s.first_output_ms, s.first_content_ms), (Some(5.0), None));
+    }
+
+    #[test]
+    fn failures_and_malformed_events_are_clear_errors() {
+        let mut s = state();
+        let failed = br#"{"type":"response.failed","response":{"status":"failed","error":{"code":"server_error","message":"engine died"}}}"#;
+        assert_eq!(
+            s.on_event(failed, 1.0),
+            EventOutcome::Failed(StreamFailure {
+                kind: ErrorKind::ErrorObject,
+                message: "engine died".into(),
+                body: Some(failed.to_vec()),
+            })
+        );
+        let error = br#"{"type":"error","code":"rate_limit","message":"slow down","param":null}"#;
+        assert!(matches!(
+            s.on_event(error, 1.0),
+            EventOutcome::Failed(StreamFailure { kind: ErrorKind::ErrorObject, message, .. })
+                if message == "slow down"
+        ));
+        for bad in [
+            &br#"{"delta":"no type"}"#[..],
+            br#"{"type":"response.output_text.delta","delta":"#,
+            br#"{"type":7}"#,
+            b"not json",
+        ] {
+            match s.on_event(bad, 1.0) {
+                EventOutcome::Failed(StreamFailure {
+                    kind: ErrorKind::MalformedEvent,
+                    message,
+                    ..
+                }) => assert!(
+                    message.starts_with("event is not a Responses API event"),
+                    "{message}"
+                ),
+                other => panic!("{other:?} for {:?}", String::from_utf8_lossy(bad)),
+            }
+        }
+        // Events this reader does not measure may carry any `delta`.
+        assert_eq!(
+            s.on_event(br#"{"type":"response.audio.delta","delta":{"x":[1]}}"#, 1.0),
+            EventOutcome::Continue
+        );
+        assert_eq!(s.content_chunks, 0);
+    }
+}
