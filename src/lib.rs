@@ -11,6 +11,7 @@ pub mod client;
 pub mod commands;
 pub mod duration;
 pub mod exit;
+pub mod figure;
 pub mod hash;
 pub mod metrics;
 pub mod plan;

@@ -99,44 +99,6 @@ fn distribution_owned(sorted: &mut [f64], method: PercentileMethod) -> Option<Di
     })
 }
 
-/// Distribution of one optional field over records, scaled (e.g. ms → s).
-fn field_distribution(
-    records: &[&RequestRecord],
-    method: PercentileMethod,
-    scale: f64,
-    field: impl Fn(&RequestRecord) -> Option<f64>,
-) -> Option<Distribution> {
-    let mut values = field_values(records, scale, field);
-    distribution_owned(&mut values, method)
-}
-
-/// [`field_distribution`] with the percentiles' 95% intervals, for the latency distributions.
-fn latency_distribution(
-    records: &[&RequestRecord],
-    method: PercentileMethod,
-    scale: f64,
-    field: impl Fn(&RequestRecord) -> Option<f64>,
-) -> Option<Distribution> {
-    let mut values = field_values(records, scale, field);
-    let mut d = distribution_owned(&mut values, method)?;
-    // `distribution_owned` left `values` sorted.
-    d.ci95 = Some(percentile_intervals(&values));
-    Some(d)
-}
-
-fn field_values(
-    records: &[&RequestRecord],
-    scale: f64,
-    field: impl Fn(&RequestRecord) -> Option<f64>,
-) -> Vec<f64> {
-    records
-        .iter()
-        .filter_map(|r| field(r))
-        .filter(|v| v.is_finite())
-        .map(|v| v * scale)
-        .collect()
-}
-
 /// Seconds from the first record's start to the last record's end; 0 when empty.
 pub fn elapsed_s(records: &[RequestRecord]) -> f64 {
     let mut first_start_ms = f64::INFINITY;
@@ -197,19 +159,23 @@ pub fn summarize(
         errors: (records.len() - ok.len()) as u64,
         elapsed,
         request_rate: per_second(records.len() as f64, elapsed),
-        ttft: latency_distribution(&ok, method, 1e-3, |r| r.ttft_ms),
-        tpot: latency_distribution(&ok, method, 1e-3, |r| r.tpot_ms),
-        e2e: latency_distribution(&ok, method, 1e-3, |r| Some(r.e2e_ms)),
-        time_to_first_output: field_distribution(&ok, method, 1e-3, |r| r.time_to_first_output_ms),
-        mean_inter_token_latency_ms: latency_distribution(&ok, method, 1.0, |r| {
-            r.mean_inter_token_latency_ms
-        }),
-        max_inter_chunk_ms: field_distribution(&ok, method, 1.0, |r| r.max_inter_chunk_ms),
-        decode_tok_s: field_distribution(&ok, method, 1.0, |r| r.decode_tok_s),
-        input_tokens: field_distribution(&ok, method, 1.0, |r| r.prompt_tokens.map(|t| t as f64)),
-        output_tokens: field_distribution(&ok, method, 1.0, |r| r.output_tokens.map(|t| t as f64)),
         ..PhaseSummary::default()
     };
+    for spec in &crate::figure::FIGURES {
+        if let Some(slot) = summary.distribution_mut(spec.figure) {
+            let mut values: Vec<f64> = records
+                .iter()
+                .filter_map(|r| tally::record_value(spec.figure, r))
+                .collect();
+            *slot = distribution_owned(&mut values, method).map(|mut d| {
+                // `distribution_owned` left `values` sorted.
+                if spec.intervals {
+                    d.ci95 = Some(percentile_intervals(&values));
+                }
+                d
+            });
+        }
+    }
 
     let mut cached_sum = 0u64;
     let mut cached_prompt_sum = 0u64;

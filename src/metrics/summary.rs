@@ -6,6 +6,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::client::{ErrorKind, OutputTokenSource};
+use crate::figure::Figure;
 
 /// A distribution's order statistics and mean.
 #[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
@@ -55,6 +56,10 @@ pub struct PhaseSummary {
     /// Server-reported prompt tokens.
     pub input_tokens: Option<Distribution>,
     pub output_tokens: Option<Distribution>,
+    /// Milliseconds the server says requests waited in its queue; absent unless it reports
+    /// them (vLLM's per-request metrics).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_queue_ms: Option<Distribution>,
     /// Σ prompt tokens over successful requests.
     pub total_input_tokens: u64,
     pub total_output_tokens: u64,
@@ -81,6 +86,43 @@ pub struct PhaseSummary {
     /// `total_input_tokens / elapsed`, beside `total_inputs`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub input_tokens_per_second: Option<f64>,
+}
+
+/// Which summary field holds each figure's distribution, written once for both accessors.
+macro_rules! figure_fields {
+    ($($figure:ident => $field:ident,)*) => {
+        impl PhaseSummary {
+            /// The summary's distribution of `figure`; `None` for figures kept elsewhere in a
+            /// phase's result (send lag, the server-timing gaps).
+            pub fn distribution_mut(&mut self, figure: Figure) -> Option<&mut Option<Distribution>> {
+                match figure {
+                    $(Figure::$figure => Some(&mut self.$field),)*
+                    _ => None,
+                }
+            }
+
+            /// [`PhaseSummary::distribution_mut`], read only.
+            pub fn distribution(&self, figure: Figure) -> Option<&Distribution> {
+                match figure {
+                    $(Figure::$figure => self.$field.as_ref(),)*
+                    _ => None,
+                }
+            }
+        }
+    };
+}
+
+figure_fields! {
+    Ttft => ttft,
+    Tpot => tpot,
+    E2e => e2e,
+    TimeToFirstOutput => time_to_first_output,
+    MeanInterTokenLatency => mean_inter_token_latency_ms,
+    MaxInterChunk => max_inter_chunk_ms,
+    DecodeTokS => decode_tok_s,
+    InputTokens => input_tokens,
+    OutputTokens => output_tokens,
+    ServerQueue => server_queue_ms,
 }
 
 impl PhaseSummary {

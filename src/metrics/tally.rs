@@ -11,72 +11,40 @@ use super::{
     TransportSummary, meets_slo, per_second, transport_from_counts,
 };
 use crate::client::RequestRecord;
+use crate::figure::{Counted, FIGURES, Figure};
 use crate::plan::{PercentileMethod, Slo};
 use crate::workload::PromptTally;
 
-/// One distribution's values, as a column.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum Column {
-    Ttft,
-    Tpot,
-    E2e,
-    TimeToFirstOutput,
-    MeanInterTokenLatency,
-    MaxInterChunk,
-    DecodeTokS,
-    InputTokens,
-    OutputTokens,
-    SendLag,
-    TtftMinusServerPrompt,
-    E2eMinusServerTotal,
-}
-
-impl Column {
-    pub const ALL: [Column; 12] = [
-        Column::Ttft,
-        Column::Tpot,
-        Column::E2e,
-        Column::TimeToFirstOutput,
-        Column::MeanInterTokenLatency,
-        Column::MaxInterChunk,
-        Column::DecodeTokS,
-        Column::InputTokens,
-        Column::OutputTokens,
-        Column::SendLag,
-        Column::TtftMinusServerPrompt,
-        Column::E2eMinusServerTotal,
-    ];
-
-    /// A file-name-safe name.
-    pub fn name(self) -> &'static str {
-        match self {
-            Column::Ttft => "ttft",
-            Column::Tpot => "tpot",
-            Column::E2e => "e2e",
-            Column::TimeToFirstOutput => "time_to_first_output",
-            Column::MeanInterTokenLatency => "mean_inter_token_latency",
-            Column::MaxInterChunk => "max_inter_chunk",
-            Column::DecodeTokS => "decode_tok_s",
-            Column::InputTokens => "input_tokens",
-            Column::OutputTokens => "output_tokens",
-            Column::SendLag => "send_lag",
-            Column::TtftMinusServerPrompt => "ttft_minus_server_prompt",
-            Column::E2eMinusServerTotal => "e2e_minus_server_total",
+/// One request's value of `figure`, in the figure's unit; `None` when the request has none
+/// or is not one [`Counted`] says the figure covers.
+pub fn record_value(figure: Figure, r: &RequestRecord) -> Option<f64> {
+    let counts = match figure.spec().counted {
+        Counted::Every => true,
+        Counted::Succeeded => r.is_ok(),
+        Counted::ServerTimed => {
+            r.is_ok() && (r.server_prompt_ms.is_some() || r.server_total_ms.is_some())
         }
+    };
+    if !counts {
+        return None;
     }
-
-    /// The latency distributions carry their percentiles' intervals, as `summarize` gives them.
-    fn with_intervals(self) -> bool {
-        matches!(
-            self,
-            Column::Ttft | Column::Tpot | Column::E2e | Column::MeanInterTokenLatency
-        )
-    }
-
-    /// Its place in [`Column::ALL`], which lists the columns in declaration order.
-    pub fn index(self) -> usize {
-        self as usize
-    }
+    let seconds = |ms: Option<f64>| ms.map(|v| v * 1e-3);
+    let value = match figure {
+        Figure::Ttft => seconds(r.ttft_ms),
+        Figure::Tpot => seconds(r.tpot_ms),
+        Figure::E2e => seconds(Some(r.e2e_ms)),
+        Figure::TimeToFirstOutput => seconds(r.time_to_first_output_ms),
+        Figure::MeanInterTokenLatency => r.mean_inter_token_latency_ms,
+        Figure::MaxInterChunk => r.max_inter_chunk_ms,
+        Figure::DecodeTokS => r.decode_tok_s,
+        Figure::InputTokens => r.prompt_tokens.map(|t| t as f64),
+        Figure::OutputTokens => r.output_tokens.map(|t| t as f64),
+        Figure::ServerQueue => r.server_queue_ms,
+        Figure::SendLag => r.send_lag_ms,
+        Figure::TtftMinusServerPrompt => r.ttft_ms.zip(r.server_prompt_ms).map(|(a, b)| a - b),
+        Figure::E2eMinusServerTotal => r.server_total_ms.map(|b| r.e2e_ms - b),
+    };
+    value.filter(|v| v.is_finite())
 }
 
 /// Running figures of a phase's records.
@@ -95,8 +63,8 @@ pub struct PhaseTally {
     split: SplitSums,
     prompt: PromptTally,
     causes: CauseCounts,
-    /// Per column: values and their sum.
-    columns: [(u64, f64); 12],
+    /// Per figure: values and their sum.
+    columns: [(u64, f64); FIGURES.len()],
 }
 
 /// Everything a phase's result needs from its records.
@@ -127,7 +95,7 @@ impl PhaseTally {
             split: SplitSums::default(),
             prompt: PromptTally::default(),
             causes: CauseCounts::default(),
-            columns: [(0, 0.0); 12],
+            columns: [(0, 0.0); FIGURES.len()],
         }
     }
 
@@ -137,22 +105,21 @@ impl PhaseTally {
     }
 
     /// Count one record; each distribution value it carries goes to `sink`.
-    pub fn add(&mut self, r: &RequestRecord, sink: &mut dyn FnMut(Column, f64)) {
-        let mut put = |columns: &mut [(u64, f64); 12], column: Column, value: Option<f64>| {
-            if let Some(v) = value.filter(|v| v.is_finite()) {
-                let slot = &mut columns[column.index()];
+    pub fn add(&mut self, r: &RequestRecord, sink: &mut dyn FnMut(Figure, f64)) {
+        for figure in Figure::all() {
+            if let Some(v) = record_value(figure, r) {
+                let slot = &mut self.columns[figure.index()];
                 slot.0 += 1;
                 slot.1 += v;
-                sink(column, v);
+                sink(figure, v);
             }
-        };
+        }
         let s = &mut self.summary;
         s.requests += 1;
         self.first_start_ms = self.first_start_ms.min(r.start_offset_ms);
         self.last_start_ms = self.last_start_ms.max(r.start_offset_ms);
         self.last_end_ms = self.last_end_ms.max(r.start_offset_ms + r.e2e_ms);
         self.prompt.add(r.planned_context_tokens, r.prompt_tokens);
-        put(&mut self.columns, Column::SendLag, r.send_lag_ms);
         self.connections.add(r);
         if let Some(err) = &r.error {
             *s.errors_by_kind.entry(err.kind).or_insert(0) += 1;
@@ -177,32 +144,9 @@ impl PhaseTally {
             *p += prompt;
         }
         self.good += u64::from(self.slo.as_ref().is_some_and(|slo| meets_slo(r, slo)));
-        let scaled = |v: Option<f64>, scale: f64| v.filter(|v| v.is_finite()).map(|v| v * scale);
-        let c = &mut self.columns;
-        put(c, Column::Ttft, scaled(r.ttft_ms, 1e-3));
-        put(c, Column::Tpot, scaled(r.tpot_ms, 1e-3));
-        put(c, Column::E2e, scaled(Some(r.e2e_ms), 1e-3));
-        put(
-            c,
-            Column::TimeToFirstOutput,
-            scaled(r.time_to_first_output_ms, 1e-3),
-        );
-        put(
-            c,
-            Column::MeanInterTokenLatency,
-            r.mean_inter_token_latency_ms,
-        );
-        put(c, Column::MaxInterChunk, r.max_inter_chunk_ms);
-        put(c, Column::DecodeTokS, r.decode_tok_s);
-        put(c, Column::InputTokens, r.prompt_tokens.map(|t| t as f64));
-        put(c, Column::OutputTokens, r.output_tokens.map(|t| t as f64));
         if r.server_prompt_ms.is_some() || r.server_total_ms.is_some() {
             self.timed += 1;
             self.split.add(r);
-            let prompt_gap = r.ttft_ms.zip(r.server_prompt_ms).map(|(a, b)| a - b);
-            let total_gap = r.server_total_ms.map(|b| r.e2e_ms - b);
-            put(c, Column::TtftMinusServerPrompt, prompt_gap);
-            put(c, Column::E2eMinusServerTotal, total_gap);
         }
     }
 
@@ -213,15 +157,15 @@ impl PhaseTally {
         method: PercentileMethod,
         reuse: bool,
         peak_in_flight: impl FnOnce() -> usize,
-        mut column: impl FnMut(Column) -> Result<S, S::Error>,
+        mut column: impl FnMut(Figure) -> Result<S, S::Error>,
     ) -> Result<TallyFigures, S::Error> {
-        let mut dists: BTreeMap<Column, Distribution> = BTreeMap::new();
-        for c in Column::ALL {
-            let (n, sum) = self.columns[c.index()];
+        let mut dists: BTreeMap<Figure, Distribution> = BTreeMap::new();
+        for spec in &FIGURES {
+            let (n, sum) = self.columns[spec.figure.index()];
             if n > 0 {
-                let mut source = column(c)?;
-                let d = distribution_by_selection(&mut source, n, sum, method, c.with_intervals())?;
-                dists.insert(c, d);
+                let mut source = column(spec.figure)?;
+                let d = distribution_by_selection(&mut source, n, sum, method, spec.intervals)?;
+                dists.insert(spec.figure, d);
             }
         }
         let mut s = self.summary.clone();
@@ -247,26 +191,22 @@ impl PhaseTally {
                 self.good as f64 / n as f64
             },
         });
-        let mut take = |c: Column| dists.remove(&c);
-        s.ttft = take(Column::Ttft);
-        s.tpot = take(Column::Tpot);
-        s.e2e = take(Column::E2e);
-        s.time_to_first_output = take(Column::TimeToFirstOutput);
-        s.mean_inter_token_latency_ms = take(Column::MeanInterTokenLatency);
-        s.max_inter_chunk_ms = take(Column::MaxInterChunk);
-        s.decode_tok_s = take(Column::DecodeTokS);
-        s.input_tokens = take(Column::InputTokens);
-        s.output_tokens = take(Column::OutputTokens);
+        for figure in Figure::all() {
+            if let Some(slot) = s.distribution_mut(figure) {
+                *slot = dists.remove(&figure);
+            }
+        }
+        let mut take = |figure: Figure| dists.remove(&figure);
         let gap = (self.timed > 0).then(|| ServerTimingGap {
             requests: self.timed,
-            ttft_minus_server_prompt_ms: take(Column::TtftMinusServerPrompt),
-            e2e_minus_server_total_ms: take(Column::E2eMinusServerTotal),
+            ttft_minus_server_prompt_ms: take(Figure::TtftMinusServerPrompt),
+            e2e_minus_server_total_ms: take(Figure::E2eMinusServerTotal),
             split: self.split.finish(),
         });
         let span = self.last_start_ms - self.first_start_ms;
         Ok(TallyFigures {
             summary: s,
-            send_lag_ms: take(Column::SendLag),
+            send_lag_ms: take(Figure::SendLag),
             transport: transport_from_counts(self.connections, peak_in_flight, gap, reuse),
             achieved_rate: (n > 1 && span > 0.0).then(|| (n - 1) as f64 / (span / 1e3)),
             last_end_ms: self.last_end_ms.max(0.0),

@@ -1,5 +1,6 @@
 //! Per-phase connection figures and the client-versus-server timing gap, from the records.
 
+use crate::figure::Figure;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -277,14 +278,14 @@ fn server_timing_gap(
     if timed.is_empty() {
         return None;
     }
-    let prompt_gaps: Vec<f64> = timed
-        .iter()
-        .filter_map(|r| Some(r.ttft_ms? - r.server_prompt_ms?))
-        .collect();
-    let total_gaps: Vec<f64> = timed
-        .iter()
-        .filter_map(|r| Some(r.e2e_ms - r.server_total_ms?))
-        .collect();
+    let values = |figure: Figure| -> Vec<f64> {
+        timed
+            .iter()
+            .filter_map(|r| super::record_value(figure, r))
+            .collect()
+    };
+    let prompt_gaps = values(Figure::TtftMinusServerPrompt);
+    let total_gaps = values(Figure::E2eMinusServerTotal);
     let mut split = SplitSums::default();
     for r in &timed {
         split.add(r);

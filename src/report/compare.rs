@@ -7,10 +7,11 @@ use std::collections::{HashMap, HashSet};
 use indexmap::IndexMap;
 use serde::Serialize;
 
-use super::figure_path::{Better, DistKind, FigurePath, Scalar, Stat, Unit};
+use super::figure_path::{self, Better, FigurePath, Scalar, Stat, Unit};
 use super::gate::{Gate, GateCheck, check_gates, relative};
 use super::model::{PhaseResult, Report};
 use super::table::phase_error_causes;
+use crate::figure::Figure;
 use crate::metrics::{
     self, BOOTSTRAP_RESAMPLES, CONFIDENCE, ErrorCause, Interval, bootstrap_diff_cis,
 };
@@ -327,7 +328,7 @@ fn percentile_interval(metric: FigurePath, phase: &PhaseResult) -> Option<Interv
         return None;
     };
     let q = percentile_q(metric)?;
-    if let Some(ci) = kind.distribution(phase)?.ci95 {
+    if let Some(ci) = figure_path::distribution(kind, phase)?.ci95 {
         return match stat {
             Stat::P50 => ci.p50,
             Stat::P95 => ci.p95,
@@ -339,6 +340,8 @@ fn percentile_interval(metric: FigurePath, phase: &PhaseResult) -> Option<Interv
     metrics::percentile_interval(&values, q)
 }
 
-fn dist_samples(kind: DistKind, p: &PhaseResult) -> Option<u64> {
-    kind.distribution(p).map(|d| d.samples).filter(|n| *n > 0)
+fn dist_samples(kind: Figure, p: &PhaseResult) -> Option<u64> {
+    figure_path::distribution(kind, p)
+        .map(|d| d.samples)
+        .filter(|n| *n > 0)
 }

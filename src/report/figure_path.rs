@@ -4,7 +4,8 @@ use std::fmt;
 use std::str::FromStr;
 
 use super::model::PhaseResult;
-use crate::client::RequestRecord;
+pub use crate::figure::{Better, Unit};
+use crate::figure::{FIGURES, Figure};
 use crate::metrics::Distribution;
 pub use crate::metrics::Stat;
 
@@ -12,7 +13,7 @@ pub use crate::metrics::Stat;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum FigurePath {
     Scalar(Scalar),
-    Dist(DistKind, Stat),
+    Dist(Figure, Stat),
 }
 
 /// A single number per phase.
@@ -37,42 +38,6 @@ pub enum Scalar {
     TotalInputs,
 }
 
-/// A per-phase distribution of per-request values.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum DistKind {
-    Ttft,
-    Tpot,
-    E2e,
-    TimeToFirstOutput,
-    MeanInterTokenLatencyMs,
-    MaxInterChunkMs,
-    DecodeTokS,
-    InputTokens,
-    OutputTokens,
-}
-
-/// What a metric's numbers mean, for formatting and for gate thresholds.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Unit {
-    Seconds,
-    Millis,
-    TokensPerSecond,
-    RequestsPerSecond,
-    InputsPerSecond,
-    Count,
-    Tokens,
-    /// A fraction in `[0, 1]`.
-    Ratio,
-}
-
-/// Which direction is an improvement.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Better {
-    Lower,
-    Higher,
-    Neither,
-}
-
 const SCALARS: [(Scalar, &str); 15] = [
     (Scalar::Requests, "requests"),
     (Scalar::Success, "success"),
@@ -91,21 +56,6 @@ const SCALARS: [(Scalar, &str); 15] = [
     (Scalar::TotalInputs, "total_inputs"),
 ];
 
-const DISTS: [(DistKind, &str); 9] = [
-    (DistKind::Ttft, "ttft"),
-    (DistKind::Tpot, "tpot"),
-    (DistKind::E2e, "e2e"),
-    (DistKind::TimeToFirstOutput, "time_to_first_output"),
-    (
-        DistKind::MeanInterTokenLatencyMs,
-        "mean_inter_token_latency_ms",
-    ),
-    (DistKind::MaxInterChunkMs, "max_inter_chunk_ms"),
-    (DistKind::DecodeTokS, "decode_tok_s"),
-    (DistKind::InputTokens, "input_tokens"),
-    (DistKind::OutputTokens, "output_tokens"),
-];
-
 const STATS: [(Stat, &str); 6] = [
     (Stat::P50, "p50"),
     (Stat::P95, "p95"),
@@ -115,13 +65,26 @@ const STATS: [(Stat, &str); 6] = [
     (Stat::Mean, "mean"),
 ];
 
+/// Every figure path in full (`errors`, `ttft.p99`, …), for "did you mean" hints.
+pub fn figure_path_names() -> Vec<String> {
+    let mut names: Vec<String> = SCALARS.iter().map(|(_, n)| n.to_string()).collect();
+    for spec in &FIGURES {
+        names.extend(
+            STATS
+                .iter()
+                .map(|(_, stat)| format!("{}.{stat}", spec.name)),
+        );
+    }
+    names
+}
+
 /// Every metric name a user may write, for error messages.
 pub fn known_figure_paths() -> String {
     let mut names: Vec<String> = SCALARS.iter().map(|(_, n)| n.to_string()).collect();
     names.extend(
-        DISTS
+        FIGURES
             .iter()
-            .map(|(_, n)| format!("{n}.{{p50,p95,p99,min,max,mean}}")),
+            .map(|s| format!("{}.{{p50,p95,p99,min,max,mean}}", s.name)),
     );
     names.join(", ")
 }
@@ -145,14 +108,13 @@ impl FromStr for FigurePath {
         if let Some((scalar, _)) = SCALARS.iter().find(|(_, n)| *n == path) {
             return Ok(FigurePath::Scalar(*scalar));
         }
-        if let Some((kind, _)) = DISTS.iter().find(|(_, n)| *n == path) {
-            let _ = kind;
+        if Figure::named(path).is_some() {
             return Err(FigurePathError::MissingStat(path.to_string()));
         }
         let Some((head, stat)) = path.rsplit_once('.') else {
             return Err(FigurePathError::Unknown(path.to_string()));
         };
-        let Some((kind, _)) = DISTS.iter().find(|(_, n)| *n == head) else {
+        let Some(figure) = Figure::named(head) else {
             return Err(FigurePathError::Unknown(path.to_string()));
         };
         let Some((stat, _)) = STATS.iter().find(|(_, n)| *n == stat) else {
@@ -161,7 +123,7 @@ impl FromStr for FigurePath {
                 stat: stat.to_string(),
             });
         };
-        Ok(FigurePath::Dist(*kind, *stat))
+        Ok(FigurePath::Dist(figure, *stat))
     }
 }
 
@@ -169,7 +131,7 @@ impl fmt::Display for FigurePath {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             FigurePath::Scalar(s) => f.write_str(s.name()),
-            FigurePath::Dist(k, s) => write!(f, "{}.{}", k.name(), s.name()),
+            FigurePath::Dist(figure, s) => write!(f, "{}.{}", figure.name(), s.name()),
         }
     }
 }
@@ -183,57 +145,14 @@ impl Scalar {
     }
 }
 
-impl DistKind {
-    pub fn name(self) -> &'static str {
-        DISTS
-            .iter()
-            .find(|(k, _)| *k == self)
-            .map_or("?", |(_, n)| n)
-    }
-
-    pub fn unit(self) -> Unit {
-        match self {
-            DistKind::Ttft | DistKind::Tpot | DistKind::E2e | DistKind::TimeToFirstOutput => {
-                Unit::Seconds
-            }
-            DistKind::MeanInterTokenLatencyMs | DistKind::MaxInterChunkMs => Unit::Millis,
-            DistKind::DecodeTokS => Unit::TokensPerSecond,
-            DistKind::InputTokens | DistKind::OutputTokens => Unit::Tokens,
-        }
-    }
-
-    /// The phase's summary distribution of this kind.
-    pub fn distribution(self, phase: &PhaseResult) -> Option<&Distribution> {
-        let s = &phase.summary;
-        match self {
-            DistKind::Ttft => s.ttft.as_ref(),
-            DistKind::Tpot => s.tpot.as_ref(),
-            DistKind::E2e => s.e2e.as_ref(),
-            DistKind::TimeToFirstOutput => s.time_to_first_output.as_ref(),
-            DistKind::MeanInterTokenLatencyMs => s.mean_inter_token_latency_ms.as_ref(),
-            DistKind::MaxInterChunkMs => s.max_inter_chunk_ms.as_ref(),
-            DistKind::DecodeTokS => s.decode_tok_s.as_ref(),
-            DistKind::InputTokens => s.input_tokens.as_ref(),
-            DistKind::OutputTokens => s.output_tokens.as_ref(),
-        }
-    }
-
-    /// One request's value in this distribution's unit; `None` when the request has none.
-    pub fn record_value(self, r: &RequestRecord) -> Option<f64> {
-        if !r.is_ok() {
-            return None;
-        }
-        match self {
-            DistKind::Ttft => r.ttft_ms.map(|v| v / 1000.0),
-            DistKind::Tpot => r.tpot_ms.map(|v| v / 1000.0),
-            DistKind::E2e => Some(r.e2e_ms / 1000.0),
-            DistKind::TimeToFirstOutput => r.time_to_first_output_ms.map(|v| v / 1000.0),
-            DistKind::MeanInterTokenLatencyMs => r.mean_inter_token_latency_ms,
-            DistKind::MaxInterChunkMs => r.max_inter_chunk_ms,
-            DistKind::DecodeTokS => r.decode_tok_s,
-            DistKind::InputTokens => r.prompt_tokens.map(|v| v as f64),
-            DistKind::OutputTokens => r.output_tokens.map(|v| v as f64),
-        }
+/// A phase's distribution of `figure`: its summary's, or its send lag, or a server-timing gap.
+pub fn distribution(figure: Figure, phase: &PhaseResult) -> Option<&Distribution> {
+    let gap = phase.transport.server_timing_gap.as_ref();
+    match figure {
+        Figure::SendLag => phase.send_lag_ms.as_ref(),
+        Figure::TtftMinusServerPrompt => gap?.ttft_minus_server_prompt_ms.as_ref(),
+        Figure::E2eMinusServerTotal => gap?.e2e_minus_server_total_ms.as_ref(),
+        _ => phase.summary.distribution(figure),
     }
 }
 
@@ -249,7 +168,7 @@ impl Stat {
 impl FigurePath {
     pub fn unit(self) -> Unit {
         match self {
-            FigurePath::Dist(k, _) => k.unit(),
+            FigurePath::Dist(figure, _) => figure.spec().unit,
             FigurePath::Scalar(s) => match s {
                 Scalar::Requests | Scalar::Success | Scalar::Errors => Unit::Count,
                 Scalar::ErrorRate | Scalar::CachedTokenRatio | Scalar::GoodputFraction => {
@@ -269,16 +188,7 @@ impl FigurePath {
 
     pub fn better(self) -> Better {
         match self {
-            FigurePath::Dist(k, _) => match k {
-                DistKind::Ttft
-                | DistKind::Tpot
-                | DistKind::E2e
-                | DistKind::TimeToFirstOutput
-                | DistKind::MeanInterTokenLatencyMs
-                | DistKind::MaxInterChunkMs => Better::Lower,
-                DistKind::DecodeTokS => Better::Higher,
-                DistKind::InputTokens | DistKind::OutputTokens => Better::Neither,
-            },
+            FigurePath::Dist(figure, _) => figure.spec().better,
             FigurePath::Scalar(s) => match s {
                 Scalar::Errors | Scalar::ErrorRate => Better::Lower,
                 Scalar::OutputTokensPerSecond
@@ -304,7 +214,7 @@ impl FigurePath {
         match self {
             // Imported summaries carry no mean; `samples == 0` marks it unknown.
             FigurePath::Dist(_, Stat::Mean) if self.dist_samples(phase) == Some(0) => None,
-            FigurePath::Dist(k, stat) => k.distribution(phase).map(|d| stat.of(d)),
+            FigurePath::Dist(figure, stat) => distribution(figure, phase).map(|d| stat.of(d)),
             FigurePath::Scalar(sc) => match sc {
                 Scalar::Requests => Some(s.requests as f64),
                 Scalar::Success => Some(s.success as f64),
@@ -330,7 +240,7 @@ impl FigurePath {
 
     fn dist_samples(self, phase: &PhaseResult) -> Option<u64> {
         match self {
-            FigurePath::Dist(k, _) => k.distribution(phase).map(|d| d.samples),
+            FigurePath::Dist(figure, _) => distribution(figure, phase).map(|d| d.samples),
             FigurePath::Scalar(_) => None,
         }
     }
@@ -342,12 +252,11 @@ impl FigurePath {
             return None;
         }
         match self {
-            FigurePath::Dist(k, stat) => {
+            FigurePath::Dist(figure, stat) => {
                 let v: Vec<f64> = phase
                     .request_timings
                     .iter()
-                    .filter_map(|r| k.record_value(r))
-                    .filter(|v| v.is_finite())
+                    .filter_map(|r| crate::metrics::record_value(figure, r))
                     .collect();
                 (!v.is_empty()).then_some((v, stat))
             }
@@ -392,6 +301,15 @@ mod tests {
             "latency".parse::<FigurePath>(),
             Err(FigurePathError::Unknown(_))
         ));
+        // Every per-request figure of the one table is a path, and prints back the same.
+        for name in figure_path_names() {
+            let path: FigurePath = name.parse().unwrap();
+            assert_eq!(path.to_string(), name);
+        }
+        assert_eq!(
+            "server_queue_ms.p99".parse::<FigurePath>(),
+            Ok(FigurePath::Dist(Figure::ServerQueue, Stat::P99))
+        );
     }
 
     #[test]

@@ -5,7 +5,9 @@ use std::str::FromStr;
 
 use serde::Serialize;
 
-use super::figure_path::{FigurePath, FigurePathError, Unit, known_figure_paths};
+use super::figure_path::{
+    FigurePath, FigurePathError, Unit, figure_path_names, known_figure_paths,
+};
 use super::model::{PhaseResult, Report};
 
 /// A comparison operator.
@@ -123,7 +125,12 @@ impl FromStr for Gate {
         };
         let metric: FigurePath = metric_text.parse().map_err(|e: FigurePathError| match e {
             FigurePathError::Unknown(_) => {
-                fail(format!("{e}; known metrics: {}", known_figure_paths()))
+                let names = figure_path_names();
+                match crate::plan::diag::did_you_mean(metric_text, names.iter().map(String::as_str))
+                {
+                    Some(hint) => fail(format!("{e}; {hint}")),
+                    None => fail(format!("{e}; known metrics: {}", known_figure_paths())),
+                }
             }
             FigurePathError::MissingStat(_) | FigurePathError::UnknownStat { .. } => {
                 fail(e.to_string())
@@ -364,6 +371,9 @@ mod tests {
         assert!(e("ttft.p95 < 10%").contains("needs a sign"));
         assert!(e("ttft.p95 < 2").contains("is a time"));
         assert!(e("latency < +1%").contains("unknown metric"));
+        assert!(e("latency < +1%").contains("known metrics: requests"));
+        assert!(e("tfft.p95 < +1%").contains("did you mean `ttft.p95`?"));
+        assert!(e("send_lag.p99 < 5ms").contains("did you mean `send_lag_ms.p99`?"));
         assert!(e("ttft < +1%").contains("name a statistic"));
         assert!(e("ttft.p95 < fast").contains("not a number"));
         assert!(e("ttft.p95 < 3parsecs").contains("unknown unit"));

@@ -3,6 +3,7 @@
 //! these.
 
 use crate::client::RequestRecord;
+use crate::figure::Figure;
 use crate::metrics::{self, RecheckPair};
 use crate::plan::{PercentileMethod, Slo, Tolerance};
 
@@ -51,7 +52,10 @@ pub fn phase_result(
         .map(|r| r.start_offset_ms + r.e2e_ms)
         .fold(0.0, f64::max)
         / 1e3;
-    let send_lags: Vec<f64> = records.iter().filter_map(|r| r.send_lag_ms).collect();
+    let send_lags: Vec<f64> = records
+        .iter()
+        .filter_map(|r| metrics::record_value(Figure::SendLag, r))
+        .collect();
     let prompt_tokens = PromptTokenCheck::from_requests(
         records
             .iter()

@@ -12,7 +12,8 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
 use crate::client::RequestRecord;
-use crate::metrics::{Column, PhaseTally, Rescan, TallyFigures};
+use crate::figure::Figure;
+use crate::metrics::{PhaseTally, Rescan, TallyFigures};
 use crate::plan::{PercentileMethod, Slo};
 use crate::workload::PromptTokenCheck;
 
@@ -259,8 +260,8 @@ struct ColumnFiles {
 struct ColumnDir(PathBuf);
 
 impl ColumnDir {
-    fn path(&self, column: Column) -> PathBuf {
-        self.0.join(format!("{}.f64", column.name()))
+    fn path(&self, figure: Figure) -> PathBuf {
+        self.0.join(format!("{}.f64", figure.name()))
     }
 }
 
@@ -274,15 +275,14 @@ impl ColumnFiles {
     fn create(dir: PathBuf) -> io::Result<Self> {
         fs::create_dir_all(&dir)?;
         let dir = ColumnDir(dir);
-        let writers = Column::ALL
-            .iter()
-            .map(|&c| File::create(dir.path(c)).map(|f| BufWriter::with_capacity(1 << 16, f)))
+        let writers = Figure::all()
+            .map(|c| File::create(dir.path(c)).map(|f| BufWriter::with_capacity(1 << 16, f)))
             .collect::<io::Result<_>>()?;
         Ok(ColumnFiles { dir, writers })
     }
 
-    fn push(&mut self, column: Column, value: f64) -> io::Result<()> {
-        self.writers[column.index()].write_all(&value.to_le_bytes())
+    fn push(&mut self, figure: Figure, value: f64) -> io::Result<()> {
+        self.writers[figure.index()].write_all(&value.to_le_bytes())
     }
 
     fn close(mut self) -> io::Result<ColumnDir> {

@@ -480,4 +480,18 @@ async fn vllm_per_request_metrics_put_the_server_queue_in_the_split() {
     assert!(json["server_queue_ms"].as_f64().unwrap() > 0.0, "{json}");
     let md = servebench::report::markdown::render(&report);
     assert!(md.contains("| server queue |"), "{md}");
+    // The queue time is a figure of the one table: a distribution in the summary, and a
+    // path gates and `compare` read.
+    let dist = phase
+        .summary
+        .server_queue_ms
+        .expect("a server-queue distribution");
+    assert_eq!(dist.samples, 16);
+    let mut sorted = queued.clone();
+    sorted.sort_by(f64::total_cmp);
+    assert_eq!(dist.max, sorted[15]);
+    assert!((dist.mean - mean_queue).abs() < 1e-9);
+    let path: servebench::report::figure_path::FigurePath = "server_queue_ms.max".parse().unwrap();
+    assert_eq!(path.value(phase), Some(sorted[15]));
+    assert!(value["phases"][0]["summary"]["server_queue_ms"]["p99"].is_f64());
 }

@@ -31,6 +31,7 @@ fn records(n: u64) -> Vec<RequestRecord> {
                 new_connection: Some(i % 11 == 0),
                 server_prompt_ms: (i % 4 == 0).then_some(jitter / 3.0),
                 server_total_ms: (i % 4 == 0).then_some(jitter),
+                server_queue_ms: (i % 4 == 0).then_some(jitter / 7.0),
                 ..RequestRecord::default()
             };
             if i % 97 == 0 {
@@ -132,11 +133,13 @@ fn a_sampled_window_gives_the_full_windows_figures() {
         (&mut got.decode_tok_s, &want.decode_tok_s, "decode"),
         (&mut got.input_tokens, &want.input_tokens, "input"),
         (&mut got.output_tokens, &want.output_tokens, "output"),
+        (&mut got.server_queue_ms, &want.server_queue_ms, "queue"),
     ] {
         same_distribution(g, w, what);
     }
     assert_eq!(got, want);
     assert!(want.ttft.unwrap().ci95.unwrap().p99.is_some());
+    assert!(want.server_queue_ms.is_some_and(|d| d.samples > 0));
     let causes: Vec<&str> = want
         .errors_by_cause
         .iter()
@@ -185,9 +188,14 @@ fn a_sampled_window_gives_the_full_windows_figures() {
             assert!(close(*a, b), "split {a} vs {b}");
             *a = b;
         }
-        if let (Some(a), Some(b)) = (gs.client_queue_ms.as_mut(), ws.client_queue_ms) {
-            assert!(close(*a, b), "client queue {a} vs {b}");
-            *a = b;
+        for (got, want, what) in [
+            (&mut gs.client_queue_ms, ws.client_queue_ms, "client queue"),
+            (&mut gs.server_queue_ms, ws.server_queue_ms, "server queue"),
+        ] {
+            if let (Some(a), Some(b)) = (got.as_mut(), want) {
+                assert!(close(*a, b), "{what} {a} vs {b}");
+                *a = b;
+            }
         }
     }
     assert_eq!(got_transport, want_transport);
