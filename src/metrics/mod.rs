@@ -140,7 +140,7 @@ pub fn meets_slo(record: &RequestRecord, slo: &Slo) -> bool {
     within(record.ttft_ms, slo.ttft) && tpot_ok && within(Some(record.e2e_ms), slo.e2e)
 }
 
-/// One phase's figures from its measured records.
+/// One phase's figures from its measured records, through [`tally_records`].
 ///
 /// Distributions, token totals, chunk counts and token sources cover successful requests;
 /// `requests`, `elapsed` and `request_rate` cover every measured request. Records are expected
@@ -150,78 +150,7 @@ pub fn summarize(
     method: PercentileMethod,
     slo: Option<&Slo>,
 ) -> PhaseSummary {
-    let ok: Vec<&RequestRecord> = records.iter().filter(|r| r.is_ok()).collect();
-    let elapsed = elapsed_s(records);
-
-    let mut summary = PhaseSummary {
-        requests: records.len() as u64,
-        success: ok.len() as u64,
-        errors: (records.len() - ok.len()) as u64,
-        elapsed,
-        request_rate: per_second(records.len() as f64, elapsed),
-        ..PhaseSummary::default()
-    };
-    for spec in &crate::figure::FIGURES {
-        if let Some(slot) = summary.distribution_mut(spec.figure) {
-            let mut values: Vec<f64> = records
-                .iter()
-                .filter_map(|r| tally::record_value(spec.figure, r))
-                .collect();
-            *slot = distribution_owned(&mut values, method).map(|mut d| {
-                // `distribution_owned` left `values` sorted.
-                if spec.intervals {
-                    d.ci95 = Some(percentile_intervals(&values));
-                }
-                d
-            });
-        }
-    }
-
-    let mut cached_sum = 0u64;
-    let mut cached_prompt_sum = 0u64;
-    let mut any_cached = false;
-    for r in &ok {
-        summary.total_input_tokens += r.prompt_tokens.unwrap_or(0);
-        summary.add_inputs(r);
-        summary.total_output_tokens += r.output_tokens.unwrap_or(0);
-        summary.content_chunks += r.content_chunks;
-        summary.reasoning_chunks += r.reasoning_chunks;
-        if let Some(source) = r.output_token_source {
-            *summary.output_token_sources.entry(source).or_insert(0) += 1;
-        }
-        if let (Some(cached), Some(prompt)) = (r.cached_tokens, r.prompt_tokens) {
-            any_cached = true;
-            cached_sum += cached;
-            cached_prompt_sum += prompt;
-        }
-    }
-    summary.output_tokens_per_second = per_second(summary.total_output_tokens as f64, elapsed);
-    summary.set_input_rates();
-    summary.cached_token_ratio =
-        (any_cached && cached_prompt_sum > 0).then(|| cached_sum as f64 / cached_prompt_sum as f64);
-
-    let mut causes = CauseCounts::default();
-    for r in records {
-        if let Some(err) = &r.error {
-            *summary.errors_by_kind.entry(err.kind).or_insert(0) += 1;
-        }
-        causes.add(r);
-    }
-    summary.errors_by_cause = causes.finish();
-
-    summary.goodput = slo.map(|slo| {
-        let good = ok.iter().filter(|r| meets_slo(r, slo)).count() as u64;
-        Goodput {
-            requests: good,
-            request_rate: per_second(good as f64, elapsed),
-            fraction: if records.is_empty() {
-                0.0
-            } else {
-                good as f64 / records.len() as f64
-            },
-        }
-    });
-    summary
+    tally_records(records, method, slo, true).summary
 }
 
 #[cfg(test)]

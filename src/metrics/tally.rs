@@ -214,3 +214,28 @@ impl PhaseTally {
         })
     }
 }
+
+/// A phase's figures from records held in memory: the same tally as a streamed phase's, its
+/// columns kept in vectors instead of files.
+pub fn tally_records(
+    records: &[RequestRecord],
+    method: PercentileMethod,
+    slo: Option<&Slo>,
+    reuse: bool,
+) -> TallyFigures {
+    let mut tally = PhaseTally::new(slo);
+    let mut columns: Vec<Vec<f64>> = vec![Vec::new(); FIGURES.len()];
+    for r in records {
+        tally.add(r, &mut |figure, v| columns[figure.index()].push(v));
+    }
+    let figures = tally.finish(
+        method,
+        reuse,
+        || super::peak_in_flight(records),
+        |figure| Ok::<&[f64], std::convert::Infallible>(columns[figure.index()].as_slice()),
+    );
+    match figures {
+        Ok(figures) => figures,
+        Err(never) => match never {},
+    }
+}

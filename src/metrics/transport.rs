@@ -1,10 +1,9 @@
 //! Per-phase connection figures and the client-versus-server timing gap, from the records.
 
-use crate::figure::Figure;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::{Distribution, distribution};
+use super::Distribution;
 use crate::client::RequestRecord;
 use crate::plan::PercentileMethod;
 
@@ -164,16 +163,7 @@ pub fn transport(
     method: PercentileMethod,
     reuse: bool,
 ) -> TransportSummary {
-    let mut counts = ConnectionCounts::default();
-    for r in records {
-        counts.add(r);
-    }
-    let mut summary = transport_from_counts(
-        counts,
-        || peak_in_flight(records),
-        server_timing_gap(records, method),
-        reuse,
-    );
+    let mut summary = super::tally_records(records, method, None, reuse).transport;
     summary.warnings.extend(super::buffering_warning(records));
     summary
 }
@@ -265,37 +255,6 @@ pub fn peak_in_flight(records: &[RequestRecord]) -> usize {
         peak = peak.max(now);
     }
     peak.max(0) as usize
-}
-
-fn server_timing_gap(
-    records: &[RequestRecord],
-    method: PercentileMethod,
-) -> Option<ServerTimingGap> {
-    let timed: Vec<&RequestRecord> = records
-        .iter()
-        .filter(|r| r.is_ok() && (r.server_prompt_ms.is_some() || r.server_total_ms.is_some()))
-        .collect();
-    if timed.is_empty() {
-        return None;
-    }
-    let values = |figure: Figure| -> Vec<f64> {
-        timed
-            .iter()
-            .filter_map(|r| super::record_value(figure, r))
-            .collect()
-    };
-    let prompt_gaps = values(Figure::TtftMinusServerPrompt);
-    let total_gaps = values(Figure::E2eMinusServerTotal);
-    let mut split = SplitSums::default();
-    for r in &timed {
-        split.add(r);
-    }
-    Some(ServerTimingGap {
-        requests: timed.len() as u64,
-        ttft_minus_server_prompt_ms: distribution(&prompt_gaps, method),
-        e2e_minus_server_total_ms: distribution(&total_gaps, method),
-        split: split.finish(),
-    })
 }
 
 #[cfg(test)]

@@ -3,7 +3,6 @@
 //! these.
 
 use crate::client::RequestRecord;
-use crate::figure::Figure;
 use crate::metrics::{self, RecheckPair};
 use crate::plan::{PercentileMethod, Slo, Tolerance};
 
@@ -41,40 +40,43 @@ pub struct Figures<'a> {
     pub connection_reuse: bool,
 }
 
-/// A phase's result: its facts, and every figure computed from `records` (which it keeps).
+/// A phase's result: its facts, and every figure computed from `records` (which it keeps),
+/// by the same tally a sampled phase's figures come from.
 pub fn phase_result(
     facts: PhaseFacts,
     records: Vec<RequestRecord>,
     figures: Figures<'_>,
 ) -> PhaseResult {
-    let last_end_s = records
-        .iter()
-        .map(|r| r.start_offset_ms + r.e2e_ms)
-        .fold(0.0, f64::max)
-        / 1e3;
-    let send_lags: Vec<f64> = records
-        .iter()
-        .filter_map(|r| metrics::record_value(Figure::SendLag, r))
-        .collect();
-    let prompt_tokens = PromptTokenCheck::from_requests(
-        records
-            .iter()
-            .map(|r| (r.planned_context_tokens, r.prompt_tokens)),
-        figures.prompt_tolerance,
+    let tally = metrics::tally_records(
+        &records,
+        figures.method,
+        figures.slo,
+        figures.connection_reuse,
     );
-    let summary = metrics::summarize(&records, figures.method, figures.slo);
-    let achieved_rate = metrics::achieved_rate(&records);
-    let transport = metrics::transport(&records, figures.method, figures.connection_reuse);
+    let mut result = with_figures(facts, records, tally, figures.prompt_tolerance);
+    result.sessions = metrics::session_summary(&result.request_timings, figures.method);
+    result
+}
+
+/// A phase's result from its tallied figures, keeping `records`.
+fn with_figures(
+    facts: PhaseFacts,
+    records: Vec<RequestRecord>,
+    tally: metrics::TallyFigures,
+    prompt_tolerance: f64,
+) -> PhaseResult {
     let mut result = without_figures(facts, records);
-    result.end_offset_seconds += last_end_s;
-    result.summary = summary;
-    result.prompt_tokens = prompt_tokens;
-    result.send_lag_ms = metrics::distribution(&send_lags, figures.method);
+    result.end_offset_seconds += tally.last_end_ms / 1e3;
+    result.summary = tally.summary;
+    result.prompt_tokens = tally.prompt.check(prompt_tolerance);
+    result.send_lag_ms = tally.send_lag_ms;
     result.achieved_rate_ratio = result
         .rate_rps
-        .and_then(|rps| achieved_rate.map(|r| r / rps));
-    result.transport = transport;
-    result.sessions = metrics::session_summary(&result.request_timings, figures.method);
+        .and_then(|rps| tally.achieved_rate.map(|r| r / rps));
+    // A sample is uniform, so the share of streams that arrived at once holds for the phase.
+    let buffering = metrics::buffering_warning(&result.request_timings);
+    result.transport = tally.transport;
+    result.transport.warnings.extend(buffering);
     result
 }
 
@@ -124,18 +126,7 @@ pub fn phase_result_sampled(
 ) -> PhaseResult {
     let total = tally.summary.requests;
     let kept = sample.len() as u64;
-    let mut result = without_figures(facts, sample);
-    result.end_offset_seconds += tally.last_end_ms / 1e3;
-    result.summary = tally.summary;
-    result.prompt_tokens = tally.prompt.check(prompt_tolerance);
-    result.send_lag_ms = tally.send_lag_ms;
-    result.achieved_rate_ratio = result
-        .rate_rps
-        .and_then(|rps| tally.achieved_rate.map(|r| r / rps));
-    // The sample is uniform, so the share of streams that arrived at once holds for the phase.
-    let buffering = metrics::buffering_warning(&result.request_timings);
-    result.transport = tally.transport;
-    result.transport.warnings.extend(buffering);
+    let mut result = with_figures(facts, sample, tally, prompt_tolerance);
     result.records = Some(RecordsKept {
         kept,
         total,
