@@ -1,8 +1,9 @@
 //! Every per-request figure a phase reports as a distribution, in one table: its name (as
 //! plans, `compare` and gates write it), unit, which way is better, whether its percentiles
-//! carry intervals, and which requests count. The tally, the summaries, figure paths and
-//! `compare` read it; adding a figure is a variant and a row here, its value in
-//! `metrics::tally`, and its slot in `metrics::summary`.
+//! carry intervals, and which requests count. The tally, the summaries, figure paths,
+//! `compare` and `until` read it; adding a figure is a variant and a row here, its
+//! per-request value in `client::record` (`RequestRecord::value`), and its slot in
+//! `metrics::summary`.
 
 /// A per-request figure with a per-phase distribution.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]

@@ -130,6 +130,21 @@ pub struct Sampling {
     pub seed: Option<u64>,
 }
 
+/// `headers` as `Debug` output shows them: secret values redacted.
+pub(crate) fn shown_headers(headers: &[(String, String)]) -> Vec<(&str, &str)> {
+    headers
+        .iter()
+        .map(|(name, value)| {
+            let shown = if is_secret_header(name) {
+                REDACTED
+            } else {
+                value.as_str()
+            };
+            (name.as_str(), shown)
+        })
+        .collect()
+}
+
 /// Header names whose values are secret: redacted in `Debug` output, error messages and the
 /// report's copy of the plan.
 pub fn is_secret_header(name: &str) -> bool {
@@ -162,18 +177,7 @@ pub fn merge_body(
 
 impl fmt::Debug for ClientConfig {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let headers: Vec<(&str, &str)> = self
-            .headers
-            .iter()
-            .map(|(name, value)| {
-                let shown = if is_secret_header(name) {
-                    REDACTED
-                } else {
-                    value.as_str()
-                };
-                (name.as_str(), shown)
-            })
-            .collect();
+        let headers = shown_headers(&self.headers);
         f.debug_struct("ClientConfig")
             .field("base_url", &self.base_url)
             .field("api", &self.api)

@@ -7,7 +7,7 @@ use std::fmt;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use super::config::{HttpVersion, REDACTED, is_secret_header};
+use super::config::{HttpVersion, REDACTED, shown_headers};
 use super::request::access_headers;
 use super::request_id::RequestIdSettings;
 use super::setup_error::ClientError;
@@ -119,18 +119,7 @@ impl Endpoint {
 
 impl fmt::Debug for Endpoint {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let headers: Vec<(&str, &str)> = self
-            .headers
-            .iter()
-            .map(|(name, value)| {
-                let shown = if is_secret_header(name) {
-                    REDACTED
-                } else {
-                    value.as_str()
-                };
-                (name.as_str(), shown)
-            })
-            .collect();
+        let headers = shown_headers(&self.headers);
         f.debug_struct("Endpoint")
             .field("base_url", &self.base_url)
             .field("tls", &self.tls)

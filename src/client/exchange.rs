@@ -823,7 +823,10 @@ fn on_data(
         return ControlFlow::Break(()); // nothing after [DONE] counts
     }
     let outcome = match kind {
-        EventKind::Data => state.on_event(data, now_ms),
+        EventKind::Data => match state.format {
+            StreamFormat::Chunks => state.on_event(data, now_ms),
+            StreamFormat::Responses => super::responses::on_event(state, data, now_ms),
+        },
         EventKind::Error => EventOutcome::Failed(StreamFailure {
             kind: ErrorKind::ErrorObject,
             message: stream::error_message(data),

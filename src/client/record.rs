@@ -1,5 +1,6 @@
 //! What one request produced: timestamps, token counts, chunk counts, and how it ended.
 
+use crate::figure::{Counted, Figure};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -108,6 +109,40 @@ fn is_zero_u64(n: &u64) -> bool {
 }
 
 impl RequestRecord {
+    /// This request's value of `figure`, in the figure's unit; `None` when the request has none
+    /// or is not one [`Counted`] says the figure covers.
+    pub fn value(&self, figure: Figure) -> Option<f64> {
+        let counts = match figure.spec().counted {
+            Counted::Every => true,
+            Counted::Succeeded => self.is_ok(),
+            Counted::ServerTimed => {
+                self.is_ok() && (self.server_prompt_ms.is_some() || self.server_total_ms.is_some())
+            }
+        };
+        if !counts {
+            return None;
+        }
+        let seconds = |ms: Option<f64>| ms.map(|v| v * 1e-3);
+        let value = match figure {
+            Figure::Ttft => seconds(self.ttft_ms),
+            Figure::Tpot => seconds(self.tpot_ms),
+            Figure::E2e => seconds(Some(self.e2e_ms)),
+            Figure::TimeToFirstOutput => seconds(self.time_to_first_output_ms),
+            Figure::MeanInterTokenLatency => self.mean_inter_token_latency_ms,
+            Figure::MaxInterChunk => self.max_inter_chunk_ms,
+            Figure::DecodeTokS => self.decode_tok_s,
+            Figure::InputTokens => self.prompt_tokens.map(|t| t as f64),
+            Figure::OutputTokens => self.output_tokens.map(|t| t as f64),
+            Figure::ServerQueue => self.server_queue_ms,
+            Figure::SendLag => self.send_lag_ms,
+            Figure::TtftMinusServerPrompt => {
+                self.ttft_ms.zip(self.server_prompt_ms).map(|(a, b)| a - b)
+            }
+            Figure::E2eMinusServerTotal => self.server_total_ms.map(|b| self.e2e_ms - b),
+        };
+        value.filter(|v| v.is_finite())
+    }
+
     pub fn is_ok(&self) -> bool {
         self.error.is_none()
     }

@@ -119,6 +119,9 @@ fn kind(name: &str) -> Kind {
 
 /// Take one Responses API event that arrived `now_ms` after the request start.
 pub(super) fn on_event(state: &mut StreamState, data: &[u8], now_ms: f64) -> EventOutcome {
+    if let Some(done) = state.count_event(data) {
+        return done;
+    }
     let event: Event<'_> = match serde_json::from_slice(data) {
         Ok(event) => event,
         Err(err) => {
@@ -213,7 +216,7 @@ mod tests {
     fn feed(state: &mut StreamState, events: &[(&str, f64)]) -> EventOutcome {
         let mut last = EventOutcome::Continue;
         for (data, t) in events {
-            last = state.on_event(data.as_bytes(), *t);
+            last = on_event(state, data.as_bytes(), *t);
             if last != EventOutcome::Continue {
                 break;
             }
@@ -313,7 +316,7 @@ mod tests {
         let mut s = state();
         let failed = br#"{"type":"response.failed","response":{"status":"failed","error":{"code":"server_error","message":"engine died"}}}"#;
         assert_eq!(
-            s.on_event(failed, 1.0),
+            on_event(&mut s, failed, 1.0),
             EventOutcome::Failed(StreamFailure {
                 kind: ErrorKind::ErrorObject,
                 message: "engine died".into(),
@@ -322,7 +325,7 @@ mod tests {
         );
         let error = br#"{"type":"error","code":"rate_limit","message":"slow down","param":null}"#;
         assert!(matches!(
-            s.on_event(error, 1.0),
+            on_event(&mut s, error, 1.0),
             EventOutcome::Failed(StreamFailure { kind: ErrorKind::ErrorObject, message, .. })
                 if message == "slow down"
         ));
@@ -332,7 +335,7 @@ mod tests {
             br#"{"type":7}"#,
             b"not json",
         ] {
-            match s.on_event(bad, 1.0) {
+            match on_event(&mut s, bad, 1.0) {
                 EventOutcome::Failed(StreamFailure {
                     kind: ErrorKind::MalformedEvent,
                     message,
@@ -346,7 +349,11 @@ mod tests {
         }
         // Events this reader does not measure may carry any `delta`.
         assert_eq!(
-            s.on_event(br#"{"type":"response.audio.delta","delta":{"x":[1]}}"#, 1.0),
+            on_event(
+                &mut s,
+                br#"{"type":"response.audio.delta","delta":{"x":[1]}}"#,
+                1.0
+            ),
             EventOutcome::Continue
         );
         assert_eq!(s.content_chunks, 0);

@@ -268,9 +268,10 @@ fn server_timings(data: &[u8]) -> Option<ServerTimings> {
     })
 }
 
-/// A chunk's content text (`delta.content`, or a completion's `text`) appended to `reply`;
-/// only sessions pay this second, decoding parse.
-fn append_content(reply: &mut String, data: &[u8]) {
+/// A chunk's reply pieces added to the reply so far: its content text (`delta.content`, or a
+/// completion's `text`) to `reply`, and its tool-call pieces (id, name, argument fragments) to
+/// `calls` by the calls' `index`. Only sessions pay this second, decoding parse.
+fn append_reply(reply: &mut String, calls: &mut Vec<ToolCall>, data: &[u8]) {
     #[derive(Deserialize)]
     struct Chunk {
         #[serde(default)]
@@ -287,32 +288,6 @@ fn append_content(reply: &mut String, data: &[u8]) {
     struct Delta {
         #[serde(default)]
         content: Option<String>,
-    }
-    let Ok(chunk) = serde_json::from_slice::<Chunk>(data) else {
-        return;
-    };
-    for choice in chunk.choices {
-        if let Some(text) = choice.delta.and_then(|d| d.content).or(choice.text) {
-            reply.push_str(&text);
-        }
-    }
-}
-
-/// A chunk's tool-call pieces (id, name, argument fragments) added to the calls so far, by
-/// the calls' `index`; only sessions pay this second parse.
-fn append_tool_calls(calls: &mut Vec<ToolCall>, data: &[u8]) {
-    #[derive(Deserialize)]
-    struct Chunk {
-        #[serde(default)]
-        choices: Vec<Choice>,
-    }
-    #[derive(Deserialize)]
-    struct Choice {
-        #[serde(default)]
-        delta: Option<Delta>,
-    }
-    #[derive(Deserialize)]
-    struct Delta {
         #[serde(default)]
         tool_calls: Option<Vec<Piece>>,
     }
@@ -335,12 +310,19 @@ fn append_tool_calls(calls: &mut Vec<ToolCall>, data: &[u8]) {
     let Ok(chunk) = serde_json::from_slice::<Chunk>(data) else {
         return;
     };
-    let pieces = chunk
-        .choices
-        .into_iter()
-        .next()
-        .and_then(|c| c.delta)
-        .and_then(|d| d.tool_calls);
+    let mut pieces = None;
+    for (i, choice) in chunk.choices.into_iter().enumerate() {
+        let (content, tool_calls) = match choice.delta {
+            Some(delta) => (delta.content, delta.tool_calls),
+            None => (None, None),
+        };
+        if let Some(text) = content.or(choice.text) {
+            reply.push_str(&text);
+        }
+        if i == 0 {
+            pieces = tool_calls;
+        }
+    }
     for (k, piece) in pieces.into_iter().flatten().enumerate() {
         // Indices come in order from 0; one past the end (or a gap, a server's slip) opens
         // the next call.
@@ -428,15 +410,20 @@ pub fn parse_chunk_serde(data: &[u8]) -> Result<ChunkSummary, serde_json::Error>
 }
 
 impl StreamState {
-    /// Take one SSE data payload that arrived `now_ms` after the request start.
-    pub fn on_event(&mut self, data: &[u8], now_ms: f64) -> EventOutcome {
+    /// Count one payload of any format; `[DONE]` ends every stream.
+    pub(super) fn count_event(&mut self, data: &[u8]) -> Option<EventOutcome> {
         self.events += 1;
-        if data == b"[DONE]" {
+        (data == b"[DONE]").then(|| {
             self.done = true;
-            return EventOutcome::Done;
-        }
-        if self.format == StreamFormat::Responses {
-            return super::responses::on_event(self, data, now_ms);
+            EventOutcome::Done
+        })
+    }
+
+    /// Take one SSE data payload of a chat or completions stream that arrived `now_ms` after
+    /// the request start.
+    pub fn on_event(&mut self, data: &[u8], now_ms: f64) -> EventOutcome {
+        if let Some(done) = self.count_event(data) {
+            return done;
         }
         let event = match parse_chunk(data, &mut self.chunk_prefix) {
             Ok(event) => event,
@@ -479,16 +466,13 @@ impl StreamState {
             if content {
                 self.content_chunks += 1;
                 self.first_content_ms.get_or_insert(now_ms);
-                if let Some(reply) = self.reply.as_mut() {
-                    append_content(reply, data);
-                }
             }
             if tool_call {
                 self.tool_call_chunks += 1;
                 self.first_tool_call_ms.get_or_insert(now_ms);
-                if self.reply.is_some() {
-                    append_tool_calls(&mut self.reply_tool_calls, data);
-                }
+            }
+            if let Some(reply) = self.reply.as_mut().filter(|_| content || tool_call) {
+                append_reply(reply, &mut self.reply_tool_calls, data);
             }
             if reasoning || content || tool_call {
                 self.output_at(now_ms);

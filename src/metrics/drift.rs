@@ -5,7 +5,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::plan::Tolerance;
 
-use super::{Distribution, Interval, PhaseSummary, Stat};
+use super::{Interval, PhaseSummary, Stat};
+use crate::figure::Figure;
 
 /// Built-in tolerances when a plan sets none: medians and throughput move little between
 /// healthy repeats; tails are noisier; the error rate is compared in absolute terms.
@@ -23,50 +24,24 @@ pub fn recheck_pair(
 ) -> RecheckPair {
     let pick =
         |specific: Option<f64>, fallback: f64| specific.or(tolerance.default).unwrap_or(fallback);
-    let percentile = |metric: &str, dist: fn(&PhaseSummary) -> Option<&Distribution>, tol| {
-        let stat = match metric.rsplit('.').next() {
-            Some("p50") => Stat::P50,
-            Some("p95") => Stat::P95,
-            _ => Stat::P99,
-        };
-        let side = |s| {
-            dist(s).map(|d| Side {
+    let percentile = |figure: Figure, stat: Stat, tol| {
+        let side = |s: &PhaseSummary| {
+            s.distribution(figure).map(|d| Side {
                 value: stat.of(d),
-                interval: d.ci95.map(|ci| match stat {
-                    Stat::P50 => ci.p50,
-                    Stat::P95 => ci.p95,
-                    _ => ci.p99,
-                }),
+                interval: d.ci95.map(|ci| ci.of(stat)),
             })
         };
-        percentile_drift(metric, side(original), side(recheck), tol)
+        let name = format!("{}.{}", figure.name(), stat.name());
+        percentile_drift(&name, side(original), side(recheck), tol)
     };
+    let median = DEFAULT_MEDIAN_TOLERANCE;
+    let tail = DEFAULT_TAIL_TOLERANCE;
     let metrics = vec![
-        percentile(
-            "ttft.p50",
-            |s| s.ttft.as_ref(),
-            pick(tolerance.ttft_p50, DEFAULT_MEDIAN_TOLERANCE),
-        ),
-        percentile(
-            "ttft.p95",
-            |s| s.ttft.as_ref(),
-            pick(tolerance.ttft_p95, DEFAULT_TAIL_TOLERANCE),
-        ),
-        percentile(
-            "ttft.p99",
-            |s| s.ttft.as_ref(),
-            pick(tolerance.ttft_p99, DEFAULT_TAIL_TOLERANCE),
-        ),
-        percentile(
-            "tpot.p50",
-            |s| s.tpot.as_ref(),
-            pick(tolerance.tpot_p50, DEFAULT_MEDIAN_TOLERANCE),
-        ),
-        percentile(
-            "e2e.p50",
-            |s| s.e2e.as_ref(),
-            pick(tolerance.e2e_p50, DEFAULT_MEDIAN_TOLERANCE),
-        ),
+        percentile(Figure::Ttft, Stat::P50, pick(tolerance.ttft_p50, median)),
+        percentile(Figure::Ttft, Stat::P95, pick(tolerance.ttft_p95, tail)),
+        percentile(Figure::Ttft, Stat::P99, pick(tolerance.ttft_p99, tail)),
+        percentile(Figure::Tpot, Stat::P50, pick(tolerance.tpot_p50, median)),
+        percentile(Figure::E2e, Stat::P50, pick(tolerance.e2e_p50, median)),
         {
             let (a, b) = (
                 original.output_tokens_per_second,
@@ -235,6 +210,7 @@ pub enum DriftVerdict {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::metrics::Distribution;
 
     fn summary(ttft_p99_s: f64, tok_s: f64) -> PhaseSummary {
         let ttft = Distribution {

@@ -44,6 +44,18 @@ pub struct PercentileIntervals {
     pub p99: Option<Interval>,
 }
 
+impl PercentileIntervals {
+    /// The interval of percentile `stat`; `None` for the other statistics.
+    pub fn of(&self, stat: super::Stat) -> Option<Interval> {
+        match stat {
+            super::Stat::P50 => self.p50,
+            super::Stat::P95 => self.p95,
+            super::Stat::P99 => self.p99,
+            super::Stat::Min | super::Stat::Max | super::Stat::Mean => None,
+        }
+    }
+}
+
 /// The ranks `(l, u)` (1-based) and coverage of the `p`-quantile's interval among `n` values;
 /// `None` when a tail cannot be bounded.
 pub fn interval_ranks(n: u64, p: f64) -> Option<(u64, u64, f64)> {

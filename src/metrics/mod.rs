@@ -46,6 +46,18 @@ pub enum Stat {
 }
 
 impl Stat {
+    /// As figure paths write it (`p99` in `ttft.p99`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Stat::P50 => "p50",
+            Stat::P95 => "p95",
+            Stat::P99 => "p99",
+            Stat::Min => "min",
+            Stat::Max => "max",
+            Stat::Mean => "mean",
+        }
+    }
+
     /// This statistic of a summary distribution.
     pub fn of(self, d: &Distribution) -> f64 {
         match self {

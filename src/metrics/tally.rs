@@ -11,41 +11,9 @@ use super::{
     TransportSummary, meets_slo, per_second, transport_from_counts,
 };
 use crate::client::RequestRecord;
-use crate::figure::{Counted, FIGURES, Figure};
+use crate::figure::{FIGURES, Figure};
 use crate::plan::{PercentileMethod, Slo};
 use crate::workload::PromptTally;
-
-/// One request's value of `figure`, in the figure's unit; `None` when the request has none
-/// or is not one [`Counted`] says the figure covers.
-pub fn record_value(figure: Figure, r: &RequestRecord) -> Option<f64> {
-    let counts = match figure.spec().counted {
-        Counted::Every => true,
-        Counted::Succeeded => r.is_ok(),
-        Counted::ServerTimed => {
-            r.is_ok() && (r.server_prompt_ms.is_some() || r.server_total_ms.is_some())
-        }
-    };
-    if !counts {
-        return None;
-    }
-    let seconds = |ms: Option<f64>| ms.map(|v| v * 1e-3);
-    let value = match figure {
-        Figure::Ttft => seconds(r.ttft_ms),
-        Figure::Tpot => seconds(r.tpot_ms),
-        Figure::E2e => seconds(Some(r.e2e_ms)),
-        Figure::TimeToFirstOutput => seconds(r.time_to_first_output_ms),
-        Figure::MeanInterTokenLatency => r.mean_inter_token_latency_ms,
-        Figure::MaxInterChunk => r.max_inter_chunk_ms,
-        Figure::DecodeTokS => r.decode_tok_s,
-        Figure::InputTokens => r.prompt_tokens.map(|t| t as f64),
-        Figure::OutputTokens => r.output_tokens.map(|t| t as f64),
-        Figure::ServerQueue => r.server_queue_ms,
-        Figure::SendLag => r.send_lag_ms,
-        Figure::TtftMinusServerPrompt => r.ttft_ms.zip(r.server_prompt_ms).map(|(a, b)| a - b),
-        Figure::E2eMinusServerTotal => r.server_total_ms.map(|b| r.e2e_ms - b),
-    };
-    value.filter(|v| v.is_finite())
-}
 
 /// Running figures of a phase's records.
 #[derive(Debug, Clone)]
@@ -107,7 +75,7 @@ impl PhaseTally {
     /// Count one record; each distribution value it carries goes to `sink`.
     pub fn add(&mut self, r: &RequestRecord, sink: &mut dyn FnMut(Figure, f64)) {
         for figure in Figure::all() {
-            if let Some(v) = record_value(figure, r) {
+            if let Some(v) = r.value(figure) {
                 let slot = &mut self.columns[figure.index()];
                 slot.0 += 1;
                 slot.1 += v;

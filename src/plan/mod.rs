@@ -33,7 +33,7 @@ pub use fraction::Fraction;
 pub use hooks::{Hook, HttpHook, MARK_FAULT_OFF, MARK_FAULT_ON, OnFailure, WaitHealthy};
 pub use model::*;
 pub use search::{PercentileLimits, Probe, Search, SearchLoad, SearchSlo};
-pub use until::{Latency, StableMetric, Until};
+pub use until::{Percentile, StableMetric, Until};
 
 use std::path::{Path, PathBuf};
 
@@ -112,10 +112,21 @@ pub fn prepare(path: &Path, options: &ExpandOptions) -> Result<LoadedPlan, PlanE
         (plan, true) => (plan, map.rebase("/plan")),
         (doc, false) => include::resolve(doc, map, path)?,
     };
-    let (plan, vars) = prepare_document(&doc, &map, options)?;
+    loaded(&doc, &map, options, path.to_path_buf(), source_sha256)
+}
+
+/// [`prepare_document`], with where the plan came from.
+fn loaded(
+    doc: &Value,
+    map: &SourceMap,
+    options: &ExpandOptions,
+    source_path: PathBuf,
+    source_sha256: String,
+) -> Result<LoadedPlan, PlanErrors> {
+    let (plan, vars) = prepare_document(doc, map, options)?;
     Ok(LoadedPlan {
         plan,
-        source_path: path.to_path_buf(),
+        source_path,
         source_sha256,
         vars,
     })
@@ -133,13 +144,13 @@ pub fn prepare_from_value(
     ));
     let (doc, _) = report_plan(value, source_label)?;
     let map = SourceMap::without_source(source_label);
-    let (plan, vars) = prepare_document(&doc, &map, options)?;
-    Ok(LoadedPlan {
-        plan,
-        source_path: PathBuf::from(source_label),
+    loaded(
+        &doc,
+        &map,
+        options,
+        PathBuf::from(source_label),
         source_sha256,
-        vars,
-    })
+    )
 }
 
 /// Load and check a plan given as text (tests and embedding).
@@ -151,13 +162,13 @@ pub fn prepare_from_str(
 ) -> Result<LoadedPlan, PlanErrors> {
     let source_sha256 = hex::encode(Sha256::digest(text.as_bytes()));
     let (doc, map) = source::load_text(text, format, source_label)?;
-    let (plan, vars) = prepare_document(&doc, &map, options)?;
-    Ok(LoadedPlan {
-        plan,
-        source_path: PathBuf::from(source_label),
+    loaded(
+        &doc,
+        &map,
+        options,
+        PathBuf::from(source_label),
         source_sha256,
-        vars,
-    })
+    )
 }
 
 /// True when `doc` is a servebench report rather than a plan.

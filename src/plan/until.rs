@@ -1,8 +1,14 @@
 //! `until: {stable: [...], within: 5%, max_duration: 10m}`: a phase that ends once its
 //! estimates are tight enough, instead of after a fixed time.
 
-use schemars::JsonSchema;
+use std::borrow::Cow;
+use std::str::FromStr;
+
+use schemars::{JsonSchema, Schema, SchemaGenerator, json_schema};
 use serde::{Deserialize, Serialize};
+
+use super::diag::did_you_mean;
+use crate::figure::{FIGURES, Figure};
 
 use super::HumanDuration;
 use super::fraction::Fraction;
@@ -24,63 +30,100 @@ pub struct Until {
     pub check_every: Option<HumanDuration>,
 }
 
-/// A percentile with a 95% interval in the report.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-pub enum StableMetric {
-    #[serde(rename = "ttft.p50")]
-    TtftP50,
-    #[serde(rename = "ttft.p95")]
-    TtftP95,
-    #[serde(rename = "ttft.p99")]
-    TtftP99,
-    #[serde(rename = "tpot.p50")]
-    TpotP50,
-    #[serde(rename = "tpot.p95")]
-    TpotP95,
-    #[serde(rename = "tpot.p99")]
-    TpotP99,
-    #[serde(rename = "e2e.p50")]
-    E2eP50,
-    #[serde(rename = "e2e.p95")]
-    E2eP95,
-    #[serde(rename = "e2e.p99")]
-    E2eP99,
+/// A percentile with a 95% interval in the report, written `FIGURE.pNN` (`ttft.p99`): a
+/// figure of the one table whose percentiles carry intervals, at p50, p95 or p99.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StableMetric {
+    pub figure: Figure,
+    pub percentile: Percentile,
 }
 
-/// Which per-request latency a [`StableMetric`] reads.
+/// A percentile an interval is computed for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Latency {
-    Ttft,
-    Tpot,
-    E2e,
+pub enum Percentile {
+    P50,
+    P95,
+    P99,
+}
+
+impl Percentile {
+    const ALL: [(Percentile, &'static str, f64); 3] = [
+        (Percentile::P50, "p50", 0.50),
+        (Percentile::P95, "p95", 0.95),
+        (Percentile::P99, "p99", 0.99),
+    ];
 }
 
 impl StableMetric {
-    /// The latency and the quantile (0–1).
-    pub fn parts(self) -> (Latency, f64) {
-        use StableMetric::*;
-        match self {
-            TtftP50 => (Latency::Ttft, 0.50),
-            TtftP95 => (Latency::Ttft, 0.95),
-            TtftP99 => (Latency::Ttft, 0.99),
-            TpotP50 => (Latency::Tpot, 0.50),
-            TpotP95 => (Latency::Tpot, 0.95),
-            TpotP99 => (Latency::Tpot, 0.99),
-            E2eP50 => (Latency::E2e, 0.50),
-            E2eP95 => (Latency::E2e, 0.95),
-            E2eP99 => (Latency::E2e, 0.99),
-        }
+    /// The figure and the quantile (0–1).
+    pub fn parts(self) -> (Figure, f64) {
+        let (_, _, q) = Percentile::ALL[self.percentile as usize];
+        (self.figure, q)
     }
 
     /// As written in a plan: `ttft.p99`.
     pub fn name(self) -> String {
-        let (latency, q) = self.parts();
-        let latency = match latency {
-            Latency::Ttft => "ttft",
-            Latency::Tpot => "tpot",
-            Latency::E2e => "e2e",
-        };
-        format!("{latency}.p{:.0}", q * 100.0)
+        let (_, stat, _) = Percentile::ALL[self.percentile as usize];
+        format!("{}.{stat}", self.figure.name())
+    }
+
+    /// Every metric a plan may name, in table order.
+    pub fn all() -> impl Iterator<Item = StableMetric> {
+        FIGURES
+            .iter()
+            .filter(|spec| spec.intervals)
+            .flat_map(|spec| {
+                Percentile::ALL
+                    .iter()
+                    .map(|&(percentile, _, _)| StableMetric {
+                        figure: spec.figure,
+                        percentile,
+                    })
+            })
+    }
+}
+
+impl FromStr for StableMetric {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Self, String> {
+        if let Some(metric) = StableMetric::all().find(|m| m.name() == text) {
+            return Ok(metric);
+        }
+        let names: Vec<String> = StableMetric::all().map(StableMetric::name).collect();
+        let hint = did_you_mean(text, names.iter().map(String::as_str))
+            .unwrap_or_else(|| format!("use one of {}", names.join(", ")));
+        Err(format!(
+            "`{text}` is not a percentile with an interval; {hint}"
+        ))
+    }
+}
+
+impl Serialize for StableMetric {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(&self.name())
+    }
+}
+
+impl<'de> Deserialize<'de> for StableMetric {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let text = String::deserialize(deserializer)?;
+        text.parse().map_err(serde::de::Error::custom)
+    }
+}
+
+impl JsonSchema for StableMetric {
+    fn schema_name() -> Cow<'static, str> {
+        "StableMetric".into()
+    }
+
+    fn json_schema(_: &mut SchemaGenerator) -> Schema {
+        let names: Vec<String> = StableMetric::all().map(StableMetric::name).collect();
+        json_schema!({
+            "description": "A percentile with a 95% interval in the report, e.g. `ttft.p99`.",
+            "type": "string",
+            "enum": names,
+        })
     }
 }
 
@@ -104,5 +147,35 @@ pub fn check_until(pointer: &str, until: &Until, issues: &mut Vec<Issue>) {
             format!("{pointer}/check_every"),
             "must be longer than zero",
         ));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_round_trip_and_come_from_the_figure_table() {
+        let names: Vec<String> = StableMetric::all().map(StableMetric::name).collect();
+        assert!(names.contains(&"ttft.p99".to_string()));
+        assert!(names.contains(&"mean_inter_token_latency_ms.p95".to_string()));
+        // Figures whose percentiles carry no interval cannot be waited on.
+        assert!(!names.iter().any(|n| n.starts_with("decode_tok_s.")));
+        for name in &names {
+            let metric: StableMetric = name.parse().unwrap();
+            assert_eq!(&metric.name(), name);
+        }
+        let (figure, q) = "e2e.p95".parse::<StableMetric>().unwrap().parts();
+        assert_eq!((figure, q), (Figure::E2e, 0.95));
+    }
+
+    #[test]
+    fn an_unknown_name_gets_a_suggestion_from_the_table() {
+        let err = "tfft.p99".parse::<StableMetric>().unwrap_err();
+        assert!(err.contains("did you mean `ttft.p99`?"), "{err}");
+        let err = "ttft.p42".parse::<StableMetric>().unwrap_err();
+        assert!(err.contains("ttft.p42"), "{err}");
+        let err = "goodput".parse::<StableMetric>().unwrap_err();
+        assert!(err.contains("use one of ttft.p50"), "{err}");
     }
 }

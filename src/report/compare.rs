@@ -329,11 +329,7 @@ fn percentile_interval(metric: FigurePath, phase: &PhaseResult) -> Option<Interv
     };
     let q = percentile_q(metric)?;
     if let Some(ci) = figure_path::distribution(kind, phase)?.ci95 {
-        return match stat {
-            Stat::P50 => ci.p50,
-            Stat::P95 => ci.p95,
-            _ => ci.p99,
-        };
+        return ci.of(stat);
     }
     let (mut values, _) = metric.samples(phase)?;
     values.sort_by(f64::total_cmp);

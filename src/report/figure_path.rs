@@ -156,15 +156,6 @@ pub fn distribution(figure: Figure, phase: &PhaseResult) -> Option<&Distribution
     }
 }
 
-impl Stat {
-    pub fn name(self) -> &'static str {
-        STATS
-            .iter()
-            .find(|(s, _)| *s == self)
-            .map_or("?", |(_, n)| n)
-    }
-}
-
 impl FigurePath {
     pub fn unit(self) -> Unit {
         match self {
@@ -256,7 +247,7 @@ impl FigurePath {
                 let v: Vec<f64> = phase
                     .request_timings
                     .iter()
-                    .filter_map(|r| crate::metrics::record_value(figure, r))
+                    .filter_map(|r| r.value(figure))
                     .collect();
                 (!v.is_empty()).then_some((v, stat))
             }

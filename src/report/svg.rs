@@ -197,6 +197,21 @@ fn open(out: &mut String, title: &str, height: f64) {
     );
 }
 
+/// A vertical grid line from `top` to `bottom` at each of `x`'s ticks, labelled below
+/// `bottom` with the tick and `suffix`.
+fn x_grid(out: &mut String, x: &Scale, top: f64, bottom: f64, suffix: &str) {
+    for t in x.ticks() {
+        let px = x.map(t);
+        let _ = write!(
+            out,
+            "<line x1=\"{px:.1}\" x2=\"{px:.1}\" y1=\"{top:.1}\" y2=\"{bottom:.1}\" class=\"grid\"/>\
+             <text x=\"{px:.1}\" y=\"{:.1}\" class=\"tick\" text-anchor=\"middle\">{}{suffix}</text>",
+            bottom + 16.0,
+            esc(&tick_label(t))
+        );
+    }
+}
+
 fn axes(out: &mut String, x: &Scale, y: &Scale, x_label: &str, y_label: &str) {
     for t in y.ticks() {
         let py = y.map(t);
@@ -211,18 +226,7 @@ fn axes(out: &mut String, x: &Scale, y: &Scale, x_label: &str, y_label: &str) {
             esc(&tick_label(t))
         );
     }
-    for t in x.ticks() {
-        let px = x.map(t);
-        let _ = write!(
-            out,
-            "<line x1=\"{px:.1}\" x2=\"{px:.1}\" y1=\"{:.1}\" y2=\"{:.1}\" class=\"grid\"/>\
-             <text x=\"{px:.1}\" y=\"{:.1}\" class=\"tick\" text-anchor=\"middle\">{}</text>",
-            y.px1,
-            y.px0,
-            y.px0 + 16.0,
-            esc(&tick_label(t))
-        );
-    }
+    x_grid(out, x, y.px1, y.px0, "");
     let _ = write!(
         out,
         "<line x1=\"{x0:.1}\" x2=\"{x1:.1}\" y1=\"{y0:.1}\" y2=\"{y0:.1}\" class=\"axis\"/>\
@@ -397,18 +401,7 @@ pub fn range_rows(title: &str, x_label: &str, rows: &[RangeRow]) -> String {
     };
     let mut out = String::new();
     open(&mut out, title, height);
-    for t in x.ticks() {
-        let px = x.map(t);
-        let _ = write!(
-            out,
-            "<line x1=\"{px:.1}\" x2=\"{px:.1}\" y1=\"{:.1}\" y2=\"{:.1}\" class=\"grid\"/>\
-             <text x=\"{px:.1}\" y=\"{:.1}\" class=\"tick\" text-anchor=\"middle\">{}</text>",
-            y.px1,
-            y.px0,
-            y.px0 + 16.0,
-            esc(&tick_label(t))
-        );
-    }
+    x_grid(&mut out, &x, y.px1, y.px0, "");
     let _ = write!(
         out,
         "<text x=\"{:.1}\" y=\"{:.1}\" class=\"al\" text-anchor=\"middle\">{}</text>",
@@ -504,17 +497,7 @@ pub fn ratio_rows(title: &str, rows: &[RatioRow]) -> String {
     let y0 = height - 56.0;
     let mut out = String::new();
     open(&mut out, title, height);
-    for t in x.ticks() {
-        let px = x.map(t);
-        let _ = write!(
-            out,
-            "<line x1=\"{px:.1}\" x2=\"{px:.1}\" y1=\"{:.1}\" y2=\"{y0:.1}\" class=\"grid\"/>\
-             <text x=\"{px:.1}\" y=\"{:.1}\" class=\"tick\" text-anchor=\"middle\">{}×</text>",
-            top - 8.0,
-            y0 + 16.0,
-            esc(&tick_label(t))
-        );
-    }
+    x_grid(&mut out, &x, top - 8.0, y0, "×");
     let one = x.map(1.0);
     let _ = write!(
         out,

@@ -6,8 +6,9 @@ use std::time::{Duration, Instant};
 
 use tokio_util::sync::CancellationToken;
 
+use crate::figure::Figure;
 use crate::metrics::stability::{self, StableEstimate, UntilOutcome};
-use crate::plan::{Latency, PercentileMethod, Until};
+use crate::plan::{PercentileMethod, Until};
 use crate::scheduler::Stops;
 use crate::scheduler::live::{LiveTally, SharedTally};
 
@@ -39,8 +40,8 @@ impl<'a> Stable<'a> {
         }
     }
 
-    /// The latencies the window's tally keeps for the checks: the listed ones.
-    pub(super) fn latencies(&self) -> impl Iterator<Item = Latency> + '_ {
+    /// The figures the window's tally keeps for the checks: the listed ones.
+    pub(super) fn figures(&self) -> impl Iterator<Item = Figure> + '_ {
         self.until.stable.iter().map(|metric| metric.parts().0)
     }
 
@@ -123,21 +124,21 @@ impl<'a> Stable<'a> {
         }
     }
 
-    /// The listed percentiles now; each latency's column is copied out (so the collector
+    /// The listed percentiles now; each figure's column is copied out (so the collector
     /// never waits on a sort) and sorted once, however many of its percentiles are listed.
     fn estimates(&self, tally: &SharedTally) -> Vec<StableEstimate> {
-        let mut sorted: Vec<(Latency, Vec<f64>)> = Vec::new();
+        let mut sorted: Vec<(Figure, Vec<f64>)> = Vec::new();
         self.until
             .stable
             .iter()
             .map(|metric| {
-                let (latency, q) = metric.parts();
-                let at = match sorted.iter().position(|(l, _)| *l == latency) {
+                let (figure, q) = metric.parts();
+                let at = match sorted.iter().position(|(f, _)| *f == figure) {
                     Some(at) => at,
                     None => {
-                        let mut values = LiveTally::lock(tally).latencies(latency).to_vec();
+                        let mut values = LiveTally::lock(tally).values(figure).to_vec();
                         values.sort_by(f64::total_cmp);
-                        sorted.push((latency, values));
+                        sorted.push((figure, values));
                         sorted.len() - 1
                     }
                 };

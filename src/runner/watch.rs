@@ -46,7 +46,7 @@ impl WindowWatch<'_> {
     /// The tally the window's records feed, keeping what the watchers read.
     pub(super) fn tally(&self) -> SharedTally {
         let keep = Keep {
-            latencies: self.stable.iter().flat_map(Stable::latencies).collect(),
+            figures: self.stable.iter().flat_map(Stable::figures).collect(),
             completions_for: self
                 .saturation
                 .as_ref()
@@ -114,7 +114,7 @@ mod tests {
 
     use super::*;
     use crate::client::RequestRecord;
-    use crate::plan::{Fraction, HumanDuration, StableMetric, Until};
+    use crate::plan::{Fraction, HumanDuration, Until};
     use crate::scheduler::Load;
 
     fn hook(at_ms: u64, mark: &str) -> Hook {
@@ -133,7 +133,7 @@ mod tests {
         let run_stops = Stops::default();
         let stops = window_stops(&run_stops);
         let until = Until {
-            stable: vec![StableMetric::TtftP50],
+            stable: vec!["ttft.p50".parse().unwrap()],
             within: Fraction(0.05),
             max_duration: HumanDuration(Duration::from_secs(60)),
             check_every: Some(HumanDuration(Duration::from_millis(20))),

@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use crate::client::RequestRecord;
-use crate::plan::Latency;
+use crate::figure::{FIGURES, Figure};
 use crate::quantile::{PercentileMethod, percentile};
 
 /// Recent requests kept for the progress line's median latency and error share.
@@ -20,8 +20,8 @@ const INTERVAL_TTFT_CAP: usize = 100_000;
 /// What the watchers of a window ask the tally to keep beyond its counts.
 #[derive(Debug, Clone, Default)]
 pub struct Keep {
-    /// The latencies of successful requests kept in full, in arrival order (run until stable).
-    pub latencies: Vec<Latency>,
+    /// The figures whose values are kept in full, in arrival order (run until stable).
+    pub figures: Vec<Figure>,
     /// Completion instants kept over this trailing span (the saturation check).
     pub completions_for: Option<Duration>,
 }
@@ -54,8 +54,8 @@ pub struct LiveTally {
     recent_latency_ms: Vec<f64>,
     next_latency_slot: usize,
     interval: Interval,
-    /// Seconds, successful requests only: TTFT, TPOT, E2E, each kept when asked.
-    columns: [Option<Vec<f64>>; 3],
+    /// Per figure, in the figure's unit: its values, when asked to keep them.
+    columns: Vec<Option<Vec<f64>>>,
     completions_for: Option<Duration>,
     completions: VecDeque<Instant>,
 }
@@ -65,9 +65,9 @@ pub type SharedTally = Arc<Mutex<LiveTally>>;
 
 impl LiveTally {
     pub fn new(keep: &Keep) -> Self {
-        let mut columns: [Option<Vec<f64>>; 3] = [None, None, None];
-        for latency in &keep.latencies {
-            columns[column_index(*latency)].get_or_insert_with(Vec::new);
+        let mut columns: Vec<Option<Vec<f64>>> = vec![None; FIGURES.len()];
+        for figure in &keep.figures {
+            columns[figure.index()].get_or_insert_with(Vec::new);
         }
         LiveTally {
             recent_failed: VecDeque::with_capacity(RECENT),
@@ -106,11 +106,11 @@ impl LiveTally {
             {
                 self.interval.ttft_ms.push(ttft);
             }
-            self.keep_latencies(record);
         } else {
             self.errors += 1;
             self.interval.errors += 1;
         }
+        self.keep_values(record);
         self.encodes |= record.inputs.is_some();
         let latency = if record.inputs.is_some() {
             ok.then_some(record.e2e_ms)
@@ -137,15 +137,9 @@ impl LiveTally {
         }
     }
 
-    fn keep_latencies(&mut self, record: &RequestRecord) {
-        let seconds = |ms: Option<f64>| ms.map(|ms| ms / 1e3).filter(|s| s.is_finite());
-        let values = [
-            seconds(record.ttft_ms),
-            seconds(record.tpot_ms),
-            seconds(Some(record.e2e_ms)),
-        ];
-        for (column, value) in self.columns.iter_mut().zip(values) {
-            if let (Some(column), Some(value)) = (column, value) {
+    fn keep_values(&mut self, record: &RequestRecord) {
+        for (spec, column) in FIGURES.iter().zip(&mut self.columns) {
+            if let (Some(column), Some(value)) = (column.as_mut(), record.value(spec.figure)) {
                 column.push(value);
             }
         }
@@ -171,10 +165,11 @@ impl LiveTally {
         std::mem::take(&mut self.interval)
     }
 
-    /// The kept values of `latency`, seconds, in arrival order; empty when not kept.
-    pub fn latencies(&self, latency: Latency) -> &[f64] {
-        self.columns[column_index(latency)]
-            .as_deref()
+    /// The kept values of `figure`, in arrival order; empty when not kept.
+    pub fn values(&self, figure: Figure) -> &[f64] {
+        self.columns
+            .get(figure.index())
+            .and_then(Option::as_deref)
             .unwrap_or(&[])
     }
 
@@ -186,14 +181,6 @@ impl LiveTally {
             .filter(|t| now.duration_since(**t) <= span)
             .count();
         (recent, self.completions.front().copied())
-    }
-}
-
-fn column_index(latency: Latency) -> usize {
-    match latency {
-        Latency::Ttft => 0,
-        Latency::Tpot => 1,
-        Latency::E2e => 2,
     }
 }
 
@@ -227,7 +214,7 @@ mod tests {
     #[test]
     fn one_record_feeds_the_counts_the_interval_and_the_asked_columns() {
         let keep = Keep {
-            latencies: vec![Latency::Tpot],
+            figures: vec![Figure::Tpot],
             completions_for: Some(Duration::from_secs(4)),
         };
         let mut tally = LiveTally::new(&keep);
@@ -242,8 +229,8 @@ mod tests {
         // A failed request's TTFT counts for the live median, not for the interval's.
         assert_eq!(tally.recent_median_ms(), Some(100.0));
         assert_eq!(tally.recent_failures(), (1, 3));
-        assert_eq!(tally.latencies(Latency::Tpot), [0.01, 0.03]);
-        assert!(tally.latencies(Latency::Ttft).is_empty());
+        assert_eq!(tally.values(Figure::Tpot), [0.01, 0.03]);
+        assert!(tally.values(Figure::Ttft).is_empty());
         // Completions older than the kept span are dropped.
         let now = t0 + Duration::from_secs(6);
         assert_eq!(

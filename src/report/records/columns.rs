@@ -117,54 +117,69 @@ fn error_mut(row: &mut RecordRow) -> &mut RequestError {
         .get_or_insert_with(|| RequestError::new(ErrorKind::Connect, None, String::new()))
 }
 
-macro_rules! f64_column {
-    ($field:ident, optional) => {
-        Column {
-            name: stringify!($field),
-            kind: Kind::F64,
-            optional: true,
-            get: |r| f64_cell(r.record.$field),
-            set: |r, c| {
-                r.record.$field = c.opt_f64()?;
-                Ok(())
-            },
-        }
-    };
-    ($field:ident) => {
-        Column {
-            name: stringify!($field),
-            kind: Kind::F64,
-            optional: false,
-            get: |r| Cell::F64(r.record.$field),
-            set: |r, c| {
-                r.record.$field = c.f64()?;
-                Ok(())
-            },
-        }
-    };
+/// A record field's Rust type as a column: its Parquet type, whether it may be null, and its
+/// conversion to and from a cell.
+trait FieldValue: Sized {
+    const KIND: Kind;
+    const OPTIONAL: bool;
+    fn cell(&self) -> Cell;
+    fn from_cell(cell: Cell) -> Result<Self, String>;
 }
 
-macro_rules! u64_column {
-    ($field:ident, optional) => {
+impl FieldValue for Option<f64> {
+    const KIND: Kind = Kind::F64;
+    const OPTIONAL: bool = true;
+    fn cell(&self) -> Cell {
+        f64_cell(*self)
+    }
+    fn from_cell(cell: Cell) -> Result<Self, String> {
+        cell.opt_f64()
+    }
+}
+
+impl FieldValue for f64 {
+    const KIND: Kind = Kind::F64;
+    const OPTIONAL: bool = false;
+    fn cell(&self) -> Cell {
+        Cell::F64(*self)
+    }
+    fn from_cell(cell: Cell) -> Result<Self, String> {
+        cell.f64()
+    }
+}
+
+impl FieldValue for Option<u64> {
+    const KIND: Kind = Kind::I64;
+    const OPTIONAL: bool = true;
+    fn cell(&self) -> Cell {
+        u64_cell(*self)
+    }
+    fn from_cell(cell: Cell) -> Result<Self, String> {
+        cell.opt_u64()
+    }
+}
+
+impl FieldValue for u64 {
+    const KIND: Kind = Kind::I64;
+    const OPTIONAL: bool = false;
+    fn cell(&self) -> Cell {
+        u64_cell(Some(*self))
+    }
+    fn from_cell(cell: Cell) -> Result<Self, String> {
+        cell.u64()
+    }
+}
+
+/// The column of a numeric `RecordRow::record` field of type `$t`, named as the field.
+macro_rules! column {
+    ($field:ident: $t:ty) => {
         Column {
             name: stringify!($field),
-            kind: Kind::I64,
-            optional: true,
-            get: |r| u64_cell(r.record.$field),
+            kind: <$t as FieldValue>::KIND,
+            optional: <$t as FieldValue>::OPTIONAL,
+            get: |r| FieldValue::cell(&r.record.$field),
             set: |r, c| {
-                r.record.$field = c.opt_u64()?;
-                Ok(())
-            },
-        }
-    };
-    ($field:ident) => {
-        Column {
-            name: stringify!($field),
-            kind: Kind::I64,
-            optional: false,
-            get: |r| u64_cell(Some(r.record.$field)),
-            set: |r, c| {
-                r.record.$field = c.u64()?;
+                r.record.$field = <$t as FieldValue>::from_cell(c)?;
                 Ok(())
             },
         }
@@ -208,7 +223,7 @@ pub static COLUMNS: &[Column] = &[
             Ok(())
         },
     },
-    u64_column!(request_index),
+    column!(request_index: u64),
     Column {
         name: "request_id",
         kind: Kind::Str,
@@ -229,22 +244,22 @@ pub static COLUMNS: &[Column] = &[
             Ok(())
         },
     },
-    f64_column!(start_offset_ms),
-    f64_column!(scheduled_offset_ms, optional),
-    f64_column!(send_lag_ms, optional),
-    f64_column!(time_to_first_output_ms, optional),
-    f64_column!(ttft_ms, optional),
-    f64_column!(e2e_ms),
-    f64_column!(generation_ms, optional),
-    f64_column!(visible_generation_ms, optional),
-    f64_column!(decode_tok_s, optional),
-    f64_column!(mean_inter_token_latency_ms, optional),
-    f64_column!(tpot_ms, optional),
-    f64_column!(effective_prefill_tok_s, optional),
-    u64_column!(planned_context_tokens, optional),
-    u64_column!(prompt_tokens, optional),
-    u64_column!(cached_tokens, optional),
-    u64_column!(output_tokens, optional),
+    column!(start_offset_ms: f64),
+    column!(scheduled_offset_ms: Option<f64>),
+    column!(send_lag_ms: Option<f64>),
+    column!(time_to_first_output_ms: Option<f64>),
+    column!(ttft_ms: Option<f64>),
+    column!(e2e_ms: f64),
+    column!(generation_ms: Option<f64>),
+    column!(visible_generation_ms: Option<f64>),
+    column!(decode_tok_s: Option<f64>),
+    column!(mean_inter_token_latency_ms: Option<f64>),
+    column!(tpot_ms: Option<f64>),
+    column!(effective_prefill_tok_s: Option<f64>),
+    column!(planned_context_tokens: Option<u64>),
+    column!(prompt_tokens: Option<u64>),
+    column!(cached_tokens: Option<u64>),
+    column!(output_tokens: Option<u64>),
     Column {
         name: "output_token_source",
         kind: Kind::Str,
@@ -265,9 +280,9 @@ pub static COLUMNS: &[Column] = &[
             Ok(())
         },
     },
-    u64_column!(content_chunks),
-    u64_column!(reasoning_chunks),
-    f64_column!(max_inter_chunk_ms, optional),
+    column!(content_chunks: u64),
+    column!(reasoning_chunks: u64),
+    column!(max_inter_chunk_ms: Option<f64>),
     Column {
         name: "error_kind",
         kind: Kind::Str,
@@ -383,15 +398,15 @@ pub static COLUMNS: &[Column] = &[
             Ok(())
         },
     },
-    f64_column!(connect_ms, optional),
-    f64_column!(tls_ms, optional),
-    u64_column!(session, optional),
-    u64_column!(turn, optional),
-    f64_column!(server_queue_ms, optional),
-    f64_column!(server_prompt_ms, optional),
-    f64_column!(server_total_ms, optional),
-    u64_column!(inputs, optional),
-    f64_column!(ttft_tool_ms, optional),
+    column!(connect_ms: Option<f64>),
+    column!(tls_ms: Option<f64>),
+    column!(session: Option<u64>),
+    column!(turn: Option<u64>),
+    column!(server_queue_ms: Option<f64>),
+    column!(server_prompt_ms: Option<f64>),
+    column!(server_total_ms: Option<f64>),
+    column!(inputs: Option<u64>),
+    column!(ttft_tool_ms: Option<f64>),
     // Optional so that files written before tool calls were measured still read (as 0).
     Column {
         name: "tool_call_chunks",
