@@ -72,7 +72,7 @@ pub enum HttpVersion {
 }
 
 /// Everything the client needs to talk to one target for one phase.
-#[derive(Clone)]
+#[derive(Clone, Default)]
 pub struct ClientConfig {
     /// Base URL including `/v1`.
     pub base_url: String,

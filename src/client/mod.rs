@@ -74,14 +74,7 @@ mod tests {
                 seed: Some(3),
             },
             max_connections: 4,
-            connection: ConnectionSettings::default(),
-            api_key_header: None,
-            tls: Default::default(),
-            http: Default::default(),
-            unix_socket: None,
-            proxy: None,
-            request_id: Default::default(),
-            tools: None,
+            ..ClientConfig::default()
         }
     }
 

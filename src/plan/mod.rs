@@ -120,13 +120,13 @@ fn loaded(
     doc: &Value,
     map: &SourceMap,
     options: &ExpandOptions,
-    source_path: PathBuf,
+    source_path: impl Into<PathBuf>,
     source_sha256: String,
 ) -> Result<LoadedPlan, PlanErrors> {
     let (plan, vars) = prepare_document(doc, map, options)?;
     Ok(LoadedPlan {
         plan,
-        source_path,
+        source_path: source_path.into(),
         source_sha256,
         vars,
     })
@@ -144,13 +144,7 @@ pub fn prepare_from_value(
     ));
     let (doc, _) = report_plan(value, source_label)?;
     let map = SourceMap::without_source(source_label);
-    loaded(
-        &doc,
-        &map,
-        options,
-        PathBuf::from(source_label),
-        source_sha256,
-    )
+    loaded(&doc, &map, options, source_label, source_sha256)
 }
 
 /// Load and check a plan given as text (tests and embedding).
@@ -162,13 +156,7 @@ pub fn prepare_from_str(
 ) -> Result<LoadedPlan, PlanErrors> {
     let source_sha256 = hex::encode(Sha256::digest(text.as_bytes()));
     let (doc, map) = source::load_text(text, format, source_label)?;
-    loaded(
-        &doc,
-        &map,
-        options,
-        PathBuf::from(source_label),
-        source_sha256,
-    )
+    loaded(&doc, &map, options, source_label, source_sha256)
 }
 
 /// True when `doc` is a servebench report rather than a plan.

@@ -106,28 +106,18 @@ pub(super) fn client_for(addr: std::net::SocketAddr, concurrency: u32) -> Result
         base_url: format!("http://{addr}/v1"),
         api: Api::Chat,
         model: "sim".into(),
-        api_key: None,
-        headers: Vec::new(),
         timeouts: ResolvedTimeouts {
             connect: Some(Duration::from_secs(10)),
             first_byte: Some(Duration::from_secs(30)),
             idle: Some(Duration::from_secs(30)),
             total: Some(Duration::from_secs(60)),
         },
-        body: serde_json::Map::new(),
         sampling: Sampling {
             ignore_eos: Some(true),
             ..Sampling::default()
         },
         max_connections: concurrency as usize,
-        connection: Default::default(),
-        api_key_header: None,
-        tls: Default::default(),
-        http: Default::default(),
-        unix_socket: None,
-        proxy: None,
-        request_id: Default::default(),
-        tools: None,
+        ..ClientConfig::default()
     };
     Client::new(config).map_err(|e| e.to_string())
 }

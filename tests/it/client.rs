@@ -208,14 +208,7 @@ fn config(base_url: String) -> ClientConfig {
             seed: None,
         },
         max_connections: 1,
-        connection: Default::default(),
-        api_key_header: None,
-        tls: Default::default(),
-        http: Default::default(),
-        unix_socket: None,
-        proxy: None,
-        request_id: Default::default(),
-        tools: None,
+        ..ClientConfig::default()
     }
 }
 

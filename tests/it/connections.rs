@@ -297,25 +297,15 @@ fn config(base_url: String) -> ClientConfig {
         base_url,
         api: Api::Chat,
         model: "m".into(),
-        api_key: None,
-        headers: Vec::new(),
         timeouts: ResolvedTimeouts {
             connect: Some(Duration::from_secs(2)),
             first_byte: Some(Duration::from_secs(5)),
             idle: Some(Duration::from_secs(5)),
             total: Some(Duration::from_secs(10)),
         },
-        body: serde_json::Map::new(),
         sampling: Sampling::default(),
         max_connections: 1,
-        connection: Default::default(),
-        api_key_header: None,
-        tls: Default::default(),
-        http: Default::default(),
-        unix_socket: None,
-        proxy: None,
-        request_id: Default::default(),
-        tools: None,
+        ..ClientConfig::default()
     }
 }
 

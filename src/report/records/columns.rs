@@ -126,48 +126,44 @@ trait FieldValue: Sized {
     fn from_cell(cell: Cell) -> Result<Self, String>;
 }
 
-impl FieldValue for Option<f64> {
-    const KIND: Kind = Kind::F64;
-    const OPTIONAL: bool = true;
-    fn cell(&self) -> Cell {
-        f64_cell(*self)
-    }
-    fn from_cell(cell: Cell) -> Result<Self, String> {
-        cell.opt_f64()
-    }
+macro_rules! field_values {
+    ($($t:ty: $kind:ident, optional $optional:literal, $cell:expr, $from:ident;)*) => {$(
+        impl FieldValue for $t {
+            const KIND: Kind = Kind::$kind;
+            const OPTIONAL: bool = $optional;
+            fn cell(&self) -> Cell {
+                $cell(*self)
+            }
+            fn from_cell(cell: Cell) -> Result<Self, String> {
+                cell.$from()
+            }
+        }
+    )*};
 }
 
-impl FieldValue for f64 {
-    const KIND: Kind = Kind::F64;
-    const OPTIONAL: bool = false;
-    fn cell(&self) -> Cell {
-        Cell::F64(*self)
-    }
-    fn from_cell(cell: Cell) -> Result<Self, String> {
-        cell.f64()
-    }
+field_values! {
+    Option<f64>: F64, optional true, f64_cell, opt_f64;
+    f64: F64, optional false, Cell::F64, f64;
+    Option<u64>: I64, optional true, u64_cell, opt_u64;
+    u64: I64, optional false, |v| u64_cell(Some(v)), u64;
 }
 
-impl FieldValue for Option<u64> {
-    const KIND: Kind = Kind::I64;
-    const OPTIONAL: bool = true;
-    fn cell(&self) -> Cell {
-        u64_cell(*self)
-    }
-    fn from_cell(cell: Cell) -> Result<Self, String> {
-        cell.opt_u64()
-    }
-}
-
-impl FieldValue for u64 {
-    const KIND: Kind = Kind::I64;
-    const OPTIONAL: bool = false;
-    fn cell(&self) -> Cell {
-        u64_cell(Some(*self))
-    }
-    fn from_cell(cell: Cell) -> Result<Self, String> {
-        cell.u64()
-    }
+/// The column of an optional text field of the record's error.
+macro_rules! error_text_column {
+    ($name:literal, $field:ident) => {
+        Column {
+            name: $name,
+            kind: Kind::Str,
+            optional: true,
+            get: |r| str_cell(r.record.error.as_ref().and_then(|e| e.$field.as_deref())),
+            set: |r, c| {
+                if let Some(text) = c.opt_str()? {
+                    error_mut(r).$field = Some(text);
+                }
+                Ok(())
+            },
+        }
+    };
 }
 
 /// The column of a numeric `RecordRow::record` field of type `$t`, named as the field.
@@ -335,49 +331,9 @@ pub static COLUMNS: &[Column] = &[
             Ok(())
         },
     },
-    Column {
-        name: "error_body",
-        kind: Kind::Str,
-        optional: true,
-        get: |r| str_cell(r.record.error.as_ref().and_then(|e| e.body.as_deref())),
-        set: |r, c| {
-            if let Some(body) = c.opt_str()? {
-                error_mut(r).body = Some(body);
-            }
-            Ok(())
-        },
-    },
-    Column {
-        name: "error_code",
-        kind: Kind::Str,
-        optional: true,
-        get: |r| str_cell(r.record.error.as_ref().and_then(|e| e.code.as_deref())),
-        set: |r, c| {
-            if let Some(code) = c.opt_str()? {
-                error_mut(r).code = Some(code);
-            }
-            Ok(())
-        },
-    },
-    Column {
-        name: "error_type",
-        kind: Kind::Str,
-        optional: true,
-        get: |r| {
-            str_cell(
-                r.record
-                    .error
-                    .as_ref()
-                    .and_then(|e| e.error_type.as_deref()),
-            )
-        },
-        set: |r, c| {
-            if let Some(error_type) = c.opt_str()? {
-                error_mut(r).error_type = Some(error_type);
-            }
-            Ok(())
-        },
-    },
+    error_text_column!("error_body", body),
+    error_text_column!("error_code", code),
+    error_text_column!("error_type", error_type),
     Column {
         name: "connection_retries",
         kind: Kind::I64,
