@@ -181,8 +181,8 @@ pub struct StreamState {
     pub reply_tool_calls: Vec<ToolCall>,
     /// The wire format of the events.
     pub format: StreamFormat,
-    /// The leading bytes this stream's chunks repeat, so each chunk's scan starts after them.
-    pub chunk_prefix: scan::ChunkPrefix,
+    /// What this stream's chunks repeat, so each chunk's scan skips it.
+    pub chunk_memo: scan::StreamMemo,
 }
 
 /// Which events a stream carries.
@@ -371,9 +371,9 @@ pub fn error_message(payload: &[u8]) -> String {
 /// One chunk's measured fields: the hand-written scan, or serde when the scan declines.
 pub fn parse_chunk(
     data: &[u8],
-    prefix: &mut scan::ChunkPrefix,
+    memo: &mut scan::StreamMemo,
 ) -> Result<ChunkSummary, serde_json::Error> {
-    match scan::fast_resuming(data, prefix) {
+    match scan::fast_resuming(data, memo) {
         Some(summary) => Ok(summary),
         None => parse_chunk_serde(data),
     }
@@ -425,7 +425,7 @@ impl StreamState {
         if let Some(done) = self.count_event(data) {
             return done;
         }
-        let event = match parse_chunk(data, &mut self.chunk_prefix) {
+        let event = match parse_chunk(data, &mut self.chunk_memo) {
             Ok(event) => event,
             Err(err) => {
                 return EventOutcome::Failed(StreamFailure {

@@ -56,31 +56,95 @@ const MAX_DEPTH: u32 = 64;
 
 /// Scan one `data` payload; `None` means "ask serde".
 pub fn fast(data: &[u8]) -> Option<ChunkSummary> {
-    fast_resuming(data, &mut ChunkPrefix::default())
-}
-
-/// The leading top-level members one chunk of a stream shares with the next (`id`,
-/// `object`, `created`, `model`), and the scan's state after them. A stream's chunks repeat
-/// those bytes, so a chunk that starts with them resumes the scan there: the scan is a pure
-/// function of the bytes it has read, so the answer is the same as a scan from the start.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct ChunkPrefix {
-    bytes: Vec<u8>,
-    top: Top,
-}
-
-/// [`fast`], reusing and updating `prefix` from the previous chunk of the same stream.
-pub fn fast_resuming(data: &[u8], prefix: &mut ChunkPrefix) -> Option<ChunkSummary> {
     // Keys and strings must be UTF-8 for serde; checking once up front keeps the scan simple.
     if !data.is_ascii() && std::str::from_utf8(data).is_err() {
         return None;
     }
-    let resumes = !prefix.bytes.is_empty() && data.starts_with(&prefix.bytes);
-    let mut c = Cursor { b: data, i: 0 };
+    let mut c = Cursor::new(data);
+    c.ws();
+    let summary = c.chunk(&mut None)?;
+    c.ws();
+    (c.i == data.len()).then_some(summary)
+}
+
+/// What a stream's earlier chunks teach the scan of its next ones; the scan is a pure
+/// function of the bytes it reads, so each shortcut gives exactly a full scan's answer.
+///
+/// - `prefix`: the leading top-level members a chunk shares with the next (`id`, `object`,
+///   `created`, `model`) and the scan's state after them: a chunk that starts with them
+///   resumes there.
+/// - `template`: a chunk's bytes around its one text value (`delta.content`, …). A chunk that
+///   is the same bytes around a plain string (no quote, backslash or control character) has
+///   the answer the template's chunk had with an empty or a non-empty text, computed once.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct StreamMemo {
+    prefix: Vec<u8>,
+    top: Top,
+    template: Option<Template>,
+    /// The bytes around the last fully scanned chunk's one text value: a template is made
+    /// when the next chunk repeats them (a stream's first, role-carrying chunk does not).
+    candidate: Option<(Vec<u8>, Vec<u8>)>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+struct Template {
+    head: Vec<u8>,
+    tail: Vec<u8>,
+    if_empty: ChunkSummary,
+    if_text: ChunkSummary,
+}
+
+impl Template {
+    /// The answer for `data`, when it is the template's bytes around a plain string.
+    fn answer(&self, data: &[u8]) -> Option<ChunkSummary> {
+        let middle_end = data.len().checked_sub(self.tail.len())?;
+        if middle_end < self.head.len() || !data.starts_with(&self.head) {
+            return None;
+        }
+        if !data.ends_with(&self.tail) {
+            return None;
+        }
+        let middle = &data[self.head.len()..middle_end];
+        if middle.iter().any(|&b| STRING_STOP[usize::from(b)]) {
+            return None;
+        }
+        if !middle.is_ascii() && std::str::from_utf8(middle).is_err() {
+            return None;
+        }
+        Some(if middle.is_empty() {
+            self.if_empty
+        } else {
+            self.if_text
+        })
+    }
+
+    /// The template of the bytes `head` and `tail` around one text value.
+    fn of(head: &[u8], tail: &[u8]) -> Option<Template> {
+        let with = |text: &[u8]| fast(&[head, text, tail].concat());
+        Some(Template {
+            head: head.to_vec(),
+            tail: tail.to_vec(),
+            if_empty: with(b"")?,
+            if_text: with(b"x")?,
+        })
+    }
+}
+
+/// [`fast`], reusing and updating `memo` from the previous chunks of the same stream.
+pub fn fast_resuming(data: &[u8], memo: &mut StreamMemo) -> Option<ChunkSummary> {
+    if let Some(answer) = memo.template.as_ref().and_then(|t| t.answer(data)) {
+        return Some(answer);
+    }
+    // Keys and strings must be UTF-8 for serde; checking once up front keeps the scan simple.
+    if !data.is_ascii() && std::str::from_utf8(data).is_err() {
+        return None;
+    }
+    let resumes = !memo.prefix.is_empty() && data.starts_with(&memo.prefix);
+    let mut c = Cursor::new(data);
     let mut checkpoint = None;
     let summary = if resumes {
-        c.i = prefix.bytes.len();
-        c.members(prefix.top, &mut checkpoint)?
+        c.i = memo.prefix.len();
+        c.members(memo.top, &mut checkpoint)?
     } else {
         c.ws();
         c.chunk(&mut checkpoint)?
@@ -90,9 +154,16 @@ pub fn fast_resuming(data: &[u8], prefix: &mut ChunkPrefix) -> Option<ChunkSumma
         return None;
     }
     if let Some((end, top)) = checkpoint {
-        prefix.bytes.clear();
-        prefix.bytes.extend_from_slice(&data[..end]);
-        prefix.top = top;
+        memo.prefix.clear();
+        memo.prefix.extend_from_slice(&data[..end]);
+        memo.top = top;
+    }
+    if let (1, Some((start, end))) = (c.text_values, c.text_span) {
+        let (head, tail) = (&data[..start], &data[end..]);
+        match &memo.candidate {
+            Some((h, t)) if h == head && t == tail => memo.template = Template::of(head, tail),
+            _ => memo.candidate = Some((head.to_vec(), tail.to_vec())),
+        }
     }
     Some(summary)
 }
@@ -108,6 +179,10 @@ struct Top {
 struct Cursor<'a> {
     b: &'a [u8],
     i: usize,
+    /// Text values read (`delta.content`, `text`, …) that were strings, and where the last
+    /// one lies between its quotes.
+    text_values: u32,
+    text_span: Option<(usize, usize)>,
 }
 
 /// A string's bytes between the quotes, escapes not decoded.
@@ -123,6 +198,15 @@ impl Str<'_> {
 }
 
 impl<'a> Cursor<'a> {
+    fn new(b: &'a [u8]) -> Self {
+        Cursor {
+            b,
+            i: 0,
+            text_values: 0,
+            text_span: None,
+        }
+    }
+
     #[inline]
     fn ws(&mut self) {
         while let Some(b' ' | b'\n' | b'\t' | b'\r') = self.b.get(self.i) {
@@ -179,7 +263,12 @@ impl<'a> Cursor<'a> {
     fn opt_text(&mut self) -> Option<Option<bool>> {
         match self.peek()? {
             b'n' => self.literal(b"null").map(|()| None),
-            b'"' => self.string().map(|s| Some(s.non_empty())),
+            b'"' => {
+                let s = self.string()?;
+                self.text_values += 1;
+                self.text_span = Some((self.i - 1 - s.raw.len(), self.i - 1));
+                Some(Some(s.non_empty()))
+            }
             _ => None,
         }
     }

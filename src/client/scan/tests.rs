@@ -151,18 +151,69 @@ fn stream_chunks() -> impl Strategy<Value = Vec<Vec<u8>>> {
     prop::collection::vec(edited, 1..8)
 }
 
+/// A text value: plain, empty, with an escape, a `\u` escape, a raw control character,
+/// non-ASCII, or a bare quote (which breaks the JSON).
+fn text_value() -> impl Strategy<Value = String> {
+    prop_oneof![
+        "[a-z ]{0,6}",
+        Just(String::new()),
+        Just(r#"a\"b"#.to_string()),
+        Just(r#"\u00e9"#.to_string()),
+        Just("x\ty".to_string()),
+        Just("é".to_string()),
+        Just("\"".to_string()),
+    ]
+}
+
+/// One stream's chunks: mostly one layout around a changing text, sometimes another (the
+/// role chunk, a reasoning delta, the finish chunk), sometimes a byte edit.
+fn templated_stream() -> impl Strategy<Value = Vec<Vec<u8>>> {
+    let chunk = (
+        0..5u8,
+        text_value(),
+        (any::<u8>(), any::<usize>(), any::<u8>()),
+        any::<bool>(),
+    )
+        .prop_map(|(layout, text, edit, keep)| {
+            let head = r#"{"id":"c1","object":"chat.completion.chunk","created":7,"model":"m","choices":[{"index":0,"delta":{"#;
+            let body = match layout {
+                0 | 1 => format!(r#""content":"{text}"}},"finish_reason":null}}]}}"#),
+                2 => format!(r#""role":"assistant","content":"{text}"}},"finish_reason":null}}]}}"#),
+                3 => format!(r#""reasoning_content":"{text}"}},"finish_reason":null}}]}}"#),
+                _ => r#"},"finish_reason":"stop"}]}"#.to_string(),
+            };
+            let text = format!("{head}{body}");
+            if keep { text.into_bytes() } else { mutate(text, edit) }
+        });
+    prop::collection::vec(chunk, 1..12)
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(2000))]
     #[test]
-    fn resumed_scan_equals_a_scan_from_the_start(chunks in stream_chunks()) {
-        let mut prefix = ChunkPrefix::default();
+    fn a_templated_chunk_gets_a_full_scans_answer(chunks in templated_stream()) {
+        let mut memo = StreamMemo::default();
         for chunk in &chunks {
             prop_assert_eq!(
-                fast_resuming(chunk, &mut prefix),
+                fast_resuming(chunk, &mut memo),
                 fast(chunk),
-                "on {:?} after prefix {:?}",
+                "on {:?} after {:?}",
                 String::from_utf8_lossy(chunk),
-                String::from_utf8_lossy(&prefix.bytes)
+                memo
+            );
+        }
+    }
+
+    #[test]
+    fn resumed_scan_equals_a_scan_from_the_start(chunks in stream_chunks()) {
+        let mut memo = StreamMemo::default();
+        for chunk in &chunks {
+            prop_assert_eq!(
+                fast_resuming(chunk, &mut memo),
+                fast(chunk),
+                "on {:?} after {:?}",
+                String::from_utf8_lossy(chunk),
+                memo
             );
         }
     }
@@ -314,5 +365,37 @@ fn tool_calls_go_to_serde_which_reads_the_fragments() {
     ] {
         assert_eq!(fast(text.as_bytes()), None);
         assert!(parse_chunk_serde(text.as_bytes()).is_err(), "{text}");
+    }
+}
+
+#[test]
+fn a_run_of_content_chunks_is_answered_from_the_template() {
+    let chunk = |text: &str| {
+        format!(
+            r#"{{"id":"c1","object":"chat.completion.chunk","created":7,"model":"m","choices":[{{"index":0,"delta":{{"content":"{text}"}},"finish_reason":null}}]}}"#
+        )
+    };
+    let role = r#"{"id":"c1","object":"chat.completion.chunk","created":7,"model":"m","choices":[{"index":0,"delta":{"role":"assistant","content":""},"finish_reason":null}]}"#;
+    let mut memo = StreamMemo::default();
+    fast_resuming(role.as_bytes(), &mut memo);
+    fast_resuming(chunk(" hello").as_bytes(), &mut memo);
+    assert!(
+        memo.template.is_none(),
+        "one chunk of a layout makes no template"
+    );
+    fast_resuming(chunk(" there").as_bytes(), &mut memo);
+    let template = memo
+        .template
+        .clone()
+        .expect("a repeated layout makes a template");
+    for text in [" world", "", "é", "x"] {
+        let c = chunk(text);
+        let answer = template.answer(c.as_bytes());
+        assert!(answer.is_some(), "{text:?}");
+        assert_eq!(answer, fast(c.as_bytes()), "{text:?}");
+    }
+    // Escapes and raw control characters go to the full scan.
+    for text in [r#"a\"b"#, "x\ty"] {
+        assert_eq!(template.answer(chunk(text).as_bytes()), None, "{text:?}");
     }
 }
