@@ -314,6 +314,11 @@ impl Client {
         C: Future<Output = ()>,
     {
         let request_id = self.request_id(request_index);
+        // The id as sent, computed once: a UUID costs a SHA-256.
+        let sent_id = self.config.request_id.header_value(&request_id);
+        let id_header = sent_id
+            .as_deref()
+            .and_then(|id| HeaderValue::from_str(id).ok());
         let mut state = StreamState {
             reply: extras.capture_reply.then(String::new),
             format: match self.config.api {
@@ -327,7 +332,7 @@ impl Client {
         let header = extras.header.as_ref();
         let outcome = {
             let exchange = self.exchange(
-                &request_id,
+                id_header.as_ref(),
                 Bytes::from(body),
                 (start, inputs, header),
                 &mut state,
@@ -342,11 +347,7 @@ impl Client {
         let end = Instant::now();
         let mut record = RequestRecord {
             request_index,
-            sent_request_id: self
-                .config
-                .request_id
-                .header_value(&request_id)
-                .filter(|sent| *sent != request_id),
+            sent_request_id: sent_id.filter(|sent| *sent != request_id),
             request_id,
             start_offset_ms: signed_ms(origin, start),
             time_to_first_output_ms: state.first_output_ms,
@@ -389,7 +390,7 @@ impl Client {
     /// The request and its stream (or JSON body); on success, ms from `start` to its end.
     async fn exchange(
         &self,
-        request_id: &str,
+        id_header: Option<&HeaderValue>,
         body: Bytes,
         (start, inputs, extra_header): (Instant, Option<u64>, Option<&(HeaderName, HeaderValue)>),
         state: &mut StreamState,
@@ -398,7 +399,7 @@ impl Client {
         let timeouts = &self.config.timeouts;
         let total_deadline = timeouts.total.map(|t| start + t);
         let first_byte_deadline = timeouts.first_byte.map(|t| start + t);
-        let head = self.response_head(request_id, body, extra_header, used);
+        let head = self.response_head(id_header, body, extra_header, used);
         let (response, lease) = match wait(head, first_byte_deadline, total_deadline).await {
             Waited::Done(result) => result?,
             Waited::TimedOut(Which::Own) => return Err(Failure::first_byte()),
@@ -440,7 +441,7 @@ impl Client {
     /// replaced once by a new one; a new connection's failure is the server's.
     async fn response_head(
         &self,
-        request_id: &str,
+        id_header: Option<&HeaderValue>,
         body: Bytes,
         extra_header: Option<&(HeaderName, HeaderValue)>,
         used: &mut ConnectionUse,
@@ -453,7 +454,7 @@ impl Client {
             used.new_connection = Some(lease.fresh);
             used.setup = lease.setup.take();
             let read_before = lease.bytes_read();
-            let mut request = self.request(request_id, body.clone());
+            let mut request = self.request(id_header, body.clone());
             if let Some((name, value)) = extra_header {
                 request.headers_mut().insert(name.clone(), value.clone());
             }
@@ -482,7 +483,7 @@ impl Client {
             .map_err(|e| Failure::connect(e, self.url.as_str()))
     }
 
-    fn request(&self, request_id: &str, body: Bytes) -> Request<Full<Bytes>> {
+    fn request(&self, id_header: Option<&HeaderValue>, body: Bytes) -> Request<Full<Bytes>> {
         let mut request = Request::new(Full::new(body));
         *request.method_mut() = Method::POST;
         let http2 = self.pool.origin().http2;
@@ -500,8 +501,8 @@ impl Client {
         } else {
             headers.insert(header::HOST, self.pool.origin().host_header.clone());
         }
-        if let Some((name, value)) = self.config.request_id.header(request_id) {
-            headers.insert(name, value);
+        if let Some(value) = id_header {
+            headers.insert(self.config.request_id.header.clone(), value.clone());
         }
         request
     }
