@@ -24,6 +24,53 @@ pub enum Figure {
     E2eMinusServerTotal,
 }
 
+/// An order statistic or the mean of a distribution.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Stat {
+    P50,
+    P95,
+    P99,
+    Min,
+    Max,
+    Mean,
+}
+
+impl Stat {
+    pub const ALL: [Stat; 6] = [
+        Stat::P50,
+        Stat::P95,
+        Stat::P99,
+        Stat::Min,
+        Stat::Max,
+        Stat::Mean,
+    ];
+
+    /// The percentiles, which carry intervals.
+    pub const PERCENTILES: [Stat; 3] = [Stat::P50, Stat::P95, Stat::P99];
+
+    /// As figure paths write it (`p99` in `ttft.p99`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Stat::P50 => "p50",
+            Stat::P95 => "p95",
+            Stat::P99 => "p99",
+            Stat::Min => "min",
+            Stat::Max => "max",
+            Stat::Mean => "mean",
+        }
+    }
+
+    /// A percentile's quantile (0–1); `None` for min, max and the mean.
+    pub fn quantile(self) -> Option<f64> {
+        match self {
+            Stat::P50 => Some(0.50),
+            Stat::P95 => Some(0.95),
+            Stat::P99 => Some(0.99),
+            Stat::Min | Stat::Max | Stat::Mean => None,
+        }
+    }
+}
+
 /// What a figure's numbers mean, for formatting and for gate thresholds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Unit {

@@ -66,9 +66,7 @@ pub fn bootstrap_diff_cis(
 /// upper one ([`percentile_ranks`]); `None` for the mean.
 fn ranks(stat: Stat, n: usize, method: PercentileMethod) -> Option<(usize, usize, f64)> {
     let q = match stat {
-        Stat::P50 => 0.50,
-        Stat::P95 => 0.95,
-        Stat::P99 => 0.99,
+        Stat::P50 | Stat::P95 | Stat::P99 => stat.quantile()?,
         Stat::Min => return Some((0, 0, 0.0)),
         Stat::Max => return Some((n - 1, n - 1, 0.0)),
         Stat::Mean => return None,

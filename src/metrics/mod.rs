@@ -34,30 +34,9 @@ pub use crate::quantile::{interpolate, percentile, percentile_ranks};
 use crate::client::RequestRecord;
 use crate::plan::{PercentileMethod, Slo};
 
-/// An order statistic or the mean of a distribution.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Stat {
-    P50,
-    P95,
-    P99,
-    Min,
-    Max,
-    Mean,
-}
+pub use crate::figure::Stat;
 
 impl Stat {
-    /// As figure paths write it (`p99` in `ttft.p99`).
-    pub fn name(self) -> &'static str {
-        match self {
-            Stat::P50 => "p50",
-            Stat::P95 => "p95",
-            Stat::P99 => "p99",
-            Stat::Min => "min",
-            Stat::Max => "max",
-            Stat::Mean => "mean",
-        }
-    }
-
     /// This statistic of a summary distribution.
     pub fn of(self, d: &Distribution) -> f64 {
         match self {
@@ -74,9 +53,9 @@ impl Stat {
     /// computes it.
     pub fn of_sorted(self, sorted: &[f64], method: PercentileMethod) -> f64 {
         match self {
-            Stat::P50 => percentile(sorted, 0.50, method),
-            Stat::P95 => percentile(sorted, 0.95, method),
-            Stat::P99 => percentile(sorted, 0.99, method),
+            Stat::P50 | Stat::P95 | Stat::P99 => {
+                percentile(sorted, self.quantile().unwrap_or(0.5), method)
+            }
             Stat::Min => sorted.first().copied().unwrap_or(f64::NAN),
             Stat::Max => sorted.last().copied().unwrap_or(f64::NAN),
             Stat::Mean => sorted.iter().sum::<f64>() / sorted.len() as f64,

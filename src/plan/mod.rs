@@ -33,7 +33,7 @@ pub use fraction::Fraction;
 pub use hooks::{Hook, HttpHook, MARK_FAULT_OFF, MARK_FAULT_ON, OnFailure, WaitHealthy};
 pub use model::*;
 pub use search::{PercentileLimits, Probe, Search, SearchLoad, SearchSlo};
-pub use until::{Percentile, StableMetric, Until};
+pub use until::{StableMetric, Until};
 
 use std::path::{Path, PathBuf};
 

@@ -8,7 +8,7 @@ use schemars::{JsonSchema, Schema, SchemaGenerator, json_schema};
 use serde::{Deserialize, Serialize};
 
 use super::diag::did_you_mean;
-use crate::figure::{FIGURES, Figure};
+use crate::figure::{FIGURES, Figure, Stat};
 
 use super::HumanDuration;
 use super::fraction::Fraction;
@@ -35,36 +35,19 @@ pub struct Until {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct StableMetric {
     pub figure: Figure,
-    pub percentile: Percentile,
-}
-
-/// A percentile an interval is computed for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Percentile {
-    P50,
-    P95,
-    P99,
-}
-
-impl Percentile {
-    const ALL: [(Percentile, &'static str, f64); 3] = [
-        (Percentile::P50, "p50", 0.50),
-        (Percentile::P95, "p95", 0.95),
-        (Percentile::P99, "p99", 0.99),
-    ];
+    /// One of [`Stat::PERCENTILES`].
+    pub percentile: Stat,
 }
 
 impl StableMetric {
     /// The figure and the quantile (0–1).
     pub fn parts(self) -> (Figure, f64) {
-        let (_, _, q) = Percentile::ALL[self.percentile as usize];
-        (self.figure, q)
+        (self.figure, self.percentile.quantile().unwrap_or(0.5))
     }
 
     /// As written in a plan: `ttft.p99`.
     pub fn name(self) -> String {
-        let (_, stat, _) = Percentile::ALL[self.percentile as usize];
-        format!("{}.{stat}", self.figure.name())
+        format!("{}.{}", self.figure.name(), self.percentile.name())
     }
 
     /// Every metric a plan may name, in table order.
@@ -73,12 +56,10 @@ impl StableMetric {
             .iter()
             .filter(|spec| spec.intervals)
             .flat_map(|spec| {
-                Percentile::ALL
-                    .iter()
-                    .map(|&(percentile, _, _)| StableMetric {
-                        figure: spec.figure,
-                        percentile,
-                    })
+                Stat::PERCENTILES.map(|percentile| StableMetric {
+                    figure: spec.figure,
+                    percentile,
+                })
             })
     }
 }

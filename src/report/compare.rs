@@ -307,10 +307,8 @@ pub const CLIENT_BOUND: &str = "client-bound: not tested";
 /// The quantile a percentile metric reads; `None` for other metrics.
 fn percentile_q(metric: FigurePath) -> Option<f64> {
     match metric {
-        FigurePath::Dist(_, Stat::P50) => Some(0.50),
-        FigurePath::Dist(_, Stat::P95) => Some(0.95),
-        FigurePath::Dist(_, Stat::P99) => Some(0.99),
-        FigurePath::Dist(..) | FigurePath::Scalar(_) => None,
+        FigurePath::Dist(_, stat) => stat.quantile(),
+        FigurePath::Scalar(_) => None,
     }
 }
 

@@ -56,23 +56,14 @@ const SCALARS: [(Scalar, &str); 15] = [
     (Scalar::TotalInputs, "total_inputs"),
 ];
 
-const STATS: [(Stat, &str); 6] = [
-    (Stat::P50, "p50"),
-    (Stat::P95, "p95"),
-    (Stat::P99, "p99"),
-    (Stat::Min, "min"),
-    (Stat::Max, "max"),
-    (Stat::Mean, "mean"),
-];
-
 /// Every figure path in full (`errors`, `ttft.p99`, …), for "did you mean" hints.
 pub fn figure_path_names() -> Vec<String> {
     let mut names: Vec<String> = SCALARS.iter().map(|(_, n)| n.to_string()).collect();
     for spec in &FIGURES {
         names.extend(
-            STATS
+            Stat::ALL
                 .iter()
-                .map(|(_, stat)| format!("{}.{stat}", spec.name)),
+                .map(|stat| format!("{}.{}", spec.name, stat.name())),
         );
     }
     names
@@ -117,13 +108,13 @@ impl FromStr for FigurePath {
         let Some(figure) = Figure::named(head) else {
             return Err(FigurePathError::Unknown(path.to_string()));
         };
-        let Some((stat, _)) = STATS.iter().find(|(_, n)| *n == stat) else {
+        let Some(known) = Stat::ALL.into_iter().find(|s| s.name() == stat) else {
             return Err(FigurePathError::UnknownStat {
                 path: path.to_string(),
                 stat: stat.to_string(),
             });
         };
-        Ok(FigurePath::Dist(figure, *stat))
+        Ok(FigurePath::Dist(figure, known))
     }
 }
 

@@ -56,15 +56,38 @@ const MAX_DEPTH: u32 = 64;
 
 /// Scan one `data` payload; `None` means "ask serde".
 pub fn fast(data: &[u8]) -> Option<ChunkSummary> {
-    // Keys and strings must be UTF-8 for serde; checking once up front keeps the scan simple.
-    if !data.is_ascii() && std::str::from_utf8(data).is_err() {
+    scan(data, None, &mut None).map(|(summary, _)| summary)
+}
+
+/// Keys and strings must be UTF-8 for serde; checking once up front keeps the scan simple.
+fn is_utf8(bytes: &[u8]) -> bool {
+    bytes.is_ascii() || std::str::from_utf8(bytes).is_ok()
+}
+
+/// A whole payload's scan, from the start or resumed after a prefix at `(offset, state)`;
+/// `checkpoint` gets the last place a later chunk may resume. The cursor comes back too, for
+/// what it saw of the text values.
+fn scan<'a>(
+    data: &'a [u8],
+    resume: Option<(usize, Top)>,
+    checkpoint: &mut Option<(usize, Top)>,
+) -> Option<(ChunkSummary, Cursor<'a>)> {
+    if !is_utf8(data) {
         return None;
     }
     let mut c = Cursor::new(data);
+    let summary = match resume {
+        Some((offset, top)) => {
+            c.i = offset;
+            c.members(top, checkpoint)?
+        }
+        None => {
+            c.ws();
+            c.chunk(checkpoint)?
+        }
+    };
     c.ws();
-    let summary = c.chunk(&mut None)?;
-    c.ws();
-    (c.i == data.len()).then_some(summary)
+    (c.i == data.len()).then_some((summary, c))
 }
 
 /// What a stream's earlier chunks teach the scan of its next ones; the scan is a pure
@@ -105,10 +128,7 @@ impl Template {
             return None;
         }
         let middle = &data[self.head.len()..middle_end];
-        if middle.iter().any(|&b| STRING_STOP[usize::from(b)]) {
-            return None;
-        }
-        if !middle.is_ascii() && std::str::from_utf8(middle).is_err() {
+        if middle.iter().any(|&b| STRING_STOP[usize::from(b)]) || !is_utf8(middle) {
             return None;
         }
         Some(if middle.is_empty() {
@@ -135,24 +155,10 @@ pub fn fast_resuming(data: &[u8], memo: &mut StreamMemo) -> Option<ChunkSummary>
     if let Some(answer) = memo.template.as_ref().and_then(|t| t.answer(data)) {
         return Some(answer);
     }
-    // Keys and strings must be UTF-8 for serde; checking once up front keeps the scan simple.
-    if !data.is_ascii() && std::str::from_utf8(data).is_err() {
-        return None;
-    }
-    let resumes = !memo.prefix.is_empty() && data.starts_with(&memo.prefix);
-    let mut c = Cursor::new(data);
+    let resume = (!memo.prefix.is_empty() && data.starts_with(&memo.prefix))
+        .then_some((memo.prefix.len(), memo.top));
     let mut checkpoint = None;
-    let summary = if resumes {
-        c.i = memo.prefix.len();
-        c.members(memo.top, &mut checkpoint)?
-    } else {
-        c.ws();
-        c.chunk(&mut checkpoint)?
-    };
-    c.ws();
-    if c.i != data.len() {
-        return None;
-    }
+    let (summary, c) = scan(data, resume, &mut checkpoint)?;
     if let Some((end, top)) = checkpoint {
         memo.prefix.clear();
         memo.prefix.extend_from_slice(&data[..end]);
@@ -160,9 +166,18 @@ pub fn fast_resuming(data: &[u8], memo: &mut StreamMemo) -> Option<ChunkSummary>
     }
     if let (1, Some((start, end))) = (c.text_values, c.text_span) {
         let (head, tail) = (&data[..start], &data[end..]);
-        match &memo.candidate {
-            Some((h, t)) if h == head && t == tail => memo.template = Template::of(head, tail),
-            _ => memo.candidate = Some((head.to_vec(), tail.to_vec())),
+        let same = |h: &[u8], t: &[u8]| h == head && t == tail;
+        // A miss of the template itself (an escape in the text) keeps it.
+        let templated = memo
+            .template
+            .as_ref()
+            .is_some_and(|t| same(&t.head, &t.tail));
+        if !templated {
+            if memo.candidate.as_ref().is_some_and(|(h, t)| same(h, t)) {
+                memo.template = Template::of(head, tail);
+            } else {
+                memo.candidate = Some((head.to_vec(), tail.to_vec()));
+            }
         }
     }
     Some(summary)
