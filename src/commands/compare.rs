@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use super::emit;
 use crate::exit;
 use crate::report::compare::compare;
-use crate::report::gate::Gate;
+use crate::report::compare::gate::Gate;
 use crate::report::{read_report, render_comparison};
 
 #[derive(Debug, clap::Args)]
@@ -88,6 +88,6 @@ pub fn run(args: &CompareArgs) -> i32 {
 /// the bootstrap resamples every request even when report.json holds a sample.
 fn read_with_records(path: &std::path::Path) -> Result<crate::report::Report, String> {
     let mut report = read_report(path).map_err(|e| e.to_string())?;
-    crate::report::records::attach_records(&mut report, path)?;
+    crate::report::formats::records::attach_records(&mut report, path)?;
     Ok(report)
 }

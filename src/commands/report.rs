@@ -4,7 +4,8 @@ use std::path::{Path, PathBuf};
 
 use super::emit;
 use crate::exit;
-use crate::report::{Format, Report, anvil_out, exporter, read_report, write_atomic};
+use crate::report::formats::anvil_out;
+use crate::report::{Format, Report, exporter, read_report, write_atomic};
 
 #[derive(Debug, clap::Args)]
 pub struct ReportArgs {

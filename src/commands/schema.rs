@@ -4,7 +4,7 @@ use clap::ValueEnum;
 
 use crate::exit;
 use crate::plan::schema::{expanded_schema, plan_schema, to_pretty};
-use crate::report::schema::report_schema;
+use crate::report::model::schema::report_schema;
 
 #[derive(Debug, clap::Args)]
 pub struct SchemaArgs {

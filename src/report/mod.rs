@@ -1,58 +1,24 @@
 //! The report data model and its writers and readers.
 //!
-//! One [`Report`] feeds small exporters (markdown, HTML, CSV, the seeds' anvil and gateway
-//! formats); markdown and HTML share their table content through `table`. [`read_report`]
-//! reads servebench's JSON and the older formats (`anvil`, `multiphase`); [`phase_result`]
-//! builds every phase result; [`write_files`] writes every report file; [`compare::compare`]
-//! matches two reports' phases and checks [`gate`]s.
+//! By role: [`model`] holds the data ([`Report`]) and the paths that name a figure in it;
+//! [`build`] makes phase results from records ([`phase_result`]); [`render`] holds the table
+//! content, number formats and SVG charts the human-readable formats share; [`formats`] has
+//! one writer or reader per format (markdown, HTML, CSV, Parquet records, the seeds' anvil,
+//! gateway and multi-phase formats, and [`write_files`]); [`compare`] matches two reports'
+//! phases and checks gates.
 
-pub mod anvil;
-pub mod anvil_out;
-mod backends;
+pub mod build;
 pub mod compare;
-mod compare_md;
-mod connections;
-pub mod csv;
-mod endpoints;
-pub mod figure_path;
-pub mod gate;
-pub mod gateway_out;
-mod hook_table;
-pub mod html;
-mod import;
-mod interval_table;
-pub mod markdown;
-mod model;
-pub mod multiphase;
-mod numfmt;
-pub mod phase;
-pub mod read;
-pub mod records;
-mod recovery_html;
-mod recovery_table;
-mod repeat_table;
-pub mod repeats;
-mod sampling;
-pub mod schema;
-mod search;
-mod search_table;
-mod session_table;
-pub mod svg;
-mod table;
-mod table_text;
-mod timeline;
-mod trust_table;
-mod until_table;
-mod write;
+pub mod formats;
+pub mod model;
+pub mod render;
 
-pub use compare_md::render as render_comparison;
-pub use endpoints::EndpointFacts;
-pub use import::IMPORT_PROMPT_TOLERANCE;
+pub use build::phase::{Figures, PhaseFacts, pair_rechecks, phase_result, phase_result_sampled};
+pub use compare::markdown::render as render_comparison;
+pub use formats::import::IMPORT_PROMPT_TOLERANCE;
+pub use formats::read::{ReadError, read_report};
+pub use formats::write::{REPORT_FILE, ReportFiles, write_all, write_atomic, write_files};
 pub use model::*;
-pub use phase::{Figures, PhaseFacts, pair_rechecks, phase_result, phase_result_sampled};
-pub use read::{ReadError, read_report};
-pub use search::*;
-pub use write::{REPORT_FILE, ReportFiles, write_all, write_atomic, write_files};
 
 /// An output format of `servebench report`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -84,34 +50,34 @@ pub struct CsvExporter {
 
 impl Exporter for MarkdownExporter {
     fn render(&self, report: &Report) -> String {
-        markdown::render(report)
+        formats::markdown::render(report)
     }
 }
 
 impl Exporter for HtmlExporter {
     fn render(&self, report: &Report) -> String {
-        html::render(report)
+        formats::html::render(report)
     }
 }
 
 impl Exporter for CsvExporter {
     fn render(&self, report: &Report) -> String {
         if self.requests {
-            csv::render_requests(report)
+            formats::csv::render_requests(report)
         } else {
-            csv::render_phases(report)
+            formats::csv::render_phases(report)
         }
     }
 }
 
 impl Exporter for GatewayExporter {
     fn render(&self, report: &Report) -> String {
-        gateway_out::render(report)
+        formats::gateway_out::render(report)
     }
 }
 
 /// The exporter for a one-document `format`; `None` for [`Format::Anvil`], which writes one
-/// document per phase ([`anvil_out::documents`]).
+/// document per phase ([`formats::anvil_out::documents`]).
 pub fn exporter(format: Format, requests: bool) -> Option<Box<dyn Exporter>> {
     match format {
         Format::Md => Some(Box::new(MarkdownExporter)),

@@ -12,10 +12,10 @@ use std::thread::JoinHandle;
 use serde::Serialize;
 
 use crate::client::RequestRecord;
-use crate::report::records::{RecordRow, RecordsWriter};
+use crate::report::formats::records::{RecordRow, RecordsWriter};
 use crate::report::{Report, ReportFiles};
 
-pub use crate::report::records::{REQUESTS_FILE, Window};
+pub use crate::report::formats::records::{REQUESTS_FILE, Window};
 
 pub use crate::report::REPORT_FILE;
 pub const JOURNAL_FILE: &str = "journal.jsonl";

@@ -11,7 +11,7 @@ use std::path::Path;
 use serde::Deserialize;
 
 use crate::client::RequestRecord;
-use crate::report::records::{RecordRow, RecordsWriter};
+use crate::report::formats::records::{RecordRow, RecordsWriter};
 use crate::report::{
     Figures, IMPORT_PROMPT_TOLERANCE, PhaseFacts, Report, WarmupResult, phase_result, read_report,
 };

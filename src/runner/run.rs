@@ -458,7 +458,7 @@ impl Phases<'_> {
                 .map(|p| p.tolerance.clone())
                 .unwrap_or_default()
         });
-        report.repeats = crate::report::repeats::repeat_results(report);
+        report.repeats = crate::report::build::repeats::repeat_results(report);
         output::write_report(self.out_dir, report).map_err(RunError::Failed)?;
         Ok(())
     }

@@ -73,7 +73,7 @@ fn read_report(path: &Path) -> Result<Report, String> {
     let mut report: Report = serde_json::from_value(value)
         .map_err(|e| format!("{name}: not a valid servebench report: {e}"))?;
     // Every record, not a sample, so merged percentiles stay exact.
-    crate::report::records::attach_records(&mut report, path)?;
+    crate::report::formats::records::attach_records(&mut report, path)?;
     Ok(report)
 }
 
@@ -353,7 +353,7 @@ impl PhaseMerge<'_> {
             searches: Vec::new(),
             endpoints: first.endpoints.clone(),
         };
-        report.repeats = crate::report::repeats::repeat_results(&report);
+        report.repeats = crate::report::build::repeats::repeat_results(&report);
         report
     }
 }

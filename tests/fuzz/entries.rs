@@ -6,7 +6,7 @@ use std::path::Path;
 use servebench::client::sse::{EventKind, SseError, SseParser};
 use servebench::client::stream::{EventOutcome, StreamState};
 use servebench::plan::{ExpandOptions, prepare_from_str, source::Format};
-use servebench::report::read::read_report_bytes;
+use servebench::report::formats::read::read_report_bytes;
 
 /// Every event the parser hands out, and how it ended.
 type Parsed = (Vec<(EventKind, Vec<u8>)>, Result<(), SseError>);
@@ -80,9 +80,9 @@ pub fn plan(data: &[u8]) {
 /// Report readers (servebench and seed formats) and the renderers behind `report`.
 pub fn report(data: &[u8]) {
     if let Ok(report) = read_report_bytes(data, Path::new("fuzz.json")) {
-        let _ = servebench::report::markdown::render(&report);
-        let _ = servebench::report::html::render(&report);
-        let _ = servebench::report::csv::render_phases(&report);
-        let _ = servebench::report::csv::render_requests(&report);
+        let _ = servebench::report::formats::markdown::render(&report);
+        let _ = servebench::report::formats::html::render(&report);
+        let _ = servebench::report::formats::csv::render_phases(&report);
+        let _ = servebench::report::formats::csv::render_requests(&report);
     }
 }

@@ -80,7 +80,7 @@ async fn embeddings_and_rerank_phases_count_inputs_and_tokens() {
         assert!(s.ttft.is_none() && s.tpot.is_none(), "{phase}");
         assert!(s.e2e.is_some_and(|d| d.samples == s.requests));
     }
-    let markdown = servebench::report::markdown::render(&report);
+    let markdown = servebench::report::formats::markdown::render(&report);
     let phases_table: Vec<&str> = markdown
         .lines()
         .skip_while(|l| !l.starts_with("| Phase | Route"))
@@ -94,10 +94,11 @@ async fn embeddings_and_rerank_phases_count_inputs_and_tokens() {
     assert!(!phases_table[0].contains("TTFT") && !phases_table[0].contains("Output tok/s"));
     // Compare lists the encoding figures and none of the generation ones; a TTFT gate says
     // there is no TTFT rather than passing on a zero.
-    let gates: Vec<servebench::report::gate::Gate> = ["inputs_per_second > -5%", "ttft.p99 < 2s"]
-        .iter()
-        .map(|g| g.parse().unwrap())
-        .collect();
+    let gates: Vec<servebench::report::compare::gate::Gate> =
+        ["inputs_per_second > -5%", "ttft.p99 < 2s"]
+            .iter()
+            .map(|g| g.parse().unwrap())
+            .collect();
     let comparison = servebench::report::compare::compare("a", &report, "b", &report, &gates);
     for phase in &comparison.phases {
         let names: Vec<&str> = phase.metrics.iter().map(|m| m.metric.as_str()).collect();
@@ -128,7 +129,7 @@ async fn embeddings_and_rerank_phases_count_inputs_and_tokens() {
             .filter(|g| g.gate.starts_with("inputs"))
             .all(|g| g.passed)
     );
-    let html = servebench::report::html::render(&report);
+    let html = servebench::report::formats::html::render(&report);
     assert!(html.contains("E2E p50 / p95 / p99"));
     assert!(html.contains("E2E latency of every request over each phase"));
     assert!(!html.contains("TTFT p50 / p95 / p99"));

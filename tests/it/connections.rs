@@ -84,10 +84,10 @@ async fn a_server_closing_after_every_response_costs_no_errors() {
     let json = &value["phases"][0];
     assert_eq!(json["connections_opened"], t.connections_opened);
     assert_eq!(json["connection_retries"], t.connection_retries);
-    let md = servebench::report::markdown::render(&report);
+    let md = servebench::report::formats::markdown::render(&report);
     assert!(md.contains("## Connections and server timing"), "{md}");
     assert!(md.contains("closes the connection after every response"));
-    let html = servebench::report::html::render(&report);
+    let html = servebench::report::formats::html::render(&report);
     assert!(html.contains("closes the connection after every response"));
 }
 
@@ -468,7 +468,7 @@ async fn vllm_per_request_metrics_put_the_server_queue_in_the_split() {
     assert!(split.network_other_min_ms > -1.0, "{split:?}");
     let json = &value["phases"][0]["server_timing_gap"]["split"];
     assert!(json["server_queue_ms"].as_f64().unwrap() > 0.0, "{json}");
-    let md = servebench::report::markdown::render(&report);
+    let md = servebench::report::formats::markdown::render(&report);
     assert!(md.contains("| server queue |"), "{md}");
     // The queue time is a figure of the one table: a distribution in the summary, and a
     // path gates and `compare` read.
@@ -481,7 +481,8 @@ async fn vllm_per_request_metrics_put_the_server_queue_in_the_split() {
     sorted.sort_by(f64::total_cmp);
     assert_eq!(dist.max, sorted[15]);
     assert!((dist.mean - mean_queue).abs() < 1e-9);
-    let path: servebench::report::figure_path::FigurePath = "server_queue_ms.max".parse().unwrap();
+    let path: servebench::report::model::figure_path::FigurePath =
+        "server_queue_ms.max".parse().unwrap();
     assert_eq!(path.value(phase), Some(sorted[15]));
     assert!(
         value["phases"][0]["server_queue_ms"]["p99"].is_f64(),

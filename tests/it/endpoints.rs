@@ -250,7 +250,7 @@ async fn a_buffering_proxy_is_flagged_and_an_unbuffered_one_matches_the_direct_p
         ttft_p50(off)
     );
     assert!(ttft_p50(on) > ttft_p50(direct) + 150.0, "{}", ttft_p50(on));
-    let md = servebench::report::markdown::render(&report);
+    let md = servebench::report::formats::markdown::render(&report);
     assert!(md.contains("buffers the stream"), "{md}");
     drop(nginx);
     sim.shutdown().await;

@@ -73,10 +73,10 @@ async fn a_down_or_garbage_endpoint_is_a_warning_and_the_phase_stands() {
         m.normalized_counter_deltas.get("prompt_tokens").copied(),
         prompt
     );
-    let md = servebench::report::markdown::render(&report);
+    let md = servebench::report::formats::markdown::render(&report);
     assert!(md.contains("## Backends behind the gateway"), "{md}");
     assert!(md.contains("metrics endpoint \\`down\\` left out"), "{md}");
-    let html = servebench::report::html::render(&report);
+    let html = servebench::report::formats::html::render(&report);
     assert!(html.contains("Backends behind the gateway"));
     assert!(html.contains("Requests per backend, by phase"));
 }
@@ -125,6 +125,6 @@ async fn metrics_interval_records_a_time_series_of_the_simulator() {
     let running = timeline.iter().filter_map(|p| p.requests_running);
     assert!(running.clone().all(|r| r <= 4.0), "{timeline:?}");
     assert!(running.fold(0.0, f64::max) > 0.0, "{timeline:?}");
-    let html = servebench::report::html::render(&report);
+    let html = servebench::report::formats::html::render(&report);
     assert!(html.contains("p: server requests over the phase"));
 }

@@ -81,7 +81,7 @@ fn every_report_fixture_renders_as_committed() {
     for fixture in &fixtures {
         let bytes = std::fs::read(root().join(fixture)).unwrap();
         // A fixture that is not a whole report (one only carries a plan) keeps its error.
-        let report = match servebench::report::read::read_report_bytes(&bytes, fixture) {
+        let report = match servebench::report::formats::read::read_report_bytes(&bytes, fixture) {
             Ok(report) => report,
             Err(e) => {
                 let text = format!("{e}\n");
@@ -94,7 +94,7 @@ fn every_report_fixture_renders_as_committed() {
                 continue;
             }
         };
-        let md = servebench::report::markdown::render(&report);
+        let md = servebench::report::formats::markdown::render(&report);
         let json = serde_json::to_string_pretty(&report).unwrap();
         check(&snapshot_name(fixture, "md"), &md, bless, &mut mismatches);
         check(
@@ -103,7 +103,7 @@ fn every_report_fixture_renders_as_committed() {
             bless,
             &mut mismatches,
         );
-        let html = servebench::report::html::render(&report);
+        let html = servebench::report::formats::html::render(&report);
         check(
             &snapshot_name(fixture, "html"),
             &html,

@@ -207,7 +207,7 @@ fn committed_schemas_match_the_types() {
         (
             "report",
             "report",
-            servebench::report::schema::report_schema(),
+            servebench::report::model::schema::report_schema(),
         ),
     ] {
         let path = root().join(format!("schemas/{file}.schema.json"));

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use servebench::client::RequestRecord;
 use servebench::report::Report;
-use servebench::report::records::{RecordRow, Window, read_records};
+use servebench::report::formats::records::{RecordRow, Window, read_records};
 use servebench::runner::run;
 
 const PLAN: &str = "version: 1\nname: t\nseed: 3\ntargets:\n  sim:\n    simulator: {max_running: 256, prefill_tok_s: 1000000, decode_ms_per_token: 1, decode_ms_per_running: 0, faults: [{kind: status, status: 503, probability: 0.1}]}\nworkloads:\n  w:\n    input_tokens: 64\n    output_tokens: 8\n    ignore_eos: true\ndefaults: {target: sim, workload: w}\nphases:\n";
@@ -140,7 +140,7 @@ fn csv_matches_parquet(parquet: &Path, report: &Report, rows: &[RecordRow]) {
         .iter()
         .map(|c| c.name().to_string())
         .collect();
-    let text = servebench::report::csv::render_requests(report);
+    let text = servebench::report::formats::csv::render_requests(report);
     let mut csv = csv::Reader::from_reader(text.as_bytes());
     let header: Vec<String> = csv.headers().unwrap().iter().map(str::to_string).collect();
     assert_eq!(header, parquet_columns);

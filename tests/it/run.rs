@@ -386,7 +386,7 @@ fn sigint_leaves_a_valid_partial_report_and_an_intact_journal() {
         in_report,
         "journal and report hold the same requests"
     );
-    let rows = servebench::report::records::read_records(&out.join("requests.parquet"))
+    let rows = servebench::report::formats::records::read_records(&out.join("requests.parquet"))
         .expect("an interrupted run finishes requests.parquet")
         .count();
     assert_eq!(rows, journal_lines(&out).len());

@@ -118,7 +118,7 @@ async fn each_turn_carries_the_servers_real_replies_after_its_think_time() {
         sessions.duration.as_ref().unwrap().min >= 0.06,
         "two think times at least"
     );
-    let md = servebench::report::markdown::render(&report);
+    let md = servebench::report::formats::markdown::render(&report);
     assert!(md.contains("## Sessions by turn"), "{md}");
     sim.shutdown().await;
 }

@@ -143,11 +143,12 @@ async fn tool_call_sessions_answer_each_call_with_a_tool_result() {
             assert_eq!(t.tool_call_chunks_mean, Some(OUTPUT_TOKENS as f64));
         }
     }
-    let md = servebench::report::markdown::render(&report);
+    let md = servebench::report::formats::markdown::render(&report);
     assert!(md.contains("tool TTFT p50 (ms)"), "{md}");
 
     // The Parquet file keeps the new columns.
-    let phases = servebench::report::records::read_measured(&out.join("requests.parquet")).unwrap();
+    let phases =
+        servebench::report::formats::records::read_measured(&out.join("requests.parquet")).unwrap();
     let called: Vec<_> = phases[0]
         .1
         .iter()

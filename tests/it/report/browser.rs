@@ -128,7 +128,7 @@ fn image_stats(path: &Path) -> (f64, f64) {
 fn html_loads_cleanly_in_headless_chromium() {
     let Some(browser) = chromium() else { return };
     let dir = tempfile::tempdir().expect("tempdir");
-    let html = report::html::render(&sample_report(1.0));
+    let html = report::formats::html::render(&sample_report(1.0));
     let shot = check_in_browser(browser, &html, 11, dir.path());
     if let Some(keep) = std::env::var_os("SERVEBENCH_KEEP_SCREENSHOT") {
         std::fs::copy(&shot, keep).expect("keep screenshot");
@@ -165,5 +165,5 @@ fn seed_004_html_loads_cleanly_in_headless_chromium() {
     let dir = tempfile::tempdir().expect("tempdir");
     let r = report::read_report(Path::new(SEED_004)).expect("seed 004");
     // Two sweep charts, two percentile charts, the recheck chart; no records, no scatter.
-    check_in_browser(browser, &report::html::render(&r), 5, dir.path());
+    check_in_browser(browser, &report::formats::html::render(&r), 5, dir.path());
 }

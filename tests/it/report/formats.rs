@@ -219,7 +219,7 @@ fn anvil_refuses_what_it_cannot_write() {
 #[test]
 fn gateway_takes_run_labels_from_metadata() {
     let report = sample_report(1.0);
-    let doc = servebench::report::gateway_out::document(&report);
+    let doc = servebench::report::formats::gateway_out::document(&report);
     assert_eq!(doc.engine.as_deref(), Some("vllm 0.26"));
     // Both targets serve demo-model; nothing states the hardware, precision or method.
     assert_eq!(doc.model.as_deref(), Some("demo-model"));
@@ -246,7 +246,7 @@ fn gateway_percentiles_interpolate_linearly_whatever_the_run_used() {
         .map(|v| v / 1000.0)
         .collect();
     let linear = dist(&ttft_s).expect("ttft");
-    let doc = servebench::report::gateway_out::document(&report);
+    let doc = servebench::report::formats::gateway_out::document(&report);
     let ttft = doc.phases[2].ttft.as_ref().expect("ttft written");
     assert_eq!((ttft.p50, ttft.p99), (linear.p50, linear.p99));
     let nearest =
@@ -288,10 +288,10 @@ async fn capacity_reasoning_run_writes_valid_anvil_that_reads_back_the_same() {
     let phase = &run_report.phases[0];
     assert_eq!(phase.summary.requests, 16);
 
-    let docs =
-        servebench::report::anvil_out::documents(&run_report, None).expect("anvil documents");
+    let docs = servebench::report::formats::anvil_out::documents(&run_report, None)
+        .expect("anvil documents");
     assert_eq!(docs.len(), 1);
-    let text = servebench::report::anvil_out::render(&docs[0].1);
+    let text = servebench::report::formats::anvil_out::render(&docs[0].1);
     let doc: Value = serde_json::from_str(&text).expect("json");
     let errors = anvil_schema_errors(&doc);
     assert!(errors.is_empty(), "{}", errors.join("\n"));

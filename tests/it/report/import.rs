@@ -22,7 +22,7 @@ fn seed_004_imports_with_rechecks_and_renders() {
             ("prefix-aware", "recheck-prefix-aware"),
         ]
     );
-    let md = report::markdown::render(&r);
+    let md = report::formats::markdown::render(&r);
     assert!(
         md.contains("gateway-c4 → recheck-c4: ttft.p99 14.9 s → 0.32"),
         "{md}"
@@ -85,12 +85,12 @@ fn unreadable_reports_name_the_file_and_the_problem() {
 #[test]
 fn single_run_seeds_map_to_records() {
     const SEED_002: &str = "tests/fixtures/seeds/002_7f8743b500e818d3.txt";
-    let read = |p: &str| -> report::anvil::AnvilRun {
+    let read = |p: &str| -> report::formats::anvil::AnvilRun {
         serde_json::from_slice(&std::fs::read(p).expect("seed")).expect("anvil format")
     };
     // Seed 000: 16 requests at concurrency 16 all start together.
     let run = read(SEED_000);
-    let recs = report::anvil::anvil_records(&run);
+    let recs = report::formats::anvil::anvil_records(&run);
     assert_eq!(recs.len(), 16);
     assert!(recs.iter().all(|r| r.start_offset_ms == 0.0 && r.is_ok()));
     let first = &recs[0];
@@ -103,7 +103,7 @@ fn single_run_seeds_map_to_records() {
     // Seed 002: concurrency 1, so each request starts when the previous one ended, and the
     // last one ends at the sum of e2e, within 3 ms of the seed's own wall clock.
     let run = read(SEED_002);
-    let recs = report::anvil::anvil_records(&run);
+    let recs = report::formats::anvil::anvil_records(&run);
     assert_eq!(recs.len(), 10);
     for pair in recs.windows(2) {
         assert!(

@@ -21,13 +21,13 @@ fn fixture_matches_the_hand_built_report() {
 
 #[test]
 fn markdown_snapshot() {
-    let md = report::markdown::render(&sample_report(1.0));
+    let md = report::formats::markdown::render(&sample_report(1.0));
     insta::assert_snapshot!("sample_markdown", md);
 }
 
 #[test]
 fn markdown_makes_the_drift_and_warnings_obvious() {
-    let md = report::markdown::render(&sample_report(1.0));
+    let md = report::formats::markdown::render(&sample_report(1.0));
     assert!(md.contains("**⚠ 1 of 1 rechecks drifted:**"), "{md}");
     assert!(
         md.contains("> - **gateway-c4 → recheck-c4: ttft.p99 14.9 s → 0.258 s (−98.3%)**"),
@@ -61,7 +61,7 @@ fn a_partial_run_says_so() {
     r.finished_at = None;
     r.stop_reason = Some("interrupted | Ctrl-C".to_string());
     r.phases[5].partial = true;
-    let md = report::markdown::render(&r);
+    let md = report::formats::markdown::render(&r);
     assert!(
         md.contains("> **Partial run:** not every phase finished (interrupted | Ctrl-C)."),
         "{md}"
@@ -71,14 +71,14 @@ fn a_partial_run_says_so() {
         "{md}"
     );
     assert!(md.contains("| **burst-5rps (partial)** |"), "{md}");
-    let html = report::html::render(&r);
+    let html = report::formats::html::render(&r);
     assert!(html.contains("<b>Partial run:</b> not every phase finished (interrupted | Ctrl-C)."));
 }
 
 #[test]
 fn csv_snapshot_and_rfc4180() {
     let r = sample_report(1.0);
-    let phases = report::csv::render_phases(&r);
+    let phases = report::formats::csv::render_phases(&r);
     insta::assert_snapshot!("sample_phases_csv", phases);
     let mut rd = csv::Reader::from_reader(phases.as_bytes());
     let header = rd.headers().expect("header").clone();
@@ -89,7 +89,7 @@ fn csv_snapshot_and_rfc4180() {
     let p99: f64 = rows[2][col("ttft_p99_ms")].parse().expect("number");
     assert!((p99 - r.phases[2].summary.ttft.expect("ttft").p99 * 1000.0).abs() < 1e-6);
 
-    let requests = report::csv::render_requests(&r);
+    let requests = report::formats::csv::render_requests(&r);
     let mut rd = csv::Reader::from_reader(requests.as_bytes());
     let header = rd.headers().expect("header").clone();
     let rows: Vec<csv::StringRecord> = rd.records().map(|r| r.expect("row")).collect();
@@ -110,7 +110,7 @@ fn csv_snapshot_and_rfc4180() {
 
 #[test]
 fn html_is_self_contained_and_escaped() {
-    let html = report::html::render(&sample_report(1.0));
+    let html = report::formats::html::render(&sample_report(1.0));
     for needle in ["<script", "src=", "href=", "@import", "url(", "@font-face"] {
         assert!(
             !html.contains(needle),
@@ -132,7 +132,7 @@ fn write_all_writes_markdown_and_html() {
     report::write_all(&r, dir.path()).expect("write_all");
     let md = std::fs::read_to_string(dir.path().join("report.md")).expect("md");
     let html = std::fs::read_to_string(dir.path().join("report.html")).expect("html");
-    assert_eq!(md, report::markdown::render(&r));
+    assert_eq!(md, report::formats::markdown::render(&r));
     assert!(html.starts_with("<!DOCTYPE html>"));
     let leftovers: Vec<_> = std::fs::read_dir(dir.path())
         .expect("dir")

@@ -69,6 +69,6 @@ async fn merged_backend_counters_count_overlapping_shards_once() {
     );
     assert_eq!(m.backends[0].share, Some(1.0));
     assert!(m.notes[0].contains("merged from 2 shards"), "{:?}", m.notes);
-    let md = servebench::report::markdown::render(&merged);
+    let md = servebench::report::formats::markdown::render(&merged);
     assert!(md.contains("| p | busy | 20 |"), "{md}");
 }

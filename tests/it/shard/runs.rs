@@ -316,7 +316,7 @@ async fn two_concurrent_shards_merge_into_the_unsharded_run() {
     // from each shard's requests.parquet, whose `shard` column names the shard.
     for (i, shard_path) in [&s0_path, &s1_path].into_iter().enumerate() {
         let parquet = shard_path.with_file_name("requests.parquet");
-        let rows = servebench::report::records::read_records(&parquet).unwrap();
+        let rows = servebench::report::formats::records::read_records(&parquet).unwrap();
         for row in rows {
             assert_eq!(row.unwrap().shard, Some(i as u32));
         }

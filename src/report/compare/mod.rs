@@ -1,0 +1,344 @@
+//! Comparing two reports: phases matched by name, per-metric changes with bootstrap
+//! confidence intervals where records exist and the percentiles' order-statistic intervals,
+//! and `--gate` checks (grammar in [`gate`]).
+
+pub mod gate;
+pub(crate) mod markdown;
+
+use std::collections::{HashMap, HashSet};
+
+use indexmap::IndexMap;
+use serde::Serialize;
+
+use crate::figure::Figure;
+use crate::metrics::{
+    self, BOOTSTRAP_RESAMPLES, CONFIDENCE, ErrorCause, Interval, bootstrap_diff_cis,
+};
+use crate::plan::PercentileMethod;
+use crate::report::model::figure_path::{self, Better, FigurePath, Scalar, Stat, Unit};
+use crate::report::model::{PhaseResult, Report};
+use crate::report::render::table::phase_error_causes;
+use gate::{Gate, GateCheck, check_gates, relative};
+
+const BOOTSTRAP_SEED: u64 = 0x5e7e_be7c_0000_0001;
+
+/// Metrics listed for every matched phase.
+pub const COMPARED_METRICS: [&str; 16] = [
+    "requests",
+    "errors",
+    "error_rate",
+    "output_tokens_per_second",
+    "request_rate",
+    "inputs_per_second",
+    "input_tokens_per_second",
+    "ttft.p50",
+    "ttft.p95",
+    "ttft.p99",
+    "tpot.p50",
+    "tpot.p95",
+    "tpot.p99",
+    "e2e.p50",
+    "e2e.p95",
+    "e2e.p99",
+];
+
+// ---------------------------------------------------------------- comparison model
+
+/// Which report a side of the comparison came from.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Side {
+    pub path: String,
+    pub plan: String,
+    pub run_id: String,
+    pub started_at: String,
+}
+
+/// A metric's change between the two sides of one phase.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct MetricChange {
+    pub metric: String,
+    #[serde(skip)]
+    pub unit: Option<Unit>,
+    #[serde(skip)]
+    pub better: Option<Better>,
+    pub base: Option<f64>,
+    pub new: Option<f64>,
+    /// `new − base`, in the metric's unit (seconds for ttft/tpot/e2e).
+    pub change: Option<f64>,
+    /// `(new − base) / base`.
+    pub relative_change: Option<f64>,
+    /// Bootstrap 95% interval of `new − base`, when both sides have per-request records.
+    pub ci95: Option<[f64; 2]>,
+    /// Whether the change is more than noise: the percentiles' own 95% intervals on the two
+    /// sides do not overlap, and, where records exist, the bootstrap interval `ci95` also
+    /// excludes zero. `None` when neither test is possible.
+    pub significant: Option<bool>,
+    /// A percentile's 95% order-statistic interval on each side (`metrics::interval`), when
+    /// the sample is large enough.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub base_interval: Option<[f64; 2]>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub new_interval: Option<[f64; 2]>,
+    /// Samples behind the figure on each side (base, new), when known.
+    pub samples: Option<[u64; 2]>,
+    /// Why significance could not be tested, when the reason is not just missing records.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub note: Option<&'static str>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct PhaseComparison {
+    pub phase: String,
+    pub metrics: Vec<MetricChange>,
+    /// Error causes the new side has and the base side does not, most frequent first;
+    /// empty (and absent) when the base's causes are unknown (it has errors but neither
+    /// `errors_by_cause` nor every record).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub new_error_causes: Vec<ErrorCause>,
+}
+
+/// Everything `servebench compare` reports.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Comparison {
+    pub base: Side,
+    pub new: Side,
+    pub phases: Vec<PhaseComparison>,
+    pub only_in_base: Vec<String>,
+    pub only_in_new: Vec<String>,
+    pub gates: Vec<GateCheck>,
+    /// False when any gate check failed.
+    pub passed: bool,
+    pub bootstrap_resamples: usize,
+    pub confidence: f64,
+}
+
+fn side(path: &str, r: &Report) -> Side {
+    Side {
+        path: path.to_string(),
+        plan: r.plan.name.clone(),
+        run_id: r.run_id.clone(),
+        started_at: r.started_at.clone(),
+    }
+}
+
+/// Compare `new` against `base` and check every gate.
+pub fn compare(
+    base_path: &str,
+    base: &Report,
+    new_path: &str,
+    new: &Report,
+    gates: &[Gate],
+) -> Comparison {
+    let find = |r: &'_ Report, name: &str| r.phases.iter().find(|p| p.phase == name).cloned();
+    let mut phases = Vec::new();
+    for nb in &new.phases {
+        if let Some(b) = base.phases.iter().find(|p| p.phase == nb.phase) {
+            phases.push(compare_phase(
+                b,
+                base.timing_methodology.percentile_method,
+                nb,
+                new.timing_methodology.percentile_method,
+            ));
+        }
+    }
+    let only_in_base = base
+        .phases
+        .iter()
+        .filter(|p| find(new, &p.phase).is_none())
+        .map(|p| p.phase.clone())
+        .collect();
+    let only_in_new = new
+        .phases
+        .iter()
+        .filter(|p| find(base, &p.phase).is_none())
+        .map(|p| p.phase.clone())
+        .collect();
+
+    let checks = check_gates(gates, base, new);
+    let passed = checks.iter().all(|c| c.passed);
+    Comparison {
+        base: side(base_path, base),
+        new: side(new_path, new),
+        phases,
+        only_in_base,
+        only_in_new,
+        gates: checks,
+        passed,
+        bootstrap_resamples: BOOTSTRAP_RESAMPLES,
+        confidence: CONFIDENCE,
+    }
+}
+
+fn compare_phase(
+    base: &PhaseResult,
+    base_method: PercentileMethod,
+    new: &PhaseResult,
+    new_method: PercentileMethod,
+) -> PhaseComparison {
+    let metrics: Vec<FigurePath> = COMPARED_METRICS
+        .iter()
+        .filter_map(|n| n.parse().ok())
+        .collect();
+    // Metrics that are statistics of the same per-request values share one bootstrap.
+    let mut groups: IndexMap<&'static str, Vec<FigurePath>> = IndexMap::new();
+    for m in &metrics {
+        if let Some(g) = sample_group(*m) {
+            groups.entry(g).or_default().push(*m);
+        }
+    }
+    let mut intervals: HashMap<FigurePath, ([f64; 2], [u64; 2])> = HashMap::new();
+    for (group, members) in &groups {
+        let Some(first) = members.first() else {
+            continue;
+        };
+        let (Some((bs, _)), Some((ns, _))) = (first.samples(base), first.samples(new)) else {
+            continue;
+        };
+        let stats: Vec<Stat> = members.iter().filter_map(|m| first_stat(*m)).collect();
+        let seed =
+            BOOTSTRAP_SEED ^ crate::hash::fnv1a_64(format!("{}/{group}", new.phase).as_bytes());
+        let cis = bootstrap_diff_cis(&bs, base_method, &ns, new_method, &stats, seed);
+        for (m, ci) in members.iter().zip(cis) {
+            intervals.insert(*m, (ci, [bs.len() as u64, ns.len() as u64]));
+        }
+    }
+
+    // A client-bound side's latencies hold client delay: no change is called significant.
+    let client_bound = [base, new]
+        .iter()
+        .any(|p| p.client_trust.as_ref().is_some_and(|t| !t.is_trusted()));
+    let mut out = Vec::new();
+    for metric in metrics {
+        let (b, n) = (metric.value(base), metric.value(new));
+        if b.is_none() && n.is_none() {
+            continue;
+        }
+        let mut change = MetricChange {
+            metric: metric.to_string(),
+            unit: Some(metric.unit()),
+            better: Some(metric.better()),
+            base: b,
+            new: n,
+            change: b.zip(n).map(|(b, n)| n - b),
+            relative_change: b.zip(n).map(|(b, n)| relative(b, n)),
+            ci95: None,
+            significant: None,
+            base_interval: None,
+            new_interval: None,
+            samples: None,
+            note: None,
+        };
+        let (bi, ni) = (
+            percentile_interval(metric, base),
+            percentile_interval(metric, new),
+        );
+        change.base_interval = bi.map(|i| [i.lo, i.hi]);
+        change.new_interval = ni.map(|i| [i.lo, i.hi]);
+        let overlap = bi.zip(ni).map(|(b, n)| b.lo <= n.hi && n.lo <= b.hi);
+        let bootstrap = intervals.get(&metric);
+        if let Some((ci, samples)) = bootstrap {
+            change.ci95 = Some(*ci);
+            change.samples = Some(*samples);
+        } else if let FigurePath::Dist(kind, _) = metric {
+            change.samples = dist_samples(kind, base)
+                .zip(dist_samples(kind, new))
+                .map(|(b, n)| [b, n]);
+        }
+        let excludes_zero = bootstrap.map(|(ci, _)| ci[0] > 0.0 || ci[1] < 0.0);
+        change.significant = match percentile_q(metric) {
+            // A percentile needs its intervals on both sides (and, with records, the bootstrap
+            // must agree): a bootstrap of a tail from too few samples alone would mostly
+            // measure the largest value, which a single hiccup moves.
+            Some(q) => {
+                if overlap.is_none() && change.samples.is_some_and(|s| too_few(s, q)) {
+                    change.note = Some(TOO_FEW_SAMPLES);
+                }
+                overlap.map(|o| !o && excludes_zero != Some(false))
+            }
+            None => excludes_zero,
+        };
+        if client_bound {
+            change.significant = None;
+            change.note = Some(CLIENT_BOUND);
+        }
+        out.push(change);
+    }
+    PhaseComparison {
+        phase: new.phase.clone(),
+        metrics: out,
+        new_error_causes: new_error_causes(base, new),
+    }
+}
+
+/// The causes of `new`'s failures that `base` does not have.
+fn new_error_causes(base: &PhaseResult, new: &PhaseResult) -> Vec<ErrorCause> {
+    let base_causes = phase_error_causes(base);
+    if base.summary.errors > 0 && base_causes.is_empty() {
+        return Vec::new();
+    }
+    let known: HashSet<&str> = base_causes.iter().map(|c| c.cause.as_str()).collect();
+    phase_error_causes(new)
+        .into_iter()
+        .filter(|c| !known.contains(c.cause.as_str()))
+        .collect()
+}
+
+/// Which per-request values a metric is a statistic of, for metrics that have them.
+fn sample_group(m: FigurePath) -> Option<&'static str> {
+    match m {
+        FigurePath::Dist(kind, _) => Some(kind.name()),
+        FigurePath::Scalar(Scalar::ErrorRate) => Some("error_rate"),
+        FigurePath::Scalar(_) => None,
+    }
+}
+
+/// The statistic a sampled metric reduces its values with.
+fn first_stat(m: FigurePath) -> Option<Stat> {
+    match m {
+        FigurePath::Dist(_, stat) => Some(stat),
+        FigurePath::Scalar(Scalar::ErrorRate) => Some(Stat::Mean),
+        FigurePath::Scalar(_) => None,
+    }
+}
+
+/// Note for a percentile whose sample is too small for an interval on a side.
+pub const TOO_FEW_SAMPLES: &str = "too few samples";
+
+/// The note on every change of a phase where either side was client-bound.
+pub const CLIENT_BOUND: &str = "client-bound: not tested";
+
+/// The quantile a percentile metric reads; `None` for other metrics.
+fn percentile_q(metric: FigurePath) -> Option<f64> {
+    match metric {
+        FigurePath::Dist(_, stat) => stat.quantile(),
+        FigurePath::Scalar(_) => None,
+    }
+}
+
+/// Whether either side is below the sample size a `q` interval needs.
+fn too_few(samples: [u64; 2], q: f64) -> bool {
+    let need = metrics::min_samples_for_interval(q);
+    samples.iter().any(|&n| n < need)
+}
+
+/// A percentile metric's 95% interval on one side: the one the report stores, else computed
+/// from its records (reports written before intervals); `None` for other metrics, or when the
+/// sample is too small for one.
+fn percentile_interval(metric: FigurePath, phase: &PhaseResult) -> Option<Interval> {
+    let FigurePath::Dist(kind, stat) = metric else {
+        return None;
+    };
+    let q = percentile_q(metric)?;
+    if let Some(ci) = figure_path::distribution(kind, phase)?.ci95 {
+        return ci.of(stat);
+    }
+    let (mut values, _) = metric.samples(phase)?;
+    values.sort_by(f64::total_cmp);
+    metrics::percentile_interval(&values, q)
+}
+
+fn dist_samples(kind: Figure, p: &PhaseResult) -> Option<u64> {
+    figure_path::distribution(kind, p)
+        .map(|d| d.samples)
+        .filter(|n| *n > 0)
+}

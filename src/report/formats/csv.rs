@@ -1,0 +1,168 @@
+//! CSV writer: one row per phase, or one row per request with `--requests` (RFC 4180).
+
+use super::records::{COLUMNS, Cell, RecordRow, Window};
+use crate::metrics::Distribution;
+use crate::report::model::Report;
+
+/// One row per phase, latencies in milliseconds.
+pub fn render_phases(report: &Report) -> String {
+    let mut header: Vec<String> = [
+        "phase",
+        "route",
+        "target",
+        "workload",
+        "concurrency",
+        "rate_rps",
+        "recheck_of",
+        "partial",
+        "requests",
+        "success",
+        "errors",
+        "elapsed_s",
+        "output_tokens_per_second",
+        "request_rate",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    const DISTS: [&str; 3] = ["ttft", "tpot", "e2e"];
+    const STATS: [&str; 6] = ["p50", "p95", "p99", "min", "max", "mean"];
+    for d in DISTS {
+        for s in STATS {
+            header.push(format!("{d}_{s}_ms"));
+        }
+    }
+    header.extend(
+        [
+            "total_input_tokens",
+            "total_output_tokens",
+            "planned_prompt_tokens_mean",
+            "actual_prompt_tokens_mean",
+            "prompt_tokens_warning",
+            "client_trust",
+        ]
+        .iter()
+        .map(|s| s.to_string()),
+    );
+    let mut out = String::new();
+    push_row(&mut out, &header);
+    for p in &report.phases {
+        let s = &p.summary;
+        let mut row = vec![
+            p.phase.clone(),
+            p.route.clone(),
+            p.target.clone(),
+            p.workload.clone(),
+            opt(p.concurrency),
+            opt(p.rate_rps),
+            p.recheck_of.clone().unwrap_or_default(),
+            p.partial.to_string(),
+            s.requests.to_string(),
+            s.success.to_string(),
+            s.errors.to_string(),
+            s.elapsed.to_string(),
+            s.output_tokens_per_second.to_string(),
+            s.request_rate.to_string(),
+        ];
+        for d in [&s.ttft, &s.tpot, &s.e2e] {
+            row.extend(dist_ms(d.as_ref()));
+        }
+        row.push(s.total_input_tokens.to_string());
+        row.push(s.total_output_tokens.to_string());
+        row.push(opt(p.prompt_tokens.planned_mean));
+        row.push(opt(p.prompt_tokens.actual_mean));
+        row.push(p.prompt_tokens.warning.to_string());
+        row.push(
+            p.client_trust
+                .as_ref()
+                .map(|t| {
+                    if t.is_trusted() {
+                        "trusted"
+                    } else {
+                        "client_bound"
+                    }
+                })
+                .unwrap_or_default()
+                .to_string(),
+        );
+        push_row(&mut out, &row);
+    }
+    out
+}
+
+fn dist_ms(d: Option<&Distribution>) -> Vec<String> {
+    match d {
+        Some(d) => [d.p50, d.p95, d.p99, d.min, d.max, d.mean]
+            .iter()
+            .map(|v| (v * 1000.0).to_string())
+            .collect(),
+        None => vec![String::new(); 6],
+    }
+}
+
+/// One row per request of every phase: exactly the columns of `requests.parquet`, in its
+/// order, so the two never fall out of step. `report.json` keeps measured requests only.
+pub fn render_requests(report: &Report) -> String {
+    let header: Vec<String> = COLUMNS.iter().map(|c| c.name.to_string()).collect();
+    let mut out = String::new();
+    push_row(&mut out, &header);
+    for p in &report.phases {
+        for record in &p.request_timings {
+            let row = RecordRow {
+                phase: p.phase.clone(),
+                window: Window::Measured,
+                shard: None,
+                record: record.clone(),
+            };
+            let fields: Vec<String> = COLUMNS.iter().map(|c| cell_text((c.get)(&row))).collect();
+            push_row(&mut out, &fields);
+        }
+    }
+    out
+}
+
+fn cell_text(cell: Cell) -> String {
+    match cell {
+        Cell::Null => String::new(),
+        Cell::F64(v) => v.to_string(),
+        Cell::I64(v) => v.to_string(),
+        Cell::Str(s) => s,
+        Cell::Bool(b) => b.to_string(),
+    }
+}
+
+fn opt<T: ToString>(v: Option<T>) -> String {
+    v.map(|v| v.to_string()).unwrap_or_default()
+}
+
+fn push_row(out: &mut String, fields: &[String]) {
+    for (i, f) in fields.iter().enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        out.push_str(&quote(f));
+    }
+    out.push_str("\r\n");
+}
+
+/// RFC 4180: quote fields holding a comma, quote, CR or LF; double inner quotes.
+pub(crate) fn quote(field: &str) -> String {
+    if field.contains([',', '"', '\r', '\n']) {
+        format!("\"{}\"", field.replace('"', "\"\""))
+    } else {
+        field.to_string()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::quote;
+
+    #[test]
+    fn quotes_per_rfc4180() {
+        assert_eq!(quote("plain"), "plain");
+        assert_eq!(quote("a,b"), "\"a,b\"");
+        assert_eq!(quote("say \"hi\""), "\"say \"\"hi\"\"\"");
+        assert_eq!(quote("two\nlines"), "\"two\nlines\"");
+    }
+}

@@ -1,0 +1,12 @@
+//! The report's data: the one combined report and its parts, and paths that name a figure
+//! in it.
+
+pub mod endpoints;
+pub mod figure_path;
+mod report;
+pub mod schema;
+pub mod search;
+
+pub use endpoints::EndpointFacts;
+pub use report::*;
+pub use search::*;

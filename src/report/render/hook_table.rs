@@ -1,0 +1,71 @@
+//! The phase hooks table shared by the markdown and HTML writers: one row per action, only
+//! for phases that had any.
+
+use super::table::{Align, Cell, Mark, Table};
+use crate::report::model::{HookOutcome, Report};
+
+/// Every phase's `before`/`after` actions in the order they ran; empty when no phase had any.
+pub fn table(report: &Report) -> Table {
+    let mut t = Table::new(&[
+        ("phase", Align::Left),
+        ("when", Align::Left),
+        ("action", Align::Left),
+        ("target", Align::Left),
+        ("outcome", Align::Left),
+        ("ms", Align::Right),
+        ("exit", Align::Right),
+        ("detail", Align::Left),
+        ("last output", Align::Left),
+    ]);
+    for phase in &report.phases {
+        for hook in &phase.hooks {
+            let (kind, target) = split_action(hook);
+            let mark = match hook.outcome.as_str() {
+                "failed" => Mark::Bad,
+                "warned" => Mark::Warn,
+                _ => Mark::Plain,
+            };
+            t.rows.push(vec![
+                Cell::plain(phase.phase.clone()),
+                Cell::plain(hook.when.clone()),
+                Cell::plain(kind),
+                Cell::plain(target),
+                Cell::marked(hook.outcome.clone(), mark),
+                Cell::plain(format!("{:.0}", hook.duration_ms)),
+                Cell::plain(hook.exit_status.map(|s| s.to_string()).unwrap_or_default()),
+                Cell::marked(hook.detail.clone(), mark),
+                Cell::plain(hook.output_tail.last().cloned().unwrap_or_default()),
+            ]);
+        }
+    }
+    t
+}
+
+/// `("http", "POST http://…")` from the action label `http POST http://…`.
+fn split_action(hook: &HookOutcome) -> (String, String) {
+    match hook.action.split_once(' ') {
+        Some((kind, rest)) => (kind.to_string(), rest.to_string()),
+        None => (hook.action.clone(), String::new()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_action_label_splits_into_kind_and_target() {
+        let hook = |action: &str| HookOutcome {
+            action: action.into(),
+            ..HookOutcome::default()
+        };
+        assert_eq!(
+            split_action(&hook("exec ./reset.sh --all")),
+            ("exec".into(), "./reset.sh --all".into())
+        );
+        assert_eq!(
+            split_action(&hook("invalid")),
+            ("invalid".into(), String::new())
+        );
+    }
+}

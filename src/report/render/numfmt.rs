@@ -1,0 +1,117 @@
+//! Number formatting shared by the writers: milliseconds, rates, changes, metric values.
+
+use crate::report::model::figure_path::Unit;
+
+/// Seconds shown as milliseconds with precision that suits the size.
+pub fn ms_from_s(seconds: f64) -> String {
+    ms(seconds * 1000.0)
+}
+
+/// Milliseconds with 2, 1 or 0 decimals depending on size.
+pub fn ms(millis: f64) -> String {
+    if !millis.is_finite() {
+        return "–".to_string();
+    }
+    let a = millis.abs();
+    if a < 10.0 {
+        format!("{millis:.2}")
+    } else if a < 100.0 {
+        format!("{millis:.1}")
+    } else {
+        format!("{millis:.0}")
+    }
+}
+
+/// About three significant digits, without an exponent for everyday magnitudes.
+pub fn sig3(x: f64) -> String {
+    if !x.is_finite() {
+        return "–".to_string();
+    }
+    let a = x.abs();
+    if a == 0.0 {
+        "0".to_string()
+    } else if a >= 100.0 {
+        format!("{x:.0}")
+    } else if a >= 10.0 {
+        format!("{x:.1}")
+    } else if a >= 1.0 {
+        format!("{x:.2}")
+    } else if a >= 0.001 {
+        let digits = (2 - a.log10().floor() as i32).clamp(0, 6) as usize;
+        format!("{x:.digits$}")
+    } else {
+        format!("{x:.2e}")
+    }
+}
+
+/// A value with its unit, for tables that mix metrics (rechecks, compare).
+pub fn with_unit(value: f64, unit: Unit) -> String {
+    match unit {
+        // Sub-100 ms times read better in milliseconds than as 0.00645 s.
+        Unit::Seconds if value.abs() < 0.1 && value != 0.0 => {
+            format!("{} ms", sig3(value * 1000.0))
+        }
+        Unit::Seconds => format!("{} s", sig3(value)),
+        Unit::Millis => format!("{} ms", sig3(value)),
+        Unit::TokensPerSecond => format!("{} tok/s", sig3(value)),
+        Unit::RequestsPerSecond => format!("{} req/s", sig3(value)),
+        Unit::InputsPerSecond => format!("{} inputs/s", sig3(value)),
+        Unit::Count | Unit::Tokens => {
+            if value.fract() == 0.0 && value.abs() < 1e15 {
+                format!("{value:.0}")
+            } else {
+                sig3(value)
+            }
+        }
+        Unit::Ratio => format!("{}%", sig3(value * 100.0)),
+    }
+}
+
+/// A relative change as a signed percentage (`+12.3%`, `−97.9%`).
+pub fn pct_change(change: f64) -> String {
+    if !change.is_finite() {
+        return if change > 0.0 { "+∞%" } else { "−∞%" }.to_string();
+    }
+    let p = change * 100.0;
+    let body = if p.abs() >= 100.0 {
+        format!("{:.0}", p.abs())
+    } else {
+        format!("{:.1}", p.abs())
+    };
+    if p < 0.0 && !body.trim_start_matches(['0', '.']).is_empty() {
+        format!("−{body}%")
+    } else {
+        format!("+{body}%")
+    }
+}
+
+/// A signed absolute difference with unit.
+pub fn signed(diff: f64, unit: Unit) -> String {
+    let body = with_unit(diff.abs(), unit);
+    if diff < 0.0 {
+        format!("−{body}")
+    } else {
+        format!("+{body}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn formats() {
+        assert_eq!(ms_from_s(14.9), "14900");
+        assert_eq!(ms_from_s(0.15225), "152");
+        assert_eq!(ms_from_s(0.006237), "6.24");
+        assert_eq!(sig3(0.3219), "0.322");
+        assert_eq!(sig3(146.779), "147");
+        assert_eq!(pct_change(-0.9785), "−97.9%");
+        assert_eq!(pct_change(0.1), "+10.0%");
+        assert_eq!(pct_change(-0.0), "+0.0%");
+        assert_eq!(with_unit(14.9, Unit::Seconds), "14.9 s");
+        assert_eq!(with_unit(0.258, Unit::Seconds), "0.258 s");
+        assert_eq!(with_unit(0.00645, Unit::Seconds), "6.45 ms");
+        assert_eq!(with_unit(0.01, Unit::Ratio), "1.00%");
+    }
+}

@@ -1,0 +1,101 @@
+//! The run-until-stable table shared by the markdown and HTML writers: per phase with
+//! `until`, what ended it and each listed percentile's interval then.
+
+use std::fmt::Write;
+
+use super::numfmt::ms_from_s;
+use super::svg::esc;
+use super::table::{Align, Cell, Mark, Table};
+use crate::report::model::Report;
+
+pub const NOTE: &str = "Each listed percentile with the half-width of its 95% interval at the check that ended the phase, relative to the estimate (milliseconds).";
+
+pub fn table(report: &Report) -> Table {
+    let mut t = Table::new(&[
+        ("Phase", Align::Left),
+        ("Stopped by", Align::Left),
+        ("Within", Align::Right),
+        ("At (s)", Align::Right),
+        ("Checks", Align::Right),
+        ("Estimates", Align::Left),
+    ]);
+    for phase in &report.phases {
+        let Some(u) = &phase.until else { continue };
+        let estimates: Vec<String> = u
+            .estimates
+            .iter()
+            .map(|e| {
+                let value = e.estimate.map_or_else(|| "–".into(), ms_from_s);
+                match (e.half_width, e.relative) {
+                    (Some(h), Some(r)) => format!(
+                        "{} {value} ± {} ({:.1}%)",
+                        e.metric,
+                        ms_from_s(h),
+                        r * 100.0
+                    ),
+                    _ => format!("{} {value} (no interval, {} samples)", e.metric, e.samples),
+                }
+            })
+            .collect();
+        let mark = if u.stopped_by == "stable" {
+            Mark::Good
+        } else {
+            Mark::Warn
+        };
+        t.rows.push(vec![
+            Cell::plain(phase.phase.clone()),
+            Cell::marked(u.stopped_by.clone(), mark),
+            Cell::plain(format!("{:.1}%", u.within * 100.0)),
+            Cell::plain(format!("{:.1}", u.checked_at_s)),
+            Cell::plain(u.checks.to_string()),
+            Cell::plain(estimates.join("; ")),
+        ]);
+    }
+    t
+}
+
+fn warnings(report: &Report) -> Vec<String> {
+    report
+        .phases
+        .iter()
+        .filter_map(|p| {
+            let warning = p.until.as_ref()?.warning.as_ref()?;
+            Some(format!("{}: {warning}", p.phase))
+        })
+        .collect()
+}
+
+pub fn markdown_section(out: &mut String, report: &Report) {
+    let t = table(report);
+    if t.is_empty() {
+        return;
+    }
+    out.push_str("\n## Run until stable\n\n");
+    for warning in warnings(report) {
+        let _ = writeln!(
+            out,
+            "> **Warning:** {}\n",
+            super::table_text::inline(&warning)
+        );
+    }
+    out.push_str(NOTE);
+    out.push_str("\n\n");
+    super::table_text::markdown_table(out, &t);
+}
+
+pub fn html_section(out: &mut String, report: &Report) {
+    let t = table(report);
+    if t.is_empty() {
+        return;
+    }
+    out.push_str("<h2>Run until stable</h2>\n");
+    for warning in warnings(report) {
+        let _ = writeln!(
+            out,
+            "<div class=\"banner warn\"><b>{}</b></div>",
+            esc(&warning)
+        );
+    }
+    let _ = writeln!(out, "<p class=\"note\">{}</p>", esc(NOTE));
+    super::table_text::html_table(out, &t);
+}
