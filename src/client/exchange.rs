@@ -9,7 +9,7 @@ use bytes::Bytes;
 use http_body_util::Full;
 use hyper::body::Incoming;
 use hyper::header::{self, HeaderMap, HeaderName, HeaderValue};
-use hyper::{Method, Request, Response, Uri};
+use hyper::{Method, Request, Response, StatusCode, Uri};
 
 use super::config::{Api, ClientConfig, Redactor};
 use super::error_body;
@@ -417,14 +417,17 @@ impl Client {
                     .is_some_and(|t| t.eq_ignore_ascii_case("text/event-stream"))
             });
         let (parts, mut body) = response.into_parts();
-        let (result, ended) = if !status.is_success() {
-            self.status_failure(&parts.headers, status, &mut body, total_deadline)
-                .await
+        let unexpected = !status.is_success() || (inputs.is_none() && !is_event_stream);
+        let (result, ended) = if unexpected {
+            let (bytes, ended) = self.failure_body(&mut body, total_deadline).await;
+            let failure = if status.is_success() {
+                self.non_stream_failure(&parts.headers, status, bytes)
+            } else {
+                self.status_failure(&parts.headers, status, bytes, ended)
+            };
+            (Err(failure), ended)
         } else if let Some(inputs) = inputs {
             self.read_json(&mut body, status, (start, inputs), total_deadline, state)
-                .await
-        } else if !is_event_stream {
-            self.non_stream_failure(&parts.headers, status, &mut body, total_deadline)
                 .await
         } else {
             self.read_stream(&mut body, start, total_deadline, state)
@@ -476,11 +479,15 @@ impl Client {
         }
     }
 
-    async fn connect(&self) -> Result<Lease, Failure> {
-        self.pool
-            .connect()
-            .await
-            .map_err(|e| Failure::connect(e, self.url.as_str()))
+    /// Boxed: a new connection is rare, and its set-up state is larger than the rest of a
+    /// request's, which every request would otherwise carry (and copy) inline.
+    fn connect(&self) -> std::pin::Pin<Box<impl Future<Output = Result<Lease, Failure>> + '_>> {
+        Box::pin(async move {
+            self.pool
+                .connect()
+                .await
+                .map_err(|e| Failure::connect(e, self.url.as_str()))
+        })
     }
 
     fn request(&self, id_header: Option<&HeaderValue>, body: Bytes) -> Request<Full<Bytes>> {
@@ -649,19 +656,14 @@ impl Client {
     }
 
     /// A non-2xx response: its status and a short excerpt of its body.
-    async fn status_failure(
+    fn status_failure(
         &self,
         headers: &HeaderMap,
-        status: hyper::StatusCode,
-        body: &mut Incoming,
-        total_deadline: Option<Instant>,
-    ) -> (Result<f64, Failure>, bool) {
-        let retry_after = headers
-            .get(header::RETRY_AFTER)
-            .and_then(|v| v.to_str().ok())
-            .map(str::to_string);
-        let (bytes, ended) = read_body_prefix(body, total_deadline).await;
-        let bytes = self.redactor.bytes(bytes);
+        status: StatusCode,
+        bytes: Vec<u8>,
+        ended: bool,
+    ) -> Failure {
+        let retry_after = header_text(headers, header::RETRY_AFTER);
         let text = error_excerpt(&bytes);
         let kind = if status == hyper::StatusCode::TOO_MANY_REQUESTS {
             ErrorKind::RateLimited
@@ -684,32 +686,25 @@ impl Client {
         if self.config.tls.client_cert.is_none() {
             message.push_str(super::tls::client_certificate_hint(status.as_u16(), &text));
         }
-        let failure = Failure {
+        Failure {
             kind,
             status: Some(status.as_u16()),
             message,
             // An empty body that did not end in time is unknown, not empty.
             body: (ended || !bytes.is_empty()).then_some(bytes),
-        };
-        (Err(failure), ended)
+        }
     }
 
     /// A 2xx response that is not an event stream: an error object, or a server that ignored
     /// `stream: true`.
-    async fn non_stream_failure(
+    fn non_stream_failure(
         &self,
         headers: &HeaderMap,
-        status: hyper::StatusCode,
-        body: &mut Incoming,
-        total_deadline: Option<Instant>,
-    ) -> (Result<f64, Failure>, bool) {
-        let content_type = headers
-            .get(header::CONTENT_TYPE)
-            .and_then(|v| v.to_str().ok())
-            .unwrap_or("none")
-            .to_string();
-        let (bytes, ended) = read_body_prefix(body, total_deadline).await;
-        let bytes = self.redactor.bytes(bytes);
+        status: StatusCode,
+        bytes: Vec<u8>,
+    ) -> Failure {
+        let content_type = header_text(headers, header::CONTENT_TYPE);
+        let content_type = content_type.as_deref().unwrap_or("none");
         let value: Option<serde_json::Value> = serde_json::from_slice(&bytes).ok();
         let is_error = value.as_ref().is_some_and(|v| {
             v.get("error").is_some_and(|e| !e.is_null())
@@ -725,13 +720,22 @@ impl Client {
             );
             (ErrorKind::MalformedEvent, message)
         };
-        let failure = Failure {
+        Failure {
             kind,
             status: Some(status.as_u16()),
             message,
             body: is_error.then_some(bytes),
-        };
-        (Err(failure), ended)
+        }
+    }
+
+    /// The start of a failed response's body, secrets redacted, and whether the body ended.
+    async fn failure_body(
+        &self,
+        body: &mut Incoming,
+        total_deadline: Option<Instant>,
+    ) -> (Vec<u8>, bool) {
+        let (bytes, ended) = read_body_prefix(body, total_deadline).await;
+        (self.redactor.bytes(bytes), ended)
     }
 
     /// A failure as the record keeps it: secrets redacted from every text, the body cut to
@@ -772,6 +776,14 @@ fn json_usage(value: &serde_json::Value) -> Option<u64> {
         .or_else(|| at(&["usage", "total_tokens"]))
         .or_else(|| at(&["meta", "tokens", "input_tokens"]))
         .or_else(|| at(&["meta", "billed_units", "input_tokens"]))
+}
+
+/// A header's value as text, when it is text.
+fn header_text(headers: &HeaderMap, name: HeaderName) -> Option<String> {
+    headers
+        .get(name)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_string)
 }
 
 /// The body's end after `[DONE]`, waited for briefly; whether it came.

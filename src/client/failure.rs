@@ -107,17 +107,24 @@ fn earlier(own: Option<Instant>, total: Option<Instant>) -> Option<(Instant, Whi
 }
 
 /// Await `fut` until the earlier of two optional deadlines.
-pub(crate) async fn wait<F: Future>(
+///
+/// Not an `async fn`: one would hold `fut` twice (as its argument and as the awaited value),
+/// and the response-head future it wraps is the largest part of a request's state, which is
+/// copied on every request.
+pub(crate) fn wait<F: Future>(
     fut: F,
     own: Option<Instant>,
     total: Option<Instant>,
-) -> Waited<F::Output> {
-    let Some((deadline, which)) = earlier(own, total) else {
-        return Waited::Done(fut.await);
-    };
-    match tokio::time::timeout_at(deadline.into(), fut).await {
-        Ok(output) => Waited::Done(output),
-        Err(_) => Waited::TimedOut(which),
+) -> impl Future<Output = Waited<F::Output>> {
+    use futures_util::future::{Either, FutureExt};
+    match earlier(own, total) {
+        None => Either::Left(fut.map(Waited::Done)),
+        Some((deadline, which)) => Either::Right(
+            tokio::time::timeout_at(deadline.into(), fut).map(move |result| match result {
+                Ok(output) => Waited::Done(output),
+                Err(_) => Waited::TimedOut(which),
+            }),
+        ),
     }
 }
 
