@@ -106,6 +106,16 @@ pub fn display_path(doc: &Value, pointer: &str) -> String {
 }
 
 impl SourceMap {
+    /// Record where the node at `pointer` stands.
+    fn place(&mut self, pointer: &str, key: Option<Span>, value: Span, collection: bool) {
+        let position = NodePos {
+            key,
+            value,
+            collection,
+        };
+        self.positions.insert(pointer.to_string(), position);
+    }
+
     /// A map with no positions (for documents that did not come from text).
     pub fn without_source(label: &str) -> SourceMap {
         SourceMap {
@@ -285,14 +295,7 @@ pub fn load_text(
             })?;
             if let Ok(table) = toml::de::DeTable::parse(text) {
                 let root = map.span_from_bytes(text, table.span());
-                map.positions.insert(
-                    String::new(),
-                    NodePos {
-                        key: None,
-                        value: root,
-                        collection: true,
-                    },
-                );
+                map.place("", None, root, true);
                 toml_positions(text, table.get_ref(), "", &mut map);
             }
             Ok((value, map))
@@ -334,14 +337,7 @@ fn toml_value_positions(
     use toml::de::DeValue;
     let span = map.span_from_bytes(text, value.span());
     let collection = matches!(value.get_ref(), DeValue::Table(_) | DeValue::Array(_));
-    map.positions.insert(
-        pointer.clone(),
-        NodePos {
-            key,
-            value: span,
-            collection,
-        },
-    );
+    map.place(&pointer, key, span, collection);
     match value.get_ref() {
         DeValue::Table(t) => toml_positions(text, t, &pointer, map),
         DeValue::Array(items) => {
@@ -446,14 +442,7 @@ fn yaml_to_json(
 ) -> Value {
     let span = to_span(node, map);
     let collection = matches!(node.data, YamlData::Mapping(_) | YamlData::Sequence(_));
-    map.positions.insert(
-        pointer.clone(),
-        NodePos {
-            key,
-            value: span,
-            collection,
-        },
-    );
+    map.place(&pointer, key, span, collection);
     let mut fail = |message: String, map: &SourceMap| {
         errors.push(Diagnostic {
             path: pointer_to_dotted(&pointer),

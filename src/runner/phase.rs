@@ -40,12 +40,16 @@ pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(120);
 pub(super) struct PhaseRun<'a> {
     pub plan: &'a LoadedPlan,
     pub phase: &'a PhaseSettings<'a>,
+    /// Where the requests go, and what its scrapes and hooks reach.
     pub target: &'a PhaseTarget,
+    /// Prefixes the phase's request ids.
     pub run_id: &'a str,
+    /// Every record goes here as it is made, so an interrupted run loses none.
     pub journal: &'a Journal,
+    /// How an interrupt stops the window early.
     pub stops: &'a Stops,
-    pub progress: ProgressMode,
     pub shard: Option<ShardSpec>,
+    pub progress: ProgressMode,
     /// The warmup's request bound, this shard's share of it in a sharded run.
     pub warmup_requests: Option<u64>,
     /// The client ceiling measured before the run, if it was.

@@ -107,13 +107,13 @@ impl PhaseSettings<'_> {
                 rps,
                 arrival,
                 burstiness,
-                max_concurrency,
+                max_concurrency: cap,
             } => {
                 let mut s = format!("{rps} req/s {arrival:?}").to_lowercase();
                 if let Some(b) = burstiness {
                     s.push_str(&format!(" burstiness {b}"));
                 }
-                if let Some(cap) = max_concurrency {
+                if let Some(cap) = cap {
                     s.push_str(&format!(" max_concurrency {cap}"));
                 }
                 s

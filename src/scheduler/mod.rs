@@ -17,7 +17,7 @@ mod session;
 use std::future::Future;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::Duration;
+use std::time::{Duration, Instant as StdInstant};
 
 use tokio::time::Instant;
 
@@ -56,22 +56,17 @@ pub trait Executor: Send + Sync + 'static {
 }
 
 impl Executor for Client {
-    async fn execute(
-        &self,
-        request_index: u64,
-        prompt: Prompt,
-        origin: std::time::Instant,
-    ) -> RequestRecord {
-        self.send_owned(request_index, prompt, origin).await
+    async fn execute(&self, index: u64, prompt: Prompt, origin: StdInstant) -> RequestRecord {
+        self.send_owned(index, prompt, origin).await
     }
 
     async fn execute_turn(
         &self,
-        request_index: u64,
+        index: u64,
         prompt: Prompt,
-        origin: std::time::Instant,
+        origin: StdInstant,
     ) -> (RequestRecord, ChatMessage) {
-        self.send_turn(request_index, prompt, origin).await
+        self.send_turn(index, prompt, origin).await
     }
 }
 

@@ -29,19 +29,14 @@ impl FakeServer {
 }
 
 impl Executor for FakeServer {
-    async fn execute(
-        &self,
-        request_index: u64,
-        prompt: Prompt,
-        origin: std::time::Instant,
-    ) -> RequestRecord {
+    async fn execute(&self, index: u64, prompt: Prompt, origin: StdInstant) -> RequestRecord {
         let now = self.in_flight.fetch_add(1, Ordering::SeqCst) + 1;
         self.max_in_flight.fetch_max(now, Ordering::SeqCst);
         let start = Instant::now().into_std();
         tokio::time::sleep(self.latency).await;
         self.in_flight.fetch_sub(1, Ordering::SeqCst);
         RequestRecord {
-            request_index,
+            request_index: index,
             start_offset_ms: start.saturating_duration_since(origin).as_secs_f64() * 1e3,
             e2e_ms: self.latency.as_secs_f64() * 1e3,
             planned_context_tokens: prompt.planned_prompt_tokens,

@@ -164,14 +164,8 @@ pub fn run(args: &SelftestArgs) -> Result<SelftestReport, String> {
     for &prompt_tokens in prompts {
         for &concurrency in concurrencies {
             peak_rss_reset &= reset_peak_rss();
-            cases.push(closed_case(
-                concurrency,
-                prompt_tokens,
-                0.0,
-                false,
-                warmup,
-                window,
-            )?);
+            let case = CaseSpec::zero_delay(concurrency, prompt_tokens, warmup, window);
+            cases.push(closed_case(&case)?);
         }
     }
     let open_window = if args.quick {
@@ -183,23 +177,16 @@ pub fn run(args: &SelftestArgs) -> Result<SelftestReport, String> {
     // by the simulator at UNSATURATED_DECODE_MS per token, so the client idles most of the time.
     let unsaturated_streams = if args.quick { 64 } else { 1024 };
     peak_rss_reset &= reset_peak_rss();
-    let unsaturated = closed_case(
-        unsaturated_streams,
-        16,
-        UNSATURATED_DECODE_MS,
-        false,
-        warmup,
-        window,
-    )?;
+    let unsaturated_case = CaseSpec {
+        decode_ms_per_token: UNSATURATED_DECODE_MS,
+        ..CaseSpec::zero_delay(unsaturated_streams, 16, warmup, window)
+    };
+    let unsaturated = closed_case(&unsaturated_case)?;
     peak_rss_reset &= reset_peak_rss();
-    let unsaturated_busy_poll = closed_case(
-        unsaturated_streams,
-        16,
-        UNSATURATED_DECODE_MS,
-        true,
-        warmup,
-        window,
-    )?;
+    let unsaturated_busy_poll = closed_case(&CaseSpec {
+        busy_poll: true,
+        ..unsaturated_case
+    })?;
     let open_loop = open_case(2000.0, open_window)?;
     Ok(SelftestReport {
         quick: args.quick,
@@ -246,24 +233,10 @@ pub fn measure_ceiling(window: Duration) -> Result<Ceiling, String> {
     })
 }
 
-fn closed_case(
-    concurrency: u32,
-    prompt_tokens: u32,
-    decode_ms_per_token: f64,
-    busy_poll: bool,
-    warmup: Duration,
-    window: Duration,
-) -> Result<CaseResult, String> {
-    let feed = Arc::new(FixedFeed(prompt_of(prompt_tokens)));
-    let case = CaseSpec {
-        concurrency,
-        prompt_tokens,
-        decode_ms_per_token,
-        busy_poll,
-        warmup,
-        window,
-    };
-    closed_case_with(&case, &feed)
+/// A closed-loop case with one fixed prompt.
+fn closed_case(case: &CaseSpec) -> Result<CaseResult, String> {
+    let feed = Arc::new(FixedFeed(prompt_of(case.prompt_tokens)));
+    closed_case_with(case, &feed)
 }
 
 /// What one closed-loop case runs.
@@ -274,6 +247,25 @@ struct CaseSpec {
     busy_poll: bool,
     warmup: Duration,
     window: Duration,
+}
+
+impl CaseSpec {
+    /// A case against the simulator with every delay at zero.
+    fn zero_delay(
+        concurrency: u32,
+        prompt_tokens: u32,
+        warmup: Duration,
+        window: Duration,
+    ) -> Self {
+        CaseSpec {
+            concurrency,
+            prompt_tokens,
+            decode_ms_per_token: 0.0,
+            busy_poll: false,
+            warmup,
+            window,
+        }
+    }
 }
 
 /// A case with prompts from `feed`.

@@ -23,14 +23,7 @@ pub fn workload_closed_case(
     warmup: Duration,
     window: Duration,
 ) -> Result<CaseResult, String> {
-    let case = CaseSpec {
-        concurrency,
-        prompt_tokens,
-        decode_ms_per_token: 0.0,
-        busy_poll: false,
-        warmup,
-        window,
-    };
+    let case = CaseSpec::zero_delay(concurrency, prompt_tokens, warmup, window);
     closed_case_with(&case, queue)
 }
 

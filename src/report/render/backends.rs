@@ -103,19 +103,12 @@ pub fn chart(report: &Report) -> Option<String> {
         let i = names.iter().position(|n| *n == name).unwrap_or(0);
         PALETTE[i % PALETTE.len()]
     };
-    let (width, left, right, top, row_h) = (760.0, 180.0, 740.0, 40.0, 22.0);
+    let (left, right, top, row_h) = (180.0, 740.0, 40.0, 22.0);
     let legend_top = top + row_h * rows.len() as f64 + 12.0;
     let height = legend_top + 16.0 * names.len() as f64 + 8.0;
     let title = "Requests per backend, by phase";
     let mut out = String::new();
-    let _ = write!(
-        out,
-        "<svg class=\"chart\" xmlns=\"http://www.w3.org/2000/svg\" viewBox=\"0 0 {width} {height}\" \
-         role=\"img\" aria-label=\"{title}\"><title>{title}</title>\
-         <rect x=\"0\" y=\"0\" width=\"{width}\" height=\"{height}\" fill=\"#fff\"/>\
-         <text x=\"{}\" y=\"20\" class=\"ct\" text-anchor=\"middle\">{title}</text>",
-        width / 2.0
-    );
+    super::svg::open(&mut out, title, height);
     for (i, (phase, m)) in rows.iter().enumerate() {
         let y = top + row_h * i as f64;
         let _ = write!(

@@ -3,10 +3,9 @@
 
 use std::fmt::Write;
 
-use super::svg::esc;
+use super::svg::{WIDTH, esc};
 use crate::report::model::{PhaseResult, Report};
 
-const WIDTH: f64 = 760.0;
 const HEIGHT: f64 = 240.0;
 const LEFT: f64 = 56.0;
 const RIGHT: f64 = 56.0;

@@ -23,7 +23,8 @@ pub const PALETTE: [&str; 8] = [
     "#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#17becf", "#8c564b", "#e377c2",
 ];
 
-const WIDTH: f64 = 760.0;
+/// Every chart's width in pixels.
+pub(crate) const WIDTH: f64 = 760.0;
 
 /// A mapping from data to pixels along one axis.
 #[derive(Debug, Clone)]
@@ -185,7 +186,8 @@ fn tick_label(v: f64) -> String {
     }
 }
 
-fn open(out: &mut String, title: &str, height: f64) {
+/// A chart's frame: the `<svg>` element, a white background and the title.
+pub(crate) fn open(out: &mut String, title: &str, height: f64) {
     let _ = write!(
         out,
         "<svg class=\"chart\" xmlns=\"http://www.w3.org/2000/svg\" viewBox=\"0 0 {WIDTH} {height}\" \
