@@ -7,6 +7,7 @@
 //! [`duration`] the human-readable durations plans and simulator settings are written in, and
 //! [`quantile`] the one percentile every figure is read with.
 
+pub mod api;
 pub mod client;
 pub mod commands;
 pub mod duration;

@@ -3,40 +3,7 @@
 use std::fmt;
 use std::time::Duration;
 
-/// Which OpenAI endpoint requests go to.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum Api {
-    /// `/chat/completions` with `messages`.
-    #[default]
-    Chat,
-    /// `/completions` with `prompt`.
-    Completions,
-    /// `/embeddings` with `input`; one JSON response.
-    Embeddings,
-    /// `/rerank` with `query` and `documents`; one JSON response.
-    Rerank,
-    /// `/responses` with `input`; a stream of typed Responses API events.
-    Responses,
-}
-
-impl Api {
-    /// Whether responses stream generated tokens (chat, completions) rather than come as
-    /// one JSON body.
-    pub fn streams(self) -> bool {
-        matches!(self, Api::Chat | Api::Completions | Api::Responses)
-    }
-
-    /// The path under the base URL.
-    pub fn path(self) -> &'static str {
-        match self {
-            Api::Chat => "chat/completions",
-            Api::Completions => "completions",
-            Api::Embeddings => "embeddings",
-            Api::Rerank => "rerank",
-            Api::Responses => "responses",
-        }
-    }
-}
+pub use crate::api::Api;
 
 /// How long a pooled connection may sit idle by default: below the 5 s keep-alive timeout of
 /// uvicorn (vLLM, SGLang, llama-cpp-python) and of llama.cpp's server.

@@ -295,7 +295,7 @@ impl Client {
 
     /// Embeddings and rerank: the texts or documents the request carries.
     fn inputs(&self, prompt: &Prompt) -> Option<u64> {
-        (!self.config.api.streams()).then(|| prompt.input.inputs())
+        (!self.config.api.generates()).then(|| prompt.input.inputs())
     }
 
     /// One request with its serialized body; `counts` are the prompt's planned token count

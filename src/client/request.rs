@@ -38,7 +38,7 @@ impl RequestTemplate {
         });
         let inputs: &[&str] = if responses {
             &["input"]
-        } else if config.api.streams() {
+        } else if config.api.generates() {
             &["messages", "prompt"]
         } else {
             &["input", "documents"]
@@ -67,7 +67,7 @@ impl RequestTemplate {
             fixed_body: fixed_body[1..fixed_body.len() - 1].to_string(),
             body_sets_max_tokens,
             body_sets_input,
-            streams: config.api.streams(),
+            streams: config.api.generates(),
             responses,
             tools,
         })
@@ -158,7 +158,7 @@ fn default_headers(config: &ClientConfig) -> Result<HeaderMap, ClientError> {
     );
     headers.insert(
         header::ACCEPT,
-        HeaderValue::from_static(if config.api.streams() {
+        HeaderValue::from_static(if config.api.generates() {
             "text/event-stream"
         } else {
             "application/json"
@@ -224,7 +224,7 @@ fn fixed_body_fields(config: &ClientConfig) -> serde_json::Map<String, serde_jso
     use serde_json::{Value, json};
     let mut fixed = serde_json::Map::new();
     fixed.insert("model".into(), Value::String(config.model.clone()));
-    if !config.api.streams() {
+    if !config.api.generates() {
         // Embeddings and rerank take no sampling settings.
         for (key, value) in &config.body {
             fixed.insert(key.clone(), value.clone());

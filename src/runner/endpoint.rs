@@ -31,16 +31,6 @@ pub fn model_name(target: &Target) -> Option<String> {
     )
 }
 
-pub fn api(api: plan::Api) -> client::Api {
-    match api {
-        plan::Api::Chat => client::Api::Chat,
-        plan::Api::Completions => client::Api::Completions,
-        plan::Api::Embeddings => client::Api::Embeddings,
-        plan::Api::Rerank => client::Api::Rerank,
-        plan::Api::Responses => client::Api::Responses,
-    }
-}
-
 /// The plan's timeouts as durations.
 pub fn timeouts(timeouts: Option<&plan::Timeouts>) -> ResolvedTimeouts {
     match timeouts {
@@ -121,7 +111,7 @@ pub fn request_config(
     } = endpoint.clone();
     Ok(ClientConfig {
         base_url,
-        api: api(target.api),
+        api: target.api,
         model,
         api_key,
         api_key_header,

@@ -7,34 +7,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::{HumanDuration, TokenizerSpec};
+pub use crate::api::Api;
 use crate::sim::SimConfig;
-
-/// Which OpenAI endpoint a target is driven through.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "snake_case")]
-pub enum Api {
-    /// `POST /v1/chat/completions`
-    #[default]
-    Chat,
-    /// `POST /v1/completions`
-    Completions,
-    /// `POST /v1/embeddings`: the prompt text as `input` (a list with `batch`), not streamed.
-    Embeddings,
-    /// `POST /v1/rerank` (Cohere/Jina shape): a `query` and `batch` prompts as `documents`,
-    /// not streamed.
-    Rerank,
-    /// `POST /v1/responses` (OpenAI Responses API): the prompt as `input` messages, a stream
-    /// of typed events.
-    Responses,
-}
-
-impl Api {
-    /// Whether requests generate tokens (chat, completions, responses) rather than encode
-    /// inputs.
-    pub fn generates(self) -> bool {
-        matches!(self, Api::Chat | Api::Completions | Api::Responses)
-    }
-}
 
 /// One Prometheus endpoint of a target: the gateway itself or a replica behind it.
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]

@@ -1,55 +1,20 @@
 //! Writer of seed 004's multi-phase gateway layout: run labels at the top, then one entry per
 //! phase with seed 004's keys and units (seconds, linear-interpolation percentiles).
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use super::multiphase::{MultiPhaseEntry, MultiPhaseRun};
 use crate::metrics::Distribution;
 use crate::plan::PercentileMethod;
 use crate::report::model::{PhaseResult, Report};
 
-/// A whole run in seed 004's layout, its keys in seed 004's order.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct GatewayDocument {
-    pub model: Option<String>,
-    pub engine: Option<String>,
-    /// `metadata.hardware`, else `metadata.gpu`.
-    pub hardware: Option<String>,
-    pub precision: Option<String>,
-    pub method: Option<String>,
-    pub notes: Vec<String>,
-    pub phases: Vec<GatewayPhase>,
-}
-
-/// One phase, seed 004's keys in its order.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct GatewayPhase {
-    pub phase: String,
-    pub route: String,
-    pub workload: String,
-    pub concurrency: Option<u32>,
-    pub requests: u64,
-    pub success: u64,
-    pub errors: u64,
-    /// Seconds.
-    pub elapsed: f64,
-    pub output_tokens_per_second: f64,
-    pub request_rate: f64,
-    /// Seconds.
-    pub ttft: Option<GatewayDistribution>,
-    /// Seconds per output token after the first.
-    pub tpot: Option<GatewayDistribution>,
-    /// Seconds.
-    pub e2e: Option<GatewayDistribution>,
-    pub input_tokens: Option<GatewayDistribution>,
-    pub output_tokens: Option<GatewayDistribution>,
-    pub start_offset_seconds: f64,
-    pub end_offset_seconds: f64,
-}
+/// A whole run in seed 004's layout.
+pub type GatewayDocument = MultiPhaseRun<GatewayDistribution>;
 
 /// Seed 004's five order statistics. Token counts write `min` and `max` as integers, as the
 /// seed does (they are samples; the percentiles are interpolated).
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct GatewayDistribution {
     pub p50: f64,
     pub p95: f64,
@@ -103,7 +68,7 @@ pub fn document(report: &Report) -> GatewayDocument {
         Some(Value::String(s)) => vec![s.clone()],
         _ => Vec::new(),
     };
-    GatewayDocument {
+    MultiPhaseRun {
         model: text("model").or_else(|| single_model(report)),
         engine: text("engine"),
         hardware: text("hardware").or_else(|| text("gpu")),
@@ -138,14 +103,14 @@ fn single_model(report: &Report) -> Option<String> {
 
 /// One phase. Seed 004's percentiles interpolate linearly; a phase summarized with another
 /// method is re-summarized from its records with linear interpolation when it has them.
-fn phase(p: &PhaseResult, method: PercentileMethod) -> GatewayPhase {
+fn phase(p: &PhaseResult, method: PercentileMethod) -> MultiPhaseEntry<GatewayDistribution> {
     let relinear = (method != PercentileMethod::Linear && !p.request_timings.is_empty())
         .then(|| crate::metrics::summarize(&p.request_timings, PercentileMethod::Linear, None));
     let s = relinear.as_ref().unwrap_or(&p.summary);
-    GatewayPhase {
+    MultiPhaseEntry {
         phase: p.phase.clone(),
-        route: p.route.clone(),
-        workload: p.workload.clone(),
+        route: Some(p.route.clone()),
+        workload: Some(p.workload.clone()),
         concurrency: p.concurrency,
         requests: p.summary.requests,
         success: p.summary.success,

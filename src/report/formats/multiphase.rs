@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 
 use indexmap::IndexMap;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::import::{IMPORT_PROMPT_TOLERANCE, Imported, imported_report, methodology};
@@ -13,13 +13,16 @@ use crate::plan::{PercentileMethod, Phase, Plan, Target, Tolerance, Workload};
 use crate::report::build::phase::{Figures, PhaseFacts, pair_rechecks, phase_result};
 use crate::report::model::{PhaseResult, PlanSource, Report, ToolInfo};
 
-/// A multi-phase report as seed 004 writes it.
-#[derive(Debug, Deserialize)]
-pub struct MultiPhaseRun {
+/// A multi-phase report in seed 004's layout, its keys in seed 004's order. Read with
+/// [`Distribution`]s; written with the seed's five order statistics
+/// ([`super::gateway_out::GatewayDistribution`]).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MultiPhaseRun<D = Distribution> {
     #[serde(default)]
     pub model: Option<String>,
     #[serde(default)]
     pub engine: Option<String>,
+    /// Written from `metadata.hardware`, else `metadata.gpu`.
     #[serde(default)]
     pub hardware: Option<String>,
     #[serde(default)]
@@ -28,12 +31,12 @@ pub struct MultiPhaseRun {
     pub method: Option<String>,
     #[serde(default)]
     pub notes: Vec<String>,
-    pub phases: Vec<MultiPhaseEntry>,
+    pub phases: Vec<MultiPhaseEntry<D>>,
 }
 
-/// One phase's summary in a multi-phase report.
-#[derive(Debug, Deserialize)]
-pub struct MultiPhaseEntry {
+/// One phase's summary in a multi-phase report; latencies in seconds.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MultiPhaseEntry<D = Distribution> {
     pub phase: String,
     #[serde(default)]
     pub route: Option<String>,
@@ -47,20 +50,26 @@ pub struct MultiPhaseEntry {
     pub elapsed: f64,
     pub output_tokens_per_second: f64,
     pub request_rate: f64,
-    #[serde(default)]
-    pub ttft: Option<Distribution>,
-    #[serde(default)]
-    pub tpot: Option<Distribution>,
-    #[serde(default)]
-    pub e2e: Option<Distribution>,
-    #[serde(default)]
-    pub input_tokens: Option<Distribution>,
-    #[serde(default)]
-    pub output_tokens: Option<Distribution>,
+    #[serde(default = "none")]
+    pub ttft: Option<D>,
+    /// Seconds per output token after the first.
+    #[serde(default = "none")]
+    pub tpot: Option<D>,
+    #[serde(default = "none")]
+    pub e2e: Option<D>,
+    #[serde(default = "none")]
+    pub input_tokens: Option<D>,
+    #[serde(default = "none")]
+    pub output_tokens: Option<D>,
     #[serde(default)]
     pub start_offset_seconds: f64,
     #[serde(default)]
     pub end_offset_seconds: f64,
+}
+
+/// A missing distribution, whatever its type (`#[serde(default)]` would ask `D: Default`).
+fn none<D>() -> Option<D> {
+    None
 }
 
 /// A multi-phase report as a [`Report`]: summaries as given (seconds, linear percentiles),

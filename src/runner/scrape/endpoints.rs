@@ -193,6 +193,20 @@ mod tests {
         Ok(parse_prometheus(text))
     }
 
+    /// A vLLM replica's counters: requests served, prefix-cache hits and queries, prompt
+    /// tokens.
+    fn replica(
+        success: u32,
+        hits: u32,
+        queries: u32,
+        prompt_tokens: u32,
+    ) -> Result<Sample, String> {
+        sample(&format!(
+            "vllm:request_success_total {success}\nvllm:prefix_cache_hits_total {hits}\n\
+             vllm:prefix_cache_queries_total {queries}\nvllm:prompt_tokens_total {prompt_tokens}\n"
+        ))
+    }
+
     #[test]
     fn backends_are_summed_and_spread_and_a_failing_one_is_a_warning() {
         let endpoints = [
@@ -203,26 +217,14 @@ mod tests {
         ];
         let before = [
             sample("router_requests_total 0\n"),
-            sample(
-                "vllm:request_success_total 0\nvllm:prefix_cache_hits_total 0\n\
-                 vllm:prefix_cache_queries_total 0\nvllm:prompt_tokens_total 0\n",
-            ),
-            sample(
-                "vllm:request_success_total 5\nvllm:prefix_cache_hits_total 10\n\
-                 vllm:prefix_cache_queries_total 10\nvllm:prompt_tokens_total 10\n",
-            ),
+            replica(0, 0, 0, 0),
+            replica(5, 10, 10, 10),
             Err("cannot scrape http://127.0.0.1:9003/metrics: refused".into()),
         ];
         let after = [
             sample("router_requests_total 40\n"),
-            sample(
-                "vllm:request_success_total 30\nvllm:prefix_cache_hits_total 60\n\
-                 vllm:prefix_cache_queries_total 100\nvllm:prompt_tokens_total 100\n",
-            ),
-            sample(
-                "vllm:request_success_total 15\nvllm:prefix_cache_hits_total 10\n\
-                 vllm:prefix_cache_queries_total 110\nvllm:prompt_tokens_total 110\n",
-            ),
+            replica(30, 60, 100, 100),
+            replica(15, 10, 110, 110),
             sample("vllm:request_success_total 99\n"),
         ];
         let m = combine(&endpoints, &before, &after);

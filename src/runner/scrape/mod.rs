@@ -230,37 +230,45 @@ mod tests {
         llamacpp:n_tokens_max 300\n\
         llamacpp:requests_processing 4\n\
         llamacpp:requests_deferred 2\n";
-    const SGLANG_BEFORE: &str = "\
-        sglang:prompt_tokens_total{model_name=\"m\"} 1000\n\
-        sglang:generation_tokens_total{model_name=\"m\"} 50\n\
-        sglang:num_running_reqs{model_name=\"m\"} 0\n\
-        sglang:num_queue_reqs{model_name=\"m\"} 0\n\
-        sglang:token_usage{model_name=\"m\"} 0.1\n";
-    const SGLANG_AFTER: &str = "\
-        sglang:prompt_tokens_total{model_name=\"m\"} 1512\n\
-        sglang:generation_tokens_total{model_name=\"m\"} 178\n\
-        sglang:num_running_reqs{model_name=\"m\"} 4\n\
-        sglang:num_queue_reqs{model_name=\"m\"} 2\n\
-        sglang:token_usage{model_name=\"m\"} 0.25\n";
-    const VLLM_BEFORE: &str = "\
-        vllm:prompt_tokens_total{model_name=\"m\"} 0\n\
-        vllm:generation_tokens_total{model_name=\"m\"} 0\n\
-        vllm:num_requests_running{model_name=\"m\"} 0\n\
-        vllm:num_requests_waiting{model_name=\"m\"} 0\n\
-        vllm:kv_cache_usage_perc{model_name=\"m\"} 0.1\n";
-    const VLLM_AFTER: &str = "\
-        vllm:prompt_tokens_total{model_name=\"m\"} 512\n\
-        vllm:generation_tokens_total{model_name=\"m\"} 128\n\
-        vllm:num_requests_running{model_name=\"m\"} 4\n\
-        vllm:num_requests_waiting{model_name=\"m\"} 2\n\
-        vllm:kv_cache_usage_perc{model_name=\"m\"} 0.25\n";
+    /// The five series every engine maps (prompt and generated token counters, requests
+    /// running and waiting, KV-cache use), as SGLang and vLLM name them.
+    const SGLANG: [&str; 5] = [
+        "sglang:prompt_tokens_total",
+        "sglang:generation_tokens_total",
+        "sglang:num_running_reqs",
+        "sglang:num_queue_reqs",
+        "sglang:token_usage",
+    ];
+    const VLLM: [&str; 5] = [
+        "vllm:prompt_tokens_total",
+        "vllm:generation_tokens_total",
+        "vllm:num_requests_running",
+        "vllm:num_requests_waiting",
+        "vllm:kv_cache_usage_perc",
+    ];
+
+    /// An exposition of `names` with `values`, each labelled with the model.
+    fn exposition(names: [&str; 5], values: [f64; 5]) -> String {
+        let lines = names.iter().zip(values);
+        lines
+            .map(|(name, value)| format!("{name}{{model_name=\"m\"}} {value}\n"))
+            .collect()
+    }
 
     #[test]
     fn every_engine_maps_to_the_same_normalized_fields() {
+        let (sglang_before, sglang_after) = (
+            exposition(SGLANG, [1000.0, 50.0, 0.0, 0.0, 0.1]),
+            exposition(SGLANG, [1512.0, 178.0, 4.0, 2.0, 0.25]),
+        );
+        let (vllm_before, vllm_after) = (
+            exposition(VLLM, [0.0, 0.0, 0.0, 0.0, 0.1]),
+            exposition(VLLM, [512.0, 128.0, 4.0, 2.0, 0.25]),
+        );
         for (engine, before, after, kv) in [
             ("llamacpp", LLAMACPP_BEFORE, LLAMACPP_AFTER, None),
-            ("sglang", SGLANG_BEFORE, SGLANG_AFTER, Some((0.1, 0.25))),
-            ("vllm", VLLM_BEFORE, VLLM_AFTER, Some((0.1, 0.25))),
+            ("sglang", &sglang_before, &sglang_after, Some((0.1, 0.25))),
+            ("vllm", &vllm_before, &vllm_after, Some((0.1, 0.25))),
         ] {
             let m = diff("u", &parse_prometheus(before), &parse_prometheus(after));
             assert_eq!(m.engine.as_deref(), Some(engine));
