@@ -1,7 +1,8 @@
 //! Every per-request figure a phase reports as a distribution, in one table: its name (as
 //! plans, `compare` and gates write it), unit, which way is better, whether its percentiles
-//! carry intervals, and which requests count. The tally, the summaries, figure paths,
-//! `compare` and `until` read it; adding a figure is a variant and a row here, its
+//! carry intervals, which requests count, and which columns the markdown and HTML phase
+//! tables give it. The tally, the summaries, figure paths, `compare`, `until` and the phase
+//! tables read it; adding a figure is a variant and a row here, its
 //! per-request value in `client::record` (`RequestRecord::value`), and its slot in
 //! `metrics::summary`.
 
@@ -104,6 +105,25 @@ pub enum Counted {
     ServerTimed,
 }
 
+/// A figure's columns in the markdown and HTML phase tables.
+#[derive(Debug, Clone, Copy)]
+pub struct Shown {
+    /// Column heading, before the statistic (`TTFT` in `TTFT p50 (ms)`).
+    pub label: &'static str,
+    pub stats: &'static [Stat],
+    pub when: ShownWhen,
+}
+
+/// When a report's phase table has a figure's columns.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ShownWhen {
+    Always,
+    /// When any phase generates tokens (not only embeddings or rerank).
+    Generating,
+    /// When any phase measured it (a server that reports its own timing).
+    Measured,
+}
+
 /// One row of the table.
 #[derive(Debug, Clone, Copy)]
 pub struct Spec {
@@ -115,6 +135,8 @@ pub struct Spec {
     /// Its p50/p95/p99 carry 95% intervals.
     pub intervals: bool,
     pub counted: Counted,
+    /// Its columns in the phase tables; `None` keeps it to report.json, gates and `compare`.
+    pub shown: Option<Shown>,
 }
 
 const fn spec(
@@ -132,6 +154,15 @@ const fn spec(
         better,
         intervals,
         counted,
+        shown: None,
+    }
+}
+
+/// `spec` with columns in the phase tables.
+const fn shown(spec: Spec, label: &'static str, stats: &'static [Stat], when: ShownWhen) -> Spec {
+    Spec {
+        shown: Some(Shown { label, stats, when }),
+        ..spec
     }
 }
 
@@ -140,9 +171,24 @@ use Counted::{Every, ServerTimed, Succeeded};
 
 /// Every figure, in [`Figure`]'s order.
 pub static FIGURES: [Spec; 13] = [
-    spec(Figure::Ttft, "ttft", Unit::Seconds, Lower, true, Succeeded),
-    spec(Figure::Tpot, "tpot", Unit::Seconds, Lower, true, Succeeded),
-    spec(Figure::E2e, "e2e", Unit::Seconds, Lower, true, Succeeded),
+    shown(
+        spec(Figure::Ttft, "ttft", Unit::Seconds, Lower, true, Succeeded),
+        "TTFT",
+        &[Stat::P50, Stat::P95, Stat::P99],
+        ShownWhen::Generating,
+    ),
+    shown(
+        spec(Figure::Tpot, "tpot", Unit::Seconds, Lower, true, Succeeded),
+        "TPOT",
+        &[Stat::P50, Stat::P95],
+        ShownWhen::Generating,
+    ),
+    shown(
+        spec(Figure::E2e, "e2e", Unit::Seconds, Lower, true, Succeeded),
+        "E2E",
+        &[Stat::P50, Stat::P95],
+        ShownWhen::Always,
+    ),
     spec(
         Figure::TimeToFirstOutput,
         "time_to_first_output",
@@ -191,13 +237,18 @@ pub static FIGURES: [Spec; 13] = [
         false,
         Succeeded,
     ),
-    spec(
-        Figure::ServerQueue,
-        "server_queue_ms",
-        Unit::Millis,
-        Lower,
-        false,
-        Succeeded,
+    shown(
+        spec(
+            Figure::ServerQueue,
+            "server_queue_ms",
+            Unit::Millis,
+            Lower,
+            false,
+            Succeeded,
+        ),
+        "Server queue",
+        &[Stat::P50, Stat::P99],
+        ShownWhen::Measured,
     ),
     spec(
         Figure::SendLag,

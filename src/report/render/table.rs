@@ -3,9 +3,10 @@
 
 use std::collections::BTreeMap;
 
-use super::numfmt::{ms_from_s, pct_change, sig3, with_unit};
+use super::numfmt::{ms, ms_from_s, pct_change, sig3, with_unit};
 use crate::client::ErrorKind;
-use crate::metrics::ErrorCause;
+use crate::figure::{FIGURES, Figure, ShownWhen, Spec, Stat};
+use crate::metrics::{Distribution, ErrorCause};
 use crate::report::model::figure_path::{FigurePath, Unit};
 use crate::report::model::{DriftVerdict, PhaseResult, Report};
 
@@ -208,11 +209,53 @@ pub fn load_label(p: &PhaseResult) -> String {
     }
 }
 
-fn dist_ms(
-    d: Option<&crate::metrics::Distribution>,
-    f: fn(&crate::metrics::Distribution) -> f64,
-) -> Cell {
-    Cell::plain(d.map_or_else(|| "–".to_string(), |d| ms_from_s(f(d))))
+/// The figures the phase table gives columns, with those columns' statistics: each figure
+/// the figure table shows, when the report has it. A report of only embeddings or rerank
+/// phases adds E2E p99 (it has no TTFT or TPOT columns).
+fn shown_figures(report: &Report, generates: bool) -> Vec<(&'static Spec, Vec<Stat>)> {
+    let measured = |figure: Figure| {
+        let has = |p: &PhaseResult| p.summary.distribution(figure).is_some();
+        report.phases.iter().any(has)
+    };
+    let mut shown = Vec::new();
+    for spec in &FIGURES {
+        let Some(columns) = spec.shown else { continue };
+        let on = match columns.when {
+            ShownWhen::Always => true,
+            ShownWhen::Generating => generates,
+            ShownWhen::Measured => measured(spec.figure),
+        };
+        if !on {
+            continue;
+        }
+        let mut stats = columns.stats.to_vec();
+        if spec.figure == Figure::E2e && !generates {
+            stats.push(Stat::P99);
+        }
+        shown.push((spec, stats));
+    }
+    shown
+}
+
+/// A figure's statistic in milliseconds (its unit when it is not a time), or `–`.
+fn figure_cell(d: Option<&Distribution>, spec: &Spec, stat: Stat) -> Cell {
+    let text = match d {
+        None => "–".to_string(),
+        Some(d) if spec.unit == Unit::Seconds => ms_from_s(stat.of(d)),
+        Some(d) if spec.unit == Unit::Millis => ms(stat.of(d)),
+        Some(d) => sig3(stat.of(d)),
+    };
+    Cell::plain(text)
+}
+
+/// A figure's column heading: `TTFT p50 (ms)`.
+fn figure_heading(spec: &Spec, label: &str, stat: Stat) -> String {
+    let unit = match spec.unit {
+        Unit::Seconds | Unit::Millis => " (ms)",
+        Unit::TokensPerSecond => " (tok/s)",
+        _ => "",
+    };
+    format!("{label} {}{unit}", stat.name())
 }
 
 /// Seed 004's columns, one row per phase in plan order. Latencies in milliseconds.
@@ -235,19 +278,17 @@ pub fn phases(report: &Report) -> Table {
     if encodes {
         columns.extend([("Inputs/s", R), ("Input tok/s", R)]);
     }
-    if generates {
-        columns.extend([
-            ("TTFT p50 (ms)", R),
-            ("TTFT p95 (ms)", R),
-            ("TTFT p99 (ms)", R),
-            ("TPOT p50 (ms)", R),
-            ("TPOT p95 (ms)", R),
-        ]);
-    }
-    columns.extend([("E2E p50 (ms)", R), ("E2E p95 (ms)", R)]);
-    if !generates {
-        columns.push(("E2E p99 (ms)", R));
-    }
+    let figures = shown_figures(report, generates);
+    let headings: Vec<String> = figures
+        .iter()
+        .flat_map(|(spec, stats)| {
+            let label = spec.shown.map_or(spec.name, |s| s.label);
+            stats
+                .iter()
+                .map(move |&stat| figure_heading(spec, label, stat))
+        })
+        .collect();
+    columns.extend(headings.iter().map(|h| (h.as_str(), R)));
     let mut t = Table::new(&columns);
     let rate = |v: Option<f64>| Cell::plain(v.map_or_else(|| "–".to_string(), sig3));
     for p in &report.phases {
@@ -277,21 +318,9 @@ pub fn phases(report: &Report) -> Table {
         if encodes {
             row.extend([rate(s.inputs_per_second), rate(s.input_tokens_per_second)]);
         }
-        if generates {
-            row.extend([
-                dist_ms(s.ttft.as_ref(), |d| d.p50),
-                dist_ms(s.ttft.as_ref(), |d| d.p95),
-                dist_ms(s.ttft.as_ref(), |d| d.p99),
-                dist_ms(s.tpot.as_ref(), |d| d.p50),
-                dist_ms(s.tpot.as_ref(), |d| d.p95),
-            ]);
-        }
-        row.extend([
-            dist_ms(s.e2e.as_ref(), |d| d.p50),
-            dist_ms(s.e2e.as_ref(), |d| d.p95),
-        ]);
-        if !generates {
-            row.push(dist_ms(s.e2e.as_ref(), |d| d.p99));
+        for (spec, stats) in &figures {
+            let d = s.distribution(spec.figure);
+            row.extend(stats.iter().map(|&stat| figure_cell(d, spec, stat)));
         }
         t.rows.push(row);
     }
@@ -543,4 +572,41 @@ pub fn prompt_warnings(report: &Report) -> Vec<&str> {
         .filter(|p| p.prompt_tokens.warning)
         .map(|p| p.phase.as_str())
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn headings(t: &Table) -> Vec<&str> {
+        t.columns.iter().map(|c| c.title.as_str()).collect()
+    }
+
+    #[test]
+    fn a_figure_shown_when_measured_gets_its_columns_only_then() {
+        let mut report = crate::report::sample_report();
+        let before = phases(&report);
+        assert!(headings(&before).contains(&"TTFT p99 (ms)"));
+        assert!(!headings(&before).iter().any(|h| h.starts_with("Server queue")));
+
+        report.phases[0].summary.server_queue_ms = Some(Distribution {
+            p50: 1.5,
+            p95: 2.0,
+            p99: 12.25,
+            ..Distribution::default()
+        });
+        let after = phases(&report);
+        let names = headings(&after);
+        let p50 = names.iter().position(|h| *h == "Server queue p50 (ms)");
+        let p99 = names.iter().position(|h| *h == "Server queue p99 (ms)");
+        let (p50, p99) = (p50.expect("p50 column"), p99.expect("p99 column"));
+        assert_eq!(names.len(), headings(&before).len() + 2);
+        // Milliseconds as measured, not converted from seconds.
+        assert_eq!(after.rows[0][p50].text, "1.50");
+        assert_eq!(after.rows[0][p99].text, "12.2");
+        // A phase without the server's timing shows a dash.
+        if report.phases.len() > 1 {
+            assert_eq!(after.rows[1][p50].text, "–");
+        }
+    }
 }
