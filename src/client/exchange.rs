@@ -1,6 +1,6 @@
 //! One request and its streamed response over a pooled connection, measured into a record.
 
-use std::fmt;
+use std::fmt::{self, Write as _};
 use std::future::Future;
 use std::ops::ControlFlow;
 use std::time::{Duration, Instant};
@@ -21,6 +21,7 @@ use super::pool::{Lease, Origin, Pool, ServerKeepAlive};
 use super::record::{ErrorKind, RequestError, RequestRecord};
 use super::request::{RequestTemplate, default_request_id_prefix};
 use super::request_id::{RequestIdFormat, empty_body_hint};
+use super::scan;
 use super::setup_error::ClientError;
 use super::sse::{DEFAULT_MAX_EVENT_BYTES, EventKind, SseParser};
 use super::stream::{self, EventOutcome, StreamFailure, StreamFormat, StreamState, excerpt};
@@ -160,7 +161,10 @@ impl Client {
 
     /// The readable id of the request with this index (its header value derives from it).
     pub fn request_id(&self, request_index: u64) -> String {
-        format!("{}-{request_index}", self.request_id_prefix)
+        let mut id = String::with_capacity(self.request_id_prefix.len() + 21);
+        id.push_str(&self.request_id_prefix);
+        let _ = write!(id, "-{request_index}");
+        id
     }
 
     /// The names of the request headers servers commonly validate that every request carries:
@@ -325,6 +329,7 @@ impl Client {
                 Api::Responses => StreamFormat::Responses,
                 _ => StreamFormat::Chunks,
             },
+            chunk_memo: scan::StreamMemo::take(),
             ..StreamState::default()
         };
         let mut used = ConnectionUse::default();
@@ -384,6 +389,7 @@ impl Client {
             record.output_token_source = Some(source);
         }
         super::derive_record_fields(&mut record);
+        std::mem::take(&mut state.chunk_memo).give_back();
         (record, state.take_reply())
     }
 
@@ -502,7 +508,11 @@ impl Client {
             self.path.clone()
         };
         let headers = request.headers_mut();
-        *headers = self.template.headers.clone();
+        // Room for the host and the request id: a clone of the template would be full, and
+        // grow on the first insert.
+        headers.reserve(self.template.headers.len() + 2);
+        let template = self.template.headers.iter();
+        headers.extend(template.map(|(name, value)| (name.clone(), value.clone())));
         if http2 {
             headers.remove(header::CONNECTION);
         } else {

@@ -1,5 +1,7 @@
 //! What every request of a client carries: its headers and the fixed part of its JSON body.
 
+use std::fmt::Write as _;
+
 use hyper::header::{self, HeaderMap, HeaderName, HeaderValue};
 
 use super::config::{Api, ClientConfig, is_secret_header};
@@ -73,53 +75,47 @@ impl RequestTemplate {
         })
     }
 
-    /// The JSON body for one prompt.
+    /// The JSON body for one prompt, serialized in place (no value goes through a string of
+    /// its own).
     pub fn body(&self, prompt: &Prompt) -> String {
-        let mut body = String::with_capacity(self.fixed_body.len() + 256);
-        body.push('{');
+        let mut body: Vec<u8> = Vec::with_capacity(self.fixed_body.len() + 256);
+        body.push(b'{');
         if !self.body_sets_input {
-            let mut field = |key: &str, value: serde_json::Result<String>| {
-                // Serializing strings and string maps cannot fail.
-                let value = value.unwrap_or_else(|_| "null".to_string());
-                body.push('"');
-                body.push_str(key);
-                body.push_str("\":");
-                body.push_str(&value);
-                body.push(',');
+            let mut field = |key: &str, value: &dyn erased::Json| {
+                body.push(b'"');
+                body.extend_from_slice(key.as_bytes());
+                body.extend_from_slice(b"\":");
+                value.write_to(&mut body);
+                body.push(b',');
             };
             match &prompt.input {
-                PromptInput::Messages(messages) if self.responses => {
-                    field("input", serde_json::to_string(messages))
-                }
-                PromptInput::Text(text) if self.responses => {
-                    field("input", serde_json::to_string(text))
-                }
-                PromptInput::Messages(messages) => {
-                    field("messages", serde_json::to_string(messages))
-                }
-                PromptInput::Text(text) => field("prompt", serde_json::to_string(text)),
+                PromptInput::Messages(messages) if self.responses => field("input", messages),
+                PromptInput::Text(text) if self.responses => field("input", text),
+                PromptInput::Messages(messages) => field("messages", messages),
+                PromptInput::Text(text) => field("prompt", text),
                 PromptInput::Batch {
                     query: Some(query),
                     texts,
                 } => {
-                    field("query", serde_json::to_string(query));
-                    field("documents", serde_json::to_string(texts));
+                    field("query", query);
+                    field("documents", texts);
                 }
                 // One input goes as a string, as most clients send it.
                 PromptInput::Batch { query: None, texts } => match texts.as_slice() {
-                    [one] => field("input", serde_json::to_string(one)),
-                    _ => field("input", serde_json::to_string(texts)),
+                    [one] => field("input", one),
+                    _ => field("input", texts),
                 },
             }
         }
+        // JSON text is UTF-8, whatever it holds.
+        let mut body = String::from_utf8(body).unwrap_or_default();
         if self.streams && !self.body_sets_max_tokens {
             body.push_str(if self.responses {
                 "\"max_output_tokens\":"
             } else {
                 "\"max_tokens\":"
             });
-            body.push_str(&prompt.max_tokens.to_string());
-            body.push(',');
+            let _ = write!(body, "{},", prompt.max_tokens);
         }
         if let Some((tools, choice)) = &self.tools {
             body.push_str("\"tools\":");
@@ -146,6 +142,24 @@ impl RequestTemplate {
         }
         body.push('}');
         body
+    }
+}
+
+mod erased {
+    /// A value serialized as JSON onto the end of a buffer.
+    pub trait Json {
+        fn write_to(&self, out: &mut Vec<u8>);
+    }
+
+    impl<T: serde::Serialize + ?Sized> Json for T {
+        fn write_to(&self, out: &mut Vec<u8>) {
+            // Serializing strings and string maps cannot fail; a failure would write `null`.
+            let start = out.len();
+            if serde_json::to_writer(&mut *out, self).is_err() {
+                out.truncate(start);
+                out.extend_from_slice(b"null");
+            }
+        }
     }
 }
 

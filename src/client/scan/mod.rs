@@ -103,16 +103,49 @@ fn scan<'a>(
 pub struct StreamMemo {
     prefix: Vec<u8>,
     top: Top,
-    template: Option<Template>,
-    /// The bytes around the last fully scanned chunk's one text value: a template is made
-    /// when the next chunk repeats them (a stream's first, role-carrying chunk does not).
-    candidate: Option<(Vec<u8>, Vec<u8>)>,
+    /// Valid when `templated`; its buffers outlive it, for the next template.
+    template: Template,
+    templated: bool,
+    /// The bytes around the last fully scanned chunk's one text value, when `has_candidate`:
+    /// a template is made when the next chunk repeats them (a stream's first, role-carrying
+    /// chunk does not).
+    candidate: Around,
+    has_candidate: bool,
+    /// Where a template's two trial chunks are put together.
+    scratch: Vec<u8>,
 }
 
-#[derive(Debug, Clone, PartialEq)]
+/// The bytes before and after a chunk's text value, in one buffer.
+#[derive(Debug, Clone, Default, PartialEq)]
+struct Around {
+    bytes: Vec<u8>,
+    head_len: usize,
+}
+
+impl Around {
+    fn set(&mut self, head: &[u8], tail: &[u8]) {
+        self.bytes.clear();
+        self.bytes.extend_from_slice(head);
+        self.bytes.extend_from_slice(tail);
+        self.head_len = head.len();
+    }
+
+    fn head(&self) -> &[u8] {
+        &self.bytes[..self.head_len]
+    }
+
+    fn tail(&self) -> &[u8] {
+        &self.bytes[self.head_len..]
+    }
+
+    fn is(&self, head: &[u8], tail: &[u8]) -> bool {
+        self.head() == head && self.tail() == tail
+    }
+}
+
+#[derive(Debug, Clone, Default, PartialEq)]
 struct Template {
-    head: Vec<u8>,
-    tail: Vec<u8>,
+    around: Around,
     if_empty: ChunkSummary,
     if_text: ChunkSummary,
 }
@@ -120,14 +153,15 @@ struct Template {
 impl Template {
     /// The answer for `data`, when it is the template's bytes around a plain string.
     fn answer(&self, data: &[u8]) -> Option<ChunkSummary> {
-        let middle_end = data.len().checked_sub(self.tail.len())?;
-        if middle_end < self.head.len() || !data.starts_with(&self.head) {
+        let (head, tail) = (self.around.head(), self.around.tail());
+        let middle_end = data.len().checked_sub(tail.len())?;
+        if middle_end < head.len() || !data.starts_with(head) {
             return None;
         }
-        if !data.ends_with(&self.tail) {
+        if !data.ends_with(tail) {
             return None;
         }
-        let middle = &data[self.head.len()..middle_end];
+        let middle = &data[head.len()..middle_end];
         if middle.iter().any(|&b| STRING_STOP[usize::from(b)]) || !is_utf8(middle) {
             return None;
         }
@@ -138,21 +172,62 @@ impl Template {
         })
     }
 
-    /// The template of the bytes `head` and `tail` around one text value.
-    fn of(head: &[u8], tail: &[u8]) -> Option<Template> {
-        let with = |text: &[u8]| fast(&[head, text, tail].concat());
-        Some(Template {
-            head: head.to_vec(),
-            tail: tail.to_vec(),
-            if_empty: with(b"")?,
-            if_text: with(b"x")?,
+    /// Make this the template of the bytes `head` and `tail` around one text value; false
+    /// when they do not make a chunk with either text.
+    fn remake(&mut self, head: &[u8], tail: &[u8], scratch: &mut Vec<u8>) -> bool {
+        let mut with = |text: &[u8]| {
+            scratch.clear();
+            scratch.extend_from_slice(head);
+            scratch.extend_from_slice(text);
+            scratch.extend_from_slice(tail);
+            fast(scratch)
+        };
+        let (Some(if_empty), Some(if_text)) = (with(b""), with(b"x")) else {
+            return false;
+        };
+        self.around.set(head, tail);
+        (self.if_empty, self.if_text) = (if_empty, if_text);
+        true
+    }
+}
+
+/// Up to this many finished streams' memos are kept per thread for reuse.
+const SPARE_MEMOS: usize = 64;
+
+thread_local! {
+    static SPARE: std::cell::RefCell<Vec<StreamMemo>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+impl StreamMemo {
+    /// An empty memo, in the buffers of a finished stream's when this thread kept one: made
+    /// anew, a stream's memo cost about eight allocations per request.
+    pub fn take() -> StreamMemo {
+        let spare = SPARE.with(|spare| spare.borrow_mut().pop());
+        spare.map_or_else(StreamMemo::default, |mut memo| {
+            memo.prefix.clear();
+            memo.top = Top::default();
+            memo.templated = false;
+            memo.has_candidate = false;
+            memo
         })
+    }
+
+    /// Keep this memo's buffers for a later stream on this thread.
+    pub fn give_back(self) {
+        SPARE.with(|spare| {
+            let mut spare = spare.borrow_mut();
+            if spare.len() < SPARE_MEMOS {
+                spare.push(self);
+            }
+        });
     }
 }
 
 /// [`fast`], reusing and updating `memo` from the previous chunks of the same stream.
 pub fn fast_resuming(data: &[u8], memo: &mut StreamMemo) -> Option<ChunkSummary> {
-    if let Some(answer) = memo.template.as_ref().and_then(|t| t.answer(data)) {
+    if memo.templated
+        && let Some(answer) = memo.template.answer(data)
+    {
         return Some(answer);
     }
     let resume = (!memo.prefix.is_empty() && data.starts_with(&memo.prefix))
@@ -166,17 +241,14 @@ pub fn fast_resuming(data: &[u8], memo: &mut StreamMemo) -> Option<ChunkSummary>
     }
     if let (1, Some((start, end))) = (c.text_values, c.text_span) {
         let (head, tail) = (&data[..start], &data[end..]);
-        let same = |h: &[u8], t: &[u8]| h == head && t == tail;
         // A miss of the template itself (an escape in the text) keeps it.
-        let templated = memo
-            .template
-            .as_ref()
-            .is_some_and(|t| same(&t.head, &t.tail));
+        let templated = memo.templated && memo.template.around.is(head, tail);
         if !templated {
-            if memo.candidate.as_ref().is_some_and(|(h, t)| same(h, t)) {
-                memo.template = Template::of(head, tail);
+            if memo.has_candidate && memo.candidate.is(head, tail) {
+                memo.templated = memo.template.remake(head, tail, &mut memo.scratch);
             } else {
-                memo.candidate = Some((head.to_vec(), tail.to_vec()));
+                memo.candidate.set(head, tail);
+                memo.has_candidate = true;
             }
         }
     }

@@ -376,15 +376,10 @@ fn a_run_of_content_chunks_is_answered_from_the_template() {
     let mut memo = StreamMemo::default();
     fast_resuming(role.as_bytes(), &mut memo);
     fast_resuming(chunk(" hello").as_bytes(), &mut memo);
-    assert!(
-        memo.template.is_none(),
-        "one chunk of a layout makes no template"
-    );
+    assert!(!memo.templated, "one chunk of a layout makes no template");
     fast_resuming(chunk(" there").as_bytes(), &mut memo);
-    let template = memo
-        .template
-        .clone()
-        .expect("a repeated layout makes a template");
+    assert!(memo.templated, "a repeated layout makes a template");
+    let template = memo.template.clone();
     for text in [" world", "", "é", "x"] {
         let c = chunk(text);
         let answer = template.answer(c.as_bytes());
@@ -394,5 +389,30 @@ fn a_run_of_content_chunks_is_answered_from_the_template() {
     // Escapes and raw control characters go to the full scan.
     for text in [r#"a\"b"#, "x\ty"] {
         assert_eq!(template.answer(chunk(text).as_bytes()), None, "{text:?}");
+    }
+}
+
+#[test]
+fn a_memo_given_back_is_taken_empty_with_its_buffers() {
+    let chunk = |id: &str, text: &str| {
+        format!(
+            r#"{{"id":"{id}","object":"chat.completion.chunk","created":7,"model":"m","choices":[{{"index":0,"delta":{{"content":"{text}"}},"finish_reason":null}}]}}"#
+        )
+    };
+    let mut memo = StreamMemo::take();
+    for text in ["a", "b", "c"] {
+        fast_resuming(chunk("first", text).as_bytes(), &mut memo);
+    }
+    assert!(memo.templated && !memo.prefix.is_empty());
+    let capacity = memo.template.around.bytes.capacity();
+    memo.give_back();
+    // The next stream on this thread starts from nothing it could mistake for its own, and
+    // its answers are a full scan's.
+    let mut reused = StreamMemo::take();
+    assert!(!reused.templated && !reused.has_candidate && reused.prefix.is_empty());
+    assert_eq!(reused.template.around.bytes.capacity(), capacity);
+    for text in ["x", "y", "", "z"] {
+        let c = chunk("second", text);
+        assert_eq!(fast_resuming(c.as_bytes(), &mut reused), fast(c.as_bytes()));
     }
 }
