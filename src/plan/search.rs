@@ -1,11 +1,17 @@
 //! Capacity search: a phase that probes loads until it finds the most the target sustains
 //! within its objectives. Types and their checks; the search loop is `runner::search`.
 
-use schemars::JsonSchema;
+use std::borrow::Cow;
+use std::collections::BTreeMap;
+
+use indexmap::IndexMap;
+use schemars::{JsonSchema, Schema, SchemaGenerator, json_schema};
 use serde::{Deserialize, Serialize};
 
+use super::diag::did_you_mean;
 use super::schema::Issue;
 use super::{Fraction, HumanDuration, Phase, Warmup};
+use crate::figure::{FIGURES, Figure, Stat, Unit};
 
 /// `search:` on a phase, in place of `concurrency` or `rate`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -40,19 +46,95 @@ pub enum SearchLoad {
     Concurrency,
 }
 
-/// Objectives of a probe: latency percentiles at most the given times, and an error rate.
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
+/// Objectives of a probe: upper limits on percentiles of any figure of the figure table that
+/// is a time (`ttft`, `tpot`, `e2e`, `server_queue_ms`, …), and an error rate. Written as a
+/// map: `{ttft: {p95: 60ms}, error_rate: 0.01}`.
+#[derive(Debug, Clone, PartialEq, Default)]
 pub struct SearchSlo {
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub ttft: Option<PercentileLimits>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub tpot: Option<PercentileLimits>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub e2e: Option<PercentileLimits>,
+    /// Limits per figure, in table order.
+    pub limits: BTreeMap<Figure, PercentileLimits>,
     /// Largest share of failed requests (0.01 = 1%).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error_rate: Option<Fraction>,
+}
+
+const ERROR_RATE: &str = "error_rate";
+
+/// Whether a search may limit `figure`: it is measured in time.
+fn limitable(figure: Figure) -> bool {
+    matches!(figure.spec().unit, Unit::Seconds | Unit::Millis)
+}
+
+impl Serialize for SearchSlo {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let entries = self.limits.len() + usize::from(self.error_rate.is_some());
+        let mut map = serializer.serialize_map(Some(entries))?;
+        for (figure, limits) in &self.limits {
+            map.serialize_entry(figure.name(), limits)?;
+        }
+        if let Some(error_rate) = &self.error_rate {
+            map.serialize_entry(ERROR_RATE, error_rate)?;
+        }
+        map.end()
+    }
+}
+
+impl<'de> Deserialize<'de> for SearchSlo {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        use serde::de::Error;
+        let entries = IndexMap::<String, serde_json::Value>::deserialize(deserializer)?;
+        let mut slo = SearchSlo::default();
+        for (key, value) in entries {
+            if key == ERROR_RATE {
+                slo.error_rate = Some(Fraction::deserialize(value).map_err(D::Error::custom)?);
+                continue;
+            }
+            let Some(figure) = Figure::named(&key).filter(|f| limitable(*f)) else {
+                let names = objective_names();
+                let hint = did_you_mean(&key, names.iter().copied())
+                    .unwrap_or_else(|| format!("use one of {}", names.join(", ")));
+                return Err(D::Error::custom(format!(
+                    "`{key}` is not an objective; {hint}"
+                )));
+            };
+            let limits = PercentileLimits::deserialize(value).map_err(D::Error::custom)?;
+            slo.limits.insert(figure, limits);
+        }
+        Ok(slo)
+    }
+}
+
+/// The keys an `slo` of a search may have, from the figure table.
+fn objective_names() -> Vec<&'static str> {
+    let figures = FIGURES.iter().filter(|s| limitable(s.figure));
+    figures.map(|s| s.name).chain([ERROR_RATE]).collect()
+}
+
+impl JsonSchema for SearchSlo {
+    fn schema_name() -> Cow<'static, str> {
+        "SearchSlo".into()
+    }
+
+    fn json_schema(generator: &mut SchemaGenerator) -> Schema {
+        let limits = generator.subschema_for::<PercentileLimits>().to_value();
+        let mut properties = serde_json::Map::new();
+        for spec in FIGURES.iter().filter(|s| limitable(s.figure)) {
+            properties.insert(spec.name.to_string(), limits.clone());
+        }
+        let mut error_rate = generator.subschema_for::<Fraction>().to_value();
+        if let Some(object) = error_rate.as_object_mut() {
+            let text = "Largest share of failed requests (0.01 = 1%).";
+            object.insert("description".into(), text.into());
+        }
+        properties.insert(ERROR_RATE.to_string(), error_rate);
+        json_schema!({
+            "description": "Objectives every probe must meet: upper limits on percentiles of any \
+                time figure, and an error rate.",
+            "type": "object",
+            "properties": properties,
+            "additionalProperties": false,
+        })
+    }
 }
 
 /// Upper limits on percentiles of one latency.
@@ -93,24 +175,27 @@ impl Search {
         self.max_probes.map_or(bound, |m| m.min(bound))
     }
 
-    /// Every objective as `(name, limit)`, e.g. `("ttft.p99", 2.0)` (seconds) or
-    /// `("error_rate", 0.01)`.
+    /// Every objective as `(name, limit)` in its figure's unit, e.g. `("ttft.p99", 2.0)`
+    /// (seconds), `("server_queue_ms.p99", 50.0)` or `("error_rate", 0.01)`.
     pub fn objectives(&self) -> Vec<(String, f64)> {
         let mut out = Vec::new();
-        for (name, limits) in [
-            ("ttft", &self.slo.ttft),
-            ("tpot", &self.slo.tpot),
-            ("e2e", &self.slo.e2e),
-        ] {
-            let Some(l) = limits else { continue };
-            for (stat, limit) in [("p50", l.p50), ("p95", l.p95), ("p99", l.p99)] {
+        for (figure, limits) in &self.slo.limits {
+            let in_unit = |d: HumanDuration| match figure.spec().unit {
+                Unit::Millis => d.as_secs_f64() * 1e3,
+                _ => d.as_secs_f64(),
+            };
+            for (stat, limit) in [
+                (Stat::P50, limits.p50),
+                (Stat::P95, limits.p95),
+                (Stat::P99, limits.p99),
+            ] {
                 if let Some(limit) = limit {
-                    out.push((format!("{name}.{stat}"), limit.as_secs_f64()));
+                    out.push((format!("{}.{}", figure.name(), stat.name()), in_unit(limit)));
                 }
             }
         }
         if let Some(e) = self.slo.error_rate {
-            out.push(("error_rate".to_string(), e.0));
+            out.push((ERROR_RATE.to_string(), e.0));
         }
         out
     }
@@ -168,5 +253,52 @@ pub fn check_search(p: &str, phase: &Phase, issues: &mut Vec<Issue>) {
     }
     if s.probe.duration.0.is_zero() {
         issues.push(Issue::new(at("probe/duration"), "must be longer than zero"));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn read(yaml: &str) -> Result<SearchSlo, String> {
+        let value: serde_json::Value = serde_saphyr::from_str(yaml).map_err(|e| e.to_string())?;
+        SearchSlo::deserialize(value).map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn any_time_figure_of_the_table_is_an_objective_in_its_unit() {
+        let slo = read("{ttft: {p95: 60ms}, server_queue_ms: {p99: 5ms}, error_rate: 1%}").unwrap();
+        let search = Search {
+            load: SearchLoad::Rate,
+            min: 1.0,
+            max: 8.0,
+            slo,
+            precision: Fraction(0.05),
+            probe: Probe {
+                duration: HumanDuration(std::time::Duration::from_secs(1)),
+                warmup: None,
+                until: None,
+            },
+            max_probes: None,
+        };
+        let objectives = search.objectives();
+        let named = |name: &str| objectives.iter().find(|(n, _)| n == name).map(|o| o.1);
+        assert_eq!(named("ttft.p95"), Some(0.06), "seconds");
+        assert_eq!(named("server_queue_ms.p99"), Some(5.0), "milliseconds");
+        assert_eq!(named("error_rate"), Some(0.01));
+        assert_eq!(objectives.len(), 3);
+        // Written back as read.
+        let text = serde_json::to_string(&search.slo).unwrap();
+        assert_eq!(read(&text).unwrap(), search.slo);
+    }
+
+    #[test]
+    fn an_unknown_objective_names_the_nearest() {
+        let err = read("{tfft: {p99: 1s}}").unwrap_err();
+        assert!(err.contains("`tfft` is not an objective"), "{err}");
+        assert!(err.contains("`ttft`"), "{err}");
+        // Counts are figures of the table, but not times.
+        let err = read("{output_tokens: {p99: 1s}}").unwrap_err();
+        assert!(err.contains("not an objective"), "{err}");
     }
 }

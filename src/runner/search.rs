@@ -2,8 +2,9 @@
 //! each a phase of its own in the report, until the course (`schedule::search`) stops.
 
 use crate::client::RequestRecord;
-use crate::metrics::{PhaseSummary, meets_slo};
-use crate::plan::{PercentileLimits, Search, SearchLoad, Slo};
+use crate::figure::{Figure, Stat, Unit};
+use crate::metrics::PhaseSummary;
+use crate::plan::{Search, SearchLoad};
 use crate::report::{ObjectiveCheck, PhaseResult, ProbeOutcome, Report, SearchResult};
 use crate::schedule::search::Course;
 use crate::schedule::{PhaseSettings, probe_load};
@@ -120,44 +121,46 @@ fn completion_rate(records: &[RequestRecord]) -> f64 {
     }
 }
 
-/// An objective's figure, e.g. `ttft.p99` in seconds or `error_rate` as a fraction.
+/// An objective's figure in its unit, e.g. `ttft.p99` in seconds or `error_rate` as a
+/// fraction.
 fn figure(objective: &str, s: &PhaseSummary) -> Option<f64> {
     if objective == "error_rate" {
         return (s.requests > 0).then(|| s.errors as f64 / s.requests as f64);
     }
-    let (dist, stat) = objective.split_once('.')?;
-    let d = match dist {
-        "ttft" => s.ttft?,
-        "tpot" => s.tpot?,
-        _ => s.e2e?,
-    };
-    match stat {
-        "p50" => Some(d.p50),
-        "p95" => Some(d.p95),
-        _ => Some(d.p99),
-    }
+    let (name, stat) = objective.split_once('.')?;
+    let stat = Stat::ALL.into_iter().find(|st| st.name() == stat)?;
+    s.distribution(Figure::named(name)?).map(|d| stat.of(d))
 }
 
-/// Successful requests per second whose latencies are within each objective's largest limit.
+/// Successful requests per second whose figures are within each objective's largest limit.
+/// A request without TPOT (one output token) meets a TPOT limit, as with the plan's `slo`.
 fn goodput(search: &Search, result: &PhaseResult) -> Option<f64> {
-    let loosest = |l: &Option<PercentileLimits>| {
-        l.as_ref().and_then(|l| {
-            [l.p50, l.p95, l.p99]
+    let loosest: Vec<(Figure, f64)> = search
+        .slo
+        .limits
+        .iter()
+        .filter_map(|(figure, l)| {
+            let loosest = [l.p50, l.p95, l.p99]
                 .into_iter()
                 .flatten()
-                .max_by_key(|d| d.0)
+                .max_by_key(|d| d.0)?;
+            let in_unit = match figure.spec().unit {
+                Unit::Millis => loosest.as_secs_f64() * 1e3,
+                _ => loosest.as_secs_f64(),
+            };
+            Some((*figure, in_unit))
         })
-    };
-    let slo = Slo {
-        ttft: loosest(&search.slo.ttft),
-        tpot: loosest(&search.slo.tpot),
-        e2e: loosest(&search.slo.e2e),
+        .collect();
+    let meets = |r: &RequestRecord| {
+        r.is_ok()
+            && loosest
+                .iter()
+                .all(|&(figure, limit)| match r.value(figure) {
+                    Some(v) => v <= limit,
+                    None => figure == Figure::Tpot,
+                })
     };
     let elapsed = result.summary.elapsed;
-    let good = result
-        .request_timings
-        .iter()
-        .filter(|r| meets_slo(r, &slo))
-        .count();
+    let good = result.request_timings.iter().filter(|r| meets(r)).count();
     (elapsed > 0.0).then(|| good as f64 / elapsed)
 }

@@ -587,7 +587,11 @@ mod tests {
         let mut report = crate::report::sample_report();
         let before = phases(&report);
         assert!(headings(&before).contains(&"TTFT p99 (ms)"));
-        assert!(!headings(&before).iter().any(|h| h.starts_with("Server queue")));
+        assert!(
+            !headings(&before)
+                .iter()
+                .any(|h| h.starts_with("Server queue"))
+        );
 
         report.phases[0].summary.server_queue_ms = Some(Distribution {
             p50: 1.5,
