@@ -26,7 +26,7 @@ pub enum Figure {
 }
 
 /// An order statistic or the mean of a distribution.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Stat {
     P50,
     P95,

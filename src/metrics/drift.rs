@@ -3,7 +3,7 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::plan::Tolerance;
+use crate::plan::{StableMetric, Tolerance};
 
 use super::{Interval, PhaseSummary, Stat};
 use crate::figure::Figure;
@@ -13,6 +13,15 @@ use crate::figure::Figure;
 pub const DEFAULT_MEDIAN_TOLERANCE: f64 = 0.2;
 pub const DEFAULT_TAIL_TOLERANCE: f64 = 0.5;
 pub const DEFAULT_ERROR_RATE_TOLERANCE: f64 = 0.01;
+
+/// The percentiles every recheck compares, tolerance or not.
+const CHECKED: [(Figure, Stat); 5] = [
+    (Figure::Ttft, Stat::P50),
+    (Figure::Ttft, Stat::P95),
+    (Figure::Ttft, Stat::P99),
+    (Figure::Tpot, Stat::P50),
+    (Figure::E2e, Stat::P50),
+];
 
 /// Compare a recheck with its original.
 pub fn recheck_pair(
@@ -36,12 +45,26 @@ pub fn recheck_pair(
     };
     let median = DEFAULT_MEDIAN_TOLERANCE;
     let tail = DEFAULT_TAIL_TOLERANCE;
-    let metrics = vec![
-        percentile(Figure::Ttft, Stat::P50, pick(tolerance.ttft_p50, median)),
-        percentile(Figure::Ttft, Stat::P95, pick(tolerance.ttft_p95, tail)),
-        percentile(Figure::Ttft, Stat::P99, pick(tolerance.ttft_p99, tail)),
-        percentile(Figure::Tpot, Stat::P50, pick(tolerance.tpot_p50, median)),
-        percentile(Figure::E2e, Stat::P50, pick(tolerance.e2e_p50, median)),
+    // Checked always, and any other percentile the plan gives a tolerance.
+    let mut checked: Vec<StableMetric> = CHECKED
+        .iter()
+        .map(|&(figure, percentile)| StableMetric { figure, percentile })
+        .collect();
+    let named = tolerance.percentiles.keys();
+    checked.extend(named.filter(|m| !CHECKED.contains(&(m.figure, m.percentile))));
+    let mut metrics: Vec<Drift> = checked
+        .iter()
+        .map(|&m| {
+            let fallback = if m.percentile == Stat::P50 {
+                median
+            } else {
+                tail
+            };
+            let tol = pick(tolerance.percentiles.get(&m).copied(), fallback);
+            percentile(m.figure, m.percentile, tol)
+        })
+        .collect();
+    metrics.extend([
         {
             let (a, b) = (
                 original.output_tokens_per_second,
@@ -66,7 +89,7 @@ pub fn recheck_pair(
                 tolerance.error_rate.unwrap_or(DEFAULT_ERROR_RATE_TOLERANCE),
             )
         },
-    ];
+    ]);
     let verdict = overall_verdict(&metrics);
     RecheckPair {
         original: original_name.to_string(),
@@ -280,6 +303,42 @@ mod tests {
             &strict,
         );
         assert_eq!(pair.verdict, DriftVerdict::Drifted);
+    }
+
+    #[test]
+    fn a_percentile_given_a_tolerance_is_checked_too() {
+        let with_tpot_p99 = |p99: f64| PhaseSummary {
+            tpot: Some(Distribution {
+                p50: 0.01,
+                p95: 0.012,
+                p99,
+                ..Distribution::default()
+            }),
+            ..summary(0.3, 500.0)
+        };
+        let (original, recheck) = (with_tpot_p99(0.020), with_tpot_p99(0.026));
+        let by_default = recheck_pair("a", &original, "b", &recheck, &Tolerance::default());
+        assert!(by_default.metrics.iter().all(|m| m.metric != "tpot.p99"));
+        assert_eq!(by_default.verdict, DriftVerdict::Stable);
+
+        let tpot_p99 = StableMetric {
+            figure: Figure::Tpot,
+            percentile: Stat::P99,
+        };
+        let mut tolerance = Tolerance::default();
+        tolerance.percentiles.insert(tpot_p99, 0.1);
+        let named = recheck_pair("a", &original, "b", &recheck, &tolerance);
+        // +30% against a 10% tolerance, no intervals to make it inconclusive.
+        assert_eq!(verdict_of(&named, "tpot.p99"), DriftVerdict::Drifted);
+        assert_eq!(named.verdict, DriftVerdict::Drifted);
+        // The percentiles checked by default come first, in their order.
+        let names: Vec<&str> = named.metrics.iter().map(|m| m.metric.as_str()).collect();
+        assert_eq!(
+            names[..6],
+            [
+                "ttft.p50", "ttft.p95", "ttft.p99", "tpot.p50", "e2e.p50", "tpot.p99"
+            ]
+        );
     }
 
     /// A summary whose TTFT comes from `values` (seconds), intervals included.

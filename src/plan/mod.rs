@@ -20,6 +20,7 @@ pub mod search;
 pub mod source;
 pub mod starter;
 pub mod tokenizer_spec;
+pub mod tolerance;
 pub mod until;
 pub mod untrusted;
 
@@ -33,6 +34,7 @@ pub use fraction::Fraction;
 pub use hooks::{Hook, HttpHook, MARK_FAULT_OFF, MARK_FAULT_ON, OnFailure, WaitHealthy};
 pub use model::*;
 pub use search::{PercentileLimits, Probe, Search, SearchLoad, SearchSlo};
+pub use tolerance::Tolerance;
 pub use until::{StableMetric, Until};
 
 use std::path::{Path, PathBuf};

@@ -32,7 +32,7 @@ pub struct Until {
 
 /// A percentile with a 95% interval in the report, written `FIGURE.pNN` (`ttft.p99`): a
 /// figure of the one table whose percentiles carry intervals, at p50, p95 or p99.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub struct StableMetric {
     pub figure: Figure,
     /// One of [`Stat::PERCENTILES`].

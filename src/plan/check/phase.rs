@@ -7,6 +7,7 @@ use super::load::{check_limits, check_load_model};
 use crate::plan::diag::did_you_mean;
 use crate::plan::model::*;
 use crate::plan::schema::Issue;
+use crate::plan::tolerance::Tolerance;
 
 pub(super) fn check_phases(plan: &Plan, issues: &mut Vec<Issue>) {
     let first_index = index_names(plan, issues);
@@ -244,20 +245,8 @@ fn check_warmup(p: &str, w: &Warmup, issues: &mut Vec<Issue>) {
 }
 
 fn check_tolerance(p: &str, t: &Tolerance, issues: &mut Vec<Issue>) {
-    let fields = [
-        ("default", t.default),
-        ("ttft_p50", t.ttft_p50),
-        ("ttft_p95", t.ttft_p95),
-        ("ttft_p99", t.ttft_p99),
-        ("tpot_p50", t.tpot_p50),
-        ("e2e_p50", t.e2e_p50),
-        ("output_tokens_per_second", t.output_tokens_per_second),
-        ("error_rate", t.error_rate),
-    ];
-    for (key, v) in fields {
-        if let Some(v) = v
-            && !(v.is_finite() && v >= 0.0)
-        {
+    for (key, v) in t.entries() {
+        if !(v.is_finite() && v >= 0.0) {
             issues.push(Issue::new(
                 format!("{p}/{key}"),
                 format!("a tolerance must be zero or more, found {v}"),

@@ -10,6 +10,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::duration::HumanDuration;
+use super::tolerance::Tolerance;
 
 mod target;
 pub use target::*;
@@ -513,36 +514,6 @@ pub struct Warmup {
     /// Warm up with this many requests.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub requests: Option<u64>,
-}
-
-/// Relative drift allowed between a phase and its recheck, per metric (0.2 = 20%).
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct Tolerance {
-    /// Applies to every metric not named below.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub default: Option<f64>,
-    /// Median time to first token.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub ttft_p50: Option<f64>,
-    /// 95th percentile time to first token.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub ttft_p95: Option<f64>,
-    /// 99th percentile time to first token.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub ttft_p99: Option<f64>,
-    /// Median time per output token.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub tpot_p50: Option<f64>,
-    /// Median end-to-end latency.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub e2e_p50: Option<f64>,
-    /// Output token throughput.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub output_tokens_per_second: Option<f64>,
-    /// Absolute change in error rate (0.01 = one percentage point).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub error_rate: Option<f64>,
 }
 
 fn one() -> f64 {
