@@ -14,8 +14,8 @@ use hyper::{Method, Request, Response, StatusCode, Uri};
 use super::config::{Api, ClientConfig, Redactor};
 use super::error_body;
 use super::failure::{
-    BodyDeadlines, Failure, Waited, Which, error_chain, error_excerpt, ms_since, next_chunk,
-    read_body_prefix, signed_ms, wait,
+    Deadlines, Failure, Waited, Which, error_chain, error_excerpt, ms_since, next_chunk,
+    read_body_prefix, signed_ms,
 };
 use super::pool::{Lease, Origin, Pool, ServerKeepAlive};
 use super::record::{ErrorKind, RequestError, RequestRecord};
@@ -405,12 +405,15 @@ impl Client {
         let timeouts = &self.config.timeouts;
         let total_deadline = timeouts.total.map(|t| start + t);
         let first_byte_deadline = timeouts.first_byte.map(|t| start + t);
-        let head = self.response_head(id_header, body, extra_header, used);
-        let (response, lease) = match wait(head, first_byte_deadline, total_deadline).await {
+        let mut deadlines = Deadlines::new(first_byte_deadline, total_deadline, start);
+        // Pinned here, so the deadline wait holds a pointer to it rather than a copy.
+        let head = std::pin::pin!(self.response_head(id_header, body, extra_header, used));
+        let (response, lease) = match deadlines.wait(head).await {
             Waited::Done(result) => result?,
             Waited::TimedOut(Which::Own) => return Err(Failure::first_byte()),
             Waited::TimedOut(Which::Total) => return Err(Failure::total()),
         };
+        deadlines.body(timeouts.idle, Instant::now());
         let keep_alive = ServerKeepAlive::from_headers(response.headers());
         let status = response.status();
         let is_event_stream = response
@@ -433,10 +436,10 @@ impl Client {
             };
             (Err(failure), ended)
         } else if let Some(inputs) = inputs {
-            self.read_json(&mut body, status, (start, inputs), total_deadline, state)
+            self.read_json(&mut body, status, (start, inputs), &mut deadlines, state)
                 .await
         } else {
-            self.read_stream(&mut body, start, total_deadline, state)
+            self.read_stream(&mut body, start, &mut deadlines, state)
                 .await
         };
         if ended {
@@ -530,11 +533,9 @@ impl Client {
         &self,
         body: &mut Incoming,
         start: Instant,
-        total_deadline: Option<Instant>,
+        deadlines: &mut Deadlines,
         state: &mut StreamState,
     ) -> (Result<f64, Failure>, bool) {
-        let mut deadlines =
-            BodyDeadlines::new(self.config.timeouts.idle, total_deadline, Instant::now());
         let mut parser = SseParser::new(self.max_event_bytes);
         loop {
             let chunk = match deadlines.wait(next_chunk(body)).await {
@@ -576,7 +577,8 @@ impl Client {
                 return (Err(failure.into()), false);
             }
             if state.done {
-                return (Ok(now_ms), drain(body).await);
+                deadlines.drain_until(now + DRAIN_WAIT);
+                return (Ok(now_ms), drain(body, deadlines).await);
             }
         }
     }
@@ -588,11 +590,9 @@ impl Client {
         body: &mut Incoming,
         status: hyper::StatusCode,
         (start, inputs): (Instant, u64),
-        total_deadline: Option<Instant>,
+        deadlines: &mut Deadlines,
         state: &mut StreamState,
     ) -> (Result<f64, Failure>, bool) {
-        let mut deadlines =
-            BodyDeadlines::new(self.config.timeouts.idle, total_deadline, Instant::now());
         let mut bytes = Vec::new();
         loop {
             match deadlines.wait(next_chunk(body)).await {
@@ -796,11 +796,11 @@ fn header_text(headers: &HeaderMap, name: HeaderName) -> Option<String> {
         .map(str::to_string)
 }
 
-/// The body's end after `[DONE]`, waited for briefly; whether it came.
-async fn drain(body: &mut Incoming) -> bool {
-    let deadline = Instant::now() + DRAIN_WAIT;
+/// The body's end after `[DONE]`, waited for until the deadline `deadlines` has in force;
+/// whether it came.
+async fn drain(body: &mut Incoming, deadlines: &mut Deadlines) -> bool {
     loop {
-        match wait(next_chunk(body), Some(deadline), None).await {
+        match deadlines.wait(next_chunk(body)).await {
             Waited::Done(Ok(Some(_))) => {}
             Waited::Done(Ok(None)) => return true,
             Waited::Done(Err(_)) | Waited::TimedOut(_) => return false,

@@ -84,6 +84,7 @@ impl From<StreamFailure> for Failure {
 }
 
 /// Which deadline fired.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Which {
     /// The step's own deadline (first byte, idle).
     Own,
@@ -108,9 +109,7 @@ fn earlier(own: Option<Instant>, total: Option<Instant>) -> Option<(Instant, Whi
 
 /// Await `fut` until the earlier of two optional deadlines.
 ///
-/// Not an `async fn`: one would hold `fut` twice (as its argument and as the awaited value),
-/// and the response-head future it wraps is the largest part of a request's state, which is
-/// copied on every request.
+/// Not an `async fn`: one would hold `fut` twice, as its argument and as the awaited value.
 pub(crate) fn wait<F: Future>(
     fut: F,
     own: Option<Instant>,
@@ -128,24 +127,51 @@ pub(crate) fn wait<F: Future>(
     }
 }
 
-/// A body read's idle and total deadlines on one timer, armed once per body: each chunk only
-/// notes when it came, and the timer re-arms itself when it fires before the idle deadline.
-/// Re-arming a timer per chunk cost more client CPU than the chunk's own parsing.
-pub(crate) struct BodyDeadlines {
-    idle: Option<Duration>,
+/// A request's deadlines on one timer, from the request to its body's end: the first-byte
+/// and total deadlines until the response head, then the idle and total ones while the body
+/// is read, then a short wait for the body's end after the stream's last event. The timer is
+/// armed once; each chunk only notes when it came, and the timer re-arms itself when it fires
+/// before the deadline then in force. A timer per step, or per chunk, cost more client CPU
+/// than the chunk's own parsing.
+pub(crate) struct Deadlines {
+    own: Own,
     total: Option<Instant>,
     last_bytes: Instant,
     timer: Option<std::pin::Pin<Box<tokio::time::Sleep>>>,
 }
 
-impl BodyDeadlines {
-    pub(crate) fn new(idle: Option<Duration>, total: Option<Instant>, now: Instant) -> Self {
-        BodyDeadlines {
-            idle,
+/// The deadline of the current step, besides the total one.
+#[derive(Debug, Clone, Copy)]
+enum Own {
+    /// Until the response head: the first byte's.
+    At(Option<Instant>),
+    /// While the body is read: this long after the last bytes.
+    Idle(Option<Duration>),
+}
+
+impl Deadlines {
+    /// Deadlines for the response head: `first_byte` and `total`.
+    pub(crate) fn new(first_byte: Option<Instant>, total: Option<Instant>, now: Instant) -> Self {
+        Deadlines {
+            own: Own::At(first_byte),
             total,
             last_bytes: now,
             timer: None,
         }
+    }
+
+    /// The head came at `now`: from here the body's idle deadline applies.
+    pub(crate) fn body(&mut self, idle: Option<Duration>, now: Instant) {
+        self.own = Own::Idle(idle);
+        self.last_bytes = now;
+        self.retarget();
+    }
+
+    /// The stream ended at its last event: wait for the body's end until `until` at most.
+    pub(crate) fn drain_until(&mut self, until: Instant) {
+        self.own = Own::At(None);
+        self.total = Some(self.total.map_or(until, |t| t.min(until)));
+        self.retarget();
     }
 
     /// Bytes came at `at`: the idle deadline moves on.
@@ -153,24 +179,32 @@ impl BodyDeadlines {
         self.last_bytes = at;
     }
 
-    fn deadline(
-        idle: Option<Duration>,
-        last_bytes: Instant,
-        total: Option<Instant>,
-    ) -> Option<(Instant, Which)> {
-        earlier(idle.map(|idle| last_bytes + idle), total)
+    fn deadline(&self) -> Option<(Instant, Which)> {
+        let own = match self.own {
+            Own::At(at) => at,
+            Own::Idle(idle) => idle.map(|idle| self.last_bytes + idle),
+        };
+        earlier(own, self.total)
     }
 
-    /// Await `fut` until the idle or total deadline.
+    /// An armed timer set for later than the deadline now in force is brought forward; one
+    /// set for earlier re-arms itself when it fires.
+    fn retarget(&mut self) {
+        let Some((deadline, _)) = self.deadline() else {
+            return;
+        };
+        let Some(timer) = self.timer.as_mut() else {
+            return;
+        };
+        if deadline < timer.deadline().into_std() {
+            timer.as_mut().reset(deadline.into());
+        }
+    }
+
+    /// Await `fut` until the deadline in force.
     pub(crate) async fn wait<F: Future>(&mut self, fut: F) -> Waited<F::Output> {
         use std::task::Poll;
-        let BodyDeadlines {
-            idle,
-            total,
-            last_bytes,
-            timer,
-        } = self;
-        let Some((first, _)) = Self::deadline(*idle, *last_bytes, *total) else {
+        let Some((first, _)) = self.deadline() else {
             return Waited::Done(fut.await);
         };
         let mut fut = std::pin::pin!(fut);
@@ -178,10 +212,12 @@ impl BodyDeadlines {
             if let Poll::Ready(output) = fut.as_mut().poll(cx) {
                 return Poll::Ready(Waited::Done(output));
             }
-            let timer =
-                timer.get_or_insert_with(|| Box::pin(tokio::time::sleep_until(first.into())));
+            let deadline = self.deadline();
+            let timer = self
+                .timer
+                .get_or_insert_with(|| Box::pin(tokio::time::sleep_until(first.into())));
             while timer.as_mut().poll(cx).is_ready() {
-                let Some((deadline, which)) = Self::deadline(*idle, *last_bytes, *total) else {
+                let Some((deadline, which)) = deadline else {
                     unreachable!("a timer is armed only with a deadline");
                 };
                 // The tokio clock, so a paused test clock agrees with the timer.
@@ -275,8 +311,8 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn the_idle_deadline_moves_with_each_chunk_and_fires_on_a_gap() {
         let start = TokioInstant::now();
-        let mut deadlines =
-            BodyDeadlines::new(Some(Duration::from_millis(100)), None, start.into_std());
+        let mut deadlines = Deadlines::new(None, None, start.into_std());
+        deadlines.body(Some(Duration::from_millis(100)), start.into_std());
         for _ in 0..10 {
             let waited = deadlines.wait(sleep(Duration::from_millis(60))).await;
             assert!(
@@ -296,11 +332,8 @@ mod tests {
     async fn the_total_deadline_fires_while_bytes_flow() {
         let start = TokioInstant::now();
         let total = start.into_std() + Duration::from_millis(250);
-        let mut deadlines = BodyDeadlines::new(
-            Some(Duration::from_millis(100)),
-            Some(total),
-            start.into_std(),
-        );
+        let mut deadlines = Deadlines::new(None, Some(total), start.into_std());
+        deadlines.body(Some(Duration::from_millis(100)), start.into_std());
         let mut chunks = 0;
         loop {
             match deadlines.wait(sleep(Duration::from_millis(60))).await {
@@ -316,5 +349,45 @@ mod tests {
         }
         assert_eq!(chunks, 4);
         assert_eq!(start.elapsed(), Duration::from_millis(250));
+    }
+
+    /// One timer through a request's steps: armed for the head's first-byte deadline, brought
+    /// forward when the body's idle deadline comes sooner, and again for the drain's.
+    #[tokio::test(start_paused = true)]
+    async fn one_timer_follows_the_head_the_body_and_the_drain() {
+        let start = TokioInstant::now();
+        let first_byte = start.into_std() + Duration::from_millis(1000);
+        let mut deadlines = Deadlines::new(Some(first_byte), None, start.into_std());
+        let head = deadlines.wait(sleep(Duration::from_millis(50))).await;
+        assert!(matches!(head, Waited::Done(())));
+        assert!(
+            deadlines.timer.is_some(),
+            "armed while the head was awaited"
+        );
+
+        deadlines.body(
+            Some(Duration::from_millis(100)),
+            TokioInstant::now().into_std(),
+        );
+        let gap = deadlines.wait(sleep(Duration::from_millis(500))).await;
+        assert!(matches!(gap, Waited::TimedOut(Which::Own)));
+        assert_eq!(
+            start.elapsed(),
+            Duration::from_millis(150),
+            "idle, not first byte"
+        );
+
+        let mut deadlines = Deadlines::new(None, None, start.into_std());
+        deadlines.body(
+            Some(Duration::from_secs(30)),
+            TokioInstant::now().into_std(),
+        );
+        let chunk = deadlines.wait(sleep(Duration::from_millis(10))).await;
+        assert!(matches!(chunk, Waited::Done(())));
+        let before_drain = TokioInstant::now();
+        deadlines.drain_until(before_drain.into_std() + Duration::from_millis(30));
+        let drained = deadlines.wait(sleep(Duration::from_secs(5))).await;
+        assert!(matches!(drained, Waited::TimedOut(Which::Total)));
+        assert_eq!(before_drain.elapsed(), Duration::from_millis(30));
     }
 }
