@@ -439,7 +439,7 @@ impl Client {
             self.read_json(&mut body, status, (start, inputs), &mut deadlines, state)
                 .await
         } else {
-            self.read_stream(&mut body, start, &mut deadlines, state)
+            self.read_stream(&mut body, (start, &lease), &mut deadlines, state)
                 .await
         };
         if ended {
@@ -532,11 +532,13 @@ impl Client {
     async fn read_stream(
         &self,
         body: &mut Incoming,
-        start: Instant,
+        (start, lease): (Instant, &Lease),
         deadlines: &mut Deadlines,
         state: &mut StreamState,
     ) -> (Result<f64, Failure>, bool) {
         let mut parser = SseParser::new(self.max_event_bytes);
+        // The connection's byte count when the clock was last read, and that reading.
+        let mut stamped: Option<(u64, Instant)> = None;
         loop {
             let chunk = match deadlines.wait(next_chunk(body)).await {
                 Waited::Done(Ok(chunk)) => chunk,
@@ -557,7 +559,18 @@ impl Client {
                 }
                 Waited::TimedOut(Which::Total) => return (Err(Failure::total()), false),
             };
-            let now = Instant::now();
+            // Frames cut from what one socket read brought share that read's timestamp: they
+            // arrived together, and a clock read per frame cost more than its scan. A shared
+            // HTTP/2 connection's count moves with other streams too, so it reads more often.
+            let read = lease.bytes_read();
+            let now = match stamped {
+                Some((at, now)) if at == read => now,
+                _ => {
+                    let now = Instant::now();
+                    stamped = Some((read, now));
+                    now
+                }
+            };
             deadlines.saw_bytes(now);
             let now_ms = ms_since(start, now);
             let Some(chunk) = chunk else {

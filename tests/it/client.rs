@@ -444,6 +444,59 @@ async fn events_split_across_writes_mid_line_and_mid_utf8() {
     assert_eq!(r.output_tokens, Some(5));
 }
 
+/// Events one socket read delivers share that read's timestamp: a whole stream written at
+/// once has its first token at its end. Events that came in separate reads keep their own.
+#[tokio::test]
+async fn events_of_one_read_share_its_timestamp() {
+    let framed = |events: &[String]| {
+        let mut bytes = Vec::new();
+        for event in events {
+            let payload = format!("data: {event}\n\n");
+            bytes.extend_from_slice(format!("{:x}\r\n{payload}\r\n", payload.len()).as_bytes());
+        }
+        bytes
+    };
+    let usage = r#"{"choices":[],"usage":{"prompt_tokens":3,"completion_tokens":3}}"#;
+    let events = [
+        ROLE,
+        &content("a"),
+        &content("b"),
+        &content("c"),
+        usage,
+        "[DONE]",
+    ];
+    let mut all_at_once =
+        b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n"
+            .to_vec();
+    all_at_once.extend(framed(&events.map(str::to_string)));
+    all_at_once.extend_from_slice(b"0\r\n\r\n");
+    let r = run_one(vec![vec![Step::Raw(all_at_once)]], |_| {}).await;
+    assert!(r.is_ok(), "{:?}", r.error);
+    assert_eq!(r.content_chunks, 3);
+    assert_eq!(r.ttft_ms, Some(r.e2e_ms), "{r:?}");
+    assert_eq!(r.max_inter_chunk_ms, Some(0.0), "{r:?}");
+    // No time between its tokens, so no decode rate (not the client's parsing speed).
+    assert_eq!(r.decode_tok_s, None, "{r:?}");
+
+    let apart = vec![
+        sse_headers(),
+        Step::Raw(framed(&[ROLE.to_string(), content("a")])),
+        sleep_ms(30),
+        Step::Raw(framed(&[
+            content("b"),
+            content("c"),
+            usage.to_string(),
+            "[DONE]".into(),
+        ])),
+        Step::End,
+    ];
+    let r = run_one(vec![apart], |_| {}).await;
+    assert!(r.is_ok(), "{:?}", r.error);
+    let ttft = r.ttft_ms.expect("ttft");
+    assert!(r.e2e_ms - ttft >= 30.0, "{r:?}");
+    assert!(r.max_inter_chunk_ms.expect("gap") >= 30.0, "{r:?}");
+}
+
 #[tokio::test]
 async fn ttft_matches_a_known_server_delay() {
     let script = vec![
