@@ -3,14 +3,14 @@
 
 use std::fmt::Write;
 
-use super::svg::{WIDTH, esc};
+use super::svg::{Scale, WIDTH, axes, esc, open, tick_label};
 use crate::report::model::{PhaseResult, Report};
 
-const HEIGHT: f64 = 240.0;
+const HEIGHT: f64 = 260.0;
 const LEFT: f64 = 56.0;
 const RIGHT: f64 = 56.0;
-const TOP: f64 = 34.0;
-const BOTTOM: f64 = 40.0;
+const TOP: f64 = 40.0;
+const BOTTOM: f64 = 52.0;
 
 /// The section, when any phase has marks.
 pub fn section(out: &mut String, report: &Report) {
@@ -38,8 +38,9 @@ pub fn section(out: &mut String, report: &Report) {
     }
 }
 
-/// Error rate per bin as bars (left axis), TTFT p50 per bin as a line (right axis), the
-/// outage shaded and every mark a labelled vertical line.
+/// Error rate per bin as bars (left axis), TTFT p50 per bin as a line (its scale on the
+/// right), the outage shaded and every mark a labelled vertical line; frame, scales and axes
+/// are the other charts' ([`super::svg`]).
 pub fn timeline(phase: &PhaseResult) -> String {
     let Some(r) = &phase.recovery else {
         return String::new();
@@ -47,52 +48,47 @@ pub fn timeline(phase: &PhaseResult) -> String {
     let bin = r.settings.bin_s;
     let last_mark = phase.marks.iter().map(|m| m.offset_s).fold(0.0, f64::max);
     let span = (r.bins.len() as f64 * bin).max(last_mark).max(bin);
-    let plot_w = WIDTH - LEFT - RIGHT;
-    let plot_h = HEIGHT - TOP - BOTTOM;
-    let x = |s: f64| LEFT + (s.clamp(0.0, span) / span) * plot_w;
-    let y_rate = |rate: f64| TOP + plot_h * (1.0 - rate.clamp(0.0, 1.0));
-    let ttft_max = r
-        .bins
-        .iter()
-        .filter_map(|b| b.ttft_p50_ms)
-        .fold(0.0, f64::max)
-        .max(1e-9)
-        // Headroom, so the line stays clear of the top edge and the mark labels.
-        * 1.25;
-    let y_ttft = |ms: f64| TOP + plot_h * (1.0 - ms / ttft_max);
-    let mut svg = String::new();
-    let _ = write!(
-        svg,
-        "<svg class=\"chart recovery\" viewBox=\"0 0 {WIDTH} {HEIGHT}\" xmlns=\"http://www.w3.org/2000/svg\" role=\"img\" aria-label=\"recovery timeline of {name}\">\
-<text class=\"ct\" x=\"{LEFT}\" y=\"14\">{name}: error rate (bars) and TTFT p50 (line) per {bin_ms:.0} ms bin</text>",
-        name = esc(&phase.phase),
-        bin_ms = bin * 1e3,
+    let (bottom, right) = (HEIGHT - BOTTOM, WIDTH - RIGHT);
+    let x = Scale::fit(&[0.0, span], false, LEFT, right, true);
+    let rate = Scale::fit(&[0.0, 1.0], false, bottom, TOP, true);
+    let ttfts: Vec<f64> = r.bins.iter().filter_map(|b| b.ttft_p50_ms).collect();
+    // Headroom, so the line stays clear of the top edge and the mark labels.
+    let ttft_top = ttfts.iter().copied().fold(0.0, f64::max).max(1e-9) * 1.25;
+    let ttft = Scale::fit(&[0.0, ttft_top], false, bottom, TOP, true);
+    let title = format!(
+        "{}: error rate (bars) and TTFT p50 (line) per {:.0} ms bin",
+        phase.phase,
+        bin * 1e3
     );
+    let mut svg = String::new();
+    open(&mut svg, &title, HEIGHT);
     if let (Some(start), Some(end)) = (r.outage_start_s, r.outage_end_s) {
         let _ = write!(
             svg,
-            "<rect class=\"outage\" x=\"{:.1}\" y=\"{TOP}\" width=\"{:.1}\" height=\"{plot_h}\" fill=\"#b00020\" fill-opacity=\"0.12\"><title>outage {start:.2}–{end:.2} s</title></rect>",
-            x(start),
-            (x(end) - x(start)).max(1.0),
+            "<rect class=\"outage\" x=\"{:.1}\" y=\"{TOP}\" width=\"{:.1}\" height=\"{:.1}\" fill=\"#b00020\" fill-opacity=\"0.12\"><title>outage {start:.2}–{end:.2} s</title></rect>",
+            x.map(start),
+            (x.map(end) - x.map(start)).max(1.0),
+            bottom - TOP,
         );
     }
-    let bar_w = (plot_w * bin / span).max(1.0);
+    axes(&mut svg, &x, &rate, "seconds into the phase", "error rate");
+    let bar_w = (x.map(bin) - x.map(0.0)).max(1.0);
     for b in r.bins.iter().filter(|b| b.errors > 0) {
-        let rate = b.errors as f64 / b.requests.max(1) as f64;
+        let share = b.errors as f64 / b.requests.max(1) as f64;
         let _ = write!(
             svg,
             "<rect x=\"{:.1}\" y=\"{:.1}\" width=\"{bar_w:.1}\" height=\"{:.1}\" fill=\"#d62728\" fill-opacity=\"0.6\"/>",
-            x(b.start_s),
-            y_rate(rate),
-            TOP + plot_h - y_rate(rate),
+            x.map(b.start_s),
+            rate.map(share),
+            rate.map(0.0) - rate.map(share),
         );
     }
     let points: Vec<String> = r
         .bins
         .iter()
         .filter_map(|b| {
-            b.ttft_p50_ms
-                .map(|t| format!("{:.1},{:.1}", x(b.start_s + bin / 2.0), y_ttft(t)))
+            let at = x.map(b.start_s + bin / 2.0);
+            b.ttft_p50_ms.map(|t| format!("{at:.1},{:.1}", ttft.map(t)))
         })
         .collect();
     let _ = write!(
@@ -100,13 +96,20 @@ pub fn timeline(phase: &PhaseResult) -> String {
         "<polyline points=\"{}\" fill=\"none\" stroke=\"#1f77b4\" stroke-width=\"1.5\"/>",
         points.join(" ")
     );
-    axes(&mut svg, span, ttft_max);
-    for mark in &phase.marks {
-        let at = x(mark.offset_s);
+    for t in ttft.ticks() {
         let _ = write!(
             svg,
-            "<line class=\"mark\" x1=\"{at:.1}\" y1=\"{TOP}\" x2=\"{at:.1}\" y2=\"{:.1}\" stroke=\"#333\" stroke-dasharray=\"4 3\"/><text class=\"lg\" x=\"{:.1}\" y=\"{:.1}\">{} {:.2}s</text>",
-            TOP + plot_h,
+            "<text x=\"{:.1}\" y=\"{:.1}\" class=\"tick\">{} ms</text>",
+            right + 4.0,
+            ttft.map(t) + 4.0,
+            esc(&tick_label(t))
+        );
+    }
+    for mark in &phase.marks {
+        let at = x.map(mark.offset_s);
+        let _ = write!(
+            svg,
+            "<line class=\"mark\" x1=\"{at:.1}\" y1=\"{TOP}\" x2=\"{at:.1}\" y2=\"{bottom:.1}\" stroke=\"#333\" stroke-dasharray=\"4 3\"/><text class=\"lg\" x=\"{:.1}\" y=\"{:.1}\">{} {:.2}s</text>",
             at + 3.0,
             TOP - 4.0,
             esc(&mark.name),
@@ -115,27 +118,4 @@ pub fn timeline(phase: &PhaseResult) -> String {
     }
     svg.push_str("</svg>");
     svg
-}
-
-fn axes(svg: &mut String, span: f64, ttft_max: f64) {
-    let bottom = HEIGHT - BOTTOM;
-    let right = WIDTH - RIGHT;
-    let _ = write!(
-        svg,
-        "<line class=\"axis\" x1=\"{LEFT}\" y1=\"{bottom}\" x2=\"{right}\" y2=\"{bottom}\"/>\
-<line class=\"axis\" x1=\"{LEFT}\" y1=\"{TOP}\" x2=\"{LEFT}\" y2=\"{bottom}\"/>\
-<text class=\"tick\" x=\"{LEFT}\" y=\"{:.1}\">0 s</text>\
-<text class=\"tick\" x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"end\">{span:.1} s</text>\
-<text class=\"tick\" x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"end\">100%</text>\
-<text class=\"tick\" x=\"{:.1}\" y=\"{bottom}\" text-anchor=\"end\">0%</text>\
-<text class=\"tick\" x=\"{:.1}\" y=\"{:.1}\">{ttft_max:.0} ms</text>",
-        bottom + 14.0,
-        right,
-        bottom + 14.0,
-        LEFT - 4.0,
-        TOP + 4.0,
-        LEFT - 4.0,
-        right + 4.0,
-        TOP + 4.0,
-    );
 }

@@ -28,19 +28,19 @@ pub(crate) const WIDTH: f64 = 760.0;
 
 /// A mapping from data to pixels along one axis.
 #[derive(Debug, Clone)]
-struct Scale {
+pub(super) struct Scale {
     lo: f64,
     hi: f64,
     log: bool,
-    px0: f64,
-    px1: f64,
+    pub(super) px0: f64,
+    pub(super) px1: f64,
     /// Ticks to draw instead of computed ones (e.g. the concurrency levels of a sweep).
     fixed_ticks: Option<Vec<f64>>,
 }
 
 impl Scale {
     /// A scale covering `values`, padded; log when asked and every value is positive.
-    fn fit(values: &[f64], log: bool, px0: f64, px1: f64, include_zero: bool) -> Scale {
+    pub(super) fn fit(values: &[f64], log: bool, px0: f64, px1: f64, include_zero: bool) -> Scale {
         let finite: Vec<f64> = values.iter().copied().filter(|v| v.is_finite()).collect();
         let log = log && !finite.is_empty() && finite.iter().all(|v| *v > 0.0);
         let mut lo = finite.iter().copied().fold(f64::INFINITY, f64::min);
@@ -104,7 +104,7 @@ impl Scale {
         }
     }
 
-    fn map(&self, v: f64) -> f64 {
+    pub(super) fn map(&self, v: f64) -> f64 {
         let t = if self.log {
             (v.max(f64::MIN_POSITIVE).log10() - self.lo.log10())
                 / (self.hi.log10() - self.lo.log10())
@@ -114,7 +114,7 @@ impl Scale {
         self.px0 + t.clamp(-0.02, 1.02) * (self.px1 - self.px0)
     }
 
-    fn ticks(&self) -> Vec<f64> {
+    pub(super) fn ticks(&self) -> Vec<f64> {
         if let Some(t) = &self.fixed_ticks {
             return t.clone();
         }
@@ -168,7 +168,7 @@ fn nice_step(raw: f64) -> f64 {
     nice * mag
 }
 
-fn tick_label(v: f64) -> String {
+pub(super) fn tick_label(v: f64) -> String {
     let a = v.abs();
     if a == 0.0 {
         "0".into()
@@ -214,7 +214,8 @@ fn x_grid(out: &mut String, x: &Scale, top: f64, bottom: f64, suffix: &str) {
     }
 }
 
-fn axes(out: &mut String, x: &Scale, y: &Scale, x_label: &str, y_label: &str) {
+/// Grid lines at both scales' ticks, the two axis lines and their labels.
+pub(super) fn axes(out: &mut String, x: &Scale, y: &Scale, x_label: &str, y_label: &str) {
     for t in y.ticks() {
         let py = y.map(t);
         let _ = write!(
