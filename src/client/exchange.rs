@@ -416,11 +416,8 @@ impl Client {
         deadlines.body(timeouts.idle, Instant::now());
         let keep_alive = ServerKeepAlive::from_headers(response.headers());
         let status = response.status();
-        let is_event_stream = response
-            .headers()
-            .get(header::CONTENT_TYPE)
-            .and_then(|v| v.to_str().ok())
-            .is_some_and(|v| {
+        let is_event_stream =
+            header_text(response.headers(), header::CONTENT_TYPE).is_some_and(|v| {
                 v.trim_start()
                     .get(..17)
                     .is_some_and(|t| t.eq_ignore_ascii_case("text/event-stream"))
@@ -726,8 +723,7 @@ impl Client {
         status: StatusCode,
         bytes: Vec<u8>,
     ) -> Failure {
-        let content_type = header_text(headers, header::CONTENT_TYPE);
-        let content_type = content_type.as_deref().unwrap_or("none");
+        let content_type = header_text(headers, header::CONTENT_TYPE).unwrap_or("none");
         let value: Option<serde_json::Value> = serde_json::from_slice(&bytes).ok();
         let is_error = value.as_ref().is_some_and(|v| {
             v.get("error").is_some_and(|e| !e.is_null())
@@ -802,11 +798,8 @@ fn json_usage(value: &serde_json::Value) -> Option<u64> {
 }
 
 /// A header's value as text, when it is text.
-fn header_text(headers: &HeaderMap, name: HeaderName) -> Option<String> {
-    headers
-        .get(name)
-        .and_then(|v| v.to_str().ok())
-        .map(str::to_string)
+fn header_text(headers: &HeaderMap, name: HeaderName) -> Option<&str> {
+    headers.get(name).and_then(|v| v.to_str().ok())
 }
 
 /// The body's end after `[DONE]`, waited for until the deadline `deadlines` has in force;

@@ -107,26 +107,6 @@ fn earlier(own: Option<Instant>, total: Option<Instant>) -> Option<(Instant, Whi
     }
 }
 
-/// Await `fut` until the earlier of two optional deadlines.
-///
-/// Not an `async fn`: one would hold `fut` twice, as its argument and as the awaited value.
-pub(crate) fn wait<F: Future>(
-    fut: F,
-    own: Option<Instant>,
-    total: Option<Instant>,
-) -> impl Future<Output = Waited<F::Output>> {
-    use futures_util::future::{Either, FutureExt};
-    match earlier(own, total) {
-        None => Either::Left(fut.map(Waited::Done)),
-        Some((deadline, which)) => Either::Right(
-            tokio::time::timeout_at(deadline.into(), fut).map(move |result| match result {
-                Ok(output) => Waited::Done(output),
-                Err(_) => Waited::TimedOut(which),
-            }),
-        ),
-    }
-}
-
 /// A request's deadlines on one timer, from the request to its body's end: the first-byte
 /// and total deadlines until the response head, then the idle and total ones while the body
 /// is read, then a short wait for the body's end after the stream's last event. The timer is
@@ -253,11 +233,11 @@ pub(crate) async fn read_body_prefix(
     body: &mut Incoming,
     total: Option<Instant>,
 ) -> (Vec<u8>, bool) {
-    let deadline = Instant::now() + ERROR_BODY_WAIT;
-    let deadline = total.map_or(deadline, |t| t.min(deadline));
+    let now = Instant::now();
+    let mut deadlines = Deadlines::new(Some(now + ERROR_BODY_WAIT), total, now);
     let mut bytes = Vec::new();
     while bytes.len() < ERROR_BODY_MAX_BYTES {
-        match wait(next_chunk(body), Some(deadline), None).await {
+        match deadlines.wait(next_chunk(body)).await {
             Waited::Done(Ok(Some(chunk))) => bytes.extend_from_slice(&chunk),
             Waited::Done(Ok(None)) => return (bytes, true),
             Waited::Done(Err(_)) | Waited::TimedOut(_) => break,

@@ -81,29 +81,25 @@ impl RequestTemplate {
         let mut body: Vec<u8> = Vec::with_capacity(self.fixed_body.len() + 256);
         body.push(b'{');
         if !self.body_sets_input {
-            let mut field = |key: &str, value: &dyn erased::Json| {
-                body.push(b'"');
-                body.extend_from_slice(key.as_bytes());
-                body.extend_from_slice(b"\":");
-                value.write_to(&mut body);
-                body.push(b',');
-            };
+            let body = &mut body;
             match &prompt.input {
-                PromptInput::Messages(messages) if self.responses => field("input", messages),
-                PromptInput::Text(text) if self.responses => field("input", text),
-                PromptInput::Messages(messages) => field("messages", messages),
-                PromptInput::Text(text) => field("prompt", text),
+                PromptInput::Messages(messages) if self.responses => {
+                    push_field(body, "input", messages)
+                }
+                PromptInput::Text(text) if self.responses => push_field(body, "input", text),
+                PromptInput::Messages(messages) => push_field(body, "messages", messages),
+                PromptInput::Text(text) => push_field(body, "prompt", text),
                 PromptInput::Batch {
                     query: Some(query),
                     texts,
                 } => {
-                    field("query", query);
-                    field("documents", texts);
+                    push_field(body, "query", query);
+                    push_field(body, "documents", texts);
                 }
                 // One input goes as a string, as most clients send it.
                 PromptInput::Batch { query: None, texts } => match texts.as_slice() {
-                    [one] => field("input", one),
-                    _ => field("input", texts),
+                    [one] => push_field(body, "input", one),
+                    _ => push_field(body, "input", texts),
                 },
             }
         }
@@ -145,22 +141,18 @@ impl RequestTemplate {
     }
 }
 
-mod erased {
-    /// A value serialized as JSON onto the end of a buffer.
-    pub trait Json {
-        fn write_to(&self, out: &mut Vec<u8>);
+/// `"key":value,` onto a JSON body, the value serialized in place. Serializing strings and
+/// string maps cannot fail; a failure would write `null`.
+fn push_field<T: serde::Serialize + ?Sized>(body: &mut Vec<u8>, key: &str, value: &T) {
+    body.push(b'"');
+    body.extend_from_slice(key.as_bytes());
+    body.extend_from_slice(b"\":");
+    let start = body.len();
+    if serde_json::to_writer(&mut *body, value).is_err() {
+        body.truncate(start);
+        body.extend_from_slice(b"null");
     }
-
-    impl<T: serde::Serialize + ?Sized> Json for T {
-        fn write_to(&self, out: &mut Vec<u8>) {
-            // Serializing strings and string maps cannot fail; a failure would write `null`.
-            let start = out.len();
-            if serde_json::to_writer(&mut *out, self).is_err() {
-                out.truncate(start);
-                out.extend_from_slice(b"null");
-            }
-        }
-    }
+    body.push(b',');
 }
 
 /// Content type, accept, the API key and the target's headers, secrets marked sensitive.

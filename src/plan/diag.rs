@@ -220,6 +220,13 @@ pub fn did_you_mean<'a, I: IntoIterator<Item = &'a str>>(
     suggest(word, candidates).map(|c| format!("did you mean `{c}`?"))
 }
 
+/// What to write after an unknown name: "did you mean `x`?" when a name is close, else the
+/// whole list.
+pub fn did_you_mean_or_list(word: &str, names: &[&str]) -> String {
+    did_you_mean(word, names.iter().copied())
+        .unwrap_or_else(|| format!("use one of {}", names.join(", ")))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

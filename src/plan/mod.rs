@@ -33,7 +33,7 @@ pub use expand::DEFAULT_TEMPLATE_FUEL;
 pub use fraction::Fraction;
 pub use hooks::{Hook, HttpHook, MARK_FAULT_OFF, MARK_FAULT_ON, OnFailure, WaitHealthy};
 pub use model::*;
-pub use search::{PercentileLimits, Probe, Search, SearchLoad, SearchSlo};
+pub use search::{Objective, PercentileLimits, Probe, Search, SearchLoad, SearchSlo};
 pub use tolerance::Tolerance;
 pub use until::{StableMetric, Until};
 

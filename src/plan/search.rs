@@ -8,7 +8,7 @@ use indexmap::IndexMap;
 use schemars::{JsonSchema, Schema, SchemaGenerator, json_schema};
 use serde::{Deserialize, Serialize};
 
-use super::diag::did_you_mean;
+use super::diag::did_you_mean_or_list;
 use super::schema::Issue;
 use super::{Fraction, HumanDuration, Phase, Warmup};
 use crate::figure::{FIGURES, Figure, Stat, Unit};
@@ -90,9 +90,7 @@ impl<'de> Deserialize<'de> for SearchSlo {
                 continue;
             }
             let Some(figure) = Figure::named(&key).filter(|f| limitable(*f)) else {
-                let names = objective_names();
-                let hint = did_you_mean(&key, names.iter().copied())
-                    .unwrap_or_else(|| format!("use one of {}", names.join(", ")));
+                let hint = did_you_mean_or_list(&key, &objective_names());
                 return Err(D::Error::custom(format!(
                     "`{key}` is not an objective; {hint}"
                 )));
@@ -175,29 +173,73 @@ impl Search {
         self.max_probes.map_or(bound, |m| m.min(bound))
     }
 
-    /// Every objective as `(name, limit)` in its figure's unit, e.g. `("ttft.p99", 2.0)`
-    /// (seconds), `("server_queue_ms.p99", 50.0)` or `("error_rate", 0.01)`.
-    pub fn objectives(&self) -> Vec<(String, f64)> {
+    /// Every objective with its limit in its figure's unit, e.g. `ttft.p99` ≤ 2.0 (seconds),
+    /// `server_queue_ms.p99` ≤ 50.0 or `error_rate` ≤ 0.01.
+    pub fn objectives(&self) -> Vec<Objective> {
         let mut out = Vec::new();
-        for (figure, limits) in &self.slo.limits {
-            let in_unit = |d: HumanDuration| match figure.spec().unit {
-                Unit::Millis => d.as_secs_f64() * 1e3,
-                _ => d.as_secs_f64(),
-            };
+        for (&figure, limits) in &self.slo.limits {
             for (stat, limit) in [
                 (Stat::P50, limits.p50),
                 (Stat::P95, limits.p95),
                 (Stat::P99, limits.p99),
             ] {
                 if let Some(limit) = limit {
-                    out.push((format!("{}.{}", figure.name(), stat.name()), in_unit(limit)));
+                    let limit = in_unit(figure, limit);
+                    out.push(Objective::Percentile(figure, stat, limit));
                 }
             }
         }
         if let Some(e) = self.slo.error_rate {
-            out.push((ERROR_RATE.to_string(), e.0));
+            out.push(Objective::ErrorRate(e.0));
         }
         out
+    }
+
+    /// Per limited figure, its largest limit in the figure's unit.
+    pub fn loosest_limits(&self) -> Vec<(Figure, f64)> {
+        let limits = self.slo.limits.iter();
+        limits
+            .filter_map(|(&figure, l)| {
+                let loosest = [l.p50, l.p95, l.p99]
+                    .into_iter()
+                    .flatten()
+                    .max_by_key(|d| d.0)?;
+                Some((figure, in_unit(figure, loosest)))
+            })
+            .collect()
+    }
+}
+
+/// One objective of a search.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Objective {
+    /// A percentile of a figure at most the limit, in the figure's unit.
+    Percentile(Figure, Stat, f64),
+    /// The share of failed requests at most the limit.
+    ErrorRate(f64),
+}
+
+impl Objective {
+    /// As the report names it: `ttft.p99`, `error_rate`.
+    pub fn name(self) -> String {
+        match self {
+            Objective::Percentile(figure, stat, _) => format!("{}.{}", figure.name(), stat.name()),
+            Objective::ErrorRate(_) => ERROR_RATE.to_string(),
+        }
+    }
+
+    pub fn limit(self) -> f64 {
+        match self {
+            Objective::Percentile(_, _, limit) | Objective::ErrorRate(limit) => limit,
+        }
+    }
+}
+
+/// A duration limit in `figure`'s unit: milliseconds for `…_ms` figures, else seconds.
+fn in_unit(figure: Figure, limit: HumanDuration) -> f64 {
+    match figure.spec().unit {
+        Unit::Millis => limit.as_secs_f64() * 1e3,
+        _ => limit.as_secs_f64(),
     }
 }
 
@@ -282,7 +324,10 @@ mod tests {
             max_probes: None,
         };
         let objectives = search.objectives();
-        let named = |name: &str| objectives.iter().find(|(n, _)| n == name).map(|o| o.1);
+        let named = |name: &str| {
+            let objective = objectives.iter().find(|o| o.name() == name);
+            objective.map(|o| o.limit())
+        };
         assert_eq!(named("ttft.p95"), Some(0.06), "seconds");
         assert_eq!(named("server_queue_ms.p99"), Some(5.0), "milliseconds");
         assert_eq!(named("error_rate"), Some(0.01));

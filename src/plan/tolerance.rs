@@ -8,7 +8,7 @@ use indexmap::IndexMap;
 use schemars::{JsonSchema, Schema, SchemaGenerator, json_schema};
 use serde::{Deserialize, Serialize};
 
-use super::diag::did_you_mean;
+use super::diag::did_you_mean_or_list;
 use super::until::StableMetric;
 
 /// Relative drift allowed between a phase and its recheck, per metric (0.2 = 20%). Written as
@@ -48,15 +48,13 @@ fn key(metric: StableMetric) -> String {
     format!("{}_{}", metric.figure.name(), metric.percentile.name())
 }
 
-/// Every key a tolerance may have, in table order.
+/// Every key a tolerance may have, in written order.
 fn keys() -> Vec<String> {
     let percentiles = StableMetric::all().map(key);
-    let named = [DEFAULT, OUTPUT_TOKENS_PER_SECOND, ERROR_RATE].map(str::to_string);
-    named[..1]
-        .iter()
-        .cloned()
+    let rest = [OUTPUT_TOKENS_PER_SECOND, ERROR_RATE].map(str::to_string);
+    std::iter::once(DEFAULT.to_string())
         .chain(percentiles)
-        .chain(named[1..].iter().cloned())
+        .chain(rest)
         .collect()
 }
 
@@ -85,8 +83,8 @@ impl<'de> Deserialize<'de> for Tolerance {
                 _ => {
                     let Some(metric) = StableMetric::all().find(|m| key(*m) == name) else {
                         let keys = keys();
-                        let hint = did_you_mean(&name, keys.iter().map(String::as_str))
-                            .unwrap_or_else(|| format!("use one of {}", keys.join(", ")));
+                        let keys: Vec<&str> = keys.iter().map(String::as_str).collect();
+                        let hint = did_you_mean_or_list(&name, &keys);
                         return Err(D::Error::custom(format!(
                             "`{name}` is not a tolerance; {hint}"
                         )));

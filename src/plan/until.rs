@@ -7,7 +7,7 @@ use std::str::FromStr;
 use schemars::{JsonSchema, Schema, SchemaGenerator, json_schema};
 use serde::{Deserialize, Serialize};
 
-use super::diag::did_you_mean;
+use super::diag::did_you_mean_or_list;
 use crate::figure::{FIGURES, Figure, Stat};
 
 use super::HumanDuration;
@@ -72,8 +72,8 @@ impl FromStr for StableMetric {
             return Ok(metric);
         }
         let names: Vec<String> = StableMetric::all().map(StableMetric::name).collect();
-        let hint = did_you_mean(text, names.iter().map(String::as_str))
-            .unwrap_or_else(|| format!("use one of {}", names.join(", ")));
+        let names: Vec<&str> = names.iter().map(String::as_str).collect();
+        let hint = did_you_mean_or_list(text, &names);
         Err(format!(
             "`{text}` is not a percentile with an interval; {hint}"
         ))

@@ -2,9 +2,9 @@
 //! each a phase of its own in the report, until the course (`schedule::search`) stops.
 
 use crate::client::RequestRecord;
-use crate::figure::{Figure, Stat, Unit};
+use crate::figure::Figure;
 use crate::metrics::PhaseSummary;
-use crate::plan::{Search, SearchLoad};
+use crate::plan::{Objective, Search, SearchLoad};
 use crate::report::{ObjectiveCheck, PhaseResult, ProbeOutcome, Report, SearchResult};
 use crate::schedule::search::Course;
 use crate::schedule::{PhaseSettings, probe_load};
@@ -77,11 +77,12 @@ fn judge(search_name: &str, search: &Search, load: f64, result: &PhaseResult) ->
     let objectives: Vec<ObjectiveCheck> = search
         .objectives()
         .into_iter()
-        .map(|(objective, limit)| {
-            let value = figure(&objective, s);
+        .map(|objective| {
+            let value = figure(objective, s);
+            let limit = objective.limit();
             ObjectiveCheck {
                 passed: value.is_some_and(|v| v <= limit),
-                objective,
+                objective: objective.name(),
                 limit,
                 value,
             }
@@ -123,34 +124,17 @@ fn completion_rate(records: &[RequestRecord]) -> f64 {
 
 /// An objective's figure in its unit, e.g. `ttft.p99` in seconds or `error_rate` as a
 /// fraction.
-fn figure(objective: &str, s: &PhaseSummary) -> Option<f64> {
-    if objective == "error_rate" {
-        return (s.requests > 0).then(|| s.errors as f64 / s.requests as f64);
+fn figure(objective: Objective, s: &PhaseSummary) -> Option<f64> {
+    match objective {
+        Objective::ErrorRate(_) => (s.requests > 0).then(|| s.errors as f64 / s.requests as f64),
+        Objective::Percentile(figure, stat, _) => s.distribution(figure).map(|d| stat.of(d)),
     }
-    let (name, stat) = objective.split_once('.')?;
-    let stat = Stat::ALL.into_iter().find(|st| st.name() == stat)?;
-    s.distribution(Figure::named(name)?).map(|d| stat.of(d))
 }
 
 /// Successful requests per second whose figures are within each objective's largest limit.
 /// A request without TPOT (one output token) meets a TPOT limit, as with the plan's `slo`.
 fn goodput(search: &Search, result: &PhaseResult) -> Option<f64> {
-    let loosest: Vec<(Figure, f64)> = search
-        .slo
-        .limits
-        .iter()
-        .filter_map(|(figure, l)| {
-            let loosest = [l.p50, l.p95, l.p99]
-                .into_iter()
-                .flatten()
-                .max_by_key(|d| d.0)?;
-            let in_unit = match figure.spec().unit {
-                Unit::Millis => loosest.as_secs_f64() * 1e3,
-                _ => loosest.as_secs_f64(),
-            };
-            Some((*figure, in_unit))
-        })
-        .collect();
+    let loosest = search.loosest_limits();
     let meets = |r: &RequestRecord| {
         r.is_ok()
             && loosest

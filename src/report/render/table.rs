@@ -212,7 +212,10 @@ pub fn load_label(p: &PhaseResult) -> String {
 /// The figures the phase table gives columns, with those columns' statistics: each figure
 /// the figure table shows, when the report has it. A report of only embeddings or rerank
 /// phases adds E2E p99 (it has no TTFT or TPOT columns).
-fn shown_figures(report: &Report, generates: bool) -> Vec<(&'static Spec, Vec<Stat>)> {
+fn shown_figures(
+    report: &Report,
+    generates: bool,
+) -> Vec<(&'static Spec, &'static str, Vec<Stat>)> {
     let measured = |figure: Figure| {
         let has = |p: &PhaseResult| p.summary.distribution(figure).is_some();
         report.phases.iter().any(has)
@@ -232,7 +235,7 @@ fn shown_figures(report: &Report, generates: bool) -> Vec<(&'static Spec, Vec<St
         if spec.figure == Figure::E2e && !generates {
             stats.push(Stat::P99);
         }
-        shown.push((spec, stats));
+        shown.push((spec, columns.label, stats));
     }
     shown
 }
@@ -281,8 +284,7 @@ pub fn phases(report: &Report) -> Table {
     let figures = shown_figures(report, generates);
     let headings: Vec<String> = figures
         .iter()
-        .flat_map(|(spec, stats)| {
-            let label = spec.shown.map_or(spec.name, |s| s.label);
+        .flat_map(|(spec, label, stats)| {
             stats
                 .iter()
                 .map(move |&stat| figure_heading(spec, label, stat))
@@ -318,7 +320,7 @@ pub fn phases(report: &Report) -> Table {
         if encodes {
             row.extend([rate(s.inputs_per_second), rate(s.input_tokens_per_second)]);
         }
-        for (spec, stats) in &figures {
+        for (spec, _, stats) in &figures {
             let d = s.distribution(spec.figure);
             row.extend(stats.iter().map(|&stat| figure_cell(d, spec, stat)));
         }
