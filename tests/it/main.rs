@@ -15,6 +15,7 @@ mod golden;
 mod hardening;
 mod hooks;
 mod intervals;
+mod layout;
 mod longrun;
 mod metrics;
 mod nginx_support;
