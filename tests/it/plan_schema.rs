@@ -252,6 +252,8 @@ const SCHEMA_MISTAKES: &[&str] = &[
     "negative-concurrency.yaml",
     "quoted-number.yaml",
     "root-is-a-list.yaml",
+    "search-unknown-objective.yaml",
+    "tolerance-unknown-key.yaml",
     "unknown-key-phase.yaml",
     "unknown-key-top.yaml",
     "unknown-key.json",
