@@ -23,7 +23,7 @@ use super::request::{RequestTemplate, default_request_id_prefix};
 use super::request_id::{RequestIdFormat, empty_body_hint};
 use super::scan;
 use super::setup_error::ClientError;
-use super::sse::{DEFAULT_MAX_EVENT_BYTES, EventKind, SseParser};
+use super::sse::{DEFAULT_MAX_EVENT_BYTES, EventKind, Events, SseParser};
 use super::stream::{self, EventOutcome, StreamFailure, StreamFormat, StreamState, excerpt};
 use crate::workload::{ChatMessage, Prompt};
 
@@ -349,7 +349,6 @@ impl Client {
                 () = cancel => Err(Failure::new(ErrorKind::Cancelled, "cancelled while in flight")),
             }
         };
-        let end = Instant::now();
         let mut record = RequestRecord {
             request_index,
             sent_request_id: sent_id.filter(|sent| *sent != request_id),
@@ -378,7 +377,7 @@ impl Client {
         match outcome {
             Ok(end_ms) => record.e2e_ms = end_ms,
             Err(failure) => {
-                record.e2e_ms = ms_since(start, end);
+                record.e2e_ms = ms_since(start, Instant::now());
                 record.error = Some(self.request_error(failure));
             }
         }
@@ -407,7 +406,7 @@ impl Client {
         let first_byte_deadline = timeouts.first_byte.map(|t| start + t);
         let mut deadlines = Deadlines::new(first_byte_deadline, total_deadline, start);
         // Pinned here, so the deadline wait holds a pointer to it rather than a copy.
-        let head = std::pin::pin!(self.response_head(id_header, body, extra_header, used));
+        let head = std::pin::pin!(self.response_head(id_header, body, extra_header, start, used));
         let (response, lease) = match deadlines.wait(head).await {
             Waited::Done(result) => result?,
             Waited::TimedOut(Which::Own) => return Err(Failure::first_byte()),
@@ -432,15 +431,24 @@ impl Client {
                 self.status_failure(&parts.headers, status, bytes, ended)
             };
             (Err(failure), ended)
-        } else if let Some(inputs) = inputs {
-            self.read_json(&mut body, status, (start, inputs), &mut deadlines, state)
-                .await
         } else {
-            self.read_stream(&mut body, (start, &lease), &mut deadlines, state)
-                .await
+            // The head's header values are slices of hyper's read buffer: held while the body
+            // is read, they make each later read of the connection take a new 8 KiB buffer.
+            drop(parts);
+            match inputs {
+                Some(inputs) => {
+                    self.read_json(&mut body, status, (start, inputs), &mut deadlines, state)
+                        .await
+                }
+                None => {
+                    self.read_stream(&mut body, (start, &lease), &mut deadlines, state)
+                        .await
+                }
+            }
         };
         if ended {
-            self.pool.checkin(lease, keep_alive);
+            // The last read's timestamp: a clock read saved, and seconds of keep-alive left.
+            self.pool.checkin(lease, keep_alive, deadlines.last_bytes());
         }
         result
     }
@@ -453,9 +461,10 @@ impl Client {
         id_header: Option<&HeaderValue>,
         body: Bytes,
         extra_header: Option<&(HeaderName, HeaderValue)>,
+        start: Instant,
         used: &mut ConnectionUse,
     ) -> Result<(Response<Incoming>, Lease), Failure> {
-        let mut lease = match self.pool.checkout() {
+        let mut lease = match self.pool.checkout(start) {
             Some(lease) => lease,
             None => self.connect().await?,
         };
@@ -573,10 +582,13 @@ impl Client {
             let Some(chunk) = chunk else {
                 return (finish_stream(&mut parser, state, now_ms), true);
             };
-            let mut failure = None;
-            let fed = parser.feed(&chunk, |kind, data| {
-                on_data(state, kind, data, now_ms, &mut failure)
-            });
+            let mut events = StreamEvents {
+                state: &mut *state,
+                now_ms,
+                failure: None,
+            };
+            let fed = parser.feed_to(&chunk, &mut events);
+            let failure = events.failure;
             if let Err(e) = fed {
                 return (
                     Err(Failure::new(ErrorKind::MalformedEvent, e.to_string())),
@@ -587,6 +599,9 @@ impl Client {
                 return (Err(failure.into()), false);
             }
             if state.done {
+                // Let go of the read's bytes first: while any part of hyper's read buffer is
+                // held, its next read (the body's end) takes a new 8 KiB buffer.
+                drop(chunk);
                 deadlines.drain_until(now + DRAIN_WAIT);
                 return (Ok(now_ms), drain(body, deadlines).await);
             }
@@ -838,6 +853,23 @@ fn finish_stream(
             state.end_marker()
         ),
     ))
+}
+
+/// One read's events, taken into the stream state at the read's time.
+struct StreamEvents<'s> {
+    state: &'s mut StreamState,
+    now_ms: f64,
+    failure: Option<StreamFailure>,
+}
+
+impl Events for StreamEvents<'_> {
+    fn whole_event(&mut self, bytes: &[u8]) -> Option<usize> {
+        self.state.whole_templated_event(bytes, self.now_ms)
+    }
+
+    fn event(&mut self, kind: EventKind, data: &[u8]) -> ControlFlow<()> {
+        on_data(self.state, kind, data, self.now_ms, &mut self.failure)
+    }
 }
 
 /// Hand one SSE payload to the stream state; stop on `[DONE]` or a failure.

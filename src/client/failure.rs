@@ -110,14 +110,18 @@ fn earlier(own: Option<Instant>, total: Option<Instant>) -> Option<(Instant, Whi
 /// A request's deadlines on one timer, from the request to its body's end: the first-byte
 /// and total deadlines until the response head, then the idle and total ones while the body
 /// is read, then a short wait for the body's end after the stream's last event. The timer is
-/// armed once; each chunk only notes when it came, and the timer re-arms itself when it fires
-/// before the deadline then in force. A timer per step, or per chunk, cost more client CPU
-/// than the chunk's own parsing.
+/// armed at the first wait that pends; each chunk only notes when it came, a wait that pends
+/// brings the timer forward to an earlier deadline, and the timer re-arms itself when it
+/// fires before the deadline then in force. A timer per step, or per chunk, cost more client
+/// CPU than the chunk's own parsing.
 pub(crate) struct Deadlines {
     own: Own,
     total: Option<Instant>,
     last_bytes: Instant,
     timer: Option<std::pin::Pin<Box<tokio::time::Sleep>>>,
+    /// The task the timer last registered; polling it again for the same task only re-does
+    /// that registration.
+    registered: Option<std::task::Waker>,
 }
 
 /// The deadline of the current step, besides the total one.
@@ -137,6 +141,7 @@ impl Deadlines {
             total,
             last_bytes: now,
             timer: None,
+            registered: None,
         }
     }
 
@@ -144,19 +149,22 @@ impl Deadlines {
     pub(crate) fn body(&mut self, idle: Option<Duration>, now: Instant) {
         self.own = Own::Idle(idle);
         self.last_bytes = now;
-        self.retarget();
     }
 
     /// The stream ended at its last event: wait for the body's end until `until` at most.
     pub(crate) fn drain_until(&mut self, until: Instant) {
         self.own = Own::At(None);
         self.total = Some(self.total.map_or(until, |t| t.min(until)));
-        self.retarget();
     }
 
     /// Bytes came at `at`: the idle deadline moves on.
     pub(crate) fn saw_bytes(&mut self, at: Instant) {
         self.last_bytes = at;
+    }
+
+    /// When bytes last came (or the request went out, before any did).
+    pub(crate) fn last_bytes(&self) -> Instant {
+        self.last_bytes
     }
 
     fn deadline(&self) -> Option<(Instant, Which)> {
@@ -167,45 +175,44 @@ impl Deadlines {
         earlier(own, self.total)
     }
 
-    /// An armed timer set for later than the deadline now in force is brought forward; one
-    /// set for earlier re-arms itself when it fires.
-    fn retarget(&mut self) {
-        let Some((deadline, _)) = self.deadline() else {
-            return;
-        };
-        let Some(timer) = self.timer.as_mut() else {
-            return;
-        };
-        if deadline < timer.deadline().into_std() {
-            timer.as_mut().reset(deadline.into());
-        }
-    }
-
     /// Await `fut` until the deadline in force.
     pub(crate) async fn wait<F: Future>(&mut self, fut: F) -> Waited<F::Output> {
         use std::task::Poll;
-        let Some((first, _)) = self.deadline() else {
+        if self.deadline().is_none() {
             return Waited::Done(fut.await);
-        };
+        }
         let mut fut = std::pin::pin!(fut);
         std::future::poll_fn(|cx| {
             if let Poll::Ready(output) = fut.as_mut().poll(cx) {
                 return Poll::Ready(Waited::Done(output));
             }
-            let deadline = self.deadline();
+            let Some((deadline, which)) = self.deadline() else {
+                unreachable!("a step's deadline stays while it is awaited");
+            };
             let timer = self
                 .timer
-                .get_or_insert_with(|| Box::pin(tokio::time::sleep_until(first.into())));
+                .get_or_insert_with(|| Box::pin(tokio::time::sleep_until(deadline.into())));
+            // An armed timer set for later than the deadline now in force is brought forward;
+            // one set for earlier re-arms itself when it fires.
+            if deadline < timer.deadline().into_std() {
+                timer.as_mut().reset(deadline.into());
+                self.registered = None;
+            }
+            let same_task = self
+                .registered
+                .as_ref()
+                .is_some_and(|waker| waker.will_wake(cx.waker()));
+            if same_task && !timer.is_elapsed() {
+                return Poll::Pending;
+            }
             while timer.as_mut().poll(cx).is_ready() {
-                let Some((deadline, which)) = deadline else {
-                    unreachable!("a timer is armed only with a deadline");
-                };
                 // The tokio clock, so a paused test clock agrees with the timer.
                 if deadline <= tokio::time::Instant::now().into_std() {
                     return Poll::Ready(Waited::TimedOut(which));
                 }
                 timer.as_mut().reset(deadline.into());
             }
+            self.registered = Some(cx.waker().clone());
             Poll::Pending
         })
         .await

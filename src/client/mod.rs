@@ -16,6 +16,7 @@ mod endpoint;
 pub mod error_body;
 mod exchange;
 mod failure;
+mod json_text;
 mod pool;
 mod proxy;
 mod record;

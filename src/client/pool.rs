@@ -274,11 +274,10 @@ impl Pool {
         &self.origin
     }
 
-    /// The least recently used idle connection still open and within its deadline; expired
-    /// ones met on the way are dropped.
-    pub fn checkout(&self) -> Option<Lease> {
+    /// The least recently used idle connection still open and within its deadline at `now`;
+    /// expired ones met on the way are dropped.
+    pub fn checkout(&self, now: Instant) -> Option<Lease> {
         let mut idle = self.idle.lock().unwrap_or_else(|p| p.into_inner());
-        let now = Instant::now();
         while let Some(entry) = idle.pop_front() {
             if entry.deadline > now && !entry.lease.sender.is_closed() {
                 return Some(entry.lease);
@@ -287,9 +286,9 @@ impl Pool {
         None
     }
 
-    /// Give a connection back after its response body ended; `server` is what the response's
-    /// headers said. Dropped instead when reuse is off or the server will close it.
-    pub fn checkin(&self, mut lease: Lease, server: ServerKeepAlive) {
+    /// Give a connection back after its response body ended at `now`; `server` is what the
+    /// response's headers said. Dropped instead when reuse is off or the server will close it.
+    pub fn checkin(&self, mut lease: Lease, server: ServerKeepAlive, now: Instant) {
         let shared = lease.is_multiplexed();
         if shared || !self.settings.reuse || server.close || lease.sender.is_closed() {
             return;
@@ -310,18 +309,15 @@ impl Pool {
             return;
         }
         lease.fresh = false;
-        self.keep_idle(lease, keep);
+        self.keep_idle(lease, now + keep);
     }
 
-    fn keep_idle(&self, lease: Lease, keep: Duration) {
+    fn keep_idle(&self, lease: Lease, deadline: Instant) {
         let mut idle = self.idle.lock().unwrap_or_else(|p| p.into_inner());
         if idle.len() >= self.max_idle {
             idle.pop_front();
         }
-        idle.push_back(Idle {
-            lease,
-            deadline: Instant::now() + keep,
-        });
+        idle.push_back(Idle { lease, deadline });
     }
 
     /// Open connections until `count` wait in the pool (one shared connection for HTTP/2), so
@@ -348,7 +344,7 @@ impl Pool {
                 Ok(mut lease) => {
                     // Not part of any request's latency: no request reports its set-up.
                     (lease.fresh, lease.setup) = (false, None);
-                    self.keep_idle(lease, self.settings.idle_timeout);
+                    self.keep_idle(lease, Instant::now() + self.settings.idle_timeout);
                     opened += 1;
                 }
                 Err(e) => failure = failure.or(Some(e)),

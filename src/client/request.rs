@@ -5,8 +5,9 @@ use std::fmt::Write as _;
 use hyper::header::{self, HeaderMap, HeaderName, HeaderValue};
 
 use super::config::{Api, ClientConfig, is_secret_header};
+use super::json_text;
 use super::setup_error::ClientError;
-use crate::workload::{Prompt, PromptInput};
+use crate::workload::{ChatMessage, Prompt, PromptInput};
 
 /// Built once per client; each request adds its prompt, `max_tokens` and `x-request-id`.
 pub(crate) struct RequestTemplate {
@@ -87,8 +88,8 @@ impl RequestTemplate {
                     push_field(body, "input", messages)
                 }
                 PromptInput::Text(text) if self.responses => push_field(body, "input", text),
-                PromptInput::Messages(messages) => push_field(body, "messages", messages),
-                PromptInput::Text(text) => push_field(body, "prompt", text),
+                PromptInput::Messages(messages) => push_messages(body, messages),
+                PromptInput::Text(text) => push_text(body, "prompt", text),
                 PromptInput::Batch {
                     query: Some(query),
                     texts,
@@ -153,6 +154,36 @@ fn push_field<T: serde::Serialize + ?Sized>(body: &mut Vec<u8>, key: &str, value
         body.extend_from_slice(b"null");
     }
     body.push(b',');
+}
+
+/// `"key":"text",`, the text escaped eight bytes at a time (a prompt is most of a body).
+fn push_text(body: &mut Vec<u8>, key: &str, text: &str) {
+    body.push(b'"');
+    body.extend_from_slice(key.as_bytes());
+    body.extend_from_slice(b"\":");
+    json_text::push_str(body, text);
+    body.push(b',');
+}
+
+/// `"messages":[…],`: plain messages (a role and text) written here, as serde would write
+/// them but with the faster escaper; any with tool calls goes through serde whole.
+fn push_messages(body: &mut Vec<u8>, messages: &[ChatMessage]) {
+    let plain = |m: &ChatMessage| m.tool_calls.is_empty() && m.tool_call_id.is_none();
+    if !messages.iter().all(plain) {
+        return push_field(body, "messages", messages);
+    }
+    body.extend_from_slice(b"\"messages\":[");
+    for (i, message) in messages.iter().enumerate() {
+        if i > 0 {
+            body.push(b',');
+        }
+        body.extend_from_slice(b"{\"role\":");
+        json_text::push_str(body, &message.role);
+        body.extend_from_slice(b",\"content\":");
+        json_text::push_str(body, &message.content);
+        body.push(b'}');
+    }
+    body.extend_from_slice(b"],");
 }
 
 /// Content type, accept, the API key and the target's headers, secrets marked sensitive.
@@ -272,4 +303,41 @@ fn fixed_body_fields(config: &ClientConfig) -> serde_json::Map<String, serde_jso
 /// A per-process-unique id prefix: `sb-` and 8 random hex digits.
 pub(crate) fn default_request_id_prefix() -> String {
     format!("sb-{:08x}", rand::random::<u32>())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::workload::ToolCall;
+
+    fn written(write: impl FnOnce(&mut Vec<u8>)) -> String {
+        let mut body = Vec::new();
+        write(&mut body);
+        String::from_utf8(body).expect("UTF-8")
+    }
+
+    #[test]
+    fn messages_and_text_are_written_as_serde_writes_them() {
+        let plain = vec![
+            ChatMessage::new("system", "Be brief.\n\t\u{1}"),
+            ChatMessage::new("user", "say \"hi\" \\ é"),
+        ];
+        let expected = format!("\"messages\":{},", serde_json::to_string(&plain).unwrap());
+        assert_eq!(written(|b| push_messages(b, &plain)), expected);
+        let text = "a \"quoted\"\nprompt";
+        let expected = format!("\"prompt\":{},", serde_json::to_string(text).unwrap());
+        assert_eq!(written(|b| push_text(b, "prompt", text)), expected);
+        // A message with tool calls goes through serde, whole.
+        let mut with_call = plain.clone();
+        with_call.push(ChatMessage {
+            tool_calls: vec![ToolCall::default()],
+            ..ChatMessage::new("assistant", "")
+        });
+        let expected = format!(
+            "\"messages\":{},",
+            serde_json::to_string(&with_call).unwrap()
+        );
+        assert_eq!(written(|b| push_messages(b, &with_call)), expected);
+        assert!(expected.contains("\"content\":null"));
+    }
 }

@@ -56,6 +56,28 @@ impl AsyncWrite for Stream {
         }
     }
 
+    // Vectored writes let hyper send a request's head and body in one `writev` without
+    // first copying the body behind the head.
+    fn poll_write_vectored(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        match &mut self.inner {
+            Inner::Plain(s) => Pin::new(s).poll_write_vectored(cx, bufs),
+            Inner::Unix(s) => Pin::new(s).poll_write_vectored(cx, bufs),
+            Inner::Tls(s) => Pin::new(s.as_mut()).poll_write_vectored(cx, bufs),
+        }
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        match &self.inner {
+            Inner::Plain(s) => s.is_write_vectored(),
+            Inner::Unix(s) => s.is_write_vectored(),
+            Inner::Tls(s) => s.is_write_vectored(),
+        }
+    }
+
     fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         match &mut self.inner {
             Inner::Plain(s) => Pin::new(s).poll_flush(cx),

@@ -47,6 +47,29 @@ enum Pending {
     Owned,
 }
 
+/// What a fed stream's events go to.
+pub trait Events {
+    /// Offered the bytes from the start of a line when no event is pending, at most the event
+    /// size cap of them: it may read one whole `data` event there (its line and the blank line
+    /// after) without the parser and say how many bytes that was; `None` leaves them to the
+    /// parser.
+    fn whole_event(&mut self, _bytes: &[u8]) -> Option<usize> {
+        None
+    }
+
+    /// One complete event's data; `Break` stops the feeding.
+    fn event(&mut self, kind: EventKind, data: &[u8]) -> ControlFlow<()>;
+}
+
+/// A closure taking each event's data, with no shortcut.
+struct OnData<F>(F);
+
+impl<F: FnMut(EventKind, &[u8]) -> ControlFlow<()>> Events for OnData<F> {
+    fn event(&mut self, kind: EventKind, data: &[u8]) -> ControlFlow<()> {
+        (self.0)(kind, data)
+    }
+}
+
 /// Incremental parser state; reuse one per response.
 #[derive(Debug)]
 pub struct SseParser {
@@ -81,10 +104,15 @@ impl SseParser {
     }
 
     /// Feed the next bytes; `on_data` receives each complete event's data and may stop.
-    pub fn feed<F>(&mut self, chunk: &[u8], mut on_data: F) -> Result<Fed, SseError>
+    pub fn feed<F>(&mut self, chunk: &[u8], on_data: F) -> Result<Fed, SseError>
     where
         F: FnMut(EventKind, &[u8]) -> ControlFlow<()>,
     {
+        self.feed_to(chunk, &mut OnData(on_data))
+    }
+
+    /// Feed the next bytes to `events`.
+    pub fn feed_to<E: Events>(&mut self, chunk: &[u8], events: &mut E) -> Result<Fed, SseError> {
         if chunk.is_empty() {
             return Ok(Fed::All);
         }
@@ -95,7 +123,7 @@ impl SseParser {
                 pos = 1;
             }
         }
-        let result = self.feed_lines(chunk, pos, &mut on_data);
+        let result = self.feed_lines(chunk, pos, events);
         // Data borrowed from this chunk must outlive it: copy it into the owned buffer.
         if let Pending::Borrowed(start, end) = self.pending {
             self.data.clear();
@@ -105,17 +133,26 @@ impl SseParser {
         result
     }
 
-    fn feed_lines<F>(
+    fn feed_lines<E: Events>(
         &mut self,
         chunk: &[u8],
         mut pos: usize,
-        on_data: &mut F,
-    ) -> Result<Fed, SseError>
-    where
-        F: FnMut(EventKind, &[u8]) -> ControlFlow<()>,
-    {
+        events: &mut E,
+    ) -> Result<Fed, SseError> {
         while pos < chunk.len() {
-            let Some(offset) = memchr::memchr2(b'\n', b'\r', &chunk[pos..]) else {
+            if self.line.is_empty() && self.pending == Pending::None && !self.is_error {
+                let end = chunk.len().min(pos.saturating_add(self.max_event_bytes));
+                if let Some(taken) = events.whole_event(&chunk[pos..end]) {
+                    pos += taken;
+                    continue;
+                }
+            }
+            // An event's blank line comes right after its data line: no search for it.
+            let found = match chunk[pos] {
+                b'\n' | b'\r' => Some(0),
+                _ => memchr::memchr2(b'\n', b'\r', &chunk[pos..]),
+            };
+            let Some(offset) = found else {
                 if self.line.len() + (chunk.len() - pos) > self.max_event_bytes {
                     return Err(self.too_large());
                 }
@@ -132,7 +169,7 @@ impl SseParser {
                 }
             }
             let flow = if self.line.is_empty() {
-                self.line_in_chunk(chunk, pos, end, on_data)?
+                self.line_in_chunk(chunk, pos, end, events)?
             } else {
                 if self.line.len() + (end - pos) > self.max_event_bytes {
                     return Err(self.too_large());
@@ -154,23 +191,20 @@ impl SseParser {
     }
 
     /// A complete line lying in `chunk[start..end]`.
-    fn line_in_chunk<F>(
+    fn line_in_chunk<E: Events>(
         &mut self,
         chunk: &[u8],
         start: usize,
         end: usize,
-        on_data: &mut F,
-    ) -> Result<ControlFlow<()>, SseError>
-    where
-        F: FnMut(EventKind, &[u8]) -> ControlFlow<()>,
-    {
+        events: &mut E,
+    ) -> Result<ControlFlow<()>, SseError> {
         let line = &chunk[start..end];
         // The same per-line cap as a line carried across chunks, so splits do not matter.
         if line.len() > self.max_event_bytes {
             return Err(self.too_large());
         }
         if line.is_empty() {
-            return Ok(self.dispatch(chunk, on_data));
+            return Ok(self.dispatch(chunk, events));
         }
         let Some((is_error, value)) = field_value(line) else {
             return Ok(ControlFlow::Continue(()));
@@ -222,10 +256,7 @@ impl SseParser {
         Ok(())
     }
 
-    fn dispatch<F>(&mut self, chunk: &[u8], on_data: &mut F) -> ControlFlow<()>
-    where
-        F: FnMut(EventKind, &[u8]) -> ControlFlow<()>,
-    {
+    fn dispatch<E: Events>(&mut self, chunk: &[u8], events: &mut E) -> ControlFlow<()> {
         let pending = std::mem::replace(&mut self.pending, Pending::None);
         let kind = if std::mem::take(&mut self.is_error) {
             EventKind::Error
@@ -234,13 +265,13 @@ impl SseParser {
         };
         match pending {
             Pending::None => ControlFlow::Continue(()),
-            Pending::Borrowed(start, end) => on_data(kind, &chunk[start..end]),
-            Pending::Owned => on_data(kind, &self.data),
+            Pending::Borrowed(start, end) => events.event(kind, &chunk[start..end]),
+            Pending::Owned => events.event(kind, &self.data),
         }
     }
 
     /// End of stream: a trailing line and an event without its final blank line still count.
-    pub fn finish<F>(&mut self, mut on_data: F) -> Result<Fed, SseError>
+    pub fn finish<F>(&mut self, on_data: F) -> Result<Fed, SseError>
     where
         F: FnMut(EventKind, &[u8]) -> ControlFlow<()>,
     {
@@ -252,7 +283,7 @@ impl SseParser {
             self.line.clear();
             appended?;
         }
-        Ok(match self.dispatch(&[], &mut on_data) {
+        Ok(match self.dispatch(&[], &mut OnData(on_data)) {
             ControlFlow::Continue(()) => Fed::All,
             ControlFlow::Break(()) => Fed::Stopped,
         })
@@ -467,6 +498,62 @@ mod tests {
             })
     }
 
+    /// Takes every one-line `data` event followed by its blank line itself, as a caller's
+    /// shortcut would, and keeps all events in order.
+    #[derive(Default)]
+    struct TakesSimpleEvents {
+        events: Vec<Vec<u8>>,
+        taken: usize,
+    }
+
+    impl Events for TakesSimpleEvents {
+        fn whole_event(&mut self, bytes: &[u8]) -> Option<usize> {
+            let data = bytes.strip_prefix(b"data: ")?;
+            let end = memchr::memchr2(b'\n', b'\r', data)?;
+            if data.get(end..end + 2) != Some(b"\n\n") {
+                return None;
+            }
+            self.events.push(data[..end].to_vec());
+            self.taken += 1;
+            Some(6 + end + 2)
+        }
+
+        fn event(&mut self, _: EventKind, data: &[u8]) -> ControlFlow<()> {
+            self.events.push(data.to_vec());
+            ControlFlow::Continue(())
+        }
+    }
+
+    fn parse_split_taking(input: &[u8], cuts: &[usize]) -> TakesSimpleEvents {
+        let mut parser = SseParser::default();
+        let mut events = TakesSimpleEvents::default();
+        let mut last = 0;
+        for &cut in cuts.iter().chain(std::iter::once(&input.len())) {
+            let cut = cut.clamp(last, input.len());
+            parser
+                .feed_to(&input[last..cut], &mut events)
+                .expect("within cap");
+            last = cut;
+        }
+        parser
+            .finish(|_, d| {
+                events.events.push(d.to_vec());
+                ControlFlow::Continue(())
+            })
+            .expect("within cap");
+        events
+    }
+
+    #[test]
+    fn whole_events_are_offered_only_between_events() {
+        let s =
+            b": hi\ndata: a\n\nevent: x\ndata: b\n\ndata: c\ndata: d\n\ndata: e\r\n\r\ndata: f\n\n";
+        let taken = parse_split_taking(s, &[]);
+        assert_eq!(taken.events, parse(s));
+        // `a`, `b` (after a field line) and `f`; not the two-line event nor the CRLF one.
+        assert_eq!(taken.taken, 3);
+    }
+
     proptest! {
         // No regression files: the top level of the repository is fixed.
         #![proptest_config(ProptestConfig {
@@ -489,6 +576,8 @@ mod tests {
             let every: Vec<usize> = (1..bytes.len()).collect();
             let bytewise = parse_split(&bytes, &every, DEFAULT_MAX_EVENT_BYTES).expect("within cap");
             prop_assert_eq!(&bytewise, &expected);
+            // A caller taking whole events itself sees the same events.
+            prop_assert_eq!(&parse_split_taking(&bytes, &cuts).events, &expected);
         }
     }
 }

@@ -181,7 +181,7 @@ pub struct StreamState {
     pub reply_tool_calls: Vec<ToolCall>,
     /// The wire format of the events.
     pub format: StreamFormat,
-    /// What this stream's chunks repeat, so each chunk's scan skips it.
+    /// What this stream's chunks repeat, so most are answered without a scan.
     pub chunk_memo: scan::StreamMemo,
 }
 
@@ -249,8 +249,15 @@ struct Timings {
 /// llama.cpp's `timings` or vLLM's `metrics`, read only from chunks that carry no text (the
 /// last chunk, or the usage chunk), so the per-token path pays nothing.
 fn server_timings(data: &[u8]) -> Option<ServerTimings> {
-    memchr::memmem::find(data, b"\"timings\"")
-        .or_else(|| memchr::memmem::find(data, b"\"metrics\""))?;
+    // Built once: making a searcher costs more than searching a chunk with it.
+    static KEYS: std::sync::LazyLock<[memchr::memmem::Finder<'static>; 2]> =
+        std::sync::LazyLock::new(|| {
+            [
+                memchr::memmem::Finder::new(b"\"timings\""),
+                memchr::memmem::Finder::new(b"\"metrics\""),
+            ]
+        });
+    KEYS.iter().find_map(|key| key.find(data))?;
     let event: TimingsEvent = serde_json::from_slice(data).ok()?;
     let finite = |v: Option<f64>| v.filter(|x| x.is_finite() && *x >= 0.0);
     if let Some(timings) = event.timings {
@@ -372,10 +379,10 @@ pub fn error_message(payload: &[u8]) -> String {
 pub fn parse_chunk(
     data: &[u8],
     memo: &mut scan::StreamMemo,
-) -> Result<ChunkSummary, serde_json::Error> {
-    match scan::fast_resuming(data, memo) {
-        Some(summary) => Ok(summary),
-        None => parse_chunk_serde(data),
+) -> Result<(ChunkSummary, bool), serde_json::Error> {
+    match scan::fast_with_memo(data, memo) {
+        Some(answer) => Ok(answer),
+        None => parse_chunk_serde(data).map(|summary| (summary, true)),
     }
 }
 
@@ -425,16 +432,43 @@ impl StreamState {
         if let Some(done) = self.count_event(data) {
             return done;
         }
-        let event = match parse_chunk(data, &mut self.chunk_memo) {
-            Ok(event) => event,
-            Err(err) => {
-                return EventOutcome::Failed(StreamFailure {
-                    kind: ErrorKind::MalformedEvent,
-                    message: format!("event is not a completion chunk ({err}): {}", excerpt(data)),
-                    body: None,
-                });
+        match parse_chunk(data, &mut self.chunk_memo) {
+            Ok((event, may_carry_timings)) => {
+                self.take_chunk(event, may_carry_timings, data, now_ms)
             }
-        };
+            Err(err) => EventOutcome::Failed(StreamFailure {
+                kind: ErrorKind::MalformedEvent,
+                message: format!("event is not a completion chunk ({err}): {}", excerpt(data)),
+                body: None,
+            }),
+        }
+    }
+
+    /// A whole `data:` event at the start of `bytes` whose chunk is this stream's template
+    /// around a plain text, taken without the SSE parser or the scan (what they would make of
+    /// it is the same): how many bytes it was. Most of a stream's events are such.
+    pub fn whole_templated_event(&mut self, bytes: &[u8], now_ms: f64) -> Option<usize> {
+        if self.done || self.format != StreamFormat::Chunks {
+            return None;
+        }
+        let data = bytes.strip_prefix(b"data: ")?;
+        let (len, event, may_carry_timings) = self.chunk_memo.leading_templated(data)?;
+        if event.is_error || data.get(len..len + 2) != Some(b"\n\n") {
+            return None;
+        }
+        self.events += 1;
+        self.take_chunk(event, may_carry_timings, &data[..len], now_ms);
+        Some(b"data: ".len() + len + 2)
+    }
+
+    /// What a parsed chunk says, taken into the stream's figures.
+    fn take_chunk(
+        &mut self,
+        event: ChunkSummary,
+        may_carry_timings: bool,
+        data: &[u8],
+        now_ms: f64,
+    ) -> EventOutcome {
         if event.is_error {
             return EventOutcome::Failed(StreamFailure {
                 kind: ErrorKind::ErrorObject,
@@ -451,7 +485,10 @@ impl StreamState {
             }
         }
         let carries_text = event.choice.is_some_and(|c| c.reasoning || c.content);
-        if !carries_text && let Some(timings) = server_timings(data) {
+        if !carries_text
+            && may_carry_timings
+            && let Some(timings) = server_timings(data)
+        {
             self.server = timings;
         }
         if let Some(ChoiceFlags {
@@ -529,6 +566,93 @@ impl StreamState {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::client::sse::{EventKind, Events, SseParser};
+    use std::ops::ControlFlow;
+
+    /// A stream's events as the client takes them: whole templated events first, the rest
+    /// through the SSE parser and `on_event`.
+    struct Shortcut<'s>(&'s mut StreamState, f64);
+
+    impl Events for Shortcut<'_> {
+        fn whole_event(&mut self, bytes: &[u8]) -> Option<usize> {
+            self.0.whole_templated_event(bytes, self.1)
+        }
+
+        fn event(&mut self, _: EventKind, data: &[u8]) -> ControlFlow<()> {
+            match self.0.on_event(data, self.1) {
+                EventOutcome::Continue => ControlFlow::Continue(()),
+                _ => ControlFlow::Break(()),
+            }
+        }
+    }
+
+    /// What a stream's state says, for comparing two ways of reading one stream.
+    fn figures(s: &StreamState) -> String {
+        format!(
+            "{:?}",
+            (
+                (s.events, s.done, s.content_chunks, s.reasoning_chunks),
+                (s.first_output_ms, s.first_content_ms, s.last_output_ms),
+                s.max_inter_chunk_ms,
+                (s.prompt_tokens, s.completion_tokens, s.cached_tokens),
+                (s.server.prompt_ms, s.server.total_ms()),
+                &s.reply,
+            )
+        )
+    }
+
+    #[test]
+    fn whole_templated_events_make_the_same_figures_as_the_parser_and_scan() {
+        let head = r#"{"id":"c","object":"chat.completion.chunk","created":7,"model":"m","choices":[{"index":0,"delta":{"#;
+        let mut bytes = format!("data: {head}\"role\":\"assistant\",\"content\":\"\"}}}}]}}\n\n");
+        for (i, text) in [" a", " b", "", "c\\\"d", " é", " e", "\\n"]
+            .iter()
+            .enumerate()
+        {
+            let field = if i == 5 {
+                "reasoning_content"
+            } else {
+                "content"
+            };
+            bytes.push_str(&format!("data: {head}\"{field}\":\"{text}\"}}}}]}}\n\n"));
+        }
+        bytes.push_str(&format!("data: {head}\"content\":\" f\"}}}}]}}\r\n\r\n"));
+        bytes.push_str(&format!(
+            "data: {head}}},\"finish_reason\":\"stop\"}}],\"timings\":{{\"prompt_ms\":4.5}}}}\n\n"
+        ));
+        bytes.push_str("data: {\"choices\":[],\"usage\":{\"prompt_tokens\":3,\"completion_tokens\":7}}\n\ndata: [DONE]\n\n");
+        let bytes = bytes.into_bytes();
+        for read in [1, 7, 64, 300, bytes.len()] {
+            let mut reference = StreamState {
+                reply: Some(String::new()),
+                ..StreamState::default()
+            };
+            let mut parser = SseParser::default();
+            let mut shortcut = StreamState {
+                reply: Some(String::new()),
+                ..StreamState::default()
+            };
+            let mut taking = SseParser::default();
+            for (n, piece) in bytes.chunks(read).enumerate() {
+                let now_ms = n as f64;
+                parser
+                    .feed(piece, |_, data| match reference.on_event(data, now_ms) {
+                        EventOutcome::Continue => ControlFlow::Continue(()),
+                        _ => ControlFlow::Break(()),
+                    })
+                    .expect("within cap");
+                taking
+                    .feed_to(piece, &mut Shortcut(&mut shortcut, now_ms))
+                    .expect("within cap");
+            }
+            assert!(
+                reference.done && reference.content_chunks == 6,
+                "{}",
+                figures(&reference)
+            );
+            assert_eq!(figures(&shortcut), figures(&reference), "reads of {read}");
+        }
+    }
 
     fn feed(state: &mut StreamState, events: &[(&str, f64)]) -> EventOutcome {
         let mut last = EventOutcome::Continue;

@@ -6,6 +6,8 @@
 //! duplicate known keys, odd types, deep nesting, invalid JSON), so the caller falls back to
 //! serde, which then decides. A property test checks that the two agree.
 
+use super::json_text::plain_run;
+
 /// What one chunk says, as much as the measurement needs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct ChunkSummary {
@@ -37,26 +39,12 @@ pub struct UsageCounts {
     pub cached_tokens: Option<u64>,
 }
 
-/// Bytes that end a run of plain string bytes: the quote, the backslash and raw control
-/// characters.
-const STRING_STOP: [bool; 256] = {
-    let mut stop = [false; 256];
-    let mut b = 0;
-    while b < 0x20 {
-        stop[b] = true;
-        b += 1;
-    }
-    stop[b'"' as usize] = true;
-    stop[b'\\' as usize] = true;
-    stop
-};
-
 /// Nesting deeper than this goes to serde (whose own limit is 128).
 const MAX_DEPTH: u32 = 64;
 
 /// Scan one `data` payload; `None` means "ask serde".
 pub fn fast(data: &[u8]) -> Option<ChunkSummary> {
-    scan(data, None, &mut None).map(|(summary, _)| summary)
+    scan(data).map(|(summary, _)| summary)
 }
 
 /// Keys and strings must be UTF-8 for serde; checking once up front keeps the scan simple.
@@ -64,130 +52,98 @@ fn is_utf8(bytes: &[u8]) -> bool {
     bytes.is_ascii() || std::str::from_utf8(bytes).is_ok()
 }
 
-/// A whole payload's scan, from the start or resumed after a prefix at `(offset, state)`;
-/// `checkpoint` gets the last place a later chunk may resume. The cursor comes back too, for
-/// what it saw of the text values.
-fn scan<'a>(
-    data: &'a [u8],
-    resume: Option<(usize, Top)>,
-    checkpoint: &mut Option<(usize, Top)>,
-) -> Option<(ChunkSummary, Cursor<'a>)> {
+/// A whole payload's scan; the cursor comes back too, for what it saw of the text values
+/// and of the `id` and `created` members.
+fn scan(data: &[u8]) -> Option<(ChunkSummary, Cursor<'_>)> {
     if !is_utf8(data) {
         return None;
     }
     let mut c = Cursor::new(data);
-    let summary = match resume {
-        Some((offset, top)) => {
-            c.i = offset;
-            c.members(top, checkpoint)?
-        }
-        None => {
-            c.ws();
-            c.chunk(checkpoint)?
-        }
-    };
+    c.ws();
+    let summary = c.chunk()?;
     c.ws();
     (c.i == data.len()).then_some((summary, c))
 }
 
-/// What a stream's earlier chunks teach the scan of its next ones; the scan is a pure
-/// function of the bytes it reads, so each shortcut gives exactly a full scan's answer.
+/// Chunk shapes seen on this thread, so a chunk of a known shape is answered without a scan.
 ///
-/// - `prefix`: the leading top-level members a chunk shares with the next (`id`, `object`,
-///   `created`, `model`) and the scan's state after them: a chunk that starts with them
-///   resumes there.
-/// - `template`: a chunk's bytes around its one text value (`delta.content`, …). A chunk that
-///   is the same bytes around a plain string (no quote, backslash or control character) has
-///   the answer the template's chunk had with an empty or a non-empty text, computed once.
+/// A shape is a chunk's bytes with holes where chunks of one kind differ: the top-level `id`
+/// string, the `created` integer, and the one text value (`delta.content`, …). A chunk that
+/// is a shape's bytes with plain strings (no quote, backslash or control character) and an
+/// integer in the holes gets the shape's chunk's answer, with the text's flag set as its text
+/// is empty or not: the scan is a pure function of the bytes, and none of it reads the holes
+/// but the text's emptiness. Shapes outlive streams, so a stream's first chunks (the role,
+/// the finish, the usage) are not scanned either, and are kept per thread so no lock is
+/// taken.
+const MAX_SHAPES: usize = 16;
+
+thread_local! {
+    static SHAPES: std::cell::RefCell<Shapes> = const {
+        std::cell::RefCell::new(Shapes { list: Vec::new(), next: 0 })
+    };
+}
+
+/// What a stream's own chunks teach the scan of its next ones, besides the thread's shapes:
+/// the last answered chunk's bytes around its text value (its id and `created` included), so
+/// the run of content chunks that makes up most of a stream is checked with two comparisons
+/// rather than a shape's several; and the shape its last chunk had, tried first.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct StreamMemo {
-    prefix: Vec<u8>,
-    top: Top,
     /// Valid when `templated`; its buffers outlive it, for the next template.
     template: Template,
     templated: bool,
-    /// The bytes around the last fully scanned chunk's one text value, when `has_candidate`:
-    /// a template is made when the next chunk repeats them (a stream's first, role-carrying
-    /// chunk does not).
-    candidate: Around,
-    has_candidate: bool,
-    /// Where a template's two trial chunks are put together.
-    scratch: Vec<u8>,
+    last: usize,
 }
 
-/// The bytes before and after a chunk's text value, in one buffer.
-#[derive(Debug, Clone, Default, PartialEq)]
-struct Around {
-    bytes: Vec<u8>,
-    head_len: usize,
-}
-
-impl Around {
-    fn set(&mut self, head: &[u8], tail: &[u8]) {
-        self.bytes.clear();
-        self.bytes.extend_from_slice(head);
-        self.bytes.extend_from_slice(tail);
-        self.head_len = head.len();
-    }
-
-    fn head(&self) -> &[u8] {
-        &self.bytes[..self.head_len]
-    }
-
-    fn tail(&self) -> &[u8] {
-        &self.bytes[self.head_len..]
-    }
-
-    fn is(&self, head: &[u8], tail: &[u8]) -> bool {
-        self.head() == head && self.tail() == tail
-    }
-}
-
-#[derive(Debug, Clone, Default, PartialEq)]
-struct Template {
-    around: Around,
+/// What the chunks of one layout say, with an empty and with a non-empty text, and whether
+/// they name the server's own timing (a top-level `timings` or `metrics` member).
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+struct Answers {
     if_empty: ChunkSummary,
     if_text: ChunkSummary,
+    names_timings: bool,
+}
+
+impl Answers {
+    fn pick(&self, empty: bool) -> (ChunkSummary, bool) {
+        let summary = if empty { self.if_empty } else { self.if_text };
+        (summary, self.names_timings)
+    }
+}
+
+/// The bytes before and after a chunk's text value, in one buffer, and the answers for the
+/// text between them.
+#[derive(Debug, Clone, Default, PartialEq)]
+struct Template {
+    bytes: Vec<u8>,
+    head_len: usize,
+    answers: Answers,
+    /// The bytes hold no line break, so a chunk of this layout is one SSE line.
+    one_line: bool,
 }
 
 impl Template {
+    fn set(&mut self, data: &[u8], (start, end): (usize, usize), answers: Answers) {
+        self.bytes.clear();
+        self.bytes.extend_from_slice(&data[..start]);
+        self.bytes.extend_from_slice(&data[end..]);
+        self.head_len = start;
+        self.answers = answers;
+        self.one_line = memchr::memchr2(b'\n', b'\r', &self.bytes).is_none();
+    }
+
     /// The answer for `data`, when it is the template's bytes around a plain string.
-    fn answer(&self, data: &[u8]) -> Option<ChunkSummary> {
-        let (head, tail) = (self.around.head(), self.around.tail());
+    fn answer(&self, data: &[u8]) -> Option<(ChunkSummary, bool)> {
+        let (head, tail) = self.bytes.split_at(self.head_len);
         let middle_end = data.len().checked_sub(tail.len())?;
-        if middle_end < head.len() || !data.starts_with(head) {
-            return None;
-        }
-        if !data.ends_with(tail) {
+        if middle_end < head.len() || !data.starts_with(head) || !data.ends_with(tail) {
             return None;
         }
         let middle = &data[head.len()..middle_end];
-        if middle.iter().any(|&b| STRING_STOP[usize::from(b)]) || !is_utf8(middle) {
+        if plain_run(middle) != middle.len() || !is_utf8(middle) {
             return None;
         }
-        Some(if middle.is_empty() {
-            self.if_empty
-        } else {
-            self.if_text
-        })
-    }
-
-    /// Make this the template of the bytes `head` and `tail` around one text value; false
-    /// when they do not make a chunk with either text.
-    fn remake(&mut self, head: &[u8], tail: &[u8], scratch: &mut Vec<u8>) -> bool {
-        let mut with = |text: &[u8]| {
-            scratch.clear();
-            scratch.extend_from_slice(head);
-            scratch.extend_from_slice(text);
-            scratch.extend_from_slice(tail);
-            fast(scratch)
-        };
-        let (Some(if_empty), Some(if_text)) = (with(b""), with(b"x")) else {
-            return false;
-        };
-        self.around.set(head, tail);
-        (self.if_empty, self.if_text) = (if_empty, if_text);
-        true
+        Some(self.answers.pick(middle.is_empty()))
     }
 }
 
@@ -199,15 +155,30 @@ thread_local! {
 }
 
 impl StreamMemo {
+    /// The chunk at the start of `bytes` when it is the stream's template with a plain text,
+    /// on one line: its length, its answer, and whether it names the server's timing.
+    pub fn leading_templated(&self, bytes: &[u8]) -> Option<(usize, ChunkSummary, bool)> {
+        let template = &self.template;
+        if !self.templated || !template.one_line {
+            return None;
+        }
+        let (head, tail) = template.bytes.split_at(template.head_len);
+        let rest = bytes.strip_prefix(head)?;
+        let text = plain_run(rest);
+        if !rest[text..].starts_with(tail) || !is_utf8(&rest[..text]) {
+            return None;
+        }
+        let (summary, names_timings) = template.answers.pick(text == 0);
+        Some((head.len() + text + tail.len(), summary, names_timings))
+    }
+
     /// An empty memo, in the buffers of a finished stream's when this thread kept one: made
-    /// anew, a stream's memo cost about eight allocations per request.
+    /// anew, a memo costs an allocation per request.
     pub fn take() -> StreamMemo {
         let spare = SPARE.with(|spare| spare.borrow_mut().pop());
         spare.map_or_else(StreamMemo::default, |mut memo| {
-            memo.prefix.clear();
-            memo.top = Top::default();
             memo.templated = false;
-            memo.has_candidate = false;
+            memo.last = 0;
             memo
         })
     }
@@ -223,36 +194,180 @@ impl StreamMemo {
     }
 }
 
-/// [`fast`], reusing and updating `memo` from the previous chunks of the same stream.
-pub fn fast_resuming(data: &[u8], memo: &mut StreamMemo) -> Option<ChunkSummary> {
+struct Shapes {
+    list: Vec<Shape>,
+    /// The slot the next shape takes once the list is full.
+    next: usize,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+struct Shape {
+    /// The chunk's bytes outside its holes, one run after another.
+    literal: Vec<u8>,
+    /// Each hole in order: where the literal run before it ends, and what it holds.
+    holes: Vec<(usize, Hole)>,
+    answers: Answers,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Hole {
+    /// A plain string's bytes between its quotes.
+    Id,
+    /// An integer's digits.
+    Created,
+    /// A plain string's bytes, whose emptiness the answer follows.
+    Text,
+}
+
+/// [`fast`], answered from the stream's template or a known shape when the chunk fits one; a
+/// scanned chunk's shape is learnt. With the answer comes whether the chunk may carry the
+/// server's own timing: a top-level `timings` or `metrics` member, or, when the scan leaves
+/// the chunk to serde, `true`.
+pub fn fast_with_memo(data: &[u8], memo: &mut StreamMemo) -> Option<(ChunkSummary, bool)> {
     if memo.templated
         && let Some(answer) = memo.template.answer(data)
     {
         return Some(answer);
     }
-    let resume = (!memo.prefix.is_empty() && data.starts_with(&memo.prefix))
-        .then_some((memo.prefix.len(), memo.top));
-    let mut checkpoint = None;
-    let (summary, c) = scan(data, resume, &mut checkpoint)?;
-    if let Some((end, top)) = checkpoint {
-        memo.prefix.clear();
-        memo.prefix.extend_from_slice(&data[..end]);
-        memo.top = top;
+    // A stream's template is its last shape with its own id and `created`: when it misses, so
+    // does that shape, and the stream has moved on to the next kind of chunk.
+    let first = memo.last + usize::from(memo.templated);
+    let (answers, text) = SHAPES.with(|shapes| {
+        let mut shapes = shapes.borrow_mut();
+        if let Some((index, text)) = shapes.answer(data, first) {
+            memo.last = index;
+            return Some((shapes.list[index].answers, text));
+        }
+        let (summary, c) = scan(data)?;
+        let (index, answers, text) = shapes.learn(data, &c, summary);
+        memo.last = index.unwrap_or(memo.last);
+        Some((answers, text))
+    })?;
+    // The text's place in these bytes makes the stream's next template; a chunk without one
+    // keeps the last.
+    if let Some(span) = text {
+        memo.template.set(data, span, answers);
+        memo.templated = true;
     }
-    if let (1, Some((start, end))) = (c.text_values, c.text_span) {
-        let (head, tail) = (&data[..start], &data[end..]);
-        // A miss of the template itself (an escape in the text) keeps it.
-        let templated = memo.templated && memo.template.around.is(head, tail);
-        if !templated {
-            if memo.has_candidate && memo.candidate.is(head, tail) {
-                memo.templated = memo.template.remake(head, tail, &mut memo.scratch);
-            } else {
-                memo.candidate.set(head, tail);
-                memo.has_candidate = true;
-            }
+    Some(answers.pick(text.is_some_and(|(start, end)| start == end)))
+}
+
+impl Shapes {
+    /// The first shape, from `first` on, that `data` fits: its index, and where the chunk's
+    /// text lies.
+    fn answer(&self, data: &[u8], first: usize) -> Option<(usize, Option<(usize, usize)>)> {
+        let n = self.list.len();
+        (0..n)
+            .map(|k| (first + k) % n)
+            .find_map(|index| Some((index, self.list[index].fit(data)?)))
+    }
+
+    /// Keep the shape of a scanned chunk, unless it has more than one text value: its index,
+    /// its answers, and where the chunk's text lies.
+    fn learn(
+        &mut self,
+        data: &[u8],
+        c: &Cursor<'_>,
+        summary: ChunkSummary,
+    ) -> (Option<usize>, Answers, Option<(usize, usize)>) {
+        let mut answers = Answers {
+            if_empty: summary,
+            if_text: summary,
+            names_timings: c.names_timings,
+        };
+        let text = match c.text_values {
+            0 => None,
+            1 => c.text_span,
+            _ => return (None, answers, None),
+        };
+        if let Some((.., flag)) = text {
+            answers.if_empty = with_text(summary, flag, false);
+            answers.if_text = with_text(summary, flag, true);
+        }
+        let mut spans: Vec<(usize, usize, Hole)> = [
+            c.id_span.map(|(start, end)| (start, end, Hole::Id)),
+            c.created_span
+                .map(|(start, end)| (start, end, Hole::Created)),
+            text.map(|(start, end, _)| (start, end, Hole::Text)),
+        ]
+        .into_iter()
+        .flatten()
+        .collect();
+        spans.sort_unstable_by_key(|&(start, ..)| start);
+        let mut shape = Shape {
+            literal: Vec::with_capacity(data.len()),
+            holes: Vec::with_capacity(spans.len()),
+            answers,
+        };
+        let mut from = 0;
+        for (start, end, hole) in spans {
+            shape.literal.extend_from_slice(&data[from..start]);
+            shape.holes.push((shape.literal.len(), hole));
+            from = end;
+        }
+        shape.literal.extend_from_slice(&data[from..]);
+        let index = if self.list.len() < MAX_SHAPES {
+            self.list.push(shape);
+            self.list.len() - 1
+        } else {
+            let index = self.next;
+            self.list[index] = shape;
+            self.next = (index + 1) % MAX_SHAPES;
+            index
+        };
+        (
+            Some(index),
+            answers,
+            text.map(|(start, end, _)| (start, end)),
+        )
+    }
+}
+
+/// `answer` with the choice flag a text value sets made `non_empty`.
+fn with_text(mut answer: ChunkSummary, flag: TextFlag, non_empty: bool) -> ChunkSummary {
+    if let Some(choice) = answer.choice.as_mut() {
+        match flag {
+            TextFlag::Content => choice.content = non_empty,
+            TextFlag::Reasoning => choice.reasoning = non_empty,
         }
     }
-    Some(summary)
+    answer
+}
+
+impl Shape {
+    /// Whether `data` is this shape's bytes with its holes filled: then where its text lies.
+    fn fit(&self, data: &[u8]) -> Option<Option<(usize, usize)>> {
+        let mut rest = data;
+        let mut from = 0;
+        let mut text = None;
+        for &(to, hole) in &self.holes {
+            rest = rest.strip_prefix(&self.literal[from..to])?;
+            from = to;
+            let len = match hole {
+                Hole::Id | Hole::Text => quoted_plain_len(rest)?,
+                Hole::Created => integer_len(rest)?,
+            };
+            if hole == Hole::Text {
+                let start = data.len() - rest.len();
+                text = Some((start, start + len));
+            }
+            rest = &rest[len..];
+        }
+        (rest == &self.literal[from..]).then_some(text)
+    }
+}
+
+/// The length of the plain string bytes at the start of `b` up to a closing quote, when they
+/// are UTF-8.
+fn quoted_plain_len(b: &[u8]) -> Option<usize> {
+    let len = plain_run(b);
+    (b.get(len) == Some(&b'"') && is_utf8(&b[..len])).then_some(len)
+}
+
+/// The length of the digits at the start of `b` when they make a JSON integer.
+fn integer_len(b: &[u8]) -> Option<usize> {
+    let len = b.iter().take_while(|d| d.is_ascii_digit()).count();
+    (len == 1 || (len > 1 && b[0] != b'0')).then_some(len)
 }
 
 /// The top-level object's state between members.
@@ -267,9 +382,21 @@ struct Cursor<'a> {
     b: &'a [u8],
     i: usize,
     /// Text values read (`delta.content`, `text`, …) that were strings, and where the last
-    /// one lies between its quotes.
+    /// one lies between its quotes and which flag it sets.
     text_values: u32,
-    text_span: Option<(usize, usize)>,
+    text_span: Option<(usize, usize, TextFlag)>,
+    /// Where the first top-level `id` string and `created` integer lie.
+    id_span: Option<(usize, usize)>,
+    created_span: Option<(usize, usize)>,
+    /// A top-level `timings` or `metrics` member was seen.
+    names_timings: bool,
+}
+
+/// The choice flag a text value sets when it is non-empty.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum TextFlag {
+    Content,
+    Reasoning,
 }
 
 /// A string's bytes between the quotes, escapes not decoded.
@@ -291,6 +418,9 @@ impl<'a> Cursor<'a> {
             i: 0,
             text_values: 0,
             text_span: None,
+            id_span: None,
+            created_span: None,
+            names_timings: false,
         }
     }
 
@@ -323,11 +453,8 @@ impl<'a> Cursor<'a> {
         let start = self.i;
         let mut escaped = false;
         loop {
-            // Chunk strings are short: a byte loop beats memchr's set-up, and checks for raw
-            // control characters (invalid JSON) in the same pass.
-            while !STRING_STOP[usize::from(*self.b.get(self.i)?)] {
-                self.i += 1;
-            }
+            self.i += plain_run(&self.b[self.i..]);
+            self.b.get(self.i)?;
             match self.b[self.i] {
                 b'"' => {
                     let raw = &self.b[start..self.i];
@@ -347,13 +474,13 @@ impl<'a> Cursor<'a> {
     }
 
     /// `null` or a string: whether the string is non-empty.
-    fn opt_text(&mut self) -> Option<Option<bool>> {
+    fn opt_text(&mut self, flag: TextFlag) -> Option<Option<bool>> {
         match self.peek()? {
             b'n' => self.literal(b"null").map(|()| None),
             b'"' => {
                 let s = self.string()?;
                 self.text_values += 1;
-                self.text_span = Some((self.i - 1 - s.raw.len(), self.i - 1));
+                self.text_span = Some((self.i - 1 - s.raw.len(), self.i - 1, flag));
                 Some(Some(s.non_empty()))
             }
             _ => None,
@@ -498,46 +625,10 @@ impl<'a> Cursor<'a> {
         }
     }
 
-    /// The top-level chunk object. `checkpoint` gets the offset after each separator between
-    /// leading members, before any member whose value varies from chunk to chunk.
-    fn chunk(&mut self, checkpoint: &mut Option<(usize, Top)>) -> Option<ChunkSummary> {
-        self.eat(b'{')?;
-        if self.peek()? == b'}' {
-            self.i += 1;
-            return Some(ChunkSummary::default());
-        }
-        self.members(Top::default(), checkpoint)
-    }
-
-    /// The top-level members from a key on, then the closing brace.
-    fn members(
-        &mut self,
-        mut top: Top,
-        checkpoint: &mut Option<(usize, Top)>,
-    ) -> Option<ChunkSummary> {
-        let mut leading = true;
-        loop {
-            let key = self.string()?;
-            if key.escaped {
-                return None; // serde matches the decoded key
-            }
-            self.eat(b':')?;
-            leading &= !matches!(key.raw, b"choices" | b"usage" | b"error");
-            self.top_member(key.raw, &mut top)?;
-            match self.peek()? {
-                b',' => {
-                    self.i += 1;
-                    if leading {
-                        *checkpoint = Some((self.i, top));
-                    }
-                }
-                b'}' => {
-                    self.i += 1;
-                    break;
-                }
-                _ => return None,
-            }
-        }
+    /// The top-level chunk object.
+    fn chunk(&mut self) -> Option<ChunkSummary> {
+        let mut top = Top::default();
+        self.object(|c, key| c.top_member(key, &mut top))?;
         let mut out = top.out;
         out.is_error |= top.object_is_error;
         Some(out)
@@ -563,6 +654,26 @@ impl<'a> Cursor<'a> {
                     top.out.is_error = true;
                     self.skip(1)
                 }
+            }
+            b"id" if self.id_span.is_none() && self.peek()? == b'"' => {
+                let s = self.string()?;
+                if !s.escaped {
+                    self.id_span = Some((self.i - 1 - s.raw.len(), self.i - 1));
+                }
+                Some(())
+            }
+            b"created" if self.created_span.is_none() => {
+                self.peek()?;
+                let start = self.i;
+                self.skip(1)?;
+                if self.b[start..self.i].iter().all(u8::is_ascii_digit) {
+                    self.created_span = Some((start, self.i));
+                }
+                Some(())
+            }
+            b"timings" | b"metrics" => {
+                self.names_timings = true;
+                self.skip(1)
             }
             b"object" => {
                 top.seen.once(3)?;
@@ -624,7 +735,7 @@ impl<'a> Cursor<'a> {
             }
             b"text" => {
                 seen.once(1)?;
-                flags.content |= c.opt_text()?.unwrap_or(false);
+                flags.content |= c.opt_text(TextFlag::Content)?.unwrap_or(false);
                 Some(())
             }
             _ => c.skip(3),
@@ -635,10 +746,10 @@ impl<'a> Cursor<'a> {
     fn delta(&mut self, flags: &mut ChoiceFlags) -> Option<()> {
         let mut seen = Seen::default();
         self.object(|c, key| {
-            let (bit, is_content) = match key {
-                b"content" => (0, true),
-                b"reasoning_content" => (1, false),
-                b"reasoning" => (2, false),
+            let (bit, flag) = match key {
+                b"content" => (0, TextFlag::Content),
+                b"reasoning_content" => (1, TextFlag::Reasoning),
+                b"reasoning" => (2, TextFlag::Reasoning),
                 b"tool_calls" => {
                     seen.once(3)?;
                     return c.literal(b"null"); // any other value: serde reads the calls
@@ -646,11 +757,10 @@ impl<'a> Cursor<'a> {
                 _ => return c.skip(4),
             };
             seen.once(bit)?;
-            let non_empty = c.opt_text()?.unwrap_or(false);
-            if is_content {
-                flags.content |= non_empty;
-            } else {
-                flags.reasoning |= non_empty;
+            let non_empty = c.opt_text(flag)?.unwrap_or(false);
+            match flag {
+                TextFlag::Content => flags.content |= non_empty,
+                TextFlag::Reasoning => flags.reasoning |= non_empty,
             }
             Some(())
         })
