@@ -87,19 +87,19 @@ impl RequestTemplate {
                 PromptInput::Messages(messages) if self.responses => {
                     push_field(body, "input", messages)
                 }
-                PromptInput::Text(text) if self.responses => push_field(body, "input", text),
+                PromptInput::Text(text) if self.responses => push_text(body, "input", text),
                 PromptInput::Messages(messages) => push_messages(body, messages),
                 PromptInput::Text(text) => push_text(body, "prompt", text),
                 PromptInput::Batch {
                     query: Some(query),
                     texts,
                 } => {
-                    push_field(body, "query", query);
+                    push_text(body, "query", query);
                     push_field(body, "documents", texts);
                 }
                 // One input goes as a string, as most clients send it.
                 PromptInput::Batch { query: None, texts } => match texts.as_slice() {
-                    [one] => push_field(body, "input", one),
+                    [one] => push_text(body, "input", one),
                     _ => push_field(body, "input", texts),
                 },
             }
@@ -145,9 +145,7 @@ impl RequestTemplate {
 /// `"key":value,` onto a JSON body, the value serialized in place. Serializing strings and
 /// string maps cannot fail; a failure would write `null`.
 fn push_field<T: serde::Serialize + ?Sized>(body: &mut Vec<u8>, key: &str, value: &T) {
-    body.push(b'"');
-    body.extend_from_slice(key.as_bytes());
-    body.extend_from_slice(b"\":");
+    push_key(body, key);
     let start = body.len();
     if serde_json::to_writer(&mut *body, value).is_err() {
         body.truncate(start);
@@ -156,11 +154,16 @@ fn push_field<T: serde::Serialize + ?Sized>(body: &mut Vec<u8>, key: &str, value
     body.push(b',');
 }
 
-/// `"key":"text",`, the text escaped eight bytes at a time (a prompt is most of a body).
-fn push_text(body: &mut Vec<u8>, key: &str, text: &str) {
+/// `"key":` onto a JSON body.
+fn push_key(body: &mut Vec<u8>, key: &str) {
     body.push(b'"');
     body.extend_from_slice(key.as_bytes());
     body.extend_from_slice(b"\":");
+}
+
+/// `"key":"text",`, the text escaped eight bytes at a time (a prompt is most of a body).
+fn push_text(body: &mut Vec<u8>, key: &str, text: &str) {
+    push_key(body, key);
     json_text::push_str(body, text);
     body.push(b',');
 }

@@ -452,7 +452,7 @@ impl StreamState {
             return None;
         }
         let data = bytes.strip_prefix(b"data: ")?;
-        let (len, event, may_carry_timings) = self.chunk_memo.leading_templated(data)?;
+        let (len, (event, may_carry_timings)) = self.chunk_memo.leading_templated(data)?;
         if event.is_error || data.get(len..len + 2) != Some(b"\n\n") {
             return None;
         }

@@ -134,16 +134,21 @@ impl Template {
 
     /// The answer for `data`, when it is the template's bytes around a plain string.
     fn answer(&self, data: &[u8]) -> Option<(ChunkSummary, bool)> {
+        let (len, answer) = self.leading(data)?;
+        (len == data.len()).then_some(answer)
+    }
+
+    /// The chunk at the start of `bytes` when it is the template's bytes around a plain
+    /// string: its length and its answer. (The tail starts with the text's closing quote,
+    /// where the plain run stops.)
+    fn leading(&self, bytes: &[u8]) -> Option<(usize, (ChunkSummary, bool))> {
         let (head, tail) = self.bytes.split_at(self.head_len);
-        let middle_end = data.len().checked_sub(tail.len())?;
-        if middle_end < head.len() || !data.starts_with(head) || !data.ends_with(tail) {
+        let rest = bytes.strip_prefix(head)?;
+        let text = plain_run(rest);
+        if !rest[text..].starts_with(tail) || !is_utf8(&rest[..text]) {
             return None;
         }
-        let middle = &data[head.len()..middle_end];
-        if plain_run(middle) != middle.len() || !is_utf8(middle) {
-            return None;
-        }
-        Some(self.answers.pick(middle.is_empty()))
+        Some((head.len() + text + tail.len(), self.answers.pick(text == 0)))
     }
 }
 
@@ -157,19 +162,11 @@ thread_local! {
 impl StreamMemo {
     /// The chunk at the start of `bytes` when it is the stream's template with a plain text,
     /// on one line: its length, its answer, and whether it names the server's timing.
-    pub fn leading_templated(&self, bytes: &[u8]) -> Option<(usize, ChunkSummary, bool)> {
-        let template = &self.template;
-        if !self.templated || !template.one_line {
+    pub fn leading_templated(&self, bytes: &[u8]) -> Option<(usize, (ChunkSummary, bool))> {
+        if !self.templated || !self.template.one_line {
             return None;
         }
-        let (head, tail) = template.bytes.split_at(template.head_len);
-        let rest = bytes.strip_prefix(head)?;
-        let text = plain_run(rest);
-        if !rest[text..].starts_with(tail) || !is_utf8(&rest[..text]) {
-            return None;
-        }
-        let (summary, names_timings) = template.answers.pick(text == 0);
-        Some((head.len() + text + tail.len(), summary, names_timings))
+        self.template.leading(bytes)
     }
 
     /// An empty memo, in the buffers of a finished stream's when this thread kept one: made
