@@ -62,6 +62,17 @@ fn arg(index: usize, default: u64) -> u64 {
         .unwrap_or(default)
 }
 
+/// This thread's user and system CPU time, in seconds.
+fn thread_rusage_s() -> (f64, f64) {
+    // SAFETY: all-zero bytes are a valid `rusage`, and it is a valid out-pointer.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: as above.
+    let rc = unsafe { libc::getrusage(libc::RUSAGE_THREAD, &mut usage) };
+    assert_eq!(rc, 0, "getrusage");
+    let s = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 * 1e-6;
+    (s(usage.ru_utime), s(usage.ru_stime))
+}
+
 fn clock_s(clock: libc::clockid_t) -> f64 {
     let mut ts = libc::timespec {
         tv_sec: 0,
@@ -290,6 +301,9 @@ struct Figures {
     cpu_us_per_request: f64,
     /// Share of the client CPU spent on the runtime's own (main) thread.
     runtime_thread_share: f64,
+    /// The runtime thread's user and system (kernel) time.
+    runtime_user_us_per_request: f64,
+    runtime_system_us_per_request: f64,
     sim_cpu_us_per_request: f64,
     requests_per_s: f64,
 }
@@ -299,6 +313,7 @@ fn run_once(side: Side, setup: &Setup, sim: &SimThread) -> Figures {
         .enable_all()
         .build()
         .expect("runtime");
+    let rusage_0 = thread_rusage_s();
     let (process_0, sim_0, thread_0, wall_0) = (
         clock_s(libc::CLOCK_PROCESS_CPUTIME_ID),
         clock_s(sim.cpu_clock),
@@ -315,12 +330,15 @@ fn run_once(side: Side, setup: &Setup, sim: &SimThread) -> Figures {
         clock_s(libc::CLOCK_THREAD_CPUTIME_ID),
         wall_0.elapsed().as_secs_f64(),
     );
+    let rusage_1 = thread_rusage_s();
     drop(runtime);
     let n = setup.requests as f64;
     let client_s = (process_1 - process_0) - (sim_1 - sim_0);
     Figures {
         cpu_us_per_request: client_s / n * 1e6,
         runtime_thread_share: (thread_1 - thread_0) / client_s,
+        runtime_user_us_per_request: (rusage_1.0 - rusage_0.0) / n * 1e6,
+        runtime_system_us_per_request: (rusage_1.1 - rusage_0.1) / n * 1e6,
         sim_cpu_us_per_request: (sim_1 - sim_0) / n * 1e6,
         requests_per_s: n / wall,
     }
@@ -328,10 +346,12 @@ fn run_once(side: Side, setup: &Setup, sim: &SimThread) -> Figures {
 
 fn print_run(label: &str, side: Side, figures: &Figures) {
     println!(
-        "{label:>7} {:<13} client CPU {:>6.2} us/req ({:>3.0}% on the runtime thread)   simulator CPU {:>6.2} us/req   {:>6.0} req/s",
+        "{label:>7} {:<13} client CPU {:>6.2} us/req ({:>3.0}% on the runtime thread: user {:>5.2}, system {:>5.2})   simulator CPU {:>6.2} us/req   {:>6.0} req/s",
         side.label(),
         figures.cpu_us_per_request,
         figures.runtime_thread_share * 100.0,
+        figures.runtime_user_us_per_request,
+        figures.runtime_system_us_per_request,
         figures.sim_cpu_us_per_request,
         figures.requests_per_s
     );

@@ -40,8 +40,8 @@ fn stream(events: usize) -> Vec<u8> {
 struct AsTheClient<'s>(&'s mut StreamState, f64);
 
 impl Events for AsTheClient<'_> {
-    fn whole_event(&mut self, bytes: &[u8]) -> Option<usize> {
-        self.0.whole_templated_event(bytes, self.1)
+    fn whole_events(&mut self, bytes: &[u8]) -> Option<usize> {
+        self.0.whole_templated_events(bytes, self.1)
     }
 
     fn event(&mut self, _: EventKind, data: &[u8]) -> ControlFlow<()> {

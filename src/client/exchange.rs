@@ -1,6 +1,6 @@
 //! One request and its streamed response over a pooled connection, measured into a record.
 
-use std::fmt::{self, Write as _};
+use std::fmt;
 use std::future::Future;
 use std::ops::ControlFlow;
 use std::time::{Duration, Instant};
@@ -40,6 +40,10 @@ pub struct Client {
     absolute: Uri,
     /// Headers and the fixed part of every body.
     template: RequestTemplate,
+    /// Every request's headers, ready to clone: the template's, the host's (HTTP/1) and the
+    /// request id's, whose value each request sets. Cloned, a map keeps its hashed slots; built
+    /// header by header, each request hashed every name again.
+    request_headers: HeaderMap,
     pool: Pool,
     redactor: Redactor,
     request_id_prefix: String,
@@ -107,6 +111,7 @@ impl Client {
             config.max_connections,
         );
         let template = RequestTemplate::new(&config)?;
+        let request_headers = request_headers(&template.headers, pool.origin(), &config);
         Ok(Client {
             redactor: Redactor::new(&config),
             config,
@@ -114,6 +119,7 @@ impl Client {
             path,
             absolute,
             template,
+            request_headers,
             pool,
             request_id_prefix: default_request_id_prefix(),
             session_header: None,
@@ -163,7 +169,8 @@ impl Client {
     pub fn request_id(&self, request_index: u64) -> String {
         let mut id = String::with_capacity(self.request_id_prefix.len() + 21);
         id.push_str(&self.request_id_prefix);
-        let _ = write!(id, "-{request_index}");
+        id.push('-');
+        id.push_str(itoa::Buffer::new().format(request_index));
         id
     }
 
@@ -336,13 +343,14 @@ impl Client {
         let start = Instant::now();
         let header = extras.header.as_ref();
         let outcome = {
-            let exchange = self.exchange(
+            // Pinned in place: `select!` would move the whole exchange into its own state.
+            let exchange = std::pin::pin!(self.exchange(
                 id_header.as_ref(),
                 Bytes::from(body),
                 (start, inputs, header),
                 &mut state,
                 &mut used,
-            );
+            ));
             tokio::select! {
                 biased;
                 outcome = exchange => outcome,
@@ -405,14 +413,25 @@ impl Client {
         let total_deadline = timeouts.total.map(|t| start + t);
         let first_byte_deadline = timeouts.first_byte.map(|t| start + t);
         let mut deadlines = Deadlines::new(first_byte_deadline, total_deadline, start);
-        // Pinned here, so the deadline wait holds a pointer to it rather than a copy.
-        let head = std::pin::pin!(self.response_head(id_header, body, extra_header, start, used));
-        let (response, lease) = match deadlines.wait(head).await {
+        let mut pooled = self.pool.checkout(start);
+        if let Some(lease) = pooled.as_mut() {
+            deadlines.reuse(lease.timer.take());
+        }
+        let waited = {
+            // Pinned here, so the deadline wait holds a pointer to it rather than a copy; in a
+            // block, so the body's reading reuses its room in this future.
+            let head =
+                std::pin::pin!(self.response_head(pooled, id_header, body, extra_header, used));
+            deadlines.wait(head).await
+        };
+        let (response, mut lease) = match waited {
             Waited::Done(result) => result?,
             Waited::TimedOut(Which::Own) => return Err(Failure::first_byte()),
             Waited::TimedOut(Which::Total) => return Err(Failure::total()),
         };
-        deadlines.body(timeouts.idle, Instant::now());
+        // The byte count with the reading, so body bytes that came in the head's read share it.
+        let head_read = (lease.bytes_read(), Instant::now());
+        deadlines.body(timeouts.idle, head_read.1);
         let keep_alive = ServerKeepAlive::from_headers(response.headers());
         let status = response.status();
         let is_event_stream =
@@ -441,30 +460,31 @@ impl Client {
                         .await
                 }
                 None => {
-                    self.read_stream(&mut body, (start, &lease), &mut deadlines, state)
+                    self.read_stream(&mut body, (start, &lease, head_read), &mut deadlines, state)
                         .await
                 }
             }
         };
         if ended {
+            lease.timer = deadlines.take_timer();
             // The last read's timestamp: a clock read saved, and seconds of keep-alive left.
             self.pool.checkin(lease, keep_alive, deadlines.last_bytes());
         }
         result
     }
 
-    /// The response head, on a pooled connection or a new one. A reused connection that fails
-    /// before any response byte arrived (the server closed it as the request went out) is
+    /// The response head, on the `pooled` connection or a new one. A reused connection that
+    /// fails before any response byte arrived (the server closed it as the request went out) is
     /// replaced once by a new one; a new connection's failure is the server's.
     async fn response_head(
         &self,
+        pooled: Option<Lease>,
         id_header: Option<&HeaderValue>,
         body: Bytes,
         extra_header: Option<&(HeaderName, HeaderValue)>,
-        start: Instant,
         used: &mut ConnectionUse,
     ) -> Result<(Response<Incoming>, Lease), Failure> {
-        let mut lease = match self.pool.checkout(start) {
+        let mut lease = match pooled {
             Some(lease) => lease,
             None => self.connect().await?,
         };
@@ -508,27 +528,21 @@ impl Client {
     fn request(&self, id_header: Option<&HeaderValue>, body: Bytes) -> Request<Full<Bytes>> {
         let mut request = Request::new(Full::new(body));
         *request.method_mut() = Method::POST;
-        let http2 = self.pool.origin().http2;
-        // HTTP/2 carries scheme and authority in the URI's pseudo-headers and forbids
-        // connection-specific headers; a proxy is sent the whole URL.
+        // HTTP/2 carries scheme and authority in the URI's pseudo-headers; a proxy is sent the
+        // whole URL.
         *request.uri_mut() = if self.pool.origin().absolute_uri() {
             self.absolute.clone()
         } else {
             self.path.clone()
         };
         let headers = request.headers_mut();
-        // Room for the host and the request id: a clone of the template would be full, and
-        // grow on the first insert.
-        headers.reserve(self.template.headers.len() + 2);
-        let template = self.template.headers.iter();
-        headers.extend(template.map(|(name, value)| (name.clone(), value.clone())));
-        if http2 {
-            headers.remove(header::CONNECTION);
-        } else {
-            headers.insert(header::HOST, self.pool.origin().host_header.clone());
-        }
-        if let Some(value) = id_header {
-            headers.insert(self.config.request_id.header.clone(), value.clone());
+        *headers = self.request_headers.clone();
+        if self.config.request_id.format != RequestIdFormat::Off {
+            let name = &self.config.request_id.header;
+            match (id_header, headers.get_mut(name)) {
+                (Some(value), Some(slot)) => *slot = value.clone(),
+                _ => drop(headers.remove(name)),
+            }
         }
         request
     }
@@ -538,13 +552,13 @@ impl Client {
     async fn read_stream(
         &self,
         body: &mut Incoming,
-        (start, lease): (Instant, &Lease),
+        (start, lease, head_read): (Instant, &Lease, (u64, Instant)),
         deadlines: &mut Deadlines,
         state: &mut StreamState,
     ) -> (Result<f64, Failure>, bool) {
         let mut parser = SseParser::new(self.max_event_bytes);
         // The connection's byte count when the clock was last read, and that reading.
-        let mut stamped: Option<(u64, Instant)> = None;
+        let mut stamped = head_read;
         loop {
             let chunk = match deadlines.wait(next_chunk(body)).await {
                 Waited::Done(Ok(chunk)) => chunk,
@@ -569,13 +583,11 @@ impl Client {
             // arrived together, and a clock read per frame cost more than its scan. A shared
             // HTTP/2 connection's count moves with other streams too, so it reads more often.
             let read = lease.bytes_read();
-            let now = match stamped {
-                Some((at, now)) if at == read => now,
-                _ => {
-                    let now = Instant::now();
-                    stamped = Some((read, now));
-                    now
-                }
+            let now = if stamped.0 == read {
+                stamped.1
+            } else {
+                stamped = (read, Instant::now());
+                stamped.1
             };
             deadlines.saw_bytes(now);
             let now_ms = ms_since(start, now);
@@ -817,6 +829,25 @@ fn header_text(headers: &HeaderMap, name: HeaderName) -> Option<&str> {
     headers.get(name).and_then(|v| v.to_str().ok())
 }
 
+/// The headers every request to `origin` carries: the template's, the host (HTTP/2 carries
+/// it in the URI, and forbids connection-specific headers), and the request id's header with
+/// an empty value, for each request to fill.
+fn request_headers(template: &HeaderMap, origin: &Origin, config: &ClientConfig) -> HeaderMap {
+    let mut headers = template.clone();
+    if origin.http2 {
+        headers.remove(header::CONNECTION);
+    } else {
+        headers.insert(header::HOST, origin.host_header.clone());
+    }
+    if config.request_id.format != RequestIdFormat::Off {
+        headers.insert(
+            config.request_id.header.clone(),
+            HeaderValue::from_static(""),
+        );
+    }
+    headers
+}
+
 /// The body's end after `[DONE]`, waited for until the deadline `deadlines` has in force;
 /// whether it came.
 async fn drain(body: &mut Incoming, deadlines: &mut Deadlines) -> bool {
@@ -863,8 +894,8 @@ struct StreamEvents<'s> {
 }
 
 impl Events for StreamEvents<'_> {
-    fn whole_event(&mut self, bytes: &[u8]) -> Option<usize> {
-        self.state.whole_templated_event(bytes, self.now_ms)
+    fn whole_events(&mut self, bytes: &[u8]) -> Option<usize> {
+        self.state.whole_templated_events(bytes, self.now_ms)
     }
 
     fn event(&mut self, kind: EventKind, data: &[u8]) -> ControlFlow<()> {

@@ -113,16 +113,20 @@ fn earlier(own: Option<Instant>, total: Option<Instant>) -> Option<(Instant, Whi
 /// armed at the first wait that pends; each chunk only notes when it came, a wait that pends
 /// brings the timer forward to an earlier deadline, and the timer re-arms itself when it
 /// fires before the deadline then in force. A timer per step, or per chunk, cost more client
-/// CPU than the chunk's own parsing.
+/// CPU than the chunk's own parsing; so does one per request, which a kept connection saves by
+/// handing its last request's timer, still armed, to its next (see [`Deadlines::reuse`]).
 pub(crate) struct Deadlines {
     own: Own,
     total: Option<Instant>,
     last_bytes: Instant,
-    timer: Option<std::pin::Pin<Box<tokio::time::Sleep>>>,
+    timer: Option<Timer>,
     /// The task the timer last registered; polling it again for the same task only re-does
     /// that registration.
     registered: Option<std::task::Waker>,
 }
+
+/// A deadline timer, kept armed between the requests of one connection.
+pub(crate) type Timer = std::pin::Pin<Box<tokio::time::Sleep>>;
 
 /// The deadline of the current step, besides the total one.
 #[derive(Debug, Clone, Copy)]
@@ -143,6 +147,22 @@ impl Deadlines {
             timer: None,
             registered: None,
         }
+    }
+
+    /// Wait on `timer`, an earlier request's, rather than a new one. Armed for an earlier
+    /// deadline, it re-arms when it fires; for a later one, it is brought forward at the first
+    /// wait that pends: either way it fires by this request's deadline, and setting up and
+    /// tearing down a timer (a locked timer-wheel insert and removal) is saved.
+    pub(crate) fn reuse(&mut self, timer: Option<Timer>) {
+        self.timer = timer;
+        self.registered = None;
+    }
+
+    /// The timer, to hand to the connection's next request; armed or not, it fires no
+    /// earlier than the deadline it was last set to, and whoever waits on it next re-arms it.
+    pub(crate) fn take_timer(&mut self) -> Option<Timer> {
+        self.registered = None;
+        self.timer.take()
     }
 
     /// The head came at `now`: from here the body's idle deadline applies.
@@ -201,7 +221,7 @@ impl Deadlines {
             let same_task = self
                 .registered
                 .as_ref()
-                .is_some_and(|waker| waker.will_wake(cx.waker()));
+                .is_some_and(|waker| wakes_the_same(waker, cx.waker()));
             if same_task && !timer.is_elapsed() {
                 return Poll::Pending;
             }
@@ -217,6 +237,13 @@ impl Deadlines {
         })
         .await
     }
+}
+
+/// Whether `a` and `b` wake the same task. `Waker::will_wake` compares vtable addresses, and a
+/// clone of tokio's block-on waker carries a copy of its vtable at another address, so it
+/// answered `false` for every clone: compared by value, the vtables' functions are the same.
+fn wakes_the_same(a: &std::task::Waker, b: &std::task::Waker) -> bool {
+    a.will_wake(b) || (a.data() == b.data() && a.vtable() == b.vtable())
 }
 
 /// The next data bytes of a body, trailers skipped; `None` at its end.

@@ -17,7 +17,7 @@ use bytes::Bytes;
 use http_body_util::Full;
 use hyper::body::Incoming;
 use hyper::client::conn::{http1, http2};
-use hyper::header::{CONNECTION, HeaderValue};
+use hyper::header::{CONNECTION, HeaderName, HeaderValue};
 use hyper::{HeaderMap, Request, Response};
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use tokio::net::{TcpStream, UnixStream};
@@ -144,6 +144,8 @@ pub(crate) struct Lease {
     remaining: Option<u32>,
     /// How long opening it took; taken by the first request on it.
     pub setup: Option<ConnectionSetup>,
+    /// The last request's deadline timer, for the next one on this connection.
+    pub timer: Option<super::failure::Timer>,
 }
 
 /// A new connection's set-up times, milliseconds.
@@ -171,6 +173,7 @@ impl Lease {
             fresh: false,
             remaining: None,
             setup: None,
+            timer: None,
         })
     }
 
@@ -205,8 +208,9 @@ impl ServerKeepAlive {
             .filter_map(|v| v.to_str().ok())
             .flat_map(|v| v.split(','))
             .any(|token| token.trim().eq_ignore_ascii_case("close"));
+        const KEEP_ALIVE: HeaderName = HeaderName::from_static("keep-alive");
         let mut parsed = headers
-            .get("keep-alive")
+            .get(KEEP_ALIVE)
             .and_then(|v| v.to_str().ok())
             .map(parse_keep_alive)
             .unwrap_or_default();
@@ -416,6 +420,7 @@ impl Pool {
             fresh: true,
             remaining: None,
             setup: Some(setup),
+            timer: None,
         })
     }
 

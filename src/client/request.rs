@@ -1,7 +1,5 @@
 //! What every request of a client carries: its headers and the fixed part of its JSON body.
 
-use std::fmt::Write as _;
-
 use hyper::header::{self, HeaderMap, HeaderName, HeaderValue};
 
 use super::config::{Api, ClientConfig, is_secret_header};
@@ -112,7 +110,8 @@ impl RequestTemplate {
             } else {
                 "\"max_tokens\":"
             });
-            let _ = write!(body, "{},", prompt.max_tokens);
+            body.push_str(itoa::Buffer::new().format(prompt.max_tokens));
+            body.push(',');
         }
         if let Some((tools, choice)) = &self.tools {
             body.push_str("\"tools\":");

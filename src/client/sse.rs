@@ -50,10 +50,10 @@ enum Pending {
 /// What a fed stream's events go to.
 pub trait Events {
     /// Offered the bytes from the start of a line when no event is pending, at most the event
-    /// size cap of them: it may read one whole `data` event there (its line and the blank line
-    /// after) without the parser and say how many bytes that was; `None` leaves them to the
-    /// parser.
-    fn whole_event(&mut self, _bytes: &[u8]) -> Option<usize> {
+    /// size cap of them: it may read whole `data` events there (each its line and the blank
+    /// line after) without the parser and say how many bytes they were; `None` leaves them to
+    /// the parser.
+    fn whole_events(&mut self, _bytes: &[u8]) -> Option<usize> {
         None
     }
 
@@ -142,7 +142,7 @@ impl SseParser {
         while pos < chunk.len() {
             if self.line.is_empty() && self.pending == Pending::None && !self.is_error {
                 let end = chunk.len().min(pos.saturating_add(self.max_event_bytes));
-                if let Some(taken) = events.whole_event(&chunk[pos..end]) {
+                if let Some(taken) = events.whole_events(&chunk[pos..end]) {
                     pos += taken;
                     continue;
                 }
@@ -507,7 +507,7 @@ mod tests {
     }
 
     impl Events for TakesSimpleEvents {
-        fn whole_event(&mut self, bytes: &[u8]) -> Option<usize> {
+        fn whole_events(&mut self, bytes: &[u8]) -> Option<usize> {
             let data = bytes.strip_prefix(b"data: ")?;
             let end = memchr::memchr2(b'\n', b'\r', data)?;
             if data.get(end..end + 2) != Some(b"\n\n") {

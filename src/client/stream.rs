@@ -444,21 +444,53 @@ impl StreamState {
         }
     }
 
-    /// A whole `data:` event at the start of `bytes` whose chunk is this stream's template
-    /// around a plain text, taken without the SSE parser or the scan (what they would make of
-    /// it is the same): how many bytes it was. Most of a stream's events are such.
-    pub fn whole_templated_event(&mut self, bytes: &[u8], now_ms: f64) -> Option<usize> {
-        if self.done || self.format != StreamFormat::Chunks {
+    /// The whole `data:` events at the start of `bytes` whose chunks are this stream's
+    /// template around a plain text, taken without the SSE parser or the scan (what they would
+    /// make of them is the same): how many bytes they were, `None` for none. Most of a
+    /// stream's events are such, and come several to a read.
+    pub fn whole_templated_events(&mut self, bytes: &[u8], now_ms: f64) -> Option<usize> {
+        if self.done || self.format != StreamFormat::Chunks || !self.chunk_memo.has_event_template()
+        {
             return None;
         }
-        let data = bytes.strip_prefix(b"data: ")?;
-        let (len, (event, may_carry_timings)) = self.chunk_memo.leading_templated(data)?;
-        if event.is_error || data.get(len..len + 2) != Some(b"\n\n") {
-            return None;
+        let (if_empty, if_text, names_timings) = self.chunk_memo.event_answers();
+        let counted = |answer: &ChunkSummary| !answer.is_error && answer.usage.is_none();
+        if self.reply.is_none() && !names_timings && counted(&if_empty) && counted(&if_text) {
+            // Such events change only counts and times, and a run of them shares one time.
+            let (len, texts, empties) = self.chunk_memo.event_run(bytes);
+            self.events += texts + empties;
+            self.take_repeated(if_text, texts, now_ms);
+            self.take_repeated(if_empty, empties, now_ms);
+            return (len > 0).then_some(len);
         }
-        self.events += 1;
-        self.take_chunk(event, may_carry_timings, &data[..len], now_ms);
-        Some(b"data: ".len() + len + 2)
+        let mut taken = 0;
+        while let Some((len, chunk_len, (event, may_carry_timings))) =
+            self.chunk_memo.whole_event(&bytes[taken..])
+        {
+            if event.is_error {
+                break;
+            }
+            self.events += 1;
+            let chunk = &bytes[taken + b"data: ".len()..][..chunk_len];
+            self.take_chunk(event, may_carry_timings, chunk, now_ms);
+            taken += len;
+        }
+        (taken > 0).then_some(taken)
+    }
+
+    /// `n` chunks that say `event` (no error, usage or server timing), all taken at `now_ms`:
+    /// the first two set every time and gap that taking each would (from the third on, each
+    /// finds the same times and a gap of zero again), the rest add only to the counts.
+    fn take_repeated(&mut self, event: ChunkSummary, n: u64, now_ms: f64) {
+        for _ in 0..n.min(2) {
+            self.take_chunk(event, false, &[], now_ms);
+        }
+        let more = n.saturating_sub(2);
+        if let Some(choice) = event.choice {
+            self.reasoning_chunks += if choice.reasoning { more } else { 0 };
+            self.content_chunks += if choice.content { more } else { 0 };
+            self.tool_call_chunks += if choice.tool_call { more } else { 0 };
+        }
     }
 
     /// What a parsed chunk says, taken into the stream's figures.
@@ -574,8 +606,8 @@ mod tests {
     struct Shortcut<'s>(&'s mut StreamState, f64);
 
     impl Events for Shortcut<'_> {
-        fn whole_event(&mut self, bytes: &[u8]) -> Option<usize> {
-            self.0.whole_templated_event(bytes, self.1)
+        fn whole_events(&mut self, bytes: &[u8]) -> Option<usize> {
+            self.0.whole_templated_events(bytes, self.1)
         }
 
         fn event(&mut self, _: EventKind, data: &[u8]) -> ControlFlow<()> {
@@ -605,11 +637,11 @@ mod tests {
     fn whole_templated_events_make_the_same_figures_as_the_parser_and_scan() {
         let head = r#"{"id":"c","object":"chat.completion.chunk","created":7,"model":"m","choices":[{"index":0,"delta":{"#;
         let mut bytes = format!("data: {head}\"role\":\"assistant\",\"content\":\"\"}}}}]}}\n\n");
-        for (i, text) in [" a", " b", "", "c\\\"d", " é", " e", "\\n"]
+        for (i, text) in [" a", " b", " b2", " b3", "", "c\\\"d", " é", " e", "\\n"]
             .iter()
             .enumerate()
         {
-            let field = if i == 5 {
+            let field = if i == 7 {
                 "reasoning_content"
             } else {
                 "content"
@@ -622,14 +654,19 @@ mod tests {
         ));
         bytes.push_str("data: {\"choices\":[],\"usage\":{\"prompt_tokens\":3,\"completion_tokens\":7}}\n\ndata: [DONE]\n\n");
         let bytes = bytes.into_bytes();
-        for read in [1, 7, 64, 300, bytes.len()] {
+        // Kept, the reply needs each event's text; without it, a run of events is counted.
+        let reads = [1, 7, 64, 300, bytes.len()];
+        for (read, reply) in reads
+            .into_iter()
+            .flat_map(|r| [(r, Some(String::new())), (r, None)])
+        {
             let mut reference = StreamState {
-                reply: Some(String::new()),
+                reply: reply.clone(),
                 ..StreamState::default()
             };
             let mut parser = SseParser::default();
             let mut shortcut = StreamState {
-                reply: Some(String::new()),
+                reply,
                 ..StreamState::default()
             };
             let mut taking = SseParser::default();
@@ -646,11 +683,16 @@ mod tests {
                     .expect("within cap");
             }
             assert!(
-                reference.done && reference.content_chunks == 6,
+                reference.done && reference.content_chunks == 8,
                 "{}",
                 figures(&reference)
             );
-            assert_eq!(figures(&shortcut), figures(&reference), "reads of {read}");
+            assert_eq!(
+                figures(&shortcut),
+                figures(&reference),
+                "reads of {read}, reply kept: {}",
+                reference.reply.is_some()
+            );
         }
     }
 

@@ -111,45 +111,66 @@ impl Answers {
     }
 }
 
-/// The bytes before and after a chunk's text value, in one buffer, and the answers for the
-/// text between them.
+/// The bytes before and after a chunk's text value, framed as a whole SSE event (`data: `
+/// before, a blank line after) in one buffer, and the answers for the text between them.
 #[derive(Debug, Clone, Default, PartialEq)]
 struct Template {
+    /// `data: `, the chunk's bytes before its text, after it, and `\n\n`.
     bytes: Vec<u8>,
-    head_len: usize,
+    /// Where the text goes in `bytes`.
+    text_at: usize,
     answers: Answers,
-    /// The bytes hold no line break, so a chunk of this layout is one SSE line.
+    /// The chunk's bytes hold no line break, so a chunk of this layout is one SSE line.
     one_line: bool,
 }
 
 impl Template {
+    const DATA: &[u8] = b"data: ";
+    const BLANK: &[u8] = b"\n\n";
+
     fn set(&mut self, data: &[u8], (start, end): (usize, usize), answers: Answers) {
         self.bytes.clear();
+        self.bytes.extend_from_slice(Self::DATA);
         self.bytes.extend_from_slice(&data[..start]);
         self.bytes.extend_from_slice(&data[end..]);
-        self.head_len = start;
+        self.bytes.extend_from_slice(Self::BLANK);
+        self.text_at = Self::DATA.len() + start;
         self.answers = answers;
-        self.one_line = memchr::memchr2(b'\n', b'\r', &self.bytes).is_none();
+        self.one_line = memchr::memchr2(b'\n', b'\r', self.chunk(&self.bytes)).is_none();
     }
 
-    /// The answer for `data`, when it is the template's bytes around a plain string.
+    /// The chunk's part of `framed`, a slice of a framed event.
+    fn chunk<'b>(&self, framed: &'b [u8]) -> &'b [u8] {
+        &framed[Self::DATA.len()..framed.len() - Self::BLANK.len()]
+    }
+
+    /// The answer for `data`, when it is the template's chunk around a plain string.
     fn answer(&self, data: &[u8]) -> Option<(ChunkSummary, bool)> {
-        let (len, answer) = self.leading(data)?;
-        (len == data.len()).then_some(answer)
+        let (head, tail) = self
+            .chunk(&self.bytes)
+            .split_at(self.text_at - Self::DATA.len());
+        let text = between(data, head, tail)?;
+        (head.len() + text + tail.len() == data.len()).then(|| self.answers.pick(text == 0))
     }
 
-    /// The chunk at the start of `bytes` when it is the template's bytes around a plain
-    /// string: its length and its answer. (The tail starts with the text's closing quote,
-    /// where the plain run stops.)
-    fn leading(&self, bytes: &[u8]) -> Option<(usize, (ChunkSummary, bool))> {
-        let (head, tail) = self.bytes.split_at(self.head_len);
-        let rest = bytes.strip_prefix(head)?;
-        let text = plain_run(rest);
-        if !rest[text..].starts_with(tail) || !is_utf8(&rest[..text]) {
-            return None;
-        }
-        Some((head.len() + text + tail.len(), self.answers.pick(text == 0)))
+    /// The whole event at the start of `bytes` when it is the template's framing around a
+    /// plain string: its length, its chunk's length, and its answer. (The tail starts with
+    /// the text's closing quote, where the plain run stops.)
+    fn event(&self, bytes: &[u8]) -> Option<(usize, usize, (ChunkSummary, bool))> {
+        let (head, tail) = self.bytes.split_at(self.text_at);
+        let text = between(bytes, head, tail)?;
+        let len = head.len() + text + tail.len();
+        let chunk_len = len - Self::DATA.len() - Self::BLANK.len();
+        Some((len, chunk_len, self.answers.pick(text == 0)))
     }
+}
+
+/// The length of the plain UTF-8 string between `head` and `tail` at the start of `bytes`.
+#[inline]
+fn between(bytes: &[u8], head: &[u8], tail: &[u8]) -> Option<usize> {
+    let rest = bytes.strip_prefix(head)?;
+    let text = plain_run(rest);
+    (rest[text..].starts_with(tail) && is_utf8(&rest[..text])).then_some(text)
 }
 
 /// Up to this many finished streams' memos are kept per thread for reuse.
@@ -160,13 +181,42 @@ thread_local! {
 }
 
 impl StreamMemo {
-    /// The chunk at the start of `bytes` when it is the stream's template with a plain text,
-    /// on one line: its length, its answer, and whether it names the server's timing.
-    pub fn leading_templated(&self, bytes: &[u8]) -> Option<(usize, (ChunkSummary, bool))> {
-        if !self.templated || !self.template.one_line {
-            return None;
+    /// Whether [`StreamMemo::whole_event`] can answer: the stream has a template of one line.
+    pub fn has_event_template(&self) -> bool {
+        self.templated && self.template.one_line
+    }
+
+    /// What the template's events say with an empty and with a non-empty text, and whether
+    /// they name the server's timing. Call only when [`StreamMemo::has_event_template`].
+    pub fn event_answers(&self) -> (ChunkSummary, ChunkSummary, bool) {
+        let answers = self.template.answers;
+        (answers.if_empty, answers.if_text, answers.names_timings)
+    }
+
+    /// The run of whole template events at the start of `bytes` (see
+    /// [`StreamMemo::whole_event`]): its length in bytes, and how many of its events have a
+    /// non-empty text and how many an empty one.
+    pub fn event_run(&self, bytes: &[u8]) -> (usize, u64, u64) {
+        let (head, tail) = self.template.bytes.split_at(self.template.text_at);
+        let (mut len, mut texts, mut empties) = (0, 0, 0);
+        while let Some(text) = between(&bytes[len..], head, tail) {
+            len += head.len() + text + tail.len();
+            if text == 0 {
+                empties += 1;
+            } else {
+                texts += 1;
+            }
         }
-        self.template.leading(bytes)
+        (len, texts, empties)
+    }
+
+    /// The whole SSE event at the start of `bytes` when it is `data: `, the stream's template
+    /// with a plain text, and a blank line: its length, its chunk's length (the chunk starts
+    /// after `data: `), its answer, and whether it names the server's timing. Call only when
+    /// [`StreamMemo::has_event_template`].
+    #[inline]
+    pub fn whole_event(&self, bytes: &[u8]) -> Option<(usize, usize, (ChunkSummary, bool))> {
+        self.template.event(bytes)
     }
 
     /// An empty memo, in the buffers of a finished stream's when this thread kept one: made
