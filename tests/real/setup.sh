@@ -73,9 +73,11 @@ ln -sf "$gguf" "$model"
 
 # llama-cpp-python: PyPI ships only its sdist, whose build compiles llama.cpp (about 8
 # minutes on two cores; scikit-build-core, cmake and ninja come from PyPI through pip's build
-# isolation, a C/C++ compiler from the system). It is built once into $wheels, for this
-# machine's CPU (llama.cpp builds with -march=native; the wheel is py3-none, ctypes bindings
-# for any Python 3), then installed from there with its pinned dependencies.
+# isolation, a C/C++ compiler from the system). It is built once into $wheels (the wheel is
+# py3-none, ctypes bindings for any Python 3), then installed from there with its pinned
+# dependencies. Built for x86-64 with AVX2, not -march=native: on a CPU with AVX-512 and AMX,
+# llama.cpp 0.3.36's native build crashed with a general protection fault in libggml-cpu on
+# its first request (plain curl too).
 lcp_version="$(sed -n 's/^llama-cpp-python==//p' "$lcp_requirements")"
 if ! compgen -G "$wheels/llama_cpp_python-$lcp_version-*.whl" >/dev/null; then
   command -v c++ >/dev/null || { echo "llama-cpp-python's build needs a C++ compiler (c++)" >&2; exit 1; }
@@ -83,7 +85,8 @@ if ! compgen -G "$wheels/llama_cpp_python-$lcp_version-*.whl" >/dev/null; then
   build="$wheels/.build-$$"
   rm -rf "$build"
   mkdir -p "$build"
-  CMAKE_BUILD_PARALLEL_LEVEL="${CMAKE_BUILD_PARALLEL_LEVEL:-$(nproc 2>/dev/null || echo 2)}" \
+  CMAKE_ARGS="-DGGML_NATIVE=OFF ${CMAKE_ARGS:-}" \
+    CMAKE_BUILD_PARALLEL_LEVEL="${CMAKE_BUILD_PARALLEL_LEVEL:-$(nproc 2>/dev/null || echo 2)}" \
     "$lcp_venv/bin/python" -m pip wheel --quiet --no-deps --wheel-dir "$build" \
     "llama-cpp-python==$lcp_version"
   # Moved in whole, so an interrupted build never leaves a wheel that looks finished.
