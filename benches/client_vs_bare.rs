@@ -7,7 +7,8 @@
 //! The embedded simulator runs with every delay at zero on loopback, on its own thread with a
 //! current-thread runtime, and serves both sides. Each run is a closed loop at a fixed
 //! concurrency for a fixed number of streamed chat requests, on a fresh current-thread
-//! runtime on the main thread:
+//! runtime on the main thread, each worker a task of its own (as `servebench run`'s closed
+//! loop runs them):
 //!
 //! - A, servebench: `Client::send` (pooled keep-alive connections, request-id header, body
 //!   built from the prompt, SSE framing, the chunk scan, timestamps, a full `RequestRecord`).
@@ -40,9 +41,10 @@
 //! machine load lands on both sides; every run's figures, the per-pair ratio A/B and the
 //! median ratio are printed. One unmeasured warmup run of each side comes first.
 
-use std::cell::Cell;
 use std::net::SocketAddr;
 use std::os::unix::thread::JoinHandleExt;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
@@ -202,40 +204,62 @@ struct Setup {
     body: Bytes,
 }
 
-/// Hands out request indices to the workers of one current-thread run.
+/// Hands out request indices to the workers of one run.
 struct Counter {
-    next: Cell<u64>,
+    next: AtomicU64,
     end: u64,
 }
 
 impl Counter {
-    fn take(&self) -> Option<u64> {
-        let n = self.next.get();
-        (n < self.end).then(|| {
-            self.next.set(n + 1);
-            n
+    fn new(end: u64) -> Arc<Self> {
+        Arc::new(Counter {
+            next: AtomicU64::new(0),
+            end,
         })
+    }
+
+    fn take(&self) -> Option<u64> {
+        let n = self.next.fetch_add(1, Ordering::Relaxed);
+        (n < self.end).then_some(n)
     }
 }
 
-async fn run_servebench(setup: &Setup) {
-    let client = Client::new(client_config(setup.addr, setup.concurrency)).expect("client");
-    let counter = Counter {
-        next: Cell::new(0),
-        end: setup.requests,
-    };
-    let origin = Instant::now();
-    let workers = (0..setup.concurrency).map(|_| async {
-        while let Some(index) = counter.take() {
-            let record = client.send(index, &setup.prompt, origin).await;
-            assert!(record.is_ok(), "request failed: {:?}", record.error);
-            assert_eq!(record.output_tokens, Some(setup.output_tokens));
-        }
-    });
-    futures_util::future::join_all(workers).await;
+/// Runs `concurrency` workers, each a task of its own, to their end: how `servebench run`'s
+/// closed loop drives its workers. (In one task, joined, every wake-up would poll every
+/// worker's whole future again.)
+async fn run_workers<W, F>(concurrency: usize, worker: W)
+where
+    W: Fn() -> F,
+    F: std::future::Future<Output = ()> + Send + 'static,
+{
+    let mut tasks = tokio::task::JoinSet::new();
+    for _ in 0..concurrency {
+        tasks.spawn(worker());
+    }
+    while let Some(done) = tasks.join_next().await {
+        done.expect("worker");
+    }
 }
 
-async fn bare_worker(setup: &Setup, counter: &Counter) {
+async fn run_servebench(setup: &Arc<Setup>) {
+    let client =
+        Arc::new(Client::new(client_config(setup.addr, setup.concurrency)).expect("client"));
+    let counter = Counter::new(setup.requests);
+    let origin = Instant::now();
+    run_workers(setup.concurrency, || {
+        let (client, counter, setup) = (client.clone(), counter.clone(), setup.clone());
+        async move {
+            while let Some(index) = counter.take() {
+                let record = client.send(index, &setup.prompt, origin).await;
+                assert!(record.is_ok(), "request failed: {:?}", record.error);
+                assert_eq!(record.output_tokens, Some(setup.output_tokens));
+            }
+        }
+    })
+    .await;
+}
+
+async fn bare_worker(setup: Arc<Setup>, counter: Arc<Counter>) {
     let done = memchr::memmem::Finder::new(b"data: [DONE]");
     let stream = tokio::net::TcpStream::connect(setup.addr)
         .await
@@ -288,13 +312,12 @@ async fn bare_worker(setup: &Setup, counter: &Counter) {
     }
 }
 
-async fn run_bare(setup: &Setup) {
-    let counter = Counter {
-        next: Cell::new(0),
-        end: setup.requests,
-    };
-    let workers = (0..setup.concurrency).map(|_| bare_worker(setup, &counter));
-    futures_util::future::join_all(workers).await;
+async fn run_bare(setup: &Arc<Setup>) {
+    let counter = Counter::new(setup.requests);
+    run_workers(setup.concurrency, || {
+        bare_worker(setup.clone(), counter.clone())
+    })
+    .await;
 }
 
 struct Figures {
@@ -308,7 +331,7 @@ struct Figures {
     requests_per_s: f64,
 }
 
-fn run_once(side: Side, setup: &Setup, sim: &SimThread) -> Figures {
+fn run_once(side: Side, setup: &Arc<Setup>, sim: &SimThread) -> Figures {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -393,10 +416,11 @@ fn main() {
         sim.addr
     );
     println!("body: {} bytes", setup.body.len());
-    let warm = Setup {
+    let warm = Arc::new(Setup {
         requests: requests.min(5_000),
         ..setup.clone()
-    };
+    });
+    let setup = Arc::new(setup);
     for side in [Side::Servebench, Side::Bare] {
         print_run("warmup", side, &run_once(side, &warm, &sim));
     }

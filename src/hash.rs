@@ -2,9 +2,8 @@
 //!
 //! Reports and simulator outputs depend on these bits (phase seeds, shard seeds, bootstrap
 //! seeds, simulated token ids and text), so std's randomly keyed hasher is never used for them.
-//! Request ids sent as UUIDs derive from SHA-256 of the readable id, so reruns send the same.
-
-use sha2::{Digest, Sha256};
+//! Request ids sent as UUIDs derive from a two-lane FNV-1a of the readable id, so reruns send
+//! the same.
 
 const FNV_OFFSET_BASIS: u64 = 0xcbf2_9ce4_8422_2325;
 const FNV_PRIME: u64 = 0x0000_0100_0000_01b3;
@@ -59,26 +58,82 @@ impl SplitMix64 {
 }
 
 /// A UUID for `readable`, the same on every run: version-4 layout (the form strict validators
-/// accept) with its 122 free bits taken from SHA-256 of the readable id.
+/// accept) with its 122 free bits taken from [`IdHash`] of the readable id.
 pub fn uuid_for(readable: &str) -> String {
-    let digest = Sha256::digest(readable.as_bytes());
-    let mut bytes = [0u8; 16];
-    bytes.copy_from_slice(&digest[..16]);
-    bytes[6] = (bytes[6] & 0x0f) | 0x40;
-    bytes[8] = (bytes[8] & 0x3f) | 0x80;
-    // Written in place: this runs once per request, and five slices through `format!` cost
-    // more than the digest.
-    const HEX: &[u8; 16] = b"0123456789abcdef";
-    let mut uuid = String::with_capacity(36);
-    for (i, byte) in bytes.iter().enumerate() {
-        if matches!(i, 4 | 6 | 8 | 10) {
-            uuid.push('-');
-        }
-        uuid.push(char::from(HEX[usize::from(byte >> 4)]));
-        uuid.push(char::from(HEX[usize::from(byte & 0x0f)]));
-    }
-    uuid
+    IdHash::new().update(readable.as_bytes()).uuid()
 }
+
+/// 128 bits of a stable hash for request ids: FNV-1a in two 64-bit lanes from different offset
+/// bases, each finished with [`mix64`]. It is streamed, so a client hashes its id prefix once
+/// and each request's UUID costs only its index's digits (a SHA-256 per request cost more
+/// than the rest of building the request). Ids need no cryptographic strength, only stability
+/// and no collisions in practice: two lanes keep that to ~2^-128 per pair, where one 64-bit
+/// lane would give a few percent over a billion requests.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct IdHash {
+    lanes: [u64; 2],
+}
+
+impl Default for IdHash {
+    fn default() -> Self {
+        IdHash::new()
+    }
+}
+
+impl IdHash {
+    pub const fn new() -> Self {
+        IdHash {
+            lanes: [FNV_OFFSET_BASIS, FNV_OFFSET_BASIS ^ GOLDEN_GAMMA],
+        }
+    }
+
+    /// The hash of what came before followed by `bytes`.
+    #[must_use]
+    pub fn update(self, bytes: &[u8]) -> Self {
+        let [mut a, mut b] = self.lanes;
+        for &byte in bytes {
+            a = (a ^ u64::from(byte)).wrapping_mul(FNV_PRIME);
+            b = (b ^ u64::from(byte)).wrapping_mul(FNV_PRIME);
+        }
+        IdHash { lanes: [a, b] }
+    }
+
+    /// The hash as a version-4 UUID, lower-case, 8-4-4-4-12.
+    pub fn uuid(self) -> String {
+        let [a, b] = self.lanes.map(mix64);
+        let mut bytes = [0u8; 16];
+        bytes[..8].copy_from_slice(&a.to_be_bytes());
+        bytes[8..].copy_from_slice(&b.to_be_bytes());
+        bytes[6] = (bytes[6] & 0x0f) | 0x40;
+        bytes[8] = (bytes[8] & 0x3f) | 0x80;
+        // Written in place: this runs once per request, and five slices through `format!` (or
+        // a `char` pushed at a time) cost more than the hash.
+        let mut text = [b'-'; 36];
+        let mut at = 0;
+        for (i, byte) in bytes.iter().enumerate() {
+            if matches!(i, 4 | 6 | 8 | 10) {
+                at += 1;
+            }
+            text[at..at + 2].copy_from_slice(&HEX_PAIRS[usize::from(*byte)]);
+            at += 2;
+        }
+        std::str::from_utf8(&text)
+            .expect("hex digits and dashes")
+            .to_string()
+    }
+}
+
+/// Each byte's two lower-case hex digits.
+const HEX_PAIRS: [[u8; 2]; 256] = {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    let mut pairs = [[0u8; 2]; 256];
+    let mut byte = 0;
+    while byte < 256 {
+        pairs[byte] = [HEX[byte >> 4], HEX[byte & 0x0f]];
+        byte += 1;
+    }
+    pairs
+};
 
 /// Whether `value` is a UUID in its canonical 8-4-4-4-12 hex form (any version).
 pub fn is_uuid(value: &str) -> bool {
@@ -95,10 +150,23 @@ mod tests {
     use super::*;
 
     #[test]
-    fn uuid_for_is_the_version_4_form_of_the_sha256_prefix() {
-        // SHA-256("run-1-42")[..16] with the version and variant bits set, computed apart.
-        assert_eq!(uuid_for("run-1-42"), "43dd8e5c-6872-45e6-a698-60be9b91b143");
+    fn uuid_for_is_the_version_4_form_of_the_two_lane_hash() {
+        // Computed apart (Python, from the definition: two FNV-1a-64 lanes, mix64, big-endian,
+        // version and variant bits set).
+        assert_eq!(uuid_for("run-1-42"), "505b07a8-3962-43f5-8ffc-f0b7ed82f144");
+        assert_eq!(uuid_for(""), "f52a15e9-a9b5-489b-a9d3-27596b869820");
         assert!(is_uuid(&uuid_for("")));
+    }
+
+    #[test]
+    fn id_hash_streams_across_a_prefix() {
+        let prefix = IdHash::new().update(b"sb-0000abcd-");
+        assert_eq!(prefix.update(b"7").uuid(), uuid_for("sb-0000abcd-7"));
+        assert_eq!(
+            uuid_for("sb-0000abcd-7"),
+            "3263aaa6-c758-4335-b635-279a5a0547c6"
+        );
+        assert_ne!(prefix.update(b"8").uuid(), prefix.update(b"7").uuid());
     }
 
     #[test]

@@ -25,6 +25,7 @@ use super::scan;
 use super::setup_error::ClientError;
 use super::sse::{DEFAULT_MAX_EVENT_BYTES, EventKind, Events, SseParser};
 use super::stream::{self, EventOutcome, StreamFailure, StreamFormat, StreamState, excerpt};
+use crate::hash::IdHash;
 use crate::workload::{ChatMessage, Prompt};
 
 /// After `[DONE]`, how long to wait for the body's end so the connection can be reused.
@@ -47,6 +48,8 @@ pub struct Client {
     pool: Pool,
     redactor: Redactor,
     request_id_prefix: String,
+    /// The hash of `{request_id_prefix}-`, which each request's UUID carries on.
+    request_id_hash: IdHash,
     /// Sessions: the header that carries a session's id with each of its turns.
     session_header: Option<HeaderName>,
     max_event_bytes: usize,
@@ -112,7 +115,7 @@ impl Client {
         );
         let template = RequestTemplate::new(&config)?;
         let request_headers = request_headers(&template.headers, pool.origin(), &config);
-        Ok(Client {
+        let client = Client {
             redactor: Redactor::new(&config),
             config,
             url,
@@ -121,16 +124,21 @@ impl Client {
             template,
             request_headers,
             pool,
-            request_id_prefix: default_request_id_prefix(),
+            request_id_prefix: String::new(),
+            request_id_hash: IdHash::new(),
             session_header: None,
             max_event_bytes: DEFAULT_MAX_EVENT_BYTES,
-        })
+        };
+        Ok(client.with_request_id_prefix(default_request_id_prefix()))
     }
 
     /// Use `prefix` for request ids (`{prefix}-{request_index}`) instead of a random one, e.g.
     /// the run id plus the phase name.
     pub fn with_request_id_prefix(mut self, prefix: impl Into<String>) -> Self {
         self.request_id_prefix = prefix.into();
+        self.request_id_hash = IdHash::new()
+            .update(self.request_id_prefix.as_bytes())
+            .update(b"-");
         self
     }
 
@@ -167,11 +175,23 @@ impl Client {
 
     /// The readable id of the request with this index (its header value derives from it).
     pub fn request_id(&self, request_index: u64) -> String {
-        let mut id = String::with_capacity(self.request_id_prefix.len() + 21);
+        self.request_ids(request_index).0
+    }
+
+    /// The readable id of the request with this index, and its id header's value: the id
+    /// itself, its UUID (`uuid_for` of it, from the prefix's hash carried on), or none.
+    pub(super) fn request_ids(&self, request_index: u64) -> (String, Option<String>) {
+        let mut digits = itoa::Buffer::new();
+        let digits = digits.format(request_index);
+        let mut id = String::with_capacity(self.request_id_prefix.len() + 1 + digits.len());
         id.push_str(&self.request_id_prefix);
         id.push('-');
-        id.push_str(itoa::Buffer::new().format(request_index));
-        id
+        id.push_str(digits);
+        let sent = match self.config.request_id.format {
+            RequestIdFormat::Uuid => Some(self.request_id_hash.update(digits.as_bytes()).uuid()),
+            _ => self.config.request_id.header_value(&id),
+        };
+        (id, sent)
     }
 
     /// The names of the request headers servers commonly validate that every request carries:
@@ -222,7 +242,7 @@ impl Client {
     where
         C: Future<Output = ()>,
     {
-        let body = self.request_body(prompt);
+        let body = self.template.body_bytes(prompt);
         let inputs = self.inputs(prompt);
         let counts = (prompt.planned_prompt_tokens, inputs);
         self.send_body(
@@ -245,7 +265,7 @@ impl Client {
         prompt: Prompt,
         origin: Instant,
     ) -> RequestRecord {
-        let body = self.request_body(&prompt);
+        let body = self.template.body_bytes(&prompt);
         let counts = (prompt.planned_prompt_tokens, self.inputs(&prompt));
         drop(prompt);
         let pending = std::future::pending();
@@ -270,7 +290,7 @@ impl Client {
         prompt: Prompt,
         origin: Instant,
     ) -> (RequestRecord, ChatMessage) {
-        let body = self.request_body(&prompt);
+        let body = self.template.body_bytes(&prompt);
         let counts = (prompt.planned_prompt_tokens, self.inputs(&prompt));
         let turn = prompt.session;
         drop(prompt);
@@ -315,7 +335,7 @@ impl Client {
     async fn send_body<C>(
         &self,
         request_index: u64,
-        body: String,
+        body: Vec<u8>,
         (planned, inputs): (Option<u64>, Option<u64>),
         origin: Instant,
         cancel: C,
@@ -324,9 +344,7 @@ impl Client {
     where
         C: Future<Output = ()>,
     {
-        let request_id = self.request_id(request_index);
-        // The id as sent, computed once: a UUID costs a SHA-256.
-        let sent_id = self.config.request_id.header_value(&request_id);
+        let (request_id, sent_id) = self.request_ids(request_index);
         let id_header = sent_id
             .as_deref()
             .and_then(|id| HeaderValue::from_str(id).ok());

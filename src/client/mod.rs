@@ -97,6 +97,37 @@ mod tests {
     }
 
     #[test]
+    fn each_request_sends_the_uuid_of_its_readable_id() {
+        let mut cfg = config();
+        for prefix in [None, Some("run-20261205T020000Z-c8"), Some("")] {
+            let client = Client::new(cfg.clone()).expect("client");
+            let client = match prefix {
+                Some(prefix) => client.with_request_id_prefix(prefix),
+                None => client,
+            };
+            for index in [0, 7, 10, 123_456, u64::MAX] {
+                let (readable, sent) = client.request_ids(index);
+                assert_eq!(readable, client.request_id(index));
+                assert!(readable.ends_with(&format!("-{index}")), "{readable}");
+                assert_eq!(sent, Some(uuid_for(&readable)), "{readable}");
+            }
+        }
+        cfg.request_id.format = RequestIdFormat::Plain;
+        let client = Client::new(cfg.clone())
+            .expect("client")
+            .with_request_id_prefix("p");
+        assert_eq!(
+            client.request_ids(3),
+            ("p-3".to_string(), Some("p-3".to_string()))
+        );
+        cfg.request_id.format = RequestIdFormat::Off;
+        let client = Client::new(cfg)
+            .expect("client")
+            .with_request_id_prefix("p");
+        assert_eq!(client.request_ids(3), ("p-3".to_string(), None));
+    }
+
+    #[test]
     fn debug_redacts_secrets() {
         let text = format!("{:?}", config());
         assert!(!text.contains("sk-very-secret"), "{text}");

@@ -77,6 +77,12 @@ impl RequestTemplate {
     /// The JSON body for one prompt, serialized in place (no value goes through a string of
     /// its own).
     pub fn body(&self, prompt: &Prompt) -> String {
+        String::from_utf8(self.body_bytes(prompt)).unwrap_or_default()
+    }
+
+    /// [`RequestTemplate::body`] as bytes, as it is sent: checking that it is UTF-8 (it is)
+    /// would read it all once more.
+    pub fn body_bytes(&self, prompt: &Prompt) -> Vec<u8> {
         let mut body: Vec<u8> = Vec::with_capacity(self.fixed_body.len() + 256);
         body.push(b'{');
         if !self.body_sets_input {
@@ -102,21 +108,19 @@ impl RequestTemplate {
                 },
             }
         }
-        // JSON text is UTF-8, whatever it holds.
-        let mut body = String::from_utf8(body).unwrap_or_default();
         if self.streams && !self.body_sets_max_tokens {
-            body.push_str(if self.responses {
-                "\"max_output_tokens\":"
+            body.extend_from_slice(if self.responses {
+                b"\"max_output_tokens\":"
             } else {
-                "\"max_tokens\":"
+                b"\"max_tokens\":"
             });
-            body.push_str(itoa::Buffer::new().format(prompt.max_tokens));
-            body.push(',');
+            body.extend_from_slice(itoa::Buffer::new().format(prompt.max_tokens).as_bytes());
+            body.push(b',');
         }
         if let Some((tools, choice)) = &self.tools {
-            body.push_str("\"tools\":");
-            body.push_str(tools);
-            body.push(',');
+            body.extend_from_slice(b"\"tools\":");
+            body.extend_from_slice(tools.as_bytes());
+            body.push(b',');
             // After a tool's result the model must be free to answer, whatever the plan's
             // choice for a turn's opening request.
             let answers_tool = matches!(&prompt.input, PromptInput::Messages(m)
@@ -127,16 +131,16 @@ impl RequestTemplate {
                 choice.as_deref()
             };
             if let Some(choice) = choice {
-                body.push_str("\"tool_choice\":");
-                body.push_str(choice);
-                body.push(',');
+                body.extend_from_slice(b"\"tool_choice\":");
+                body.extend_from_slice(choice.as_bytes());
+                body.push(b',');
             }
         }
-        body.push_str(&self.fixed_body);
-        if body.ends_with(',') {
+        body.extend_from_slice(self.fixed_body.as_bytes());
+        if body.ends_with(b",") {
             body.pop();
         }
-        body.push('}');
+        body.push(b'}');
         body
     }
 }

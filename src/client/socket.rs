@@ -37,7 +37,8 @@ impl AsyncRead for Stream {
         };
         if let Poll::Ready(Ok(())) = polled {
             let n = (buf.filled().len() - before) as u64;
-            self.read.fetch_add(n, Relaxed);
+            // The connection's one reader is the only writer: no locked add needed.
+            self.read.store(self.read.load(Relaxed) + n, Relaxed);
         }
         polled
     }

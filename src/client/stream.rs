@@ -458,10 +458,14 @@ impl StreamState {
         if self.reply.is_none() && !names_timings && counted(&if_empty) && counted(&if_text) {
             // Such events change only counts and times, and a run of them shares one time.
             let (len, texts, empties) = self.chunk_memo.event_run(bytes);
+            self.chunk_memo.note_template_missed();
+            if len == 0 {
+                return None;
+            }
             self.events += texts + empties;
             self.take_repeated(if_text, texts, now_ms);
             self.take_repeated(if_empty, empties, now_ms);
-            return (len > 0).then_some(len);
+            return Some(len);
         }
         let mut taken = 0;
         while let Some((len, chunk_len, (event, may_carry_timings))) =
@@ -475,6 +479,7 @@ impl StreamState {
             self.take_chunk(event, may_carry_timings, chunk, now_ms);
             taken += len;
         }
+        self.chunk_memo.note_template_missed();
         (taken > 0).then_some(taken)
     }
 

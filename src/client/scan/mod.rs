@@ -93,6 +93,9 @@ pub struct StreamMemo {
     template: Template,
     templated: bool,
     last: usize,
+    /// The template was just tried on the next event's framing and missed: the event's chunk
+    /// need not be tried again (a skipped try only costs a shape's, the answer is the same).
+    template_missed: bool,
 }
 
 /// What the chunks of one layout say, with an empty and with a non-empty text, and whether
@@ -154,12 +157,18 @@ impl Template {
     }
 
     /// The whole event at the start of `bytes` when it is the template's framing around a
-    /// plain string: its length, its chunk's length, and its answer. (The tail starts with
-    /// the text's closing quote, where the plain run stops.)
-    fn event(&self, bytes: &[u8]) -> Option<(usize, usize, (ChunkSummary, bool))> {
+    /// plain string: its length, and its text's. (The tail starts with the text's closing
+    /// quote, where the plain run stops.)
+    #[inline]
+    fn event_text(&self, bytes: &[u8]) -> Option<(usize, usize)> {
         let (head, tail) = self.bytes.split_at(self.text_at);
         let text = between(bytes, head, tail)?;
-        let len = head.len() + text + tail.len();
+        Some((head.len() + text + tail.len(), text))
+    }
+
+    /// [`Template::event_text`] with the event's chunk's length and its answer.
+    fn event(&self, bytes: &[u8]) -> Option<(usize, usize, (ChunkSummary, bool))> {
+        let (len, text) = self.event_text(bytes)?;
         let chunk_len = len - Self::DATA.len() - Self::BLANK.len();
         Some((len, chunk_len, self.answers.pick(text == 0)))
     }
@@ -197,10 +206,9 @@ impl StreamMemo {
     /// [`StreamMemo::whole_event`]): its length in bytes, and how many of its events have a
     /// non-empty text and how many an empty one.
     pub fn event_run(&self, bytes: &[u8]) -> (usize, u64, u64) {
-        let (head, tail) = self.template.bytes.split_at(self.template.text_at);
         let (mut len, mut texts, mut empties) = (0, 0, 0);
-        while let Some(text) = between(&bytes[len..], head, tail) {
-            len += head.len() + text + tail.len();
+        while let Some((event_len, text)) = self.template.event_text(&bytes[len..]) {
+            len += event_len;
             if text == 0 {
                 empties += 1;
             } else {
@@ -219,6 +227,11 @@ impl StreamMemo {
         self.template.event(bytes)
     }
 
+    /// The template missed the event the SSE parser goes on with.
+    pub fn note_template_missed(&mut self) {
+        self.template_missed = true;
+    }
+
     /// An empty memo, in the buffers of a finished stream's when this thread kept one: made
     /// anew, a memo costs an allocation per request.
     pub fn take() -> StreamMemo {
@@ -226,6 +239,7 @@ impl StreamMemo {
         spare.map_or_else(StreamMemo::default, |mut memo| {
             memo.templated = false;
             memo.last = 0;
+            memo.template_missed = false;
             memo
         })
     }
@@ -271,7 +285,9 @@ enum Hole {
 /// server's own timing: a top-level `timings` or `metrics` member, or, when the scan leaves
 /// the chunk to serde, `true`.
 pub fn fast_with_memo(data: &[u8], memo: &mut StreamMemo) -> Option<(ChunkSummary, bool)> {
+    let missed = std::mem::take(&mut memo.template_missed);
     if memo.templated
+        && !missed
         && let Some(answer) = memo.template.answer(data)
     {
         return Some(answer);
@@ -303,9 +319,10 @@ impl Shapes {
     /// The first shape, from `first` on, that `data` fits: its index, and where the chunk's
     /// text lies.
     fn answer(&self, data: &[u8], first: usize) -> Option<(usize, Option<(usize, usize)>)> {
-        let n = self.list.len();
-        (0..n)
-            .map(|k| (first + k) % n)
+        // From `first` to the end, then from the start: no division per shape tried.
+        let first = first.min(self.list.len());
+        (first..self.list.len())
+            .chain(0..first)
             .find_map(|index| Some((index, self.list[index].fit(data)?)))
     }
 
