@@ -187,10 +187,9 @@ impl Client {
         id.push_str(&self.request_id_prefix);
         id.push('-');
         id.push_str(digits);
-        let sent = match self.config.request_id.format {
-            RequestIdFormat::Uuid => Some(self.request_id_hash.update(digits.as_bytes()).uuid()),
-            _ => self.config.request_id.header_value(&id),
-        };
+        let sent = self.config.request_id.header_value_with(&id, || {
+            self.request_id_hash.update(digits.as_bytes()).uuid()
+        });
         (id, sent)
     }
 

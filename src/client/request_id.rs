@@ -43,8 +43,18 @@ impl Default for RequestIdSettings {
 impl RequestIdSettings {
     /// The header value for a request whose readable id is `readable`; `None` when off.
     pub fn header_value(&self, readable: &str) -> Option<String> {
+        self.header_value_with(readable, || uuid_for(readable))
+    }
+
+    /// [`RequestIdSettings::header_value`], with `uuid` making `readable`'s UUID (a client
+    /// carries its id prefix's hash on, rather than hashing the whole id).
+    pub fn header_value_with(
+        &self,
+        readable: &str,
+        uuid: impl FnOnce() -> String,
+    ) -> Option<String> {
         match self.format {
-            RequestIdFormat::Uuid => Some(uuid_for(readable)),
+            RequestIdFormat::Uuid => Some(uuid()),
             RequestIdFormat::Plain => Some(readable.to_string()),
             RequestIdFormat::Off => None,
         }

@@ -453,12 +453,14 @@ impl StreamState {
         {
             return None;
         }
+        // Whatever run is taken here ends where the template misses: the event the parser
+        // goes on with need not be tried against it again.
+        self.chunk_memo.note_template_missed();
         let (if_empty, if_text, names_timings) = self.chunk_memo.event_answers();
         let counted = |answer: &ChunkSummary| !answer.is_error && answer.usage.is_none();
         if self.reply.is_none() && !names_timings && counted(&if_empty) && counted(&if_text) {
             // Such events change only counts and times, and a run of them shares one time.
             let (len, texts, empties) = self.chunk_memo.event_run(bytes);
-            self.chunk_memo.note_template_missed();
             if len == 0 {
                 return None;
             }
@@ -479,7 +481,6 @@ impl StreamState {
             self.take_chunk(event, may_carry_timings, chunk, now_ms);
             taken += len;
         }
-        self.chunk_memo.note_template_missed();
         (taken > 0).then_some(taken)
     }
 
