@@ -451,11 +451,14 @@ impl Client {
         deadlines.body(timeouts.idle, head_read.1);
         let keep_alive = ServerKeepAlive::from_headers(response.headers());
         let status = response.status();
-        let is_event_stream =
-            header_text(response.headers(), header::CONTENT_TYPE).is_some_and(|v| {
-                v.trim_start()
+        let is_event_stream = response
+            .headers()
+            .get(header::CONTENT_TYPE)
+            .is_some_and(|v| {
+                v.as_bytes()
+                    .trim_ascii_start()
                     .get(..17)
-                    .is_some_and(|t| t.eq_ignore_ascii_case("text/event-stream"))
+                    .is_some_and(|t| t.eq_ignore_ascii_case(b"text/event-stream"))
             });
         let (parts, mut body) = response.into_parts();
         let unexpected = !status.is_success() || (inputs.is_none() && !is_event_stream);
@@ -554,6 +557,9 @@ impl Client {
         };
         let headers = request.headers_mut();
         *headers = self.request_headers.clone();
+        // The placeholder's room in the clone takes the length hyper adds, which would grow
+        // the map (a reallocation and a copy of every header, per request).
+        headers.remove(header::CONTENT_LENGTH);
         if self.config.request_id.format != RequestIdFormat::Off {
             let name = &self.config.request_id.header;
             match (id_header, headers.get_mut(name)) {
@@ -847,10 +853,11 @@ fn header_text(headers: &HeaderMap, name: HeaderName) -> Option<&str> {
 }
 
 /// The headers every request to `origin` carries: the template's, the host (HTTP/2 carries
-/// it in the URI, and forbids connection-specific headers), and the request id's header with
-/// an empty value, for each request to fill.
+/// it in the URI, and forbids connection-specific headers), a placeholder for the body's
+/// length, and the request id's header with an empty value, for each request to fill.
 fn request_headers(template: &HeaderMap, origin: &Origin, config: &ClientConfig) -> HeaderMap {
     let mut headers = template.clone();
+    headers.insert(header::CONTENT_LENGTH, HeaderValue::from_static("0"));
     if origin.http2 {
         headers.remove(header::CONNECTION);
     } else {

@@ -54,6 +54,37 @@ pub(crate) fn plain_run(b: &[u8]) -> usize {
     i
 }
 
+/// The length of the run of plain string bytes at the start of `b` ([`plain_run`]) when the
+/// run is UTF-8. An ASCII run, the usual one, is known as such from the same pass.
+#[inline]
+pub(crate) fn plain_utf8_run(b: &[u8]) -> Option<usize> {
+    const HIGHS: u64 = 0x8080_8080_8080_8080;
+    let mut i = 0;
+    let mut seen = 0u64;
+    while let Some(word) = b.get(i..i + 8) {
+        let mut bytes = [0u8; 8];
+        bytes.copy_from_slice(word);
+        let word = u64::from_le_bytes(bytes);
+        let stops = string_stops(word);
+        if stops != 0 {
+            let plain = (stops.trailing_zeros() / 8) as usize;
+            seen |= word & ((1u64 << (8 * plain)) - 1);
+            i += plain;
+            return (seen & HIGHS == 0 || std::str::from_utf8(&b[..i]).is_ok()).then_some(i);
+        }
+        seen |= word;
+        i += 8;
+    }
+    while let Some(&byte) = b.get(i) {
+        if STRING_STOP[usize::from(byte)] {
+            break;
+        }
+        seen |= u64::from(byte);
+        i += 1;
+    }
+    (seen & HIGHS == 0 || std::str::from_utf8(&b[..i]).is_ok()).then_some(i)
+}
+
 /// Append `text` as a JSON string, escaped exactly as serde_json escapes it.
 pub(crate) fn push_str(out: &mut Vec<u8>, text: &str) {
     const HEX: &[u8; 16] = b"0123456789abcdef";
@@ -107,6 +138,20 @@ mod tests {
             let stops = string_stops(u64::from_le_bytes(bytes));
             let found = (stops != 0).then(|| (stops.trailing_zeros() / 8) as usize);
             prop_assert_eq!(found, first, "{:?}", bytes);
+        }
+
+        #[test]
+        fn a_plain_run_is_utf8_exactly_when_its_bytes_are(bytes in prop::collection::vec(prop_oneof![
+            Just(b'"'), Just(b'\\'), 0u8..0x20, 0x20u8..0x80, 0x80u8..=0xff,
+            Just(0xc3), Just(0xa9), Just(0xe2), Just(0x82), Just(0xac),
+        ], 0..40)) {
+            let plain = bytes
+                .iter()
+                .position(|&b| STRING_STOP[usize::from(b)])
+                .unwrap_or(bytes.len());
+            let expected = std::str::from_utf8(&bytes[..plain]).is_ok().then_some(plain);
+            prop_assert_eq!(plain_run(&bytes), plain);
+            prop_assert_eq!(plain_utf8_run(&bytes), expected, "{:?}", bytes);
         }
 
         #[test]

@@ -202,19 +202,26 @@ pub struct ServerKeepAlive {
 
 impl ServerKeepAlive {
     pub fn from_headers(headers: &HeaderMap) -> Self {
-        let close = headers
-            .get_all(CONNECTION)
-            .iter()
-            .filter_map(|v| v.to_str().ok())
-            .flat_map(|v| v.split(','))
-            .any(|token| token.trim().eq_ignore_ascii_case("close"));
         const KEEP_ALIVE: HeaderName = HeaderName::from_static("keep-alive");
-        let mut parsed = headers
-            .get(KEEP_ALIVE)
-            .and_then(|v| v.to_str().ok())
-            .map(parse_keep_alive)
-            .unwrap_or_default();
-        parsed.close = close;
+        // One pass over the few headers a response has costs less than two hashed lookups.
+        let mut parsed = ServerKeepAlive::default();
+        let mut keep_alive_seen = false;
+        for (name, value) in headers {
+            if *name == CONNECTION {
+                parsed.close |= value.to_str().is_ok_and(|v| {
+                    v.split(',')
+                        .any(|token| token.trim().eq_ignore_ascii_case("close"))
+                });
+            } else if *name == KEEP_ALIVE && !keep_alive_seen {
+                // The first `Keep-Alive` header counts, as a lookup would find it.
+                keep_alive_seen = true;
+                if let Ok(v) = value.to_str() {
+                    let close = parsed.close;
+                    parsed = parse_keep_alive(v);
+                    parsed.close = close;
+                }
+            }
+        }
         parsed
     }
 }

@@ -655,6 +655,14 @@ mod tests {
             bytes.push_str(&format!("data: {head}\"{field}\":\"{text}\"}}}}]}}\n\n"));
         }
         bytes.push_str(&format!("data: {head}\"content\":\" f\"}}}}]}}\r\n\r\n"));
+        // A chunk over two `data:` lines (a line break between its tokens), then one line again.
+        bytes.push_str(&format!(
+            "data: {head}\ndata: \"content\":\" g\"}}}}]}}\n\n"
+        ));
+        bytes.push_str(&format!(
+            "data: {head}\ndata: \"content\":\" g2\"}}}}]}}\n\n"
+        ));
+        bytes.push_str(&format!("data: {head}\"content\":\" h\"}}}}]}}\n\n"));
         bytes.push_str(&format!(
             "data: {head}}},\"finish_reason\":\"stop\"}}],\"timings\":{{\"prompt_ms\":4.5}}}}\n\n"
         ));
@@ -689,7 +697,7 @@ mod tests {
                     .expect("within cap");
             }
             assert!(
-                reference.done && reference.content_chunks == 8,
+                reference.done && reference.content_chunks == 11,
                 "{}",
                 figures(&reference)
             );

@@ -6,7 +6,7 @@
 //! duplicate known keys, odd types, deep nesting, invalid JSON), so the caller falls back to
 //! serde, which then decides. A property test checks that the two agree.
 
-use super::json_text::plain_run;
+use super::json_text::{plain_run, plain_utf8_run};
 
 /// What one chunk says, as much as the measurement needs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -105,6 +105,9 @@ struct Answers {
     if_empty: ChunkSummary,
     if_text: ChunkSummary,
     names_timings: bool,
+    /// The layout's bytes hold no line break (its holes never do), so its chunks are one SSE
+    /// line each.
+    one_line: bool,
 }
 
 impl Answers {
@@ -123,8 +126,6 @@ struct Template {
     /// Where the text goes in `bytes`.
     text_at: usize,
     answers: Answers,
-    /// The chunk's bytes hold no line break, so a chunk of this layout is one SSE line.
-    one_line: bool,
 }
 
 impl Template {
@@ -139,7 +140,6 @@ impl Template {
         self.bytes.extend_from_slice(Self::BLANK);
         self.text_at = Self::DATA.len() + start;
         self.answers = answers;
-        self.one_line = memchr::memchr2(b'\n', b'\r', self.chunk(&self.bytes)).is_none();
     }
 
     /// The chunk's part of `framed`, a slice of a framed event.
@@ -178,8 +178,8 @@ impl Template {
 #[inline]
 fn between(bytes: &[u8], head: &[u8], tail: &[u8]) -> Option<usize> {
     let rest = bytes.strip_prefix(head)?;
-    let text = plain_run(rest);
-    (rest[text..].starts_with(tail) && is_utf8(&rest[..text])).then_some(text)
+    let text = plain_utf8_run(rest)?;
+    rest[text..].starts_with(tail).then_some(text)
 }
 
 /// Up to this many finished streams' memos are kept per thread for reuse.
@@ -192,7 +192,7 @@ thread_local! {
 impl StreamMemo {
     /// Whether [`StreamMemo::whole_event`] can answer: the stream has a template of one line.
     pub fn has_event_template(&self) -> bool {
-        self.templated && self.template.one_line
+        self.templated && self.template.answers.one_line
     }
 
     /// What the template's events say with an empty and with a non-empty text, and whether
@@ -338,6 +338,7 @@ impl Shapes {
             if_empty: summary,
             if_text: summary,
             names_timings: c.names_timings,
+            one_line: memchr::memchr2(b'\n', b'\r', data).is_none(),
         };
         let text = match c.text_values {
             0 => None,
@@ -424,8 +425,8 @@ impl Shape {
 /// The length of the plain string bytes at the start of `b` up to a closing quote, when they
 /// are UTF-8.
 fn quoted_plain_len(b: &[u8]) -> Option<usize> {
-    let len = plain_run(b);
-    (b.get(len) == Some(&b'"') && is_utf8(&b[..len])).then_some(len)
+    let len = plain_utf8_run(b)?;
+    (b.get(len) == Some(&b'"')).then_some(len)
 }
 
 /// The length of the digits at the start of `b` when they make a JSON integer.
