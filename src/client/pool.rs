@@ -204,25 +204,23 @@ impl ServerKeepAlive {
     pub fn from_headers(headers: &HeaderMap) -> Self {
         const KEEP_ALIVE: HeaderName = HeaderName::from_static("keep-alive");
         // One pass over the few headers a response has costs less than two hashed lookups.
-        let mut parsed = ServerKeepAlive::default();
-        let mut keep_alive_seen = false;
+        let mut close = false;
+        let mut keep_alive = None;
         for (name, value) in headers {
             if *name == CONNECTION {
-                parsed.close |= value.to_str().is_ok_and(|v| {
+                close |= value.to_str().is_ok_and(|v| {
                     v.split(',')
                         .any(|token| token.trim().eq_ignore_ascii_case("close"))
                 });
-            } else if *name == KEEP_ALIVE && !keep_alive_seen {
+            } else if *name == KEEP_ALIVE && keep_alive.is_none() {
                 // The first `Keep-Alive` header counts, as a lookup would find it.
-                keep_alive_seen = true;
-                if let Ok(v) = value.to_str() {
-                    let close = parsed.close;
-                    parsed = parse_keep_alive(v);
-                    parsed.close = close;
-                }
+                keep_alive = Some(value.to_str().map(parse_keep_alive).unwrap_or_default());
             }
         }
-        parsed
+        ServerKeepAlive {
+            close,
+            ..keep_alive.unwrap_or_default()
+        }
     }
 }
 
