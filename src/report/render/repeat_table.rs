@@ -5,6 +5,10 @@ use super::table::{Align, Cell, Mark, Table};
 use crate::report::model::Report;
 use crate::report::model::figure_path::FigurePath;
 
+/// Above the tables: how arms are pooled and when a pair differs.
+pub const NOTE: &str = "Each arm pooled over its rounds; an arm pair differs when the gap \
+    between their pooled figures is larger than either arm's range across rounds.";
+
 /// Per arm and figure: the pooled value and the range of the rounds' values.
 pub fn arms(report: &Report) -> Table {
     let mut t = Table::new(&[

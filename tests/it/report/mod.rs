@@ -6,6 +6,7 @@ mod compare;
 mod formats;
 mod import;
 mod render;
+mod sections;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
