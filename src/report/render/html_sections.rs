@@ -71,8 +71,12 @@ pub fn run_until_stable(out: &mut String, report: &Report) {
 }
 
 pub fn percentile_intervals(out: &mut String, report: &Report) {
+    let intervals = interval_table::intervals(report);
     let _ = writeln!(out, "<p class=\"note\">{}</p>", esc(interval_table::NOTE));
-    html_table(out, &interval_table::table(report));
+    html_table(out, &intervals.table);
+    if let Some(note) = intervals.gaps_note() {
+        let _ = writeln!(out, "<p class=\"note\">{}</p>", esc(&note));
+    }
 }
 
 /// Each search's result, then its probes.

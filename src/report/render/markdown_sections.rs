@@ -45,9 +45,13 @@ pub fn run_until_stable(out: &mut String, report: &Report) {
 }
 
 pub fn percentile_intervals(out: &mut String, report: &Report) {
+    let intervals = interval_table::intervals(report);
     out.push_str(interval_table::NOTE);
     out.push_str("\n\n");
-    markdown_table(out, &interval_table::table(report));
+    markdown_table(out, &intervals.table);
+    if let Some(note) = intervals.gaps_note() {
+        let _ = writeln!(out, "\n{}", inline(&note));
+    }
 }
 
 /// Each search's result, then its probes.

@@ -124,7 +124,7 @@ pub const SECTIONS: [Section; 17] = [
         id: SectionId::PercentileIntervals,
         anchor: "percentile-intervals",
         title: Title::Fixed("Percentile intervals"),
-        shown: |r| !interval_table::table(r).is_empty(),
+        shown: |r| !interval_table::intervals(r).table.is_empty(),
         bodies: Bodies::Both {
             markdown: markdown_sections::percentile_intervals,
             html: html_sections::percentile_intervals,
