@@ -469,7 +469,7 @@ async fn vllm_per_request_metrics_put_the_server_queue_in_the_split() {
     let json = &value["phases"][0]["server_timing_gap"]["split"];
     assert!(json["server_queue_ms"].as_f64().unwrap() > 0.0, "{json}");
     let md = servebench::report::formats::markdown::render(&report);
-    assert!(md.contains("| server queue |"), "{md}");
+    assert!(md.contains("| Server queue |"), "{md}");
     // The queue time is a figure of the one table: a distribution in the summary, and a
     // path gates and `compare` read.
     let dist = phase

@@ -3,9 +3,9 @@
 use std::fmt::Write;
 
 use crate::report::model::Report;
+use crate::report::render::facts::{FactValue, header_facts};
 use crate::report::render::sections::{Markup, printed};
 use crate::report::render::svg::esc;
-use crate::report::render::table;
 
 const CSS: &str = "\
 body{font-family:system-ui,-apple-system,'Segoe UI',Roboto,sans-serif;margin:24px auto;max-width:1100px;padding:0 16px;color:#222;background:#fff}\
@@ -16,7 +16,7 @@ td.r{text-align:right;font-variant-numeric:tabular-nums}\
 .bad{color:#b00020;font-weight:600}.warn{color:#8a5a00;font-weight:600}.good{color:#1b7a2b}\
 .banner{border-left:4px solid #b00020;background:#fdecee;padding:8px 12px;margin:.8em 0}\
 .banner.warn{border-color:#c98a00;background:#fff6e0}\
-.facts th{width:9em}.note{color:#555;font-size:.9em}\
+.facts th{width:9em}.facts ul{margin:0;padding-left:1.2em}.note{color:#555;font-size:.9em}\
 .toc{font-size:.9em;line-height:1.7;margin:.4em 0 .8em}.toc a{color:#1a5fb4;text-decoration:none;white-space:nowrap}.toc a:hover{text-decoration:underline}\
 svg.chart{width:100%;max-width:760px;height:auto;display:block;margin:.8em 0}\
 svg .ct{font-size:14px;font-weight:600;fill:#222}svg .tick{font-size:11px;fill:#444}\
@@ -81,8 +81,18 @@ fn head(out: &mut String, report: &Report) {
 /// The run's facts.
 fn facts(out: &mut String, report: &Report) {
     out.push_str("<table class=\"facts\">");
-    for (k, v) in table::header_facts(report) {
-        let _ = write!(out, "<tr><th>{}</th><td>{}</td></tr>", esc(&k), esc(&v));
+    for (label, value) in header_facts(report) {
+        let value = match value {
+            FactValue::Text(text) => esc(&text),
+            FactValue::List(items) => {
+                let items: String = items
+                    .iter()
+                    .map(|i| format!("<li>{}</li>", esc(i)))
+                    .collect();
+                format!("<ul>{items}</ul>")
+            }
+        };
+        let _ = write!(out, "<tr><th>{}</th><td>{value}</td></tr>", esc(&label));
     }
     out.push_str("</table>\n");
 }

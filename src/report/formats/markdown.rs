@@ -3,8 +3,8 @@
 use std::fmt::Write;
 
 use crate::report::model::Report;
+use crate::report::render::facts::{FactValue, header_facts};
 use crate::report::render::sections::{Markup, printed};
-use crate::report::render::table;
 use crate::report::render::table_text::{cell, inline};
 
 /// Render `report` as GitHub-flavoured markdown: the head, then each section it shows.
@@ -34,7 +34,16 @@ fn head(out: &mut String, report: &Report) {
         );
     }
     out.push_str("| | |\n|---|---|\n");
-    for (k, v) in table::header_facts(report) {
-        let _ = writeln!(out, "| {} | {} |", cell(&k), cell(&v));
+    for (label, value) in header_facts(report) {
+        let value = match value {
+            FactValue::Text(text) => cell(&text),
+            // A table cell holds one line: the items follow each other, each with its bullet.
+            FactValue::List(items) => items
+                .iter()
+                .map(|item| format!("• {}", cell(item)))
+                .collect::<Vec<_>>()
+                .join(" "),
+        };
+        let _ = writeln!(out, "| {} | {value} |", cell(&label));
     }
 }

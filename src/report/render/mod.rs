@@ -5,6 +5,7 @@
 pub(crate) mod backends;
 pub(crate) mod chart_sections;
 pub(crate) mod connections;
+pub(crate) mod facts;
 pub(crate) mod hook_table;
 pub(crate) mod html_sections;
 pub(crate) mod interval_table;

@@ -5,12 +5,13 @@ use super::*;
 use servebench::metrics::recovery::{Baseline, Recovery, RecoveryBin, RecoverySettings};
 use servebench::metrics::stability::{StableEstimate, UntilOutcome};
 use servebench::metrics::trust::{ClientLoad, ClientTrust, TrustVerdict};
-use servebench::metrics::{Interval, PercentileIntervals, SessionSummary, TurnFigures};
+use servebench::metrics::{Interval, LatencySplit, PercentileIntervals, ServerTimingGap};
+use servebench::metrics::{SessionSummary, TurnFigures};
 use servebench::plan::SearchLoad;
 use servebench::report::render::sections::{Markup, SECTIONS, SectionId, shown_sections};
 use servebench::report::{
-    ArmPair, ArmResult, BackendShare, MetricsPoint, PairFigure, PhaseMark, RepeatResult,
-    RoundSpread, SearchResult, ServerMetrics,
+    ArmPair, ArmResult, BackendShare, HookOutcome, MetricsPoint, PairFigure, PhaseMark,
+    RepeatResult, RoundSpread, SearchResult, ServerMetrics,
 };
 
 /// The sample report with something for every section to show.
@@ -92,6 +93,22 @@ fn report_with_every_section() -> Report {
         send_lag_p99_ms: None,
     });
     p.transport.connections_opened = 3;
+    p.transport.server_timing_gap = Some(ServerTimingGap {
+        requests: 20,
+        split: Some(LatencySplit {
+            requests: 20,
+            e2e_ms: 1800.0,
+            ..LatencySplit::default()
+        }),
+        ..ServerTimingGap::default()
+    });
+    p.hooks = vec![HookOutcome {
+        when: "before".into(),
+        action: "exec ./reset.sh".into(),
+        outcome: "ok".into(),
+        output_tail: vec!["reset".into()],
+        ..HookOutcome::default()
+    }];
     p.sessions = Some(SessionSummary {
         sessions: 4,
         complete: 4,
@@ -331,4 +348,40 @@ fn a_section_is_shown_only_when_its_report_has_it() {
             SectionId::Errors
         ]
     );
+}
+
+#[test]
+fn every_column_and_fact_label_is_in_sentence_case() {
+    let mut report = report_with_every_section();
+    report.metadata.insert("gpu_count".into(), 8.into());
+    let html = report::formats::html::render(&report);
+    let labels: Vec<&str> = html
+        .split("<th>")
+        .skip(1)
+        .filter_map(|rest| rest.split("</th>").next())
+        .collect();
+    assert!(labels.len() > 100, "{} labels", labels.len());
+    for label in [
+        "GPU count",
+        "Engine",
+        "Late wakes",
+        "Duration (ms)",
+        "Client queue",
+        "Sessions complete",
+        "Prefix-cache hits",
+        "Round min",
+    ] {
+        assert!(labels.contains(&label), "{label} is not a label");
+    }
+    for label in labels {
+        // A percentile's name stays as written (`p50 [95% interval] (ms)`); the backends'
+        // bar column has no label.
+        let percentile =
+            label.starts_with('p') && label[1..].starts_with(|c: char| c.is_ascii_digit());
+        let lower = label.starts_with(|c: char| c.is_lowercase());
+        assert!(
+            !lower || percentile,
+            "a label not in sentence case: {label:?}"
+        );
+    }
 }
