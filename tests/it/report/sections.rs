@@ -385,3 +385,27 @@ fn every_column_and_fact_label_is_in_sentence_case() {
         );
     }
 }
+
+#[test]
+fn the_docs_list_every_section_in_order_with_its_markup() {
+    let docs = std::fs::read_to_string("docs/reports.md").expect("docs");
+    let rows: Vec<(String, String)> = docs
+        .lines()
+        .filter(|l| l.starts_with("| ") && l.contains("| `#"))
+        .map(|l| {
+            let cells: Vec<&str> = l.split('|').map(str::trim).collect();
+            (cells[2].trim_matches('`').to_string(), cells[4].to_string())
+        })
+        .collect();
+    let declared: Vec<(String, String)> = SECTIONS
+        .iter()
+        .map(|s| {
+            let markup = match s.body(Markup::Markdown) {
+                Some(_) => "both",
+                None => "HTML",
+            };
+            (format!("#{}", s.anchor), markup.to_string())
+        })
+        .collect();
+    assert_eq!(rows, declared, "docs/reports.md's table of sections");
+}
