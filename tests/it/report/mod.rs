@@ -202,6 +202,7 @@ fn phase(spec: &PhaseSpec, index: usize, slow: f64) -> PhaseResult {
         request_timings: recs,
         records: None,
         client_load_share: None,
+        client_ceiling: None,
         probe: None,
         marks: Vec::new(),
         recovery: None,
