@@ -5,6 +5,7 @@
 use std::path::{Path, PathBuf};
 
 use servebench::plan::ExpandOptions;
+use servebench::report::render::sections::{SectionId, shown_sections};
 use servebench::report::{PhaseResult, Report};
 
 const PLAN: &str = r#"
@@ -142,6 +143,17 @@ async fn live_recovered_and_merged_reports_carry_the_same_sections() {
         servebench::runner::run(options(&plan, addr, dir.path().join("live"), None)).await,
     );
     let want = parts_by_phase(&live);
+    let sections = shown_sections(&live);
+    for needed in [
+        SectionId::MarksAndRecovery,
+        SectionId::RunUntilStable,
+        SectionId::Rechecks,
+    ] {
+        assert!(
+            sections.contains(&needed),
+            "live lacks {needed:?}: {sections:?}"
+        );
+    }
     let has = |index: usize, part: &str| want[index].1.contains(&part);
     for (index, (phase, _)) in want.iter().enumerate() {
         for needed in ["client_trust", "client_load_share", "request_timings"] {
@@ -167,6 +179,7 @@ async fn live_recovered_and_merged_reports_carry_the_same_sections() {
     let recovered = servebench::runner::recover::recover(&killed).expect("recovers");
     assert!(recovered.killed);
     assert_eq!(parts_by_phase(&recovered.report), want, "recovered");
+    assert_eq!(shown_sections(&recovered.report), sections, "recovered");
     for (live_phase, phase) in live.phases.iter().zip(&recovered.report.phases) {
         assert_eq!(phase.summary.requests, live_phase.summary.requests);
         assert_eq!(phase.hooks, live_phase.hooks, "{}", phase.phase);
@@ -194,5 +207,6 @@ async fn live_recovered_and_merged_reports_carry_the_same_sections() {
     let (s1_path, _) = finished(s1);
     let merged = servebench::shard::merge_files(&[s0_path, s1_path]).expect("merges");
     assert_eq!(parts_by_phase(&merged), want, "merged");
+    assert_eq!(shown_sections(&merged), sections, "merged");
     sim.shutdown().await;
 }
