@@ -8,6 +8,7 @@ use std::time::Duration;
 use tokio::sync::mpsc;
 
 use crate::client::{Client, ClientConfig, RequestRecord};
+use crate::figure::Figure;
 use crate::plan::LoadedPlan;
 use crate::report::{self, Figures, PhaseFacts, PhaseResult, ServerMetrics, WarmupResult};
 use crate::schedule::{self, PhaseSettings, ShardSpec};
@@ -162,7 +163,7 @@ impl PhaseRun<'_> {
         result.marks = super::marks::during_marks(&watched.during, outcome.origin);
         result.hooks = watched.during.outcomes;
         (result.until, result.saturation_stop) = (watched.until, watched.saturation);
-        let send_lag_p99 = result.send_lag_ms.as_ref().map(|d| d.p99);
+        let send_lag_p99 = result.summary.distribution(Figure::SendLag).map(|d| d.p99);
         let trust = crate::metrics::trust::judge(client_load, send_lag_p99);
         if !trust.is_trusted() {
             eprintln!(

@@ -2,8 +2,7 @@
 //! each a phase of its own in the report, until the course (`schedule::search`) stops.
 
 use crate::client::RequestRecord;
-use crate::figure::Figure;
-use crate::metrics::PhaseSummary;
+use crate::metrics::{self, PhaseSummary};
 use crate::plan::{Objective, Search, SearchLoad};
 use crate::report::{ObjectiveCheck, PhaseResult, ProbeOutcome, Report, SearchResult};
 use crate::schedule::search::Course;
@@ -75,6 +74,7 @@ impl Phases<'_> {
 fn judge(search_name: &str, search: &Search, load: f64, result: &PhaseResult) -> ProbeOutcome {
     let s = &result.summary;
     let objectives: Vec<ObjectiveCheck> = search
+        .slo
         .objectives()
         .into_iter()
         .map(|objective| {
@@ -127,24 +127,16 @@ fn completion_rate(records: &[RequestRecord]) -> f64 {
 fn figure(objective: Objective, s: &PhaseSummary) -> Option<f64> {
     match objective {
         Objective::ErrorRate(_) => (s.requests > 0).then(|| s.errors as f64 / s.requests as f64),
-        Objective::Percentile(figure, stat, _) => s.distribution(figure).map(|d| stat.of(d)),
+        Objective::Stat(figure, stat, _) => s.distribution(figure).map(|d| stat.of(d)),
     }
 }
 
-/// Successful requests per second whose figures are within each objective's largest limit.
-/// A request without TPOT (one output token) meets a TPOT limit, as with the plan's `slo`.
+/// Successful requests per second whose figures are within each objective's largest limit
+/// (goodput as a plan's `slo` counts it).
 fn goodput(search: &Search, result: &PhaseResult) -> Option<f64> {
-    let loosest = search.loosest_limits();
-    let meets = |r: &RequestRecord| {
-        r.is_ok()
-            && loosest
-                .iter()
-                .all(|&(figure, limit)| match r.value(figure) {
-                    Some(v) => v <= limit,
-                    None => figure == Figure::Tpot,
-                })
-    };
+    let limits = search.slo.request_limits();
+    let timings = result.request_timings.iter();
+    let good = timings.filter(|r| metrics::meets_slo(r, &limits)).count();
     let elapsed = result.summary.elapsed;
-    let good = result.request_timings.iter().filter(|r| meets(r)).count();
     (elapsed > 0.0).then(|| good as f64 / elapsed)
 }

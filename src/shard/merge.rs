@@ -9,6 +9,7 @@ use indexmap::IndexMap;
 use serde_json::Value;
 
 use crate::client::RequestRecord;
+use crate::figure::Figure;
 use crate::plan::Plan;
 use crate::report::{
     Figures, MergedShard, PhaseFacts, PhaseResult, REPORT_SCHEMA, RecheckPair, Report,
@@ -504,7 +505,7 @@ fn shard_facts(shard: &Shard<'_>) -> MergedShard {
                 requests: p.summary.requests,
                 errors: p.summary.errors,
                 warmup: p.warmup.clone(),
-                send_lag_ms: p.send_lag_ms,
+                send_lag_ms: p.summary.distribution(Figure::SendLag).copied(),
                 achieved_rate_ratio: p.achieved_rate_ratio,
                 late_ms: info.and_then(|i| {
                     i.phase_starts

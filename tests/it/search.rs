@@ -7,6 +7,7 @@
 
 use std::path::Path;
 
+use servebench::figure::Figure;
 use servebench::report::Report;
 use servebench::runner::run;
 
@@ -104,7 +105,11 @@ async fn rate_search_finds_the_prefill_knee_and_names_over_saturated_probes() {
         let report = run_plan(&dir.path().join(i.to_string()), &yaml).await;
         check_probes(&report);
         // The knee from the prompt size the simulator counted.
-        let prompt = report.phases[0].summary.input_tokens.unwrap().mean;
+        let prompt = report.phases[0]
+            .summary
+            .distribution(Figure::InputTokens)
+            .unwrap()
+            .mean;
         let knee = prefill / prompt;
         let search = &report.searches[0];
         let capacity = search.capacity.expect("a capacity");

@@ -55,9 +55,7 @@ pub fn phase_result(
         figures.slo,
         figures.connection_reuse,
     );
-    let mut result = with_figures(facts, records, tally, figures.prompt_tolerance);
-    result.sessions = metrics::session_summary(&result.request_timings, figures.method);
-    result
+    with_figures(facts, records, tally, figures.prompt_tolerance)
 }
 
 /// A phase's result from its tallied figures, keeping `records`.
@@ -71,7 +69,7 @@ fn with_figures(
     result.end_offset_seconds += tally.last_end_ms / 1e3;
     result.summary = tally.summary;
     result.prompt_tokens = tally.prompt.check(prompt_tolerance);
-    result.send_lag_ms = tally.send_lag_ms;
+    result.sessions = tally.sessions;
     result.achieved_rate_ratio = result
         .rate_rps
         .and_then(|rps| tally.achieved_rate.map(|r| r / rps));
@@ -101,7 +99,6 @@ fn without_figures(facts: PhaseFacts, records: Vec<RequestRecord>) -> PhaseResul
         warmup: facts.warmup,
         prompt_tokens: PromptTokenCheck::default(),
         dataset_sha256: facts.dataset_sha256,
-        send_lag_ms: None,
         achieved_rate_ratio: None,
         server_metrics: facts.server_metrics,
         transport: Default::default(),

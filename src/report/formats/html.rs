@@ -5,6 +5,7 @@ use std::fmt::Write;
 
 use indexmap::IndexMap;
 
+use crate::figure::Figure;
 use crate::report::model::{DriftVerdict, PhaseResult, Report};
 use crate::report::render::svg::{self, RangeRow, RatioRow, Series, esc};
 use crate::report::render::table;
@@ -351,7 +352,7 @@ fn sweep_charts(out: &mut String, report: &Report) {
         false,
         &throughput,
     ));
-    let ttft = p50_p95_ms_series(&groups, &conc, |p| p.summary.ttft.as_ref());
+    let ttft = p50_p95_ms_series(&groups, &conc, |p| p.summary.distribution(Figure::Ttft));
     out.push_str(&svg::line_chart(
         "TTFT vs concurrency",
         "concurrency (log scale)",
@@ -421,7 +422,7 @@ fn encoding_sweep_charts(
         false,
         &throughput,
     ));
-    let e2e = p50_p95_ms_series(groups, &conc, |p| p.summary.e2e.as_ref());
+    let e2e = p50_p95_ms_series(groups, &conc, |p| p.summary.distribution(Figure::E2e));
     out.push_str(&svg::line_chart(
         "E2E latency vs concurrency",
         "concurrency (log scale)",
@@ -455,10 +456,14 @@ fn percentile_charts(out: &mut String, report: &Report) {
             })
             .collect()
     };
-    let ttft = rows(|p| p.summary.ttft.as_ref());
-    let tpot = rows(|p| p.summary.tpot.as_ref());
+    let ttft = rows(|p| p.summary.distribution(Figure::Ttft));
+    let tpot = rows(|p| p.summary.distribution(Figure::Tpot));
     // Embeddings and rerank phases have only the end-to-end latency.
-    let e2e = rows(|p| p.summary.e2e.as_ref().filter(|_| p.summary.encodes()));
+    let e2e = rows(|p| {
+        p.summary
+            .distribution(Figure::E2e)
+            .filter(|_| p.summary.encodes())
+    });
     if ttft.is_empty() && tpot.is_empty() && e2e.is_empty() {
         return;
     }

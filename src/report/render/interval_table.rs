@@ -3,6 +3,7 @@
 
 use super::numfmt::ms;
 use super::table::{Align, Cell, Table};
+use crate::figure::Figure;
 use crate::metrics::{Distribution, Interval, min_samples_for_interval};
 use crate::report::model::{PhaseResult, Report};
 
@@ -16,11 +17,11 @@ type Pick = fn(&PhaseResult) -> Option<&Distribution>;
 
 /// The latency distributions that carry intervals: name, scale to milliseconds, pick.
 const INTERVAL_METRICS: [(&str, f64, Pick); 4] = [
-    ("TTFT", 1000.0, |p| p.summary.ttft.as_ref()),
-    ("TPOT", 1000.0, |p| p.summary.tpot.as_ref()),
-    ("E2E", 1000.0, |p| p.summary.e2e.as_ref()),
+    ("TTFT", 1000.0, |p| p.summary.distribution(Figure::Ttft)),
+    ("TPOT", 1000.0, |p| p.summary.distribution(Figure::Tpot)),
+    ("E2E", 1000.0, |p| p.summary.distribution(Figure::E2e)),
     ("ITL", 1.0, |p| {
-        p.summary.mean_inter_token_latency_ms.as_ref()
+        p.summary.distribution(Figure::MeanInterTokenLatency)
     }),
 ];
 
