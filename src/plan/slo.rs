@@ -270,9 +270,12 @@ pub fn old_spellings(doc: &Value) -> Vec<Issue> {
             let old = key != ERROR_RATE && Figure::named(key).is_some() && !value.is_object();
             if old {
                 let at = format!("{pointer}/{}", escape(key));
-                let message =
-                    format!("`{key}: <duration>` is the old spelling of a limit on every request");
-                let new = format!("write `{key}: {{max: {}}}`", text(value));
+                let value = text(value);
+                let message = format!(
+                    "`{key}: {value}` is deprecated: a bare duration is the old spelling of a \
+                     limit on every request"
+                );
+                let new = format!("write `{key}: {{max: {value}}}`");
                 issues.push(Issue::new(at, message).at_key().hint(Some(new)));
             }
         }

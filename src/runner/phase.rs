@@ -155,11 +155,6 @@ impl PhaseRun<'_> {
             }
         };
         result.transport.connections_warmed = connections_warmed;
-        if result.sessions.is_none() {
-            // A sampled phase: its figures by turn come from the kept sample.
-            let method = self.plan.plan.percentile_method;
-            result.sessions = crate::metrics::session_summary(&result.request_timings, method);
-        }
         result.marks = super::marks::during_marks(&watched.during, outcome.origin);
         result.hooks = watched.during.outcomes;
         (result.until, result.saturation_stop) = (watched.until, watched.saturation);
