@@ -143,11 +143,3 @@ impl SessionTally {
         }))
     }
 }
-
-/// The sessions' figures of records held in memory, through the one tally.
-pub fn session_summary(
-    records: &[RequestRecord],
-    method: PercentileMethod,
-) -> Option<SessionSummary> {
-    super::tally_records(records, method, None, true).sessions
-}

@@ -242,7 +242,11 @@ fn same_sessions(got: &SessionSummary, want: &SessionSummary) {
 fn a_sampled_windows_session_figures_cover_every_request() {
     let dir = tempfile::tempdir().unwrap();
     let all = records(20_000);
-    let want = crate::metrics::session_summary(&all, PercentileMethod::Linear).unwrap();
+    let sessions = |records: &[RequestRecord]| {
+        let tally = crate::metrics::tally_records(records, PercentileMethod::Linear, None, true);
+        tally.sessions.expect("sessions")
+    };
+    let want = sessions(&all);
     assert_eq!(want.sessions, 5_000);
     assert_eq!(want.turns.len(), 4);
     let per_turn: u64 = want.turns.iter().map(|t| t.requests).sum();
@@ -261,7 +265,7 @@ fn a_sampled_windows_session_figures_cover_every_request() {
     };
     same_sessions(figures.sessions.as_ref().expect("sessions"), &want);
     // Not the sample's figures: those cover 50 requests.
-    let of_sample = crate::metrics::session_summary(&sample, PercentileMethod::Linear).unwrap();
+    let of_sample = sessions(&sample);
     assert_ne!(of_sample.turns, want.turns);
 
     // In request order the streamed sums add in the same order: every bit equal.
