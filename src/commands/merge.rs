@@ -3,6 +3,7 @@
 use std::path::{Path, PathBuf};
 
 use crate::exit;
+use crate::figure::Figure;
 use crate::report::Report;
 use crate::shard::{MergeError, merge_files};
 
@@ -42,7 +43,7 @@ pub fn run(args: &MergeArgs) -> i32 {
             s.requests,
             s.errors,
             s.request_rate,
-            s.ttft
+            s.distribution(Figure::Ttft)
                 .map(|d| format!("{:.1} ms", d.p99 * 1e3))
                 .unwrap_or_else(|| "-".to_string())
         );

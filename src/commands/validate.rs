@@ -59,7 +59,17 @@ pub fn run(args: &ValidateArgs) -> i32 {
         });
         let file = path.display().to_string();
         match (&outcome, args.format) {
-            (Ok(loaded), ValidateFormat::Human | ValidateFormat::Github) => {
+            (Ok(loaded), ValidateFormat::Human) => {
+                for w in &loaded.warnings {
+                    let _ = writeln!(stderr, "{w}");
+                }
+                let n = loaded.plan.phases.len();
+                println!("ok: {file} ({n} phase{})", if n == 1 { "" } else { "s" });
+            }
+            (Ok(loaded), ValidateFormat::Github) => {
+                for w in &loaded.warnings {
+                    println!("{}", w.github_annotation());
+                }
                 let n = loaded.plan.phases.len();
                 println!("ok: {file} ({n} phase{})", if n == 1 { "" } else { "s" });
             }
@@ -75,7 +85,7 @@ pub fn run(args: &ValidateArgs) -> i32 {
                 "file": file,
                 "ok": true,
                 "phases": loaded.plan.phases.len(),
-                "diagnostics": [],
+                "diagnostics": loaded.warnings.iter().map(|w| w.to_json()).collect::<Vec<_>>(),
             })),
             (Err(errors), ValidateFormat::Json) => results.push(json!({
                 "file": file,

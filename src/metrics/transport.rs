@@ -3,7 +3,6 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::Distribution;
 use crate::client::RequestRecord;
 use crate::plan::PercentileMethod;
 
@@ -36,14 +35,10 @@ pub struct TransportSummary {
 /// engine's own clock, and the client.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
 pub struct ServerTimingGap {
-    /// Records that carried server timings.
+    /// Records that carried server timings. Their distributions of `ttft − server prompt
+    /// time` and `e2e − server total time` are the phase's figures
+    /// `ttft_minus_server_prompt_ms` and `e2e_minus_server_total_ms`.
     pub requests: u64,
-    /// `ttft − server prompt time`, milliseconds.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub ttft_minus_server_prompt_ms: Option<Distribution>,
-    /// `e2e − server prompt and generation time`, milliseconds.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub e2e_minus_server_total_ms: Option<Distribution>,
     /// Where the time of a request went, on average over the requests whose server reported
     /// both its prompt and its total time.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -260,6 +255,7 @@ pub fn peak_in_flight(records: &[RequestRecord]) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::figure::Figure;
 
     fn record(start: f64, e2e: f64, new_connection: bool) -> RequestRecord {
         RequestRecord {
@@ -333,10 +329,15 @@ mod tests {
         records[0].ttft_ms = Some(30.0);
         records[0].server_prompt_ms = Some(20.0);
         records[0].server_total_ms = Some(90.0);
-        let t = transport(&records, PercentileMethod::NearestRank, true);
-        let gap = t.server_timing_gap.expect("one record had timings");
+        let tally =
+            crate::metrics::tally_records(&records, PercentileMethod::NearestRank, None, true);
+        let gap = tally
+            .transport
+            .server_timing_gap
+            .expect("one record had timings");
         assert_eq!(gap.requests, 1);
-        assert_eq!(gap.ttft_minus_server_prompt_ms.expect("ttft gap").p50, 10.0);
-        assert_eq!(gap.e2e_minus_server_total_ms.expect("e2e gap").p99, 10.0);
+        let figure = |f| tally.summary.distribution(f).copied().expect("a gap");
+        assert_eq!(figure(Figure::TtftMinusServerPrompt).p50, 10.0);
+        assert_eq!(figure(Figure::E2eMinusServerTotal).p99, 10.0);
     }
 }

@@ -3,7 +3,7 @@
 use std::fmt;
 
 /// Where in a source a diagnostic points: 1-based line and column (in characters).
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct Location {
     /// The file as the user named it, or `command line` for `--set`.
     pub file: String,
@@ -57,10 +57,53 @@ impl Diagnostic {
     }
 }
 
+/// How serious a diagnostic is: an error stops the plan, a warning does not.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Severity {
+    Error,
+    Warning,
+}
+
+impl Severity {
+    fn name(self) -> &'static str {
+        match self {
+            Severity::Error => "error",
+            Severity::Warning => "warning",
+        }
+    }
+}
+
+/// Something a valid plan should change, such as an old spelling: shown like an error, as a
+/// `warning:`, and the plan still runs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PlanWarning(pub Diagnostic);
+
+impl PlanWarning {
+    /// As a GitHub Actions workflow command: `::warning file=…,line=…::message`.
+    pub fn github_annotation(&self) -> String {
+        self.0.annotation(Severity::Warning, "plan warning")
+    }
+
+    /// As one JSON object (`validate --format json`).
+    pub fn to_json(&self) -> serde_json::Value {
+        self.0.json(Severity::Warning)
+    }
+}
+
+impl fmt::Display for PlanWarning {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.0.render(f, Severity::Warning)
+    }
+}
+
 impl Diagnostic {
     /// The diagnostic as a GitHub Actions workflow command, so a pull request shows it on
     /// the offending line: `::error file=…,line=…,col=…,endColumn=…::message`.
     pub fn github_annotation(&self) -> String {
+        self.annotation(Severity::Error, "invalid plan")
+    }
+
+    fn annotation(&self, severity: Severity, title: &str) -> String {
         let loc = &self.location;
         let mut message = if self.path.is_empty() {
             self.message.clone()
@@ -74,21 +117,26 @@ impl Diagnostic {
             message.push_str(&format!("\nnote: {note}"));
         }
         format!(
-            "::error file={},line={},col={},endColumn={},title={}::{}",
+            "::{} file={},line={},col={},endColumn={},title={}::{}",
+            severity.name(),
             escape_property(&loc.file),
             loc.line,
             loc.col,
             loc.col + loc.len.max(1),
-            escape_property("invalid plan"),
+            escape_property(title),
             escape_data(&message)
         )
     }
 
     /// The diagnostic as one JSON object (`validate --format json`).
     pub fn to_json(&self) -> serde_json::Value {
+        self.json(Severity::Error)
+    }
+
+    fn json(&self, severity: Severity) -> serde_json::Value {
         let loc = &self.location;
         serde_json::json!({
-            "severity": "error",
+            "severity": severity.name(),
             "file": loc.file,
             "line": loc.line,
             "col": loc.col,
@@ -115,10 +163,17 @@ fn escape_property(text: &str) -> String {
 
 impl fmt::Display for Diagnostic {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.render(f, Severity::Error)
+    }
+}
+
+impl Diagnostic {
+    fn render(&self, f: &mut fmt::Formatter<'_>, severity: Severity) -> fmt::Result {
+        let severity = severity.name();
         if self.path.is_empty() {
-            writeln!(f, "error: {}", self.message)?;
+            writeln!(f, "{severity}: {}", self.message)?;
         } else {
-            writeln!(f, "error: {}: {}", self.path, self.message)?;
+            writeln!(f, "{severity}: {}: {}", self.path, self.message)?;
         }
         let loc = &self.location;
         let gutter = loc.line.to_string().len();

@@ -17,6 +17,7 @@ pub mod model;
 pub mod repeat;
 pub mod schema;
 pub mod search;
+pub mod slo;
 pub mod source;
 pub mod starter;
 pub mod tokenizer_spec;
@@ -27,13 +28,14 @@ pub mod untrusted;
 // Durations are shared with the simulator's settings, which plans embed.
 pub use crate::duration;
 
-pub use diag::{Diagnostic, Location, PlanErrors};
+pub use diag::{Diagnostic, Location, PlanErrors, PlanWarning};
 pub use duration::HumanDuration;
 pub use expand::DEFAULT_TEMPLATE_FUEL;
 pub use fraction::Fraction;
 pub use hooks::{Hook, HttpHook, MARK_FAULT_OFF, MARK_FAULT_ON, OnFailure, WaitHealthy};
 pub use model::*;
-pub use search::{Objective, PercentileLimits, Probe, Search, SearchLoad, SearchSlo};
+pub use search::{Probe, Search, SearchLoad};
+pub use slo::{Limits, Objective, Slo};
 pub use tolerance::Tolerance;
 pub use until::{StableMetric, Until};
 
@@ -91,6 +93,9 @@ pub struct LoadedPlan {
     pub source_sha256: String,
     /// The variables as resolved (defaults ← files ← `--set`).
     pub vars: indexmap::IndexMap<String, Value>,
+    /// What the plan should change though it runs (old spellings), at their place in the
+    /// source; `validate` and `run` print them.
+    pub warnings: Vec<PlanWarning>,
 }
 
 /// Identifies a report file, whose `plan` field holds an expanded plan.
@@ -125,12 +130,13 @@ fn loaded(
     source_path: impl Into<PathBuf>,
     source_sha256: String,
 ) -> Result<LoadedPlan, PlanErrors> {
-    let (plan, vars) = prepare_document(doc, map, options)?;
+    let (plan, vars, warnings) = prepare_document(doc, map, options)?;
     Ok(LoadedPlan {
         plan,
         source_path: source_path.into(),
         source_sha256,
         vars,
+        warnings,
     })
 }
 
@@ -211,11 +217,14 @@ fn expanded_diagnostics(expanded: &Expanded, map: &SourceMap, issues: Vec<Issue>
     }
 }
 
+/// A checked plan, its resolved variables, and its warnings.
+type Prepared = (Plan, indexmap::IndexMap<String, Value>, Vec<PlanWarning>);
+
 fn prepare_document(
     raw: &Value,
     map: &SourceMap,
     options: &ExpandOptions,
-) -> Result<(Plan, indexmap::IndexMap<String, Value>), PlanErrors> {
+) -> Result<Prepared, PlanErrors> {
     if raw.get("include").is_some() {
         return Err(PlanErrors::one(
             map.error(
@@ -289,7 +298,16 @@ fn prepare_document(
     let mut plan = plan;
     // Defaults now live in every phase; the concrete plan does not repeat them.
     plan.defaults = PhaseDefaults::default();
-    Ok((plan, expanded.vars))
+    // Found after expansion (a template may write the old spelling), once per place written.
+    let old = expanded_diagnostics(&expanded, map, slo::old_spellings(&expanded.doc));
+    let mut seen = std::collections::HashSet::new();
+    let warnings = old
+        .diagnostics
+        .into_iter()
+        .filter(|d| d.location.line == 0 || seen.insert(d.location.clone()))
+        .map(PlanWarning)
+        .collect();
+    Ok((plan, expanded.vars, warnings))
 }
 
 /// Apply `--target NAME=URL` overrides to an expanded document.

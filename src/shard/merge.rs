@@ -9,6 +9,7 @@ use indexmap::IndexMap;
 use serde_json::Value;
 
 use crate::client::RequestRecord;
+use crate::figure::Figure;
 use crate::metrics::trust::ClientLoad;
 use crate::report::{
     ClientCeiling, Figures, Measured, MergedShard, PhaseFacts, PhaseMark, PhaseResult,
@@ -552,7 +553,7 @@ fn shard_facts(shard: &Shard<'_>) -> MergedShard {
                 requests: p.summary.requests,
                 errors: p.summary.errors,
                 warmup: p.warmup.clone(),
-                send_lag_ms: p.send_lag_ms,
+                send_lag_ms: p.summary.distribution(Figure::SendLag).copied(),
                 achieved_rate_ratio: p.achieved_rate_ratio,
                 late_ms: info.and_then(|i| {
                     i.phase_starts

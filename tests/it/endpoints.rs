@@ -3,6 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
+use servebench::figure::Figure;
 use servebench::report::{PhaseResult, Report};
 use servebench::runner::run;
 use servebench::sim::{SimConfig, SimHandle, serve, serve_unix};
@@ -235,7 +236,8 @@ async fn a_buffering_proxy_is_flagged_and_an_unbuffered_one_matches_the_direct_p
     assert!(!warned(off), "{:?}", off.transport.warnings);
     assert!(!warned(direct), "{:?}", direct.transport.warnings);
     // Phase summaries hold seconds.
-    let ttft_p50 = |p: &PhaseResult| p.summary.ttft.as_ref().expect("ttft").p50 * 1000.0;
+    let ttft_p50 =
+        |p: &PhaseResult| p.summary.distribution(Figure::Ttft).expect("ttft").p50 * 1000.0;
     println!(
         "TTFT p50: direct {:.1} ms, nginx unbuffered {:.1} ms, nginx buffered {:.1} ms",
         ttft_p50(direct),

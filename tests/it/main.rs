@@ -8,6 +8,7 @@ mod e2e;
 mod endpoints;
 mod exec_hooks;
 mod faults;
+mod figures;
 mod fuzz_corpus;
 mod gateway_example;
 mod gateway_metrics;

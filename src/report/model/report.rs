@@ -162,8 +162,6 @@ pub struct PhaseResult {
     /// sha256 of the dataset or trace file the prompts came from.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dataset_sha256: Option<String>,
-    /// Open loop: how far sends lagged their schedule, milliseconds.
-    pub send_lag_ms: Option<crate::metrics::Distribution>,
     /// Open loop: achieved `requests / elapsed` over the target rate.
     pub achieved_rate_ratio: Option<f64>,
     /// Server counters and gauges scraped before and after the phase.
@@ -449,7 +447,8 @@ pub struct ArmResult {
     /// Figures from the union of the rounds' records, rounds laid end to end (so rates are
     /// over the rounds' summed elapsed time).
     pub pooled: PhaseSummary,
-    /// Per figure in [`REPEAT_METRICS`]: each round's value and their range.
+    /// Per figure path the figure table has repeat groups judge (`ttft.p50`, …, then
+    /// `output_tokens_per_second`): each round's value and their range.
     pub spread: Vec<RoundSpread>,
 }
 

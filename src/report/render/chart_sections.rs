@@ -2,6 +2,7 @@
 //! percentiles per phase, every request's latency over its phase and the server's time
 //! series. Markdown has none of them ([`super::sections`] says so).
 
+use crate::figure::Figure;
 use std::collections::BTreeSet;
 use std::fmt::Write;
 
@@ -57,7 +58,7 @@ pub fn concurrency_sweeps(out: &mut String, report: &Report) {
         false,
         &throughput,
     ));
-    let ttft = p50_p95_ms_series(&groups, &conc, |p| p.summary.ttft.as_ref());
+    let ttft = p50_p95_ms_series(&groups, &conc, |p| p.summary.distribution(Figure::Ttft));
     out.push_str(&svg::line_chart(
         "TTFT vs concurrency",
         "concurrency (log scale)",
@@ -124,7 +125,7 @@ fn encoding_sweep_charts(
         false,
         &throughput,
     ));
-    let e2e = p50_p95_ms_series(groups, &conc, |p| p.summary.e2e.as_ref());
+    let e2e = p50_p95_ms_series(groups, &conc, |p| p.summary.distribution(Figure::E2e));
     out.push_str(&svg::line_chart(
         "E2E latency vs concurrency",
         "concurrency (log scale)",
@@ -170,9 +171,13 @@ pub fn percentile_rows(report: &Report) -> PercentileRows {
             .collect()
     };
     PercentileRows {
-        ttft: rows(&|p| p.summary.ttft.as_ref()),
-        tpot: rows(&|p| p.summary.tpot.as_ref()),
-        e2e: rows(&|p| p.summary.e2e.as_ref().filter(|_| p.summary.encodes())),
+        ttft: rows(&|p| p.summary.distribution(Figure::Ttft)),
+        tpot: rows(&|p| p.summary.distribution(Figure::Tpot)),
+        e2e: rows(&|p| {
+            p.summary
+                .distribution(Figure::E2e)
+                .filter(|_| p.summary.encodes())
+        }),
     }
 }
 

@@ -3,6 +3,7 @@
 
 use super::numfmt::ms;
 use super::table::{Align, Cell, Mark, Table};
+use crate::figure::Figure;
 use crate::report::model::Report;
 
 /// One row per phase that opened connections beyond its first ones, retried, or carried
@@ -32,8 +33,8 @@ pub fn table(report: &Report) -> Table {
             d.map(|d| ms(if p99 { d.p99 } else { d.p50 }))
                 .unwrap_or_default()
         };
-        let prompt_gap = gap.and_then(|g| g.ttft_minus_server_prompt_ms.as_ref());
-        let total_gap = gap.and_then(|g| g.e2e_minus_server_total_ms.as_ref());
+        let prompt_gap = gap.and(phase.summary.distribution(Figure::TtftMinusServerPrompt));
+        let total_gap = gap.and(phase.summary.distribution(Figure::E2eMinusServerTotal));
         let opened_mark = if tr.warnings.is_empty() {
             Mark::Plain
         } else {

@@ -2,6 +2,7 @@
 //! sections in the declared order, and `shown_sections` agrees with the headings printed.
 
 use super::*;
+use servebench::figure::Figure;
 use servebench::metrics::recovery::{Baseline, Recovery, RecoveryBin, RecoverySettings};
 use servebench::metrics::stability::{StableEstimate, UntilOutcome};
 use servebench::metrics::trust::{ClientLoad, ClientTrust, TrustVerdict};
@@ -69,7 +70,7 @@ fn report_with_every_section() -> Report {
         }],
         warning: None,
     });
-    let ttft = p.summary.ttft.as_mut().expect("ttft");
+    let ttft = p.summary.figures.get_mut(Figure::Ttft).expect("ttft");
     ttft.ci95 = Some(PercentileIntervals {
         p50: Some(Interval {
             lo: ttft.p50 * 0.95,
@@ -100,7 +101,6 @@ fn report_with_every_section() -> Report {
             e2e_ms: 1800.0,
             ..LatencySplit::default()
         }),
-        ..ServerTimingGap::default()
     });
     p.hooks = vec![HookOutcome {
         when: "before".into(),
