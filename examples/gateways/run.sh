@@ -51,8 +51,10 @@ wait_healthy() { # URL LOG
   exit 3
 }
 
-# Replicas whose prefix caches hold about six of the plan's eight 4096-token prefixes.
+# Replicas whose prefix caches hold about six of the plan's eight 4096-token prefixes, serving
+# the model the plan names.
 cat > "$work/replica.yaml" <<'YAML'
+model: DeepSeek-V4-Flash-0731
 max_running: 64
 prefill_tok_s: 30000
 decode_ms_per_token: 2

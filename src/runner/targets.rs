@@ -126,13 +126,23 @@ pub(super) fn check_client_settings(
 
 pub(super) type Simulators = HashMap<String, (SocketAddr, SimHandle)>;
 
+/// A simulator target's settings, serving the model the target names when the simulator
+/// names none: the name the requests carry is the name it serves.
+pub(super) fn simulator_config(target: &plan::Target) -> Option<sim::SimConfig> {
+    let mut config = target.simulator.clone()?;
+    if config.model.is_none() {
+        config.model.clone_from(&target.model);
+    }
+    Some(config)
+}
+
 pub(super) async fn start_simulators(phases: &[PhaseSettings<'_>]) -> Result<Simulators, RunError> {
     let mut simulators = Simulators::new();
     for phase in phases {
-        if let Some(config) = &phase.target.simulator
+        if let Some(config) = simulator_config(phase.target)
             && !simulators.contains_key(phase.target_name)
         {
-            let (addr, handle) = sim::serve(config.clone()).await.map_err(|e| {
+            let (addr, handle) = sim::serve(config).await.map_err(|e| {
                 RunError::Failed(format!(
                     "cannot start the simulator for target `{}`: {e}",
                     phase.target_name
@@ -314,5 +324,32 @@ mod tests {
             ),
             "{err}"
         );
+    }
+
+    #[test]
+    fn a_simulator_serves_its_targets_model_unless_it_names_its_own() {
+        let target = |model: Option<&str>, served: Option<&str>| plan::Target {
+            model: model.map(str::to_string),
+            simulator: Some(sim::SimConfig {
+                model: served.map(str::to_string),
+                ..Default::default()
+            }),
+            ..Default::default()
+        };
+        let served = |t: &plan::Target| simulator_config(t).and_then(|c| c.model);
+        assert_eq!(
+            served(&target(Some("llama"), None)).as_deref(),
+            Some("llama")
+        );
+        assert_eq!(
+            served(&target(Some("llama"), Some("own"))).as_deref(),
+            Some("own")
+        );
+        assert_eq!(
+            served(&target(None, None)),
+            None,
+            "the simulator's default, `sim`"
+        );
+        assert!(simulator_config(&plan::Target::default()).is_none());
     }
 }

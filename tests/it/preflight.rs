@@ -10,7 +10,7 @@ async fn run_against_sim(dir: &Path, workloads: &str, third_workload: &str) -> (
     std::fs::write(
         &plan,
         format!(
-            "version: 1\nname: pre\ntargets:\n  t:\n    base_url: http://{addr}/v1\n    model: m\nworkloads:\n  ok: {{input_tokens: 32, output_tokens: 2}}\n{workloads}defaults: {{target: t, workload: ok}}\nphases:\n  - {{name: one, concurrency: 1, requests: 2}}\n  - {{name: two, concurrency: 1, requests: 2}}\n  - {{name: three, concurrency: 1, requests: 2, workload: {third_workload}}}\n"
+            "version: 1\nname: pre\ntargets:\n  t:\n    base_url: http://{addr}/v1\n    model: sim\nworkloads:\n  ok: {{input_tokens: 32, output_tokens: 2}}\n{workloads}defaults: {{target: t, workload: ok}}\nphases:\n  - {{name: one, concurrency: 1, requests: 2}}\n  - {{name: two, concurrency: 1, requests: 2}}\n  - {{name: three, concurrency: 1, requests: 2, workload: {third_workload}}}\n"
         ),
     )
     .unwrap();
@@ -72,7 +72,7 @@ async fn a_rerun_of_a_report_with_redacted_headers_asks_for_them() {
     std::fs::write(
         &plan,
         format!(
-            "version: 1\nname: again\ntargets:\n  t:\n    base_url: http://{addr}/v1\n    model: m\n    headers: {{x-api-key: hdrSECRET1}}\nworkloads:\n  w: {{input_tokens: 32, output_tokens: 2}}\ndefaults: {{target: t, workload: w}}\nphases:\n  - {{name: one, concurrency: 1, requests: 2}}\n"
+            "version: 1\nname: again\ntargets:\n  t:\n    base_url: http://{addr}/v1\n    model: sim\n    headers: {{x-api-key: hdrSECRET1}}\nworkloads:\n  w: {{input_tokens: 32, output_tokens: 2}}\ndefaults: {{target: t, workload: w}}\nphases:\n  - {{name: one, concurrency: 1, requests: 2}}\n"
         ),
     )
     .unwrap();

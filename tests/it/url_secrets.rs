@@ -12,7 +12,7 @@ fn write_plan(dir: &Path, url: &str) -> std::path::PathBuf {
     std::fs::write(
         &path,
         format!(
-            "version: 1\nname: url-secret\nseed: 1\nvars:\n  url: \"{url}\"\ntargets:\n  t:\n    base_url: \"{{{{ url }}}}\"\n    model: m\n    timeout: {{total: 5s, connect: 2s}}\nworkloads:\n  w: {{input_tokens: 32, output_tokens: 4}}\ndefaults: {{target: t, workload: w}}\nphases:\n  - {{name: p, concurrency: 1, requests: 3}}\n"
+            "version: 1\nname: url-secret\nseed: 1\nvars:\n  url: \"{url}\"\ntargets:\n  t:\n    base_url: \"{{{{ url }}}}\"\n    model: sim\n    timeout: {{total: 5s, connect: 2s}}\nworkloads:\n  w: {{input_tokens: 32, output_tokens: 4}}\ndefaults: {{target: t, workload: w}}\nphases:\n  - {{name: p, concurrency: 1, requests: 3}}\n"
         ),
     )
     .unwrap();

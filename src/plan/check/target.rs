@@ -158,7 +158,27 @@ fn check_endpoint(p: &str, t: &Target, issues: &mut Vec<Issue>) {
                 );
             }
         }
-        (None, Some(_)) => {}
+        (None, Some(sim)) => {
+            if let (Some(asked), Some(served)) = (&t.model, &sim.model)
+                && asked != served
+                && sim.accept_any_model != Some(true)
+            {
+                issues.push(
+                    Issue::new(
+                        format!("{p}/model"),
+                        format!(
+                            "requests ask for model `{asked}`, and the simulator serves \
+                             `{served}`: it would answer 404 to every one"
+                        ),
+                    )
+                    .hint(Some(
+                        "name the model once, on the target (the simulator serves it), or \
+                         set `accept_any_model: true` under `simulator:`"
+                            .into(),
+                    )),
+                );
+            }
+        }
     }
 }
 
