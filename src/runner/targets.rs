@@ -76,19 +76,23 @@ pub(super) async fn discover_models(
         let url = resolved.endpoint.models_url();
         let shown = super::redact::redact_url(&url);
         let secrets = super::redact::url_secrets(&url);
+        let redacted = |text: String| super::redact::redact_text(text, &secrets);
         let not_found = |why: String| {
-            RunError::InvalidInput(super::redact::redact_text(
-                format!(
-                    "target `{name}` names no model and {shown} {why}; set `model:` on the target"
-                ),
-                &secrets,
-            ))
+            RunError::InvalidInput(redacted(format!(
+                "target `{name}` names no model and {shown} {why}; set `model:` on the target"
+            )))
         };
         let models = resolved
             .endpoint
             .list_models(&resolved.side, DISCOVERY_TIMEOUT)
             .await
-            .map_err(not_found)?;
+            .map_err(|e| match e {
+                // A server that is not up is not fixed by naming a model.
+                client::ModelsError::Unreachable(why) => RunError::Failed(redacted(format!(
+                    "target `{name}`: cannot ask {shown} for its model: {why}"
+                ))),
+                client::ModelsError::Unusable(why) => not_found(why),
+            })?;
         let id = models
             .into_iter()
             .next()
