@@ -7,7 +7,7 @@
 #
 #   bash tests/real/setup.sh                        # once: the routers' venv
 #   examples/gateways/run.sh [servebench run options…]
-#   ROUTER=sglang examples/gateways/run.sh --set duration=5s --set warmup=1s --out runs/gw
+#   ROUTER=sglang examples/gateways/run.sh --set duration=5s --set warmup=1s --output runs/gw
 #
 # ROUTER: vllm (default) or sglang. SERVEBENCH: the servebench binary (default: on PATH).
 # Everything started here is stopped when the script ends.

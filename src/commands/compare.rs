@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 
 use super::emit;
-use crate::exit;
+use crate::exit::Exit;
 use crate::report::compare::compare;
 use crate::report::compare::gate::Gate;
 use crate::report::{read_report, render_comparison};
@@ -29,7 +29,7 @@ pub enum CompareFormat {
     Json,
 }
 
-pub fn run(args: &CompareArgs) -> i32 {
+pub fn run(args: &CompareArgs) -> Exit {
     let mut gates = Vec::new();
     let mut bad = false;
     for g in &args.gates {
@@ -42,7 +42,7 @@ pub fn run(args: &CompareArgs) -> i32 {
         }
     }
     if bad {
-        return exit::INVALID_INPUT;
+        return Exit::InvalidInput;
     }
     let (base_report, new_report) =
         match (read_with_records(&args.base), read_with_records(&args.new)) {
@@ -51,7 +51,7 @@ pub fn run(args: &CompareArgs) -> i32 {
                 for e in [b.err(), n.err()].into_iter().flatten() {
                     eprintln!("error: {e}");
                 }
-                return exit::INVALID_INPUT;
+                return Exit::InvalidInput;
             }
         };
     let comparison = compare(
@@ -67,20 +67,20 @@ pub fn run(args: &CompareArgs) -> i32 {
             Ok(s) => s + "\n",
             Err(e) => {
                 eprintln!("error: cannot encode the comparison: {e}");
-                return exit::RUN_FAILED;
+                return Exit::RunFailed;
             }
         },
     };
     let code = emit(&text, args.output.as_deref());
-    if code != exit::SUCCESS {
+    if code != Exit::Success {
         return code;
     }
     if comparison.passed {
-        exit::SUCCESS
+        Exit::Success
     } else {
         let failed = comparison.gates.iter().filter(|g| !g.passed).count();
         eprintln!("{failed} gate check(s) failed");
-        exit::GATE_FAILED
+        Exit::GateFailed
     }
 }
 

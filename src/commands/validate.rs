@@ -7,7 +7,7 @@ use clap::ValueEnum;
 use serde_json::{Value, json};
 
 use super::ExpandArgs;
-use crate::exit;
+use crate::exit::Exit;
 use crate::plan::{Diagnostic, PlanErrors, prepare};
 
 #[derive(Debug, clap::Args)]
@@ -38,11 +38,11 @@ pub enum ValidateFormat {
     Json,
 }
 
-pub fn run(args: &ValidateArgs) -> i32 {
+pub fn run(args: &ValidateArgs) -> Exit {
     let mut options = args.expand.options();
     // Untrusted plans get their own refusal for `exec` (below), which names every hook.
     options.allow_exec |= args.untrusted;
-    let mut code = exit::SUCCESS;
+    let mut code = Exit::Success;
     let mut stderr = std::io::stderr().lock();
     let mut results: Vec<Value> = Vec::new();
     for path in &args.plans {
@@ -85,11 +85,11 @@ pub fn run(args: &ValidateArgs) -> i32 {
             })),
         }
         if outcome.is_err() {
-            code = exit::INVALID_INPUT;
+            code = Exit::InvalidInput;
         }
     }
     if args.format == ValidateFormat::Json {
-        let doc = json!({"ok": code == exit::SUCCESS, "plans": results});
+        let doc = json!({"ok": code == Exit::Success, "plans": results});
         println!("{}", serde_json::to_string_pretty(&doc).unwrap_or_default());
     }
     code

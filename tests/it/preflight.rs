@@ -15,7 +15,7 @@ async fn run_against_sim(dir: &Path, workloads: &str, third_workload: &str) -> (
     )
     .unwrap();
     let output = tokio::process::Command::new(env!("CARGO_BIN_EXE_servebench"))
-        .args(["run", "--quiet", "--out"])
+        .args(["run", "--quiet", "--output"])
         .arg(dir.join("out"))
         .arg(&plan)
         .output()
@@ -61,7 +61,7 @@ async fn an_unreadable_tokenizer_fails_before_any_request_with_the_other_problem
         stderr.contains("2 problems") && stderr.contains("tokenizer.json"),
         "{stderr}"
     );
-    assert!(stderr.contains("--out"), "{stderr}");
+    assert!(stderr.contains("--output"), "{stderr}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -78,7 +78,7 @@ async fn a_rerun_of_a_report_with_redacted_headers_asks_for_them() {
     .unwrap();
     let run = |plan: std::path::PathBuf, out: &str, env: Option<&str>| {
         let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_servebench"));
-        cmd.args(["run", "--quiet", "--out"])
+        cmd.args(["run", "--quiet", "--output"])
             .arg(dir.path().join(out))
             .arg(plan)
             .env_remove("SERVEBENCH_SECRET_T_X_API_KEY");

@@ -425,7 +425,7 @@ phases:
     std::fs::write(&plan_path, plan).expect("write plan");
     let output = assert_cmd::Command::cargo_bin("servebench")
         .expect("binary")
-        .args(["run", "--quiet", "--no-latency-hint", "--out"])
+        .args(["run", "--quiet", "--no-latency-hint", "--output"])
         .arg(dir.path().join("out"))
         .arg(&plan_path)
         .output()
