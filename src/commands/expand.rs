@@ -34,6 +34,9 @@ pub fn run(args: &ExpandCommandArgs) -> Exit {
             return Exit::InvalidInput;
         }
     };
+    for warning in &loaded.warnings {
+        eprintln!("{}", warning.one_line());
+    }
     let doc = to_document(&loaded.plan);
     let text = match args.format {
         ExpandFormat::Json => serde_json::to_string_pretty(&doc).map(|mut s| {

@@ -1,4 +1,5 @@
-//! Plan diagnostics: one problem with its place in the source, rendered with a caret.
+//! Plan diagnostics: one problem with its place in the source, rendered with a caret; an
+//! error stops the plan, a warning (an old key name, say) does not.
 
 use std::fmt;
 
@@ -61,6 +62,11 @@ impl Diagnostic {
     /// The diagnostic as a GitHub Actions workflow command, so a pull request shows it on
     /// the offending line: `::error file=…,line=…,col=…,endColumn=…::message`.
     pub fn github_annotation(&self) -> String {
+        self.annotation("error", "invalid plan")
+    }
+
+    /// A workflow command of `level` (`error`, `warning`) titled `title`.
+    fn annotation(&self, level: &str, title: &str) -> String {
         let loc = &self.location;
         let mut message = if self.path.is_empty() {
             self.message.clone()
@@ -74,21 +80,25 @@ impl Diagnostic {
             message.push_str(&format!("\nnote: {note}"));
         }
         format!(
-            "::error file={},line={},col={},endColumn={},title={}::{}",
+            "::{level} file={},line={},col={},endColumn={},title={}::{}",
             escape_property(&loc.file),
             loc.line,
             loc.col,
             loc.col + loc.len.max(1),
-            escape_property("invalid plan"),
+            escape_property(title),
             escape_data(&message)
         )
     }
 
     /// The diagnostic as one JSON object (`validate --format json`).
     pub fn to_json(&self) -> serde_json::Value {
+        self.json_with("error")
+    }
+
+    fn json_with(&self, severity: &str) -> serde_json::Value {
         let loc = &self.location;
         serde_json::json!({
-            "severity": "error",
+            "severity": severity,
             "file": loc.file,
             "line": loc.line,
             "col": loc.col,
@@ -115,10 +125,17 @@ fn escape_property(text: &str) -> String {
 
 impl fmt::Display for Diagnostic {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.render(f, "error")
+    }
+}
+
+impl Diagnostic {
+    /// The caret rendering, headed `level: path: message`.
+    fn render(&self, f: &mut fmt::Formatter<'_>, level: &str) -> fmt::Result {
         if self.path.is_empty() {
-            writeln!(f, "error: {}", self.message)?;
+            writeln!(f, "{level}: {}", self.message)?;
         } else {
-            writeln!(f, "error: {}: {}", self.path, self.message)?;
+            writeln!(f, "{level}: {}: {}", self.path, self.message)?;
         }
         let loc = &self.location;
         let gutter = loc.line.to_string().len();
@@ -144,6 +161,71 @@ impl fmt::Display for Diagnostic {
             writeln!(f, "{pad} = note: {note}")?;
         }
         Ok(())
+    }
+}
+
+/// What a warning is about.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WarningKind {
+    /// An old name of a key, still read as the new one.
+    Deprecated,
+}
+
+impl WarningKind {
+    /// The name `validate --format json` gives it.
+    pub fn name(self) -> &'static str {
+        match self {
+            WarningKind::Deprecated => "deprecated",
+        }
+    }
+
+    /// The title of its GitHub annotation.
+    fn title(self) -> &'static str {
+        match self {
+            WarningKind::Deprecated => "deprecated plan key",
+        }
+    }
+}
+
+/// Something in a plan that does not stop it (the plan loads and runs) but should change.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Warning {
+    pub kind: WarningKind,
+    pub diagnostic: Diagnostic,
+}
+
+impl Warning {
+    /// The warning as a GitHub Actions `::warning` workflow command.
+    pub fn github_annotation(&self) -> String {
+        self.diagnostic.annotation("warning", self.kind.title())
+    }
+
+    /// The warning as one JSON object, beside the errors of `validate --format json`.
+    pub fn to_json(&self) -> serde_json::Value {
+        let mut value = self.diagnostic.json_with("warning");
+        value["kind"] = serde_json::Value::from(self.kind.name());
+        value
+    }
+
+    /// One line, `warning: FILE:LINE:COL: PATH: MESSAGE`, for commands that only mention it.
+    pub fn one_line(&self) -> String {
+        let d = &self.diagnostic;
+        let loc = &d.location;
+        let path = if d.path.is_empty() {
+            String::new()
+        } else {
+            format!("{}: ", d.path)
+        };
+        format!(
+            "warning: {}:{}:{}: {path}{}",
+            loc.file, loc.line, loc.col, d.message
+        )
+    }
+}
+
+impl fmt::Display for Warning {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.diagnostic.render(f, "warning")
     }
 }
 

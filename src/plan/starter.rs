@@ -13,6 +13,7 @@ pub struct Discovery {
     /// `server`, `builtin` or `simulator`.
     pub tokenizer: &'static str,
     pub tokenizer_note: String,
+    /// The server's Prometheus endpoint, written as the target's `metrics:`.
     pub metrics_url: Option<String>,
     pub metrics_note: String,
 }
@@ -150,7 +151,7 @@ fn target_section(d: &Discovery) -> String {
     target.push_str(&format!("    tokenizer: {}\n", d.tokenizer));
     target.push_str(&comment_lines("    ", &d.metrics_note));
     if let Some(url) = &d.metrics_url {
-        target.push_str(&format!("    metrics_url: {}\n", yaml_str(url)));
+        target.push_str(&format!("    metrics: {}\n", yaml_str(url)));
     }
     if !simulated {
         target.push_str("    # api_key_env: OPENAI_API_KEY   # the variable holding the key, if one is needed\n");

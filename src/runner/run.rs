@@ -465,7 +465,11 @@ impl Phases<'_> {
 }
 
 fn load_plan(path: &Path, options: &ExpandOptions) -> Result<LoadedPlan, RunError> {
-    Ok(plan::prepare(path, options)?)
+    let loaded = plan::prepare(path, options)?;
+    for warning in &loaded.warnings {
+        eprintln!("{}", warning.one_line());
+    }
+    Ok(loaded)
 }
 
 /// Wait until `at` (wall clock) unless a stop comes first; returns how late we are, in

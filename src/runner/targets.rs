@@ -165,8 +165,9 @@ pub(super) struct PhaseTarget {
     pub endpoint: client::Endpoint,
     /// The HTTP client for the target's side traffic (scrapes, hooks).
     pub side: reqwest::Client,
+    /// The target's one metrics endpoint (`metrics: URL`, or a simulator's).
     pub metrics_url: Option<String>,
-    /// A gateway's and its replicas' endpoints; when set, scraped instead of `metrics_url`.
+    /// A gateway's and its replicas' endpoints (`metrics:` as a list).
     pub metrics: Vec<crate::plan::MetricsEndpoint>,
     /// Scrape during the measured window this often, for the report's time series.
     pub metrics_interval: Option<std::time::Duration>,
@@ -189,8 +190,15 @@ impl Targets {
             ),
             None => (
                 resolved.endpoint.clone(),
-                target.metrics_url.clone(),
-                target.metrics.clone(),
+                target
+                    .metrics
+                    .as_ref()
+                    .and_then(|m| m.url())
+                    .map(str::to_string),
+                target
+                    .metrics
+                    .as_ref()
+                    .map_or_else(Vec::new, |m| m.endpoints().to_vec()),
             ),
         };
         Ok(PhaseTarget {
@@ -228,7 +236,7 @@ mod tests {
                     "request_id": {"header": "x-trace", "format": "plain"}
                 },
                 "local": {"base_url": "http://localhost/v1", "model": "m",
-                          "socket": "run/engine.sock"},
+                          "unix_socket": "run/engine.sock"},
                 "unused": {"base_url": "http://127.0.0.1:1/v1", "model": "m",
                            "api_key_env": "SERVEBENCH_SURELY_UNSET_VARIABLE_2"}
             },

@@ -319,7 +319,7 @@ fn target_override_points_a_simulator_target_at_a_server() {
     assert_eq!(target.base_url.as_deref(), Some("http://127.0.0.1:9/v1"));
     assert!(target.simulator.is_none());
     assert_eq!(
-        target.metrics_url.as_deref(),
+        target.metrics.as_ref().and_then(|m| m.url()),
         Some("http://127.0.0.1:9/metrics")
     );
     assert_eq!(
