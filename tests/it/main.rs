@@ -44,6 +44,7 @@ mod sessions;
 mod shard;
 mod significance;
 mod sim;
+mod surface;
 mod tools;
 mod until;
 mod untrusted;
