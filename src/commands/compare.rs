@@ -10,7 +10,9 @@ use crate::report::{read_report, render_comparison};
 
 #[derive(Debug, clap::Args)]
 pub struct CompareArgs {
+    /// The baseline report (report.json, or a seed-format report).
     pub base: PathBuf,
+    /// The report compared with it.
     pub new: PathBuf,
     /// `[PHASE:]METRIC OP THRESHOLD`, e.g. 'ttft.p95 < +10%', 'errors == 0', 'e2e.p50 < 2s'.
     #[arg(long = "gate", value_name = "EXPR")]
@@ -18,7 +20,7 @@ pub struct CompareArgs {
     #[arg(long, value_enum, default_value = "md")]
     pub format: CompareFormat,
     /// Write here instead of stdout.
-    #[arg(short, long)]
+    #[arg(short, long, value_name = "FILE")]
     pub output: Option<PathBuf>,
 }
 

@@ -21,7 +21,7 @@ pub struct ReportArgs {
     pub phase: Option<String>,
     /// Write here instead of stdout; for `--format anvil` a directory that gets one
     /// `<phase>.anvil.json` per phase.
-    #[arg(short, long)]
+    #[arg(short, long, value_name = "PATH")]
     pub output: Option<PathBuf>,
 }
 

@@ -13,7 +13,7 @@ pub struct SimArgs {
     #[arg(long, default_value_t = 8000)]
     pub port: u16,
     /// Simulator settings (YAML, or JSON when the name ends in .json).
-    #[arg(long)]
+    #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,
     /// Seed for jitter, output lengths and fault draws (overrides the file's `seed`).
     #[arg(long)]
