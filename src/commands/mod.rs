@@ -36,13 +36,14 @@ pub use selftest::SelftestCommandArgs;
 pub use sim::SimArgs;
 pub use validate::ValidateArgs;
 
-use crate::exit;
+use crate::exit::Exit;
 
 #[derive(Debug, Parser)]
 #[command(
     name = "servebench",
     version,
-    about = "Benchmark plans for OpenAI-compatible LLM endpoints"
+    about = "Benchmark plans for OpenAI-compatible LLM endpoints",
+    after_help = Exit::help_text()
 )]
 pub struct Cli {
     #[command(subcommand)]
@@ -80,8 +81,8 @@ pub enum Command {
     Recover(RecoverArgs),
 }
 
-/// Run the parsed command; returns the process exit code.
-pub fn run(cli: Cli) -> i32 {
+/// Run the parsed command; how it ended ([`Exit::code`] is the process exit code).
+pub fn run(cli: Cli) -> Exit {
     match cli.command {
         Command::Validate(args) => validate::run(&args),
         Command::Init(args) => init::run(&args),
@@ -98,8 +99,8 @@ pub fn run(cli: Cli) -> i32 {
     }
 }
 
-/// Write a command's output to `output`, atomically, or to stdout; the exit code.
-fn emit(text: &str, output: Option<&Path>) -> i32 {
+/// Write a command's output to `output`, atomically, or to stdout.
+fn emit(text: &str, output: Option<&Path>) -> Exit {
     let result = match output {
         Some(path) => {
             crate::report::write_atomic(path, text).map_err(|e| format!("{}: {e}", path.display()))
@@ -110,10 +111,10 @@ fn emit(text: &str, output: Option<&Path>) -> i32 {
             .map_err(|e| format!("stdout: {e}")),
     };
     match result {
-        Ok(()) => exit::SUCCESS,
+        Ok(()) => Exit::Success,
         Err(e) => {
             eprintln!("error: cannot write {e}");
-            exit::RUN_FAILED
+            Exit::RunFailed
         }
     }
 }

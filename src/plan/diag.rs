@@ -1,4 +1,5 @@
-//! Plan diagnostics: one problem with its place in the source, rendered with a caret.
+//! Plan diagnostics: one problem with its place in the source, rendered with a caret; an
+//! error stops the plan, a warning (an old key name, say) does not.
 
 use std::fmt;
 
@@ -70,29 +71,6 @@ impl Severity {
             Severity::Error => "error",
             Severity::Warning => "warning",
         }
-    }
-}
-
-/// Something a valid plan should change, such as an old spelling: shown like an error, as a
-/// `warning:`, and the plan still runs.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct PlanWarning(pub Diagnostic);
-
-impl PlanWarning {
-    /// As a GitHub Actions workflow command: `::warning file=…,line=…::message`.
-    pub fn github_annotation(&self) -> String {
-        self.0.annotation(Severity::Warning, "plan warning")
-    }
-
-    /// As one JSON object (`validate --format json`).
-    pub fn to_json(&self) -> serde_json::Value {
-        self.0.json(Severity::Warning)
-    }
-}
-
-impl fmt::Display for PlanWarning {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        self.0.render(f, Severity::Warning)
     }
 }
 
@@ -199,6 +177,72 @@ impl Diagnostic {
             writeln!(f, "{pad} = note: {note}")?;
         }
         Ok(())
+    }
+}
+
+/// What a warning is about.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WarningKind {
+    /// An old name or spelling, still read as the new one.
+    Deprecated,
+}
+
+impl WarningKind {
+    /// The name `validate --format json` gives it.
+    pub fn name(self) -> &'static str {
+        match self {
+            WarningKind::Deprecated => "deprecated",
+        }
+    }
+
+    /// The title of its GitHub annotation.
+    fn title(self) -> &'static str {
+        match self {
+            WarningKind::Deprecated => "deprecated plan spelling",
+        }
+    }
+}
+
+/// Something in a plan that does not stop it (the plan loads and runs) but should change.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Warning {
+    pub kind: WarningKind,
+    pub diagnostic: Diagnostic,
+}
+
+impl Warning {
+    /// The warning as a GitHub Actions `::warning` workflow command.
+    pub fn github_annotation(&self) -> String {
+        self.diagnostic
+            .annotation(Severity::Warning, self.kind.title())
+    }
+
+    /// The warning as one JSON object, beside the errors of `validate --format json`.
+    pub fn to_json(&self) -> serde_json::Value {
+        let mut value = self.diagnostic.json(Severity::Warning);
+        value["kind"] = serde_json::Value::from(self.kind.name());
+        value
+    }
+
+    /// One line, `warning: FILE:LINE:COL: PATH: MESSAGE`, for commands that only mention it.
+    pub fn one_line(&self) -> String {
+        let d = &self.diagnostic;
+        let loc = &d.location;
+        let path = if d.path.is_empty() {
+            String::new()
+        } else {
+            format!("{}: ", d.path)
+        };
+        format!(
+            "warning: {}:{}:{}: {path}{}",
+            loc.file, loc.line, loc.col, d.message
+        )
+    }
+}
+
+impl fmt::Display for Warning {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.diagnostic.render(f, Severity::Warning)
     }
 }
 

@@ -29,10 +29,10 @@ pub enum MergeError {
 }
 
 impl MergeError {
-    pub fn exit_code(&self) -> i32 {
+    pub fn exit_code(&self) -> crate::exit::Exit {
         match self {
-            MergeError::Invalid(_) => crate::exit::INVALID_INPUT,
-            MergeError::Failed(_) => crate::exit::RUN_FAILED,
+            MergeError::Invalid(_) => crate::exit::Exit::InvalidInput,
+            MergeError::Failed(_) => crate::exit::Exit::RunFailed,
         }
     }
 }

@@ -45,6 +45,7 @@ mod sessions;
 mod shard;
 mod significance;
 mod sim;
+mod surface;
 mod tools;
 mod twins;
 mod until;

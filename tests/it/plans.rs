@@ -319,7 +319,7 @@ fn target_override_points_a_simulator_target_at_a_server() {
     assert_eq!(target.base_url.as_deref(), Some("http://127.0.0.1:9/v1"));
     assert!(target.simulator.is_none());
     assert_eq!(
-        target.metrics_url.as_deref(),
+        target.metrics.as_ref().and_then(|m| m.url()),
         Some("http://127.0.0.1:9/metrics")
     );
     assert_eq!(
@@ -442,7 +442,12 @@ fn the_old_slo_spelling_runs_with_a_warning_at_its_place_and_expands_to_the_new(
         .args(["run", &file, "--dry-run"])
         .assert()
         .success();
-    assert!(String::from_utf8_lossy(&out.get_output().stderr).contains(&warning));
+    let one_line = format!(
+        "warning: {file}:4:3: slo.ttft: `ttft: 2s` is deprecated: a bare duration is the old \
+         spelling of a limit on every request"
+    );
+    let stderr = String::from_utf8_lossy(&out.get_output().stderr).into_owned();
+    assert!(stderr.contains(&one_line), "{stderr}");
     let loaded = plan::prepare(&path, &ExpandOptions::default()).unwrap();
     assert_eq!(
         plan::to_document(&loaded.plan)["slo"],

@@ -347,7 +347,7 @@ fn sigint_leaves_a_valid_partial_report_and_an_intact_journal() {
     );
     let out = dir.path().join("out");
     let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_servebench"))
-        .args(["run", "--quiet", "--out"])
+        .args(["run", "--quiet", "--output"])
         .arg(&out)
         .arg(&plan_path)
         .stdout(std::process::Stdio::null())
@@ -408,14 +408,14 @@ fn unwritable_out_fails_before_sending_anything() {
     let blocker = dir.path().join("file");
     std::fs::write(&blocker, b"not a directory").unwrap();
     let output = std::process::Command::new(env!("CARGO_BIN_EXE_servebench"))
-        .args(["run", "--quiet", "--out"])
+        .args(["run", "--quiet", "--output"])
         .arg(blocker.join("out"))
         .arg(&plan_path)
         .output()
         .unwrap();
     assert_eq!(output.status.code(), Some(2));
     let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(stderr.contains("--out"), "{stderr}");
+    assert!(stderr.contains("--output"), "{stderr}");
 }
 
 #[test]
