@@ -56,7 +56,11 @@ pub const METRIC_NAMES: &[(&str, &str, &str)] = &[
     ("vllm-router", "vllm_router_active_workers", "workers"),
     ("sglang-router", "smg_worker_pool_size", "workers"),
     // Prompt tokens served from the prefix cache (equal to the prefix-cache hits).
-    ("vllm", "vllm:prompt_tokens_cached_total", "cached_prompt_tokens"),
+    (
+        "vllm",
+        "vllm:prompt_tokens_cached_total",
+        "cached_prompt_tokens",
+    ),
     // Histograms: the engine's own TTFT (arrival to first token, queue included) and queue.
     (
         "vllm",

@@ -151,9 +151,15 @@ fn vllm_cpu_as_captured_while_requests_run() {
     assert!(counter(&m, "ttft_seconds_sum").is_some_and(|s| (s - 25.791).abs() < 1e-3));
     assert_eq!(counter(&m, "queue_seconds_count"), Some(41.0));
     // Only the listed histograms are kept; no GPU-era names are sent.
-    assert!(!m.counter_deltas.contains_key("vllm:e2e_request_latency_seconds_count"));
+    assert!(
+        !m.counter_deltas
+            .contains_key("vllm:e2e_request_latency_seconds_count")
+    );
     assert!(!m.gauges.contains_key("vllm:gpu_cache_usage_perc"));
-    assert!(!m.counter_deltas.contains_key("vllm:gpu_prefix_cache_hits_total"));
+    assert!(
+        !m.counter_deltas
+            .contains_key("vllm:gpu_prefix_cache_hits_total")
+    );
 }
 
 #[test]
