@@ -150,7 +150,7 @@ pub enum VllmRunner {
 /// vLLM's OpenAI server on loopback through `tests/real/vllm_server.py`, which stops the
 /// server and its engine process when the test drops this (or dies).
 pub struct VllmServer {
-    process: ChildProcess,
+    _process: ChildProcess,
     /// `http://127.0.0.1:PORT`
     pub root: String,
     /// How long from spawning the launcher to `/health` answering.
@@ -180,7 +180,7 @@ impl VllmServer {
         let mut process = ChildProcess::spawn("vllm", command, true);
         let root = process.listening_root_within(VLLM_START_DEADLINE).await;
         VllmServer {
-            process,
+            _process: process,
             root,
             started_in: started.elapsed(),
         }
@@ -188,11 +188,6 @@ impl VllmServer {
 
     pub fn base_url(&self) -> String {
         format!("{}/v1", self.root)
-    }
-
-    /// The server's log so far (the API server's and the engine's).
-    pub fn log_text(&self) -> String {
-        self.process.log_text()
     }
 }
 
