@@ -17,6 +17,9 @@ const START_DEADLINE: Duration = Duration::from_secs(120);
 /// on an idle 2-core machine, several times that beside a build.
 const VLLM_START_DEADLINE: Duration = Duration::from_secs(600);
 
+/// How long vLLM may take to stop (the launcher gives it 20 s before it kills it).
+const VLLM_STOP_GRACE: Duration = Duration::from_secs(30);
+
 /// What tests/real/setup.sh installed, by path.
 #[derive(Debug, Clone)]
 pub struct RealEngines {
@@ -150,7 +153,7 @@ pub enum VllmRunner {
 /// vLLM's OpenAI server on loopback through `tests/real/vllm_server.py`, which stops the
 /// server and its engine process when the test drops this (or dies).
 pub struct VllmServer {
-    _process: ChildProcess,
+    process: ChildProcess,
     /// `http://127.0.0.1:PORT`
     pub root: String,
     /// How long from spawning the launcher to `/health` answering.
@@ -180,7 +183,7 @@ impl VllmServer {
         let mut process = ChildProcess::spawn("vllm", command, true);
         let root = process.listening_root_within(VLLM_START_DEADLINE).await;
         VllmServer {
-            _process: process,
+            process,
             root,
             started_in: started.elapsed(),
         }
@@ -188,6 +191,15 @@ impl VllmServer {
 
     pub fn base_url(&self) -> String {
         format!("{}/v1", self.root)
+    }
+}
+
+impl Drop for VllmServer {
+    /// Stopped before the test lets go of the suite's lock: the launcher stops the API
+    /// server, which stops its engine process, so none of them still holds a core when the
+    /// next test starts.
+    fn drop(&mut self) {
+        self.process.stop_within(VLLM_STOP_GRACE);
     }
 }
 
@@ -206,7 +218,7 @@ pub struct ChildProcess {
     child: Child,
     /// Held open: the llama.cpp launcher stops when its stdin closes, so it never outlives
     /// the test binary even if the binary is killed.
-    _stdin: Option<ChildStdin>,
+    stdin: Option<ChildStdin>,
     log: PathBuf,
     _dir: tempfile::TempDir,
 }
@@ -232,7 +244,7 @@ impl ChildProcess {
         ChildProcess {
             name: name.to_string(),
             child,
-            _stdin: stdin,
+            stdin,
             log,
             _dir: dir,
         }
@@ -240,6 +252,19 @@ impl ChildProcess {
 
     pub fn log_text(&self) -> String {
         std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    /// Close the child's stdin (a launcher run with `--exit-on-stdin-eof` then stops its
+    /// server) and wait up to `grace` for it to exit; dropping kills it after that.
+    fn stop_within(&mut self, grace: Duration) {
+        self.stdin.take();
+        let deadline = Instant::now() + grace;
+        while Instant::now() < deadline {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
     }
 
     /// Panic with the log when the process has exited.
