@@ -39,6 +39,26 @@ pub struct ClientLoad {
     pub runqueue_wait_per_s: Option<f64>,
 }
 
+impl ClientLoad {
+    /// The busier of two machines' loads, bound by bound (a merged phase is client-bound
+    /// when any of its machines was).
+    pub fn busier(&self, other: &ClientLoad) -> ClientLoad {
+        let max = |a: Option<f64>, b: Option<f64>| match (a, b) {
+            (Some(a), Some(b)) => Some(a.max(b)),
+            (a, b) => a.or(b),
+        };
+        ClientLoad {
+            wall_s: self.wall_s.max(other.wall_s),
+            ticks: self.ticks + other.ticks,
+            event_loop_lag_mean_ms: max(self.event_loop_lag_mean_ms, other.event_loop_lag_mean_ms),
+            event_loop_lag_max_ms: max(self.event_loop_lag_max_ms, other.event_loop_lag_max_ms),
+            late_wake_share: max(self.late_wake_share, other.late_wake_share),
+            cpu_share: max(self.cpu_share, other.cpu_share),
+            runqueue_wait_per_s: max(self.runqueue_wait_per_s, other.runqueue_wait_per_s),
+        }
+    }
+}
+
 /// A phase's trust verdict.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]

@@ -13,7 +13,9 @@ pub mod formats;
 pub mod model;
 pub mod render;
 
-pub use build::phase::{Figures, PhaseFacts, pair_rechecks, phase_result, phase_result_sampled};
+pub use build::phase::{Figures, Measured, PhaseFacts, phase_result};
+pub use build::probe::ProbeSpec;
+pub use build::relate::{pair_rechecks, relate_phases};
 pub use compare::markdown::render as render_comparison;
 pub use formats::import::IMPORT_PROMPT_TOLERANCE;
 pub use formats::read::{ReadError, read_report};

@@ -2,8 +2,7 @@
 
 use std::time::Duration;
 
-use crate::metrics::{PhaseSummary, phase_events};
-use crate::report::{ClientCalibration, PhaseResult};
+use crate::report::{ClientCalibration, ClientCeiling, PhaseResult};
 use crate::selftest;
 use crate::workload::QueueStats;
 
@@ -45,24 +44,12 @@ pub fn ceiling_with_prompts(ceiling: &ClientCalibration, prompts: &QueueStats) -
     1.0 / (1.0 / ceiling.requests_per_second + prompts.cpu_s_per_prompt.max(0.0))
 }
 
-/// The phase's share of the ceiling: the larger of requests/s over the ceiling with its
-/// prompts and events/s over the events ceiling.
-pub fn load_share(
-    summary: &PhaseSummary,
-    ceiling: &ClientCalibration,
-    prompts: &QueueStats,
-) -> Option<f64> {
-    let s = summary;
-    if s.elapsed <= 0.0 || ceiling.requests_per_second <= 0.0 || ceiling.events_per_second <= 0.0 {
-        return None;
+/// The ceiling a phase's load is held against: requests/s with its prompts, and events/s.
+pub fn phase_ceiling(ceiling: &ClientCalibration, prompts: &QueueStats) -> ClientCeiling {
+    ClientCeiling {
+        requests_per_second: ceiling_with_prompts(ceiling, prompts),
+        events_per_second: ceiling.events_per_second,
     }
-    let events = phase_events(s.requests, s.content_chunks + s.reasoning_chunks);
-    let events_per_s = events as f64 / s.elapsed;
-    let requests_per_s = s.requests as f64 / s.elapsed;
-    Some(
-        (requests_per_s / ceiling_with_prompts(ceiling, prompts))
-            .max(events_per_s / ceiling.events_per_second),
-    )
 }
 
 /// Before a phase runs: a warning when its prompts are too costly to build at the rate it
@@ -126,6 +113,7 @@ pub fn warning(phase: &PhaseResult) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::metrics::PhaseSummary;
 
     fn prompts(cpu_s_per_prompt: f64) -> QueueStats {
         QueueStats {
@@ -159,7 +147,10 @@ mod tests {
             content_chunks: 1_500 * 16,
             ..PhaseSummary::default()
         };
-        let share = |p: &QueueStats| load_share(&summary, &ceiling, p).expect("share");
+        let share = |p: &QueueStats| {
+            crate::report::build::phase::load_share(&summary, &phase_ceiling(&ceiling, p))
+                .expect("share")
+        };
         assert!((share(&cheap) - 0.15).abs() < 1e-9, "{}", share(&cheap));
         assert!((share(&costly) - 0.75).abs() < 1e-9, "{}", share(&costly));
     }

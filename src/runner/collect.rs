@@ -13,9 +13,9 @@ use rand_chacha::ChaCha8Rng;
 
 use crate::client::RequestRecord;
 use crate::figure::Figure;
-use crate::metrics::{PhaseTally, Rescan, TallyFigures};
+use crate::metrics::{PhaseTally, Rescan};
 use crate::plan::{PercentileMethod, Slo};
-use crate::workload::PromptTokenCheck;
+use crate::report::Measured;
 
 /// Records a phase keeps in full unless `run --keep-records` says otherwise.
 pub const DEFAULT_KEEP_RECORDS: usize = 5_000;
@@ -49,17 +49,6 @@ struct Sampled {
     tally: PhaseTally,
     columns: ColumnFiles,
     rng: ChaCha8Rng,
-}
-
-/// A finished window's records.
-pub enum Collected {
-    /// Every record, by request index.
-    All(Vec<RequestRecord>),
-    /// A sample by request index, and the figures over every record.
-    Sampled {
-        sample: Vec<RequestRecord>,
-        figures: Box<TallyFigures>,
-    },
 }
 
 impl PhaseCollector {
@@ -145,7 +134,7 @@ impl PhaseCollector {
         mut self,
         method: PercentileMethod,
         connection_reuse: bool,
-    ) -> io::Result<Collected> {
+    ) -> io::Result<Measured> {
         self.held.sort_by_key(|r| r.request_index);
         if self.broken {
             return Err(io::Error::other(
@@ -153,7 +142,7 @@ impl PhaseCollector {
             ));
         }
         let Some(sampled) = self.sampled else {
-            return Ok(Collected::All(self.held));
+            return Ok(Measured::All(self.held));
         };
         let Sampled { tally, columns, .. } = *sampled;
         let paths = columns.close()?;
@@ -165,7 +154,7 @@ impl PhaseCollector {
             |c| ColumnReader::open(&paths.path(c)),
         );
         drop(paths);
-        Ok(Collected::Sampled {
+        Ok(Measured::Sampled {
             sample: self.held,
             figures: Box::new(figures?),
         })
@@ -182,45 +171,6 @@ impl Sampled {
             }
         });
         failed.map_or(Ok(()), Err)
-    }
-}
-
-impl Collected {
-    pub fn requests(&self) -> u64 {
-        match self {
-            Collected::All(records) => records.len() as u64,
-            Collected::Sampled { figures, .. } => figures.summary.requests,
-        }
-    }
-
-    pub fn errors(&self) -> u64 {
-        match self {
-            Collected::All(records) => records.iter().filter(|r| !r.is_ok()).count() as u64,
-            Collected::Sampled { figures, .. } => figures.summary.errors,
-        }
-    }
-
-    /// Milliseconds from the window's origin to the last record's end.
-    pub fn last_end_ms(&self) -> f64 {
-        match self {
-            Collected::All(records) => records
-                .iter()
-                .map(|r| r.start_offset_ms + r.e2e_ms)
-                .fold(0.0, f64::max),
-            Collected::Sampled { figures, .. } => figures.last_end_ms,
-        }
-    }
-
-    pub fn prompt_check(&self, tolerance: f64) -> PromptTokenCheck {
-        match self {
-            Collected::All(records) => PromptTokenCheck::from_requests(
-                records
-                    .iter()
-                    .map(|r| (r.planned_context_tokens, r.prompt_tokens)),
-                tolerance,
-            ),
-            Collected::Sampled { figures, .. } => figures.prompt.check(tolerance),
-        }
     }
 }
 

@@ -35,3 +35,21 @@ pub(super) fn phase_line(result: &PhaseResult) -> String {
         ms(s.tpot, |d| d.p50),
     )
 }
+
+/// The warnings a finished phase earns: a client-bound window, an `until` that ended
+/// without stable estimates, a load near the client's ceiling.
+pub(super) fn phase_warnings(result: &PhaseResult) -> Vec<String> {
+    let mut warnings = Vec::new();
+    if let Some(trust) = result.client_trust.as_ref().filter(|t| !t.is_trusted()) {
+        warnings.push(format!(
+            "warning: phase `{}`: client-bound, its latencies include client-side delay: {}",
+            result.phase,
+            trust.reasons.join("; ")
+        ));
+    }
+    if let Some(warning) = result.until.as_ref().and_then(|u| u.warning.as_ref()) {
+        warnings.push(format!("warning: phase `{}`: {warning}", result.phase));
+    }
+    warnings.extend(super::calibrate::warning(result));
+    warnings
+}

@@ -1,13 +1,12 @@
-//! A phase's marked instants: its `during` actions run at their offsets into the measured
-//! window, the marks of all its actions collected, and the recovery around fault marks.
+//! A phase's `during` actions, run at their offsets into the measured window, and the
+//! instants they marked.
 
 use std::time::{Duration, Instant};
 
 use tokio_util::sync::CancellationToken;
 
-use crate::metrics::recovery::{self, RecoverySample, RecoverySettings};
-use crate::plan::{Hook, MARK_FAULT_OFF, MARK_FAULT_ON};
-use crate::report::{HookOutcome, PhaseMark, PhaseResult};
+use crate::plan::Hook;
+use crate::report::{HookOutcome, PhaseMark};
 
 use super::hooks::{HookContext, run_hooks};
 
@@ -80,9 +79,8 @@ pub(super) fn during_marks(run: &DuringRun, origin: Instant) -> Vec<PhaseMark> {
 }
 
 /// The message of a `during` action that failed the run, if one did.
-pub(super) fn during_failure(result: &PhaseResult) -> Option<String> {
-    result
-        .hooks
+pub(super) fn during_failure(hooks: &[HookOutcome]) -> Option<String> {
+    hooks
         .iter()
         .find(|h| h.when == "during" && h.outcome == "failed")
         .map(|h| format!("during hook `{}` failed: {}", h.action, h.detail))
@@ -94,65 +92,4 @@ pub(super) fn offset_s(at: Instant, origin: Instant) -> f64 {
         Some(after) => after.as_secs_f64(),
         None => -origin.duration_since(at).as_secs_f64(),
     }
-}
-
-/// Add the marks of the phase's `before`/`after` actions (its hooks are in place by now) and
-/// measure recovery when it has a `fault-on` mark; `previous` is the phase run before it.
-pub(super) fn finish(result: &mut PhaseResult, previous: Option<&PhaseResult>) {
-    let length = (result.end_offset_seconds - result.start_offset_seconds).max(0.0);
-    for hook in &result.hooks {
-        let offset_s = match hook.when.as_str() {
-            "before" => 0.0,
-            "after" => length,
-            _ => continue,
-        };
-        if let Some(name) = &hook.mark {
-            result.marks.push(PhaseMark {
-                name: name.clone(),
-                offset_s,
-                when: hook.when.clone(),
-            });
-        }
-    }
-    result
-        .marks
-        .sort_by(|a, b| a.offset_s.total_cmp(&b.offset_s));
-    let find = |name: &str, from: f64| {
-        result
-            .marks
-            .iter()
-            .find(|m| m.name == name && m.offset_s >= from)
-            .map(|m| m.offset_s)
-    };
-    let Some(on) = find(MARK_FAULT_ON, f64::NEG_INFINITY) else {
-        return;
-    };
-    let off = find(MARK_FAULT_OFF, on);
-    let baseline = previous.and_then(|p| recovery::baseline(&samples(p), "previous phase"));
-    result.recovery = recovery::recovery(
-        &samples(result),
-        on,
-        off,
-        baseline,
-        RecoverySettings::default(),
-    );
-    if result.recovery.is_none() {
-        eprintln!(
-            "warning: phase `{}`: no baseline for recovery (fewer than {} requests before the fault-on mark, and no previous phase with as many)",
-            result.phase,
-            recovery::MIN_BASELINE_REQUESTS
-        );
-    }
-}
-
-fn samples(phase: &PhaseResult) -> Vec<RecoverySample> {
-    phase
-        .request_timings
-        .iter()
-        .map(|r| RecoverySample {
-            start_s: r.start_offset_ms / 1e3,
-            ok: r.is_ok(),
-            ttft_ms: r.ttft_ms,
-        })
-        .collect()
 }

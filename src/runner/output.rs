@@ -118,6 +118,24 @@ struct JournalLine<'a> {
     record: &'a RequestRecord,
 }
 
+/// How far a phase had got when its facts were journaled.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FactsStage {
+    /// The measured window is starting: its warmup and `before` actions are known.
+    Started,
+    /// The measured window ended; its `after` actions may not have run yet.
+    Measured,
+    /// Every action ran: the phase is about to join the report.
+    Finished,
+}
+
+#[derive(Serialize)]
+struct FactsLine<'a> {
+    phase_facts: &'a crate::report::PhaseFacts,
+    stage: FactsStage,
+}
+
 impl Journal {
     /// Open the journal and start `requests.parquet`; `shard` fills its `shard` column.
     pub fn create(dir: &Path, shard: Option<u32>) -> Result<Self, String> {
@@ -188,6 +206,23 @@ impl Journal {
             Some(mut sink) => sink.close(),
             None => Ok(0),
         }
+    }
+
+    /// A phase's facts as known so far, `{"phase_facts": {...}}`: `recover` builds an
+    /// unfinished phase from the last such line and its records.
+    pub fn append_facts(
+        &self,
+        facts: &crate::report::PhaseFacts,
+        stage: FactsStage,
+    ) -> std::io::Result<()> {
+        let mut writer = self.writer.lock().unwrap_or_else(|p| p.into_inner());
+        let line = FactsLine {
+            phase_facts: facts,
+            stage,
+        };
+        serde_json::to_writer(&mut *writer, &line)?;
+        writer.write_all(b"\n")?;
+        writer.flush()
     }
 
     /// A rolling summary line, `{"summary": {...}}`: readers of records skip lines without

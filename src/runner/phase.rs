@@ -9,7 +9,7 @@ use tokio::sync::mpsc;
 
 use crate::client::{Client, ClientConfig, RequestRecord};
 use crate::plan::LoadedPlan;
-use crate::report::{self, Figures, PhaseFacts, PhaseResult, ServerMetrics, WarmupResult};
+use crate::report::{Measured, PhaseFacts, ServerMetrics, WarmupResult};
 use crate::schedule::{self, PhaseSettings, ShardSpec};
 use crate::scheduler::live::{Keep, LiveTally, SharedTally};
 use crate::scheduler::progress::{PhaseProgress, ProgressMode};
@@ -18,10 +18,10 @@ use crate::scheduler::{self, LiveCounters, Stops, WindowSpec};
 use crate::workload::{PromptQueue, PromptSource, WorkloadContext};
 
 use super::calibrate;
-use super::collect::{CollectSettings, Collected, PhaseCollector};
+use super::collect::{CollectSettings, PhaseCollector};
 use super::options::LongRunOptions;
 use super::options::RunError;
-use super::output::{Journal, Window};
+use super::output::{FactsStage, Journal, Window};
 use super::phase_seed;
 use super::saturation::Saturation;
 use super::scrape;
@@ -72,16 +72,24 @@ struct Prepared {
     trace_requests: Option<u64>,
 }
 
+/// A phase that ran: its facts and records, ready to be built into its result.
+pub(super) struct RanPhase {
+    pub facts: PhaseFacts,
+    pub measured: Measured,
+}
+
 impl PhaseRun<'_> {
-    /// Run the phase's warmup and measured window; its result, or why it could not run.
+    /// Run the phase's warmup and measured window after its `before` actions (`hooks`, whose
+    /// outcomes lead the phase's); its facts and records, or why it could not run.
     pub(super) async fn execute(
         &self,
         run_origin: &mut Option<std::time::Instant>,
-    ) -> Result<PhaseResult, RunError> {
+        hooks: Vec<crate::report::HookOutcome>,
+    ) -> Result<RanPhase, RunError> {
         let phase = self.phase;
         // Sharded runs: a shard with no share of this phase sends nothing.
         if schedule::runs_nothing(phase) {
-            return Ok(self.empty_result());
+            return Ok(self.empty(hooks));
         }
         let prepared = self.prepare().await?;
         let seed = self.shard_seed(phase_seed(self.plan.plan.seed, phase.name));
@@ -103,6 +111,19 @@ impl PhaseRun<'_> {
             seed,
             precise_pacing: true,
         };
+        let mut facts = PhaseFacts {
+            warmup,
+            dataset_sha256: prepared.dataset_sha256.clone(),
+            prompt_tolerance: prepared.prompt_tolerance,
+            hooks,
+            connections_warmed,
+            client_ceiling: self
+                .calibration
+                .map(|c| calibrate::phase_ceiling(c, &prepared.feed.stats())),
+            ..self.phase_facts()
+        };
+        // A kill during the window still leaves the phase's start and actions to recover.
+        self.journal_facts(&facts, FactsStage::Started);
         let sampler = self.sampler();
         // Boxed: the window with its watchers is a large future for the caller's stack.
         let measured = Box::pin(self.measured(&spec, prepared.client, prepared.feed.clone()));
@@ -118,7 +139,7 @@ impl PhaseRun<'_> {
         let scrape_after = self.scrape().await;
 
         let origin = *run_origin.get_or_insert(outcome.origin);
-        if warmup.requests == 0 {
+        if facts.warmup.requests == 0 {
             let (tolerance, tokenizer) = (prepared.prompt_tolerance, &prepared.tokenizer);
             self.warn_on_prompt_gap(&collected, tolerance, tokenizer, "measured window");
         }
@@ -126,59 +147,38 @@ impl PhaseRun<'_> {
         if let Some(m) = server_metrics.as_mut() {
             m.timeline = timeline;
         }
-        let facts = PhaseFacts {
-            started_at: outcome
-                .started_at
-                .to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
-            start_offset_seconds: outcome
-                .origin
-                .saturating_duration_since(origin)
-                .as_secs_f64(),
-            partial: outcome.interrupted,
-            warmup,
-            dataset_sha256: prepared.dataset_sha256,
-            server_metrics,
-            ..self.phase_facts()
-        };
-        let figures = Figures {
-            method: self.plan.plan.percentile_method,
-            slo: self.plan.plan.slo.as_ref(),
-            prompt_tolerance: prepared.prompt_tolerance,
-            connection_reuse: super::endpoint::connection(self.phase.target.connection.as_ref())
-                .reuse,
-        };
-        let mut result = match collected {
-            Collected::All(records) => report::phase_result(facts, records, figures),
-            Collected::Sampled { sample, figures } => {
-                report::phase_result_sampled(facts, sample, *figures, prepared.prompt_tolerance)
-            }
-        };
-        result.transport.connections_warmed = connections_warmed;
-        if result.sessions.is_none() {
-            // A sampled phase: its figures by turn come from the kept sample.
-            let method = self.plan.plan.percentile_method;
-            result.sessions = crate::metrics::session_summary(&result.request_timings, method);
-        }
-        result.marks = super::marks::during_marks(&watched.during, outcome.origin);
-        result.hooks = watched.during.outcomes;
-        (result.until, result.saturation_stop) = (watched.until, watched.saturation);
-        let send_lag_p99 = result.send_lag_ms.as_ref().map(|d| d.p99);
-        let trust = crate::metrics::trust::judge(client_load, send_lag_p99);
-        if !trust.is_trusted() {
+        facts.started_at = outcome
+            .started_at
+            .to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
+        facts.start_offset_seconds = outcome
+            .origin
+            .saturating_duration_since(origin)
+            .as_secs_f64();
+        facts.partial = outcome.interrupted;
+        facts.server_metrics = server_metrics;
+        facts.during_marks = super::marks::during_marks(&watched.during, outcome.origin);
+        facts.hooks.extend(watched.during.outcomes);
+        facts.until = watched.until;
+        facts.saturation_stop = watched.saturation;
+        facts.client_load = Some(client_load);
+        self.journal_facts(&facts, FactsStage::Measured);
+        Ok(RanPhase {
+            facts,
+            measured: collected,
+        })
+    }
+
+    fn journal_facts(&self, facts: &PhaseFacts, stage: FactsStage) {
+        if let Err(e) = self.journal.append_facts(facts, stage) {
             eprintln!(
-                "warning: phase `{}`: client-bound, its latencies include client-side delay: {}",
-                phase.name,
-                trust.reasons.join("; ")
+                "warning: phase `{}`: the journal could not be written ({e})",
+                facts.phase
             );
         }
-        result.client_trust = Some(trust);
-        if let Some(warning) = result.until.as_ref().and_then(|u| u.warning.as_ref()) {
-            eprintln!("warning: phase `{}`: {warning}", phase.name);
-        }
-        result.client_load_share = self
-            .calibration
-            .and_then(|c| calibrate::load_share(&result.summary, c, &prepared.feed.stats()));
-        Ok(result)
+    }
+
+    fn connection_reuse(&self) -> bool {
+        super::endpoint::connection(self.phase.target.connection.as_ref()).reuse
     }
 
     /// The server's counters over the measured window, from the scrapes around it.
@@ -335,6 +335,7 @@ impl PhaseRun<'_> {
             concurrency: phase.concurrency(),
             rate_rps: phase.rate_rps(),
             recheck_of: phase.recheck_of.map(str::to_string),
+            connection_reuse: self.connection_reuse(),
             ..PhaseFacts::default()
         }
     }
@@ -400,7 +401,7 @@ impl PhaseRun<'_> {
             collect_error: None,
         };
         let method = self.plan.plan.percentile_method;
-        let reuse = super::endpoint::connection(self.phase.target.connection.as_ref()).reuse;
+        let reuse = self.connection_reuse();
         let collector_counters = counters.clone();
         let collector = tokio::spawn(async move {
             let mut tick = tokio::time::interval(Duration::from_millis(250));
@@ -418,7 +419,7 @@ impl PhaseRun<'_> {
         let outcome = scheduler::run_window(spec, client, feed, tx, counters, stops).await;
         let collected = collector
             .await
-            .unwrap_or_else(|_| Collected::All(Vec::new()));
+            .unwrap_or_else(|_| Measured::All(Vec::new()));
         (outcome, collected)
     }
 
@@ -467,25 +468,22 @@ impl PhaseRun<'_> {
             .map_or(seed, |s| crate::hash::mix_seed(seed, s.index, s.count))
     }
 
-    /// Sharded runs: the result of a phase this shard has no share of.
-    pub(super) fn empty_result(&self) -> PhaseResult {
-        let facts = PhaseFacts {
-            started_at: chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
-            ..self.phase_facts()
-        };
-        // Nothing was sent: no objective to meet and no prompt size to check.
-        let figures = Figures {
-            method: self.plan.plan.percentile_method,
-            slo: None,
-            prompt_tolerance: 0.0,
-            connection_reuse: true,
-        };
-        report::phase_result(facts, Vec::new(), figures)
+    /// A phase that sent nothing (a shard with no share of it, or a `before` action that
+    /// failed), with the actions that ran.
+    pub(super) fn empty(&self, hooks: Vec<crate::report::HookOutcome>) -> RanPhase {
+        RanPhase {
+            facts: PhaseFacts {
+                started_at: chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
+                hooks,
+                ..self.phase_facts()
+            },
+            measured: Measured::All(Vec::new()),
+        }
     }
 
     fn warn_on_prompt_gap(
         &self,
-        collected: &Collected,
+        collected: &Measured,
         tolerance: f64,
         tokenizer: &str,
         window: &str,
@@ -539,7 +537,7 @@ impl PhaseRun<'_> {
 }
 
 /// What a window did, and its records.
-type WindowResult = (scheduler::WindowOutcome, Collected);
+type WindowResult = (scheduler::WindowOutcome, Measured);
 
 /// Where a window's records go as they arrive: the journal, the running tally (which the
 /// progress line, the rolling summaries and the window's watchers read) and the collector.
@@ -584,7 +582,7 @@ impl WindowSink {
         let _ = self.journal.flush();
     }
 
-    fn finish(mut self, method: crate::plan::PercentileMethod, reuse: bool) -> Collected {
+    fn finish(mut self, method: crate::plan::PercentileMethod, reuse: bool) -> Measured {
         let _ = self.journal.flush();
         let phase = &self.phase_name;
         if let Some(e) = self.journal_error {
@@ -602,7 +600,7 @@ impl WindowSink {
         ));
         self.collector.finish(method, reuse).unwrap_or_else(|e| {
             eprintln!("warning: phase `{phase}`: the column files could not be read ({e})");
-            Collected::All(Vec::new())
+            Measured::All(Vec::new())
         })
     }
 }

@@ -1,7 +1,7 @@
 //! `servebench recover`: a run directory whose process was killed (SIGKILL, power loss) made
 //! whole again. Finished phases come from the last report.json written after a phase; the
-//! interrupted phase from its journal lines, marked partial; `requests.parquet` is rebuilt
-//! from every journal line.
+//! interrupted phase from its journal lines (its latest facts and its records), built by the
+//! same builder as a live phase; `requests.parquet` is rebuilt from every journal line.
 
 use std::collections::HashSet;
 use std::fs::File;
@@ -13,10 +13,11 @@ use serde::Deserialize;
 use crate::client::RequestRecord;
 use crate::report::formats::records::{RecordRow, RecordsWriter};
 use crate::report::{
-    Figures, IMPORT_PROMPT_TOLERANCE, PhaseFacts, Report, WarmupResult, phase_result, read_report,
+    Figures, IMPORT_PROMPT_TOLERANCE, Measured, PhaseFacts, Report, WarmupResult, phase_result,
+    read_report, relate_phases,
 };
 
-use super::output::{self, JOURNAL_FILE, REPORT_FILE, REQUESTS_FILE, Window};
+use super::output::{self, FactsStage, JOURNAL_FILE, REPORT_FILE, REQUESTS_FILE, Window};
 
 /// What recovery rebuilt, and what it skipped on the way.
 #[derive(Debug)]
@@ -41,12 +42,26 @@ struct JournalEntry {
     record: RequestRecord,
 }
 
-/// An interrupted phase's records, as the journal holds them.
+/// A journal line holding a phase's facts as known at one stage.
+#[derive(Deserialize)]
+struct FactsEntry {
+    phase_facts: PhaseFacts,
+    stage: FactsStage,
+}
+
+/// A journal line recovery reads.
+enum JournalItem {
+    Record(Box<JournalEntry>),
+    Facts(Box<FactsEntry>),
+}
+
+/// An interrupted phase's records and its latest facts, as the journal holds them.
 #[derive(Default)]
 struct Interrupted {
     name: String,
     measured: Vec<RequestRecord>,
     warmup: WarmupResult,
+    facts: Option<FactsEntry>,
 }
 
 /// Rebuild `dir`'s `requests.parquet` and, when the run was killed (its report never got a
@@ -61,20 +76,20 @@ pub fn recover(dir: &Path) -> Result<Recovered, String> {
     let mut writer = RecordsWriter::create(&dir.join(REQUESTS_FILE))?;
     let mut interrupted: Vec<Interrupted> = Vec::new();
     let mut notes = Vec::new();
-    for entry in JournalLines::new(BufReader::new(journal), &mut notes) {
-        let entry = entry.map_err(|e| format!("{}: {e}", journal_path.display()))?;
-        if !finished.contains(&entry.phase) {
-            let index = match interrupted.iter().position(|p| p.name == entry.phase) {
-                Some(index) => index,
-                None => {
-                    interrupted.push(Interrupted {
-                        name: entry.phase.clone(),
-                        ..Interrupted::default()
-                    });
-                    interrupted.len() - 1
+    for item in JournalLines::new(BufReader::new(journal), &mut notes) {
+        let item = item.map_err(|e| format!("{}: {e}", journal_path.display()))?;
+        let entry = match item {
+            JournalItem::Facts(facts) => {
+                let name = facts.phase_facts.phase.clone();
+                if !finished.contains(&name) {
+                    interrupted_phase(&mut interrupted, &name).facts = Some(*facts);
                 }
-            };
-            let phase = &mut interrupted[index];
+                continue;
+            }
+            JournalItem::Record(entry) => *entry,
+        };
+        if !finished.contains(&entry.phase) {
+            let phase = interrupted_phase(&mut interrupted, &entry.phase);
             match entry.window {
                 Window::Measured => phase.measured.push(entry.record.clone()),
                 Window::Warmup => {
@@ -101,6 +116,7 @@ pub fn recover(dir: &Path) -> Result<Recovered, String> {
     let killed = report.finished_at.is_none();
     if killed {
         add_interrupted(&mut report, interrupted);
+        relate_phases(&mut report);
         report.partial = true;
         report.stop_reason = Some(format!(
             "killed; recovered from {JOURNAL_FILE} by `servebench recover`"
@@ -116,27 +132,50 @@ pub fn recover(dir: &Path) -> Result<Recovered, String> {
     })
 }
 
-/// Each interrupted phase as a partial phase result. The journal does not hold when a
-/// phase started: it is placed at the previous phase's end and the run's start time.
+/// The interrupted phase named `name`, added in journal order when first seen.
+fn interrupted_phase<'a>(phases: &'a mut Vec<Interrupted>, name: &str) -> &'a mut Interrupted {
+    let index = match phases.iter().position(|p| p.name == name) {
+        Some(index) => index,
+        None => {
+            phases.push(Interrupted {
+                name: name.to_string(),
+                ..Interrupted::default()
+            });
+            phases.len() - 1
+        }
+    };
+    &mut phases[index]
+}
+
+/// Each interrupted phase as a phase result, built by the one builder from its latest
+/// journaled facts; partial unless its measured window ended. A journal without facts (an
+/// older run's) places a phase at the previous phase's end and the run's start time.
 fn add_interrupted(report: &mut Report, phases: Vec<Interrupted>) {
     for phase in phases {
         let mut records = phase.measured;
         records.sort_by_key(|r| r.request_index);
-        let facts = PhaseFacts {
-            phase: phase.name,
-            started_at: report.started_at.clone(),
-            start_offset_seconds: report.phases.last().map_or(0.0, |p| p.end_offset_seconds),
-            partial: true,
-            warmup: phase.warmup,
-            ..PhaseFacts::default()
+        let facts = match phase.facts {
+            Some(FactsEntry { phase_facts, stage }) => PhaseFacts {
+                partial: phase_facts.partial || stage == FactsStage::Started,
+                ..phase_facts
+            },
+            None => PhaseFacts {
+                phase: phase.name,
+                started_at: report.started_at.clone(),
+                start_offset_seconds: report.phases.last().map_or(0.0, |p| p.end_offset_seconds),
+                partial: true,
+                warmup: phase.warmup,
+                prompt_tolerance: IMPORT_PROMPT_TOLERANCE,
+                connection_reuse: true,
+                ..PhaseFacts::default()
+            },
         };
         let figures = Figures {
             method: report.plan.percentile_method,
             slo: report.plan.slo.as_ref(),
-            prompt_tolerance: IMPORT_PROMPT_TOLERANCE,
-            connection_reuse: true,
+            previous: report.phases.last(),
         };
-        let result = phase_result(facts, records, figures);
+        let result = phase_result(facts, Measured::All(records), figures);
         report.phases.push(result);
     }
 }
@@ -160,7 +199,7 @@ impl<'n, R: BufRead> JournalLines<'n, R> {
 }
 
 impl<R: BufRead> Iterator for JournalLines<'_, R> {
-    type Item = Result<JournalEntry, String>;
+    type Item = Result<JournalItem, String>;
 
     fn next(&mut self) -> Option<Self::Item> {
         let mut line = Vec::new();
@@ -194,11 +233,21 @@ impl<R: BufRead> Iterator for JournalLines<'_, R> {
                     continue;
                 }
             };
+            if value.get("phase_facts").is_some() {
+                match serde_json::from_value::<FactsEntry>(value) {
+                    Ok(facts) => return Some(Ok(JournalItem::Facts(Box::new(facts)))),
+                    Err(e) => self.notes.push(format!(
+                        "line {}: not a phase's facts ({e}), skipped",
+                        self.line_number
+                    )),
+                }
+                continue;
+            }
             if !is_record(&value) {
                 continue;
             }
             match serde_json::from_value::<JournalEntry>(value) {
-                Ok(entry) => return Some(Ok(entry)),
+                Ok(entry) => return Some(Ok(JournalItem::Record(Box::new(entry)))),
                 Err(e) => self.notes.push(format!(
                     "line {}: not a request record ({e}), skipped",
                     self.line_number

@@ -5,20 +5,21 @@ use std::path::{Path, PathBuf};
 
 use crate::plan::{self, ExpandOptions, LoadedPlan};
 use crate::report::{
-    ClientCalibration, PhaseResult, PlannedStart, Report, ShardInfo, pair_rechecks,
+    ClientCalibration, Figures, PhaseResult, PlannedStart, Report, ShardInfo, phase_result,
+    relate_phases,
 };
 use crate::schedule::{self, PhaseSettings, Schedule, ScheduleOptions, ShardSpec};
 use crate::scheduler::{self, Stops};
 
 use super::calibrate;
-use super::console::phase_line;
+use super::console::{self, phase_line};
 use super::facts::new_report;
 use super::hooks;
 use super::interrupt::install_interrupt_handler;
 use super::marks;
 use super::options::{LongRunOptions, RunError, RunOptions, RunOutcome};
 use super::output::{self, Journal};
-use super::phase::PhaseRun;
+use super::phase::{PhaseRun, RanPhase};
 use super::targets::{
     PhaseTarget, Simulators, Targets, check_client_settings, discover_models, start_simulators,
 };
@@ -303,26 +304,22 @@ impl Phases<'_> {
                 long_run: &long_run,
                 ..self.phase_run(phase, &target, calibration.as_ref())
             };
-            let mut hook_outcomes = Vec::new();
-            let hook_error =
-                hooks::run_hooks("before", phase.before, &hook_ctx, &mut hook_outcomes).await;
+            let mut hooks = Vec::new();
+            let hook_error = hooks::run_hooks("before", phase.before, &hook_ctx, &mut hooks).await;
             if let Some(message) = hook_error {
-                // The phase never started: record it, with its hooks, as an empty partial one.
-                let mut result = run.empty_result();
-                result.partial = true;
-                result.hooks = hook_outcomes;
-                self.add_phase(report, result)?;
+                // The phase never started: record it, with its actions, as an empty partial one.
+                let mut ran = run.empty(hooks);
+                ran.facts.partial = true;
+                self.add_phase(report, ran)?;
                 return Ok(Some(RunError::Failed(message)));
             }
-            match run.execute(&mut run_origin).await {
-                Ok(mut result) => {
-                    let during_error = marks::during_failure(&result);
-                    hook_outcomes.append(&mut result.hooks);
+            match run.execute(&mut run_origin, hooks).await {
+                Ok(mut ran) => {
+                    let during_error = marks::during_failure(&ran.facts.hooks);
                     let hook_error =
-                        hooks::run_hooks("after", phase.after, &hook_ctx, &mut hook_outcomes).await;
-                    result.hooks = hook_outcomes;
-                    marks::finish(&mut result, report.phases.last());
-                    self.add_phase(report, result)?;
+                        hooks::run_hooks("after", phase.after, &hook_ctx, &mut ran.facts.hooks)
+                            .await;
+                    self.add_phase(report, ran)?;
                     if let Some(message) = during_error.or(hook_error) {
                         return Ok(Some(RunError::Failed(message)));
                     }
@@ -370,7 +367,7 @@ impl Phases<'_> {
         phase: &PhaseSettings<'_>,
         calibration: Option<&ClientCalibration>,
         run_origin: &mut Option<std::time::Instant>,
-    ) -> Result<PhaseResult, RunError> {
+    ) -> Result<RanPhase, RunError> {
         let target = self.targets.for_phase(phase, self.simulators)?;
         // A probe's verdict counts its records (goodput, completion rate): it keeps them all.
         let keep_all = LongRunOptions {
@@ -381,7 +378,7 @@ impl Phases<'_> {
             long_run: &keep_all,
             ..self.phase_run(phase, &target, calibration)
         }
-        .execute(run_origin)
+        .execute(run_origin, Vec::new())
         .await
     }
 
@@ -437,30 +434,34 @@ impl Phases<'_> {
         }
     }
 
-    /// A finished phase: its console line, its place in the report, the rechecks paired
-    /// again, and the report rewritten.
-    pub(super) fn add_phase(
+    /// A finished phase: built into its result (the journal holding its final facts first),
+    /// its console line, its place in the report, the rechecks paired again, and the report
+    /// rewritten. The result, as the report now holds it.
+    pub(super) fn add_phase<'r>(
         &self,
-        report: &mut Report,
-        result: PhaseResult,
-    ) -> Result<(), RunError> {
-        let warning = calibrate::warning(&result);
+        report: &'r mut Report,
+        ran: RanPhase,
+    ) -> Result<&'r PhaseResult, RunError> {
+        if let Err(e) = self
+            .journal
+            .append_facts(&ran.facts, output::FactsStage::Finished)
+        {
+            eprintln!("warning: the journal could not be written ({e})");
+        }
+        let figures = Figures {
+            method: self.loaded.plan.percentile_method,
+            slo: self.loaded.plan.slo.as_ref(),
+            previous: report.phases.last(),
+        };
+        let result = phase_result(ran.facts, ran.measured, figures);
         println!("{}", phase_line(&result));
-        if let Some(warning) = warning {
+        for warning in console::phase_warnings(&result) {
             eprintln!("{warning}");
         }
         report.phases.push(result);
-        let phases = &self.schedule.phases;
-        report.rechecks = pair_rechecks(&report.phases, |name| {
-            phases
-                .iter()
-                .find(|p| p.name == name)
-                .map(|p| p.tolerance.clone())
-                .unwrap_or_default()
-        });
-        report.repeats = crate::report::build::repeats::repeat_results(report);
+        relate_phases(report);
         output::write_report(self.out_dir, report).map_err(RunError::Failed)?;
-        Ok(())
+        Ok(report.phases.last().expect("just pushed"))
     }
 }
 

@@ -7,12 +7,9 @@ use std::time::{Duration, Instant};
 use tokio_util::sync::CancellationToken;
 
 use crate::report::SaturationStop;
+use crate::report::build::probe::SATURATED_BELOW;
 use crate::scheduler::live::{LiveTally, SharedTally};
 use crate::scheduler::{Load, Stops};
-
-/// An open-loop probe whose completion rate falls below this share of its target rate is
-/// over-saturated: the target fell behind the arrivals.
-pub(super) const SATURATED_BELOW: f64 = 0.9;
 
 /// Completions are counted over this trailing window, and a shortfall must last this long.
 const WINDOW: Duration = Duration::from_secs(2);

@@ -3,15 +3,13 @@
 
 use crate::client::RequestRecord;
 use crate::figure::Figure;
-use crate::metrics::PhaseSummary;
-use crate::plan::{Objective, Search, SearchLoad};
-use crate::report::{ObjectiveCheck, PhaseResult, ProbeOutcome, Report, SearchResult};
+use crate::plan::Search;
+use crate::report::{PhaseResult, ProbeSpec, Report, SearchResult};
 use crate::schedule::search::Course;
 use crate::schedule::{PhaseSettings, probe_load};
 
 use super::options::RunError;
 use super::run::Phases;
-use super::saturation::SATURATED_BELOW;
 
 impl Phases<'_> {
     /// Run `phase`'s search; its probes and result go into `report`. The error that stopped
@@ -41,21 +39,25 @@ impl Phases<'_> {
                 load: probe_load(search.load, load),
                 ..phase.clone()
             };
-            let mut result = match self
+            let mut ran = match self
                 .probe(&settings, calibration.as_ref(), run_origin)
                 .await
             {
-                Ok(result) => result,
+                Ok(ran) => ran,
                 Err(e) => return Ok(Some(e)),
             };
-            let outcome = judge(phase.name, search, load, &result);
-            course.record(load, outcome.passed);
-            if outcome.passed && course.passed == Some(load) {
-                capacity_goodput = goodput(search, &result);
+            ran.facts.probe = Some(ProbeSpec {
+                search_phase: phase.name.to_string(),
+                search: search.clone(),
+                load,
+            });
+            let result = self.add_phase(report, ran)?;
+            let passed = result.probe.as_ref().is_some_and(|p| p.passed);
+            course.record(load, passed);
+            if passed && course.passed == Some(load) {
+                capacity_goodput = goodput(search, result);
             }
-            result.probe = Some(outcome);
             probes.push(name);
-            self.add_phase(report, result)?;
         };
         report.searches.push(SearchResult {
             phase: phase.name.to_string(),
@@ -68,66 +70,6 @@ impl Phases<'_> {
         });
         super::output::write_report(self.out_dir, report).map_err(RunError::Failed)?;
         Ok(None)
-    }
-}
-
-/// A probe's verdict: every objective met, and (open loop) not over-saturated.
-fn judge(search_name: &str, search: &Search, load: f64, result: &PhaseResult) -> ProbeOutcome {
-    let s = &result.summary;
-    let objectives: Vec<ObjectiveCheck> = search
-        .objectives()
-        .into_iter()
-        .map(|objective| {
-            let value = figure(objective, s);
-            let limit = objective.limit();
-            ObjectiveCheck {
-                passed: value.is_some_and(|v| v <= limit),
-                objective: objective.name(),
-                limit,
-                value,
-            }
-        })
-        .collect();
-    let rate = completion_rate(&result.request_timings);
-    let over_saturated_why = match &result.saturation_stop {
-        Some(stop) => Some(format!("stopped after {:.1} s: {}", stop.at_s, stop.why)),
-        None => (search.load == SearchLoad::Rate && rate < SATURATED_BELOW * load)
-            .then(|| format!("completed {rate:.1} req/s against {load} req/s sent, under 90%")),
-    };
-    let over_saturated = over_saturated_why.is_some();
-    ProbeOutcome {
-        search: search_name.to_string(),
-        load,
-        passed: !over_saturated && objectives.iter().all(|o| o.passed),
-        over_saturated,
-        over_saturated_why,
-        stopped_early: result.saturation_stop.is_some(),
-        objectives,
-    }
-}
-
-/// Completions per second: `(n − 1)` over the span of the requests' end times. Below
-/// capacity the ends are spaced like the sends, so this is the arrival rate; above it they
-/// come at the rate the target can serve.
-fn completion_rate(records: &[RequestRecord]) -> f64 {
-    let ends = records.iter().map(|r| r.start_offset_ms + r.e2e_ms);
-    let (first, last) = ends.fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), e| {
-        (lo.min(e), hi.max(e))
-    });
-    let span_s = (last - first) / 1e3;
-    if records.len() > 1 && span_s > 0.0 {
-        (records.len() - 1) as f64 / span_s
-    } else {
-        f64::INFINITY
-    }
-}
-
-/// An objective's figure in its unit, e.g. `ttft.p99` in seconds or `error_rate` as a
-/// fraction.
-fn figure(objective: Objective, s: &PhaseSummary) -> Option<f64> {
-    match objective {
-        Objective::ErrorRate(_) => (s.requests > 0).then(|| s.errors as f64 / s.requests as f64),
-        Objective::Percentile(figure, stat, _) => s.distribution(figure).map(|d| stat.of(d)),
     }
 }
 

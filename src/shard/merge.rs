@@ -9,10 +9,10 @@ use indexmap::IndexMap;
 use serde_json::Value;
 
 use crate::client::RequestRecord;
-use crate::plan::Plan;
+use crate::metrics::trust::ClientLoad;
 use crate::report::{
-    Figures, MergedShard, PhaseFacts, PhaseResult, REPORT_SCHEMA, RecheckPair, Report,
-    ShardPhaseFacts, ToolInfo, WarmupResult, pair_rechecks, phase_result,
+    ClientCeiling, Figures, Measured, MergedShard, PhaseFacts, PhaseMark, PhaseResult,
+    REPORT_SCHEMA, Report, ShardPhaseFacts, ToolInfo, WarmupResult, phase_result, relate_phases,
 };
 use crate::schedule::plan_sha256;
 
@@ -107,10 +107,11 @@ pub fn merge_reports(reports: Vec<(String, Report)>) -> Result<Report, MergeErro
         first,
     };
     let mut notes = Vec::new();
-    let phases: Vec<PhaseResult> = by_phase
-        .iter()
-        .map(|(name, results)| merge.phase(name, results, &mut notes))
-        .collect();
+    let mut phases: Vec<PhaseResult> = Vec::new();
+    for (name, results) in &by_phase {
+        let merged = merge.phase(name, results, phases.last(), &mut notes);
+        phases.push(merged);
+    }
     Ok(merge.report(phases, notes))
 }
 
@@ -184,6 +185,7 @@ impl PhaseMerge<'_> {
         &self,
         name: &str,
         results: &[(&Shard<'_>, &PhaseResult)],
+        previous: Option<&PhaseResult>,
         notes: &mut Vec<String>,
     ) -> PhaseResult {
         // A shard with no share of the phase sent nothing; its start says nothing.
@@ -199,7 +201,11 @@ impl PhaseMerge<'_> {
             .or_else(|| start_of(false))
             .unwrap_or(self.run_origin);
         let records = self.records(name, results, origin);
-        let (_, lead) = results[0];
+        let (lead_shard, lead) = results[0];
+        let lead_shift_s = self
+            .starts
+            .get(&(lead_shard.index, name.to_string()))
+            .map_or(0.0, |t| ms_between(origin, *t) / 1e3);
         let missing = results.len() < self.shards.len();
         if missing {
             let have: Vec<u32> = results.iter().map(|(s, _)| s.index).collect();
@@ -248,19 +254,61 @@ impl PhaseMerge<'_> {
                     .filter_map(|(_, r)| r.server_metrics.as_ref())
                     .collect::<Vec<_>>(),
             ),
-        };
-        let figures = Figures {
-            method: self.first.plan.percentile_method,
-            slo: self.first.plan.slo.as_ref(),
             prompt_tolerance: lead.prompt_tokens.tolerance,
             // A shard that saw its server close every connection says so again here.
             connection_reuse: results
                 .iter()
                 .any(|(_, r)| !r.transport.warnings.is_empty()),
+            ..self.run_facts(results, lead_shift_s)
         };
-        // The merged load came from several machines, each with its own ceiling, so the
-        // result states no share of a client ceiling.
-        phase_result(facts, records, figures)
+        let figures = Figures {
+            method: self.first.plan.percentile_method,
+            slo: self.first.plan.slo.as_ref(),
+            previous,
+        };
+        phase_result(facts, Measured::All(records), figures)
+    }
+
+    /// How the shards ran a phase: every shard runs the phase's actions, so the lead's
+    /// actions and marks stand for all (its marks moved onto the merged clock by
+    /// `lead_shift_s`); the client's load is the busiest machine's, its ceiling the sum of
+    /// theirs.
+    fn run_facts(&self, results: &[(&Shard<'_>, &PhaseResult)], lead_shift_s: f64) -> PhaseFacts {
+        let (_, lead) = results[0];
+        let loads: Vec<ClientLoad> = results
+            .iter()
+            .filter_map(|(_, r)| r.client_trust.as_ref().map(|t| t.load.clone()))
+            .collect();
+        let ceilings: Option<Vec<&ClientCeiling>> = results
+            .iter()
+            .map(|(_, r)| r.client_ceiling.as_ref())
+            .collect();
+        PhaseFacts {
+            hooks: lead.hooks.clone(),
+            during_marks: lead
+                .marks
+                .iter()
+                .filter(|m| m.when == "during")
+                .map(|m| PhaseMark {
+                    offset_s: m.offset_s + lead_shift_s,
+                    ..m.clone()
+                })
+                .collect(),
+            until: lead.until.clone(),
+            saturation_stop: results.iter().find_map(|(_, r)| r.saturation_stop.clone()),
+            client_load: loads.into_iter().reduce(|a, b| a.busier(&b)),
+            client_ceiling: ceilings.and_then(|c| {
+                c.into_iter().cloned().reduce(|a, b| ClientCeiling {
+                    requests_per_second: a.requests_per_second + b.requests_per_second,
+                    events_per_second: a.events_per_second + b.events_per_second,
+                })
+            }),
+            connections_warmed: results
+                .iter()
+                .map(|(_, r)| r.transport.connections_warmed)
+                .sum(),
+            ..PhaseFacts::default()
+        }
     }
 
     /// Every shard's records of a phase on the earliest shard's clock, in start order and
@@ -343,7 +391,7 @@ impl PhaseMerge<'_> {
             plan: first.plan.clone(),
             metadata: first.metadata.clone(),
             timing_methodology: first.timing_methodology.clone(),
-            rechecks: recheck_pairs(&first.plan, &phases),
+            rechecks: Vec::new(),
             repeats: Vec::new(),
             phases,
             shard: None,
@@ -353,7 +401,7 @@ impl PhaseMerge<'_> {
             searches: Vec::new(),
             endpoints: first.endpoints.clone(),
         };
-        report.repeats = crate::report::build::repeats::repeat_results(&report);
+        relate_phases(&mut report);
         report
     }
 }
@@ -516,16 +564,4 @@ fn shard_facts(shard: &Shard<'_>) -> MergedShard {
             })
             .collect(),
     }
-}
-
-/// Rechecks paired again over the merged summaries, with the plan's tolerances.
-fn recheck_pairs(plan: &Plan, phases: &[PhaseResult]) -> Vec<RecheckPair> {
-    let settings = crate::schedule::resolve(plan).unwrap_or_default();
-    pair_rechecks(phases, |name| {
-        settings
-            .iter()
-            .find(|s| s.name == name)
-            .map(|s| s.tolerance.clone())
-            .unwrap_or_default()
-    })
 }

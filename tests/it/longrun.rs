@@ -124,7 +124,11 @@ async fn rolling_summaries_go_to_the_journal() {
         lines.iter().filter_map(|l| l.get("summary")).collect();
     assert!(summaries.len() >= 2, "{} summaries", summaries.len());
     let records = lines.iter().filter(|l| l.get("request_index").is_some());
-    assert_eq!(records.count() + summaries.len(), lines.len());
+    let facts = lines.iter().filter(|l| l.get("phase_facts").is_some());
+    assert_eq!(
+        records.count() + summaries.len() + facts.count(),
+        lines.len()
+    );
     let mut last_total = 0;
     for s in &summaries {
         assert_eq!(s["phase"], "soak");

@@ -46,6 +46,7 @@ mod shard;
 mod significance;
 mod sim;
 mod tools;
+mod twins;
 mod until;
 mod untrusted;
 mod url_secrets;

@@ -320,7 +320,7 @@ async fn vllm_runs_the_quickstart_prefix_session_and_responses_phases() {
     // The markdown report names the remainder for what it is, per phase.
     let markdown = std::fs::read_to_string(out.path().join("report.md")).expect("report.md");
     checks.check(
-        markdown.contains("frontend + network |") && markdown.contains("| quickstart-c2 | 8 |"),
+        markdown.contains("Frontend + network |") && markdown.contains("| quickstart-c2 | 8 |"),
         || "report.md has no latency split naming the frontend".to_string(),
     );
     for phase in [quickstart, shared] {

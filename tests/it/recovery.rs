@@ -81,7 +81,7 @@ async fn a_five_second_fault_is_measured_from_its_switch_instants() {
     assert!(md.contains(&format!("{recover:.2}")), "{md}");
 
     let html = read(&out, "report.html");
-    assert!(html.contains("<h2>Marks and recovery</h2>"));
+    assert!(html.contains("<h2 id=\"marks-and-recovery\">Marks and recovery</h2>"));
     assert_eq!(
         html.matches("class=\"mark\"").count(),
         2,

@@ -202,7 +202,9 @@ async fn arms_of_different_speed_differ_beyond_the_spread() {
         "{md}"
     );
     let html = std::fs::read_to_string(dir.path().join("out/report.html")).unwrap();
-    assert!(html.contains("<h2>Repeats</h2>") && html.contains("larger than the spread"));
+    assert!(
+        html.contains("<h2 id=\"repeats\">Repeats</h2>") && html.contains("larger than the spread")
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

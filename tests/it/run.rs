@@ -39,11 +39,13 @@ fn read_report(dir: &Path) -> (serde_json::Value, Report) {
     (value, report)
 }
 
+/// The journal's request records (its other lines hold each phase's facts).
 fn journal_lines(dir: &Path) -> Vec<serde_json::Value> {
     std::fs::read_to_string(dir.join("journal.jsonl"))
         .unwrap()
         .lines()
-        .map(|l| serde_json::from_str(l).expect("every journal line is JSON"))
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).expect("every journal line is JSON"))
+        .filter(|l| l.get("request_index").is_some())
         .collect()
 }
 

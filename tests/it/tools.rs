@@ -144,7 +144,7 @@ async fn tool_call_sessions_answer_each_call_with_a_tool_result() {
         }
     }
     let md = servebench::report::formats::markdown::render(&report);
-    assert!(md.contains("tool TTFT p50 (ms)"), "{md}");
+    assert!(md.contains("Tool TTFT p50 (ms)"), "{md}");
 
     // The Parquet file keeps the new columns.
     let phases =

@@ -1,17 +1,25 @@
-//! The one builder of a [`PhaseResult`] from request records, and the one pairing of rechecks
-//! with their originals; the runner, the shard merge and the older-format readers all call
-//! these.
+//! The one builder of a [`PhaseResult`]: every field from one set of facts and the phase's
+//! records, in one call, with nothing set afterwards. The runner, `recover`, the shard merge,
+//! repeats and the older-format readers all call it, so their phases carry the same sections.
+
+use serde::{Deserialize, Serialize};
 
 use crate::client::RequestRecord;
-use crate::metrics::{self, RecheckPair};
-use crate::plan::{PercentileMethod, Slo, Tolerance};
+use crate::metrics::recovery::{self, Recovery, RecoverySample, RecoverySettings};
+use crate::metrics::stability::UntilOutcome;
+use crate::metrics::trust::{self, ClientLoad};
+use crate::metrics::{self, TallyFigures};
+use crate::plan::{MARK_FAULT_OFF, MARK_FAULT_ON, PercentileMethod, Slo};
 
+use super::probe::{self, ProbeSpec};
 use crate::report::model::{
-    PhaseResult, PromptTokenCheck, RecordsKept, ServerMetrics, WarmupResult,
+    ClientCeiling, HookOutcome, PhaseMark, PhaseResult, PromptTokenCheck, RecordsKept,
+    SaturationStop, ServerMetrics, WarmupResult,
 };
 
-/// What a phase was and how it ran, apart from its measured records.
-#[derive(Debug, Clone, Default)]
+/// Everything that describes a phase apart from its records: what was asked, how its window
+/// ran and what watched it. The journal holds it too, so `recover` rebuilds the same result.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct PhaseFacts {
     pub phase: String,
     pub route: String,
@@ -27,134 +35,273 @@ pub struct PhaseFacts {
     pub partial: bool,
     pub warmup: WarmupResult,
     pub dataset_sha256: Option<String>,
+    /// Tolerated gap between planned and served prompt tokens.
+    #[serde(default)]
+    pub prompt_tolerance: f64,
+    /// Whether the client kept connections for reuse: only then is a server that closes
+    /// every one worth a warning.
+    #[serde(default)]
+    pub connection_reuse: bool,
     pub server_metrics: Option<ServerMetrics>,
+    /// The phase's `before`, `during` and `after` actions, in the order they ran.
+    #[serde(default)]
+    pub hooks: Vec<HookOutcome>,
+    /// Instants the `during` actions marked, from the measured start (a `before` or `after`
+    /// action's mark is placed from its hook).
+    #[serde(default)]
+    pub during_marks: Vec<PhaseMark>,
+    pub until: Option<UntilOutcome>,
+    pub saturation_stop: Option<SaturationStop>,
+    /// The client's own load while the window ran (for a merged phase, the busiest
+    /// machine's), judged for trust with the phase's send lag.
+    pub client_load: Option<ClientLoad>,
+    /// The client ceiling the phase's load is held against.
+    pub client_ceiling: Option<ClientCeiling>,
+    #[serde(default)]
+    pub connections_warmed: u64,
+    /// A capacity-search probe: what it was judged against.
+    pub probe: Option<ProbeSpec>,
 }
 
-/// How a phase's figures are computed from its records.
+/// How a phase's figures are computed, and what they are compared with.
 #[derive(Debug, Clone, Copy)]
 pub struct Figures<'a> {
     pub method: PercentileMethod,
     pub slo: Option<&'a Slo>,
-    /// Tolerated gap between planned and served prompt tokens.
-    pub prompt_tolerance: f64,
-    /// Whether the client kept connections for reuse: only then is a server that closes
-    /// every one worth a warning.
-    pub connection_reuse: bool,
+    /// The phase run before this one: recovery after a fault falls back on it for a baseline.
+    pub previous: Option<&'a PhaseResult>,
 }
 
-/// A phase's result: its facts, and every figure computed from `records` (which it keeps),
-/// by the same tally a sampled phase's figures come from.
-pub fn phase_result(
-    facts: PhaseFacts,
-    records: Vec<RequestRecord>,
-    figures: Figures<'_>,
-) -> PhaseResult {
-    let tally = metrics::tally_records(
-        &records,
-        figures.method,
-        figures.slo,
-        figures.connection_reuse,
-    );
-    let mut result = with_figures(facts, records, tally, figures.prompt_tolerance);
-    result.sessions = metrics::session_summary(&result.request_timings, figures.method);
-    result
+/// A phase's measured records.
+#[derive(Debug, Clone)]
+pub enum Measured {
+    /// Every record, by request index.
+    All(Vec<RequestRecord>),
+    /// A seeded sample by request index, and the figures tallied over every record.
+    Sampled {
+        sample: Vec<RequestRecord>,
+        figures: Box<TallyFigures>,
+    },
+    /// Figures another tool's report states, with whatever records it holds.
+    Stated {
+        records: Vec<RequestRecord>,
+        figures: Box<TallyFigures>,
+    },
 }
 
-/// A phase's result from its tallied figures, keeping `records`.
-fn with_figures(
-    facts: PhaseFacts,
-    records: Vec<RequestRecord>,
-    tally: metrics::TallyFigures,
-    prompt_tolerance: f64,
-) -> PhaseResult {
-    let mut result = without_figures(facts, records);
-    result.end_offset_seconds += tally.last_end_ms / 1e3;
-    result.summary = tally.summary;
-    result.prompt_tokens = tally.prompt.check(prompt_tolerance);
-    result.send_lag_ms = tally.send_lag_ms;
-    result.achieved_rate_ratio = result
-        .rate_rps
-        .and_then(|rps| tally.achieved_rate.map(|r| r / rps));
+impl Measured {
+    pub fn requests(&self) -> u64 {
+        match self {
+            Measured::All(records) => records.len() as u64,
+            Measured::Sampled { figures, .. } | Measured::Stated { figures, .. } => {
+                figures.summary.requests
+            }
+        }
+    }
+
+    pub fn errors(&self) -> u64 {
+        match self {
+            Measured::All(records) => records.iter().filter(|r| !r.is_ok()).count() as u64,
+            Measured::Sampled { figures, .. } | Measured::Stated { figures, .. } => {
+                figures.summary.errors
+            }
+        }
+    }
+
+    /// Milliseconds from the window's origin to the last record's end.
+    pub fn last_end_ms(&self) -> f64 {
+        match self {
+            Measured::All(records) => records
+                .iter()
+                .map(|r| r.start_offset_ms + r.e2e_ms)
+                .fold(0.0, f64::max),
+            Measured::Sampled { figures, .. } | Measured::Stated { figures, .. } => {
+                figures.last_end_ms
+            }
+        }
+    }
+
+    pub fn prompt_check(&self, tolerance: f64) -> PromptTokenCheck {
+        match self {
+            Measured::All(records) => PromptTokenCheck::from_requests(
+                records
+                    .iter()
+                    .map(|r| (r.planned_context_tokens, r.prompt_tokens)),
+                tolerance,
+            ),
+            Measured::Sampled { figures, .. } | Measured::Stated { figures, .. } => {
+                figures.prompt.check(tolerance)
+            }
+        }
+    }
+}
+
+/// A phase's result: its facts, and every figure computed from its records (which it keeps,
+/// or a sample of).
+pub fn phase_result(facts: PhaseFacts, measured: Measured, figures: Figures<'_>) -> PhaseResult {
+    let (records, tally, kept) = match measured {
+        Measured::All(records) => {
+            let tally = metrics::tally_records(
+                &records,
+                figures.method,
+                figures.slo,
+                facts.connection_reuse,
+            );
+            (records, tally, None)
+        }
+        Measured::Sampled { sample, figures } => {
+            let kept = RecordsKept {
+                kept: sample.len() as u64,
+                total: figures.summary.requests,
+                sampling: "reservoir".to_string(),
+            };
+            (sample, *figures, Some(kept))
+        }
+        Measured::Stated { records, figures } => (records, *figures, None),
+    };
+    let end_offset_seconds = facts.start_offset_seconds + tally.last_end_ms / 1e3;
+    let marks = marks(&facts, end_offset_seconds - facts.start_offset_seconds);
+    let recovery = fault_recovery(&facts.phase, &marks, &records, figures.previous);
+    let send_lag_p99 = tally.send_lag_ms.as_ref().map(|d| d.p99);
+    let client_trust = facts
+        .client_load
+        .clone()
+        .map(|load| trust::judge(load, send_lag_p99));
+    let client_load_share = facts
+        .client_ceiling
+        .as_ref()
+        .and_then(|c| load_share(&tally.summary, c));
+    let mut transport = tally.transport;
     // A sample is uniform, so the share of streams that arrived at once holds for the phase.
-    let buffering = metrics::buffering_warning(&result.request_timings);
-    result.transport = tally.transport;
-    result.transport.warnings.extend(buffering);
-    result
-}
-
-/// A phase's facts and records, its figures still empty.
-fn without_figures(facts: PhaseFacts, records: Vec<RequestRecord>) -> PhaseResult {
+    transport
+        .warnings
+        .extend(metrics::buffering_warning(&records));
+    transport.connections_warmed = facts.connections_warmed;
+    let probe = facts.probe.as_ref().map(|spec| {
+        probe::judge(
+            spec,
+            &tally.summary,
+            &records,
+            facts.saturation_stop.as_ref(),
+        )
+    });
     PhaseResult {
-        hooks: Vec::new(),
-        phase: facts.phase,
         route: facts.route,
         target: facts.target,
         workload: facts.workload,
         concurrency: facts.concurrency,
+        achieved_rate_ratio: facts
+            .rate_rps
+            .and_then(|rps| tally.achieved_rate.map(|r| r / rps)),
         rate_rps: facts.rate_rps,
         recheck_of: facts.recheck_of,
         started_at: facts.started_at,
         start_offset_seconds: facts.start_offset_seconds,
-        end_offset_seconds: facts.start_offset_seconds,
+        end_offset_seconds,
         partial: facts.partial,
-        summary: Default::default(),
+        prompt_tokens: tally.prompt.check(facts.prompt_tolerance),
+        sessions: metrics::session_summary(&records, figures.method),
+        summary: tally.summary,
+        hooks: facts.hooks,
         warmup: facts.warmup,
-        prompt_tokens: PromptTokenCheck::default(),
         dataset_sha256: facts.dataset_sha256,
-        send_lag_ms: None,
-        achieved_rate_ratio: None,
+        send_lag_ms: tally.send_lag_ms,
         server_metrics: facts.server_metrics,
-        transport: Default::default(),
+        transport,
         request_timings: records,
-        records: None,
-        client_load_share: None,
-        probe: None,
-        marks: Vec::new(),
-        recovery: None,
-        until: None,
-        saturation_stop: None,
-        client_trust: None,
-        sessions: None,
+        records: kept,
+        client_load_share,
+        client_ceiling: facts.client_ceiling,
+        probe,
+        marks,
+        recovery,
+        until: facts.until,
+        saturation_stop: facts.saturation_stop,
+        client_trust,
+        phase: facts.phase,
     }
 }
 
-/// A phase's result from figures tallied over all its `total` records, keeping `sample`
-/// (sorted by request index) as its records.
-pub fn phase_result_sampled(
-    facts: PhaseFacts,
-    sample: Vec<RequestRecord>,
-    tally: metrics::TallyFigures,
-    prompt_tolerance: f64,
-) -> PhaseResult {
-    let total = tally.summary.requests;
-    let kept = sample.len() as u64;
-    let mut result = with_figures(facts, sample, tally, prompt_tolerance);
-    result.records = Some(RecordsKept {
-        kept,
-        total,
-        sampling: "reservoir".to_string(),
-    });
-    result
+/// Every mark of the phase in time order: the `during` actions' where they finished, a
+/// `before` action's at the measured start and an `after` action's at its end.
+fn marks(facts: &PhaseFacts, length_s: f64) -> Vec<PhaseMark> {
+    let mut marks = facts.during_marks.clone();
+    for hook in &facts.hooks {
+        let offset_s = match hook.when.as_str() {
+            "before" => 0.0,
+            "after" => length_s.max(0.0),
+            _ => continue,
+        };
+        if let Some(name) = &hook.mark {
+            marks.push(PhaseMark {
+                name: name.clone(),
+                offset_s,
+                when: hook.when.clone(),
+            });
+        }
+    }
+    marks.sort_by(|a, b| a.offset_s.total_cmp(&b.offset_s));
+    marks
 }
 
-/// Every recheck among `phases` paired with its original, each judged with the tolerance
-/// `tolerance_of` gives for the recheck's name.
-pub fn pair_rechecks(
-    phases: &[PhaseResult],
-    tolerance_of: impl Fn(&str) -> Tolerance,
-) -> Vec<RecheckPair> {
-    phases
+/// The outage and time to recover around the phase's first `fault-on` mark, against the
+/// phase's own requests before it or, lacking enough of them, the previous phase's.
+fn fault_recovery(
+    phase: &str,
+    marks: &[PhaseMark],
+    records: &[RequestRecord],
+    previous: Option<&PhaseResult>,
+) -> Option<Recovery> {
+    let find = |name: &str, from: f64| {
+        marks
+            .iter()
+            .find(|m| m.name == name && m.offset_s >= from)
+            .map(|m| m.offset_s)
+    };
+    let on = find(MARK_FAULT_ON, f64::NEG_INFINITY)?;
+    let off = find(MARK_FAULT_OFF, on);
+    let baseline = previous
+        .and_then(|p| recovery::baseline(&recovery_samples(&p.request_timings), "previous phase"));
+    let measured = recovery::recovery(
+        &recovery_samples(records),
+        on,
+        off,
+        baseline,
+        RecoverySettings::default(),
+    );
+    if measured.is_none() {
+        eprintln!(
+            "warning: phase `{phase}`: no baseline for recovery (fewer than {} requests before \
+             the fault-on mark, and no previous phase with as many)",
+            recovery::MIN_BASELINE_REQUESTS
+        );
+    }
+    measured
+}
+
+fn recovery_samples(records: &[RequestRecord]) -> Vec<RecoverySample> {
+    records
         .iter()
-        .filter_map(|recheck| {
-            let original_name = recheck.recheck_of.as_deref()?;
-            let original = phases.iter().find(|p| p.phase == original_name)?;
-            Some(metrics::recheck_pair(
-                original_name,
-                &original.summary,
-                &recheck.phase,
-                &recheck.summary,
-                &tolerance_of(&recheck.phase),
-            ))
+        .map(|r| RecoverySample {
+            start_s: r.start_offset_ms / 1e3,
+            ok: r.is_ok(),
+            ttft_ms: r.ttft_ms,
         })
         .collect()
+}
+
+/// The phase's share of the client ceiling: the larger of requests/s over the ceiling with
+/// its prompts and events/s over the events ceiling.
+pub fn load_share(summary: &metrics::PhaseSummary, ceiling: &ClientCeiling) -> Option<f64> {
+    let s = summary;
+    if s.elapsed <= 0.0 || ceiling.requests_per_second <= 0.0 || ceiling.events_per_second <= 0.0 {
+        return None;
+    }
+    let events = metrics::phase_events(s.requests, s.content_chunks + s.reasoning_chunks);
+    let events_per_s = events as f64 / s.elapsed;
+    let requests_per_s = s.requests as f64 / s.elapsed;
+    Some(
+        (requests_per_s / ceiling.requests_per_second)
+            .max(events_per_s / ceiling.events_per_second),
+    )
 }

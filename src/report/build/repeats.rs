@@ -1,7 +1,7 @@
 //! Repeat groups in the report: each arm's rounds pooled, how much the rounds vary, and
 //! whether two arms differ by more than that.
 
-use super::phase::{Figures, PhaseFacts, phase_result};
+use super::phase::{Figures, Measured, PhaseFacts, phase_result};
 use crate::client::RequestRecord;
 use crate::report::model::figure_path::FigurePath;
 use crate::report::model::{
@@ -21,8 +21,7 @@ pub fn repeat_results(report: &Report) -> Vec<RepeatResult> {
     let figures = Figures {
         method: report.timing_methodology.percentile_method,
         slo: report.plan.slo.as_ref(),
-        prompt_tolerance: 0.0,
-        connection_reuse: false,
+        previous: None,
     };
     let mut groups: Vec<RepeatResult> = Vec::new();
     for phase in &report.plan.phases {
@@ -118,7 +117,7 @@ fn pooled_result(arm: &str, rounds: &[(u32, &PhaseResult)], figures: Figures<'_>
         phase: arm.to_string(),
         ..PhaseFacts::default()
     };
-    phase_result(facts, records, figures)
+    phase_result(facts, Measured::All(records), figures)
 }
 
 fn pairs(arms: &[ArmResult]) -> Vec<ArmPair> {

@@ -9,8 +9,9 @@ use serde_json::Value;
 
 use super::import::{IMPORT_PROMPT_TOLERANCE, Imported, imported_report, methodology};
 use crate::client::{OutputTokenSource, RequestRecord};
+use crate::metrics::tally_records;
 use crate::plan::{PercentileMethod, Phase, Plan, Target, TokenCount, Workload};
-use crate::report::build::phase::{Figures, PhaseFacts, phase_result};
+use crate::report::build::phase::{Figures, Measured, PhaseFacts, phase_result};
 use crate::report::model::{PhaseResult, PlanSource, Report, ServerMetrics, ToolInfo};
 
 /// Schema tag of the single-run reports (seeds 000, 002).
@@ -280,18 +281,20 @@ fn anvil_phase(run: &AnvilRun, route: &str, phase_name: &str, started_at: &str) 
         concurrency: Some(run.concurrency),
         started_at: started_at.to_string(),
         server_metrics,
+        prompt_tolerance: IMPORT_PROMPT_TOLERANCE,
+        // Older formats record no connections.
+        connection_reuse: false,
         ..PhaseFacts::default()
     };
     let figures = Figures {
         method: PercentileMethod::NearestRank,
         slo: None,
-        prompt_tolerance: IMPORT_PROMPT_TOLERANCE,
-        // Older formats record no connections.
-        connection_reuse: false,
+        previous: None,
     };
-    let mut phase = phase_result(facts, anvil_records(run), figures);
+    let records = anvil_records(run);
+    let mut stated = tally_records(&records, figures.method, None, false);
     // Failures the seed lists without timings still count as failed requests.
-    let summary = &mut phase.summary;
+    let summary = &mut stated.summary;
     let failed_without_record = run.failed.unwrap_or(0);
     summary.requests += failed_without_record;
     summary.errors += failed_without_record;
@@ -300,8 +303,12 @@ fn anvil_phase(run: &AnvilRun, route: &str, phase_name: &str, started_at: &str) 
         summary.output_tokens_per_second = summary.total_output_tokens as f64 / summary.elapsed;
         summary.request_rate = summary.requests as f64 / summary.elapsed;
     }
-    phase.end_offset_seconds = summary.elapsed;
-    phase
+    stated.last_end_ms = summary.elapsed * 1e3;
+    let measured = Measured::Stated {
+        records,
+        figures: Box::new(stated),
+    };
+    phase_result(facts, measured, figures)
 }
 
 /// The run's labels, and a note that its start offsets are reconstructed.

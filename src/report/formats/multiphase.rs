@@ -8,9 +8,10 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::import::{IMPORT_PROMPT_TOLERANCE, Imported, imported_report, methodology};
-use crate::metrics::{Distribution, PhaseSummary};
+use crate::metrics::{Distribution, PhaseSummary, tally_records};
 use crate::plan::{PercentileMethod, Phase, Plan, Target, Tolerance, Workload};
-use crate::report::build::phase::{Figures, PhaseFacts, pair_rechecks, phase_result};
+use crate::report::build::phase::{Figures, Measured, PhaseFacts, phase_result};
+use crate::report::build::relate::pair_rechecks;
 use crate::report::model::{PhaseResult, PlanSource, Report, ToolInfo};
 
 /// A multi-phase report in seed 004's layout, its keys in seed 004's order. Read with
@@ -198,20 +199,25 @@ fn entry_result(
         recheck_of,
         started_at: "unknown".to_string(),
         start_offset_seconds: entry.start_offset_seconds,
+        prompt_tolerance: IMPORT_PROMPT_TOLERANCE,
+        // Older formats record no connections.
+        connection_reuse: false,
         ..PhaseFacts::default()
     };
     // No request records, and no planned prompt size: the prompt check has nothing to compare.
     let figures = Figures {
         method: PercentileMethod::Linear,
         slo: None,
-        prompt_tolerance: IMPORT_PROMPT_TOLERANCE,
-        // Older formats record no connections.
-        connection_reuse: false,
+        previous: None,
     };
-    let mut phase = phase_result(facts, Vec::new(), figures);
-    phase.summary = summary;
-    phase.end_offset_seconds = entry.end_offset_seconds;
-    phase
+    let mut stated = tally_records(&[], figures.method, None, false);
+    stated.summary = summary;
+    stated.last_end_ms = (entry.end_offset_seconds - entry.start_offset_seconds) * 1e3;
+    let measured = Measured::Stated {
+        records: Vec::new(),
+        figures: Box::new(stated),
+    };
+    phase_result(facts, measured, figures)
 }
 
 /// The earlier phase a `recheck-X` phase repeats: same route, workload and concurrency, and a

@@ -187,6 +187,10 @@ pub struct PhaseResult {
         skip_serializing_if = "Option::is_none"
     )]
     pub client_load_share: Option<f64>,
+    /// The client ceiling `client_load_share` is taken of: the calibrated ceiling with this
+    /// phase's prompts (summed over the machines of a merged run).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_ceiling: Option<ClientCeiling>,
     /// A capacity-search probe: its load and verdict.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub probe: Option<super::search::ProbeOutcome>,
@@ -209,6 +213,14 @@ pub struct PhaseResult {
     /// Session workloads: figures by turn, and whole sessions' durations.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sessions: Option<crate::metrics::SessionSummary>,
+}
+
+/// The most load the client could send with a phase's prompts.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct ClientCeiling {
+    pub requests_per_second: f64,
+    /// SSE events per second, counted as text chunks plus three framing events per request.
+    pub events_per_second: f64,
 }
 
 /// Why a rate probe was stopped before its planned end.

@@ -14,14 +14,14 @@ const BAR_WIDTH: usize = 20;
 /// One row per phase and backend; empty when no phase listed backend metrics endpoints.
 pub fn table(report: &Report) -> Table {
     let mut t = Table::new(&[
-        ("phase", Align::Left),
-        ("backend", Align::Left),
-        ("requests", Align::Right),
-        ("share", Align::Right),
+        ("Phase", Align::Left),
+        ("Backend", Align::Left),
+        ("Requests", Align::Right),
+        ("Share", Align::Right),
         ("", Align::Left),
-        ("skew (max ÷ mean)", Align::Right),
-        ("prefix-cache hits", Align::Right),
-        ("counted by", Align::Left),
+        ("Skew (max ÷ mean)", Align::Right),
+        ("Prefix-cache hits", Align::Right),
+        ("Counted by", Align::Left),
     ]);
     for (phase, m) in phases(report) {
         for b in &m.backends {

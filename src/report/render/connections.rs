@@ -9,14 +9,14 @@ use crate::report::model::Report;
 /// server timings; empty when none did.
 pub fn table(report: &Report) -> Table {
     let mut t = Table::new(&[
-        ("phase", Align::Left),
-        ("connections opened", Align::Right),
-        ("connection retries", Align::Right),
-        ("with server timings", Align::Right),
-        ("TTFT − server prompt p50", Align::Right),
-        ("TTFT − server prompt p99", Align::Right),
-        ("e2e − server total p50", Align::Right),
-        ("e2e − server total p99", Align::Right),
+        ("Phase", Align::Left),
+        ("Connections opened", Align::Right),
+        ("Connection retries", Align::Right),
+        ("With server timings", Align::Right),
+        ("TTFT − server prompt p50 (ms)", Align::Right),
+        ("TTFT − server prompt p99 (ms)", Align::Right),
+        ("E2E − server total p50 (ms)", Align::Right),
+        ("E2E − server total p99 (ms)", Align::Right),
     ]);
     for phase in &report.phases {
         let tr = &phase.transport;
@@ -83,16 +83,16 @@ pub fn warnings(report: &Report) -> Vec<String> {
 /// prompt and total times; empty when none did.
 pub fn split_table(report: &Report) -> Table {
     let mut t = Table::new(&[
-        ("phase", Align::Left),
-        ("requests", Align::Right),
-        ("client queue", Align::Right),
-        ("connect", Align::Right),
+        ("Phase", Align::Left),
+        ("Requests", Align::Right),
+        ("Client queue", Align::Right),
+        ("Connect", Align::Right),
         ("TLS", Align::Right),
-        ("server queue", Align::Right),
-        ("server prefill", Align::Right),
-        ("server decode", Align::Right),
-        ("frontend + network", Align::Right),
-        ("e2e", Align::Right),
+        ("Server queue", Align::Right),
+        ("Server prefill", Align::Right),
+        ("Server decode", Align::Right),
+        ("Frontend + network", Align::Right),
+        ("E2E", Align::Right),
     ]);
     for phase in &report.phases {
         let Some(split) = phase
@@ -121,7 +121,7 @@ pub fn split_table(report: &Report) -> Table {
 
 /// Under the split table: what the columns are.
 pub const SPLIT_NOTE: &str = "Mean milliseconds per request; connect + TLS + server queue + \
-    server prefill + server decode + frontend + network = e2e. Frontend + network is the time \
+    server prefill + server decode + frontend + network = E2E. Frontend + network is the time \
     outside the server's own clock: its HTTP frontend (parsing, tokenization, handing the \
     request to the engine and the tokens back; in vLLM a separate API process), proxies and \
     the network; on loopback nearly all of it is the frontend. Server queue is shown where the \

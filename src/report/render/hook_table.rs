@@ -7,15 +7,15 @@ use crate::report::model::{HookOutcome, Report};
 /// Every phase's `before`/`after` actions in the order they ran; empty when no phase had any.
 pub fn table(report: &Report) -> Table {
     let mut t = Table::new(&[
-        ("phase", Align::Left),
-        ("when", Align::Left),
-        ("action", Align::Left),
-        ("target", Align::Left),
-        ("outcome", Align::Left),
-        ("ms", Align::Right),
-        ("exit", Align::Right),
-        ("detail", Align::Left),
-        ("last output", Align::Left),
+        ("Phase", Align::Left),
+        ("When", Align::Left),
+        ("Action", Align::Left),
+        ("Target", Align::Left),
+        ("Outcome", Align::Left),
+        ("Duration (ms)", Align::Right),
+        ("Exit", Align::Right),
+        ("Detail", Align::Left),
+        ("Last output", Align::Left),
     ]);
     for phase in &report.phases {
         for hook in &phase.hooks {

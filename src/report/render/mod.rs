@@ -1,17 +1,22 @@
 //! The parts of the human-readable reports: table content and its text, number formats,
-//! SVG charts and the sections that use them. The markdown and HTML writers put them
-//! together.
+//! SVG charts, and the sections that use them, declared once in [`sections`] with a body per
+//! markup. The markdown and HTML writers walk that list.
 
 pub(crate) mod backends;
+pub(crate) mod chart_sections;
 pub(crate) mod connections;
+pub(crate) mod facts;
 pub(crate) mod hook_table;
+pub(crate) mod html_sections;
 pub(crate) mod interval_table;
+pub(crate) mod markdown_sections;
 pub(crate) mod numfmt;
 pub(crate) mod recovery_html;
 pub(crate) mod recovery_table;
 pub(crate) mod repeat_table;
 pub(crate) mod sampling;
 pub(crate) mod search_table;
+pub mod sections;
 pub(crate) mod session_table;
 pub mod svg;
 pub(crate) mod table;

@@ -1,42 +1,16 @@
-//! The HTML recovery section: the marks and recovery tables and, per phase with a recovery
-//! measurement, a timeline of its bins with the marks as vertical lines and the outage shaded.
+//! The HTML recovery timeline: per phase with a recovery measurement, its bins with the marks
+//! as vertical lines and the outage shaded.
 
 use std::fmt::Write;
 
 use super::svg::{Scale, WIDTH, axes, esc, open, tick_label};
-use crate::report::model::{PhaseResult, Report};
+use crate::report::model::PhaseResult;
 
 const HEIGHT: f64 = 260.0;
 const LEFT: f64 = 56.0;
 const RIGHT: f64 = 56.0;
 const TOP: f64 = 40.0;
 const BOTTOM: f64 = 52.0;
-
-/// The section, when any phase has marks.
-pub fn section(out: &mut String, report: &Report) {
-    let marks = super::recovery_table::marks(report);
-    if marks.is_empty() {
-        return;
-    }
-    out.push_str("<h2>Marks and recovery</h2>\n");
-    super::table_text::html_table(out, &marks);
-    let recovery = super::recovery_table::recovery(report);
-    if recovery.is_empty() {
-        return;
-    }
-    let _ = writeln!(
-        out,
-        "<p class=\"note\">{}</p>",
-        esc(super::recovery_table::NOTE)
-    );
-    super::table_text::html_table(out, &recovery);
-    for phase in &report.phases {
-        if phase.recovery.is_some() {
-            out.push_str(&timeline(phase));
-            out.push('\n');
-        }
-    }
-}
 
 /// Error rate per bin as bars (left axis), TTFT p50 per bin as a line (its scale on the
 /// right), the outage shaded and every mark a labelled vertical line; frame, scales and axes

@@ -1,5 +1,4 @@
-//! The recovery and marks tables shared by the markdown and HTML writers, and the markdown
-//! section that holds them.
+//! The recovery and marks tables shared by the markdown and HTML writers.
 
 use super::numfmt::sig3;
 use super::table::{Align, Cell, Mark, Table};
@@ -70,21 +69,4 @@ pub fn marks(report: &Report) -> Table {
         }
     }
     t
-}
-
-/// The markdown section: marks and recovery, when any phase has marks.
-pub fn markdown_section(out: &mut String, report: &Report) {
-    let marks = marks(report);
-    if marks.is_empty() {
-        return;
-    }
-    out.push_str("\n## Marks and recovery\n\n");
-    super::table_text::markdown_table(out, &marks);
-    let recovery = recovery(report);
-    if !recovery.is_empty() {
-        out.push('\n');
-        out.push_str(NOTE);
-        out.push_str("\n\n");
-        super::table_text::markdown_table(out, &recovery);
-    }
 }

@@ -5,16 +5,20 @@ use super::table::{Align, Cell, Mark, Table};
 use crate::report::model::Report;
 use crate::report::model::figure_path::FigurePath;
 
+/// Above the tables: how arms are pooled and when a pair differs.
+pub const NOTE: &str = "Each arm pooled over its rounds; an arm pair differs when the gap \
+    between their pooled figures is larger than either arm's range across rounds.";
+
 /// Per arm and figure: the pooled value and the range of the rounds' values.
 pub fn arms(report: &Report) -> Table {
     let mut t = Table::new(&[
-        ("group", Align::Left),
-        ("arm", Align::Left),
-        ("rounds", Align::Right),
-        ("figure", Align::Left),
-        ("pooled", Align::Right),
-        ("round min", Align::Right),
-        ("round max", Align::Right),
+        ("Group", Align::Left),
+        ("Arm", Align::Left),
+        ("Rounds", Align::Right),
+        ("Figure", Align::Left),
+        ("Pooled", Align::Right),
+        ("Round min", Align::Right),
+        ("Round max", Align::Right),
     ]);
     for group in &report.repeats {
         for arm in &group.arms {
@@ -39,12 +43,12 @@ pub fn arms(report: &Report) -> Table {
 /// Per pair of arms and figure: the pooled difference against the round-to-round spread.
 pub fn pairs(report: &Report) -> Table {
     let mut t = Table::new(&[
-        ("group", Align::Left),
-        ("arms", Align::Left),
-        ("figure", Align::Left),
-        ("difference (b − a)", Align::Right),
-        ("round spread", Align::Right),
-        ("verdict", Align::Left),
+        ("Group", Align::Left),
+        ("Arms", Align::Left),
+        ("Figure", Align::Left),
+        ("Difference (b − a)", Align::Right),
+        ("Round spread", Align::Right),
+        ("Verdict", Align::Left),
     ]);
     for group in &report.repeats {
         for pair in &group.pairs {

@@ -28,22 +28,22 @@ pub fn has_tool_calls(report: &Report) -> bool {
 pub fn table(report: &Report) -> Table {
     let tools = has_tool_calls(report);
     let mut columns = vec![
-        ("phase", Align::Left),
-        ("turn", Align::Right),
-        ("requests", Align::Right),
-        ("errors", Align::Right),
+        ("Phase", Align::Left),
+        ("Turn", Align::Right),
+        ("Requests", Align::Right),
+        ("Errors", Align::Right),
         ("TTFT p50 (ms)", Align::Right),
         ("TTFT p99 (ms)", Align::Right),
-        ("prompt tokens (mean)", Align::Right),
-        ("cached tokens (mean)", Align::Right),
-        ("sessions complete", Align::Right),
-        ("session p50", Align::Right),
+        ("Prompt tokens (mean)", Align::Right),
+        ("Cached tokens (mean)", Align::Right),
+        ("Sessions complete", Align::Right),
+        ("Session p50", Align::Right),
     ];
     if tools {
         columns.extend([
-            ("tool calls", Align::Right),
-            ("tool TTFT p50 (ms)", Align::Right),
-            ("tool deltas (mean)", Align::Right),
+            ("Tool calls", Align::Right),
+            ("Tool TTFT p50 (ms)", Align::Right),
+            ("Tool deltas (mean)", Align::Right),
         ]);
     }
     let mut t = Table::new(&columns);

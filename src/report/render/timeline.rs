@@ -7,15 +7,18 @@ use crate::report::model::{MetricsPoint, Report};
 /// Fewer points than this make no useful line (a short phase scraped at its two ends).
 const MIN_POINTS: usize = 3;
 
+/// Each phase with a time series long enough to plot, and its points.
+pub fn plottable(report: &Report) -> impl Iterator<Item = (&str, &[MetricsPoint])> {
+    report.phases.iter().filter_map(|p| {
+        let points = &p.server_metrics.as_ref()?.timeline;
+        (points.len() >= MIN_POINTS).then_some((p.phase.as_str(), points.as_slice()))
+    })
+}
+
 /// One chart per phase with a time series long enough to plot.
 pub fn charts(report: &Report) -> Vec<String> {
-    report
-        .phases
-        .iter()
-        .filter_map(|p| {
-            let points = &p.server_metrics.as_ref()?.timeline;
-            (points.len() >= MIN_POINTS).then(|| chart(&p.phase, points))
-        })
+    plottable(report)
+        .map(|(phase, points)| chart(phase, points))
         .collect()
 }
 

@@ -37,15 +37,15 @@ pub fn client_bound(report: &Report) -> Vec<String> {
 /// One row per phase that was judged; empty for reports written before verdicts.
 pub fn table(report: &Report) -> Table {
     let mut t = Table::new(&[
-        ("phase", Align::Left),
-        ("verdict", Align::Left),
-        ("late wakes", Align::Right),
-        ("lag mean ms", Align::Right),
-        ("lag max ms", Align::Right),
-        ("client CPU", Align::Right),
-        ("core wait s/s", Align::Right),
-        ("send lag p99 ms", Align::Right),
-        ("why", Align::Left),
+        ("Phase", Align::Left),
+        ("Verdict", Align::Left),
+        ("Late wakes", Align::Right),
+        ("Lag mean (ms)", Align::Right),
+        ("Lag max (ms)", Align::Right),
+        ("Client CPU", Align::Right),
+        ("Core wait (s/s)", Align::Right),
+        ("Send lag p99 (ms)", Align::Right),
+        ("Why", Align::Left),
     ]);
     let percent = |v: Option<f64>| v.map(|v| format!("{:.1}%", v * 100.0)).unwrap_or_default();
     let fixed = |v: Option<f64>| v.map(|v| format!("{v:.2}")).unwrap_or_default();

@@ -1,10 +1,7 @@
 //! The run-until-stable table shared by the markdown and HTML writers: per phase with
-//! `until`, what ended it and each listed percentile's interval then.
-
-use std::fmt::Write;
+//! `until`, what ended it and each listed percentile's interval then, and its warnings.
 
 use super::numfmt::ms_from_s;
-use super::svg::esc;
 use super::table::{Align, Cell, Mark, Table};
 use crate::report::model::Report;
 
@@ -54,7 +51,8 @@ pub fn table(report: &Report) -> Table {
     t
 }
 
-fn warnings(report: &Report) -> Vec<String> {
+/// `phase: warning` for each `until` phase that ended with one.
+pub fn warnings(report: &Report) -> Vec<String> {
     report
         .phases
         .iter()
@@ -63,39 +61,4 @@ fn warnings(report: &Report) -> Vec<String> {
             Some(format!("{}: {warning}", p.phase))
         })
         .collect()
-}
-
-pub fn markdown_section(out: &mut String, report: &Report) {
-    let t = table(report);
-    if t.is_empty() {
-        return;
-    }
-    out.push_str("\n## Run until stable\n\n");
-    for warning in warnings(report) {
-        let _ = writeln!(
-            out,
-            "> **Warning:** {}\n",
-            super::table_text::inline(&warning)
-        );
-    }
-    out.push_str(NOTE);
-    out.push_str("\n\n");
-    super::table_text::markdown_table(out, &t);
-}
-
-pub fn html_section(out: &mut String, report: &Report) {
-    let t = table(report);
-    if t.is_empty() {
-        return;
-    }
-    out.push_str("<h2>Run until stable</h2>\n");
-    for warning in warnings(report) {
-        let _ = writeln!(
-            out,
-            "<div class=\"banner warn\"><b>{}</b></div>",
-            esc(&warning)
-        );
-    }
-    let _ = writeln!(out, "<p class=\"note\">{}</p>", esc(NOTE));
-    super::table_text::html_table(out, &t);
 }

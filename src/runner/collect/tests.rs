@@ -2,6 +2,7 @@ use super::*;
 use crate::client::{ErrorKind, RequestError};
 use crate::metrics::{Distribution, PhaseSummary};
 use crate::plan::HumanDuration;
+use crate::workload::PromptTokenCheck;
 
 /// Varied records: ties, errors, server timings, send lags, some fields missing.
 fn records(n: u64) -> Vec<RequestRecord> {
@@ -59,7 +60,7 @@ fn records(n: u64) -> Vec<RequestRecord> {
         .collect()
 }
 
-fn collect(records: &[RequestRecord], keep: usize, dir: &Path, slo: Option<Slo>) -> Collected {
+fn collect(records: &[RequestRecord], keep: usize, dir: &Path, slo: Option<Slo>) -> Measured {
     let mut collector = PhaseCollector::new(CollectSettings {
         keep,
         seed: 7,
@@ -101,7 +102,7 @@ fn a_sampled_window_gives_the_full_windows_figures() {
         e2e: None,
     };
     let want = crate::metrics::summarize(&all, PercentileMethod::Linear, Some(&slo));
-    let Collected::Sampled { sample, figures } = collect(&all, 50, dir.path(), Some(slo)) else {
+    let Measured::Sampled { sample, figures } = collect(&all, 50, dir.path(), Some(slo)) else {
         panic!("20,000 records with keep 50 are sampled");
     };
     assert_eq!(sample.len(), 50);
@@ -226,7 +227,7 @@ fn a_sampled_window_gives_the_full_windows_figures() {
 fn a_window_within_the_bound_keeps_every_record_in_order() {
     let dir = tempfile::tempdir().unwrap();
     let all = records(300);
-    let Collected::All(kept) = collect(&all, 300, dir.path(), None) else {
+    let Measured::All(kept) = collect(&all, 300, dir.path(), None) else {
         panic!("300 records with keep 300 are all kept");
     };
     assert_eq!(kept, all);
@@ -236,11 +237,11 @@ fn a_window_within_the_bound_keeps_every_record_in_order() {
 fn the_sample_is_seeded() {
     let dir = tempfile::tempdir().unwrap();
     let all = records(2_000);
-    let indexes = |c: Collected| match c {
-        Collected::Sampled { sample, .. } => {
+    let indexes = |c: Measured| match c {
+        Measured::Sampled { sample, .. } => {
             sample.iter().map(|r| r.request_index).collect::<Vec<_>>()
         }
-        Collected::All(_) => panic!("sampled"),
+        Measured::All(_) | Measured::Stated { .. } => panic!("sampled"),
     };
     let a = indexes(collect(&all, 100, dir.path(), None));
     let b = indexes(collect(&all, 100, dir.path(), None));

@@ -6,6 +6,7 @@ mod compare;
 mod formats;
 mod import;
 mod render;
+mod sections;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -201,6 +202,7 @@ fn phase(spec: &PhaseSpec, index: usize, slow: f64) -> PhaseResult {
         request_timings: recs,
         records: None,
         client_load_share: None,
+        client_ceiling: None,
         probe: None,
         marks: Vec::new(),
         recovery: None,

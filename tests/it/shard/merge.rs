@@ -67,6 +67,7 @@ fn phase(
         request_timings: records,
         records: None,
         client_load_share: None,
+        client_ceiling: None,
         probe: None,
         marks: Vec::new(),
         recovery: None,

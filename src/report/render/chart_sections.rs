@@ -1,0 +1,293 @@
+//! The HTML's chart sections and the recheck chart: sweeps against concurrency, latency
+//! percentiles per phase, every request's latency over its phase and the server's time
+//! series. Markdown has none of them ([`super::sections`] says so).
+
+use std::collections::BTreeSet;
+use std::fmt::Write;
+
+use indexmap::IndexMap;
+
+use super::svg::{self, RangeRow, RatioRow, Series};
+use super::{sampling, timeline};
+use crate::metrics::{Distribution, Interval};
+use crate::report::model::{DriftVerdict, PhaseResult, Report};
+
+/// Closed-loop phases sharing route and workload at two or more concurrencies, rechecks left
+/// out, keyed by `route / workload`, sorted by concurrency.
+pub(crate) fn sweeps(report: &Report) -> IndexMap<String, Vec<&PhaseResult>> {
+    let mut groups: IndexMap<String, Vec<&PhaseResult>> = IndexMap::new();
+    for p in &report.phases {
+        if p.recheck_of.is_some() || p.concurrency.is_none() || p.rate_rps.is_some() {
+            continue;
+        }
+        groups
+            .entry(format!("{} / {}", p.route, p.workload))
+            .or_default()
+            .push(p);
+    }
+    for ps in groups.values_mut() {
+        // One point per level: the first phase at it in plan order (a later soak or repeat
+        // at the same level is not part of the sweep).
+        let mut seen = BTreeSet::new();
+        ps.retain(|p| seen.insert(p.concurrency));
+        ps.sort_by_key(|p| p.concurrency);
+    }
+    groups.retain(|_, ps| ps.len() >= 2);
+    groups
+}
+
+/// Throughput and latency against concurrency, one line per sweep.
+pub fn concurrency_sweeps(out: &mut String, report: &Report) {
+    let (encoding, groups): (IndexMap<_, _>, IndexMap<_, _>) = sweeps(report)
+        .into_iter()
+        .partition(|(_, ps)| ps.iter().all(|p| p.summary.encodes()));
+    let conc = |p: &PhaseResult| f64::from(p.concurrency.unwrap_or(0));
+    if !encoding.is_empty() {
+        encoding_sweep_charts(out, &encoding, conc);
+    }
+    if groups.is_empty() {
+        return;
+    }
+    let throughput = sweep_series(&groups, &conc, |p| p.summary.output_tokens_per_second);
+    out.push_str(&svg::line_chart(
+        "Output throughput vs concurrency",
+        "concurrency (log scale)",
+        "output tok/s",
+        true,
+        false,
+        &throughput,
+    ));
+    let ttft = p50_p95_ms_series(&groups, &conc, |p| p.summary.ttft.as_ref());
+    out.push_str(&svg::line_chart(
+        "TTFT vs concurrency",
+        "concurrency (log scale)",
+        "TTFT (ms, log scale)",
+        true,
+        true,
+        &ttft,
+    ));
+}
+
+/// One line per sweep group: `value` of each phase against its concurrency.
+fn sweep_series(
+    groups: &IndexMap<String, Vec<&PhaseResult>>,
+    conc: &impl Fn(&PhaseResult) -> f64,
+    value: impl Fn(&PhaseResult) -> f64,
+) -> Vec<Series> {
+    groups
+        .iter()
+        .map(|(name, ps)| Series {
+            name: name.clone(),
+            points: ps.iter().map(|p| (conc(p), value(p))).collect(),
+        })
+        .collect()
+}
+
+/// One p50 and one p95 line (milliseconds) per sweep group, of the distribution `figure` picks.
+fn p50_p95_ms_series(
+    groups: &IndexMap<String, Vec<&PhaseResult>>,
+    conc: &impl Fn(&PhaseResult) -> f64,
+    figure: impl Fn(&PhaseResult) -> Option<&Distribution>,
+) -> Vec<Series> {
+    let mut series = Vec::new();
+    for (name, ps) in groups {
+        for (stat, pick) in [
+            ("p50", (|d: &Distribution| d.p50) as fn(&_) -> f64),
+            ("p95", |d| d.p95),
+        ] {
+            series.push(Series {
+                name: format!("{name} {stat}"),
+                points: ps
+                    .iter()
+                    .filter_map(|p| figure(p).map(|d| (conc(p), pick(d) * 1000.0)))
+                    .collect(),
+            });
+        }
+    }
+    series
+}
+
+/// Embeddings and rerank sweeps: inputs/s and E2E latency, as they generate no tokens.
+fn encoding_sweep_charts(
+    out: &mut String,
+    groups: &IndexMap<String, Vec<&PhaseResult>>,
+    conc: impl Fn(&PhaseResult) -> f64,
+) {
+    let throughput = sweep_series(groups, &conc, |p| {
+        p.summary.inputs_per_second.unwrap_or(0.0)
+    });
+    out.push_str(&svg::line_chart(
+        "Inputs per second vs concurrency",
+        "concurrency (log scale)",
+        "inputs/s",
+        true,
+        false,
+        &throughput,
+    ));
+    let e2e = p50_p95_ms_series(groups, &conc, |p| p.summary.e2e.as_ref());
+    out.push_str(&svg::line_chart(
+        "E2E latency vs concurrency",
+        "concurrency (log scale)",
+        "E2E (ms, log scale)",
+        true,
+        true,
+        &e2e,
+    ));
+}
+
+/// The rows of the percentile charts, one per phase that has the figure.
+pub struct PercentileRows {
+    ttft: Vec<RangeRow>,
+    tpot: Vec<RangeRow>,
+    /// Embeddings and rerank phases, which have only the end-to-end latency.
+    e2e: Vec<RangeRow>,
+}
+
+impl PercentileRows {
+    pub fn any(&self) -> bool {
+        !(self.ttft.is_empty() && self.tpot.is_empty() && self.e2e.is_empty())
+    }
+}
+
+pub fn percentile_rows(report: &Report) -> PercentileRows {
+    let rows = |pick: &dyn Fn(&PhaseResult) -> Option<&Distribution>| -> Vec<RangeRow> {
+        let ms = |i: Option<Interval>| i.map(|i| (i.lo * 1e3, i.hi * 1e3));
+        report
+            .phases
+            .iter()
+            .filter_map(|p| {
+                pick(p).map(|d| RangeRow {
+                    label: p.phase.clone(),
+                    p50: d.p50 * 1000.0,
+                    p95: d.p95 * 1000.0,
+                    p99: d.p99 * 1000.0,
+                    intervals: d
+                        .ci95
+                        .map(|c| [ms(c.p50), ms(c.p95), ms(c.p99)])
+                        .unwrap_or_default(),
+                })
+            })
+            .collect()
+    };
+    PercentileRows {
+        ttft: rows(&|p| p.summary.ttft.as_ref()),
+        tpot: rows(&|p| p.summary.tpot.as_ref()),
+        e2e: rows(&|p| p.summary.e2e.as_ref().filter(|_| p.summary.encodes())),
+    }
+}
+
+/// p50, p95 and p99 of each latency per phase, with their intervals.
+pub fn latency_percentiles(out: &mut String, report: &Report) {
+    let rows = percentile_rows(report);
+    if !rows.e2e.is_empty() {
+        out.push_str(&svg::range_rows(
+            "E2E p50 / p95 / p99",
+            "E2E (ms)",
+            &rows.e2e,
+        ));
+    }
+    if !rows.ttft.is_empty() {
+        out.push_str(&svg::range_rows(
+            "TTFT p50 / p95 / p99",
+            "TTFT (ms)",
+            &rows.ttft,
+        ));
+    }
+    if !rows.tpot.is_empty() {
+        out.push_str(&svg::range_rows(
+            "TPOT p50 / p95 / p99",
+            "TPOT (ms)",
+            &rows.tpot,
+        ));
+    }
+}
+
+/// Recheck ÷ original per drift metric, drifted ones marked.
+pub fn recheck_chart(out: &mut String, report: &Report) {
+    let mut rows = Vec::new();
+    for pair in &report.rechecks {
+        for d in &pair.metrics {
+            if let (Some(o), Some(r)) = (d.original, d.recheck)
+                && o > 0.0
+                && r > 0.0
+            {
+                rows.push(RatioRow {
+                    label: format!("{} · {}", pair.original, d.metric),
+                    ratio: r / o,
+                    bad: d.verdict == DriftVerdict::Drifted,
+                });
+            }
+        }
+    }
+    if !rows.is_empty() {
+        out.push_str(&svg::ratio_rows("Original vs recheck", &rows));
+    }
+}
+
+/// Embeddings and rerank requests have no first token: their whole latency is drawn.
+fn draws_e2e(report: &Report) -> bool {
+    report.phases.iter().all(|p| p.summary.encodes())
+}
+
+pub fn every_request_title(report: &Report) -> &'static str {
+    if draws_e2e(report) {
+        "E2E latency of every request over each phase"
+    } else {
+        "TTFT of every request over each phase"
+    }
+}
+
+/// Per phase, the latency of every successful request kept against its start time.
+pub fn every_request(out: &mut String, report: &Report) {
+    let mut any = false;
+    for p in &report.phases {
+        let encodes = p.summary.encodes();
+        let points: Vec<(f64, f64)> = p
+            .request_timings
+            .iter()
+            .filter(|r| r.is_ok())
+            .filter_map(|r| {
+                let latency = if encodes { Some(r.e2e_ms) } else { r.ttft_ms };
+                latency.map(|t| (r.start_offset_ms / 1000.0, t))
+            })
+            .collect();
+        if points.is_empty() {
+            continue;
+        }
+        any = true;
+        let failed = p.request_timings.iter().filter(|r| !r.is_ok()).count();
+        let mut title = if failed > 0 {
+            format!(
+                "{}: {} requests ({failed} failed, not shown)",
+                p.phase,
+                points.len()
+            )
+        } else {
+            format!("{}: {} requests", p.phase, points.len())
+        };
+        if let Some(sampled) = sampling::sampled(p) {
+            let _ = write!(title, ", {sampled}");
+        }
+        let thinned = sampling::thin(&points, sampling::CHART_POINTS);
+        if thinned.len() < points.len() {
+            let _ = write!(title, ", {} drawn (extremes kept)", thinned.len());
+        }
+        out.push_str(&svg::scatter(
+            &title,
+            "request start within the phase (s)",
+            if encodes { "E2E (ms)" } else { "TTFT (ms)" },
+            &thinned,
+        ));
+    }
+    if !any {
+        out.push_str("<p class=\"note\">This report holds no per-request records.</p>\n");
+    }
+}
+
+/// Server metrics scraped during each phase.
+pub fn server_metrics(out: &mut String, report: &Report) {
+    for chart in timeline::charts(report) {
+        out.push_str(&chart);
+        out.push('\n');
+    }
+}

@@ -1,0 +1,411 @@
+//! The report's sections declared once: each declared body writes, markdown and HTML print the
+//! sections in the declared order, and `shown_sections` agrees with the headings printed.
+
+use super::*;
+use servebench::metrics::recovery::{Baseline, Recovery, RecoveryBin, RecoverySettings};
+use servebench::metrics::stability::{StableEstimate, UntilOutcome};
+use servebench::metrics::trust::{ClientLoad, ClientTrust, TrustVerdict};
+use servebench::metrics::{Interval, LatencySplit, PercentileIntervals, ServerTimingGap};
+use servebench::metrics::{SessionSummary, TurnFigures};
+use servebench::plan::SearchLoad;
+use servebench::report::render::sections::{Markup, SECTIONS, SectionId, shown_sections};
+use servebench::report::{
+    ArmPair, ArmResult, BackendShare, HookOutcome, MetricsPoint, PairFigure, PhaseMark,
+    RepeatResult, RoundSpread, SearchResult, ServerMetrics,
+};
+
+/// The sample report with something for every section to show.
+fn report_with_every_section() -> Report {
+    let mut r = sample_report(1.0);
+    let p = &mut r.phases[0];
+    p.marks = vec![
+        PhaseMark {
+            name: "fault-on".into(),
+            offset_s: 1.0,
+            when: "during".into(),
+        },
+        PhaseMark {
+            name: "fault-off".into(),
+            offset_s: 2.0,
+            when: "during".into(),
+        },
+    ];
+    let bin = |start_s: f64, errors: u64| RecoveryBin {
+        start_s,
+        requests: 4,
+        errors,
+        ttft_p50_ms: Some(150.0),
+        outside: errors > 0,
+    };
+    p.recovery = Some(Recovery {
+        fault_on_s: 1.0,
+        fault_off_s: Some(2.0),
+        baseline: Baseline {
+            source: "pre-fault".into(),
+            requests: 8,
+            error_rate: 0.0,
+            ttft_p50_ms: Some(150.0),
+        },
+        settings: RecoverySettings::default(),
+        outage_start_s: Some(1.0),
+        outage_end_s: Some(2.25),
+        outage_s: Some(1.25),
+        time_to_recover_s: Some(0.25),
+        bins: (0..12)
+            .map(|i| bin(f64::from(i) * 0.25, u64::from((4..9).contains(&i))))
+            .collect(),
+    });
+    p.until = Some(UntilOutcome {
+        stopped_by: "stable".into(),
+        within: 0.05,
+        checks: 3,
+        checked_at_s: 12.0,
+        estimates: vec![StableEstimate {
+            metric: "ttft.p50".into(),
+            samples: 24,
+            estimate: Some(0.16),
+            half_width: Some(0.004),
+            relative: Some(0.025),
+        }],
+        warning: None,
+    });
+    let ttft = p.summary.ttft.as_mut().expect("ttft");
+    ttft.ci95 = Some(PercentileIntervals {
+        p50: Some(Interval {
+            lo: ttft.p50 * 0.95,
+            hi: ttft.p50 * 1.05,
+            rank_lo: 7,
+            rank_hi: 18,
+            coverage: 0.97,
+        }),
+        p95: None,
+        p99: None,
+    });
+    p.client_trust = Some(ClientTrust {
+        verdict: TrustVerdict::ClientBound,
+        reasons: vec!["client CPU 95.0% above 90%".into()],
+        load: ClientLoad {
+            wall_s: 12.0,
+            ticks: 1200,
+            cpu_share: Some(0.95),
+            ..ClientLoad::default()
+        },
+        send_lag_p99_ms: None,
+    });
+    p.transport.connections_opened = 3;
+    p.transport.server_timing_gap = Some(ServerTimingGap {
+        requests: 20,
+        split: Some(LatencySplit {
+            requests: 20,
+            e2e_ms: 1800.0,
+            ..LatencySplit::default()
+        }),
+        ..ServerTimingGap::default()
+    });
+    p.hooks = vec![HookOutcome {
+        when: "before".into(),
+        action: "exec ./reset.sh".into(),
+        outcome: "ok".into(),
+        output_tail: vec!["reset".into()],
+        ..HookOutcome::default()
+    }];
+    p.sessions = Some(SessionSummary {
+        sessions: 4,
+        complete: 4,
+        duration: None,
+        turns: vec![TurnFigures {
+            turn: 0,
+            requests: 4,
+            ..TurnFigures::default()
+        }],
+    });
+    p.server_metrics = Some(ServerMetrics {
+        backends: ["a", "b"]
+            .iter()
+            .map(|name| BackendShare {
+                name: name.to_string(),
+                requests: 12.0,
+                share: Some(0.5),
+                ..BackendShare::default()
+            })
+            .collect(),
+        timeline: (0..4)
+            .map(|i| MetricsPoint {
+                t_s: f64::from(i),
+                requests_running: Some(1.0),
+                ..MetricsPoint::default()
+            })
+            .collect(),
+        ..ServerMetrics::default()
+    });
+    r.searches = vec![SearchResult {
+        phase: "find".into(),
+        load: SearchLoad::Concurrency,
+        capacity: Some(4.0),
+        goodput: Some(2.0),
+        bracket: [Some(4.0), Some(16.0)],
+        stop_reason: "precision reached".into(),
+        probes: Vec::new(),
+    }];
+    let spread = RoundSpread {
+        metric: "ttft.p50".into(),
+        pooled: Some(0.16),
+        rounds: vec![0.15, 0.17],
+        min: Some(0.15),
+        max: Some(0.17),
+    };
+    let arm = |name: &str| ArmResult {
+        arm: name.into(),
+        phases: vec![format!("{name}-1"), format!("{name}-2")],
+        pooled: Default::default(),
+        spread: vec![spread.clone()],
+    };
+    r.repeats = vec![RepeatResult {
+        group: "speed".into(),
+        rounds: 2,
+        arms: vec![arm("fast"), arm("slow")],
+        pairs: vec![ArmPair {
+            a: "fast".into(),
+            b: "slow".into(),
+            metrics: vec![PairFigure {
+                metric: "ttft.p50".into(),
+                difference: 0.1,
+                spread: 0.02,
+                exceeds_spread: true,
+            }],
+        }],
+    }];
+    r
+}
+
+/// Every report the checks below run on: the sample, every seed, one with every section.
+fn reports() -> Vec<(String, Report)> {
+    let mut reports = vec![
+        ("sample".to_string(), sample_report(1.0)),
+        ("every section".to_string(), report_with_every_section()),
+    ];
+    for seed in std::fs::read_dir("tests/fixtures/seeds").expect("seeds") {
+        let path = seed.expect("entry").path();
+        let report = report::read_report(&path).expect("seed reads");
+        reports.push((path.display().to_string(), report));
+    }
+    reports
+}
+
+fn section(id: SectionId) -> &'static servebench::report::render::sections::Section {
+    SECTIONS.iter().find(|s| s.id == id).expect("declared")
+}
+
+/// The text of each `## ` heading, in order.
+fn markdown_headings(md: &str) -> Vec<&str> {
+    md.lines().filter_map(|l| l.strip_prefix("## ")).collect()
+}
+
+/// The `id` and text of each `<h2>`, in order.
+fn html_headings(html: &str) -> Vec<(&str, &str)> {
+    html.split("<h2 id=\"")
+        .skip(1)
+        .map(|rest| {
+            let (id, rest) = rest.split_once("\">").expect("id closes");
+            let (title, _) = rest.split_once("</h2>").expect("heading closes");
+            (id, title)
+        })
+        .collect()
+}
+
+/// GitHub's anchor for a markdown heading: lower case, punctuation dropped, spaces to dashes.
+fn github_anchor(title: &str) -> String {
+    title
+        .to_lowercase()
+        .chars()
+        .filter(|c| c.is_alphanumeric() || *c == ' ' || *c == '-' || *c == '_')
+        .map(|c| if c == ' ' { '-' } else { c })
+        .collect()
+}
+
+#[test]
+fn the_full_report_shows_every_declared_section() {
+    let shown = shown_sections(&report_with_every_section());
+    let declared: Vec<SectionId> = SECTIONS.iter().map(|s| s.id).collect();
+    assert_eq!(shown, declared);
+}
+
+#[test]
+fn every_section_has_a_body_that_writes_in_each_markup_it_claims() {
+    let report = report_with_every_section();
+    for s in &SECTIONS {
+        let html = s
+            .body(Markup::Html)
+            .expect("every section is in the HTML page");
+        let mut out = String::new();
+        html(&mut out, &report);
+        assert!(!out.trim().is_empty(), "{:?} wrote no HTML", s.id);
+        if let Some(markdown) = s.body(Markup::Markdown) {
+            let mut out = String::new();
+            markdown(&mut out, &report);
+            assert!(!out.trim().is_empty(), "{:?} wrote no markdown", s.id);
+            assert!(!out.contains("<svg"), "{:?}: a chart in markdown", s.id);
+        }
+    }
+    // The chart sections are the ones markdown leaves out.
+    let html_only: Vec<SectionId> = SECTIONS
+        .iter()
+        .filter(|s| s.body(Markup::Markdown).is_none())
+        .map(|s| s.id)
+        .collect();
+    assert_eq!(
+        html_only,
+        [
+            SectionId::ConcurrencySweeps,
+            SectionId::LatencyPercentiles,
+            SectionId::EveryRequest,
+            SectionId::ServerMetrics
+        ]
+    );
+}
+
+#[test]
+fn anchors_are_unique_and_markdown_sections_keep_githubs() {
+    let report = sample_report(1.0);
+    let mut anchors: Vec<&str> = SECTIONS.iter().map(|s| s.anchor).collect();
+    anchors.sort_unstable();
+    anchors.dedup();
+    assert_eq!(anchors.len(), SECTIONS.len(), "an anchor used twice");
+    for s in SECTIONS
+        .iter()
+        .filter(|s| s.body(Markup::Markdown).is_some())
+    {
+        assert_eq!(s.anchor, github_anchor(s.title(&report)), "{:?}", s.id);
+    }
+}
+
+#[test]
+fn both_markups_print_the_shown_sections_in_the_declared_order() {
+    for (name, report) in reports() {
+        let shown = shown_sections(&report);
+        let html = report::formats::html::render(&report);
+        let printed: Vec<(&str, &str)> = html_headings(&html);
+        let expected: Vec<(&str, &str)> = shown
+            .iter()
+            .map(|&id| (section(id).anchor, section(id).title(&report)))
+            .collect();
+        assert_eq!(printed, expected, "{name}: HTML headings");
+
+        let toc = html.split("<nav class=\"toc\">").nth(1).expect("contents");
+        let toc = toc.split("</nav>").next().expect("contents close");
+        let linked: Vec<&str> = toc
+            .split("href=\"#")
+            .skip(1)
+            .filter_map(|l| l.split('"').next())
+            .collect();
+        let anchors: Vec<&str> = expected.iter().map(|(a, _)| *a).collect();
+        assert_eq!(linked, anchors, "{name}: contents");
+
+        let md = report::formats::markdown::render(&report);
+        let in_markdown: Vec<&str> = shown
+            .iter()
+            .map(|&id| section(id))
+            .filter(|s| s.body(Markup::Markdown).is_some())
+            .map(|s| s.title(&report))
+            .collect();
+        assert_eq!(
+            markdown_headings(&md),
+            in_markdown,
+            "{name}: markdown headings"
+        );
+    }
+}
+
+#[test]
+fn a_section_is_shown_only_when_its_report_has_it() {
+    let full = report_with_every_section();
+    let sample = sample_report(1.0);
+    let shown = shown_sections(&sample);
+    for absent in [
+        SectionId::MarksAndRecovery,
+        SectionId::RunUntilStable,
+        SectionId::CapacitySearches,
+        SectionId::Repeats,
+        SectionId::ClientTrust,
+        SectionId::Sessions,
+        SectionId::ServerMetrics,
+    ] {
+        assert!(!shown.contains(&absent), "{absent:?} in the sample");
+        assert!(
+            shown_sections(&full).contains(&absent),
+            "{absent:?} in the full report"
+        );
+    }
+    // Always there, even with nothing in them.
+    let mut bare = sample.clone();
+    bare.phases.clear();
+    bare.rechecks.clear();
+    assert_eq!(
+        shown_sections(&bare),
+        [
+            SectionId::Phases,
+            SectionId::EveryRequest,
+            SectionId::Errors
+        ]
+    );
+}
+
+#[test]
+fn every_column_and_fact_label_is_in_sentence_case() {
+    let mut report = report_with_every_section();
+    report.metadata.insert("gpu_count".into(), 8.into());
+    let html = report::formats::html::render(&report);
+    let labels: Vec<&str> = html
+        .split("<th>")
+        .skip(1)
+        .filter_map(|rest| rest.split("</th>").next())
+        .collect();
+    assert!(labels.len() > 100, "{} labels", labels.len());
+    for label in [
+        "GPU count",
+        "Engine",
+        "Late wakes",
+        "Duration (ms)",
+        "Client queue",
+        "Sessions complete",
+        "Prefix-cache hits",
+        "Round min",
+    ] {
+        assert!(labels.contains(&label), "{label} is not a label");
+    }
+    for label in labels {
+        // A percentile's name stays as written (`p50 [95% interval] (ms)`); the backends'
+        // bar column has no label.
+        let percentile =
+            label.starts_with('p') && label[1..].starts_with(|c: char| c.is_ascii_digit());
+        let lower = label.starts_with(|c: char| c.is_lowercase());
+        assert!(
+            !lower || percentile,
+            "a label not in sentence case: {label:?}"
+        );
+    }
+}
+
+#[test]
+fn the_docs_list_every_section_in_order_with_its_markup() {
+    let docs = std::fs::read_to_string("docs/reports.md").expect("docs");
+    let rows: Vec<(String, String)> = docs
+        .lines()
+        .filter(|l| l.starts_with("| ") && l.contains("| `#"))
+        .map(|l| {
+            let cells: Vec<&str> = l.split('|').map(str::trim).collect();
+            (cells[2].trim_matches('`').to_string(), cells[4].to_string())
+        })
+        .collect();
+    let declared: Vec<(String, String)> = SECTIONS
+        .iter()
+        .map(|s| {
+            let markup = match s.body(Markup::Markdown) {
+                Some(_) => "both",
+                None => "HTML",
+            };
+            (format!("#{}", s.anchor), markup.to_string())
+        })
+        .collect();
+    assert_eq!(rows, declared, "docs/reports.md's table of sections");
+}
