@@ -394,9 +394,9 @@ async fn llama_timings_give_the_client_versus_server_gap() {
         + split.tls_ms
         + split.server_prefill_ms
         + split.server_decode_ms
-        + split.network_other_ms;
+        + split.frontend_network_ms;
     assert!((parts - split.e2e_ms).abs() < 1e-9, "{split:?}");
-    assert!(split.network_other_min_ms > -1.0, "{split:?}");
+    assert!(split.frontend_network_min_ms > -1.0, "{split:?}");
     assert!(
         split.server_decode_ms > 0.0 && split.connect_ms > 0.0,
         "{split:?}"
@@ -471,13 +471,21 @@ async fn vllm_per_request_metrics_put_the_server_queue_in_the_split() {
         + server_queue
         + split.server_prefill_ms
         + split.server_decode_ms
-        + split.network_other_ms;
+        + split.frontend_network_ms;
     assert!((parts - split.e2e_ms).abs() < 1e-9, "{split:?}");
-    assert!(split.network_other_min_ms > -1.0, "{split:?}");
+    assert!(split.frontend_network_min_ms > -1.0, "{split:?}");
     let json = &value["phases"][0]["server_timing_gap"]["split"];
     assert!(json["server_queue_ms"].as_f64().unwrap() > 0.0, "{json}");
+    assert!(json["frontend_network_ms"].is_number(), "{json}");
+    // The remainder is named for what it is in every format, not as network.
     let md = servebench::report::formats::markdown::render(&report);
     assert!(md.contains("| Server queue |"), "{md}");
+    assert!(md.contains("| Frontend + network |"), "{md}");
+    assert!(!md.to_lowercase().contains("network / other"), "{md}");
+    let html = servebench::report::formats::html::render(&report);
+    assert!(html.contains("Frontend + network"));
+    let csv = servebench::report::formats::csv::render_phases(&report);
+    assert!(csv.contains(",frontend_network_mean_ms"), "{csv}");
     // The queue time is a figure of the one table: a distribution in the summary, and a
     // path gates and `compare` read.
     let dist = phase

@@ -23,7 +23,7 @@ const PAGES: &[(&str, usize, usize)] = &[
     ("docs/performance.md", 5, 2),
     ("docs/hardening.md", 0, 5),
     ("docs/connections.md", 0, 0),
-    ("docs/real-servers.md", 2, 4),
+    ("docs/real-servers.md", 3, 5),
     ("docs/report-formats.md", 3, 0),
     ("docs/plans-as-code.md", 4, 0),
 ];

@@ -34,6 +34,7 @@ mod real_llamacpp;
 mod real_llamacpp_python;
 mod real_routers;
 mod real_support;
+mod real_vllm;
 mod records;
 mod recovery;
 mod repeats;

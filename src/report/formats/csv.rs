@@ -2,6 +2,7 @@
 
 use super::records::{COLUMNS, Cell, RecordRow, Window};
 use crate::figure::{FIGURES, Spec, Stat, Unit};
+use crate::metrics::ServerTimingGap;
 use crate::report::model::Report;
 
 /// A figure's CSV column for one statistic: times in milliseconds with the unit after the
@@ -49,6 +50,7 @@ pub fn render_phases(report: &Report) -> String {
             "client_trust",
         ]
         .iter()
+        .chain(&SPLIT_COLUMNS)
         .map(|s| s.to_string()),
     );
     let mut out = String::new();
@@ -97,9 +99,31 @@ pub fn render_phases(report: &Report) -> String {
                 .unwrap_or_default()
                 .to_string(),
         );
+        row.extend(split_ms(p.transport.server_timing_gap.as_ref()));
         push_row(&mut out, &row);
     }
     out
+}
+
+/// The latency split's means (empty where the server reported no timings): the server's
+/// queue, prefill and decode by its own clock, and the remainder outside it.
+const SPLIT_COLUMNS: [&str; 4] = [
+    "server_queue_mean_ms",
+    "server_prefill_mean_ms",
+    "server_decode_mean_ms",
+    "frontend_network_mean_ms",
+];
+
+fn split_ms(gap: Option<&ServerTimingGap>) -> Vec<String> {
+    match gap.and_then(|g| g.split.as_ref()) {
+        Some(s) => vec![
+            opt(s.server_queue_ms),
+            s.server_prefill_ms.to_string(),
+            s.server_decode_ms.to_string(),
+            s.frontend_network_ms.to_string(),
+        ],
+        None => vec![String::new(); SPLIT_COLUMNS.len()],
+    }
 }
 
 /// One row per request of every phase: exactly the columns of `requests.parquet`, in its

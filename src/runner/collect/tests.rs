@@ -166,7 +166,7 @@ fn a_sampled_window_gives_the_full_windows_figures() {
             (&mut gs.tls_ms, ws.tls_ms),
             (&mut gs.server_prefill_ms, ws.server_prefill_ms),
             (&mut gs.server_decode_ms, ws.server_decode_ms),
-            (&mut gs.network_other_ms, ws.network_other_ms),
+            (&mut gs.frontend_network_ms, ws.frontend_network_ms),
             (&mut gs.e2e_ms, ws.e2e_ms),
         ] {
             assert!(close(*a, b), "split {a} vs {b}");
