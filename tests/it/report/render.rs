@@ -117,7 +117,6 @@ fn csv_snapshot_and_rfc4180() {
             e2e_ms: 1301.5,
             ..Default::default()
         }),
-        ..Default::default()
     });
     let timed_csv = report::formats::csv::render_phases(&timed);
     let mut rd = csv::Reader::from_reader(timed_csv.as_bytes());
