@@ -1,0 +1,1 @@
+//! Baselines as code.
