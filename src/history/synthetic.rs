@@ -28,7 +28,13 @@ pub fn values(shape: &Shape, seed: u64) -> Vec<f64> {
     (1..=shape.runs)
         .map(|run| {
             let stepped = shape.step.is_some_and(|(at, _)| run >= at);
-            let level = shape.level * (1.0 + if stepped { shape.step.map_or(0.0, |s| s.1) } else { 0.0 });
+            let level = shape.level
+                * (1.0
+                    + if stepped {
+                        shape.step.map_or(0.0, |s| s.1)
+                    } else {
+                        0.0
+                    });
             level * (1.0 + noise.sample(&mut rng))
         })
         .collect()
@@ -84,7 +90,10 @@ pub fn store(plan: &str, runs: usize, phases: usize, figures: &[&str]) -> Memory
     for n in 1..=runs {
         let version = if n <= runs / 2 { "0.9.1" } else { "0.9.2" };
         let provenance = BTreeMap::from([
-            ("target.default.engine_version".to_string(), version.to_string()),
+            (
+                "target.default.engine_version".to_string(),
+                version.to_string(),
+            ),
             ("host.cpu".to_string(), "x86-64, 16 cores".to_string()),
         ]);
         store.add_run(stored_run(plan, n, provenance));

@@ -19,7 +19,10 @@ pub struct MemoryStore {
 }
 
 fn key_text(key: &SeriesKey) -> String {
-    format!("{}\u{1f}{}\u{1f}{}\u{1f}{}", key.plan, key.phase, key.target, key.figure)
+    format!(
+        "{}\u{1f}{}\u{1f}{}\u{1f}{}",
+        key.plan, key.phase, key.target, key.figure
+    )
 }
 
 impl MemoryStore {
@@ -135,7 +138,11 @@ impl Store for MemoryStore {
 
     fn save_alerts(&mut self, alerts: &[Alert]) -> Result<(), HistoryError> {
         for alert in alerts {
-            if let Some(old) = self.alerts.iter_mut().find(|a| a.id == alert.id && a.id != 0) {
+            if let Some(old) = self
+                .alerts
+                .iter_mut()
+                .find(|a| a.id == alert.id && a.id != 0)
+            {
                 *old = alert.clone();
             } else if alert.id == 0 {
                 let id = self.alerts.iter().map(|a| a.id).max().unwrap_or(0) + 1;

@@ -62,8 +62,11 @@ pub struct StoredRun {
 pub trait Store {
     /// Record one finished report (one transaction; a partial or killed run is stored as
     /// not complete and never enters trends as complete). Returns the run's id.
-    fn record(&mut self, report: &Report, report_path: Option<&Path>)
-    -> Result<RunId, HistoryError>;
+    fn record(
+        &mut self,
+        report: &Report,
+        report_path: Option<&Path>,
+    ) -> Result<RunId, HistoryError>;
     fn runs(&self, filter: &RunFilter) -> Result<Vec<RunSummary>, HistoryError>;
     fn run(&self, id: &str) -> Result<StoredRun, HistoryError>;
     fn keys(&self, plan: Option<&str>) -> Result<Vec<SeriesKey>, HistoryError>;

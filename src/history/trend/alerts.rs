@@ -104,11 +104,17 @@ fn opened_by(trend: &SeriesTrend, change: &ChangePoint, settings: &Settings) -> 
         .rev()
         .find(|p| eligible(p))
         .map_or_else(|| change.run.clone(), |p| p.run.clone());
+    // Replayed over the change's neighbourhood (a window before it), not the whole history,
+    // so a first look at a long history stays quick.
+    let from = trend
+        .segment_of(change.at)
+        .map_or(0, |s| s.from)
+        .max(change.at.saturating_sub(settings.window));
     let ends = (change.at + 1..=trend.points.len())
         .filter(|&end| eligible(&trend.points[end - 1]))
         .take(settings.window);
     for end in ends {
-        let prefix = analyse(&trend.key, trend.points[..end].to_vec(), settings);
+        let prefix = analyse(&trend.key, trend.points[from..end].to_vec(), settings);
         let seen = prefix.changes().any(|c| {
             c.verdict == Verdict::Regression
                 && eligible_rank(trend, &c.run)

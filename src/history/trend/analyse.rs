@@ -168,8 +168,8 @@ fn segment(
             let after = pick(s.at..cuts[i + 2]);
             // Runs next to the change, whatever their state.
             let near = bounds[i + 1];
-            let around = &points[near.saturating_sub(NEARBY).max(bounds[i])
-                ..(near + NEARBY).min(bounds[i + 2])];
+            let around = &points
+                [near.saturating_sub(NEARBY).max(bounds[i])..(near + NEARBY).min(bounds[i + 2])];
             let conditions = across(&before, &after, around);
             ChangePoint {
                 at: used[s.at],

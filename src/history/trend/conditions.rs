@@ -17,12 +17,20 @@ pub const QUEUE_SHARE_BOUND: f64 = 0.10;
 /// A measured condition that differs across a change.
 #[derive(Debug, Clone, PartialEq)]
 pub enum ConditionChange {
-    CacheRatio { before: f64, after: f64 },
-    ServerQueueShare { before: f64, after: f64 },
+    CacheRatio {
+        before: f64,
+        after: f64,
+    },
+    ServerQueueShare {
+        before: f64,
+        after: f64,
+    },
     /// The server's uptime went down across the change.
     ServerRestarted,
     /// Runs around the change were client-bound (left out of detection).
-    ClientBound { runs: usize },
+    ClientBound {
+        runs: usize,
+    },
 }
 
 impl ConditionChange {
@@ -85,9 +93,7 @@ pub fn across(before: &[&Point], after: &[&Point], around: &[Point]) -> Vec<Cond
     }
     let client_bound = around.iter().filter(|p| p.client_bound).count();
     if client_bound > 0 {
-        out.push(ConditionChange::ClientBound {
-            runs: client_bound,
-        });
+        out.push(ConditionChange::ClientBound { runs: client_bound });
     }
     out
 }

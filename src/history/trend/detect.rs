@@ -26,8 +26,8 @@ pub struct Settings {
 impl Default for Settings {
     fn default() -> Settings {
         Settings {
-            max_p: 0.001,
-            min_effect: 0.05,
+            max_p: 0.003,
+            min_effect: 0.10,
             min_points: 3,
             window: 50,
         }
@@ -61,13 +61,61 @@ pub fn change_points(values: &[f64], settings: &Settings) -> Vec<Split> {
     let mut start = 0;
     while start < values.len() {
         let end = (start + window).min(values.len());
-        bisect(values, start, end, relaxed, settings.min_points, &mut candidates);
+        bisect(
+            values,
+            start,
+            end,
+            relaxed,
+            settings.min_points,
+            &mut candidates,
+        );
         if end == values.len() {
             break;
         }
         start += window / 2;
     }
-    merge(values, candidates.into_iter().collect(), settings)
+    let mut at: Vec<usize> = candidates.into_iter().collect();
+    // E-divisive's split favours balanced halves; each change is moved to where a step
+    // between its neighbours fits best (least squares), then tested again, until it stays.
+    for _ in 0..MAX_REFINE {
+        let kept: Vec<usize> = merge(values, at.clone(), settings)
+            .iter()
+            .map(|s| s.at)
+            .collect();
+        let refined = refine(values, &kept, settings.min_points);
+        if refined == at {
+            break;
+        }
+        at = refined;
+    }
+    merge(values, at, settings)
+}
+
+/// Rounds of moving and testing the changes again.
+const MAX_REFINE: usize = 4;
+
+/// Each change moved to the split between its neighbours with the smallest squared error.
+fn refine(values: &[f64], at: &[usize], min_points: usize) -> Vec<usize> {
+    let mut sum = vec![0.0];
+    let mut sum_sq = vec![0.0];
+    for v in values {
+        sum.push(sum.last().copied().unwrap_or(0.0) + v);
+        sum_sq.push(sum_sq.last().copied().unwrap_or(0.0) + v * v);
+    }
+    let sse = |a: usize, b: usize| {
+        let n = (b - a) as f64;
+        let s = sum[b] - sum[a];
+        (sum_sq[b] - sum_sq[a]) - s * s / n
+    };
+    (0..at.len())
+        .map(|i| {
+            let lo = if i == 0 { 0 } else { at[i - 1] };
+            let hi = at.get(i + 1).copied().unwrap_or(values.len());
+            (lo + min_points..=hi.saturating_sub(min_points))
+                .min_by(|&a, &b| (sse(lo, a) + sse(a, hi)).total_cmp(&(sse(lo, b) + sse(b, hi))))
+                .unwrap_or(at[i])
+        })
+        .collect()
 }
 
 /// Split `values[a..b]` where E-divisive says, recursively, while the split is significant.
@@ -139,7 +187,10 @@ mod tests {
 
     #[test]
     fn a_clear_step_is_one_change_at_its_first_run() {
-        let v = step(&[100.0, 101.0, 99.0, 100.5, 99.5, 100.0, 100.2], &[120.0, 121.0, 119.0]);
+        let v = step(
+            &[100.0, 101.0, 99.0, 100.5, 99.5, 100.0, 100.2],
+            &[120.0, 121.0, 119.0],
+        );
         let cps = change_points(&v, &Settings::default());
         assert_eq!(cps.len(), 1, "{cps:?}");
         assert_eq!(cps[0].at, 7);

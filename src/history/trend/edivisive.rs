@@ -55,7 +55,10 @@ mod tests {
     /// `q̂` of every split by the definition, for checking the running sums.
     fn q_by_definition(values: &[f64], tau: usize) -> f64 {
         let (x, y) = values.split_at(tau);
-        let cross: f64 = x.iter().flat_map(|a| y.iter().map(move |b| (a - b).abs())).sum();
+        let cross: f64 = x
+            .iter()
+            .flat_map(|a| y.iter().map(move |b| (a - b).abs()))
+            .sum();
         let within = |s: &[f64]| -> f64 {
             (0..s.len())
                 .flat_map(|i| (i + 1..s.len()).map(move |j| (s[i] - s[j]).abs()))
@@ -79,6 +82,9 @@ mod tests {
         assert_eq!(best_split(&[1.0, 1.0, 1.0, 1.0, 9.0], 3), None);
         assert_eq!(best_split(&[1.0, 1.0, 1.0, 9.0, 9.0, 9.0], 3), Some(3));
         // The step sits one from the end: the nearest allowed split is taken.
-        assert_eq!(best_split(&[1.0, 1.1, 0.9, 1.0, 1.05, 0.95, 9.0], 3), Some(4));
+        assert_eq!(
+            best_split(&[1.0, 1.1, 0.9, 1.0, 1.05, 0.95, 9.0], 3),
+            Some(4)
+        );
     }
 }

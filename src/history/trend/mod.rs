@@ -10,6 +10,8 @@ mod edivisive;
 mod provenance;
 mod stats;
 
+pub use stats::relative as relative_change;
+
 pub use alerts::update_alerts;
 pub use analyse::{
     ChangePoint, Level, Segment, SegmentStart, SeriesTrend, Verdict, analyse, eligible,
