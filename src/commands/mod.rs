@@ -7,6 +7,7 @@ mod args;
 mod compare;
 mod completions;
 mod expand;
+mod history;
 mod init;
 mod merge;
 mod recover;
@@ -26,6 +27,7 @@ pub use args::ExpandArgs;
 pub use compare::{CompareArgs, CompareFormat};
 pub use completions::CompletionsArgs;
 pub use expand::{ExpandCommandArgs, ExpandFormat};
+pub use history::{HistoryArgs, HistoryCommand};
 pub use init::InitArgs;
 pub use merge::MergeArgs;
 pub use recover::RecoverArgs;
@@ -79,6 +81,8 @@ pub enum Command {
     Merge(MergeArgs),
     /// Rebuild a killed run's report and requests.parquet from its journal.
     Recover(RecoverArgs),
+    /// The results history across runs: trends, alerts, gates and baselines.
+    History(HistoryArgs),
 }
 
 /// Run the parsed command; how it ended ([`Exit::code`] is the process exit code).
@@ -96,6 +100,7 @@ pub fn run(cli: Cli) -> Exit {
         Command::Selftest(args) => selftest::run(&args),
         Command::Merge(args) => merge::run(&args),
         Command::Recover(args) => recover::run(&args),
+        Command::History(args) => history::run(&args),
     }
 }
 

@@ -1,7 +1,7 @@
 //! Report writers (the seeds' formats too), seed import and compare, one file per concern; the
 //! hand-built sample report here.
 
-mod browser;
+pub(crate) mod browser;
 mod compare;
 mod formats;
 mod import;
