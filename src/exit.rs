@@ -18,7 +18,7 @@ pub enum Exit {
     /// Reserved: the run finished but could not answer its question (a capacity search that
     /// stopped client-bound or indeterminate).
     Inconclusive,
-    /// Reserved: an alert is open in the results history.
+    /// An alert is open in the results history (`history gate`).
     AlertOpen,
     /// `selftest` could not measure the client or could not write its results.
     SelftestFailed,
@@ -63,7 +63,7 @@ impl Exit {
                 "reserved: the run could not answer (a capacity search stopped client-bound or \
                  indeterminate)"
             }
-            Exit::AlertOpen => "reserved: an alert is open in the results history",
+            Exit::AlertOpen => "an alert is open in the results history (`history gate`)",
             Exit::SelftestFailed => "`selftest` could not measure the client or write its results",
         }
     }

@@ -12,7 +12,7 @@ pub use baseline::BaselineArgs;
 pub use gate::GateArgs;
 pub use trend::TrendArgs;
 
-use crate::exit;
+use crate::exit::Exit;
 use crate::history::store::{MemoryStore, Store};
 
 #[derive(Debug, clap::Args)]
@@ -38,10 +38,10 @@ pub enum HistoryCommand {
     Baseline(BaselineArgs),
 }
 
-pub fn run(args: &HistoryArgs) -> i32 {
+pub fn run(args: &HistoryArgs) -> Exit {
     let Some(path) = args.history.as_deref() else {
         eprintln!("error: name the results store with --history FILE (or SERVEBENCH_HISTORY)");
-        return exit::INVALID_INPUT;
+        return Exit::InvalidInput;
     };
     match &args.command {
         HistoryCommand::Trend(a) => with_store(path, |s| trend::run(a, s)),
@@ -52,18 +52,18 @@ pub fn run(args: &HistoryArgs) -> i32 {
 }
 
 /// Open the store at `path`, run `f` on it and keep what it changed.
-fn with_store(path: &Path, f: impl FnOnce(&mut dyn Store) -> i32) -> i32 {
+fn with_store(path: &Path, f: impl FnOnce(&mut dyn Store) -> Exit) -> Exit {
     let mut store = match MemoryStore::load(path) {
         Ok(s) => s,
         Err(e) => {
             eprintln!("error: {e}");
-            return exit::INVALID_INPUT;
+            return Exit::InvalidInput;
         }
     };
     let code = f(&mut store);
     if let Err(e) = store.save(path) {
         eprintln!("error: {e}");
-        return exit::RUN_FAILED;
+        return Exit::RunFailed;
     }
     code
 }

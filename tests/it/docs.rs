@@ -26,6 +26,7 @@ const PAGES: &[(&str, usize, usize)] = &[
     ("docs/real-servers.md", 3, 5),
     ("docs/report-formats.md", 3, 0),
     ("docs/plans-as-code.md", 4, 0),
+    ("docs/trends.md", 0, 0),
 ];
 
 /// Commands of other tools that the docs show but a test cannot run: they build this crate
@@ -630,4 +631,9 @@ fn report_formats_page_commands_run() {
 #[test]
 fn plans_as_code_page_commands_run() {
     check("docs/plans-as-code.md");
+}
+
+#[test]
+fn trends_page_commands_run() {
+    check("docs/trends.md");
 }

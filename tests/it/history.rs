@@ -162,7 +162,7 @@ fn the_gate_fails_while_an_alert_is_open_and_passes_once_it_is_acknowledged() {
         .unwrap();
     assert_eq!(
         gate.status.code(),
-        Some(1),
+        Some(servebench::exit::Exit::AlertOpen.code()),
         "{}",
         String::from_utf8_lossy(&gate.stdout)
     );

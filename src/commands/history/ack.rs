@@ -1,6 +1,6 @@
 //! `servebench history ack`: acknowledge an alert with a reason.
 
-use crate::exit;
+use crate::exit::Exit;
 use crate::history::series::AlertState;
 use crate::history::store::Store;
 
@@ -13,25 +13,25 @@ pub struct AckArgs {
     pub reason: String,
 }
 
-pub fn run(args: &AckArgs, store: &mut dyn Store) -> i32 {
+pub fn run(args: &AckArgs, store: &mut dyn Store) -> Exit {
     let alerts = match store.alerts(None) {
         Ok(a) => a,
         Err(e) => {
             eprintln!("error: {e}");
-            return exit::RUN_FAILED;
+            return Exit::RunFailed;
         }
     };
     let Some(alert) = alerts.into_iter().find(|a| a.id == args.alert) else {
         eprintln!("error: no alert {} in the history", args.alert);
-        return exit::INVALID_INPUT;
+        return Exit::InvalidInput;
     };
     if alert.state == AlertState::Resolved {
         eprintln!("error: alert {} is already resolved", args.alert);
-        return exit::INVALID_INPUT;
+        return Exit::InvalidInput;
     }
     if args.reason.trim().is_empty() {
         eprintln!("error: give a reason with --reason");
-        return exit::INVALID_INPUT;
+        return Exit::InvalidInput;
     }
     let acked = crate::history::Alert {
         state: AlertState::Acknowledged,
@@ -41,11 +41,11 @@ pub fn run(args: &AckArgs, store: &mut dyn Store) -> i32 {
     match store.save_alerts(&[acked]) {
         Ok(()) => {
             println!("alert {} acknowledged", args.alert);
-            exit::SUCCESS
+            Exit::Success
         }
         Err(e) => {
             eprintln!("error: {e}");
-            exit::RUN_FAILED
+            Exit::RunFailed
         }
     }
 }

@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-use crate::exit;
+use crate::exit::Exit;
 use crate::history::baseline::{self, Pick};
 use crate::history::store::Store;
 
@@ -16,15 +16,15 @@ pub struct BaselineArgs {
     pub baselines: PathBuf,
 }
 
-pub fn run(args: &BaselineArgs, store: &mut dyn Store) -> i32 {
+pub fn run(args: &BaselineArgs, store: &mut dyn Store) -> Exit {
     let list = match baseline::load(&args.baselines) {
         Ok(l) => l,
         Err(e) => {
             eprintln!("error: {e}");
-            return exit::INVALID_INPUT;
+            return Exit::InvalidInput;
         }
     };
-    let mut code = exit::SUCCESS;
+    let mut code = Exit::Success;
     for b in &list {
         let how = match &b.pick {
             Pick::Run(id) => format!("run {id}"),
@@ -35,7 +35,7 @@ pub fn run(args: &BaselineArgs, store: &mut dyn Store) -> i32 {
             Ok(run) => println!("{}: {how} → {run}", b.name),
             Err(e) => {
                 println!("{}: {how} → error: {e}", b.name);
-                code = exit::INVALID_INPUT;
+                code = Exit::InvalidInput;
             }
         }
     }

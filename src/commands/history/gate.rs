@@ -3,7 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::exit;
+use crate::exit::Exit;
 use crate::history::baseline;
 use crate::history::series::AlertState;
 use crate::history::store::{RunFilter, Store};
@@ -26,19 +26,19 @@ pub struct GateArgs {
     pub gates: Vec<String>,
 }
 
-pub fn run(args: &GateArgs, store: &mut dyn Store) -> i32 {
+pub fn run(args: &GateArgs, store: &mut dyn Store) -> Exit {
     match (&args.baseline, &args.plan) {
         (Some(name), Some(plan)) => against_baseline(args, name, plan, store),
         _ => open_alerts(args, store),
     }
 }
 
-fn open_alerts(args: &GateArgs, store: &mut dyn Store) -> i32 {
+fn open_alerts(args: &GateArgs, store: &mut dyn Store) -> Exit {
     let alerts = match crate::history::update(store, args.plan.as_deref(), &Settings::default()) {
         Ok((_, alerts)) => alerts,
         Err(e) => {
             eprintln!("error: {e}");
-            return exit::RUN_FAILED;
+            return Exit::RunFailed;
         }
     };
     let open: Vec<_> = alerts
@@ -60,14 +60,14 @@ fn open_alerts(args: &GateArgs, store: &mut dyn Store) -> i32 {
     }
     if open.is_empty() {
         println!("no open alerts");
-        exit::SUCCESS
+        Exit::Success
     } else {
         eprintln!("{} open alert(s)", open.len());
-        exit::GATE_FAILED
+        Exit::AlertOpen
     }
 }
 
-fn against_baseline(args: &GateArgs, name: &str, plan: &str, store: &mut dyn Store) -> i32 {
+fn against_baseline(args: &GateArgs, name: &str, plan: &str, store: &mut dyn Store) -> Exit {
     let shown = args.baselines.display().to_string();
     let resolved = baseline::load(&args.baselines).and_then(|list| {
         let b = baseline::find(&list, name, &shown)?.clone();
@@ -78,7 +78,7 @@ fn against_baseline(args: &GateArgs, name: &str, plan: &str, store: &mut dyn Sto
         Ok(r) => r,
         Err(e) => {
             eprintln!("error: {e}");
-            return exit::INVALID_INPUT;
+            return Exit::InvalidInput;
         }
     };
     let mut gates = Vec::new();
@@ -87,7 +87,7 @@ fn against_baseline(args: &GateArgs, name: &str, plan: &str, store: &mut dyn Sto
             Ok(g) => gates.push(g),
             Err(e) => {
                 eprintln!("error: {e}");
-                return exit::INVALID_INPUT;
+                return Exit::InvalidInput;
             }
         }
     }
@@ -101,12 +101,12 @@ fn against_baseline(args: &GateArgs, name: &str, plan: &str, store: &mut dyn Sto
             .find(|r| r.complete && r.excluded.is_none()),
         Err(e) => {
             eprintln!("error: {e}");
-            return exit::RUN_FAILED;
+            return Exit::RunFailed;
         }
     };
     let Some(latest) = latest else {
         eprintln!("error: no complete run of `{plan}` in the history");
-        return exit::INVALID_INPUT;
+        return Exit::InvalidInput;
     };
     let paths = [&base_id, &latest.id].map(|id| store.run(id).map(|r| r.report_path));
     let (base_path, new_path) = match paths {
@@ -116,7 +116,7 @@ fn against_baseline(args: &GateArgs, name: &str, plan: &str, store: &mut dyn Sto
                 "error: the history holds no report file for run {base_id} or {}",
                 latest.id
             );
-            return exit::INVALID_INPUT;
+            return Exit::InvalidInput;
         }
     };
     let (base, new) = match (read(&base_path), read(&new_path)) {
@@ -125,7 +125,7 @@ fn against_baseline(args: &GateArgs, name: &str, plan: &str, store: &mut dyn Sto
             for e in [b.err(), n.err()].into_iter().flatten() {
                 eprintln!("error: {e}");
             }
-            return exit::INVALID_INPUT;
+            return Exit::InvalidInput;
         }
     };
     let comparison = compare(
@@ -137,13 +137,13 @@ fn against_baseline(args: &GateArgs, name: &str, plan: &str, store: &mut dyn Sto
     );
     print!("{}", crate::report::render_comparison(&comparison));
     if comparison.passed {
-        exit::SUCCESS
+        Exit::Success
     } else {
         eprintln!(
             "the latest run {} fails baseline `{name}` ({base_id})",
             latest.id
         );
-        exit::GATE_FAILED
+        Exit::GateFailed
     }
 }
 

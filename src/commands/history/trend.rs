@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 
 use crate::commands::emit;
-use crate::exit;
+use crate::exit::Exit;
 use crate::history::render::{self, TrendReport};
 use crate::history::store::{RunFilter, Store};
 use crate::history::trend::{Settings, provenance_changes};
@@ -27,7 +27,7 @@ pub enum TrendFormat {
     Html,
 }
 
-pub fn run(args: &TrendArgs, store: &mut dyn Store) -> i32 {
+pub fn run(args: &TrendArgs, store: &mut dyn Store) -> Exit {
     let settings = Settings::default();
     let plan = args.plan.as_deref();
     let updated = crate::history::update(store, plan, &settings).and_then(|(trends, alerts)| {
@@ -40,7 +40,7 @@ pub fn run(args: &TrendArgs, store: &mut dyn Store) -> i32 {
         Ok(u) => u,
         Err(e) => {
             eprintln!("error: {e}");
-            return exit::RUN_FAILED;
+            return Exit::RunFailed;
         }
     };
     let provenance = provenance_changes(&runs);
