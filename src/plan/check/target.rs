@@ -177,12 +177,12 @@ fn check_metrics(p: &str, t: &Target, issues: &mut Vec<Issue>) {
             "`metrics_url` and `metrics` are exclusive: list the endpoint under `metrics`",
         ));
     }
-    if let Some(interval) = t.metrics_interval
+    if let Some(crate::plan::MetricsInterval::Every(interval)) = t.metrics_interval
         && interval.0 < std::time::Duration::from_millis(100)
     {
         issues.push(Issue::new(
             format!("{p}/metrics_interval"),
-            "expected at least 100ms between scrapes",
+            "expected at least 100ms between scrapes, or `off`",
         ));
     }
     for (i, m) in t.metrics.iter().enumerate() {
