@@ -312,9 +312,9 @@ pub struct ServerMetrics {
     /// backends when there are any, else the one endpoint.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub timeline: Vec<MetricsPoint>,
-    /// Which scrapes the gauge ranges come from (reports written before sampling by default
-    /// read as `edges`).
-    #[serde(default)]
+    /// Which scrapes the gauge ranges come from; absent means `edges` (as in reports written
+    /// before the window was sampled).
+    #[serde(default, skip_serializing_if = "super::GaugesFrom::is_edges")]
     pub gauges_from: super::GaugesFrom,
     /// The sampling during the measured window, when there was any: how many samples, the
     /// scrapes that failed, and the generation rate taken from the samples.

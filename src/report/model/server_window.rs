@@ -15,6 +15,12 @@ pub enum GaugesFrom {
     Window,
 }
 
+impl GaugesFrom {
+    pub fn is_edges(&self) -> bool {
+        *self == GaugesFrom::Edges
+    }
+}
+
 /// The scrapes taken during a measured window.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
 pub struct WindowSampling {
