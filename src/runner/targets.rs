@@ -169,7 +169,7 @@ pub(super) struct PhaseTarget {
     pub metrics_url: Option<String>,
     /// A gateway's and its replicas' endpoints (`metrics:` as a list).
     pub metrics: Vec<crate::plan::MetricsEndpoint>,
-    /// Scrape during the measured window this often, for the report's time series.
+    /// Scrape during the measured window this often (`None`: not at all).
     pub metrics_interval: Option<std::time::Duration>,
     pub model: String,
 }
@@ -206,7 +206,7 @@ impl Targets {
             side: resolved.side.clone(),
             metrics_url,
             metrics,
-            metrics_interval: target.metrics_interval.map(|i| i.0),
+            metrics_interval: crate::plan::MetricsInterval::resolve(target.metrics_interval),
             model: super::endpoint::model_name(target).unwrap_or_default(),
         })
     }

@@ -248,7 +248,8 @@ impl PhaseMerge<'_> {
             dataset_sha256: results.iter().find_map(|(_, r)| r.dataset_sha256.clone()),
             // Each shard scraped the server around its own window; those overlap, so the
             // per-shard scrapes stay in `merged_from`, and only the backend counters, read
-            // over the span of every shard's scrapes, are merged.
+            // over the span of every shard's scrapes, are merged, beside one shard's samples
+            // of the server during its window.
             server_metrics: super::backends::merge(
                 &results
                     .iter()

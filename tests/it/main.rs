@@ -43,6 +43,7 @@ mod report;
 mod run;
 mod saturation;
 mod search;
+mod server_window;
 mod sessions;
 mod shard;
 mod significance;

@@ -204,12 +204,12 @@ fn check_metrics(p: &str, t: &Target, issues: &mut Vec<Issue>) {
         }
         Some(TargetMetrics::Url(_)) | None => {}
     }
-    if let Some(interval) = t.metrics_interval
+    if let Some(crate::plan::MetricsInterval::Every(interval)) = t.metrics_interval
         && interval.0 < std::time::Duration::from_millis(100)
     {
         issues.push(Issue::new(
             format!("{p}/metrics_interval"),
-            "expected at least 100ms between scrapes",
+            "expected at least 100ms between scrapes, or `off`",
         ));
     }
 }

@@ -67,11 +67,12 @@ pub struct Target {
         skip_serializing_if = "Option::is_none"
     )]
     pub metrics: Option<TargetMetrics>,
-    /// Also scrape the metrics endpoints this often during each measured window, for a time
-    /// series in the report (requests running and waiting, KV-cache usage, token and request
-    /// rates); e.g. `1s`. At least `100ms`.
+    /// Also scrape the metrics endpoints this often during each measured window (default
+    /// `1s`, at least `100ms`; `off` or `0` for never): the report's gauge ranges and means
+    /// come from those samples, with a time series of requests running and waiting, KV-cache
+    /// usage, token and request rates.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub metrics_interval: Option<HumanDuration>,
+    pub metrics_interval: Option<crate::plan::MetricsInterval>,
     /// How prompts for this target are counted in tokens.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tokenizer: Option<TokenizerSpec>,

@@ -1,6 +1,6 @@
 //! The HTML's chart sections and the recheck chart: sweeps against concurrency, latency
-//! percentiles per phase, every request's latency over its phase and the server's time
-//! series. Markdown has none of them ([`super::sections`] says so).
+//! percentiles per phase and every request's latency over its phase. Markdown has none of
+//! them ([`super::sections`] says so).
 
 use crate::figure::Figure;
 use std::collections::BTreeSet;
@@ -8,8 +8,8 @@ use std::fmt::Write;
 
 use indexmap::IndexMap;
 
+use super::sampling;
 use super::svg::{self, RangeRow, RatioRow, Series};
-use super::{sampling, timeline};
 use crate::metrics::{Distribution, Interval};
 use crate::report::model::{DriftVerdict, PhaseResult, Report};
 
@@ -286,13 +286,5 @@ pub fn every_request(out: &mut String, report: &Report) {
     }
     if !any {
         out.push_str("<p class=\"note\">This report holds no per-request records.</p>\n");
-    }
-}
-
-/// Server metrics scraped during each phase.
-pub fn server_metrics(out: &mut String, report: &Report) {
-    for chart in timeline::charts(report) {
-        out.push_str(&chart);
-        out.push('\n');
     }
 }

@@ -134,6 +134,15 @@ pub fn gauge_names() -> impl Iterator<Item = &'static str> {
         .chain(EXTRA_GAUGES.iter().copied())
 }
 
+/// The server names of one normalized figure, in the table's order: the first a server
+/// exports is the one read.
+pub fn server_names(normalized: &str) -> impl Iterator<Item = &'static str> + '_ {
+    METRIC_NAMES
+        .iter()
+        .filter(move |(_, _, n)| *n == normalized)
+        .map(|(_, name, _)| *name)
+}
+
 /// A backend's own request count under its engine's name, where it keeps one.
 pub fn engine_request_counters() -> impl Iterator<Item = &'static str> {
     METRIC_NAMES
