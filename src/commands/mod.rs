@@ -7,6 +7,7 @@ mod args;
 mod compare;
 mod completions;
 mod expand;
+pub mod history;
 mod init;
 mod merge;
 mod recover;
@@ -78,6 +79,9 @@ pub enum Command {
     Merge(MergeArgs),
     /// Rebuild a killed run's report and requests.parquet from its journal.
     Recover(RecoverArgs),
+    /// The results store across runs: list, show, series, record, import, export, exclude,
+    /// retain.
+    History(history::HistoryArgs),
 }
 
 /// Run the parsed command; returns the process exit code.
@@ -95,6 +99,7 @@ pub fn run(cli: Cli) -> i32 {
         Command::Selftest(args) => selftest::run(&args),
         Command::Merge(args) => merge::run(&args),
         Command::Recover(args) => recover::run(&args),
+        Command::History(args) => history::run(args),
     }
 }
 

@@ -1,0 +1,148 @@
+//! `servebench history`: the results store across runs. The subcommand enum, where the store
+//! is, and the output every subcommand shares; one file per subcommand under `history/`.
+
+mod export;
+mod import;
+mod list;
+pub(super) mod record;
+mod retain;
+mod series;
+mod show;
+
+use std::path::{Path, PathBuf};
+
+use clap::{Args, Subcommand, ValueEnum};
+
+use crate::exit;
+use crate::history::{HistoryError, Location, OpenMode, store::SqlStore};
+
+pub use export::ExportArgs;
+pub use import::ImportArgs;
+pub use list::ListArgs;
+pub use record::RecordArgs;
+pub use retain::RetainArgs;
+pub use series::SeriesArgs;
+pub use show::ShowArgs;
+
+/// Where the runs go by default (`runs/<run id>/`), and so the default store beside them.
+pub const RUNS_DIR: &str = "runs";
+
+#[derive(Debug, Args)]
+pub struct HistoryArgs {
+    /// The store: a SQLite file or a postgres:// URL [default: $SERVEBENCH_HISTORY, else
+    /// runs/history.sqlite].
+    #[arg(long, global = true, value_name = "PATH|URL")]
+    pub history: Option<String>,
+    #[command(subcommand)]
+    pub command: HistoryCommand,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum HistoryCommand {
+    /// List recorded runs, oldest first.
+    List(ListArgs),
+    /// Show one run: where and what it ran, its phases and errors.
+    Show(ShowArgs),
+    /// Print one figure's series for a phase: every run's value, interval and marks.
+    Series(SeriesArgs),
+    /// Record servebench reports (a run records its own unless --no-history).
+    Record(RecordArgs),
+    /// Import servebench reports, the seeds' formats, AIPerf exports and vLLM bench serve
+    /// results.
+    Import(ImportArgs),
+    /// Write every table to a directory, as Parquet or CSV files.
+    Export(ExportArgs),
+    /// Mark a run as excluded from trends, with a reason.
+    Exclude(ExcludeArgs),
+    /// Delete old runs: keep the newest N per plan and/or drop those before a time.
+    Retain(RetainArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct ExcludeArgs {
+    /// The run's id (see `history list`).
+    pub run: String,
+    /// Why the run does not belong in the trends.
+    #[arg(long)]
+    pub reason: String,
+}
+
+/// The output format of the listing subcommands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum OutputFormat {
+    Md,
+    Json,
+}
+
+pub fn run(args: HistoryArgs) -> i32 {
+    let location = Location::resolve(args.history.as_deref(), Path::new(RUNS_DIR));
+    match args.command {
+        HistoryCommand::List(a) => list::run(&location, &a),
+        HistoryCommand::Show(a) => show::run(&location, &a),
+        HistoryCommand::Series(a) => series::run(&location, &a),
+        HistoryCommand::Record(a) => record::run(&location, &a),
+        HistoryCommand::Import(a) => import::run(&location, &a),
+        HistoryCommand::Export(a) => export::run(&location, &a),
+        HistoryCommand::Exclude(a) => exclude(&location, &a),
+        HistoryCommand::Retain(a) => retain::run(&location, &a),
+    }
+}
+
+fn exclude(location: &Location, args: &ExcludeArgs) -> i32 {
+    use crate::history::Store as _;
+    let result = open(location, OpenMode::Existing)
+        .and_then(|mut store| store.exclude(&args.run, &args.reason));
+    match result {
+        Ok(()) => {
+            eprintln!("excluded {}: {}", args.run, args.reason);
+            exit::SUCCESS
+        }
+        Err(e) => fail(&e),
+    }
+}
+
+fn open(location: &Location, mode: OpenMode) -> Result<SqlStore, HistoryError> {
+    crate::history::open(location, mode)
+}
+
+/// Print `e`; the exit code for it: 2 for what the user asked or gave, 3 when the store
+/// could not be used.
+fn fail(e: &HistoryError) -> i32 {
+    eprintln!("error: {e}");
+    match e {
+        HistoryError::NoSuchRun(_) | HistoryError::Invalid(_) | HistoryError::Input { .. } => {
+            exit::INVALID_INPUT
+        }
+        HistoryError::Open { .. }
+        | HistoryError::Corrupt { .. }
+        | HistoryError::NewerSchema { .. }
+        | HistoryError::Database { .. } => exit::RUN_FAILED,
+    }
+}
+
+/// `value` as pretty JSON with a final newline.
+fn to_json(value: &impl serde::Serialize) -> String {
+    serde_json::to_string_pretty(value).map_or_else(|e| format!("{{\"error\": \"{e}\"}}"), |s| s + "\n")
+}
+
+/// A markdown table; cells have `|` escaped.
+fn md_table(head: &[&str], rows: &[Vec<String>]) -> String {
+    let escape = |s: &str| s.replace('|', "\\|");
+    let mut out = format!("| {} |\n", head.join(" | "));
+    out.push_str(&format!("|{}\n", "---|".repeat(head.len())));
+    for row in rows {
+        let cells: Vec<String> = row.iter().map(|c| escape(c)).collect();
+        out.push_str(&format!("| {} |\n", cells.join(" | ")));
+    }
+    out
+}
+
+/// The output file argument every subcommand takes.
+#[derive(Debug, Clone, Args)]
+pub struct OutputArgs {
+    #[arg(long, value_enum, default_value = "md")]
+    pub format: OutputFormat,
+    /// Write here instead of stdout.
+    #[arg(short, long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
+}

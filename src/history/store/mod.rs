@@ -1,0 +1,20 @@
+//! The results store: the [`Store`] trait, its SQLite (default) and PostgreSQL backends over
+//! one SQL text, the versioned schema and its migrations, and export.
+
+mod export;
+mod model;
+mod open;
+mod postgres;
+mod read;
+pub mod schema;
+pub mod sql;
+mod sqlite;
+mod write;
+
+pub use export::{ExportFormat, export};
+pub use model::{Retention, RunFilter, RunSummary, Store, StoredRun, Table};
+pub use open::{
+    DEFAULT_FILE, HISTORY_ENV, Location, OpenMode, SqlStore, open, open_at_version,
+};
+pub use read::{json, trust_name};
+pub use write::normalize_time;
