@@ -13,6 +13,7 @@ mod gateway_example;
 mod gateway_metrics;
 mod golden;
 mod hardening;
+mod history;
 mod hooks;
 mod intervals;
 mod layout;

@@ -95,6 +95,15 @@ pub fn report_rows(
     if let Some(started_at) = &mapping.started_at {
         rows.run.started_at = started_at.clone();
     }
+    if chrono::DateTime::parse_from_rfc3339(&rows.run.started_at).is_err() {
+        return Err(HistoryError::Input {
+            path: path.display().to_string(),
+            detail: format!(
+                "its start time {:?} is not an RFC 3339 time: give --started-at",
+                rows.run.started_at
+            ),
+        });
+    }
     if mapping.phase.is_some() || mapping.target.is_some() {
         let [only] = rows.phases.as_mut_slice() else {
             return Err(HistoryError::Input {

@@ -1,0 +1,11 @@
+//! The results history: recording into SQLite and a real PostgreSQL server, the schema's
+//! versions, concurrent recorders, kills at the three points a run can die, imports, and the
+//! `history` command.
+
+mod cli;
+mod concurrency;
+mod imports;
+mod kill;
+mod schema;
+mod store;
+mod support;
