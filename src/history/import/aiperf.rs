@@ -50,9 +50,11 @@ pub fn summary(doc: &Value) -> Result<PeerSummary, String> {
         .filter(|m| m.is_object())
         .unwrap_or(doc);
     let avg = |name: &str| metrics.get(name).and_then(|m| number(m, "avg"));
-    let requests = avg("request_count")
+    let counted = avg("request_count")
         .ok_or("no `request_count` metric: not an AIPerf profile export")?;
     let errors = avg("error_request_count").unwrap_or(0.0);
+    // Newer exports count successes and errors together; older ones only successes.
+    let requests = avg("completed_request_count").unwrap_or(counted + errors);
     let version = doc
         .get("aiperf_version")
         .and_then(Value::as_str)
@@ -71,8 +73,7 @@ pub fn summary(doc: &Value) -> Result<PeerSummary, String> {
             .pointer("/loadgen/concurrency")
             .and_then(Value::as_i64),
         rate_rps: config.pointer("/loadgen/request_rate").and_then(Value::as_f64),
-        // Errors are requests too: AIPerf's request_count counts the successful ones.
-        requests: (requests + errors) as i64,
+        requests: requests as i64,
         errors: errors as i64,
         elapsed_s: avg("benchmark_duration").unwrap_or(0.0),
         settings: serde_json::json!({

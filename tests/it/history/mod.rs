@@ -6,6 +6,7 @@ mod cli;
 mod concurrency;
 mod imports;
 mod kill;
+mod real_aiperf;
 mod schema;
 mod store;
 mod support;
