@@ -54,6 +54,9 @@ pub enum HistoryCommand {
     Export(ExportArgs),
     /// Mark a run as excluded from trends, with a reason.
     Exclude(ExcludeArgs),
+    /// Name a run (`v1.2`, `before-upgrade`) so a baseline can pick it; the name moves from
+    /// whichever run of the plan held it.
+    Tag(TagArgs),
     /// Delete old runs: keep the newest N per plan and/or drop those before a time.
     Retain(RetainArgs),
 }
@@ -65,6 +68,14 @@ pub struct ExcludeArgs {
     /// Why the run does not belong in the trends.
     #[arg(long)]
     pub reason: String,
+}
+
+#[derive(Debug, Args)]
+pub struct TagArgs {
+    /// The run's id (see `history list`).
+    pub run: String,
+    /// The name.
+    pub tag: String,
 }
 
 /// The output format of the listing subcommands.
@@ -84,6 +95,7 @@ pub fn run(args: HistoryArgs) -> i32 {
         HistoryCommand::Import(a) => import::run(&location, &a),
         HistoryCommand::Export(a) => export::run(&location, &a),
         HistoryCommand::Exclude(a) => exclude(&location, &a),
+        HistoryCommand::Tag(a) => tag(&location, &a),
         HistoryCommand::Retain(a) => retain::run(&location, &a),
     }
 }
@@ -101,6 +113,19 @@ fn exclude(location: &Location, args: &ExcludeArgs) -> i32 {
     }
 }
 
+fn tag(location: &Location, args: &TagArgs) -> i32 {
+    use crate::history::Store as _;
+    let result =
+        open(location, OpenMode::Existing).and_then(|mut store| store.tag(&args.run, &args.tag));
+    match result {
+        Ok(()) => {
+            eprintln!("tagged {} `{}`", args.run, args.tag);
+            exit::SUCCESS
+        }
+        Err(e) => fail(&e),
+    }
+}
+
 fn open(location: &Location, mode: OpenMode) -> Result<SqlStore, HistoryError> {
     crate::history::open(location, mode)
 }
@@ -110,13 +135,15 @@ fn open(location: &Location, mode: OpenMode) -> Result<SqlStore, HistoryError> {
 fn fail(e: &HistoryError) -> i32 {
     eprintln!("error: {e}");
     match e {
-        HistoryError::NoSuchRun(_) | HistoryError::Invalid(_) | HistoryError::Input { .. } => {
-            exit::INVALID_INPUT
-        }
+        HistoryError::UnknownRun(_)
+        | HistoryError::UnknownAlert(_)
+        | HistoryError::Invalid(_)
+        | HistoryError::File { .. } => exit::INVALID_INPUT,
         HistoryError::Open { .. }
         | HistoryError::Corrupt { .. }
         | HistoryError::NewerSchema { .. }
-        | HistoryError::Database { .. } => exit::RUN_FAILED,
+        | HistoryError::Database { .. }
+        | HistoryError::Unsupported(_) => exit::RUN_FAILED,
     }
 }
 

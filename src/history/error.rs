@@ -25,11 +25,20 @@ pub enum HistoryError {
     Database { location: String, detail: String },
     /// No run with this id.
     #[error("no run `{0}` in the history (see `servebench history list`)")]
-    NoSuchRun(String),
+    UnknownRun(String),
+    /// No alert with this id.
+    #[error("no alert {0} in the history")]
+    UnknownAlert(i64),
     /// The request itself is wrong (an unknown figure, a bad filter).
     #[error("{0}")]
     Invalid(String),
-    /// An input file could not be read or understood.
-    #[error("{path}: {detail}")]
-    Input { path: String, detail: String },
+    /// An input file could not be read or understood (or an output file written).
+    #[error("{}: {message}", path.display())]
+    File {
+        path: std::path::PathBuf,
+        message: String,
+    },
+    /// The backend cannot do this.
+    #[error("this history backend cannot {0}")]
+    Unsupported(&'static str),
 }

@@ -348,9 +348,9 @@ pub(super) fn sha256_hex(bytes: &[u8]) -> String {
 
 /// sha256 of a file, read in blocks (a run's Parquet file may be large).
 pub(super) fn sha256_file(path: &Path) -> Result<String, HistoryError> {
-    let input = |e: std::io::Error| HistoryError::Input {
-        path: path.display().to_string(),
-        detail: format!("cannot read: {e}"),
+    let input = |e: std::io::Error| HistoryError::File {
+        path: path.to_path_buf(),
+        message: format!("cannot read: {e}"),
     };
     let mut file = std::fs::File::open(path).map_err(input)?;
     let mut hasher = Sha256::new();

@@ -59,9 +59,9 @@ pub fn run(location: &Location, args: &ImportArgs) -> i32 {
 }
 
 fn rows(path: &Path, mapping: &Mapping) -> Result<RunRows, HistoryError> {
-    let input = |detail: String| HistoryError::Input {
-        path: path.display().to_string(),
-        detail,
+    let input = |detail: String| HistoryError::File {
+        path: path.to_path_buf(),
+        message: detail,
     };
     let bytes = std::fs::read(path).map_err(|e| input(format!("cannot read: {e}")))?;
     let doc: serde_json::Value =

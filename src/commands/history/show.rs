@@ -37,7 +37,7 @@ pub fn run(location: &Location, args: &ShowArgs) -> i32 {
 
 fn markdown(stored: &StoredRun) -> String {
     let run = &stored.rows.run;
-    let mut out = format!("# Run {}\n\n", stored.id);
+    let mut out = format!("# Run {}\n\n", stored.summary.id);
     let facts = [
         ("Plan", Some(run.plan.clone())),
         ("Run id", Some(run.run_id.clone())),
@@ -49,7 +49,11 @@ fn markdown(stored: &StoredRun) -> String {
             Some(if run.complete { "yes" } else { "no (partial)" }.to_string()),
         ),
         ("Stop reason", run.stop_reason.clone()),
-        ("Excluded", stored.excluded.clone()),
+        ("Excluded", stored.summary.excluded.clone()),
+        (
+            "Tags",
+            Some(stored.summary.tags.join(", ")).filter(|t| !t.is_empty()),
+        ),
         ("Host", run.hostname.clone()),
         ("Plan sha256", run.plan_sha256.clone()),
         (
@@ -64,7 +68,7 @@ fn markdown(stored: &StoredRun) -> String {
                 format!("{p} (sha256 {})", run.records_sha256.as_deref().unwrap_or("?"))
             }),
         ),
-        ("Recorded", Some(stored.recorded_at.clone())),
+        ("Recorded", Some(stored.summary.recorded_at.clone())),
     ];
     for (label, value) in facts {
         if let Some(value) = value {

@@ -42,9 +42,9 @@ pub fn peer_rows(
     path: &Path,
     mapping: &Mapping,
 ) -> Result<RunRows, HistoryError> {
-    let input = |detail: String| HistoryError::Input {
-        path: path.display().to_string(),
-        detail,
+    let input = |detail: String| HistoryError::File {
+        path: path.to_path_buf(),
+        message: detail,
     };
     let (plan, phase, target) = match (&mapping.plan, &mapping.phase, &mapping.target) {
         (Some(plan), Some(phase), Some(target)) => (plan, phase, target),
@@ -96,9 +96,9 @@ pub fn report_rows(
         rows.run.started_at = started_at.clone();
     }
     if chrono::DateTime::parse_from_rfc3339(&rows.run.started_at).is_err() {
-        return Err(HistoryError::Input {
-            path: path.display().to_string(),
-            detail: format!(
+        return Err(HistoryError::File {
+            path: path.to_path_buf(),
+            message: format!(
                 "its start time {:?} is not an RFC 3339 time: give --started-at",
                 rows.run.started_at
             ),
@@ -106,9 +106,9 @@ pub fn report_rows(
     }
     if mapping.phase.is_some() || mapping.target.is_some() {
         let [only] = rows.phases.as_mut_slice() else {
-            return Err(HistoryError::Input {
-                path: path.display().to_string(),
-                detail: format!(
+            return Err(HistoryError::File {
+                path: path.to_path_buf(),
+                message: format!(
                     "holds {} phases; --phase and --target rename the phase of a one-phase report",
                     rows.phases.len()
                 ),

@@ -122,9 +122,9 @@ pub fn rows(
     id: Identity<'_>,
 ) -> Result<RunRows, HistoryError> {
     let started = chrono::DateTime::parse_from_rfc3339(id.started_at)
-        .map_err(|_| HistoryError::Input {
-            path: id.path.display().to_string(),
-            detail: format!("start time {:?} is not RFC 3339", id.started_at),
+        .map_err(|_| HistoryError::File {
+            path: id.path.to_path_buf(),
+            message: format!("start time {:?} is not RFC 3339", id.started_at),
         })?
         .with_timezone(&chrono::Utc);
     let run_id = format!(

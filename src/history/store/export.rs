@@ -39,9 +39,9 @@ pub fn export(
     dir: &Path,
     format: ExportFormat,
 ) -> Result<Vec<PathBuf>, HistoryError> {
-    let failed = |path: &Path, detail: String| HistoryError::Input {
-        path: path.display().to_string(),
-        detail,
+    let failed = |path: &Path, detail: String| HistoryError::File {
+        path: path.to_path_buf(),
+        message: detail,
     };
     std::fs::create_dir_all(dir).map_err(|e| failed(dir, format!("cannot create: {e}")))?;
     let mut written = Vec::new();

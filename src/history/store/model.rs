@@ -1,6 +1,7 @@
 //! The `Store` trait every backend implements, and what its queries take and return.
 
-use std::path::Path;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
@@ -31,6 +32,9 @@ pub trait Store {
     /// client-bound ones included and marked: callers decide).
     fn series(&self, key: &SeriesKey) -> Result<Vec<Point>, HistoryError>;
     fn exclude(&mut self, run: &str, reason: &str) -> Result<(), HistoryError>;
+    /// Give a run a name a baseline can pick it by; a tag names one run per plan (tagging
+    /// another run moves it).
+    fn tag(&mut self, run: &str, tag: &str) -> Result<(), HistoryError>;
     fn alerts(&self, plan: Option<&str>) -> Result<Vec<Alert>, HistoryError>;
     /// Insert or update alerts (the trends code computes them; the store keeps them). An
     /// alert with id 0 is new and gets an id.
@@ -58,24 +62,32 @@ pub struct RunFilter {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct RunSummary {
     pub id: RunId,
+    /// The report's own `run_id`.
     pub run_id: String,
     pub plan: String,
     pub source: RunSource,
+    /// RFC 3339, UTC.
     pub started_at: String,
     pub finished_at: Option<String>,
+    /// False for a partial run.
     pub complete: bool,
     pub excluded: Option<String>,
     pub phases: i64,
     pub tool: String,
     pub recorded_at: String,
+    /// Names a baseline may pick this run by (`history tag`).
+    pub tags: Vec<String>,
+    /// Where and against what it ran, flattened to labels (`host.os`, `labels.engine`,
+    /// `tool.version`, …): a label that differs from the run before is a provenance change.
+    pub provenance: BTreeMap<String, String>,
 }
 
 /// One run with everything stored about it.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct StoredRun {
-    pub id: RunId,
-    pub recorded_at: String,
-    pub excluded: Option<String>,
+    pub summary: RunSummary,
+    /// The report the run was recorded from.
+    pub report_path: Option<PathBuf>,
     #[serde(flatten)]
     pub rows: RunRows,
 }

@@ -127,6 +127,10 @@ impl Store for SqlStore {
         write::exclude(self.driver.as_ref(), run, reason)
     }
 
+    fn tag(&mut self, run: &str, tag: &str) -> Result<(), HistoryError> {
+        write::tag(self.driver.as_ref(), run, tag)
+    }
+
     fn alerts(&self, plan: Option<&str>) -> Result<Vec<Alert>, HistoryError> {
         read::alerts(self.driver.as_ref(), plan)
     }

@@ -1,5 +1,7 @@
 //! Reading the store back: runs, one run's rows, series keys and points, alerts, tables.
 
+use std::collections::BTreeMap;
+
 use serde_json::Value;
 
 use super::super::HistoryError;
@@ -34,7 +36,8 @@ fn damaged(driver: &dyn Driver, what: &str) -> HistoryError {
 
 const SUMMARY_COLUMNS: &str = "r.id, r.run_id, r.plan, r.source, r.started_at, r.finished_at,
     r.complete, r.excluded, r.tool, r.recorded_at,
-    (SELECT COUNT(*) FROM phases p WHERE p.run = r.id)";
+    (SELECT COUNT(*) FROM phases p WHERE p.run = r.id), r.tags, r.metadata, r.provenance,
+    r.hostname";
 
 fn summary(driver: &dyn Driver, row: &[Cell]) -> Result<RunSummary, HistoryError> {
     let text = |i: usize| row[i].string().ok_or_else(|| damaged(driver, "run field"));
@@ -50,7 +53,50 @@ fn summary(driver: &dyn Driver, row: &[Cell]) -> Result<RunSummary, HistoryError
         tool: text(8)?,
         recorded_at: text(9)?,
         phases: row[10].int().unwrap_or(0),
+        tags: serde_json::from_str(&text(11)?).map_err(|_| damaged(driver, "run's tags"))?,
+        provenance: labels(&text(12)?, row[13].text(), row[14].text(), &text(8)?),
     })
+}
+
+/// A run's provenance as flat labels: the plan's labels under `labels.`, the stored
+/// provenance by its key paths, the host and the tool.
+fn labels(
+    metadata: &str,
+    provenance: Option<&str>,
+    hostname: Option<&str>,
+    tool: &str,
+) -> BTreeMap<String, String> {
+    fn flatten(prefix: &str, value: &Value, out: &mut BTreeMap<String, String>) {
+        match value {
+            Value::Object(map) => {
+                for (k, v) in map {
+                    let key = if prefix.is_empty() {
+                        k.clone()
+                    } else {
+                        format!("{prefix}.{k}")
+                    };
+                    flatten(&key, v, out);
+                }
+            }
+            Value::Null => {}
+            Value::String(s) => {
+                out.insert(prefix.to_string(), s.clone());
+            }
+            other => {
+                out.insert(prefix.to_string(), other.to_string());
+            }
+        }
+    }
+    let mut out = BTreeMap::new();
+    flatten("labels", &json(metadata), &mut out);
+    if let Some(p) = provenance {
+        flatten("", &json(p), &mut out);
+    }
+    if let Some(host) = hostname {
+        out.insert("host.hostname".to_string(), host.to_string());
+    }
+    out.insert("tool".to_string(), tool.to_string());
+    out
 }
 
 pub fn runs(driver: &dyn Driver, filter: &RunFilter) -> Result<Vec<RunSummary>, HistoryError> {
@@ -93,6 +139,14 @@ pub fn runs(driver: &dyn Driver, filter: &RunFilter) -> Result<Vec<RunSummary>, 
 }
 
 pub fn run(driver: &dyn Driver, id: &str) -> Result<StoredRun, HistoryError> {
+    let summaries = driver.query(
+        &format!("SELECT {SUMMARY_COLUMNS} FROM runs r WHERE r.id = $1"),
+        &[Cell::from(id)],
+    )?;
+    let Some(summary) = summaries.first() else {
+        return Err(HistoryError::UnknownRun(id.to_string()));
+    };
+    let summary = self::summary(driver, summary)?;
     let rows = driver.query(
         "SELECT id, recorded_at, excluded, run_id, record_key, plan, source, started_at,
             finished_at, complete, stop_reason, tool, hostname, plan_sha256, report_path,
@@ -101,7 +155,7 @@ pub fn run(driver: &dyn Driver, id: &str) -> Result<StoredRun, HistoryError> {
         &[Cell::from(id)],
     )?;
     let Some(r) = rows.first() else {
-        return Err(HistoryError::NoSuchRun(id.to_string()));
+        return Err(HistoryError::UnknownRun(id.to_string()));
     };
     let text = |i: usize| r[i].string().ok_or_else(|| damaged(driver, "run field"));
     let run = RunRow {
@@ -125,9 +179,8 @@ pub fn run(driver: &dyn Driver, id: &str) -> Result<StoredRun, HistoryError> {
     };
     let phases = phases(driver, id)?;
     Ok(StoredRun {
-        id: text(0)?,
-        recorded_at: text(1)?,
-        excluded: r[2].string(),
+        summary,
+        report_path: run.report_path.as_ref().map(std::path::PathBuf::from),
         rows: RunRows { run, phases },
     })
 }

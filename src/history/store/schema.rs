@@ -98,8 +98,11 @@ fn migration(version: i64, dialect: Dialect) -> Vec<String> {
             )"
             .to_string(),
         ],
-        // Version 2: the alerts the trend analysis raises and people acknowledge.
-        2 => vec![format!(
+        // Version 2: the alerts the trend analysis raises and people acknowledge, and tags
+        // that baselines pick runs by.
+        2 => vec![
+            "ALTER TABLE runs ADD COLUMN tags TEXT NOT NULL DEFAULT '[]'".to_string(),
+            format!(
             "CREATE TABLE alerts (
                 id {},
                 plan TEXT NOT NULL,
@@ -114,8 +117,9 @@ fn migration(version: i64, dialect: Dialect) -> Vec<String> {
                 resolved_by TEXT,
                 note TEXT
             )",
-            dialect.serial_key()
-        )],
+                dialect.serial_key()
+            ),
+        ],
         _ => Vec::new(),
     }
 }

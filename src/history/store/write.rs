@@ -165,7 +165,39 @@ pub fn exclude(driver: &dyn Driver, run: &str, reason: &str) -> Result<(), Histo
             &[Cell::from(reason), Cell::from(run)],
         )?;
         if changed == 0 {
-            return Err(HistoryError::NoSuchRun(run.to_string()));
+            return Err(HistoryError::UnknownRun(run.to_string()));
+        }
+        Ok(())
+    })
+}
+
+pub fn tag(driver: &dyn Driver, run: &str, tag: &str) -> Result<(), HistoryError> {
+    in_write_transaction(driver, || {
+        let rows = driver.query("SELECT plan FROM runs WHERE id = $1", &[Cell::from(run)])?;
+        let plan = rows
+            .first()
+            .and_then(|r| r[0].string())
+            .ok_or_else(|| HistoryError::UnknownRun(run.to_string()))?;
+        // The tag leaves whichever run of the plan held it.
+        for row in driver.query(
+            "SELECT id, tags FROM runs WHERE plan = $1",
+            &[Cell::from(&plan)],
+        )? {
+            let (Some(id), Some(tags)) = (row[0].string(), row[1].string()) else {
+                continue;
+            };
+            let mut tags: Vec<String> = serde_json::from_str(&tags).unwrap_or_default();
+            let had = tags.len();
+            tags.retain(|t| t != tag);
+            if id == run {
+                tags.push(tag.to_string());
+            } else if tags.len() == had {
+                continue;
+            }
+            driver.execute(
+                "UPDATE runs SET tags = $1 WHERE id = $2",
+                &[Cell::from(serde_json::json!(tags).to_string()), Cell::from(&id)],
+            )?;
         }
         Ok(())
     })

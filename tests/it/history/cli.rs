@@ -120,11 +120,21 @@ fn show_series_exclude_and_retain_from_the_command_line() {
     assert!(text.contains("client_bound") && text.contains("HTTP 503"), "{text}");
     let json: serde_json::Value =
         serde_json::from_slice(&history(&["show", "r2", "--format", "json"]).stdout).unwrap();
-    assert_eq!(json["id"], "r2");
+    assert_eq!(json["summary"]["id"], "r2");
+    assert_eq!(json["summary"]["provenance"]["host.os"], "linux");
     assert_eq!(json["phases"].as_array().unwrap().len(), 6);
     assert_eq!(history(&["show", "nope"]).status.code(), Some(2));
 
     assert!(history(&["exclude", "r2", "--reason", "noisy neighbour"]).status.success());
+    // A tag names one run of the plan: tagging another moves it.
+    assert!(history(&["tag", "r1", "v1"]).status.success());
+    assert!(history(&["tag", "r3", "v1"]).status.success());
+    assert_eq!(history(&["tag", "nope", "v1"]).status.code(), Some(2));
+    let tags: Vec<serde_json::Value> = list_runs(store_arg, &[])
+        .iter()
+        .map(|r| r["tags"].clone())
+        .collect();
+    assert_eq!(tags, [serde_json::json!([]), serde_json::json!([]), serde_json::json!(["v1"])]);
     let series = |format: &str| {
         history(&[
             "series", "--plan", "gateway-demo", "--phase", "direct-c1", "--target", "direct",

@@ -132,7 +132,7 @@ fn peer_results_join_a_series_by_mapping_and_compare_on_shared_figures() {
     };
     let points = store.series(&key).unwrap();
     assert_eq!(points.len(), 3);
-    assert_eq!(points.last().unwrap().run, ours.id, "the servebench run is the newest");
+    assert_eq!(points.last().unwrap().run, ours.summary.id, "the servebench run is the newest");
     assert!(points.iter().all(|p| p.value > 0.0 && p.value < 1.0));
 }
 
