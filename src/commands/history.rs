@@ -149,7 +149,8 @@ fn fail(e: &HistoryError) -> i32 {
 
 /// `value` as pretty JSON with a final newline.
 fn to_json(value: &impl serde::Serialize) -> String {
-    serde_json::to_string_pretty(value).map_or_else(|e| format!("{{\"error\": \"{e}\"}}"), |s| s + "\n")
+    serde_json::to_string_pretty(value)
+        .map_or_else(|e| format!("{{\"error\": \"{e}\"}}"), |s| s + "\n")
 }
 
 /// A markdown table; cells have `|` escaped.

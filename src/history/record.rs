@@ -184,7 +184,7 @@ pub fn rows(report: &Report, report_path: Option<&Path>) -> Result<RunRows, Hist
         tool: format!("{} {}", report.tool.name, report.tool.version),
         hostname: Some(report.host.hostname.clone()).filter(|h| !h.is_empty()),
         plan_sha256: Some(report.plan_source.sha256.clone()),
-        report_path: report_path.map(|p| absolute(p)),
+        report_path: report_path.map(absolute),
         report_sha256,
         records_path: records.as_deref().map(absolute),
         records_sha256,
@@ -273,12 +273,10 @@ pub fn figures(phase: &PhaseResult) -> Vec<FigureRow> {
             let path: FigurePath = name.parse().ok()?;
             let value = path.value(phase).filter(|v| v.is_finite())?;
             let interval = match path {
-                FigurePath::Dist(figure, stat) if stat != Stat::Mean => {
-                    distribution(figure, phase)
-                        .and_then(|d| d.ci95)
-                        .and_then(|ci| ci.of(stat))
-                        .map(|i| (i.lo, i.hi))
-                }
+                FigurePath::Dist(figure, stat) if stat != Stat::Mean => distribution(figure, phase)
+                    .and_then(|d| d.ci95)
+                    .and_then(|ci| ci.of(stat))
+                    .map(|i| (i.lo, i.hi)),
                 _ => None,
             };
             Some(FigureRow {
@@ -370,4 +368,52 @@ fn absolute(path: &Path) -> String {
         .unwrap_or_else(|_| path.to_path_buf())
         .display()
         .to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_figure_path_with_a_value_is_recorded_with_its_interval() {
+        let report = crate::report::sample_report();
+        let phase = &report.phases[0];
+        let rows = figures(phase);
+        for row in &rows {
+            let path: FigurePath = row.figure.parse().unwrap();
+            assert_eq!(path.value(phase), Some(row.value), "{}", row.figure);
+        }
+        let ttft = phase.summary.ttft.unwrap();
+        let p50 = rows.iter().find(|r| r.figure == "ttft.p50").unwrap();
+        assert_eq!(
+            p50.interval,
+            ttft.ci95.and_then(|ci| ci.p50).map(|i| (i.lo, i.hi))
+        );
+        assert!(rows.iter().any(|r| r.figure == "error_rate"));
+        assert!(
+            rows.iter()
+                .all(|r| r.figure != "ttft.p50" || r.note.is_none())
+        );
+    }
+
+    #[test]
+    fn the_record_key_follows_the_report_not_the_file() {
+        let report = crate::report::sample_report();
+        let mut later = report.clone();
+        assert_eq!(record_key(&report), record_key(&later));
+        later.finished_at = Some("2099-01-01T00:00:00Z".into());
+        assert_ne!(record_key(&report), record_key(&later));
+    }
+
+    #[test]
+    fn the_deployment_changes_with_a_label_or_the_model() {
+        let labels = json!({"gpu": "H100"});
+        let base = deployment_sha256_of(&labels, "t", Some("m"), false);
+        assert_eq!(base, deployment_sha256_of(&labels, "t", Some("m"), false));
+        assert_ne!(
+            base,
+            deployment_sha256_of(&json!({"gpu": "H200"}), "t", Some("m"), false)
+        );
+        assert_ne!(base, deployment_sha256_of(&labels, "t", Some("m2"), false));
+    }
 }

@@ -115,18 +115,24 @@ fn the_history_reads_the_report_model_and_only_commands_call_it() {
         for (at, _) in text.match_indices("crate::report::") {
             let rest = &text[at + "crate::report::".len()..];
             assert!(
-                rest.starts_with("model")
-                    || rest.starts_with("formats::records::REQUESTS_FILE"),
+                rest.starts_with("model") || rest.starts_with("formats::records::REQUESTS_FILE"),
                 "{} reaches report::{}; the history reads only report::model",
                 path.display(),
-                rest.split(|c: char| c == ';' || c == '\n').next().unwrap_or_default()
+                rest.split([';', '\n'])
+                    .next()
+                    .unwrap_or_default()
             );
         }
     }
     // Above it only the commands: no runner, no report, nothing below calls the history.
     for path in sources(&src) {
         let relative = path.strip_prefix(&src).unwrap();
-        let top = relative.components().next().unwrap().as_os_str().to_string_lossy();
+        let top = relative
+            .components()
+            .next()
+            .unwrap()
+            .as_os_str()
+            .to_string_lossy();
         if ["history", "commands", "lib.rs"].contains(&top.as_ref()) {
             continue;
         }

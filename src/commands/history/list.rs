@@ -58,7 +58,9 @@ pub fn run(location: &Location, args: &ListArgs) -> i32 {
                 })
                 .collect();
             md_table(
-                &["Run", "Plan", "Started", "Complete", "Phases", "Source", "Excluded"],
+                &[
+                    "Run", "Plan", "Started", "Complete", "Phases", "Source", "Excluded",
+                ],
                 &rows,
             )
         }

@@ -53,7 +53,11 @@ fn is_seed(path: &Path) -> bool {
     std::fs::read(path)
         .ok()
         .and_then(|bytes| serde_json::from_slice::<serde_json::Value>(&bytes).ok())
-        .and_then(|doc| doc.get("schema").and_then(|s| s.as_str()).map(str::to_string))
+        .and_then(|doc| {
+            doc.get("schema")
+                .and_then(|s| s.as_str())
+                .map(str::to_string)
+        })
         .is_none_or(|schema| schema != crate::report::model::REPORT_SCHEMA)
 }
 
@@ -69,7 +73,8 @@ pub fn after_run(flag: Option<&str>, report: &Report, report_path: &Path) {
         .unwrap_or(Path::new("."));
     let location = Location::resolve(flag, runs_dir);
     let started = Instant::now();
-    let recorded = open(&location, OpenMode::Create).and_then(|mut s| s.record(report, Some(report_path)));
+    let recorded =
+        open(&location, OpenMode::Create).and_then(|mut s| s.record(report, Some(report_path)));
     match recorded {
         Ok(id) => eprintln!(
             "history: recorded {id}{} in {location} ({:.0} ms)",

@@ -42,7 +42,11 @@ pub fn run(location: &Location, args: &RetainArgs) -> i32 {
             for id in &ids {
                 println!("{id}");
             }
-            let verb = if args.dry_run { "would delete" } else { "deleted" };
+            let verb = if args.dry_run {
+                "would delete"
+            } else {
+                "deleted"
+            };
             eprintln!("{verb} {} run(s)", ids.len());
             exit::SUCCESS
         }

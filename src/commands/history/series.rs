@@ -106,7 +106,15 @@ fn markdown(key: &SeriesKey, points: &[Point]) -> String {
         key.target,
         key.plan,
         md_table(
-            &["Run", "Started", "Value", "95% interval", "Work", "Deployment", "Marks"],
+            &[
+                "Run",
+                "Started",
+                "Value",
+                "95% interval",
+                "Work",
+                "Deployment",
+                "Marks"
+            ],
             &rows
         )
     )

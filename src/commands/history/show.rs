@@ -41,7 +41,10 @@ fn markdown(stored: &StoredRun) -> String {
     let facts = [
         ("Plan", Some(run.plan.clone())),
         ("Run id", Some(run.run_id.clone())),
-        ("Source", Some(format!("{} ({})", run.source.name(), run.tool))),
+        (
+            "Source",
+            Some(format!("{} ({})", run.source.name(), run.tool)),
+        ),
         ("Started", Some(run.started_at.clone())),
         ("Finished", run.finished_at.clone()),
         (
@@ -58,14 +61,20 @@ fn markdown(stored: &StoredRun) -> String {
         ("Plan sha256", run.plan_sha256.clone()),
         (
             "Report",
-            run.report_path
-                .as_ref()
-                .map(|p| format!("{p} (sha256 {})", run.report_sha256.as_deref().unwrap_or("?"))),
+            run.report_path.as_ref().map(|p| {
+                format!(
+                    "{p} (sha256 {})",
+                    run.report_sha256.as_deref().unwrap_or("?")
+                )
+            }),
         ),
         (
             "Requests",
             run.records_path.as_ref().map(|p| {
-                format!("{p} (sha256 {})", run.records_sha256.as_deref().unwrap_or("?"))
+                format!(
+                    "{p} (sha256 {})",
+                    run.records_sha256.as_deref().unwrap_or("?")
+                )
             }),
         ),
         ("Recorded", Some(stored.summary.recorded_at.clone())),

@@ -50,8 +50,8 @@ pub fn summary(doc: &Value) -> Result<PeerSummary, String> {
         .filter(|m| m.is_object())
         .unwrap_or(doc);
     let avg = |name: &str| metrics.get(name).and_then(|m| number(m, "avg"));
-    let counted = avg("request_count")
-        .ok_or("no `request_count` metric: not an AIPerf profile export")?;
+    let counted =
+        avg("request_count").ok_or("no `request_count` metric: not an AIPerf profile export")?;
     let errors = avg("error_request_count").unwrap_or(0.0);
     // Newer exports count successes and errors together; older ones only successes.
     let requests = avg("completed_request_count").unwrap_or(counted + errors);
@@ -64,7 +64,10 @@ pub fn summary(doc: &Value) -> Result<PeerSummary, String> {
         tool: version,
         started_at: doc.get("start_time").and_then(Value::as_str).map(as_utc),
         finished_at: doc.get("end_time").and_then(Value::as_str).map(as_utc),
-        cancelled: doc.get("was_cancelled").and_then(Value::as_bool).unwrap_or(false),
+        cancelled: doc
+            .get("was_cancelled")
+            .and_then(Value::as_bool)
+            .unwrap_or(false),
         model: config
             .pointer("/endpoint/model_names/0")
             .and_then(Value::as_str)
@@ -72,7 +75,9 @@ pub fn summary(doc: &Value) -> Result<PeerSummary, String> {
         concurrency: config
             .pointer("/loadgen/concurrency")
             .and_then(Value::as_i64),
-        rate_rps: config.pointer("/loadgen/request_rate").and_then(Value::as_f64),
+        rate_rps: config
+            .pointer("/loadgen/request_rate")
+            .and_then(Value::as_f64),
         requests: requests as i64,
         errors: errors as i64,
         elapsed_s: avg("benchmark_duration").unwrap_or(0.0),
@@ -110,7 +115,12 @@ pub fn summary(doc: &Value) -> Result<PeerSummary, String> {
     );
     summary.figure("total_input_tokens", avg("total_isl"), 1.0, None);
     summary.figure("total_output_tokens", avg("total_osl"), 1.0, None);
-    summary.figure("elapsed", avg("benchmark_duration"), 1.0, Some(THROUGHPUT_NOTE));
+    summary.figure(
+        "elapsed",
+        avg("benchmark_duration"),
+        1.0,
+        Some(THROUGHPUT_NOTE),
+    );
     summary.count_figures();
     summary.errors_by_cause = doc
         .get("error_summary")
@@ -119,7 +129,10 @@ pub fn summary(doc: &Value) -> Result<PeerSummary, String> {
         .flatten()
         .filter_map(|e| {
             let details = e.get("error_details")?;
-            let kind = details.get("type").and_then(Value::as_str).unwrap_or("error");
+            let kind = details
+                .get("type")
+                .and_then(Value::as_str)
+                .unwrap_or("error");
             let status = details.get("code").and_then(Value::as_i64);
             let message = details.get("message").and_then(Value::as_str).unwrap_or("");
             Some(ErrorRow {
@@ -143,7 +156,9 @@ fn as_utc(text: &str) -> String {
         return text.to_string();
     }
     match chrono::NaiveDateTime::parse_from_str(text, "%Y-%m-%dT%H:%M:%S%.f") {
-        Ok(t) => t.and_utc().to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
+        Ok(t) => t
+            .and_utc()
+            .to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
         Err(_) => text.to_string(),
     }
 }

@@ -49,9 +49,14 @@ pub fn detect(doc: &Value) -> Option<PeerFormat> {
         || metrics
             .get("request_latency")
             .is_some_and(|m| m.get("unit").is_some());
-    let vllm = ["completed", "duration", "mean_ttft_ms", "request_throughput"]
-        .iter()
-        .all(|k| obj.contains_key(*k));
+    let vllm = [
+        "completed",
+        "duration",
+        "mean_ttft_ms",
+        "request_throughput",
+    ]
+    .iter()
+    .all(|k| obj.contains_key(*k));
     match (aiperf, vllm) {
         (true, false) => Some(PeerFormat::Aiperf),
         (false, true) => Some(PeerFormat::VllmBenchServe),
@@ -203,5 +208,33 @@ pub fn number(obj: &Value, key: &str) -> Option<f64> {
         Value::Number(n) => n.as_f64(),
         Value::String(s) => s.parse::<f64>().ok().filter(|v| v.is_finite()),
         _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn peers_are_told_apart_by_their_documented_fields() {
+        let aiperf = json!({"aiperf_version": "0.13.0", "request_latency": {"unit": "ms"}});
+        let older_aiperf = json!({"request_latency": {"unit": "ms", "avg": 1.0}});
+        let vllm = json!({"completed": 1, "duration": 2.0, "mean_ttft_ms": 3.0,
+                          "request_throughput": 0.5});
+        assert_eq!(detect(&aiperf), Some(PeerFormat::Aiperf));
+        assert_eq!(detect(&older_aiperf), Some(PeerFormat::Aiperf));
+        assert_eq!(detect(&vllm), Some(PeerFormat::VllmBenchServe));
+        assert_eq!(detect(&json!({"schema": "servebench.report/v1"})), None);
+        assert_eq!(detect(&json!([1, 2])), None);
+    }
+
+    #[test]
+    fn numbers_read_as_numbers_or_numeric_strings_but_not_infinity() {
+        let doc = json!({"a": 1.5, "b": "2.5", "c": "inf", "d": null});
+        assert_eq!(number(&doc, "a"), Some(1.5));
+        assert_eq!(number(&doc, "b"), Some(2.5));
+        assert_eq!(number(&doc, "c"), None);
+        assert_eq!(number(&doc, "d"), None);
+        assert_eq!(number(&doc, "e"), None);
     }
 }

@@ -45,7 +45,10 @@ pub fn summary(doc: &Value) -> Result<PeerSummary, String> {
         started_at: doc.get("date").and_then(Value::as_str).and_then(date),
         finished_at: None,
         cancelled: false,
-        model: doc.get("model_id").and_then(Value::as_str).map(str::to_string),
+        model: doc
+            .get("model_id")
+            .and_then(Value::as_str)
+            .map(str::to_string),
         concurrency: doc.get("max_concurrency").and_then(Value::as_i64),
         rate_rps: number(doc, "request_rate"),
         requests: (completed + failed) as i64,
@@ -83,8 +86,18 @@ pub fn summary(doc: &Value) -> Result<PeerSummary, String> {
         1.0,
         Some(THROUGHPUT_NOTE),
     );
-    summary.figure("total_input_tokens", number(doc, "total_input_tokens"), 1.0, None);
-    summary.figure("total_output_tokens", number(doc, "total_output_tokens"), 1.0, None);
+    summary.figure(
+        "total_input_tokens",
+        number(doc, "total_input_tokens"),
+        1.0,
+        None,
+    );
+    summary.figure(
+        "total_output_tokens",
+        number(doc, "total_output_tokens"),
+        1.0,
+        None,
+    );
     summary.figure("elapsed", number(doc, "duration"), 1.0, None);
     summary.count_figures();
     Ok(summary)
@@ -98,5 +111,8 @@ fn date(text: &str) -> Option<String> {
     }
     chrono::NaiveDateTime::parse_from_str(text, "%Y%m%d-%H%M%S")
         .ok()
-        .map(|t| t.and_utc().to_rfc3339_opts(chrono::SecondsFormat::Millis, true))
+        .map(|t| {
+            t.and_utc()
+                .to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
+        })
 }

@@ -98,7 +98,10 @@ fn message_type(table: &Table) -> String {
         } else {
             ""
         };
-        text.push_str(&format!("  OPTIONAL {physical} {}{logical};\n", column.name));
+        text.push_str(&format!(
+            "  OPTIONAL {physical} {}{logical};\n",
+            column.name
+        ));
     }
     text.push('}');
     text

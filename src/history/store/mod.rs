@@ -13,8 +13,6 @@ mod write;
 
 pub use export::{ExportFormat, export};
 pub use model::{Retention, RunFilter, RunSummary, Store, StoredRun, Table};
-pub use open::{
-    DEFAULT_FILE, HISTORY_ENV, Location, OpenMode, SqlStore, open, open_at_version,
-};
+pub use open::{DEFAULT_FILE, HISTORY_ENV, Location, OpenMode, SqlStore, open, open_at_version};
 pub use read::{json, trust_name};
 pub use write::normalize_time;

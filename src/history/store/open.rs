@@ -5,7 +5,7 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 
 use super::super::HistoryError;
-use super::model::{RunFilter, RunSummary, Retention, StoredRun, Store, Table};
+use super::model::{Retention, RunFilter, RunSummary, Store, StoredRun, Table};
 use super::postgres::{Postgres, redact};
 use super::sql::Driver;
 use super::sqlite::Sqlite;
@@ -41,7 +41,9 @@ impl Location {
     /// `--history` when given, else `SERVEBENCH_HISTORY`, else `history.sqlite` in
     /// `runs_dir` (the directory the run directories are in).
     pub fn resolve(flag: Option<&str>, runs_dir: &Path) -> Location {
-        let from_env = std::env::var(HISTORY_ENV).ok().filter(|v| !v.trim().is_empty());
+        let from_env = std::env::var(HISTORY_ENV)
+            .ok()
+            .filter(|v| !v.trim().is_empty());
         match flag.map(str::to_string).or(from_env) {
             Some(text) => Location::parse(&text),
             None => Location::Sqlite(runs_dir.join(DEFAULT_FILE)),
@@ -145,5 +147,46 @@ impl Store for SqlStore {
 
     fn tables(&self) -> Result<Vec<Table>, HistoryError> {
         read::tables(self.driver.as_ref())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_postgres_url_names_postgres_and_anything_else_a_file() {
+        assert_eq!(
+            Location::parse("postgresql://u@h/db"),
+            Location::Postgres("postgresql://u@h/db".into())
+        );
+        assert_eq!(
+            Location::parse("POSTGRES://u@h/db"),
+            Location::Postgres("POSTGRES://u@h/db".into())
+        );
+        assert_eq!(
+            Location::parse("runs/history.sqlite"),
+            Location::Sqlite("runs/history.sqlite".into())
+        );
+        // A password never reaches a message.
+        let shown = Location::parse("postgres://bench:s3cret@db:5432/b").to_string();
+        assert_eq!(shown, "postgres://bench:***@db:5432/b");
+    }
+
+    #[test]
+    fn the_flag_wins_then_the_default_beside_the_runs() {
+        // The variable is read from the process environment, so only the flag and the
+        // default are checked here (the CLI tests cover the variable in a child process).
+        if std::env::var_os(HISTORY_ENV).is_some() {
+            return;
+        }
+        assert_eq!(
+            Location::resolve(Some("x.sqlite"), Path::new("runs")),
+            Location::Sqlite("x.sqlite".into())
+        );
+        assert_eq!(
+            Location::resolve(None, Path::new("out")),
+            Location::Sqlite(Path::new("out").join(DEFAULT_FILE))
+        );
     }
 }

@@ -108,10 +108,16 @@ fn cells(row: &Row) -> Result<Vec<Cell>, postgres::Error> {
             let ty = row.columns()[i].type_();
             Ok(match *ty {
                 Type::BOOL => row.try_get::<_, Option<bool>>(i)?.map(Cell::Bool),
-                Type::INT2 => row.try_get::<_, Option<i16>>(i)?.map(|n| Cell::Int(n.into())),
-                Type::INT4 => row.try_get::<_, Option<i32>>(i)?.map(|n| Cell::Int(n.into())),
+                Type::INT2 => row
+                    .try_get::<_, Option<i16>>(i)?
+                    .map(|n| Cell::Int(n.into())),
+                Type::INT4 => row
+                    .try_get::<_, Option<i32>>(i)?
+                    .map(|n| Cell::Int(n.into())),
                 Type::INT8 => row.try_get::<_, Option<i64>>(i)?.map(Cell::Int),
-                Type::FLOAT4 => row.try_get::<_, Option<f32>>(i)?.map(|x| Cell::Real(x.into())),
+                Type::FLOAT4 => row
+                    .try_get::<_, Option<f32>>(i)?
+                    .map(|x| Cell::Real(x.into())),
                 Type::FLOAT8 => row.try_get::<_, Option<f64>>(i)?.map(Cell::Real),
                 _ => row.try_get::<_, Option<String>>(i)?.map(Cell::Text),
             }
@@ -186,10 +192,7 @@ impl Driver for Postgres {
 
     fn begin_write(&self) -> Result<(), HistoryError> {
         self.batch("BEGIN")?;
-        self.execute(
-            "SELECT pg_advisory_xact_lock($1)",
-            &[Cell::Int(WRITE_LOCK)],
-        )
-        .map(drop)
+        self.execute("SELECT pg_advisory_xact_lock($1)", &[Cell::Int(WRITE_LOCK)])
+            .map(drop)
     }
 }

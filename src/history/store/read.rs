@@ -324,10 +324,7 @@ pub fn keys(driver: &dyn Driver, plan: Option<&str>) -> Result<Vec<SeriesKey>, H
     )?;
     rows.iter()
         .map(|r| {
-            let text = |i: usize| {
-                r[i].string()
-                    .ok_or_else(|| damaged(driver, "series key"))
-            };
+            let text = |i: usize| r[i].string().ok_or_else(|| damaged(driver, "series key"));
             Ok(SeriesKey {
                 plan: text(0)?,
                 phase: text(1)?,
@@ -426,10 +423,8 @@ pub fn tables(driver: &dyn Driver) -> Result<Vec<Table>, HistoryError> {
     TABLES
         .iter()
         .map(|name| {
-            let (columns, rows) = driver.table(&format!(
-                "SELECT * FROM {name} ORDER BY {}",
-                order_by(name)
-            ))?;
+            let (columns, rows) =
+                driver.table(&format!("SELECT * FROM {name} ORDER BY {}", order_by(name)))?;
             Ok(Table {
                 name,
                 columns,

@@ -74,17 +74,20 @@ fn migration(version: i64, dialect: Dialect) -> Vec<String> {
             )"
             .to_string(),
             "CREATE INDEX phases_by_name ON phases (phase, target)".to_string(),
-            "CREATE TABLE figures (
-                run TEXT NOT NULL,
-                ordinal BIGINT NOT NULL,
-                figure TEXT NOT NULL,
-                value DOUBLE PRECISION NOT NULL,
-                lo DOUBLE PRECISION,
-                hi DOUBLE PRECISION,
-                note TEXT,
-                PRIMARY KEY (run, ordinal, figure)
-            )"
-            .to_string(),
+            // The biggest table (one row per figure): kept in its key's order only.
+            format!(
+                "CREATE TABLE figures (
+                    run TEXT NOT NULL,
+                    ordinal BIGINT NOT NULL,
+                    figure TEXT NOT NULL,
+                    value DOUBLE PRECISION NOT NULL,
+                    lo DOUBLE PRECISION,
+                    hi DOUBLE PRECISION,
+                    note TEXT,
+                    PRIMARY KEY (run, ordinal, figure)
+                ){}",
+                dialect.clustered()
+            ),
             "CREATE INDEX figures_by_name ON figures (figure, run)".to_string(),
             "CREATE TABLE errors (
                 run TEXT NOT NULL,
@@ -103,7 +106,7 @@ fn migration(version: i64, dialect: Dialect) -> Vec<String> {
         2 => vec![
             "ALTER TABLE runs ADD COLUMN tags TEXT NOT NULL DEFAULT '[]'".to_string(),
             format!(
-            "CREATE TABLE alerts (
+                "CREATE TABLE alerts (
                 id {},
                 plan TEXT NOT NULL,
                 phase TEXT NOT NULL,
@@ -210,7 +213,10 @@ pub fn prepare_to(driver: &dyn Driver, target: i64) -> Result<(), HistoryError> 
             )?;
             driver.execute(
                 &format!("INSERT INTO {META} (key, value) VALUES ('created_by', $1)"),
-                &[Cell::from(format!("servebench {}", env!("CARGO_PKG_VERSION")))],
+                &[Cell::from(format!(
+                    "servebench {}",
+                    env!("CARGO_PKG_VERSION")
+                ))],
             )?;
         }
         for version in current.unwrap_or(0) + 1..=target {

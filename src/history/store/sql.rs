@@ -127,6 +127,15 @@ impl Dialect {
             Dialect::Postgres => "BIGSERIAL PRIMARY KEY",
         }
     }
+
+    /// What makes a table stored in its primary key's order, once (SQLite keeps a rowid
+    /// table and a key index otherwise; PostgreSQL has no such choice).
+    pub fn clustered(self) -> &'static str {
+        match self {
+            Dialect::Sqlite => " WITHOUT ROWID",
+            Dialect::Postgres => "",
+        }
+    }
 }
 
 /// A connection to one store.

@@ -6,14 +6,18 @@ use super::super::{HistoryError, hook};
 use super::model::Retention;
 use super::sql::{Cell, Driver, in_write_transaction};
 
+/// Figures written by one INSERT (7 parameters each, well under either database's limit).
+const FIGURES_PER_STATEMENT: usize = 100;
+
 /// Record `rows` in one transaction; a retry of the same recording returns its id.
 pub fn record(driver: &dyn Driver, rows: &RunRows) -> Result<RunId, HistoryError> {
     let run = &rows.run;
-    let started_at = normalize_time(&run.started_at)
-        .ok_or_else(|| HistoryError::Invalid(format!(
+    let started_at = normalize_time(&run.started_at).ok_or_else(|| {
+        HistoryError::Invalid(format!(
             "run {}: started_at {:?} is not an RFC 3339 time",
             run.run_id, run.started_at
-        )))?;
+        ))
+    })?;
     in_write_transaction(driver, || {
         let existing = driver.query(
             "SELECT id FROM runs WHERE record_key = $1",
@@ -108,11 +112,23 @@ fn insert_phase(
             Cell::from(split.map(|s| s.e2e_ms)),
         ],
     )?;
-    for f in &p.figures {
-        driver.execute(
-            "INSERT INTO figures (run, ordinal, figure, value, lo, hi, note)
-             VALUES ($1, $2, $3, $4, $5, $6, $7)",
-            &[
+    // Many rows per statement: one round trip per hundred figures, not one per figure.
+    for chunk in p.figures.chunks(FIGURES_PER_STATEMENT) {
+        let mut values = Vec::with_capacity(chunk.len());
+        let mut params = Vec::with_capacity(chunk.len() * 7);
+        for f in chunk {
+            let n = params.len();
+            values.push(format!(
+                "(${}, ${}, ${}, ${}, ${}, ${}, ${})",
+                n + 1,
+                n + 2,
+                n + 3,
+                n + 4,
+                n + 5,
+                n + 6,
+                n + 7
+            ));
+            params.extend([
                 Cell::from(run),
                 Cell::from(ordinal),
                 Cell::from(&f.figure),
@@ -120,7 +136,14 @@ fn insert_phase(
                 Cell::from(f.interval.map(|i| i.0)),
                 Cell::from(f.interval.map(|i| i.1)),
                 Cell::from(f.note.clone()),
-            ],
+            ]);
+        }
+        driver.execute(
+            &format!(
+                "INSERT INTO figures (run, ordinal, figure, value, lo, hi, note) VALUES {}",
+                values.join(", ")
+            ),
+            &params,
         )?;
     }
     for e in &p.errors_by_cause {
@@ -196,7 +219,10 @@ pub fn tag(driver: &dyn Driver, run: &str, tag: &str) -> Result<(), HistoryError
             }
             driver.execute(
                 "UPDATE runs SET tags = $1 WHERE id = $2",
-                &[Cell::from(serde_json::json!(tags).to_string()), Cell::from(&id)],
+                &[
+                    Cell::from(serde_json::json!(tags).to_string()),
+                    Cell::from(&id),
+                ],
             )?;
         }
         Ok(())
@@ -313,4 +339,23 @@ pub fn normalize_time(text: &str) -> Option<String> {
 
 fn now() -> String {
     chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::normalize_time;
+
+    #[test]
+    fn times_are_kept_in_utc_so_text_order_is_time_order() {
+        assert_eq!(
+            normalize_time("2026-12-01T08:00:00+02:00").as_deref(),
+            Some("2026-12-01T06:00:00.000Z")
+        );
+        assert_eq!(
+            normalize_time("2026-12-01T06:00:00.123456Z").as_deref(),
+            Some("2026-12-01T06:00:00.123Z")
+        );
+        assert_eq!(normalize_time("unknown"), None);
+        assert_eq!(normalize_time("20261201-093000"), None);
+    }
 }

@@ -22,7 +22,14 @@ fn run_tiny(dir: &Path, out: &str, extra: &[&str], env: &[(&str, &str)]) -> std:
     std::fs::write(&plan, PLAN).unwrap();
     let mut cmd = servebench();
     cmd.current_dir(dir)
-        .args(["run", "--quiet", "--no-calibrate", "--no-latency-hint", "--out", out])
+        .args([
+            "run",
+            "--quiet",
+            "--no-calibrate",
+            "--no-latency-hint",
+            "--out",
+            out,
+        ])
         .args(extra)
         .arg(&plan);
     for (k, v) in env {
@@ -36,7 +43,11 @@ fn a_run_records_beside_its_directory_unless_told_otherwise() {
     let _guard = crate::common::exclusive_run_blocking();
     let dir = tempfile::tempdir().unwrap();
     let out = run_tiny(dir.path(), "runs/first", &[], &[]);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("history: recorded tiny-"), "{stderr}");
     let default = dir.path().join("runs/history.sqlite");
@@ -76,11 +87,23 @@ fn a_store_that_cannot_be_used_is_a_warning_and_the_report_stays() {
     let _guard = crate::common::exclusive_run_blocking();
     let dir = tempfile::tempdir().unwrap();
     let garbage = dir.path().join("broken.sqlite");
-    std::fs::write(&garbage, b"this is not a database, and it is long enough to matter....").unwrap();
-    let out = run_tiny(dir.path(), "runs/a", &["--history", garbage.to_str().unwrap()], &[]);
+    std::fs::write(
+        &garbage,
+        b"this is not a database, and it is long enough to matter....",
+    )
+    .unwrap();
+    let out = run_tiny(
+        dir.path(),
+        "runs/a",
+        &["--history", garbage.to_str().unwrap()],
+        &[],
+    );
     assert_eq!(out.status.code(), Some(0), "the run's own exit code");
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(stderr.contains("warning: the run was not recorded"), "{stderr}");
+    assert!(
+        stderr.contains("warning: the run was not recorded"),
+        "{stderr}"
+    );
     assert!(dir.path().join("runs/a/report.json").exists());
     assert_eq!(
         std::fs::read(&garbage).unwrap(),
@@ -97,14 +120,23 @@ fn show_series_exclude_and_retain_from_the_command_line() {
     let mut reports = Vec::new();
     for day in 1..=3 {
         doc["started_at"] = format!("2026-12-0{day}T10:00:00Z").into();
-        reports.push(write_report(dir.path(), &format!("r{day}"), &doc, &format!("r{day}")));
+        reports.push(write_report(
+            dir.path(),
+            &format!("r{day}"),
+            &doc,
+            &format!("r{day}"),
+        ));
     }
     let out = servebench()
         .args(["history", "record", "--history", store_arg])
         .args(&reports)
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     assert_eq!(String::from_utf8_lossy(&out.stdout), "r1\nr2\nr3\n");
 
     let history = |args: &[&str]| {
@@ -116,8 +148,14 @@ fn show_series_exclude_and_retain_from_the_command_line() {
     };
     let show = history(&["show", "r2"]);
     let text = String::from_utf8_lossy(&show.stdout);
-    assert!(text.contains("# Run r2") && text.contains("| gateway-c4 |"), "{text}");
-    assert!(text.contains("client_bound") && text.contains("HTTP 503"), "{text}");
+    assert!(
+        text.contains("# Run r2") && text.contains("| gateway-c4 |"),
+        "{text}"
+    );
+    assert!(
+        text.contains("client_bound") && text.contains("HTTP 503"),
+        "{text}"
+    );
     let json: serde_json::Value =
         serde_json::from_slice(&history(&["show", "r2", "--format", "json"]).stdout).unwrap();
     assert_eq!(json["summary"]["id"], "r2");
@@ -125,7 +163,11 @@ fn show_series_exclude_and_retain_from_the_command_line() {
     assert_eq!(json["phases"].as_array().unwrap().len(), 6);
     assert_eq!(history(&["show", "nope"]).status.code(), Some(2));
 
-    assert!(history(&["exclude", "r2", "--reason", "noisy neighbour"]).status.success());
+    assert!(
+        history(&["exclude", "r2", "--reason", "noisy neighbour"])
+            .status
+            .success()
+    );
     // A tag names one run of the plan: tagging another moves it.
     assert!(history(&["tag", "r1", "v1"]).status.success());
     assert!(history(&["tag", "r3", "v1"]).status.success());
@@ -134,11 +176,27 @@ fn show_series_exclude_and_retain_from_the_command_line() {
         .iter()
         .map(|r| r["tags"].clone())
         .collect();
-    assert_eq!(tags, [serde_json::json!([]), serde_json::json!([]), serde_json::json!(["v1"])]);
+    assert_eq!(
+        tags,
+        [
+            serde_json::json!([]),
+            serde_json::json!([]),
+            serde_json::json!(["v1"])
+        ]
+    );
     let series = |format: &str| {
         history(&[
-            "series", "--plan", "gateway-demo", "--phase", "direct-c1", "--target", "direct",
-            "--figure", "e2e.p99", "--format", format,
+            "series",
+            "--plan",
+            "gateway-demo",
+            "--phase",
+            "direct-c1",
+            "--target",
+            "direct",
+            "--figure",
+            "e2e.p99",
+            "--format",
+            format,
         ])
     };
     let md = String::from_utf8_lossy(&series("md").stdout).into_owned();
@@ -148,14 +206,24 @@ fn show_series_exclude_and_retain_from_the_command_line() {
     let rows: Vec<csv::StringRecord> = reader.records().map(Result::unwrap).collect();
     assert_eq!(rows.len(), 3);
     let value: f64 = rows[0][2].parse().unwrap();
-    assert_eq!(value, doc["phases"][0]["e2e"]["p99"].as_f64().unwrap(), "bit for bit");
+    assert_eq!(
+        value,
+        doc["phases"][0]["e2e"]["p99"].as_f64().unwrap(),
+        "bit for bit"
+    );
     let json: serde_json::Value = serde_json::from_slice(&series("json").stdout).unwrap();
     assert_eq!(json["points"][1]["excluded"], "noisy neighbour");
-    let bad = history(&["series", "--plan", "p", "--phase", "x", "--target", "t", "--figure", "ttft"]);
+    let bad = history(&[
+        "series", "--plan", "p", "--phase", "x", "--target", "t", "--figure", "ttft",
+    ]);
     assert_eq!(bad.status.code(), Some(2));
 
     let out_file = dir.path().join("list.json");
-    assert!(history(&["list", "--format", "json", "-o", out_file.to_str().unwrap()]).status.success());
+    assert!(
+        history(&["list", "--format", "json", "-o", out_file.to_str().unwrap()])
+            .status
+            .success()
+    );
     let listed: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&out_file).unwrap()).unwrap();
     assert_eq!(listed.as_array().unwrap().len(), 3);

@@ -67,13 +67,28 @@ fn sixteen_recorders_twenty_rounds_leave_every_run_once() {
         let want: BTreeSet<String> = reports
             .iter()
             .flatten()
-            .map(|p| p.parent().unwrap().file_name().unwrap().to_string_lossy().into_owned())
+            .map(|p| {
+                p.parent()
+                    .unwrap()
+                    .file_name()
+                    .unwrap()
+                    .to_string_lossy()
+                    .into_owned()
+            })
             .collect();
         assert_eq!(unique.into_iter().cloned().collect::<BTreeSet<_>>(), want);
         let phases_per_run = doc["phases"].as_array().unwrap().len();
-        assert_eq!(rows("phases").len(), ids.len() * phases_per_run, "{location}: phases");
+        assert_eq!(
+            rows("phases").len(),
+            ids.len() * phases_per_run,
+            "{location}: phases"
+        );
         let one = store.run(&ids[0]).unwrap();
         let figures_per_run: usize = one.rows.phases.iter().map(|p| p.figures.len()).sum();
-        assert_eq!(rows("figures").len(), ids.len() * figures_per_run, "{location}: figures");
+        assert_eq!(
+            rows("figures").len(),
+            ids.len() * figures_per_run,
+            "{location}: figures"
+        );
     }
 }

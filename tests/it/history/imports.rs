@@ -11,7 +11,9 @@ use servebench::history::{Location, OpenMode, SeriesKey, Store, open};
 use super::support::servebench;
 
 fn fixture(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures").join(name)
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures")
+        .join(name)
 }
 
 /// The same workload the peers' fixtures describe: 512 tokens in, 128 out, 4 at a time.
@@ -45,23 +47,40 @@ fn peer_results_join_a_series_by_mapping_and_compare_on_shared_figures() {
     let plan = dir.path().join("nightly.yaml");
     std::fs::write(&plan, PLAN).unwrap();
     let run = servebench()
-        .args(["run", "--quiet", "--no-calibrate", "--no-latency-hint", "--history"])
+        .args([
+            "run",
+            "--quiet",
+            "--no-calibrate",
+            "--no-latency-hint",
+            "--history",
+        ])
         .arg(&history)
         .arg("--out")
         .arg(dir.path().join("run"))
         .arg(&plan)
         .output()
         .unwrap();
-    assert!(run.status.success(), "{}", String::from_utf8_lossy(&run.stderr));
+    assert!(
+        run.status.success(),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
 
     let mapping = ["--plan", "nightly", "--phase", "c4", "--target", "sim"];
-    for file in ["history/profile_export_aiperf.json", "history/vllm-bench-serve.json"] {
+    for file in [
+        "history/profile_export_aiperf.json",
+        "history/vllm-bench-serve.json",
+    ] {
         // No mapping: refused, nothing stored.
         let out = import(&history, &fixture(file), &[]);
         assert_eq!(out.status.code(), Some(2), "{file}");
         assert!(String::from_utf8_lossy(&out.stderr).contains("--plan, --phase and --target"));
         let out = import(&history, &fixture(file), &mapping);
-        assert!(out.status.success(), "{file}: {}", String::from_utf8_lossy(&out.stderr));
+        assert!(
+            out.status.success(),
+            "{file}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
         // Importing the same file again finds it.
         let again = import(&history, &fixture(file), &mapping);
         assert_eq!(again.stdout, out.stdout, "{file}");
@@ -76,7 +95,11 @@ fn peer_results_join_a_series_by_mapping_and_compare_on_shared_figures() {
     };
     let ours = by_source("servebench");
     let figures = |run: &servebench::history::store::StoredRun| -> BTreeSet<String> {
-        run.rows.phases[0].figures.iter().map(|f| f.figure.clone()).collect()
+        run.rows.phases[0]
+            .figures
+            .iter()
+            .map(|f| f.figure.clone())
+            .collect()
     };
     let mine = figures(&ours);
     for peer in ["aiperf", "vllm_bench_serve"] {
@@ -97,7 +120,10 @@ fn peer_results_join_a_series_by_mapping_and_compare_on_shared_figures() {
             "errors",
             "error_rate",
         ] {
-            assert!(shared.contains(must), "{peer}: {must} not shared: {shared:?}");
+            assert!(
+                shared.contains(must),
+                "{peer}: {must} not shared: {shared:?}"
+            );
         }
         // What only servebench measures stays out of the comparison.
         assert!(!shared.contains("time_to_first_output.p50"), "{peer}");
@@ -105,14 +131,22 @@ fn peer_results_join_a_series_by_mapping_and_compare_on_shared_figures() {
         // Each figure whose definition differs keeps its note; e2e is the same everywhere.
         let rows = &theirs.rows.phases[0].figures;
         let note = |name: &str| rows.iter().find(|f| f.figure == name).unwrap().note.clone();
-        assert!(note("ttft.p99").is_some_and(|n| n.contains("reasoning")), "{peer}");
+        assert!(
+            note("ttft.p99").is_some_and(|n| n.contains("reasoning")),
+            "{peer}"
+        );
         assert_eq!(note("e2e.p99"), None, "{peer}");
         assert!(note("output_tokens_per_second").is_some(), "{peer}");
     }
     // Units: the peers' milliseconds became seconds, as servebench's ttft is.
     let vllm = by_source("vllm_bench_serve");
     let value = |name: &str| {
-        vllm.rows.phases[0].figures.iter().find(|f| f.figure == name).unwrap().value
+        vllm.rows.phases[0]
+            .figures
+            .iter()
+            .find(|f| f.figure == name)
+            .unwrap()
+            .value
     };
     assert_eq!(value("ttft.p50"), 38.75e-3);
     assert_eq!(value("requests"), 200.0);
@@ -132,7 +166,11 @@ fn peer_results_join_a_series_by_mapping_and_compare_on_shared_figures() {
     };
     let points = store.series(&key).unwrap();
     assert_eq!(points.len(), 3);
-    assert_eq!(points.last().unwrap().run, ours.summary.id, "the servebench run is the newest");
+    assert_eq!(
+        points.last().unwrap().run,
+        ours.summary.id,
+        "the servebench run is the newest"
+    );
     assert!(points.iter().all(|p| p.value > 0.0 && p.value < 1.0));
 }
 
@@ -142,16 +180,36 @@ fn the_seeds_import_under_their_own_names_or_a_mapping() {
     let history = dir.path().join("history.sqlite");
     let single = fixture("seeds/000_adbc5efdce65c6e3.txt");
     let gateway = fixture("seeds/004_00b102e15ffdad6e.txt");
-    let out = import(&history, &single, &["--plan", "capacity", "--phase", "c8", "--target", "vllm"]);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let out = import(
+        &history,
+        &single,
+        &["--plan", "capacity", "--phase", "c8", "--target", "vllm"],
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     // Seed 004 states no start time: the import asks for one.
     let out = import(&history, &gateway, &[]);
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("--started-at"));
-    let out = import(&history, &gateway, &["--started-at", "2026-11-02T09:00:00Z"]);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let out = import(
+        &history,
+        &gateway,
+        &["--started-at", "2026-11-02T09:00:00Z"],
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     // A many-phase report cannot be renamed to one phase.
-    let out = import(&history, &gateway, &["--phase", "x", "--started-at", "2026-11-02T09:00:00Z"]);
+    let out = import(
+        &history,
+        &gateway,
+        &["--phase", "x", "--started-at", "2026-11-02T09:00:00Z"],
+    );
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("phases"));
 
@@ -164,7 +222,10 @@ fn the_seeds_import_under_their_own_names_or_a_mapping() {
     assert_eq!(stored.rows.run.plan, "capacity");
     assert_eq!(stored.rows.phases[0].phase, "c8");
     assert_eq!(stored.rows.phases[0].target, "vllm");
-    let gateway_run = runs.iter().find(|r| r.source.name() == "multi_phase").unwrap();
+    let gateway_run = runs
+        .iter()
+        .find(|r| r.source.name() == "multi_phase")
+        .unwrap();
     assert_eq!(gateway_run.phases, 14);
 }
 
@@ -176,6 +237,9 @@ fn a_file_of_no_known_format_is_refused_with_what_was_expected() {
     let out = import(&dir.path().join("h.sqlite"), &file, &[]);
     assert_eq!(out.status.code(), Some(2));
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(stderr.contains("AIPerf") && stderr.contains("vLLM"), "{stderr}");
+    assert!(
+        stderr.contains("AIPerf") && stderr.contains("vLLM"),
+        "{stderr}"
+    );
     assert!(!dir.path().join("h.sqlite").exists(), "nothing was stored");
 }

@@ -38,12 +38,19 @@ fn start_run(dir: &Path, history: &str, at: KillAt) -> Child {
     let plan = dir.join("killed.yaml");
     std::fs::write(&plan, PLAN).unwrap();
     let mut cmd = servebench();
-    cmd.args(["run", "--quiet", "--no-calibrate", "--no-latency-hint", "--history", history])
-        .arg("--out")
-        .arg(dir.join("run"))
-        .arg(&plan)
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped());
+    cmd.args([
+        "run",
+        "--quiet",
+        "--no-calibrate",
+        "--no-latency-hint",
+        "--history",
+        history,
+    ])
+    .arg("--out")
+    .arg(dir.join("run"))
+    .arg(&plan)
+    .stdout(Stdio::null())
+    .stderr(Stdio::piped());
     match at {
         KillAt::MidPhase => {
             cmd.args(["--set", "duration=60s"]);
@@ -80,7 +87,8 @@ fn kill_at(mut child: Child, dir: &Path, at: KillAt) {
                 } else {
                     "in-commit"
                 };
-                seen.iter().any(|l: &String| l.contains(&format!("{PAUSED_LINE} {name}")))
+                seen.iter()
+                    .any(|l: &String| l.contains(&format!("{PAUSED_LINE} {name}")))
             }
         };
         if reached {
@@ -89,7 +97,10 @@ fn kill_at(mut child: Child, dir: &Path, at: KillAt) {
         if let Ok(line) = rx.recv_timeout(Duration::from_millis(100)) {
             seen.push(line);
         }
-        assert!(child.try_wait().unwrap().is_none(), "the run ended first: {seen:?}");
+        assert!(
+            child.try_wait().unwrap().is_none(),
+            "the run ended first: {seen:?}"
+        );
     }
     if matches!(at, KillAt::MidPhase) {
         // Well inside the 60 s phase.
@@ -116,7 +127,10 @@ fn a_run_killed_mid_phase_after_its_report_or_inside_the_commit_leaves_no_comple
             let run_dir = tempfile::tempdir().unwrap();
             let child = start_run(run_dir.path(), &history, at);
             kill_at(child, run_dir.path(), at);
-            assert!(run_dir.path().join("run/report.json").exists(), "{at:?}: a report");
+            assert!(
+                run_dir.path().join("run/report.json").exists(),
+                "{at:?}: a report"
+            );
             // From a fresh process: the earlier run only, nothing of the killed one.
             let runs = list_runs(&history, &[]);
             let ids: Vec<&str> = runs.iter().map(|r| r["id"].as_str().unwrap()).collect();

@@ -28,7 +28,10 @@ fn aiperf() -> Option<PathBuf> {
     if venv.join("stamp").exists() && bin.exists() {
         return Some(bin);
     }
-    let why = format!("AIPerf is not installed at {} (bash tests/real/aiperf-setup.sh)", bin.display());
+    let why = format!(
+        "AIPerf is not installed at {} (bash tests/real/aiperf-setup.sh)",
+        bin.display()
+    );
     assert!(std::env::var_os("CI").is_none(), "{why}");
     eprintln!("skipped: a real AIPerf export: {why}");
     None
@@ -44,7 +47,8 @@ fn tokenizer_cache(dir: &Path) -> PathBuf {
     std::fs::create_dir_all(&snapshot).unwrap();
     std::fs::create_dir_all(repo.join("refs")).unwrap();
     std::fs::write(repo.join("refs/main"), &commit).unwrap();
-    let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/tokenizers/smollm2-135m");
+    let source =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/tokenizers/smollm2-135m");
     for file in ["tokenizer.json", "tokenizer_config.json"] {
         std::fs::copy(source.join(file), snapshot.join(file)).unwrap();
     }
@@ -52,7 +56,11 @@ fn tokenizer_cache(dir: &Path) -> PathBuf {
 }
 
 fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
 }
 
 fn start_sim(port: u16) -> Killed {
@@ -84,11 +92,22 @@ fn a_real_aiperf_export_imports_and_compares_with_servebench_on_shared_figures()
     let _sim = start_sim(port);
     let artifacts = dir.path().join("aiperf");
     let out = Command::new(&aiperf)
-        .args(["profile", "-m", "sim", "--url", &format!("127.0.0.1:{port}")])
+        .args([
+            "profile",
+            "-m",
+            "sim",
+            "--url",
+            &format!("127.0.0.1:{port}"),
+        ])
         .args(["--endpoint-type", "chat", "--streaming"])
         .args(["--concurrency", &CONCURRENCY.to_string()])
         .args(["--request-count", &REQUESTS.to_string()])
-        .args(["--synthetic-input-tokens-mean", "512", "--output-tokens-mean", "128"])
+        .args([
+            "--synthetic-input-tokens-mean",
+            "512",
+            "--output-tokens-mean",
+            "128",
+        ])
         .args(["--tokenizer", "local/smollm2-135m", "--ui-type", "none"])
         .arg("--artifact-dir")
         .arg(&artifacts)
@@ -96,7 +115,11 @@ fn a_real_aiperf_export_imports_and_compares_with_servebench_on_shared_figures()
         .env("HF_HOME", tokenizer_cache(dir.path()))
         .output()
         .unwrap();
-    assert!(out.status.success(), "aiperf failed: {}", String::from_utf8_lossy(&out.stdout));
+    assert!(
+        out.status.success(),
+        "aiperf failed: {}",
+        String::from_utf8_lossy(&out.stdout)
+    );
     let export = artifacts.join("profile_export_aiperf.json");
 
     let history = dir.path().join("history.sqlite");
@@ -112,14 +135,24 @@ fn a_real_aiperf_export_imports_and_compares_with_servebench_on_shared_figures()
     )
     .unwrap();
     let run = servebench()
-        .args(["run", "--quiet", "--no-calibrate", "--no-latency-hint", "--history"])
+        .args([
+            "run",
+            "--quiet",
+            "--no-calibrate",
+            "--no-latency-hint",
+            "--history",
+        ])
         .arg(&history)
         .arg("--out")
         .arg(dir.path().join("run"))
         .arg(&plan)
         .output()
         .unwrap();
-    assert!(run.status.success(), "{}", String::from_utf8_lossy(&run.stderr));
+    assert!(
+        run.status.success(),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
     let phase = format!("c{CONCURRENCY}");
     let import = servebench()
         .args(["history", "import", "--history"])
@@ -128,7 +161,11 @@ fn a_real_aiperf_export_imports_and_compares_with_servebench_on_shared_figures()
         .args(["--plan", "same", "--phase", &phase, "--target", "sim"])
         .output()
         .unwrap();
-    assert!(import.status.success(), "{}", String::from_utf8_lossy(&import.stderr));
+    assert!(
+        import.status.success(),
+        "{}",
+        String::from_utf8_lossy(&import.stderr)
+    );
 
     let store = open(&Location::Sqlite(history), OpenMode::Existing).unwrap();
     let runs = store.runs(&Default::default()).unwrap();
@@ -139,23 +176,42 @@ fn a_real_aiperf_export_imports_and_compares_with_servebench_on_shared_figures()
     let (ours, theirs) = (run_of("servebench"), run_of("aiperf"));
     assert_eq!(theirs.requests, i64::from(REQUESTS));
     let value = |phase: &servebench::history::record::PhaseRow, name: &str| {
-        phase.figures.iter().find(|f| f.figure == name).map(|f| f.value)
+        phase
+            .figures
+            .iter()
+            .find(|f| f.figure == name)
+            .map(|f| f.value)
     };
     let names = |phase: &servebench::history::record::PhaseRow| -> BTreeSet<String> {
         phase.figures.iter().map(|f| f.figure.clone()).collect()
     };
-    let shared: BTreeSet<String> = names(&ours).intersection(&names(&theirs)).cloned().collect();
-    for must in ["ttft.p50", "tpot.p50", "e2e.p50", "output_tokens_per_second", "requests"] {
+    let shared: BTreeSet<String> = names(&ours)
+        .intersection(&names(&theirs))
+        .cloned()
+        .collect();
+    for must in [
+        "ttft.p50",
+        "tpot.p50",
+        "e2e.p50",
+        "output_tokens_per_second",
+        "requests",
+    ] {
         assert!(shared.contains(must), "{must} not shared: {shared:?}");
     }
     // Both clients timed the same server: decode-bound figures agree within a factor of two
     // (AIPerf's Python client adds its own overhead, so TTFT is only printed).
     for figure in &shared {
-        let (a, b) = (value(&ours, figure).unwrap(), value(&theirs, figure).unwrap());
+        let (a, b) = (
+            value(&ours, figure).unwrap(),
+            value(&theirs, figure).unwrap(),
+        );
         eprintln!("{figure}: servebench {a} aiperf {b}");
     }
     for figure in ["tpot.p50", "e2e.p50"] {
         let ratio = value(&theirs, figure).unwrap() / value(&ours, figure).unwrap();
-        assert!((0.5..2.0).contains(&ratio), "{figure}: aiperf / servebench = {ratio}");
+        assert!(
+            (0.5..2.0).contains(&ratio),
+            "{figure}: aiperf / servebench = {ratio}"
+        );
     }
 }

@@ -17,7 +17,10 @@ fn an_older_store_is_migrated_and_keeps_its_runs() {
         drop(old);
         let store = open(&location, OpenMode::Existing).unwrap();
         assert_eq!(store.runs(&RunFilter::default()).unwrap().len(), 1);
-        assert!(store.alerts(None).unwrap().is_empty(), "{location}: migrated to version 2");
+        assert!(
+            store.alerts(None).unwrap().is_empty(),
+            "{location}: migrated to version 2"
+        );
     }
 }
 
@@ -36,9 +39,14 @@ fn a_store_written_by_a_newer_version_is_refused_untouched() {
         let Err(e) = open(&location, OpenMode::Create) else {
             panic!("{location}: a newer store opened");
         };
-        assert!(matches!(e, HistoryError::NewerSchema { found, .. } if found == schema::SCHEMA_VERSION + 1));
+        assert!(
+            matches!(e, HistoryError::NewerSchema { found, .. } if found == schema::SCHEMA_VERSION + 1)
+        );
         let text = e.to_string();
-        assert!(text.contains("newer") && text.contains("upgrade servebench"), "{text}");
+        assert!(
+            text.contains("newer") && text.contains("upgrade servebench"),
+            "{text}"
+        );
         if let (Some(before), Location::Sqlite(path)) = (before, &location) {
             assert_eq!(std::fs::read(path).unwrap(), before);
         }
@@ -70,7 +78,12 @@ fn a_file_that_is_not_a_store_gives_a_clear_error_and_is_never_overwritten() {
     let out = servebench()
         .args(["history", "record", "--history"])
         .arg(&garbage)
-        .arg(super::support::write_report(dir.path(), "r", &rich_sample(), "r"))
+        .arg(super::support::write_report(
+            dir.path(),
+            "r",
+            &rich_sample(),
+            "r",
+        ))
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(3));
@@ -85,7 +98,10 @@ fn a_file_that_is_not_a_store_gives_a_clear_error_and_is_never_overwritten() {
     let Err(e) = open(&Location::Sqlite(foreign), OpenMode::Create) else {
         panic!("a foreign database opened as a store");
     };
-    assert!(e.to_string().contains("not a servebench history store"), "{e}");
+    assert!(
+        e.to_string().contains("not a servebench history store"),
+        "{e}"
+    );
 }
 
 #[test]

@@ -71,7 +71,10 @@ async fn a_real_run_recorded_into_sqlite_and_postgres_exports_the_same_rows() {
             let stored = store.run(&id).unwrap();
             assert_eq!(stored.rows.phases.len(), report.phases.len());
             assert!(stored.rows.run.complete);
-            assert!(stored.rows.run.records_sha256.is_some(), "requests.parquet is referenced");
+            assert!(
+                stored.rows.run.records_sha256.is_some(),
+                "requests.parquet is referenced"
+            );
             comparable(store.tables().unwrap())
         })
         .collect::<Vec<_>>()
@@ -93,7 +96,11 @@ fn stored_rows_read_back_as_recorded_and_a_retry_adds_nothing() {
     for location in backends(dir.path(), "rows read back") {
         let mut store = open(&location, OpenMode::Create).unwrap();
         let id = store.record(&report, Some(&path)).unwrap();
-        assert_eq!(store.record(&report, Some(&path)).unwrap(), id, "{location}");
+        assert_eq!(
+            store.record(&report, Some(&path)).unwrap(),
+            id,
+            "{location}"
+        );
         assert_eq!(store.runs(&RunFilter::default()).unwrap().len(), 1);
         let stored = store.run(&id).unwrap();
         let mut want = expected.clone();
@@ -105,8 +112,15 @@ fn stored_rows_read_back_as_recorded_and_a_retry_adds_nothing() {
         assert_eq!(phases[1].errors_by_cause[0].status, Some(503));
         let split = phases[1].split.as_ref().expect("split");
         assert_eq!(split.server_prefill_ms, 40.125);
-        assert_eq!(phases[1].conditions.server_queue_share, Some(12.5 / 355.9375));
-        let ttft = phases[0].figures.iter().find(|f| f.figure == "ttft.p99").unwrap();
+        assert_eq!(
+            phases[1].conditions.server_queue_share,
+            Some(12.5 / 355.9375)
+        );
+        let ttft = phases[0]
+            .figures
+            .iter()
+            .find(|f| f.figure == "ttft.p99")
+            .unwrap();
         assert_eq!(ttft.value, report.phases[0].summary.ttft.unwrap().p99);
         // A different report that reuses the run id is kept apart.
         let mut other = report.clone();
@@ -140,8 +154,14 @@ fn a_series_is_every_run_in_time_order_with_its_marks() {
         let runs: Vec<&str> = points.iter().map(|p| p.run.as_str()).collect();
         assert_eq!(runs, ["a", "b", "c"], "{location}");
         assert_eq!(points[0].started_at, "2026-12-01T06:00:00.000Z");
-        assert!(points.iter().all(|p| p.client_bound), "gateway-c4 is client-bound");
-        assert_eq!(points[1].excluded.as_deref(), Some("the server was being upgraded"));
+        assert!(
+            points.iter().all(|p| p.client_bound),
+            "gateway-c4 is client-bound"
+        );
+        assert_eq!(
+            points[1].excluded.as_deref(),
+            Some("the server was being upgraded")
+        );
         assert_eq!(
             points.iter().map(|p| p.partial).collect::<Vec<_>>(),
             [false, false, true]
@@ -156,7 +176,12 @@ fn a_series_is_every_run_in_time_order_with_its_marks() {
             since: Some("2026-12-02T00:00:00Z".into()),
             ..RunFilter::default()
         };
-        let ids: Vec<String> = store.runs(&since).unwrap().into_iter().map(|r| r.id).collect();
+        let ids: Vec<String> = store
+            .runs(&since)
+            .unwrap()
+            .into_iter()
+            .map(|r| r.id)
+            .collect();
         assert_eq!(ids, ["b", "c"]);
     }
 }
@@ -218,13 +243,20 @@ fn retention_keeps_the_newest_runs_of_each_plan() {
             dry_run: true,
         };
         assert_eq!(store.retain(&policy).unwrap(), ["alpha-0", "alpha-1"]);
-        assert_eq!(store.runs(&RunFilter::default()).unwrap().len(), 6, "dry run");
+        assert_eq!(
+            store.runs(&RunFilter::default()).unwrap().len(),
+            6,
+            "dry run"
+        );
         let policy = Retention {
             dry_run: false,
             before: Some("2026-12-02T00:00:00Z".into()),
             ..policy
         };
-        assert_eq!(store.retain(&policy).unwrap(), ["alpha-0", "beta-0", "alpha-1"]);
+        assert_eq!(
+            store.retain(&policy).unwrap(),
+            ["alpha-0", "beta-0", "alpha-1"]
+        );
         let left: Vec<String> = store
             .runs(&RunFilter::default())
             .unwrap()
@@ -235,7 +267,10 @@ fn retention_keeps_the_newest_runs_of_each_plan() {
         let tables = store.tables().unwrap();
         let figures = tables.iter().find(|t| t.name == "figures").unwrap();
         assert!(
-            figures.rows.iter().all(|r| !matches!(&r[0], Cell::Text(id) if id == "alpha-0")),
+            figures
+                .rows
+                .iter()
+                .all(|r| !matches!(&r[0], Cell::Text(id) if id == "alpha-0")),
             "a deleted run's figures go with it"
         );
     }

@@ -16,9 +16,8 @@ pub fn postgres(what: &str) -> Option<String> {
     match std::env::var(POSTGRES_ENV) {
         Ok(url) if !url.is_empty() => Some(url),
         _ => {
-            let why = format!(
-                "{POSTGRES_ENV} is unset (source .ci/postgres.sh && start_test_postgres)"
-            );
+            let why =
+                format!("{POSTGRES_ENV} is unset (source .ci/postgres.sh && start_test_postgres)");
             assert!(std::env::var_os("CI").is_none(), "{what}: {why}");
             eprintln!("skipped: {what}: {why}");
             None
