@@ -1,28 +1,36 @@
 //! `servebench history`: the results store across runs. The subcommand enum, where the store
 //! is, and the output every subcommand shares; one file per subcommand under `history/`.
 
+mod ack;
+mod baseline;
 mod export;
+mod gate;
 mod import;
 mod list;
 pub(super) mod record;
 mod retain;
 mod series;
 mod show;
+mod trend;
 
 use std::path::{Path, PathBuf};
 
 use clap::{Args, Subcommand, ValueEnum};
 
-use crate::exit;
-use crate::history::{HistoryError, Location, OpenMode, store::SqlStore};
+use crate::exit::Exit;
+use crate::history::{HistoryError, Location, OpenMode, Store, store::SqlStore};
 
+pub use ack::AckArgs;
+pub use baseline::BaselineArgs;
 pub use export::ExportArgs;
+pub use gate::GateArgs;
 pub use import::ImportArgs;
 pub use list::ListArgs;
 pub use record::RecordArgs;
 pub use retain::RetainArgs;
 pub use series::SeriesArgs;
 pub use show::ShowArgs;
+pub use trend::TrendArgs;
 
 /// Where the runs go by default (`runs/<run id>/`), and so the default store beside them.
 pub const RUNS_DIR: &str = "runs";
@@ -59,6 +67,16 @@ pub enum HistoryCommand {
     Tag(TagArgs),
     /// Delete old runs: keep the newest N per plan and/or drop those before a time.
     Retain(RetainArgs),
+    /// Render the trend report: open alerts, provenance changes and each series' changes
+    /// (markdown for a PR comment, or one offline HTML file with a chart per figure).
+    Trend(TrendArgs),
+    /// Exit 5 while an alert is open, or 1 when the latest run fails the gates against a
+    /// named baseline.
+    Gate(GateArgs),
+    /// Acknowledge an alert with a reason: it stays listed but no longer fails the gate.
+    Ack(AckArgs),
+    /// List the baselines of a baselines file and the run each names.
+    Baseline(BaselineArgs),
 }
 
 #[derive(Debug, Args)]
@@ -85,42 +103,53 @@ pub enum OutputFormat {
     Json,
 }
 
-pub fn run(args: HistoryArgs) -> i32 {
+pub fn run(args: &HistoryArgs) -> Exit {
     let location = Location::resolve(args.history.as_deref(), Path::new(RUNS_DIR));
-    match args.command {
-        HistoryCommand::List(a) => list::run(&location, &a),
-        HistoryCommand::Show(a) => show::run(&location, &a),
-        HistoryCommand::Series(a) => series::run(&location, &a),
-        HistoryCommand::Record(a) => record::run(&location, &a),
-        HistoryCommand::Import(a) => import::run(&location, &a),
-        HistoryCommand::Export(a) => export::run(&location, &a),
-        HistoryCommand::Exclude(a) => exclude(&location, &a),
-        HistoryCommand::Tag(a) => tag(&location, &a),
-        HistoryCommand::Retain(a) => retain::run(&location, &a),
+    match &args.command {
+        HistoryCommand::List(a) => list::run(&location, a),
+        HistoryCommand::Show(a) => show::run(&location, a),
+        HistoryCommand::Series(a) => series::run(&location, a),
+        HistoryCommand::Record(a) => record::run(&location, a),
+        HistoryCommand::Import(a) => import::run(&location, a),
+        HistoryCommand::Export(a) => export::run(&location, a),
+        HistoryCommand::Exclude(a) => exclude(&location, a),
+        HistoryCommand::Tag(a) => tag(&location, a),
+        HistoryCommand::Retain(a) => retain::run(&location, a),
+        HistoryCommand::Trend(a) => with_store(&location, |s| trend::run(a, s)),
+        HistoryCommand::Gate(a) => with_store(&location, |s| gate::run(a, s)),
+        HistoryCommand::Ack(a) => with_store(&location, |s| ack::run(a, s)),
+        HistoryCommand::Baseline(a) => with_store(&location, |s| baseline::run(a, s)),
     }
 }
 
-fn exclude(location: &Location, args: &ExcludeArgs) -> i32 {
-    use crate::history::Store as _;
+/// Open the existing store at `location` and run `f` on it (each write it makes is its own
+/// transaction).
+fn with_store(location: &Location, f: impl FnOnce(&mut dyn Store) -> Exit) -> Exit {
+    match open(location, OpenMode::Existing) {
+        Ok(mut store) => f(&mut store),
+        Err(e) => fail(&e),
+    }
+}
+
+fn exclude(location: &Location, args: &ExcludeArgs) -> Exit {
     let result = open(location, OpenMode::Existing)
         .and_then(|mut store| store.exclude(&args.run, &args.reason));
     match result {
         Ok(()) => {
             eprintln!("excluded {}: {}", args.run, args.reason);
-            exit::SUCCESS
+            Exit::Success
         }
         Err(e) => fail(&e),
     }
 }
 
-fn tag(location: &Location, args: &TagArgs) -> i32 {
-    use crate::history::Store as _;
+fn tag(location: &Location, args: &TagArgs) -> Exit {
     let result =
         open(location, OpenMode::Existing).and_then(|mut store| store.tag(&args.run, &args.tag));
     match result {
         Ok(()) => {
             eprintln!("tagged {} `{}`", args.run, args.tag);
-            exit::SUCCESS
+            Exit::Success
         }
         Err(e) => fail(&e),
     }
@@ -132,18 +161,18 @@ fn open(location: &Location, mode: OpenMode) -> Result<SqlStore, HistoryError> {
 
 /// Print `e`; the exit code for it: 2 for what the user asked or gave, 3 when the store
 /// could not be used.
-fn fail(e: &HistoryError) -> i32 {
+fn fail(e: &HistoryError) -> Exit {
     eprintln!("error: {e}");
     match e {
         HistoryError::UnknownRun(_)
         | HistoryError::UnknownAlert(_)
         | HistoryError::Invalid(_)
-        | HistoryError::File { .. } => exit::INVALID_INPUT,
+        | HistoryError::File { .. } => Exit::InvalidInput,
         HistoryError::Open { .. }
         | HistoryError::Corrupt { .. }
         | HistoryError::NewerSchema { .. }
         | HistoryError::Database { .. }
-        | HistoryError::Unsupported(_) => exit::RUN_FAILED,
+        | HistoryError::Unsupported(_) => Exit::RunFailed,
     }
 }
 

@@ -14,7 +14,7 @@ use super::HistoryError;
 use super::series::Conditions;
 use crate::metrics::trust::TrustVerdict;
 use crate::report::formats::records::REQUESTS_FILE;
-use crate::report::model::figure_path::{FigurePath, Stat, distribution, figure_path_names};
+use crate::report::model::figure_path::{FigurePath, Stat, figure_path_names};
 use crate::report::model::{PhaseResult, Report};
 
 /// Which tool and format a stored run's numbers came from.
@@ -136,7 +136,7 @@ pub struct SplitRow {
     pub server_queue_ms: Option<f64>,
     pub server_prefill_ms: f64,
     pub server_decode_ms: f64,
-    pub network_other_ms: f64,
+    pub frontend_network_ms: f64,
     pub e2e_ms: f64,
 }
 
@@ -246,7 +246,7 @@ pub fn phase_row(report: &Report, phase: &PhaseResult) -> PhaseRow {
             server_queue_ms: s.server_queue_ms,
             server_prefill_ms: s.server_prefill_ms,
             server_decode_ms: s.server_decode_ms,
-            network_other_ms: s.network_other_ms,
+            frontend_network_ms: s.frontend_network_ms,
             e2e_ms: s.e2e_ms,
         }),
         figures: figures(phase),
@@ -273,7 +273,9 @@ pub fn figures(phase: &PhaseResult) -> Vec<FigureRow> {
             let path: FigurePath = name.parse().ok()?;
             let value = path.value(phase).filter(|v| v.is_finite())?;
             let interval = match path {
-                FigurePath::Dist(figure, stat) if stat != Stat::Mean => distribution(figure, phase)
+                FigurePath::Dist(figure, stat) if stat != Stat::Mean => phase
+                    .summary
+                    .distribution(figure)
                     .and_then(|d| d.ci95)
                     .and_then(|ci| ci.of(stat))
                     .map(|i| (i.lo, i.hi)),
@@ -383,7 +385,10 @@ mod tests {
             let path: FigurePath = row.figure.parse().unwrap();
             assert_eq!(path.value(phase), Some(row.value), "{}", row.figure);
         }
-        let ttft = phase.summary.ttft.unwrap();
+        let ttft = phase
+            .summary
+            .distribution(crate::figure::Figure::Ttft)
+            .unwrap();
         let p50 = rows.iter().find(|r| r.figure == "ttft.p50").unwrap();
         assert_eq!(
             p50.interval,

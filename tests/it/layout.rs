@@ -77,70 +77,63 @@ fn report_folders_import_only_the_roles_before_them_and_have_no_loops() {
     }
 }
 
-/// Every `.rs` file under `dir`, subfolders included.
-fn sources(dir: &Path) -> Vec<std::path::PathBuf> {
-    let mut out = Vec::new();
-    for entry in std::fs::read_dir(dir).unwrap() {
-        let path = entry.unwrap().path();
-        if path.is_dir() {
-            out.extend(sources(&path));
-        } else if path.extension().is_some_and(|e| e == "rs") {
-            out.push(path);
+/// The results history sits above `report::model` and below `commands`: nothing under it
+/// reaches the runner, the scheduler or the command line, and nothing below it (the run's
+/// own modules) reaches into it.
+#[test]
+fn the_history_is_called_from_commands_and_reads_only_what_is_below_it() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = Vec::new();
+    let mut dirs = vec![src.clone()];
+    while let Some(dir) = dirs.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                dirs.push(path);
+            } else if path.extension().is_some_and(|e| e == "rs") {
+                files.push(path);
+            }
         }
     }
-    out
-}
-
-/// What the history may use: the report's model (and the name of the per-request file the
-/// store references), and the pure `figure` and `metrics` modules.
-const HISTORY_USES: [&str; 3] = ["history", "figure", "metrics"];
-
-#[test]
-fn the_history_reads_the_report_model_and_only_commands_call_it() {
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
-    let history = sources(&src.join("history"));
-    assert!(history.len() > 5, "the history has its files");
-    for path in &history {
+    let history = src.join("history");
+    for path in &files {
         let text = code(path);
-        for used in names_after(&text, "crate::") {
-            if used == "report" {
-                continue;
+        let used = names_after(&text, "crate::");
+        if path.starts_with(&history) {
+            for forbidden in [
+                "commands",
+                "runner",
+                "scheduler",
+                "schedule",
+                "shard",
+                "client",
+                "sim",
+            ] {
+                assert!(
+                    !used.contains(forbidden),
+                    "{} imports crate::{forbidden}",
+                    path.display()
+                );
             }
+            let report_parts = names_after(&text, "crate::report::");
             assert!(
-                HISTORY_USES.contains(&used),
-                "{} uses crate::{used}; the history may use only report::model, {HISTORY_USES:?}",
+                report_parts.iter().all(|p| [
+                    "model",
+                    "render",
+                    "formats",
+                    "Report",
+                    "write_atomic"
+                ]
+                .contains(p)),
+                "{} reads report::{report_parts:?}; the history reads the report model (and its chart and page parts)",
+                path.display()
+            );
+        } else if !path.starts_with(src.join("commands")) && !path.ends_with("lib.rs") {
+            assert!(
+                !used.contains("history"),
+                "{} imports crate::history",
                 path.display()
             );
         }
-        for (at, _) in text.match_indices("crate::report::") {
-            let rest = &text[at + "crate::report::".len()..];
-            assert!(
-                rest.starts_with("model") || rest.starts_with("formats::records::REQUESTS_FILE"),
-                "{} reaches report::{}; the history reads only report::model",
-                path.display(),
-                rest.split([';', '\n'])
-                    .next()
-                    .unwrap_or_default()
-            );
-        }
-    }
-    // Above it only the commands: no runner, no report, nothing below calls the history.
-    for path in sources(&src) {
-        let relative = path.strip_prefix(&src).unwrap();
-        let top = relative
-            .components()
-            .next()
-            .unwrap()
-            .as_os_str()
-            .to_string_lossy();
-        if ["history", "commands", "lib.rs"].contains(&top.as_ref()) {
-            continue;
-        }
-        let text = code(&path);
-        assert!(
-            !text.contains("crate::history") && !text.contains("servebench::history"),
-            "{} calls the history; only commands may",
-            path.display()
-        );
     }
 }

@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 
 use super::{fail, open};
-use crate::exit;
+use crate::exit::Exit;
 use crate::history::store::{ExportFormat, export};
 use crate::history::{Location, OpenMode, Store as _};
 
@@ -15,7 +15,7 @@ pub struct ExportArgs {
     pub format: ExportFormat,
 }
 
-pub fn run(location: &Location, args: &ExportArgs) -> i32 {
+pub fn run(location: &Location, args: &ExportArgs) -> Exit {
     let written = open(location, OpenMode::Existing)
         .and_then(|store| store.tables())
         .and_then(|tables| export(&tables, &args.dir, args.format));
@@ -24,7 +24,7 @@ pub fn run(location: &Location, args: &ExportArgs) -> i32 {
             for file in files {
                 println!("{}", file.display());
             }
-            exit::SUCCESS
+            Exit::Success
         }
         Err(e) => fail(&e),
     }

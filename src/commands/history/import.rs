@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 
 use super::{fail, open};
-use crate::exit;
+use crate::exit::Exit;
 use crate::history::import::{Mapping, detect_peer, peer_rows, report_rows};
 use crate::history::record::{RunRows, RunSource};
 use crate::history::{HistoryError, Location, OpenMode, Store as _};
@@ -30,7 +30,7 @@ pub struct ImportArgs {
     pub started_at: Option<String>,
 }
 
-pub fn run(location: &Location, args: &ImportArgs) -> i32 {
+pub fn run(location: &Location, args: &ImportArgs) -> Exit {
     let mapping = Mapping {
         plan: args.plan.clone(),
         phase: args.phase.clone(),
@@ -55,7 +55,7 @@ pub fn run(location: &Location, args: &ImportArgs) -> i32 {
             Err(e) => return fail(&e),
         }
     }
-    exit::SUCCESS
+    Exit::Success
 }
 
 fn rows(path: &Path, mapping: &Mapping) -> Result<RunRows, HistoryError> {

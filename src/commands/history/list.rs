@@ -2,6 +2,7 @@
 
 use super::{OutputArgs, OutputFormat, fail, md_table, open, to_json};
 use crate::commands::emit;
+use crate::exit::Exit;
 use crate::history::{Location, OpenMode, RunFilter, Store as _};
 
 #[derive(Debug, clap::Args)]
@@ -25,7 +26,7 @@ pub struct ListArgs {
     pub output: OutputArgs,
 }
 
-pub fn run(location: &Location, args: &ListArgs) -> i32 {
+pub fn run(location: &Location, args: &ListArgs) -> Exit {
     let filter = RunFilter {
         plan: args.plan.clone(),
         since: args.since.clone(),

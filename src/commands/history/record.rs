@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use super::{fail, open};
-use crate::exit;
+use crate::exit::Exit;
 use crate::history::hook::{PausePoint, pause_at};
 use crate::history::{Location, OpenMode, Store as _};
 use crate::report::model::Report;
@@ -17,18 +17,18 @@ pub struct RecordArgs {
     pub reports: Vec<PathBuf>,
 }
 
-pub fn run(location: &Location, args: &RecordArgs) -> i32 {
+pub fn run(location: &Location, args: &RecordArgs) -> Exit {
     let mut store = match open(location, OpenMode::Create) {
         Ok(store) => store,
         Err(e) => return fail(&e),
     };
-    let mut code = exit::SUCCESS;
+    let mut code = Exit::Success;
     for path in &args.reports {
         let report = match crate::report::read_report(path) {
             Ok(report) => report,
             Err(e) => {
                 eprintln!("error: {e}");
-                code = exit::INVALID_INPUT;
+                code = Exit::InvalidInput;
                 continue;
             }
         };
@@ -37,7 +37,7 @@ pub fn run(location: &Location, args: &RecordArgs) -> i32 {
                 "error: {}: not a servebench report; use `servebench history import` for other formats",
                 path.display()
             );
-            code = exit::INVALID_INPUT;
+            code = Exit::InvalidInput;
             continue;
         }
         match store.record(&report, Some(path)) {

@@ -1,7 +1,7 @@
 //! `history retain`: delete runs past a count per plan or older than a time.
 
 use super::{fail, open};
-use crate::exit;
+use crate::exit::Exit;
 use crate::history::store::Retention;
 use crate::history::{Location, OpenMode, Store as _};
 
@@ -18,10 +18,10 @@ pub struct RetainArgs {
     pub dry_run: bool,
 }
 
-pub fn run(location: &Location, args: &RetainArgs) -> i32 {
+pub fn run(location: &Location, args: &RetainArgs) -> Exit {
     if args.keep_last.is_none() && args.older_than.is_none() {
         eprintln!("error: give --keep-last N and/or --older-than DURATION");
-        return exit::INVALID_INPUT;
+        return Exit::InvalidInput;
     }
     let before = match args.older_than.map(chrono::Duration::from_std).transpose() {
         Ok(age) => age.map(|age| {
@@ -29,7 +29,7 @@ pub fn run(location: &Location, args: &RetainArgs) -> i32 {
         }),
         Err(_) => {
             eprintln!("error: --older-than is too long");
-            return exit::INVALID_INPUT;
+            return Exit::InvalidInput;
         }
     };
     let policy = Retention {
@@ -48,7 +48,7 @@ pub fn run(location: &Location, args: &RetainArgs) -> i32 {
                 "deleted"
             };
             eprintln!("{verb} {} run(s)", ids.len());
-            exit::SUCCESS
+            Exit::Success
         }
         Err(e) => fail(&e),
     }

@@ -1,5 +1,6 @@
 //! `history series`: one figure of one phase across runs, every point with its marks.
 
+use crate::exit::Exit;
 use std::path::PathBuf;
 
 use super::show::format_value;
@@ -34,10 +35,10 @@ pub enum SeriesFormat {
     Csv,
 }
 
-pub fn run(location: &Location, args: &SeriesArgs) -> i32 {
+pub fn run(location: &Location, args: &SeriesArgs) -> Exit {
     if let Err(e) = args.figure.parse::<FigurePath>() {
         eprintln!("error: --figure: {e}");
-        return crate::exit::INVALID_INPUT;
+        return Exit::InvalidInput;
     }
     let key = SeriesKey {
         plan: args.plan.clone(),

@@ -2,6 +2,7 @@
 
 use super::{OutputArgs, OutputFormat, fail, md_table, open, to_json};
 use crate::commands::emit;
+use crate::exit::Exit;
 use crate::history::record::PhaseRow;
 use crate::history::store::{StoredRun, json};
 use crate::history::{Location, OpenMode, Store as _};
@@ -23,7 +24,7 @@ const HEADLINE: [&str; 5] = [
     "error_rate",
 ];
 
-pub fn run(location: &Location, args: &ShowArgs) -> i32 {
+pub fn run(location: &Location, args: &ShowArgs) -> Exit {
     let run = match open(location, OpenMode::Existing).and_then(|s| s.run(&args.run)) {
         Ok(run) => run,
         Err(e) => return fail(&e),

@@ -1,7 +1,9 @@
 //! The results store: the [`Store`] trait, its SQLite (default) and PostgreSQL backends over
-//! one SQL text, the versioned schema and its migrations, and export.
+//! one SQL text, the versioned schema and its migrations, and export; `memory` is a store
+//! held in memory that the trend tests and benchmarks fill point by point.
 
 mod export;
+mod memory;
 mod model;
 mod open;
 mod postgres;
@@ -11,7 +13,9 @@ pub mod sql;
 mod sqlite;
 mod write;
 
+pub use super::HistoryError;
 pub use export::{ExportFormat, export};
+pub use memory::MemoryStore;
 pub use model::{Retention, RunFilter, RunSummary, Store, StoredRun, Table};
 pub use open::{DEFAULT_FILE, HISTORY_ENV, Location, OpenMode, SqlStore, open, open_at_version};
 pub use read::{json, trust_name};

@@ -192,7 +192,7 @@ fn phases(driver: &dyn Driver, run: &str) -> Result<Vec<PhaseRow>, HistoryError>
             errors, elapsed_s, cached_token_ratio, server_queue_share, server_uptime_s,
             split_requests, split_client_queue_ms, split_connect_ms, split_tls_ms,
             split_server_queue_ms, split_server_prefill_ms, split_server_decode_ms,
-            split_network_other_ms, split_e2e_ms
+            split_frontend_network_ms, split_e2e_ms
          FROM phases WHERE run = $1 ORDER BY ordinal",
         &[Cell::from(run)],
     )?;
@@ -213,7 +213,7 @@ fn phases(driver: &dyn Driver, run: &str) -> Result<Vec<PhaseRow>, HistoryError>
                     server_queue_ms: r[24].real(),
                     server_prefill_ms: real(25)?,
                     server_decode_ms: real(26)?,
-                    network_other_ms: real(27)?,
+                    frontend_network_ms: real(27)?,
                     e2e_ms: real(28)?,
                 }),
                 None => None,

@@ -68,7 +68,7 @@ fn migration(version: i64, dialect: Dialect) -> Vec<String> {
                 split_server_queue_ms DOUBLE PRECISION,
                 split_server_prefill_ms DOUBLE PRECISION,
                 split_server_decode_ms DOUBLE PRECISION,
-                split_network_other_ms DOUBLE PRECISION,
+                split_frontend_network_ms DOUBLE PRECISION,
                 split_e2e_ms DOUBLE PRECISION,
                 PRIMARY KEY (run, ordinal)
             )"

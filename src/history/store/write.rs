@@ -76,7 +76,7 @@ fn insert_phase(
             requests, errors, elapsed_s, cached_token_ratio, server_queue_share, server_uptime_s,
             split_requests, split_client_queue_ms, split_connect_ms, split_tls_ms,
             split_server_queue_ms, split_server_prefill_ms, split_server_decode_ms,
-            split_network_other_ms, split_e2e_ms)
+            split_frontend_network_ms, split_e2e_ms)
          VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17,
             $18, $19, $20, $21, $22, $23, $24, $25, $26, $27, $28, $29, $30)",
         &[
@@ -108,7 +108,7 @@ fn insert_phase(
             Cell::from(split.and_then(|s| s.server_queue_ms)),
             Cell::from(split.map(|s| s.server_prefill_ms)),
             Cell::from(split.map(|s| s.server_decode_ms)),
-            Cell::from(split.map(|s| s.network_other_ms)),
+            Cell::from(split.map(|s| s.frontend_network_ms)),
             Cell::from(split.map(|s| s.e2e_ms)),
         ],
     )?;

@@ -6,7 +6,9 @@ pub mod figure_path;
 mod report;
 pub mod schema;
 pub mod search;
+mod server_window;
 
 pub use endpoints::EndpointFacts;
 pub use report::*;
 pub use search::*;
+pub use server_window::*;

@@ -10,3 +10,4 @@ mod real_aiperf;
 mod schema;
 mod store;
 mod support;
+mod trends;

@@ -121,7 +121,14 @@ fn stored_rows_read_back_as_recorded_and_a_retry_adds_nothing() {
             .iter()
             .find(|f| f.figure == "ttft.p99")
             .unwrap();
-        assert_eq!(ttft.value, report.phases[0].summary.ttft.unwrap().p99);
+        assert_eq!(
+            ttft.value,
+            report.phases[0]
+                .summary
+                .distribution(servebench::figure::Figure::Ttft)
+                .unwrap()
+                .p99
+        );
         // A different report that reuses the run id is kept apart.
         let mut other = report.clone();
         other.started_at = "2026-12-01T10:00:00Z".to_string();

@@ -77,7 +77,7 @@ pub fn rich_sample() -> Value {
         "requests": 24,
         "split": {
             "requests": 24, "connect_ms": 0.25, "tls_ms": 0.0, "server_queue_ms": 12.5,
-            "server_prefill_ms": 40.125, "server_decode_ms": 300.0625, "network_other_ms": 3.0,
+            "server_prefill_ms": 40.125, "server_decode_ms": 300.0625, "frontend_network_ms": 3.0,
             "network_other_min_ms": -0.5, "e2e_ms": 355.9375
         }
     });
