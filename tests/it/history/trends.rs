@@ -336,7 +336,7 @@ fn trend_html_shows_the_alert_and_the_provenance_change_in_headless_chromium() {
 }
 
 /// The rates for nearby settings, for BENCHMARKS.md:
-/// `cargo test --test it history::rates_for_nearby_settings -- --ignored --nocapture`.
+/// `cargo test --test it history::trends::rates_for_nearby_settings -- --ignored --nocapture`.
 #[test]
 #[ignore]
 fn rates_for_nearby_settings() {
