@@ -315,6 +315,15 @@ async fn vllm_runs_the_quickstart_prefix_session_responses_and_messages_phases()
     check_sizes(&mut checks, quickstart, Some(OUTPUT_TOKENS));
     check_server_timing(&mut checks, quickstart);
     check_server_metrics(&mut checks, quickstart);
+    // Sampled during the window, the gauges see the requests in flight (before and after
+    // it, the server is idle).
+    let gauges = &quickstart["server_metrics"]["normalized_gauges"];
+    for gauge in ["requests_running", "kv_cache_usage"] {
+        checks.check(
+            gauges[gauge]["max"].as_f64().is_some_and(|m| m > 0.0),
+            || format!("quickstart-c2: {gauge} {} during the window", gauges[gauge]),
+        );
+    }
     check_sizes(&mut checks, shared, Some(4));
     check_server_timing(&mut checks, shared);
     check_server_metrics(&mut checks, shared);
