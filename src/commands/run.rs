@@ -100,6 +100,15 @@ pub fn run(args: RunArgs) -> Exit {
     match runtime.block_on(crate::runner::run(args.options())) {
         // An interrupted run wrote a partial report; it still did not finish.
         Ok(outcome) if outcome.interrupted => Exit::RunFailed,
+        // A search that stopped client-bound or indeterminate did not answer its question.
+        Ok(outcome)
+            if outcome
+                .report
+                .as_ref()
+                .is_some_and(|r| r.searches.iter().any(|s| s.lower_bound)) =>
+        {
+            Exit::Inconclusive
+        }
         Ok(_) => Exit::Success,
         Err(e) => {
             match &e {

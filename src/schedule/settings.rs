@@ -92,8 +92,28 @@ impl PhaseSettings<'_> {
                 crate::plan::SearchLoad::Concurrency => "concurrency",
                 crate::plan::SearchLoad::Rate => "rate (req/s, constant arrivals)",
             };
+            let needs: Vec<String> = s
+                .slo
+                .objectives()
+                .into_iter()
+                .filter_map(|o| match o {
+                    crate::plan::Objective::Stat(_, stat, _) => Some((o.name(), stat.quantile()?)),
+                    crate::plan::Objective::ErrorRate(_) => None,
+                })
+                .map(|(name, q)| {
+                    format!(
+                        "{name} passes from {} samples",
+                        crate::metrics::verdict::samples_to_pass(q)
+                    )
+                })
+                .collect();
+            let needs = if needs.is_empty() {
+                String::new()
+            } else {
+                format!(" ({})", needs.join(", "))
+            };
             return format!(
-                "capacity search over {kind} {}–{}, precision {}%, at most {} probes of {}",
+                "capacity search over {kind} {}–{}, precision {}%, at most {} probes of {}{needs}",
                 s.min,
                 s.max,
                 s.precision.0 * 100.0,
