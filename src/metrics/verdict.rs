@@ -85,7 +85,7 @@ pub fn batch_means_inflation(series: &[f64]) -> Option<f64> {
     Some(length as f64 * between / variance)
 }
 
-/// A percentile's bounds from values in time order.
+/// A percentile's bounds and verdict from values in time order.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct PercentileBounds {
     /// Lower bound; absent when the sample is too small to bound that side.
@@ -93,49 +93,63 @@ pub struct PercentileBounds {
     /// Upper bound; absent when the sample is too small to bound that side.
     pub hi: Option<f64>,
     pub samples: u64,
-    /// `samples` over the autocorrelation's variance inflation (at least 1).
+    /// `samples` over the autocorrelation's variance inflation (at least 1) of the share
+    /// within the limit: what the verdict rests on.
     pub effective_samples: f64,
+    pub verdict: Verdict,
 }
 
 impl PercentileBounds {
-    /// The `q`-quantile's bounds, each side missing with chance at most `tail`, from `series`
-    /// (values in time order) whose quantile estimate is `estimate`.
-    pub fn of(series: &[f64], q: f64, estimate: f64, tail: f64) -> Option<PercentileBounds> {
+    /// The `q`-quantile of `series` (values in time order), whose estimate is `estimate`,
+    /// against `limit` (it must be at most it), each side missing with chance at most `tail`.
+    ///
+    /// The verdict asks what the objective asks, whether a share `q` of values lie within the
+    /// limit: it counts them, at the effective sample size of that share. The bounds are the
+    /// quantile's own, at the effective sample size of the share within the estimate.
+    pub fn of(
+        series: &[f64],
+        q: f64,
+        estimate: f64,
+        limit: f64,
+        tail: f64,
+    ) -> Option<PercentileBounds> {
         let n = series.len();
         if n == 0 {
             return None;
         }
-        let below: Vec<f64> = series
-            .iter()
-            .map(|x| if *x <= estimate { 1.0 } else { 0.0 })
-            .collect();
-        let inflation = batch_means_inflation(&below).unwrap_or(1.0).max(1.0);
-        let effective = n as f64 / inflation;
-        let k = effective.floor().max(1.0) as u64;
-        let (l, u) = bound_ranks(k, q, tail);
         let mut sorted = series.to_vec();
         sorted.sort_by(f64::total_cmp);
+        let (k, scale) = effective(series, estimate);
+        let (l, u) = bound_ranks(k, q, tail);
         // A rank among the effective values stands for the same share of the whole sample.
-        let scale = n as f64 / k as f64;
         let at = |rank: f64| sorted[(rank as usize).clamp(1, n) - 1];
+        let (k_limit, scale_limit) = effective(series, limit);
+        let (l_limit, u_limit) = bound_ranks(k_limit, q, tail);
+        let within = series.iter().filter(|x| **x <= limit).count() as f64 / scale_limit;
+        let verdict = if u_limit.is_some_and(|u| within >= u as f64) {
+            Verdict::Pass
+        } else if l_limit.is_some_and(|l| within < l as f64) {
+            Verdict::Fail
+        } else {
+            Verdict::Indeterminate
+        };
         Some(PercentileBounds {
             lo: l.map(|l| at((l as f64 * scale).floor())),
             hi: u.map(|u| at((u as f64 * scale).ceil())),
             samples: n as u64,
-            effective_samples: effective,
+            effective_samples: n as f64 / scale_limit,
+            verdict,
         })
     }
+}
 
-    /// The verdict against `limit` (the quantile must be at most it).
-    pub fn verdict(&self, limit: f64) -> Verdict {
-        if self.hi.is_some_and(|hi| hi <= limit) {
-            Verdict::Pass
-        } else if self.lo.is_some_and(|lo| lo > limit) {
-            Verdict::Fail
-        } else {
-            Verdict::Indeterminate
-        }
-    }
+/// The effective sample size (whole) of the share of `series` at or below `threshold`, and
+/// how many values each effective one stands for.
+fn effective(series: &[f64], threshold: f64) -> (u64, f64) {
+    let below: Vec<f64> = series.iter().map(|x| f64::from(*x <= threshold)).collect();
+    let inflation = batch_means_inflation(&below).unwrap_or(1.0).max(1.0);
+    let k = (series.len() as f64 / inflation).floor().max(1.0) as u64;
+    (k, series.len() as f64 / k as f64)
 }
 
 #[cfg(test)]
@@ -196,7 +210,7 @@ mod tests {
                 0.5,
                 crate::plan::PercentileMethod::Linear,
             );
-            let b = PercentileBounds::of(&series, 0.5, estimate, VERDICT_TAIL).unwrap();
+            let b = PercentileBounds::of(&series, 0.5, estimate, 0.0, VERDICT_TAIL).unwrap();
             covered += usize::from(b.lo.unwrap() <= 0.0 && b.hi.unwrap() >= 0.0);
             let naive = crate::metrics::percentile_interval(&sorted, 0.5).unwrap();
             covered_naive += usize::from(naive.lo <= 0.0 && naive.hi >= 0.0);
@@ -211,13 +225,18 @@ mod tests {
     fn a_verdict_needs_its_side_bounded() {
         // 12 values all far over the limit: a p99 fails without an upper bound.
         let over = vec![5.0; 12];
-        let b = PercentileBounds::of(&over, 0.99, 5.0, look_tail(PROBE_LOOKS)).unwrap();
-        assert_eq!((b.hi, b.verdict(1.0)), (None, Verdict::Fail));
+        let tail = look_tail(PROBE_LOOKS);
+        let b = PercentileBounds::of(&over, 0.99, 5.0, 1.0, tail).unwrap();
+        assert_eq!((b.hi, b.verdict), (None, Verdict::Fail));
         // The same 12 values within the limit cannot pass a p99.
-        assert_eq!(b.verdict(10.0), Verdict::Indeterminate);
-        // Enough independent values within the limit pass.
-        let many: Vec<f64> = (0..samples_to_pass(0.99)).map(|i| (i % 97) as f64).collect();
-        let b = PercentileBounds::of(&many, 0.99, 96.0, look_tail(PROBE_LOOKS)).unwrap();
-        assert_eq!(b.verdict(100.0), Verdict::Pass);
+        let b = PercentileBounds::of(&over, 0.99, 5.0, 10.0, tail).unwrap();
+        assert_eq!(b.verdict, Verdict::Indeterminate);
+        // Enough values within the limit pass, one fewer cannot.
+        let needed = samples_to_pass(0.99) as usize;
+        let many: Vec<f64> = (0..needed).map(|i| (i % 97) as f64).collect();
+        let b = PercentileBounds::of(&many, 0.99, 96.0, 100.0, tail).unwrap();
+        assert_eq!(b.verdict, Verdict::Pass);
+        let b = PercentileBounds::of(&many[1..], 0.99, 96.0, 100.0, tail).unwrap();
+        assert_eq!(b.verdict, Verdict::Indeterminate);
     }
 }

@@ -87,8 +87,8 @@ impl Decide {
             let mut sorted = series.clone();
             sorted.sort_by(f64::total_cmp);
             let estimate = crate::metrics::percentile(&sorted, *q, self.method);
-            PercentileBounds::of(&series, *q, estimate, look_tail(PROBE_LOOKS))
-                .map_or(Verdict::Indeterminate, |b| b.verdict(*limit))
+            PercentileBounds::of(&series, *q, estimate, *limit, look_tail(PROBE_LOOKS))
+                .map_or(Verdict::Indeterminate, |b| b.verdict)
         });
         let verdicts: Vec<Verdict> = verdicts.by_ref().collect();
         if verdicts.contains(&Verdict::Fail) {

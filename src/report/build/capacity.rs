@@ -71,6 +71,7 @@ mod tests {
                     hi: Some(hi),
                     samples: 1000,
                     effective_samples: 1000.0,
+                    verdict,
                 }),
                 verdict,
                 passed: verdict == Verdict::Pass,

@@ -79,12 +79,12 @@ fn check(objective: Objective, summary: &PhaseSummary, records: &[RequestRecord]
             let mut sent: Vec<&RequestRecord> = records.iter().collect();
             sent.sort_by(|a, b| a.start_offset_ms.total_cmp(&b.start_offset_ms));
             let series: Vec<f64> = sent.iter().filter_map(|r| r.value(figure)).collect();
-            PercentileBounds::of(&series, q, estimate, look_tail(PROBE_LOOKS))
+            PercentileBounds::of(&series, q, estimate, limit, look_tail(PROBE_LOOKS))
         }),
         _ => None,
     };
     let verdict = match (&bounds, value) {
-        (Some(bounds), _) => bounds.verdict(limit),
+        (Some(bounds), _) => bounds.verdict,
         (None, value) => Verdict::of(value.is_some_and(|v| v <= limit)),
     };
     ObjectiveCheck {
