@@ -57,7 +57,8 @@ impl Exit {
             Exit::InvalidInput => "invalid plan, arguments or input file; nothing was sent",
             Exit::RunFailed => {
                 "the run or command failed: a server or simulator failure, an interrupt (the \
-                 partial report is written) or an output that could not be written"
+                 partial report is written), a phase whose every request failed (unless it sets \
+                 `expect_errors: true`) or an output that could not be written"
             }
             Exit::Inconclusive => {
                 "the run could not answer: a capacity search stopped client-bound or \

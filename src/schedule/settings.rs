@@ -41,6 +41,8 @@ pub struct PhaseSettings<'p> {
     pub drain_timeout: Duration,
     pub tolerance: Tolerance,
     pub recheck_of: Option<&'p str>,
+    /// The plan expects this phase's requests may all fail.
+    pub expect_errors: bool,
     pub tags: &'p [String],
     pub before: &'p [crate::plan::Hook],
     pub after: &'p [crate::plan::Hook],
@@ -228,6 +230,7 @@ fn resolve_phase<'p>(plan: &'p Plan, phase: &'p Phase) -> Result<PhaseSettings<'
             .unwrap_or(DEFAULT_DRAIN_TIMEOUT),
         tolerance: phase.tolerance.clone().unwrap_or_default(),
         recheck_of: phase.recheck.as_deref(),
+        expect_errors: phase.expect_errors,
         tags: &phase.tags,
         before: &phase.before,
         after: &phase.after,

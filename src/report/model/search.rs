@@ -62,9 +62,9 @@ pub struct SearchResult {
     /// indeterminate): `capacity` is only a lower bound.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub lower_bound: bool,
-    /// Where the capacity lies, from the probes' bounds at the ends of the bracket (the load
-    /// where the objective's upper bound reaches its limit, and where its lower bound does);
-    /// an end is absent when the bracket is open on that side.
+    /// Where the capacity lies: from the highest load whose probe earned `pass` to the lowest
+    /// whose probe earned `fail`, each a verdict from the probe's bounds; an end is absent
+    /// when the bracket is open on that side.
     #[serde(default)]
     pub capacity_interval: [Option<f64>; 2],
     /// At the capacity probe: successful requests per second that met every latency
