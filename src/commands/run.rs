@@ -96,9 +96,9 @@ fn failed_phases(report: Option<&crate::report::Report>) -> Vec<String> {
     };
     let settings = crate::schedule::resolve(&report.plan).unwrap_or_default();
     let expected = |name: &str| {
-        settings
-            .iter()
-            .any(|s| s.expect_errors && (s.name == name || name.starts_with(&format!("{}/", s.name))))
+        settings.iter().any(|s| {
+            s.expect_errors && (s.name == name || name.starts_with(&format!("{}/", s.name)))
+        })
     };
     report
         .phases

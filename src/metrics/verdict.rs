@@ -73,8 +73,7 @@ pub fn batch_means_inflation(series: &[f64]) -> Option<f64> {
     let length = n / batches;
     let used = &series[..batches * length];
     let mean = used.iter().sum::<f64>() / used.len() as f64;
-    let variance =
-        used.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (used.len() - 1) as f64;
+    let variance = used.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (used.len() - 1) as f64;
     if variance <= 0.0 {
         return None;
     }
@@ -178,7 +177,10 @@ mod tests {
         let series = ar1(400_000, rho, &mut rng);
         // The mean of an AR(1) series: (1 + ρ) / (1 − ρ) = 9.
         let mean_inflation = batch_means_inflation(&series).unwrap();
-        assert!((mean_inflation - 9.0).abs() < 9.0 * 0.15, "{mean_inflation}");
+        assert!(
+            (mean_inflation - 9.0).abs() < 9.0 * 0.15,
+            "{mean_inflation}"
+        );
         // The indicator `x ≤ 0` (the median): lag-k correlation (2/π)·asin(ρ^k).
         let analytic = 1.0
             + 2.0
@@ -205,11 +207,8 @@ mod tests {
             let series = ar1(2000, 0.9, &mut rng);
             let mut sorted = series.clone();
             sorted.sort_by(f64::total_cmp);
-            let estimate = crate::metrics::percentile(
-                &sorted,
-                0.5,
-                crate::plan::PercentileMethod::Linear,
-            );
+            let estimate =
+                crate::metrics::percentile(&sorted, 0.5, crate::plan::PercentileMethod::Linear);
             let b = PercentileBounds::of(&series, 0.5, estimate, 0.0, VERDICT_TAIL).unwrap();
             covered += usize::from(b.lo.unwrap() <= 0.0 && b.hi.unwrap() >= 0.0);
             let naive = crate::metrics::percentile_interval(&sorted, 0.5).unwrap();

@@ -19,13 +19,13 @@ use crate::workload::{PromptQueue, PromptSource, WorkloadContext};
 
 use super::calibrate;
 use super::collect::{CollectSettings, PhaseCollector};
+use super::decide::Decide;
 use super::options::LongRunOptions;
 use super::options::RunError;
 use super::output::{FactsStage, Journal, Window};
 use super::phase_seed;
 use super::saturation::Saturation;
 use super::scrape;
-use super::decide::Decide;
 use super::stable::Stable;
 use super::targets::PhaseTarget;
 use super::watch::{Watched, WindowWatch, window_stops};

@@ -37,8 +37,7 @@ impl Phases<'_> {
         let mut probes = Vec::new();
         let mut capacity_goodput = None;
         // The probes at the ends of the bracket, for the capacity's interval.
-        let (mut at_pass, mut at_fail): (Option<ProbeOutcome>, Option<ProbeOutcome>) =
-            (None, None);
+        let (mut at_pass, mut at_fail): (Option<ProbeOutcome>, Option<ProbeOutcome>) = (None, None);
         let calibration = report.client_calibration.clone();
         let (stop_reason, lower_bound) = loop {
             if self.stops.stop_starting.is_cancelled() {
@@ -138,7 +137,9 @@ impl Phases<'_> {
                 Ok(levels) if levels.running.is_none() && levels.waiting.is_none() => {
                     return Ok(());
                 }
-                Ok(levels) if levels.running.unwrap_or(0.0) + levels.waiting.unwrap_or(0.0) == 0.0 => {
+                Ok(levels)
+                    if levels.running.unwrap_or(0.0) + levels.waiting.unwrap_or(0.0) == 0.0 =>
+                {
                     return Ok(());
                 }
                 Ok(_) if started.elapsed() < DRAIN_WAIT => {}
@@ -153,7 +154,10 @@ impl Phases<'_> {
                     return Ok(());
                 }
                 Err(e) => {
-                    eprintln!("warning: probe `{}`: cannot tell whether the server drained: {e}", phase.name);
+                    eprintln!(
+                        "warning: probe `{}`: cannot tell whether the server drained: {e}",
+                        phase.name
+                    );
                     return Ok(());
                 }
             }

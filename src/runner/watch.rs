@@ -13,9 +13,9 @@ use crate::report::SaturationStop;
 use crate::scheduler::Stops;
 use crate::scheduler::live::{Keep, LiveTally, SharedTally};
 
+use super::decide::Decide;
 use super::hooks::HookContext;
 use super::marks::{DuringRun, run_during};
-use super::decide::Decide;
 use super::saturation::Saturation;
 use super::stable::Stable;
 

@@ -226,7 +226,10 @@ mod tests {
         let mut course = Course::new(&s);
         course.stop_client_bound(1.0);
         let reason = course.next().unwrap_err();
-        assert_eq!(reason.describe(SearchLoad::Rate), "stopped: client-bound at 1 req/s");
+        assert_eq!(
+            reason.describe(SearchLoad::Rate),
+            "stopped: client-bound at 1 req/s"
+        );
         assert!(!StopReason::PrecisionReached.is_inconclusive());
     }
 }

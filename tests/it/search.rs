@@ -245,7 +245,12 @@ async fn a_search_limits_tool_call_ttft() {
     let report = run_plan(dir.path(), yaml).await;
     if report.searches.iter().any(|s| s.lower_bound) {
         // A busy machine held the client twice in a row: the search said so, nothing to judge.
-        assert!(report.searches.iter().any(|s| s.stop_reason.contains("client-bound")));
+        assert!(
+            report
+                .searches
+                .iter()
+                .any(|s| s.stop_reason.contains("client-bound"))
+        );
         return;
     }
     // A client-bound probe ran again at the same load: only the trusted runs decided.
@@ -321,7 +326,10 @@ fn a_probe_at_its_limit_is_indeterminate_after_its_duration() {
     );
     for phase in &report.phases {
         let probe = phase.probe.as_ref().unwrap();
-        assert_eq!(probe.verdict, servebench::metrics::verdict::Verdict::Indeterminate);
+        assert_eq!(
+            probe.verdict,
+            servebench::metrics::verdict::Verdict::Indeterminate
+        );
         let b = probe.objectives[0].bounds.unwrap();
         assert!(b.lo.unwrap() <= 0.101 && b.hi.unwrap() >= 0.101, "{b:?}");
         // No early look could decide, so the probe ran to its end.

@@ -71,7 +71,11 @@ fn probe_verdict(over_saturated: bool, objectives: &[ObjectiveCheck]) -> Verdict
 
 /// One objective's check: a percentile from its bounds over the values in send order, any
 /// other figure from its value.
-fn check(objective: Objective, summary: &PhaseSummary, records: &[RequestRecord]) -> ObjectiveCheck {
+fn check(
+    objective: Objective,
+    summary: &PhaseSummary,
+    records: &[RequestRecord],
+) -> ObjectiveCheck {
     let value = figure(objective, summary);
     let limit = objective.limit();
     let bounds = match (objective, value) {

@@ -3,8 +3,8 @@
 use super::numfmt::{sig3, with_unit};
 use super::table::{Align, Cell, Mark, Table};
 use crate::metrics::verdict::Verdict;
-use crate::report::model::{ObjectiveCheck, Report};
 use crate::report::model::figure_path::Unit;
+use crate::report::model::{ObjectiveCheck, Report};
 
 fn opt(v: Option<f64>) -> String {
     v.map_or_else(|| "–".to_string(), sig3)
