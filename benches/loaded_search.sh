@@ -1,5 +1,5 @@
 #!/bin/sh
-# Run benches/verdict-search.yaml RUNS times (default 1) with load on every core beside it:
+# Run plans/verdict-search.yaml RUNS times (default 1) with load on every core beside it:
 # one busy loop per core, a disk writer and a build of this crate into a scratch target
 # directory (`BUILD_CMD`, default `cargo check`). Prints each run's search from report.json
 # and its exit code.
@@ -23,7 +23,7 @@ CARGO_TARGET_DIR="$scratch/target" ${BUILD_CMD:-cargo check} --quiet >/dev/null 
 pids="$pids $!"
 fi
 for i in $(seq "$runs"); do
-  "$bin" run benches/verdict-search.yaml --quiet -o "$scratch/run-$i" "$@" >/dev/null 2>&1
+  "$bin" run plans/verdict-search.yaml --quiet -o "$scratch/run-$i" "$@" >/dev/null 2>&1
   code=$?
   python3 -c 'import json,sys; s=json.load(open(sys.argv[1]))["searches"][0]; print(sys.argv[2], {k: s[k] for k in ("capacity", "lower_bound", "capacity_interval", "bracket", "stop_reason") if k in s})' \
     "$scratch/run-$i/report.json" "run $i exit $code"
