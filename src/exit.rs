@@ -15,8 +15,8 @@ pub enum Exit {
     /// The run (or the command) could not finish: a server or simulator failed, the run was
     /// interrupted (a partial report is still written), or an output could not be written.
     RunFailed,
-    /// Reserved: the run finished but could not answer its question (a capacity search that
-    /// stopped client-bound or indeterminate).
+    /// The run finished but could not answer its question: a capacity search stopped
+    /// client-bound or indeterminate (its capacity is only a lower bound).
     Inconclusive,
     /// An alert is open in the results history (`history gate`).
     AlertOpen,
@@ -57,11 +57,12 @@ impl Exit {
             Exit::InvalidInput => "invalid plan, arguments or input file; nothing was sent",
             Exit::RunFailed => {
                 "the run or command failed: a server or simulator failure, an interrupt (the \
-                 partial report is written) or an output that could not be written"
+                 partial report is written), a phase whose every request failed (unless it sets \
+                 `expect_errors: true`) or an output that could not be written"
             }
             Exit::Inconclusive => {
-                "reserved: the run could not answer (a capacity search stopped client-bound or \
-                 indeterminate)"
+                "the run could not answer: a capacity search stopped client-bound or \
+                 indeterminate, so its capacity is only a lower bound (the report is written)"
             }
             Exit::AlertOpen => "an alert is open in the results history (`history gate`)",
             Exit::SelftestFailed => "`selftest` could not measure the client or write its results",

@@ -101,6 +101,26 @@ impl RunArgs {
     }
 }
 
+/// Phases that sent requests and had every one fail, without the plan expecting it.
+fn failed_phases(report: Option<&crate::report::Report>) -> Vec<String> {
+    let Some(report) = report else {
+        return Vec::new();
+    };
+    let settings = crate::schedule::resolve(&report.plan).unwrap_or_default();
+    let expected = |name: &str| {
+        settings.iter().any(|s| {
+            s.expect_errors && (s.name == name || name.starts_with(&format!("{}/", s.name)))
+        })
+    };
+    report
+        .phases
+        .iter()
+        .filter(|p| p.summary.requests > 0 && p.summary.errors == p.summary.requests)
+        .filter(|p| !expected(&p.phase))
+        .map(|p| p.phase.clone())
+        .collect()
+}
+
 pub fn run(args: RunArgs) -> Exit {
     let runtime = match tokio::runtime::Runtime::new() {
         Ok(runtime) => runtime,
@@ -124,6 +144,23 @@ pub fn run(args: RunArgs) -> Exit {
     match outcome {
         // An interrupted run wrote a partial report; it still did not finish.
         Ok(outcome) if outcome.interrupted => Exit::RunFailed,
+        Ok(outcome) if !failed_phases(outcome.report.as_ref()).is_empty() => {
+            let names = failed_phases(outcome.report.as_ref()).join("`, `");
+            eprintln!(
+                "error: every request failed in phase `{names}` (set `expect_errors: true` on a \
+                 phase whose requests are meant to fail)"
+            );
+            Exit::RunFailed
+        }
+        // A search that stopped client-bound or indeterminate did not answer its question.
+        Ok(outcome)
+            if outcome
+                .report
+                .as_ref()
+                .is_some_and(|r| r.searches.iter().any(|s| s.lower_bound)) =>
+        {
+            Exit::Inconclusive
+        }
         Ok(_) => Exit::Success,
         Err(e) => {
             match &e {

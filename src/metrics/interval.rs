@@ -83,6 +83,35 @@ pub fn interval_ranks(n: u64, p: f64) -> Option<(u64, u64, f64)> {
     Some((l, u, f_below_u - f_below_l))
 }
 
+/// One-sided bound ranks (1-based) of the `p`-quantile among `n` values, each tail at most
+/// `tail`: the largest `l` with `P(B < l) ≤ tail` and the smallest `u` with `P(B ≥ u) ≤ tail`;
+/// either is `None` when the sample is too small to bound that side.
+pub fn bound_ranks(n: u64, p: f64, tail: f64) -> (Option<u64>, Option<u64>) {
+    if n == 0 || !(0.0..1.0).contains(&p) || p == 0.0 {
+        return (None, None);
+    }
+    let mut l = 0u64;
+    let mut u = None;
+    walk_binomial_cdf(n, p, |k, f| {
+        if l == k && k < n && f <= tail {
+            l = k + 1;
+        }
+        if u.is_none() && k < n && 1.0 - f <= tail {
+            u = Some(k + 1);
+        }
+    });
+    ((l > 0).then_some(l), u)
+}
+
+/// The fewest samples whose `p`-quantile has an upper bound with at most `tail` above it:
+/// `p^n ≤ tail`.
+pub fn min_samples_for_upper_bound(p: f64, tail: f64) -> u64 {
+    if !(0.0..1.0).contains(&p) || tail <= 0.0 {
+        return u64::MAX;
+    }
+    (tail.ln() / p.ln()).ceil().max(1.0) as u64
+}
+
 /// The fewest samples with a two-sided interval for the `p`-quantile: both tails bounded
 /// needs `(1−p)^n ≤ 0.025` and `p^n ≤ 0.025`.
 pub fn min_samples_for_interval(p: f64) -> u64 {
@@ -213,5 +242,20 @@ mod tests {
             (98_930..98_945).contains(&l) && (99_055..99_070).contains(&u),
             "{l} {u}"
         );
+    }
+
+    #[test]
+    fn one_sided_ranks_agree_with_the_two_sided_ones_at_the_same_tail() {
+        for (n, p) in [(10u64, 0.5), (400, 0.99), (100, 0.95)] {
+            let (l, u, _) = interval_ranks(n, p).unwrap();
+            assert_eq!(bound_ranks(n, p, TAIL), (Some(l), Some(u)), "n={n} p={p}");
+        }
+        // A p99 has a lower bound from a handful of values, an upper one only from many.
+        assert_eq!(bound_ranks(12, 0.99, TAIL).1, None);
+        assert!(bound_ranks(12, 0.99, TAIL).0.is_some());
+        let n = min_samples_for_upper_bound(0.99, 0.00625);
+        assert_eq!(n, 505);
+        assert!(bound_ranks(n, 0.99, 0.00625).1.is_some());
+        assert!(bound_ranks(n - 1, 0.99, 0.00625).1.is_none());
     }
 }

@@ -16,6 +16,7 @@ mod summary;
 mod tally;
 mod transport;
 pub mod trust;
+pub mod verdict;
 
 pub use anvil::*;
 pub use bootstrap::*;

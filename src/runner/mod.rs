@@ -8,6 +8,7 @@ mod calibrate;
 mod client_watch;
 pub mod collect;
 mod console;
+mod decide;
 pub mod endpoint;
 mod exec;
 mod facts;

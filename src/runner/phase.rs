@@ -19,6 +19,7 @@ use crate::workload::{PromptQueue, PromptSource, WorkloadContext};
 
 use super::calibrate;
 use super::collect::{CollectSettings, PhaseCollector};
+use super::decide::Decide;
 use super::options::LongRunOptions;
 use super::options::RunError;
 use super::output::{FactsStage, Journal, Window};
@@ -157,6 +158,9 @@ impl PhaseRun<'_> {
         facts.hooks.extend(watched.during.outcomes);
         facts.until = watched.until;
         facts.saturation_stop = watched.saturation;
+        if let Some(at_s) = watched.decided_at_s {
+            eprintln!("probe `{}`: verdict in after {at_s:.1} s", self.phase.name);
+        }
         facts.client_load = Some(client_load);
         self.journal_facts(&facts, FactsStage::Measured);
         Ok(RanPhase {
@@ -361,6 +365,13 @@ impl PhaseRun<'_> {
                 .until
                 .map(|until| Stable::new(until, method, stops.clone())),
             saturation: Saturation::for_probe(&phase.load, phase.search.is_some(), stops.clone()),
+            // A probe that runs until stable keeps to its `until`.
+            decide: Decide::for_probe(
+                phase.search.filter(|_| phase.until.is_none()),
+                phase.duration,
+                method,
+                stops.clone(),
+            ),
             during: (phase.during, self.during),
         };
         let tally = watch.tally();

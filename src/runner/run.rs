@@ -248,11 +248,11 @@ async fn calibrate_client(
 pub(super) struct Phases<'a> {
     loaded: &'a LoadedPlan,
     schedule: &'a Schedule<'a>,
-    simulators: &'a Simulators,
+    pub(super) simulators: &'a Simulators,
     run_id: &'a str,
     journal: &'a Journal,
     pub(super) stops: &'a Stops,
-    targets: &'a Targets,
+    pub(super) targets: &'a Targets,
     options: &'a RunOptions,
     pub(super) out_dir: &'a Path,
 }

@@ -1,14 +1,27 @@
 //! A capacity-search phase: probes run one after another through the normal phase runner,
-//! each a phase of its own in the report, until the course (`schedule::search`) stops.
+//! each a phase of its own in the report, until the course (`schedule::search`) stops. Each
+//! probe starts from a drained server, and a client-bound probe never decides: it runs once
+//! more, and a second client-bound run ends the search.
+
+use std::time::{Duration, Instant};
 
 use crate::metrics;
+use crate::metrics::verdict::Verdict;
 use crate::plan::Search;
-use crate::report::{PhaseResult, ProbeSpec, Report, SearchResult};
+use crate::report::build::capacity::capacity_interval;
+use crate::report::{PhaseResult, ProbeOutcome, ProbeSpec, Report, SearchResult};
 use crate::schedule::search::Course;
 use crate::schedule::{PhaseSettings, probe_load};
 
 use super::options::RunError;
 use super::run::Phases;
+use super::scrape;
+
+/// Pause before a client-bound probe runs again, for whatever held the client's cores.
+const CLIENT_BOUND_SETTLE: Duration = Duration::from_secs(2);
+/// Longest wait for the server to drain before a probe.
+const DRAIN_WAIT: Duration = Duration::from_secs(60);
+const DRAIN_POLL: Duration = Duration::from_millis(200);
 
 impl Phases<'_> {
     /// Run `phase`'s search; its probes and result go into `report`. The error that stopped
@@ -23,45 +36,80 @@ impl Phases<'_> {
         let mut course = Course::new(search);
         let mut probes = Vec::new();
         let mut capacity_goodput = None;
+        // The probes at the ends of the bracket, for the capacity's interval.
+        let (mut at_pass, mut at_fail): (Option<ProbeOutcome>, Option<ProbeOutcome>) = (None, None);
         let calibration = report.client_calibration.clone();
-        let stop_reason = loop {
+        let (stop_reason, lower_bound) = loop {
             if self.stops.stop_starting.is_cancelled() {
-                break "interrupted".to_string();
+                break ("interrupted".to_string(), false);
             }
             let load = match course.next() {
                 Ok(load) => load,
-                Err(reason) => break reason.as_str().to_string(),
+                Err(reason) => break (reason.describe(search.load), reason.is_inconclusive()),
             };
-            let name = format!("{}/probe-{}", phase.name, probes.len() + 1);
-            let settings = PhaseSettings {
-                name: &name,
-                load: probe_load(search.load, load),
-                ..phase.clone()
+            let mut attempt = 0;
+            let result = loop {
+                attempt += 1;
+                let name = format!("{}/probe-{}", phase.name, probes.len() + 1);
+                let settings = PhaseSettings {
+                    name: &name,
+                    load: probe_load(search.load, load),
+                    ..phase.clone()
+                };
+                self.wait_drained(&settings).await?;
+                let mut ran = match self
+                    .probe(&settings, calibration.as_ref(), run_origin)
+                    .await
+                {
+                    Ok(ran) => ran,
+                    Err(e) => return Ok(Some(e)),
+                };
+                ran.facts.probe = Some(ProbeSpec {
+                    search_phase: phase.name.to_string(),
+                    search: search.clone(),
+                    load,
+                });
+                let result = self.add_phase(report, ran)?;
+                probes.push(name);
+                let client_bound = result
+                    .client_trust
+                    .as_ref()
+                    .is_some_and(|t| !t.is_trusted());
+                if !client_bound {
+                    break Some(result);
+                }
+                if attempt == 2 || self.stops.stop_starting.is_cancelled() {
+                    break None;
+                }
+                eprintln!(
+                    "warning: probe `{}` was client-bound: running it again",
+                    result.phase
+                );
+                tokio::time::sleep(CLIENT_BOUND_SETTLE).await;
             };
-            let mut ran = match self
-                .probe(&settings, calibration.as_ref(), run_origin)
-                .await
-            {
-                Ok(ran) => ran,
-                Err(e) => return Ok(Some(e)),
+            let Some(result) = result else {
+                course.stop_client_bound(load);
+                continue;
             };
-            ran.facts.probe = Some(ProbeSpec {
-                search_phase: phase.name.to_string(),
-                search: search.clone(),
-                load,
-            });
-            let result = self.add_phase(report, ran)?;
-            let passed = result.probe.as_ref().is_some_and(|p| p.passed);
-            course.record(load, passed);
-            if passed && course.passed == Some(load) {
-                capacity_goodput = goodput(search, result);
+            let Some(outcome) = result.probe.clone() else {
+                continue;
+            };
+            course.record(load, outcome.verdict);
+            match outcome.verdict {
+                Verdict::Pass if course.passed == Some(load) => {
+                    capacity_goodput = goodput(search, result);
+                    at_pass = Some(outcome);
+                }
+                Verdict::Fail if course.failed == Some(load) => at_fail = Some(outcome),
+                _ => {}
             }
-            probes.push(name);
         };
         report.searches.push(SearchResult {
             phase: phase.name.to_string(),
             load: search.load,
             capacity: course.passed,
+            lower_bound,
+            capacity_interval: capacity_interval(at_pass.as_ref(), at_fail.as_ref()),
             goodput: capacity_goodput,
             bracket: [course.passed, course.failed],
             stop_reason,
@@ -69,6 +117,52 @@ impl Phases<'_> {
         });
         super::output::write_report(self.out_dir, report).map_err(RunError::Failed)?;
         Ok(None)
+    }
+
+    /// Wait until the target's `/metrics` shows no request running or waiting, so a probe
+    /// does not inherit the backlog of the one before; a target without metrics, or one that
+    /// does not drain in time, is warned about and probed anyway.
+    async fn wait_drained(&self, phase: &PhaseSettings<'_>) -> Result<(), RunError> {
+        let target = self.targets.for_phase(phase, self.simulators)?;
+        let Some(url) = target.metrics_url.as_deref() else {
+            return Ok(());
+        };
+        let started = Instant::now();
+        loop {
+            let levels = match scrape::scrape(&target.side, url).await {
+                Ok(sample) => scrape::reading::read(&sample).map(|r| r.levels),
+                Err(e) => Err(e),
+            };
+            match levels {
+                Ok(levels) if levels.running.is_none() && levels.waiting.is_none() => {
+                    return Ok(());
+                }
+                Ok(levels)
+                    if levels.running.unwrap_or(0.0) + levels.waiting.unwrap_or(0.0) == 0.0 =>
+                {
+                    return Ok(());
+                }
+                Ok(_) if started.elapsed() < DRAIN_WAIT => {}
+                Ok(levels) => {
+                    eprintln!(
+                        "warning: probe `{}` starts before the server drained ({} running, {} waiting after {} s)",
+                        phase.name,
+                        levels.running.unwrap_or(0.0),
+                        levels.waiting.unwrap_or(0.0),
+                        DRAIN_WAIT.as_secs()
+                    );
+                    return Ok(());
+                }
+                Err(e) => {
+                    eprintln!(
+                        "warning: probe `{}`: cannot tell whether the server drained: {e}",
+                        phase.name
+                    );
+                    return Ok(());
+                }
+            }
+            tokio::time::sleep(DRAIN_POLL).await;
+        }
     }
 }
 

@@ -13,6 +13,7 @@ use crate::report::SaturationStop;
 use crate::scheduler::Stops;
 use crate::scheduler::live::{Keep, LiveTally, SharedTally};
 
+use super::decide::Decide;
 use super::hooks::HookContext;
 use super::marks::{DuringRun, run_during};
 use super::saturation::Saturation;
@@ -31,6 +32,8 @@ pub(super) fn window_stops(run: &Stops) -> Stops {
 pub(super) struct WindowWatch<'a> {
     pub stable: Option<Stable<'a>>,
     pub saturation: Option<Saturation>,
+    /// A search probe's early looks at its verdict.
+    pub decide: Option<Decide>,
     /// The `during` actions, and what they need; none run without a context.
     pub during: (&'a [Hook], Option<&'a HookContext<'a>>),
 }
@@ -39,6 +42,8 @@ pub(super) struct WindowWatch<'a> {
 pub(super) struct Watched {
     pub until: Option<UntilOutcome>,
     pub saturation: Option<SaturationStop>,
+    /// Seconds into the window at which a probe's verdict was in and the window stopped.
+    pub decided_at_s: Option<f64>,
     pub during: DuringRun,
 }
 
@@ -46,7 +51,12 @@ impl WindowWatch<'_> {
     /// The tally the window's records feed, keeping what the watchers read.
     pub(super) fn tally(&self) -> SharedTally {
         let keep = Keep {
-            figures: self.stable.iter().flat_map(Stable::figures).collect(),
+            figures: self
+                .stable
+                .iter()
+                .flat_map(Stable::figures)
+                .chain(self.decide.iter().flat_map(Decide::figures))
+                .collect(),
             completions_for: self
                 .saturation
                 .as_ref()
@@ -84,6 +94,12 @@ impl WindowWatch<'_> {
                 None => None,
             }
         };
+        let decide = async {
+            match &self.decide {
+                Some(decide) => decide.watch(started, tally, &done).await,
+                None => None,
+            }
+        };
         let during = async {
             match self.during {
                 (hooks, Some(ctx)) if !hooks.is_empty() => {
@@ -92,8 +108,8 @@ impl WindowWatch<'_> {
                 _ => DuringRun::default(),
             }
         };
-        let (out, stable_watched, saturation, during) =
-            tokio::join!(window, stable, saturation, during);
+        let (out, stable_watched, saturation, decided_at_s, during) =
+            tokio::join!(window, stable, saturation, decide, during);
         let until = self.stable.as_ref().zip(stable_watched).map(|(s, w)| {
             let by_requests = bounded_by_requests(&out);
             s.outcome(w, run_stops, by_requests)
@@ -101,6 +117,7 @@ impl WindowWatch<'_> {
         let watched = Watched {
             until,
             saturation,
+            decided_at_s,
             during,
         };
         (out, watched)
@@ -162,6 +179,7 @@ mod tests {
         let watch = WindowWatch {
             stable: Some(Stable::new(&until, Default::default(), stops.clone())),
             saturation: Saturation::for_probe(&load, true, stops.clone()),
+            decide: None,
             during: (&hooks, Some(&ctx)),
         };
         let tally = watch.tally();

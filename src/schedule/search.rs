@@ -2,10 +2,11 @@
 //! Doubling from `min` until a probe fails (or `max` passes), then geometric bisection of
 //! the bracket until it is within `precision`. Pure; the runner runs the probes.
 
+use crate::metrics::verdict::Verdict;
 use crate::plan::{Search, SearchLoad};
 
 /// Why a search stopped.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub enum StopReason {
     /// The bracket is within `precision` (or one apart, for concurrency).
     PrecisionReached,
@@ -15,16 +16,39 @@ pub enum StopReason {
     MinFailed,
     /// `max_probes` ran out first.
     Budget,
+    /// A probe could not tell pass from fail by its maximum duration: the search cannot
+    /// place the capacity against that load.
+    Indeterminate(f64),
+    /// A probe was client-bound twice: its latencies measure the client, not the target.
+    ClientBound(f64),
 }
 
 impl StopReason {
-    pub fn as_str(self) -> &'static str {
+    /// As the report states it, e.g. `stopped: client-bound at 16 req/s`.
+    pub fn describe(self, kind: SearchLoad) -> String {
+        let at = |load: f64| match kind {
+            SearchLoad::Rate => {
+                let text = format!("{load:.3}");
+                format!("{} req/s", text.trim_end_matches('0').trim_end_matches('.'))
+            }
+            SearchLoad::Concurrency => format!("concurrency {load}"),
+        };
         match self {
-            StopReason::PrecisionReached => "precision reached",
-            StopReason::MaxMet => "max met",
-            StopReason::MinFailed => "min failed",
-            StopReason::Budget => "probe budget spent",
+            StopReason::PrecisionReached => "precision reached".into(),
+            StopReason::MaxMet => "max met".into(),
+            StopReason::MinFailed => "min failed".into(),
+            StopReason::Budget => "probe budget spent".into(),
+            StopReason::Indeterminate(load) => format!("stopped: indeterminate at {}", at(load)),
+            StopReason::ClientBound(load) => format!("stopped: client-bound at {}", at(load)),
         }
+    }
+
+    /// The search could not answer: its capacity is only a lower bound.
+    pub fn is_inconclusive(self) -> bool {
+        matches!(
+            self,
+            StopReason::Indeterminate(_) | StopReason::ClientBound(_)
+        )
     }
 }
 
@@ -67,10 +91,14 @@ impl Course {
         }
     }
 
-    /// Record a probe's outcome at `load`.
-    pub fn record(&mut self, load: f64, passed: bool) {
+    /// Record a probe's verdict at `load`; an indeterminate one ends the search.
+    pub fn record(&mut self, load: f64, verdict: Verdict) {
         self.probes += 1;
-        if passed {
+        if verdict == Verdict::Indeterminate {
+            self.next = Err(StopReason::Indeterminate(load));
+            return;
+        }
+        if verdict == Verdict::Pass {
             self.passed = Some(self.passed.map_or(load, |p| p.max(load)));
         } else {
             self.failed = Some(self.failed.map_or(load, |f| f.min(load)));
@@ -82,6 +110,11 @@ impl Course {
             (Some(lo), Some(hi)) => self.bisect(lo, hi),
             (None, None) => Ok(self.min),
         };
+    }
+
+    /// End the search: the probe at `load` was client-bound even when run again.
+    pub fn stop_client_bound(&mut self, load: f64) {
+        self.next = Err(StopReason::ClientBound(load));
     }
 
     fn bisect(&self, lo: f64, hi: f64) -> Result<f64, StopReason> {
@@ -136,7 +169,7 @@ mod tests {
             match course.next() {
                 Ok(load) => {
                     probed.push(load);
-                    course.record(load, load <= knee);
+                    course.record(load, Verdict::of(load <= knee));
                 }
                 Err(reason) => return (course.passed, reason, probed),
             }
@@ -178,5 +211,25 @@ mod tests {
         s.max_probes = Some(3);
         let (_, reason, probed) = find(&s, 50.0);
         assert_eq!((reason, probed.len()), (StopReason::Budget, 3));
+    }
+
+    #[test]
+    fn an_indeterminate_or_client_bound_probe_ends_the_search_inconclusive() {
+        let s = search(SearchLoad::Rate, 1.0, 64.0, 0.05);
+        let mut course = Course::new(&s);
+        course.record(1.0, Verdict::Pass);
+        course.record(2.0, Verdict::Indeterminate);
+        let reason = course.next().unwrap_err();
+        assert_eq!(reason, StopReason::Indeterminate(2.0));
+        assert!(reason.is_inconclusive());
+        assert_eq!(course.passed, Some(1.0));
+        let mut course = Course::new(&s);
+        course.stop_client_bound(1.0);
+        let reason = course.next().unwrap_err();
+        assert_eq!(
+            reason.describe(SearchLoad::Rate),
+            "stopped: client-bound at 1 req/s"
+        );
+        assert!(!StopReason::PrecisionReached.is_inconclusive());
     }
 }

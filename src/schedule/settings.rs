@@ -41,6 +41,8 @@ pub struct PhaseSettings<'p> {
     pub drain_timeout: Duration,
     pub tolerance: Tolerance,
     pub recheck_of: Option<&'p str>,
+    /// The plan expects this phase's requests may all fail.
+    pub expect_errors: bool,
     pub tags: &'p [String],
     pub before: &'p [crate::plan::Hook],
     pub after: &'p [crate::plan::Hook],
@@ -92,8 +94,28 @@ impl PhaseSettings<'_> {
                 crate::plan::SearchLoad::Concurrency => "concurrency",
                 crate::plan::SearchLoad::Rate => "rate (req/s, constant arrivals)",
             };
+            let needs: Vec<String> = s
+                .slo
+                .objectives()
+                .into_iter()
+                .filter_map(|o| match o {
+                    crate::plan::Objective::Stat(_, stat, _) => Some((o.name(), stat.quantile()?)),
+                    crate::plan::Objective::ErrorRate(_) => None,
+                })
+                .map(|(name, q)| {
+                    format!(
+                        "{name} passes from {} samples",
+                        crate::metrics::verdict::samples_to_pass(q)
+                    )
+                })
+                .collect();
+            let needs = if needs.is_empty() {
+                String::new()
+            } else {
+                format!(" ({})", needs.join(", "))
+            };
             return format!(
-                "capacity search over {kind} {}–{}, precision {}%, at most {} probes of {}",
+                "capacity search over {kind} {}–{}, precision {}%, at most {} probes of {}{needs}",
                 s.min,
                 s.max,
                 s.precision.0 * 100.0,
@@ -208,6 +230,7 @@ fn resolve_phase<'p>(plan: &'p Plan, phase: &'p Phase) -> Result<PhaseSettings<'
             .unwrap_or(DEFAULT_DRAIN_TIMEOUT),
         tolerance: phase.tolerance.clone().unwrap_or_default(),
         recheck_of: phase.recheck.as_deref(),
+        expect_errors: phase.expect_errors,
         tags: &phase.tags,
         before: &phase.before,
         after: &phase.after,

@@ -642,3 +642,36 @@ async fn an_empty_error_body_is_its_own_cause() {
         .collect();
     assert_eq!(causes, [("HTTP 401 · empty body", 3)]);
 }
+
+/// A phase in which every request failed fails the run (exit 3) and says which; a phase the
+/// plan marks `expect_errors: true` does not.
+#[test]
+fn a_phase_where_every_request_failed_exits_3_unless_expected() {
+    let dir = tempfile::tempdir().unwrap();
+    for (expect, code) in [(false, 3), (true, 0)] {
+        let plan = dir.path().join(format!("plan-{expect}.yaml"));
+        std::fs::write(
+            &plan,
+            format!(
+                "version: 1\nname: all-fail\ntargets:\n  sim:\n    simulator: {{faults: [{{kind: status, status: 503, probability: 1}}]}}\n\
+                 workloads:\n  w: {{input_tokens: 32, output_tokens: 4}}\n\
+                 defaults: {{target: sim, workload: w}}\n\
+                 phases:\n  - {{name: refused, concurrency: 1, requests: 5, expect_errors: {expect}}}\n"
+            ),
+        )
+        .unwrap();
+        let out = std::process::Command::new(assert_cmd::cargo::cargo_bin!("servebench"))
+            .args(["run", "-q", "--no-calibrate", "--output"])
+            .arg(dir.path().join(format!("out-{expect}")))
+            .arg(&plan)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(code), "{stderr}");
+        assert_eq!(
+            stderr.contains("every request failed in phase `refused`"),
+            !expect,
+            "{stderr}"
+        );
+    }
+}

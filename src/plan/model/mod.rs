@@ -404,6 +404,10 @@ pub struct Phase {
     /// Name of an earlier phase whose settings this one repeats.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub recheck: Option<String>,
+    /// Every request of this phase may fail (a fault drill, an endpoint expected to refuse):
+    /// a phase whose every request failed does not then fail the run.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub expect_errors: bool,
     /// Name of the target this phase runs against (from `targets`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub target: Option<String>,

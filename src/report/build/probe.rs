@@ -5,6 +5,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::client::RequestRecord;
 use crate::metrics::PhaseSummary;
+use crate::metrics::verdict::{PROBE_LOOKS, PercentileBounds, Verdict, look_tail};
 use crate::plan::{Objective, Search, SearchLoad};
 use crate::report::model::{ObjectiveCheck, ProbeOutcome, SaturationStop};
 
@@ -34,16 +35,7 @@ pub fn judge(
         .slo
         .objectives()
         .into_iter()
-        .map(|objective| {
-            let value = figure(objective, summary);
-            let limit = objective.limit();
-            ObjectiveCheck {
-                passed: value.is_some_and(|v| v <= limit),
-                objective: objective.name(),
-                limit,
-                value,
-            }
-        })
+        .map(|objective| check(objective, summary, records))
         .collect();
     let rate = completion_rate(records);
     let over_saturated_why = match saturation_stop {
@@ -52,14 +44,60 @@ pub fn judge(
             .then(|| format!("completed {rate:.1} req/s against {load} req/s sent, under 90%")),
     };
     let over_saturated = over_saturated_why.is_some();
+    let verdict = probe_verdict(over_saturated, &objectives);
     ProbeOutcome {
         search: spec.search_phase.clone(),
         load,
-        passed: !over_saturated && objectives.iter().all(|o| o.passed),
+        verdict,
+        passed: verdict == Verdict::Pass,
         over_saturated,
         over_saturated_why,
         stopped_early: saturation_stop.is_some(),
         objectives,
+    }
+}
+
+/// Fail when over-saturated or any objective fails; pass when every objective passes.
+fn probe_verdict(over_saturated: bool, objectives: &[ObjectiveCheck]) -> Verdict {
+    let verdicts = || objectives.iter().map(|o| o.verdict);
+    if over_saturated || verdicts().any(|v| v == Verdict::Fail) {
+        Verdict::Fail
+    } else if verdicts().all(|v| v == Verdict::Pass) {
+        Verdict::Pass
+    } else {
+        Verdict::Indeterminate
+    }
+}
+
+/// One objective's check: a percentile from its bounds over the values in send order, any
+/// other figure from its value.
+fn check(
+    objective: Objective,
+    summary: &PhaseSummary,
+    records: &[RequestRecord],
+) -> ObjectiveCheck {
+    let value = figure(objective, summary);
+    let limit = objective.limit();
+    let bounds = match (objective, value) {
+        (Objective::Stat(figure, stat, _), Some(estimate)) => stat.quantile().and_then(|q| {
+            let mut sent: Vec<&RequestRecord> = records.iter().collect();
+            sent.sort_by(|a, b| a.start_offset_ms.total_cmp(&b.start_offset_ms));
+            let series: Vec<f64> = sent.iter().filter_map(|r| r.value(figure)).collect();
+            PercentileBounds::of(&series, q, estimate, limit, look_tail(PROBE_LOOKS))
+        }),
+        _ => None,
+    };
+    let verdict = match (&bounds, value) {
+        (Some(bounds), _) => bounds.verdict,
+        (None, value) => Verdict::of(value.is_some_and(|v| v <= limit)),
+    };
+    ObjectiveCheck {
+        objective: objective.name(),
+        limit,
+        value,
+        bounds,
+        verdict,
+        passed: verdict == Verdict::Pass,
     }
 }
 

@@ -3,6 +3,7 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use crate::metrics::verdict::Verdict;
 use crate::plan::SearchLoad;
 
 /// A probe phase's verdict against its search's objectives.
@@ -12,6 +13,10 @@ pub struct ProbeOutcome {
     pub search: String,
     /// The probed concurrency, or rate in req/s.
     pub load: f64,
+    /// `pass` when every objective's interval lies within its limit (and, open loop, the
+    /// target kept up), `fail` when one lies beyond it, else `indeterminate`.
+    pub verdict: Verdict,
+    /// `verdict` is `pass`.
     pub passed: bool,
     /// Open loop: requests completed at under 90% of the target rate (`n − 1` over the span
     /// of their end times), so the target fell behind the arrivals; a failure whatever the
@@ -35,6 +40,13 @@ pub struct ObjectiveCheck {
     pub limit: f64,
     /// `None` when the probe produced no such figure (no successful request): a failure.
     pub value: Option<f64>,
+    /// A percentile's bounds (each side missing with chance at most 2.5% over the probe's
+    /// looks) and the samples they rest on; absent for other objectives, judged on their
+    /// value.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bounds: Option<crate::metrics::verdict::PercentileBounds>,
+    pub verdict: Verdict,
+    /// `verdict` is `pass`.
     pub passed: bool,
 }
 
@@ -46,12 +58,22 @@ pub struct SearchResult {
     pub load: SearchLoad,
     /// The highest load that passed; `None` when `min` failed.
     pub capacity: Option<f64>,
+    /// The search stopped before it could place the capacity (a probe client-bound twice, or
+    /// indeterminate): `capacity` is only a lower bound.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub lower_bound: bool,
+    /// Where the capacity lies: from the highest load whose probe earned `pass` to the lowest
+    /// whose probe earned `fail`, each a verdict from the probe's bounds; an end is absent
+    /// when the bracket is open on that side.
+    #[serde(default)]
+    pub capacity_interval: [Option<f64>; 2],
     /// At the capacity probe: successful requests per second that met every latency
     /// objective's limit as a per-request bound.
     pub goodput: Option<f64>,
     /// Highest passing and lowest failing load.
     pub bracket: [Option<f64>; 2],
-    /// `precision reached`, `max met`, `min failed`, `probe budget spent` or `interrupted`.
+    /// `precision reached`, `max met`, `min failed`, `probe budget spent`, `interrupted`,
+    /// `stopped: client-bound at …` or `stopped: indeterminate at …`.
     pub stop_reason: String,
     pub probes: Vec<String>,
 }

@@ -81,6 +81,9 @@ pub fn percentile_intervals(out: &mut String, report: &Report) {
 
 /// Each search's result, then its probes.
 pub fn capacity_searches(out: &mut String, report: &Report) {
+    for note in search_table::notes(report) {
+        let _ = writeln!(out, "<p class=\"note\"><strong>{}</strong></p>", esc(&note));
+    }
     html_table(out, &search_table::searches(report));
     html_table(out, &search_table::probes(report));
 }

@@ -57,6 +57,9 @@ pub fn percentile_intervals(out: &mut String, report: &Report) {
 
 /// Each search's result, then its probes.
 pub fn capacity_searches(out: &mut String, report: &Report) {
+    for note in search_table::notes(report) {
+        let _ = writeln!(out, "**{}**\n", inline(&note));
+    }
     markdown_table(out, &search_table::searches(report));
     out.push('\n');
     markdown_table(out, &search_table::probes(report));

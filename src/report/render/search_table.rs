@@ -2,8 +2,9 @@
 
 use super::numfmt::{sig3, with_unit};
 use super::table::{Align, Cell, Mark, Table};
-use crate::report::model::Report;
+use crate::metrics::verdict::Verdict;
 use crate::report::model::figure_path::Unit;
+use crate::report::model::{ObjectiveCheck, Report};
 
 fn opt(v: Option<f64>) -> String {
     v.map_or_else(|| "–".to_string(), sig3)
@@ -15,6 +16,7 @@ pub fn searches(report: &Report) -> Table {
         ("Search", Align::Left),
         ("Load", Align::Left),
         ("Capacity", Align::Right),
+        ("Capacity interval", Align::Right),
         ("Goodput (req/s)", Align::Right),
         ("Bracket", Align::Right),
         ("Probes", Align::Right),
@@ -28,7 +30,15 @@ pub fn searches(report: &Report) -> Table {
         t.rows.push(vec![
             Cell::plain(s.phase.clone()),
             Cell::plain(load),
-            Cell::marked(opt(s.capacity), Mark::Good),
+            if s.lower_bound {
+                Cell::marked(format!("≥ {} (lower bound)", opt(s.capacity)), Mark::Bad)
+            } else {
+                Cell::marked(opt(s.capacity), Mark::Good)
+            },
+            Cell::plain(match s.capacity_interval {
+                [None, None] => "–".to_string(),
+                [lo, hi] => format!("{} – {}", opt(lo), opt(hi)),
+            }),
             Cell::plain(opt(s.goodput)),
             Cell::plain(format!("{} – {}", opt(s.bracket[0]), opt(s.bracket[1]))),
             Cell::plain(s.probes.len().to_string()),
@@ -38,32 +48,85 @@ pub fn searches(report: &Report) -> Table {
     t
 }
 
-/// One row per probe: load, verdict, the objectives it missed.
+/// A line per search that could not answer or that ran a client-bound probe, so the section
+/// itself says what the trust section knows.
+pub fn notes(report: &Report) -> Vec<String> {
+    let mut notes = Vec::new();
+    for s in &report.searches {
+        let bound: Vec<&str> = report
+            .phases
+            .iter()
+            .filter(|p| s.probes.contains(&p.phase))
+            .filter(|p| p.client_trust.as_ref().is_some_and(|t| !t.is_trusted()))
+            .map(|p| p.phase.as_str())
+            .collect();
+        if s.lower_bound {
+            notes.push(format!(
+                "Search `{}` {}: its capacity {} is only a lower bound, not an answer.",
+                s.phase,
+                s.stop_reason,
+                opt(s.capacity)
+            ));
+        }
+        if !bound.is_empty() {
+            notes.push(format!(
+                "Search `{}`: client-bound probes (their latencies include the client's own \
+                 delay, and none of them decided the search): {}.",
+                s.phase,
+                bound.join(", ")
+            ));
+        }
+    }
+    notes
+}
+
+/// One row per probe: load, verdict, whether its client kept up, each percentile objective's
+/// bounds, and the objectives it missed or could not decide.
 pub fn probes(report: &Report) -> Table {
     let mut t = Table::new(&[
         ("Probe", Align::Left),
         ("Load", Align::Right),
         ("Verdict", Align::Left),
-        ("Missed", Align::Left),
+        ("Client", Align::Left),
+        ("Bounds (samples)", Align::Left),
+        ("Missed or undecided", Align::Left),
     ]);
     for p in &report.phases {
         let Some(o) = &p.probe else { continue };
         let mut missed: Vec<String> = o
             .objectives
             .iter()
-            .filter(|c| !c.passed)
+            .filter(|c| c.verdict != Verdict::Pass)
             .map(|c| {
-                let show = |v: f64| {
-                    if c.objective == "error_rate" {
-                        format!("{}%", sig3(v * 100.0))
-                    } else {
-                        with_unit(v, Unit::Seconds)
-                    }
+                let value = c.value.map_or_else(|| "–".to_string(), |v| show(c, v));
+                let relation = match c.verdict {
+                    Verdict::Fail => ">",
+                    _ => "undecided against",
                 };
-                let value = c.value.map_or_else(|| "–".to_string(), show);
-                format!("{} {value} > {}", c.objective, show(c.limit))
+                format!("{} {value} {relation} {}", c.objective, show(c, c.limit))
             })
             .collect();
+        let bounds: Vec<String> = o
+            .objectives
+            .iter()
+            .filter_map(|c| {
+                let b = c.bounds?;
+                let end = |v: Option<f64>| v.map_or_else(|| "?".to_string(), |v| show(c, v));
+                Some(format!(
+                    "{} {} – {} ({}, {} effective)",
+                    c.objective,
+                    end(b.lo),
+                    end(b.hi),
+                    b.samples,
+                    b.effective_samples.floor()
+                ))
+            })
+            .collect();
+        let client = match &p.client_trust {
+            Some(trust) if !trust.is_trusted() => Cell::marked("client-bound", Mark::Bad),
+            Some(_) => Cell::plain("trusted"),
+            None => Cell::plain("–"),
+        };
         if o.over_saturated {
             let named = match &o.over_saturated_why {
                 Some(why) => format!("over-saturated: {why}"),
@@ -74,13 +137,24 @@ pub fn probes(report: &Report) -> Table {
         t.rows.push(vec![
             Cell::plain(p.phase.clone()),
             Cell::plain(sig3(o.load)),
-            if o.passed {
-                Cell::marked("pass", Mark::Good)
-            } else {
-                Cell::marked("FAIL", Mark::Bad)
+            match o.verdict {
+                Verdict::Pass => Cell::marked("pass", Mark::Good),
+                Verdict::Fail => Cell::marked("FAIL", Mark::Bad),
+                Verdict::Indeterminate => Cell::marked("indeterminate", Mark::Bad),
             },
+            client,
+            Cell::plain(bounds.join("; ")),
             Cell::plain(missed.join("; ")),
         ]);
     }
     t
+}
+
+/// An objective's figure in its unit: a share for `error_rate`, else seconds.
+fn show(c: &ObjectiveCheck, v: f64) -> String {
+    if c.objective == "error_rate" {
+        format!("{}%", sig3(v * 100.0))
+    } else {
+        with_unit(v, Unit::Seconds)
+    }
 }

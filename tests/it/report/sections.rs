@@ -158,6 +158,8 @@ fn report_with_every_section() -> Report {
         phase: "find".into(),
         load: SearchLoad::Concurrency,
         capacity: Some(4.0),
+        lower_bound: false,
+        capacity_interval: [Some(4.0), Some(16.0)],
         goodput: Some(2.0),
         bracket: [Some(4.0), Some(16.0)],
         stop_reason: "precision reached".into(),

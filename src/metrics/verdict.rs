@@ -1,0 +1,241 @@
+//! Three-valued verdicts of a percentile against a limit (`pass`, `fail`, `indeterminate`),
+//! from an interval that holds for autocorrelated latencies.
+//!
+//! Latencies under load come in runs (a queue that builds slows every request behind it), so
+//! `n` of them carry less information than `n` independent ones. The interval of the
+//! `q`-quantile rests on how many values fall at or below it, whose variance is inflated by
+//! that autocorrelation; the inflation is measured by batch means of the indicator
+//! `x ≤ estimate` over the values in time order, and the distribution-free order-statistic
+//! bounds are taken at the effective sample size `n / inflation`.
+//!
+//! A sequential probe looks at its data several times; each look's bounds are taken at
+//! `tail / looks` (Bonferroni), so the chance of a wrong verdict over all looks stays within
+//! the stated tail.
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use super::interval::{bound_ranks, min_samples_for_upper_bound};
+
+/// Chance each side of a verdict's interval may miss, over all of a probe's looks.
+pub const VERDICT_TAIL: f64 = 0.025;
+/// Looks a probe takes at its data: at 1/8, 1/4, 1/2 and all of its duration.
+pub const PROBE_LOOKS: u32 = 4;
+
+/// A verdict that says when it could not tell.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Verdict {
+    /// The interval lies wholly within the limit.
+    Pass,
+    /// The interval lies wholly beyond the limit.
+    Fail,
+    /// The interval straddles the limit, or the sample is too small to bound the side that
+    /// would decide.
+    Indeterminate,
+}
+
+impl Verdict {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Verdict::Pass => "pass",
+            Verdict::Fail => "fail",
+            Verdict::Indeterminate => "indeterminate",
+        }
+    }
+
+    /// `Pass` when `ok`, else `Fail`: a verdict on a figure with no interval.
+    pub fn of(ok: bool) -> Verdict {
+        if ok { Verdict::Pass } else { Verdict::Fail }
+    }
+}
+
+/// Each side's tail at one of `looks` looks.
+pub fn look_tail(looks: u32) -> f64 {
+    VERDICT_TAIL / f64::from(looks.max(1))
+}
+
+/// The fewest (effective) samples with which a probe can pass a `q`-quantile objective: below
+/// them the quantile has no upper bound at a look's tail.
+pub fn samples_to_pass(q: f64) -> u64 {
+    min_samples_for_upper_bound(q, look_tail(PROBE_LOOKS))
+}
+
+/// How much autocorrelation inflates the variance of `series`' mean, by batch means:
+/// `√n` batches of consecutive values; the variance of their means times the batch length,
+/// over the values' own variance. `None` below 16 values or for a constant series.
+pub fn batch_means_inflation(series: &[f64]) -> Option<f64> {
+    let n = series.len();
+    if n < 16 {
+        return None;
+    }
+    let batches = (n as f64).sqrt().floor() as usize;
+    let length = n / batches;
+    let used = &series[..batches * length];
+    let mean = used.iter().sum::<f64>() / used.len() as f64;
+    let variance = used.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (used.len() - 1) as f64;
+    if variance <= 0.0 {
+        return None;
+    }
+    let means = used
+        .chunks(length)
+        .map(|batch| batch.iter().sum::<f64>() / length as f64);
+    let between = means.map(|m| (m - mean).powi(2)).sum::<f64>() / (batches - 1) as f64;
+    Some(length as f64 * between / variance)
+}
+
+/// A percentile's bounds and verdict from values in time order.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct PercentileBounds {
+    /// Lower bound; absent when the sample is too small to bound that side.
+    pub lo: Option<f64>,
+    /// Upper bound; absent when the sample is too small to bound that side.
+    pub hi: Option<f64>,
+    pub samples: u64,
+    /// `samples` over the autocorrelation's variance inflation (at least 1) of the share
+    /// within the limit: what the verdict rests on.
+    pub effective_samples: f64,
+    pub verdict: Verdict,
+}
+
+impl PercentileBounds {
+    /// The `q`-quantile of `series` (values in time order), whose estimate is `estimate`,
+    /// against `limit` (it must be at most it), each side missing with chance at most `tail`.
+    ///
+    /// The verdict asks what the objective asks, whether a share `q` of values lie within the
+    /// limit: it counts them, at the effective sample size of that share. The bounds are the
+    /// quantile's own, at the effective sample size of the share within the estimate.
+    pub fn of(
+        series: &[f64],
+        q: f64,
+        estimate: f64,
+        limit: f64,
+        tail: f64,
+    ) -> Option<PercentileBounds> {
+        let n = series.len();
+        if n == 0 {
+            return None;
+        }
+        let mut sorted = series.to_vec();
+        sorted.sort_by(f64::total_cmp);
+        let (k, scale) = effective(series, estimate);
+        let (l, u) = bound_ranks(k, q, tail);
+        // A rank among the effective values stands for the same share of the whole sample.
+        let at = |rank: f64| sorted[(rank as usize).clamp(1, n) - 1];
+        let (k_limit, scale_limit) = effective(series, limit);
+        let (l_limit, u_limit) = bound_ranks(k_limit, q, tail);
+        let within = series.iter().filter(|x| **x <= limit).count() as f64 / scale_limit;
+        let verdict = if u_limit.is_some_and(|u| within >= u as f64) {
+            Verdict::Pass
+        } else if l_limit.is_some_and(|l| within < l as f64) {
+            Verdict::Fail
+        } else {
+            Verdict::Indeterminate
+        };
+        Some(PercentileBounds {
+            lo: l.map(|l| at((l as f64 * scale).floor())),
+            hi: u.map(|u| at((u as f64 * scale).ceil())),
+            samples: n as u64,
+            effective_samples: n as f64 / scale_limit,
+            verdict,
+        })
+    }
+}
+
+/// The effective sample size (whole) of the share of `series` at or below `threshold`, and
+/// how many values each effective one stands for.
+fn effective(series: &[f64], threshold: f64) -> (u64, f64) {
+    let below: Vec<f64> = series.iter().map(|x| f64::from(*x <= threshold)).collect();
+    let inflation = batch_means_inflation(&below).unwrap_or(1.0).max(1.0);
+    let k = (series.len() as f64 / inflation).floor().max(1.0) as u64;
+    (k, series.len() as f64 / k as f64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rand::SeedableRng;
+    use rand_chacha::ChaCha8Rng;
+    use rand_distr::{Distribution, Normal};
+
+    /// A stationary Gaussian AR(1) series with lag-1 correlation `rho`.
+    fn ar1(n: usize, rho: f64, rng: &mut ChaCha8Rng) -> Vec<f64> {
+        let noise = Normal::new(0.0, (1.0 - rho * rho).sqrt()).unwrap();
+        let mut x = Normal::new(0.0, 1.0).unwrap().sample(rng);
+        (0..n)
+            .map(|_| {
+                x = rho * x + noise.sample(rng);
+                x
+            })
+            .collect()
+    }
+
+    #[test]
+    fn batch_means_recover_the_ar1_inflation_of_a_mean_and_of_the_median_indicator() {
+        let mut rng = ChaCha8Rng::seed_from_u64(7);
+        let rho = 0.8;
+        let series = ar1(400_000, rho, &mut rng);
+        // The mean of an AR(1) series: (1 + ρ) / (1 − ρ) = 9.
+        let mean_inflation = batch_means_inflation(&series).unwrap();
+        assert!(
+            (mean_inflation - 9.0).abs() < 9.0 * 0.15,
+            "{mean_inflation}"
+        );
+        // The indicator `x ≤ 0` (the median): lag-k correlation (2/π)·asin(ρ^k).
+        let analytic = 1.0
+            + 2.0
+                * (1..200)
+                    .map(|k| 2.0 / std::f64::consts::PI * rho.powi(k).asin())
+                    .sum::<f64>();
+        let below: Vec<f64> = series.iter().map(|x| f64::from(*x <= 0.0)).collect();
+        let indicator_inflation = batch_means_inflation(&below).unwrap();
+        assert!(
+            (indicator_inflation - analytic).abs() < analytic * 0.15,
+            "{indicator_inflation} vs {analytic}"
+        );
+        // Independent values: no inflation.
+        let iid = ar1(100_000, 0.0, &mut rng);
+        let none = batch_means_inflation(&iid).unwrap();
+        assert!((none - 1.0).abs() < 0.2, "{none}");
+    }
+
+    #[test]
+    fn the_interval_covers_an_ar1_median_where_the_independent_one_does_not() {
+        let mut rng = ChaCha8Rng::seed_from_u64(11);
+        let (runs, mut covered, mut covered_naive) = (300, 0, 0);
+        for _ in 0..runs {
+            let series = ar1(2000, 0.9, &mut rng);
+            let mut sorted = series.clone();
+            sorted.sort_by(f64::total_cmp);
+            let estimate =
+                crate::metrics::percentile(&sorted, 0.5, crate::plan::PercentileMethod::Linear);
+            let b = PercentileBounds::of(&series, 0.5, estimate, 0.0, VERDICT_TAIL).unwrap();
+            covered += usize::from(b.lo.unwrap() <= 0.0 && b.hi.unwrap() >= 0.0);
+            let naive = crate::metrics::percentile_interval(&sorted, 0.5).unwrap();
+            covered_naive += usize::from(naive.lo <= 0.0 && naive.hi >= 0.0);
+        }
+        let share = covered as f64 / runs as f64;
+        let naive = covered_naive as f64 / runs as f64;
+        assert!(share >= 0.9, "coverage {share}");
+        assert!(naive < 0.6, "independent-sample coverage {naive}");
+    }
+
+    #[test]
+    fn a_verdict_needs_its_side_bounded() {
+        // 12 values all far over the limit: a p99 fails without an upper bound.
+        let over = vec![5.0; 12];
+        let tail = look_tail(PROBE_LOOKS);
+        let b = PercentileBounds::of(&over, 0.99, 5.0, 1.0, tail).unwrap();
+        assert_eq!((b.hi, b.verdict), (None, Verdict::Fail));
+        // The same 12 values within the limit cannot pass a p99.
+        let b = PercentileBounds::of(&over, 0.99, 5.0, 10.0, tail).unwrap();
+        assert_eq!(b.verdict, Verdict::Indeterminate);
+        // Enough values within the limit pass, one fewer cannot.
+        let needed = samples_to_pass(0.99) as usize;
+        let many: Vec<f64> = (0..needed).map(|i| (i % 97) as f64).collect();
+        let b = PercentileBounds::of(&many, 0.99, 96.0, 100.0, tail).unwrap();
+        assert_eq!(b.verdict, Verdict::Pass);
+        let b = PercentileBounds::of(&many[1..], 0.99, 96.0, 100.0, tail).unwrap();
+        assert_eq!(b.verdict, Verdict::Indeterminate);
+    }
+}
