@@ -3,10 +3,12 @@
 
 pub mod endpoints;
 pub mod figure_path;
+pub mod provenance;
 mod report;
 pub mod schema;
 pub mod search;
 
 pub use endpoints::EndpointFacts;
+pub use provenance::{Provenance, RepositoryState, SaltUsed, ServerIdentity};
 pub use report::*;
 pub use search::*;
