@@ -1,10 +1,10 @@
 //! Every per-request figure a phase reports as a distribution, in one table: its name (as
 //! plans, `compare` and gates write it), unit, which way is better, whether its percentiles
-//! carry intervals, which requests count, and which columns the markdown and HTML phase
-//! tables give it. The tally, the summaries, figure paths, `compare`, `until` and the phase
-//! tables read it; adding a figure is a variant and a row here, its
-//! per-request value in `client::record` (`RequestRecord::value`), and its slot in
-//! `metrics::summary`.
+//! carry intervals, which requests count, what it means, and where it is listed without
+//! being asked for (the markdown and HTML phase tables, the sessions table, `compare`, repeat
+//! groups). The tally, the summaries and their schema, figure paths, `compare`, `until`,
+//! search and SLO objectives, the CSV and the tables read it; adding a figure is a variant
+//! and a row here and its per-request value in `client::record` (`RequestRecord::value`).
 
 /// A per-request figure with a per-phase distribution.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -23,6 +23,10 @@ pub enum Figure {
     SendLag,
     TtftMinusServerPrompt,
     E2eMinusServerTotal,
+    CachedTokens,
+    /// Time to the first tool-call delta, among replies that called a tool.
+    TtftTool,
+    ToolCallChunks,
 }
 
 /// An order statistic or the mean of a distribution.
@@ -105,22 +109,25 @@ pub enum Counted {
     ServerTimed,
 }
 
-/// A figure's columns in the markdown and HTML phase tables.
+/// A figure's columns in a table: the phase table (markdown and HTML) or the sessions table.
 #[derive(Debug, Clone, Copy)]
 pub struct Shown {
     /// Column heading, before the statistic (`TTFT` in `TTFT p50 (ms)`).
     pub label: &'static str,
     pub stats: &'static [Stat],
     pub when: ShownWhen,
+    /// Heading of a column counting the requests that have the figure (`tool calls` for the
+    /// tool-call TTFT, which only replies that called a tool have).
+    pub count: Option<&'static str>,
 }
 
-/// When a report's phase table has a figure's columns.
+/// When a report's table has a figure's columns.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ShownWhen {
     Always,
     /// When any phase generates tokens (not only embeddings or rerank).
     Generating,
-    /// When any phase measured it (a server that reports its own timing).
+    /// When any phase (or turn) measured it.
     Measured,
 }
 
@@ -128,152 +135,278 @@ pub enum ShownWhen {
 #[derive(Debug, Clone, Copy)]
 pub struct Spec {
     pub figure: Figure,
-    /// As plans, `compare` and gates write it (`ttft` in `ttft.p99`).
+    /// As plans, `compare`, gates and report.json write it (`ttft` in `ttft.p99`).
     pub name: &'static str,
     pub unit: Unit,
     pub better: Better,
     /// Its p50/p95/p99 carry 95% intervals.
     pub intervals: bool,
     pub counted: Counted,
+    /// Only requests that generate tokens have it: embeddings and rerank never do.
+    pub generated: bool,
+    /// What it is, in the report schema's words.
+    pub doc: &'static str,
+    /// The statistics `compare` lists for every matched phase where either side has it.
+    pub compared: &'static [Stat],
+    /// The statistics a repeat group judges its arms on, round by round.
+    pub repeated: &'static [Stat],
     /// Its columns in the phase tables; `None` keeps it to report.json, gates and `compare`.
     pub shown: Option<Shown>,
+    /// Its figures by turn in session workloads, and their columns in the sessions table;
+    /// `None` leaves it out of the turns.
+    pub by_turn: Option<Shown>,
 }
 
-const fn spec(
+/// A row with only its required columns; the rest are added by the methods below.
+const fn row(
     figure: Figure,
     name: &'static str,
     unit: Unit,
     better: Better,
-    intervals: bool,
     counted: Counted,
+    doc: &'static str,
 ) -> Spec {
     Spec {
         figure,
         name,
         unit,
         better,
-        intervals,
+        intervals: false,
         counted,
+        generated: false,
+        doc,
+        compared: &[],
+        repeated: &[],
         shown: None,
+        by_turn: None,
     }
 }
 
-/// `spec` with columns in the phase tables.
-const fn shown(spec: Spec, label: &'static str, stats: &'static [Stat], when: ShownWhen) -> Spec {
-    Spec {
-        shown: Some(Shown { label, stats, when }),
-        ..spec
+impl Spec {
+    const fn intervals(self) -> Spec {
+        Spec {
+            intervals: true,
+            ..self
+        }
+    }
+
+    const fn generated(self) -> Spec {
+        Spec {
+            generated: true,
+            ..self
+        }
+    }
+
+    const fn compared(self, stats: &'static [Stat]) -> Spec {
+        Spec {
+            compared: stats,
+            ..self
+        }
+    }
+
+    const fn repeated(self, stats: &'static [Stat]) -> Spec {
+        Spec {
+            repeated: stats,
+            ..self
+        }
+    }
+
+    const fn shown(self, label: &'static str, stats: &'static [Stat], when: ShownWhen) -> Spec {
+        Spec {
+            shown: Some(columns(label, stats, when)),
+            ..self
+        }
+    }
+
+    const fn by_turn(self, columns: Shown) -> Spec {
+        Spec {
+            by_turn: Some(columns),
+            ..self
+        }
+    }
+}
+
+const fn columns(label: &'static str, stats: &'static [Stat], when: ShownWhen) -> Shown {
+    Shown {
+        label,
+        stats,
+        when,
+        count: None,
     }
 }
 
 use Better::{Higher, Lower, Neither};
 use Counted::{Every, ServerTimed, Succeeded};
+use Stat::{Mean, P50, P95, P99};
 
 /// Every figure, in [`Figure`]'s order.
-pub static FIGURES: [Spec; 13] = [
-    shown(
-        spec(Figure::Ttft, "ttft", Unit::Seconds, Lower, true, Succeeded),
-        "TTFT",
-        &[Stat::P50, Stat::P95, Stat::P99],
-        ShownWhen::Generating,
-    ),
-    shown(
-        spec(Figure::Tpot, "tpot", Unit::Seconds, Lower, true, Succeeded),
-        "TPOT",
-        &[Stat::P50, Stat::P95],
-        ShownWhen::Generating,
-    ),
-    shown(
-        spec(Figure::E2e, "e2e", Unit::Seconds, Lower, true, Succeeded),
-        "E2E",
-        &[Stat::P50, Stat::P95],
-        ShownWhen::Always,
-    ),
-    spec(
+pub static FIGURES: [Spec; 16] = [
+    row(
+        Figure::Ttft,
+        "ttft",
+        Unit::Seconds,
+        Lower,
+        Succeeded,
+        "Request start to the first non-empty content delta, seconds.",
+    )
+    .intervals()
+    .generated()
+    .compared(&Stat::PERCENTILES)
+    .repeated(&[P50])
+    .shown("TTFT", &Stat::PERCENTILES, ShownWhen::Generating)
+    .by_turn(columns("TTFT", &[P50, P99], ShownWhen::Always)),
+    row(
+        Figure::Tpot,
+        "tpot",
+        Unit::Seconds,
+        Lower,
+        Succeeded,
+        "Seconds per output token after the first: (e2e − ttft) / (output tokens − 1).",
+    )
+    .intervals()
+    .generated()
+    .compared(&Stat::PERCENTILES)
+    .repeated(&[P50])
+    .shown("TPOT", &[P50, P95], ShownWhen::Generating),
+    row(
+        Figure::E2e,
+        "e2e",
+        Unit::Seconds,
+        Lower,
+        Succeeded,
+        "Request start to the end of the response, seconds.",
+    )
+    .intervals()
+    .compared(&Stat::PERCENTILES)
+    .repeated(&[P50])
+    .shown("E2E", &[P50, P95], ShownWhen::Always),
+    row(
         Figure::TimeToFirstOutput,
         "time_to_first_output",
         Unit::Seconds,
         Lower,
-        false,
         Succeeded,
-    ),
-    spec(
+        "Request start to the first non-empty reasoning or content delta, seconds.",
+    )
+    .generated(),
+    row(
         Figure::MeanInterTokenLatency,
         "mean_inter_token_latency_ms",
         Unit::Millis,
         Lower,
-        true,
         Succeeded,
-    ),
-    spec(
+        "Per-request mean inter-token latency, milliseconds.",
+    )
+    .intervals()
+    .generated(),
+    row(
         Figure::MaxInterChunk,
         "max_inter_chunk_ms",
         Unit::Millis,
         Lower,
-        false,
         Succeeded,
-    ),
-    spec(
+        "Per-request largest gap between chunks, milliseconds.",
+    )
+    .generated(),
+    row(
         Figure::DecodeTokS,
         "decode_tok_s",
         Unit::TokensPerSecond,
         Higher,
-        false,
         Succeeded,
-    ),
-    spec(
+        "Per-request decode rate after the first output, tokens per second.",
+    )
+    .generated(),
+    row(
         Figure::InputTokens,
         "input_tokens",
         Unit::Tokens,
         Neither,
-        false,
         Succeeded,
-    ),
-    spec(
+        "Server-reported prompt tokens.",
+    )
+    .by_turn(columns("Prompt tokens", &[Mean], ShownWhen::Always)),
+    row(
         Figure::OutputTokens,
         "output_tokens",
         Unit::Tokens,
         Neither,
-        false,
         Succeeded,
-    ),
-    shown(
-        spec(
-            Figure::ServerQueue,
-            "server_queue_ms",
-            Unit::Millis,
-            Lower,
-            false,
-            Succeeded,
-        ),
-        "Server queue",
-        &[Stat::P50, Stat::P99],
-        ShownWhen::Measured,
-    ),
-    spec(
+        "Output tokens: the server's usage, else counted from the stream.",
+    )
+    .generated(),
+    row(
+        Figure::ServerQueue,
+        "server_queue_ms",
+        Unit::Millis,
+        Lower,
+        Succeeded,
+        "Milliseconds the server says requests waited in its queue (vLLM's per-request \
+        metrics).",
+    )
+    .shown("Server queue", &[P50, P99], ShownWhen::Measured),
+    row(
         Figure::SendLag,
         "send_lag_ms",
         Unit::Millis,
         Lower,
-        false,
         Every,
+        "Open loop: how far sends lagged their schedule, milliseconds.",
     ),
-    spec(
+    row(
         Figure::TtftMinusServerPrompt,
         "ttft_minus_server_prompt_ms",
         Unit::Millis,
         Lower,
-        false,
         ServerTimed,
+        "Client TTFT minus the server's own prompt time, milliseconds, over the requests \
+        whose server reported its timing.",
     ),
-    spec(
+    row(
         Figure::E2eMinusServerTotal,
         "e2e_minus_server_total_ms",
         Unit::Millis,
         Lower,
-        false,
         ServerTimed,
+        "Client e2e minus the server's own queue, prompt and generation time, milliseconds, \
+        over the requests whose server reported its timing.",
     ),
+    row(
+        Figure::CachedTokens,
+        "cached_tokens",
+        Unit::Tokens,
+        Neither,
+        Succeeded,
+        "Cached prompt tokens the server reported (prefix reuse).",
+    )
+    .by_turn(columns("Cached tokens", &[Mean], ShownWhen::Always)),
+    row(
+        Figure::TtftTool,
+        "ttft_tool_ms",
+        Unit::Millis,
+        Lower,
+        Succeeded,
+        "Request start to the first tool-call delta (a function name or argument \
+        fragment), milliseconds, over the replies that called a tool.",
+    )
+    .intervals()
+    .generated()
+    .compared(&Stat::PERCENTILES)
+    .by_turn(Shown {
+        count: Some("Tool calls"),
+        ..columns("Tool TTFT", &[P50], ShownWhen::Measured)
+    }),
+    row(
+        Figure::ToolCallChunks,
+        "tool_call_chunks",
+        Unit::Count,
+        Neither,
+        Succeeded,
+        "Streamed tool-call deltas (name and argument fragments) per reply that called a \
+        tool.",
+    )
+    .generated()
+    .by_turn(columns("Tool deltas", &[Mean], ShownWhen::Measured)),
 ];
 
 impl Figure {
@@ -299,6 +432,12 @@ impl Figure {
     pub fn named(name: &str) -> Option<Figure> {
         FIGURES.iter().find(|s| s.name == name).map(|s| s.figure)
     }
+
+    /// Whether it is measured in time (seconds or milliseconds): SLO and search objectives
+    /// limit these.
+    pub fn is_time(self) -> bool {
+        matches!(self.spec().unit, Unit::Seconds | Unit::Millis)
+    }
 }
 
 #[cfg(test)]
@@ -310,6 +449,7 @@ mod tests {
         for (i, spec) in FIGURES.iter().enumerate() {
             assert_eq!(spec.figure.index(), i, "{}", spec.name);
             assert_eq!(Figure::named(spec.name), Some(spec.figure));
+            assert!(!spec.doc.is_empty(), "{}", spec.name);
         }
     }
 }

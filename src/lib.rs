@@ -14,6 +14,7 @@ pub mod duration;
 pub mod exit;
 pub mod figure;
 pub mod hash;
+pub mod history;
 pub mod metrics;
 pub mod plan;
 pub mod quantile;

@@ -2,5 +2,5 @@ use clap::Parser;
 
 fn main() {
     let cli = servebench::commands::Cli::parse();
-    std::process::exit(servebench::commands::run(cli));
+    std::process::exit(servebench::commands::run(cli).code());
 }

@@ -60,7 +60,7 @@ fn run(dir: &Path, out: &str) -> serde_json::Value {
     let done = servebench(&[
         "run",
         plan.to_str().unwrap(),
-        "--out",
+        "--output",
         out.to_str().unwrap(),
         "-q",
     ]);

@@ -7,7 +7,7 @@
 #
 #   bash tests/real/setup.sh                        # once: the routers' venv
 #   examples/gateways/run.sh [servebench run options…]
-#   ROUTER=sglang examples/gateways/run.sh --set duration=5s --set warmup=1s --out runs/gw
+#   ROUTER=sglang examples/gateways/run.sh --set duration=5s --set warmup=1s --output runs/gw
 #
 # ROUTER: vllm (default) or sglang. SERVEBENCH: the servebench binary (default: on PATH).
 # Everything started here is stopped when the script ends.
@@ -51,8 +51,10 @@ wait_healthy() { # URL LOG
   exit 3
 }
 
-# Replicas whose prefix caches hold about six of the plan's eight 4096-token prefixes.
+# Replicas whose prefix caches hold about six of the plan's eight 4096-token prefixes, serving
+# the model the plan names.
 cat > "$work/replica.yaml" <<'YAML'
+model: DeepSeek-V4-Flash-0731
 max_running: 64
 prefill_tok_s: 30000
 decode_ms_per_token: 2

@@ -84,36 +84,82 @@ impl Endpoint {
 
     /// The model ids `/models` lists, in its order, asked through `http` (a
     /// [`side_client`](Self::side_client)) with the key: a server started with an API key
-    /// refuses `/models` without it. The error completes "`/models` …" ("did not answer (…)").
+    /// refuses `/models` without it.
     pub async fn list_models(
         &self,
         http: &reqwest::Client,
         timeout: Duration,
-    ) -> Result<Vec<String>, String> {
-        let headers = self.access_headers().map_err(|e| e.to_string())?;
+    ) -> Result<Vec<String>, ModelsError> {
+        let unusable = |why: String| ModelsError::Unusable(why);
+        let headers = self.access_headers().map_err(|e| unusable(e.to_string()))?;
         let response = http
             .get(self.models_url())
             .headers(headers)
             .timeout(timeout)
             .send()
             .await
-            .map_err(|e| format!("did not answer ({e})"))?;
+            .map_err(|e| self.unreachable(&e, timeout))?;
         let status = response.status();
         let text = response
             .text()
             .await
-            .map_err(|e| format!("sent no body ({e})"))?;
+            .map_err(|e| unusable(format!("sent no body ({e})")))?;
         if !status.is_success() {
-            return Err(format!("answered {status}"));
+            return Err(unusable(format!("answered {status}")));
         }
         let listing: serde_json::Value =
-            serde_json::from_str(&text).map_err(|_| "did not return JSON".to_string())?;
+            serde_json::from_str(&text).map_err(|_| unusable("did not return JSON".to_string()))?;
         Ok(listing["data"]
             .as_array()
             .into_iter()
             .flatten()
             .filter_map(|m| m["id"].as_str().map(str::to_string))
             .collect())
+    }
+}
+
+impl Endpoint {
+    /// Why a side request got no answer: a refused connection says what it usually means.
+    fn unreachable(&self, err: &reqwest::Error, timeout: Duration) -> ModelsError {
+        if super::failure::is_refused(err) {
+            let (what, at) = match (&self.unix_socket, &self.proxy) {
+                (Some(path), _) => ("server", format!("unix socket {}", path.display())),
+                (None, Some(_)) => ("proxy", "the target's proxy".to_string()),
+                (None, None) => ("server", self.origin()),
+            };
+            return ModelsError::Unreachable(super::failure::refused_message(what, &at));
+        }
+        if err.is_timeout() {
+            return ModelsError::Unreachable(format!("did not answer within {timeout:?}"));
+        }
+        ModelsError::Unreachable(format!(
+            "did not answer ({})",
+            super::failure::error_chain(err)
+        ))
+    }
+
+    /// `scheme://host:port` of the base URL, as a person would type it.
+    fn origin(&self) -> String {
+        reqwest::Url::parse(&self.base_url)
+            .map(|url| url.origin().ascii_serialization())
+            .unwrap_or_else(|_| self.base_url.clone())
+    }
+}
+
+/// Why `/models` gave no list of models. The text completes "`<models URL>` …".
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ModelsError {
+    /// Nothing answered: the connection was refused, failed or timed out.
+    Unreachable(String),
+    /// Something answered, but not with a list of models (a status, no JSON).
+    Unusable(String),
+}
+
+impl fmt::Display for ModelsError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ModelsError::Unreachable(why) | ModelsError::Unusable(why) => f.write_str(why),
+        }
     }
 }
 

@@ -18,7 +18,30 @@ const ERROR_BODY_MAX_BYTES: usize = 64 * 1024;
 #[derive(Debug)]
 pub(crate) enum ConnectError {
     Timeout(Duration),
+    /// Nothing accepted the connection: the message says where, and what that usually means.
+    Refused(String),
     Failed(String),
+}
+
+/// What a refused connection almost always means, for someone who has not started the server
+/// yet: `connection refused — is the server running at http://127.0.0.1:8000?`. `what` is
+/// `server` or `proxy`; `at` is where it was asked for.
+pub(crate) fn refused_message(what: &str, at: &str) -> String {
+    format!("connection refused — is the {what} running at {at}?")
+}
+
+/// Whether `err`, or an error it was caused by, is a refused connection.
+pub(crate) fn is_refused(err: &(dyn std::error::Error + 'static)) -> bool {
+    let mut cause = Some(err);
+    while let Some(e) = cause {
+        if e.downcast_ref::<std::io::Error>()
+            .is_some_and(|io| io.kind() == std::io::ErrorKind::ConnectionRefused)
+        {
+            return true;
+        }
+        cause = e.source();
+    }
+    false
 }
 
 /// A failed request before it becomes `record.error`.
@@ -60,7 +83,7 @@ impl Failure {
             ConnectError::Timeout(limit) => {
                 format!("{url}: no connection within the connect timeout ({limit:?})")
             }
-            ConnectError::Failed(why) => format!("{url}: {why}"),
+            ConnectError::Refused(why) | ConnectError::Failed(why) => format!("{url}: {why}"),
         };
         Failure::new(ErrorKind::Connect, message)
     }

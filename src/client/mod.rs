@@ -35,7 +35,7 @@ pub use config::{
     Api, ClientConfig, ConnectionSettings, DEFAULT_CONNECTION_IDLE_TIMEOUT, HttpVersion, REDACTED,
     ResolvedTimeouts, Sampling, ToolSettings, is_secret_header, merge_body,
 };
-pub use endpoint::Endpoint;
+pub use endpoint::{Endpoint, ModelsError};
 pub use exchange::Client;
 pub use pool::{ServerKeepAlive, parse_keep_alive};
 pub use record::*;

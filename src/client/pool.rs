@@ -437,20 +437,25 @@ impl Pool {
         if let Some(path) = &origin.unix_socket {
             let unix = UnixStream::connect(path)
                 .await
-                .map_err(|e| ConnectError::Failed(format!("connect to {at}: {e}")))?;
+                .map_err(|e| connect_error(&e, "server", &at))?;
             let setup = ConnectionSetup {
                 connect_ms: ms_since(started, Instant::now()),
                 tls_ms: None,
             };
             return Ok((Inner::Unix(unix), setup));
         }
-        let (host, port) = match &origin.proxy {
-            Some(proxy) => (proxy.host.as_str(), proxy.port),
-            None => (origin.host.as_str(), origin.port),
+        let (host, port, what) = match &origin.proxy {
+            Some(proxy) => (proxy.host.as_str(), proxy.port, "proxy"),
+            None => (origin.host.as_str(), origin.port, "server"),
         };
-        let mut tcp = TcpStream::connect((host, port))
-            .await
-            .map_err(|e| ConnectError::Failed(format!("tcp connect to {host}:{port}: {e}")))?;
+        let mut tcp = TcpStream::connect((host, port)).await.map_err(|e| {
+            let scheme = if origin.tls.is_some() && origin.proxy.is_none() {
+                "https"
+            } else {
+                "http"
+            };
+            connect_error(&e, what, &format!("{scheme}://{host}:{port}"))
+        })?;
         if origin.proxy.is_some() && origin.tls.is_some() {
             tunnel(&mut tcp, &origin.authority)
                 .await
@@ -477,6 +482,16 @@ impl Pool {
             )));
         }
         Ok((Inner::Tls(Box::new(tls)), setup))
+    }
+}
+
+/// A failed connect to the `what` (`server` or `proxy`) at `at`; a refused one says what it
+/// usually means.
+fn connect_error(err: &std::io::Error, what: &str, at: &str) -> ConnectError {
+    if err.kind() == std::io::ErrorKind::ConnectionRefused {
+        ConnectError::Refused(super::failure::refused_message(what, at))
+    } else {
+        ConnectError::Failed(format!("connect to {at}: {err}"))
     }
 }
 

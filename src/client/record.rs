@@ -139,6 +139,10 @@ impl RequestRecord {
                 self.ttft_ms.zip(self.server_prompt_ms).map(|(a, b)| a - b)
             }
             Figure::E2eMinusServerTotal => self.server_total_ms.map(|b| self.e2e_ms - b),
+            Figure::CachedTokens => self.cached_tokens.map(|t| t as f64),
+            Figure::TtftTool => self.ttft_tool_ms,
+            // Only replies that called a tool count, as for their TTFT.
+            Figure::ToolCallChunks => self.ttft_tool_ms.map(|_| self.tool_call_chunks as f64),
         };
         value.filter(|v| v.is_finite())
     }

@@ -1,4 +1,5 @@
-//! Arguments shared by every command that reads a plan.
+//! Arguments shared by several commands: the plan-expansion flags, and old flag spellings
+//! kept working.
 
 use std::path::PathBuf;
 
@@ -43,4 +44,18 @@ impl ExpandArgs {
             allow_exec: self.allow_exec,
         }
     }
+}
+
+/// The value of a renamed flag: the new spelling's, else the old one's with a note on stderr
+/// saying which to write (clap refuses both at once).
+pub(super) fn renamed<T>(
+    new: Option<T>,
+    old: Option<T>,
+    old_flag: &str,
+    new_flag: &str,
+) -> Option<T> {
+    if old.is_some() {
+        eprintln!("note: `{old_flag}` is deprecated and will be removed; write `{new_flag}`");
+    }
+    new.or(old)
 }

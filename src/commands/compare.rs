@@ -3,14 +3,16 @@
 use std::path::PathBuf;
 
 use super::emit;
-use crate::exit;
+use crate::exit::Exit;
 use crate::report::compare::compare;
 use crate::report::compare::gate::Gate;
 use crate::report::{read_report, render_comparison};
 
 #[derive(Debug, clap::Args)]
 pub struct CompareArgs {
+    /// The baseline report (report.json, or a seed-format report).
     pub base: PathBuf,
+    /// The report compared with it.
     pub new: PathBuf,
     /// `[PHASE:]METRIC OP THRESHOLD`, e.g. 'ttft.p95 < +10%', 'errors == 0', 'e2e.p50 < 2s'.
     #[arg(long = "gate", value_name = "EXPR")]
@@ -18,7 +20,7 @@ pub struct CompareArgs {
     #[arg(long, value_enum, default_value = "md")]
     pub format: CompareFormat,
     /// Write here instead of stdout.
-    #[arg(short, long)]
+    #[arg(short, long, value_name = "FILE")]
     pub output: Option<PathBuf>,
 }
 
@@ -29,7 +31,7 @@ pub enum CompareFormat {
     Json,
 }
 
-pub fn run(args: &CompareArgs) -> i32 {
+pub fn run(args: &CompareArgs) -> Exit {
     let mut gates = Vec::new();
     let mut bad = false;
     for g in &args.gates {
@@ -42,7 +44,7 @@ pub fn run(args: &CompareArgs) -> i32 {
         }
     }
     if bad {
-        return exit::INVALID_INPUT;
+        return Exit::InvalidInput;
     }
     let (base_report, new_report) =
         match (read_with_records(&args.base), read_with_records(&args.new)) {
@@ -51,7 +53,7 @@ pub fn run(args: &CompareArgs) -> i32 {
                 for e in [b.err(), n.err()].into_iter().flatten() {
                     eprintln!("error: {e}");
                 }
-                return exit::INVALID_INPUT;
+                return Exit::InvalidInput;
             }
         };
     let comparison = compare(
@@ -67,20 +69,20 @@ pub fn run(args: &CompareArgs) -> i32 {
             Ok(s) => s + "\n",
             Err(e) => {
                 eprintln!("error: cannot encode the comparison: {e}");
-                return exit::RUN_FAILED;
+                return Exit::RunFailed;
             }
         },
     };
     let code = emit(&text, args.output.as_deref());
-    if code != exit::SUCCESS {
+    if code != Exit::Success {
         return code;
     }
     if comparison.passed {
-        exit::SUCCESS
+        Exit::Success
     } else {
         let failed = comparison.gates.iter().filter(|g| !g.passed).count();
         eprintln!("{failed} gate check(s) failed");
-        exit::GATE_FAILED
+        Exit::GateFailed
     }
 }
 

@@ -3,7 +3,7 @@
 use clap::CommandFactory;
 
 use super::Cli;
-use crate::exit;
+use crate::exit::Exit;
 
 #[derive(Debug, clap::Args)]
 pub struct CompletionsArgs {
@@ -11,9 +11,9 @@ pub struct CompletionsArgs {
     pub shell: clap_complete::Shell,
 }
 
-pub fn run(args: &CompletionsArgs) -> i32 {
+pub fn run(args: &CompletionsArgs) -> Exit {
     let mut command = Cli::command();
     let name = command.get_name().to_string();
     clap_complete::generate(args.shell, &mut command, name, &mut std::io::stdout());
-    exit::SUCCESS
+    Exit::Success
 }

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use clap::ValueEnum;
 
 use super::ExpandArgs;
-use crate::exit;
+use crate::exit::Exit;
 use crate::plan::{prepare, to_document};
 
 #[derive(Debug, clap::Args)]
@@ -26,14 +26,17 @@ pub enum ExpandFormat {
     Json,
 }
 
-pub fn run(args: &ExpandCommandArgs) -> i32 {
+pub fn run(args: &ExpandCommandArgs) -> Exit {
     let loaded = match prepare(&args.plan, &args.expand.options()) {
         Ok(l) => l,
         Err(errors) => {
             eprintln!("{errors}");
-            return exit::INVALID_INPUT;
+            return Exit::InvalidInput;
         }
     };
+    for warning in &loaded.warnings {
+        eprintln!("{}", warning.one_line());
+    }
     let doc = to_document(&loaded.plan);
     let text = match args.format {
         ExpandFormat::Json => serde_json::to_string_pretty(&doc).map(|mut s| {
@@ -46,18 +49,18 @@ pub fn run(args: &ExpandCommandArgs) -> i32 {
             )),
             Err(e) => {
                 eprintln!("error: cannot write YAML: {e}");
-                return exit::RUN_FAILED;
+                return Exit::RunFailed;
             }
         },
     };
     match text {
         Ok(t) => {
             print!("{t}");
-            exit::SUCCESS
+            Exit::Success
         }
         Err(e) => {
             eprintln!("error: cannot write JSON: {e}");
-            exit::RUN_FAILED
+            Exit::RunFailed
         }
     }
 }

@@ -1,52 +1,55 @@
-//! `servebench init [--target URL] [-o FILE]`: probe a server and write a starter plan.
+//! `servebench init [--target NAME=URL] [-o FILE]`: probe a server and write a starter plan.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use crate::client::Endpoint;
-use crate::exit;
+use crate::client::{Endpoint, ModelsError};
+use crate::exit::Exit;
 use crate::plan::starter::{Discovery, starter_plan};
 use crate::runner::endpoint::resolve;
 use crate::workload::tokens::server_root;
 
 #[derive(Debug, clap::Args)]
 pub struct InitArgs {
-    /// Base URL of an OpenAI-compatible server, including `/v1`; the embedded simulator
-    /// when omitted.
-    #[arg(long, value_name = "URL")]
+    /// The plan's target: its name and an OpenAI-compatible server's base URL, including
+    /// `/v1`, as `run --target` takes it; the embedded simulator when omitted.
+    #[arg(long, value_name = "NAME=URL")]
     pub target: Option<String>,
     /// Where to write the plan; an existing file is never overwritten.
     #[arg(short, long, value_name = "FILE", default_value = "plan.yaml")]
     pub output: PathBuf,
 }
 
-pub fn run(args: &InitArgs) -> i32 {
+pub fn run(args: &InitArgs) -> Exit {
     if args.output.exists() {
         eprintln!(
             "error: {} exists; init never overwrites a file\n  = help: name another file with -o",
             args.output.display()
         );
-        return exit::INVALID_INPUT;
+        return Exit::InvalidInput;
     }
-    let discovery = match &args.target {
-        None => Discovery::simulator(),
-        Some(url) => {
-            if !(url.starts_with("http://") || url.starts_with("https://")) {
-                eprintln!("error: --target {url}: expected an http:// or https:// URL");
-                return exit::INVALID_INPUT;
-            }
+    let target = match args.target.as_deref().map(named_target).transpose() {
+        Ok(target) => target,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return Exit::InvalidInput;
+        }
+    };
+    let discovery = match &target {
+        None => Discovery::simulator(DEFAULT_TARGET_NAME),
+        Some((name, url)) => {
             let runtime = match tokio::runtime::Runtime::new() {
                 Ok(r) => r,
                 Err(e) => {
                     eprintln!("error: cannot start the runtime: {e}");
-                    return exit::RUN_FAILED;
+                    return Exit::RunFailed;
                 }
             };
-            match runtime.block_on(probe(url)) {
+            match runtime.block_on(probe(name, url)) {
                 Ok(d) => d,
                 Err(e) => {
                     eprintln!("error: {e}");
-                    return exit::RUN_FAILED;
+                    return Exit::RunFailed;
                 }
             }
         }
@@ -64,20 +67,55 @@ pub fn run(args: &InitArgs) -> i32 {
             for note in [&discovery.tokenizer_note, &discovery.metrics_note] {
                 println!("  {}", note.lines().next().unwrap_or_default());
             }
-            exit::SUCCESS
+            Exit::Success
         }
         Err(e) => {
             eprintln!("error: cannot write {}: {e}", args.output.display());
-            exit::RUN_FAILED
+            Exit::RunFailed
         }
     }
+}
+
+/// The target's name when `--target` gives none, or no server at all.
+const DEFAULT_TARGET_NAME: &str = "server";
+
+/// `--target NAME=URL` as its name and URL. A bare URL, the old form, is still read (as
+/// target `server`) with a note.
+fn named_target(arg: &str) -> Result<(String, String), String> {
+    let is_url = |s: &str| s.starts_with("http://") || s.starts_with("https://");
+    if is_url(arg) {
+        eprintln!(
+            "note: `--target URL` is deprecated and will be removed; write `--target \
+             {DEFAULT_TARGET_NAME}={arg}` (NAME=URL, as `run --target` takes it)"
+        );
+        return Ok((DEFAULT_TARGET_NAME.to_string(), arg.to_string()));
+    }
+    let example = format!("for example --target {DEFAULT_TARGET_NAME}=http://127.0.0.1:8000/v1");
+    let Some((name, url)) = arg.split_once('=') else {
+        return Err(format!("--target {arg}: expected NAME=URL ({example})"));
+    };
+    if name.is_empty()
+        || !name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "_-.".contains(c))
+    {
+        return Err(format!(
+            "--target {arg}: {name:?} is not a target name: use letters, digits, `_`, `-` or `.`"
+        ));
+    }
+    if !is_url(url) {
+        return Err(format!(
+            "--target {arg}: expected an http:// or https:// URL after `=` ({example})"
+        ));
+    }
+    Ok((name.to_string(), url.to_string()))
 }
 
 /// How long each probe waits for the server.
 const PROBE_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Ask the server for its models, and whether it serves `/tokenize` and `/metrics`.
-async fn probe(base_url: &str) -> Result<Discovery, String> {
+async fn probe(name: &str, base_url: &str) -> Result<Discovery, String> {
     // The URL as a plan target would give it, resolved the way a run resolves one.
     let target = crate::plan::Target {
         base_url: Some(base_url.to_string()),
@@ -93,6 +131,7 @@ async fn probe(base_url: &str) -> Result<Discovery, String> {
     let (tokenizer, tokenizer_note) = probe_tokenize(&client, &root, model.as_deref()).await;
     let (metrics_url, metrics_note) = probe_metrics(&client, &root).await;
     Ok(Discovery {
+        target_name: name.to_string(),
         base_url: Some(endpoint.base_url),
         model,
         model_note,
@@ -113,7 +152,10 @@ async fn probe_models(
     let ids = endpoint
         .list_models(client, PROBE_TIMEOUT)
         .await
-        .map_err(|why| format!("cannot list models: {models_url} {why}"))?;
+        .map_err(|why| match why {
+            ModelsError::Unreachable(why) => format!("cannot list models at {models_url}: {why}"),
+            ModelsError::Unusable(why) => format!("cannot list models: {models_url} {why}"),
+        })?;
     Ok(match ids.as_slice() {
         [] => (
             None,

@@ -2,7 +2,8 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::exit;
+use crate::exit::Exit;
+use crate::figure::Figure;
 use crate::report::Report;
 use crate::shard::{MergeError, merge_files};
 
@@ -16,23 +17,24 @@ pub struct MergeArgs {
     pub output: PathBuf,
 }
 
-pub fn run(args: &MergeArgs) -> i32 {
+pub fn run(args: &MergeArgs) -> Exit {
     let report = match merge_files(&args.reports) {
         Ok(report) => report,
-        Err(MergeError::Invalid(problems)) => {
-            for problem in problems {
-                eprintln!("error: {problem}");
+        Err(e) => {
+            match &e {
+                MergeError::Invalid(problems) => {
+                    for problem in problems {
+                        eprintln!("error: {problem}");
+                    }
+                }
+                MergeError::Failed(_) => eprintln!("error: {e}"),
             }
-            return exit::INVALID_INPUT;
-        }
-        Err(e @ MergeError::Failed(_)) => {
-            eprintln!("error: {e}");
-            return exit::RUN_FAILED;
+            return e.exit_code();
         }
     };
     if let Err(e) = write_json(&args.output, &report) {
         eprintln!("error: {e}");
-        return exit::RUN_FAILED;
+        return Exit::RunFailed;
     }
     for phase in &report.phases {
         let s = &phase.summary;
@@ -42,7 +44,7 @@ pub fn run(args: &MergeArgs) -> i32 {
             s.requests,
             s.errors,
             s.request_rate,
-            s.ttft
+            s.distribution(Figure::Ttft)
                 .map(|d| format!("{:.1} ms", d.p99 * 1e3))
                 .unwrap_or_else(|| "-".to_string())
         );
@@ -58,7 +60,7 @@ pub fn run(args: &MergeArgs) -> i32 {
                 .unwrap_or("a shard did not finish")
         );
     }
-    exit::SUCCESS
+    Exit::Success
 }
 
 /// The merged report as pretty JSON, its directory created, replaced atomically.

@@ -7,6 +7,7 @@ mod args;
 mod compare;
 mod completions;
 mod expand;
+mod history;
 mod init;
 mod merge;
 mod recover;
@@ -26,6 +27,7 @@ pub use args::ExpandArgs;
 pub use compare::{CompareArgs, CompareFormat};
 pub use completions::CompletionsArgs;
 pub use expand::{ExpandCommandArgs, ExpandFormat};
+pub use history::{HistoryArgs, HistoryCommand};
 pub use init::InitArgs;
 pub use merge::MergeArgs;
 pub use recover::RecoverArgs;
@@ -36,13 +38,14 @@ pub use selftest::SelftestCommandArgs;
 pub use sim::SimArgs;
 pub use validate::ValidateArgs;
 
-use crate::exit;
+use crate::exit::Exit;
 
 #[derive(Debug, Parser)]
 #[command(
     name = "servebench",
     version,
-    about = "Benchmark plans for OpenAI-compatible LLM endpoints"
+    about = "Benchmark plans for OpenAI-compatible LLM endpoints",
+    after_help = Exit::help_text()
 )]
 pub struct Cli {
     #[command(subcommand)]
@@ -78,10 +81,12 @@ pub enum Command {
     Merge(MergeArgs),
     /// Rebuild a killed run's report and requests.parquet from its journal.
     Recover(RecoverArgs),
+    /// The results history across runs: trends, alerts, gates and baselines.
+    History(HistoryArgs),
 }
 
-/// Run the parsed command; returns the process exit code.
-pub fn run(cli: Cli) -> i32 {
+/// Run the parsed command; how it ended ([`Exit::code`] is the process exit code).
+pub fn run(cli: Cli) -> Exit {
     match cli.command {
         Command::Validate(args) => validate::run(&args),
         Command::Init(args) => init::run(&args),
@@ -95,11 +100,12 @@ pub fn run(cli: Cli) -> i32 {
         Command::Selftest(args) => selftest::run(&args),
         Command::Merge(args) => merge::run(&args),
         Command::Recover(args) => recover::run(&args),
+        Command::History(args) => history::run(&args),
     }
 }
 
-/// Write a command's output to `output`, atomically, or to stdout; the exit code.
-fn emit(text: &str, output: Option<&Path>) -> i32 {
+/// Write a command's output to `output`, atomically, or to stdout.
+fn emit(text: &str, output: Option<&Path>) -> Exit {
     let result = match output {
         Some(path) => {
             crate::report::write_atomic(path, text).map_err(|e| format!("{}: {e}", path.display()))
@@ -110,10 +116,10 @@ fn emit(text: &str, output: Option<&Path>) -> i32 {
             .map_err(|e| format!("stdout: {e}")),
     };
     match result {
-        Ok(()) => exit::SUCCESS,
+        Ok(()) => Exit::Success,
         Err(e) => {
             eprintln!("error: cannot write {e}");
-            exit::RUN_FAILED
+            Exit::RunFailed
         }
     }
 }

@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-use crate::exit;
+use crate::exit::Exit;
 use crate::runner::recover::recover;
 
 #[derive(Debug, clap::Args)]
@@ -11,7 +11,7 @@ pub struct RecoverArgs {
     pub dir: PathBuf,
 }
 
-pub fn run(args: &RecoverArgs) -> i32 {
+pub fn run(args: &RecoverArgs) -> Exit {
     let needed = [
         crate::report::REPORT_FILE,
         crate::runner::output::JOURNAL_FILE,
@@ -21,13 +21,13 @@ pub fn run(args: &RecoverArgs) -> i32 {
             "error: {}: not a run directory (no {missing})",
             args.dir.display()
         );
-        return exit::INVALID_INPUT;
+        return Exit::InvalidInput;
     }
     let recovered = match recover(&args.dir) {
         Ok(r) => r,
         Err(e) => {
             eprintln!("error: {e}");
-            return exit::RUN_FAILED;
+            return Exit::RunFailed;
         }
     };
     for note in &recovered.notes {
@@ -46,5 +46,5 @@ pub fn run(args: &RecoverArgs) -> i32 {
         recovered.rows,
         args.dir.join(crate::report::REPORT_FILE).display()
     );
-    exit::SUCCESS
+    Exit::Success
 }

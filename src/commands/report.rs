@@ -3,7 +3,7 @@
 use std::path::{Path, PathBuf};
 
 use super::emit;
-use crate::exit;
+use crate::exit::Exit;
 use crate::report::formats::anvil_out;
 use crate::report::{Format, Report, exporter, read_report, write_atomic};
 
@@ -21,24 +21,24 @@ pub struct ReportArgs {
     pub phase: Option<String>,
     /// Write here instead of stdout; for `--format anvil` a directory that gets one
     /// `<phase>.anvil.json` per phase.
-    #[arg(short, long)]
+    #[arg(short, long, value_name = "PATH")]
     pub output: Option<PathBuf>,
 }
 
-pub fn run(args: &ReportArgs) -> i32 {
+pub fn run(args: &ReportArgs) -> Exit {
     if args.requests && args.format != Format::Csv {
         eprintln!("error: --requests applies to --format csv only");
-        return exit::INVALID_INPUT;
+        return Exit::InvalidInput;
     }
     if args.phase.is_some() && args.format != Format::Anvil {
         eprintln!("error: --phase applies to --format anvil only");
-        return exit::INVALID_INPUT;
+        return Exit::InvalidInput;
     }
     let report = match read_report(&args.input) {
         Ok(r) => r,
         Err(e) => {
             eprintln!("error: {e}");
-            return exit::INVALID_INPUT;
+            return Exit::InvalidInput;
         }
     };
     match exporter(args.format, args.requests) {
@@ -48,12 +48,12 @@ pub fn run(args: &ReportArgs) -> i32 {
 }
 
 /// One anvil document per phase: into `dir`, or the only one to stdout.
-fn anvil(report: &Report, phase: Option<&str>, dir: Option<&Path>) -> i32 {
+fn anvil(report: &Report, phase: Option<&str>, dir: Option<&Path>) -> Exit {
     let docs = match anvil_out::documents(report, phase) {
         Ok(d) => d,
         Err(e) => {
             eprintln!("error: {e}");
-            return exit::INVALID_INPUT;
+            return Exit::InvalidInput;
         }
     };
     let Some(dir) = dir else {
@@ -67,18 +67,18 @@ fn anvil(report: &Report, phase: Option<&str>, dir: Option<&Path>) -> i32 {
             names.len(),
             names.join(", ")
         );
-        return exit::INVALID_INPUT;
+        return Exit::InvalidInput;
     };
     if let Err(e) = std::fs::create_dir_all(dir) {
         eprintln!("error: cannot create {}: {e}", dir.display());
-        return exit::RUN_FAILED;
+        return Exit::RunFailed;
     }
     for (name, doc) in &docs {
         let path = dir.join(anvil_out::file_name(name));
         if let Err(e) = write_atomic(&path, &anvil_out::render(doc)) {
             eprintln!("error: cannot write {}: {e}", path.display());
-            return exit::RUN_FAILED;
+            return Exit::RunFailed;
         }
     }
-    exit::SUCCESS
+    Exit::Success
 }

@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 
 use super::ExpandArgs;
-use crate::exit;
+use crate::exit::Exit;
 use crate::runner::{RunError, RunOptions};
 use crate::scheduler::progress::ProgressMode;
 
@@ -14,7 +14,10 @@ pub struct RunArgs {
     #[command(flatten)]
     pub expand: ExpandArgs,
     /// Directory for report.json and journal.jsonl [default: runs/<plan>-<UTC time>/].
-    #[arg(long, value_name = "DIR")]
+    #[arg(short, long, value_name = "DIR")]
+    pub output: Option<PathBuf>,
+    /// The old spelling of --output.
+    #[arg(long, value_name = "DIR", hide = true, conflicts_with = "output")]
     pub out: Option<PathBuf>,
     /// Run only these phases, in plan order.
     #[arg(long, value_name = "PHASE", num_args = 1..)]
@@ -65,7 +68,7 @@ impl RunArgs {
         RunOptions {
             plan: self.plan,
             expand: self.expand.options(),
-            out_dir: self.out,
+            out_dir: super::args::renamed(self.output, self.out, "--out", "-o/--output"),
             only: self.only,
             dry_run: self.dry_run,
             calibrate: !self.no_calibrate,
@@ -86,29 +89,25 @@ impl RunArgs {
     }
 }
 
-pub fn run(args: RunArgs) -> i32 {
+pub fn run(args: RunArgs) -> Exit {
     let runtime = match tokio::runtime::Runtime::new() {
         Ok(runtime) => runtime,
         Err(e) => {
             eprintln!("error: cannot start the async runtime: {e}");
-            return exit::RUN_FAILED;
+            return Exit::RunFailed;
         }
     };
     match runtime.block_on(crate::runner::run(args.options())) {
         // An interrupted run wrote a partial report; it still did not finish.
-        Ok(outcome) if outcome.interrupted => exit::RUN_FAILED,
-        Ok(_) => exit::SUCCESS,
-        Err(RunError::InvalidPlan(errors)) => {
-            eprintln!("{errors}");
-            exit::INVALID_INPUT
-        }
-        Err(e @ RunError::InvalidInput(_)) => {
-            eprintln!("error: {e}");
-            exit::INVALID_INPUT
-        }
-        Err(e @ RunError::Failed(_)) => {
-            eprintln!("error: {e}");
-            exit::RUN_FAILED
+        Ok(outcome) if outcome.interrupted => Exit::RunFailed,
+        Ok(_) => Exit::Success,
+        Err(e) => {
+            match &e {
+                // Plan diagnostics carry their own `error:` lines.
+                RunError::InvalidPlan(errors) => eprintln!("{errors}"),
+                RunError::InvalidInput(_) | RunError::Failed(_) => eprintln!("error: {e}"),
+            }
+            e.exit_code()
         }
     }
 }

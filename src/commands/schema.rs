@@ -2,7 +2,7 @@
 
 use clap::ValueEnum;
 
-use crate::exit;
+use crate::exit::Exit;
 use crate::plan::schema::{expanded_schema, plan_schema, to_pretty};
 use crate::report::model::schema::report_schema;
 
@@ -22,12 +22,12 @@ pub enum SchemaKind {
     Report,
 }
 
-pub fn run(args: &SchemaArgs) -> i32 {
+pub fn run(args: &SchemaArgs) -> Exit {
     let value = match args.kind {
         SchemaKind::Plan => plan_schema(),
         SchemaKind::PlanExpanded => expanded_schema(),
         SchemaKind::Report => report_schema(),
     };
     print!("{}", to_pretty(&value));
-    exit::SUCCESS
+    Exit::Success
 }

@@ -3,7 +3,7 @@
 use std::net::{IpAddr, SocketAddr};
 use std::path::PathBuf;
 
-use crate::exit;
+use crate::exit::Exit;
 use crate::sim::{SimConfig, config_file::load_config, serve_on};
 
 #[derive(Debug, Clone, clap::Args)]
@@ -13,7 +13,7 @@ pub struct SimArgs {
     #[arg(long, default_value_t = 8000)]
     pub port: u16,
     /// Simulator settings (YAML, or JSON when the name ends in .json).
-    #[arg(long)]
+    #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,
     /// Seed for jitter, output lengths and fault draws (overrides the file's `seed`).
     #[arg(long)]
@@ -21,13 +21,13 @@ pub struct SimArgs {
 }
 
 /// Run the simulator in the foreground.
-pub fn run(args: SimArgs) -> i32 {
+pub fn run(args: SimArgs) -> Exit {
     let mut config = match &args.config {
         Some(path) => match load_config(path) {
             Ok(config) => config,
             Err(message) => {
                 eprintln!("error: {message}");
-                return exit::INVALID_INPUT;
+                return Exit::InvalidInput;
             }
         },
         None => SimConfig::default(),
@@ -39,28 +39,38 @@ pub fn run(args: SimArgs) -> i32 {
         Ok(runtime) => runtime,
         Err(err) => {
             eprintln!("error: cannot start the async runtime: {err}");
-            return exit::RUN_FAILED;
+            return Exit::RunFailed;
         }
     };
-    let model = config.model.clone().unwrap_or_else(|| "sim".to_string());
+    let model = config
+        .model
+        .clone()
+        .unwrap_or_else(|| crate::sim::DEFAULT_MODEL.to_string());
+    let other_names = if config.accept_any_model == Some(true) {
+        "and any other name"
+    } else {
+        "(404 `model_not_found` for another; `accept_any_model: true` in --config serves any)"
+    };
     runtime.block_on(async move {
         let addr = SocketAddr::new(args.host, args.port);
         let (local, handle) = match serve_on(config, addr).await {
             Ok(served) => served,
             Err(err) if err.kind() == std::io::ErrorKind::InvalidInput => {
                 eprintln!("error: {err}");
-                return exit::INVALID_INPUT;
+                return Exit::InvalidInput;
             }
             Err(err) => {
                 eprintln!("error: cannot listen on {addr}: {err}");
-                return exit::RUN_FAILED;
+                return Exit::RunFailed;
             }
         };
-        eprintln!("servebench sim: serving model `{model}` on http://{local}/v1 (Ctrl-C stops)");
+        eprintln!(
+            "servebench sim: serving model `{model}` {other_names} on http://{local}/v1 (Ctrl-C stops)"
+        );
         if let Err(err) = tokio::signal::ctrl_c().await {
             eprintln!("error: cannot wait for Ctrl-C: {err}");
         }
         handle.shutdown().await;
-        exit::SUCCESS
+        Exit::Success
     })
 }

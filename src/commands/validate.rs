@@ -7,7 +7,7 @@ use clap::ValueEnum;
 use serde_json::{Value, json};
 
 use super::ExpandArgs;
-use crate::exit;
+use crate::exit::Exit;
 use crate::plan::{Diagnostic, PlanErrors, prepare};
 
 #[derive(Debug, clap::Args)]
@@ -29,20 +29,22 @@ pub struct ValidateArgs {
 /// Output format of `validate`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, ValueEnum)]
 pub enum ValidateFormat {
-    /// Caret diagnostics on stderr, `ok:` lines on stdout.
+    /// Caret diagnostics (errors and warnings) on stderr, `ok:` lines on stdout.
     #[default]
     Human,
-    /// `::error file=…,line=…,col=…::message` lines that GitHub Actions shows in the diff.
+    /// `::error file=…,line=…,col=…::message` (and `::warning`) lines that GitHub Actions
+    /// shows in the diff.
     Github,
-    /// `{"ok": …, "plans": [{"file", "ok", "phases", "diagnostics": […]}]}`.
+    /// `{"ok": …, "plans": [{"file", "ok", "phases", "diagnostics": […]}]}`; a diagnostic's
+    /// `severity` is `error` or `warning` (a warning also has a `kind`).
     Json,
 }
 
-pub fn run(args: &ValidateArgs) -> i32 {
+pub fn run(args: &ValidateArgs) -> Exit {
     let mut options = args.expand.options();
     // Untrusted plans get their own refusal for `exec` (below), which names every hook.
     options.allow_exec |= args.untrusted;
-    let mut code = exit::SUCCESS;
+    let mut code = Exit::Success;
     let mut stderr = std::io::stderr().lock();
     let mut results: Vec<Value> = Vec::new();
     for path in &args.plans {
@@ -59,9 +61,17 @@ pub fn run(args: &ValidateArgs) -> i32 {
         });
         let file = path.display().to_string();
         match (&outcome, args.format) {
-            (Ok(loaded), ValidateFormat::Human | ValidateFormat::Github) => {
-                let n = loaded.plan.phases.len();
-                println!("ok: {file} ({n} phase{})", if n == 1 { "" } else { "s" });
+            (Ok(loaded), ValidateFormat::Human) => {
+                for warning in &loaded.warnings {
+                    let _ = writeln!(stderr, "{warning}");
+                }
+                println!("{}", ok_line(&file, loaded));
+            }
+            (Ok(loaded), ValidateFormat::Github) => {
+                for warning in &loaded.warnings {
+                    println!("{}", warning.github_annotation());
+                }
+                println!("{}", ok_line(&file, loaded));
             }
             (Err(errors), ValidateFormat::Human) => {
                 let _ = writeln!(stderr, "{errors}");
@@ -75,7 +85,7 @@ pub fn run(args: &ValidateArgs) -> i32 {
                 "file": file,
                 "ok": true,
                 "phases": loaded.plan.phases.len(),
-                "diagnostics": [],
+                "diagnostics": loaded.warnings.iter().map(|w| w.to_json()).collect::<Vec<_>>(),
             })),
             (Err(errors), ValidateFormat::Json) => results.push(json!({
                 "file": file,
@@ -85,14 +95,26 @@ pub fn run(args: &ValidateArgs) -> i32 {
             })),
         }
         if outcome.is_err() {
-            code = exit::INVALID_INPUT;
+            code = Exit::InvalidInput;
         }
     }
     if args.format == ValidateFormat::Json {
-        let doc = json!({"ok": code == exit::SUCCESS, "plans": results});
+        let doc = json!({"ok": code == Exit::Success, "plans": results});
         println!("{}", serde_json::to_string_pretty(&doc).unwrap_or_default());
     }
     code
+}
+
+/// `ok: FILE (N phases)`, and how many warnings it has.
+fn ok_line(file: &str, loaded: &crate::plan::LoadedPlan) -> String {
+    let n = loaded.plan.phases.len();
+    let mut line = format!("ok: {file} ({n} phase{})", if n == 1 { "" } else { "s" });
+    match loaded.warnings.len() {
+        0 => {}
+        1 => line.push_str(", 1 warning"),
+        w => line.push_str(&format!(", {w} warnings")),
+    }
+    line
 }
 
 /// `--untrusted` refusals as diagnostics on the plan file, so every format prints them.

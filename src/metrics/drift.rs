@@ -233,7 +233,7 @@ pub enum DriftVerdict {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::metrics::Distribution;
+    use crate::metrics::{Distribution, Distributions};
 
     fn summary(ttft_p99_s: f64, tok_s: f64) -> PhaseSummary {
         let ttft = Distribution {
@@ -249,7 +249,7 @@ mod tests {
         PhaseSummary {
             requests: 100,
             success: 100,
-            ttft: Some(ttft),
+            figures: Distributions::default().with(Figure::Ttft, ttft),
             output_tokens_per_second: tok_s,
             ..PhaseSummary::default()
         }
@@ -307,14 +307,16 @@ mod tests {
 
     #[test]
     fn a_percentile_given_a_tolerance_is_checked_too() {
-        let with_tpot_p99 = |p99: f64| PhaseSummary {
-            tpot: Some(Distribution {
+        let with_tpot_p99 = |p99: f64| {
+            let mut s = summary(0.3, 500.0);
+            let tpot = Distribution {
                 p50: 0.01,
                 p95: 0.012,
                 p99,
                 ..Distribution::default()
-            }),
-            ..summary(0.3, 500.0)
+            };
+            s.figures.set(Figure::Tpot, Some(tpot));
+            s
         };
         let (original, recheck) = (with_tpot_p99(0.020), with_tpot_p99(0.026));
         let by_default = recheck_pair("a", &original, "b", &recheck, &Tolerance::default());
@@ -351,7 +353,7 @@ mod tests {
         PhaseSummary {
             requests: values.len() as u64,
             success: values.len() as u64,
-            ttft: Some(d),
+            figures: Distributions::default().with(Figure::Ttft, d),
             output_tokens_per_second: 100.0,
             ..PhaseSummary::default()
         }

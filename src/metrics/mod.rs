@@ -4,6 +4,7 @@ mod anvil;
 mod bootstrap;
 mod buffering;
 mod causes;
+mod distributions;
 mod drift;
 mod interval;
 mod rates;
@@ -20,6 +21,7 @@ pub use anvil::*;
 pub use bootstrap::*;
 pub use buffering::*;
 pub use causes::*;
+pub use distributions::*;
 pub use drift::*;
 pub use interval::*;
 pub use rates::*;
@@ -34,6 +36,7 @@ pub use crate::quantile::{interpolate, percentile, percentile_ranks};
 use crate::client::RequestRecord;
 use crate::plan::{PercentileMethod, Slo};
 
+use crate::figure::Figure;
 pub use crate::figure::Stat;
 
 impl Stat {
@@ -112,23 +115,17 @@ fn per_second(count: f64, elapsed_s: f64) -> f64 {
     }
 }
 
-/// Whether a successful record meets every objective the SLO sets. A TPOT objective is met by
-/// a request with a single output token (it has no inter-token time to violate).
-pub fn meets_slo(record: &RequestRecord, slo: &Slo) -> bool {
-    if !record.is_ok() {
-        return false;
-    }
-    let within = |value_ms: Option<f64>, limit: Option<crate::plan::HumanDuration>| match limit {
-        None => true,
-        Some(limit) => value_ms.is_some_and(|v| v <= limit.as_secs_f64() * 1000.0),
-    };
-    let tpot_ok = match slo.tpot {
-        None => true,
-        Some(limit) => record
-            .tpot_ms
-            .is_none_or(|v| v <= limit.as_secs_f64() * 1000.0),
-    };
-    within(record.ttft_ms, slo.ttft) && tpot_ok && within(Some(record.e2e_ms), slo.e2e)
+/// Whether a record counts toward goodput: it succeeded and each figure of `limits` (an SLO's
+/// [`Slo::request_limits`], in the figures' units) is within its limit. A request without TPOT
+/// (one output token) meets a TPOT limit: it has no inter-token time to violate.
+pub fn meets_slo(record: &RequestRecord, limits: &[(Figure, f64)]) -> bool {
+    record.is_ok()
+        && limits
+            .iter()
+            .all(|&(figure, limit)| match record.value(figure) {
+                Some(v) => v <= limit,
+                None => figure == Figure::Tpot,
+            })
 }
 
 /// One phase's figures from its measured records, through [`tally_records`].

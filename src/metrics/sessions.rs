@@ -1,15 +1,20 @@
-//! Session workloads: figures by turn index, and how long whole sessions took.
+//! Session workloads: figures by turn index and how long whole sessions took, tallied record
+//! by record as part of the phase's one tally, so a sampled phase's turns cover every request.
+//! Which figures a turn has is the figure table's `by_turn` column.
 
 use std::collections::BTreeMap;
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::{Distribution, distribution};
+use super::select::{Rescan, distribution_by_selection};
+use super::tally::Column;
+use super::{Distribution, Distributions, distribution};
 use crate::client::RequestRecord;
+use crate::figure::{FIGURES, Figure, Spec};
 use crate::quantile::PercentileMethod;
 
-/// A phase of sessions, from the records it keeps (all of them, or its sample).
+/// A phase of sessions, over every measured request.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
 pub struct SessionSummary {
     /// Sessions with at least one request.
@@ -31,111 +36,110 @@ pub struct TurnFigures {
     pub turn: u64,
     pub requests: u64,
     pub errors: u64,
-    /// Time to first token, seconds.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub ttft: Option<Distribution>,
-    /// Mean prompt tokens the server reported: the history grows with every turn.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub prompt_tokens_mean: Option<f64>,
-    /// Mean cached prompt tokens the server reported: prefix reuse across turns.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub cached_tokens_mean: Option<f64>,
-    /// Successful requests whose reply called a tool.
-    #[serde(default, skip_serializing_if = "is_zero")]
-    pub tool_calls: u64,
-    /// Time to the first tool-call delta, seconds, over the replies that called a tool.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub ttft_tool: Option<Distribution>,
-    /// Mean tool-call deltas (name and argument fragments) per reply that called a tool.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub tool_call_chunks_mean: Option<f64>,
+    /// The figures the figure table gives turns (`ttft`, `input_tokens`, `cached_tokens`,
+    /// `ttft_tool_ms`, …), over the turn's requests each figure counts, under their names.
+    #[serde(flatten)]
+    pub figures: Distributions,
 }
 
-fn is_zero(n: &u64) -> bool {
-    *n == 0
+/// The figures tallied by turn.
+pub fn turn_figures() -> impl Iterator<Item = &'static Spec> {
+    FIGURES.iter().filter(|s| s.by_turn.is_some())
 }
 
-/// `None` when no record belongs to a session.
-pub fn session_summary(
-    records: &[RequestRecord],
-    method: PercentileMethod,
-) -> Option<SessionSummary> {
-    let mut by_turn: BTreeMap<u64, Vec<&RequestRecord>> = BTreeMap::new();
-    let mut by_session: BTreeMap<u64, Vec<&RequestRecord>> = BTreeMap::new();
-    for r in records {
+/// Running figures of a phase's session records.
+#[derive(Debug, Clone, Default)]
+pub struct SessionTally {
+    turns: BTreeMap<u64, TurnTally>,
+    sessions: BTreeMap<u64, SessionSpan>,
+}
+
+#[derive(Debug, Clone, Default)]
+struct TurnTally {
+    requests: u64,
+    errors: u64,
+    /// Per figure: values and their sum.
+    columns: BTreeMap<Figure, (u64, f64)>,
+}
+
+/// One session's requests so far.
+#[derive(Debug, Clone, Copy)]
+struct SessionSpan {
+    requests: u64,
+    all_ok: bool,
+    start_ms: f64,
+    end_ms: f64,
+}
+
+impl SessionTally {
+    /// Count one record (nothing unless it belongs to a session); each by-turn value goes to
+    /// `sink` under its turn.
+    pub fn add(&mut self, r: &RequestRecord, sink: &mut dyn FnMut(Column, f64)) {
         let (Some(session), Some(turn)) = (r.session, r.turn) else {
-            continue;
+            return;
         };
-        by_turn.entry(turn).or_default().push(r);
-        by_session.entry(session).or_default().push(r);
-    }
-    if by_session.is_empty() {
-        return None;
-    }
-    let planned_turns = by_turn.keys().max().map_or(0, |t| t + 1);
-    let mean = |values: Vec<f64>| {
-        (!values.is_empty()).then(|| values.iter().sum::<f64>() / values.len() as f64)
-    };
-    let turns = by_turn
-        .into_iter()
-        .map(|(turn, rs)| {
-            let ok: Vec<&&RequestRecord> = rs.iter().filter(|r| r.is_ok()).collect();
-            let ttft: Vec<f64> = ok
-                .iter()
-                .filter_map(|r| r.ttft_ms)
-                .map(|ms| ms / 1e3)
-                .collect();
-            let calling: Vec<&&&RequestRecord> =
-                ok.iter().filter(|r| r.ttft_tool_ms.is_some()).collect();
-            let ttft_tool: Vec<f64> = calling
-                .iter()
-                .filter_map(|r| r.ttft_tool_ms)
-                .map(|ms| ms / 1e3)
-                .collect();
-            TurnFigures {
-                turn,
-                requests: rs.len() as u64,
-                errors: (rs.len() - ok.len()) as u64,
-                ttft: distribution(&ttft, method),
-                prompt_tokens_mean: mean(
-                    ok.iter()
-                        .filter_map(|r| r.prompt_tokens)
-                        .map(|t| t as f64)
-                        .collect(),
-                ),
-                cached_tokens_mean: mean(
-                    ok.iter()
-                        .filter_map(|r| r.cached_tokens)
-                        .map(|t| t as f64)
-                        .collect(),
-                ),
-                tool_calls: calling.len() as u64,
-                ttft_tool: distribution(&ttft_tool, method),
-                tool_call_chunks_mean: mean(
-                    calling.iter().map(|r| r.tool_call_chunks as f64).collect(),
-                ),
+        let t = self.turns.entry(turn).or_default();
+        t.requests += 1;
+        t.errors += u64::from(!r.is_ok());
+        for spec in turn_figures() {
+            if let Some(v) = r.value(spec.figure) {
+                let slot = t.columns.entry(spec.figure).or_insert((0, 0.0));
+                slot.0 += 1;
+                slot.1 += v;
+                sink(Column::Turn(turn, spec.figure), v);
             }
-        })
-        .collect();
-    let complete: Vec<f64> = by_session
-        .values()
-        .filter(|rs| rs.len() as u64 == planned_turns && rs.iter().all(|r| r.is_ok()))
-        .map(|rs| {
-            let start = rs
-                .iter()
-                .map(|r| r.start_offset_ms)
-                .fold(f64::INFINITY, f64::min);
-            let end = rs
-                .iter()
-                .map(|r| r.start_offset_ms + r.e2e_ms)
-                .fold(f64::NEG_INFINITY, f64::max);
-            (end - start) / 1e3
-        })
-        .collect();
-    Some(SessionSummary {
-        sessions: by_session.len() as u64,
-        complete: complete.len() as u64,
-        duration: distribution(&complete, method),
-        turns,
-    })
+        }
+        let end_ms = r.start_offset_ms + r.e2e_ms;
+        let span = self.sessions.entry(session).or_insert(SessionSpan {
+            requests: 0,
+            all_ok: true,
+            start_ms: r.start_offset_ms,
+            end_ms,
+        });
+        span.requests += 1;
+        span.all_ok &= r.is_ok();
+        span.start_ms = span.start_ms.min(r.start_offset_ms);
+        span.end_ms = span.end_ms.max(end_ms);
+    }
+
+    /// The sessions' figures, `None` when no record belonged to a session; `column` opens a
+    /// turn's column of values for scanning again.
+    pub fn finish<S: Rescan>(
+        &self,
+        method: PercentileMethod,
+        column: &mut impl FnMut(Column) -> Result<S, S::Error>,
+    ) -> Result<Option<SessionSummary>, S::Error> {
+        if self.sessions.is_empty() {
+            return Ok(None);
+        }
+        let mut turns = Vec::with_capacity(self.turns.len());
+        for (&turn, t) in &self.turns {
+            let mut figures = Distributions::default();
+            for (&figure, &(n, sum)) in &t.columns {
+                let mut source = column(Column::Turn(turn, figure))?;
+                let intervals = figure.spec().intervals;
+                let d = distribution_by_selection(&mut source, n, sum, method, intervals)?;
+                figures.set(figure, Some(d));
+            }
+            turns.push(TurnFigures {
+                turn,
+                requests: t.requests,
+                errors: t.errors,
+                figures,
+            });
+        }
+        let planned_turns = self.turns.keys().max().map_or(0, |t| t + 1);
+        let complete: Vec<f64> = self
+            .sessions
+            .values()
+            .filter(|s| s.requests == planned_turns && s.all_ok)
+            .map(|s| (s.end_ms - s.start_ms) / 1e3)
+            .collect();
+        Ok(Some(SessionSummary {
+            sessions: self.sessions.len() as u64,
+            complete: complete.len() as u64,
+            duration: distribution(&complete, method),
+            turns,
+        }))
+    }
 }

@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use super::Distributions;
 use crate::client::{ErrorKind, OutputTokenSource};
 use crate::figure::Figure;
 
@@ -41,25 +42,11 @@ pub struct PhaseSummary {
     pub output_tokens_per_second: f64,
     /// `requests / elapsed`.
     pub request_rate: f64,
-    /// Seconds; `None` when no request produced content.
-    pub ttft: Option<Distribution>,
-    /// Seconds per output token after the first.
-    pub tpot: Option<Distribution>,
-    pub e2e: Option<Distribution>,
-    /// Seconds to the first reasoning or content delta.
-    pub time_to_first_output: Option<Distribution>,
-    /// Per-request mean inter-token latency, milliseconds.
-    pub mean_inter_token_latency_ms: Option<Distribution>,
-    /// Per-request largest gap between chunks, milliseconds.
-    pub max_inter_chunk_ms: Option<Distribution>,
-    pub decode_tok_s: Option<Distribution>,
-    /// Server-reported prompt tokens.
-    pub input_tokens: Option<Distribution>,
-    pub output_tokens: Option<Distribution>,
-    /// Milliseconds the server says requests waited in its queue; absent unless it reports
-    /// them (vLLM's per-request metrics).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub server_queue_ms: Option<Distribution>,
+    /// Each figure of the figure table that the phase's records had values of (`ttft`,
+    /// `tpot`, `e2e` in seconds, as seed 004 reports them; `…_ms` figures in milliseconds),
+    /// under its name.
+    #[serde(flatten)]
+    pub figures: Distributions,
     /// Σ prompt tokens over successful requests.
     pub total_input_tokens: u64,
     pub total_output_tokens: u64,
@@ -88,41 +75,11 @@ pub struct PhaseSummary {
     pub input_tokens_per_second: Option<f64>,
 }
 
-/// Which summary field holds each figure's distribution, written once for both accessors.
-macro_rules! figure_fields {
-    ($($figure:ident => $field:ident,)*) => {
-        impl PhaseSummary {
-            /// The summary's distribution of `figure`; `None` for figures kept elsewhere in a
-            /// phase's result (send lag, the server-timing gaps).
-            pub fn distribution_mut(&mut self, figure: Figure) -> Option<&mut Option<Distribution>> {
-                match figure {
-                    $(Figure::$figure => Some(&mut self.$field),)*
-                    _ => None,
-                }
-            }
-
-            /// [`PhaseSummary::distribution_mut`], read only.
-            pub fn distribution(&self, figure: Figure) -> Option<&Distribution> {
-                match figure {
-                    $(Figure::$figure => self.$field.as_ref(),)*
-                    _ => None,
-                }
-            }
-        }
-    };
-}
-
-figure_fields! {
-    Ttft => ttft,
-    Tpot => tpot,
-    E2e => e2e,
-    TimeToFirstOutput => time_to_first_output,
-    MeanInterTokenLatency => mean_inter_token_latency_ms,
-    MaxInterChunk => max_inter_chunk_ms,
-    DecodeTokS => decode_tok_s,
-    InputTokens => input_tokens,
-    OutputTokens => output_tokens,
-    ServerQueue => server_queue_ms,
+impl PhaseSummary {
+    /// The phase's distribution of `figure`, when its records had values of it.
+    pub fn distribution(&self, figure: Figure) -> Option<&Distribution> {
+        self.figures.get(figure)
+    }
 }
 
 impl PhaseSummary {

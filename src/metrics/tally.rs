@@ -1,14 +1,15 @@
 //! A phase's figures without holding its records: running counts and sums per record, and
 //! each distribution's values handed to a column sink, read back at the end for exact
-//! order statistics ([`super::select`]). Gives what [`super::summarize`], the send lags,
-//! [`super::transport`] and the prompt check give on the full slice.
+//! order statistics ([`super::select`]). Gives what [`super::summarize`],
+//! [`super::transport`], the sessions' figures and the prompt check give on the full slice.
 
 use std::collections::BTreeMap;
 
 use super::select::{Rescan, distribution_by_selection};
 use super::{
-    CauseCounts, ConnectionCounts, Distribution, Goodput, PhaseSummary, ServerTimingGap, SplitSums,
-    TransportSummary, meets_slo, per_second, transport_from_counts,
+    CauseCounts, ConnectionCounts, Distributions, Goodput, PhaseSummary, ServerTimingGap,
+    SessionSummary, SessionTally, SplitSums, TransportSummary, meets_slo, per_second,
+    transport_from_counts,
 };
 use crate::client::RequestRecord;
 use crate::figure::{FIGURES, Figure};
@@ -18,7 +19,8 @@ use crate::workload::PromptTally;
 /// Running figures of a phase's records.
 #[derive(Debug, Clone)]
 pub struct PhaseTally {
-    slo: Option<Slo>,
+    /// What a request must stay within to count toward goodput, when the plan sets an SLO.
+    goodput_limits: Option<Vec<(Figure, f64)>>,
     /// The summary's counters and totals; distributions are filled at the end.
     summary: PhaseSummary,
     first_start_ms: f64,
@@ -31,27 +33,36 @@ pub struct PhaseTally {
     split: SplitSums,
     prompt: PromptTally,
     causes: CauseCounts,
+    sessions: SessionTally,
     /// Per figure: values and their sum.
     columns: [(u64, f64); FIGURES.len()],
+}
+
+/// Which column a value goes to: a figure's over the phase, or over one turn of its sessions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Column {
+    Phase(Figure),
+    Turn(u64, Figure),
 }
 
 /// Everything a phase's result needs from its records.
 #[derive(Debug, Clone)]
 pub struct TallyFigures {
     pub summary: PhaseSummary,
-    pub send_lag_ms: Option<Distribution>,
     pub transport: TransportSummary,
     /// Requests per second between the first and the last start.
     pub achieved_rate: Option<f64>,
     /// Milliseconds from the window's origin to the last record's end (0 when none).
     pub last_end_ms: f64,
     pub prompt: PromptTally,
+    /// Figures by turn, when the phase ran sessions.
+    pub sessions: Option<SessionSummary>,
 }
 
 impl PhaseTally {
     pub fn new(slo: Option<&Slo>) -> Self {
         PhaseTally {
-            slo: slo.cloned(),
+            goodput_limits: slo.map(Slo::request_limits),
             summary: PhaseSummary::default(),
             first_start_ms: f64::INFINITY,
             last_start_ms: f64::NEG_INFINITY,
@@ -63,6 +74,7 @@ impl PhaseTally {
             split: SplitSums::default(),
             prompt: PromptTally::default(),
             causes: CauseCounts::default(),
+            sessions: SessionTally::default(),
             columns: [(0, 0.0); FIGURES.len()],
         }
     }
@@ -73,15 +85,16 @@ impl PhaseTally {
     }
 
     /// Count one record; each distribution value it carries goes to `sink`.
-    pub fn add(&mut self, r: &RequestRecord, sink: &mut dyn FnMut(Figure, f64)) {
+    pub fn add(&mut self, r: &RequestRecord, sink: &mut dyn FnMut(Column, f64)) {
         for figure in Figure::all() {
             if let Some(v) = r.value(figure) {
                 let slot = &mut self.columns[figure.index()];
                 slot.0 += 1;
                 slot.1 += v;
-                sink(figure, v);
+                sink(Column::Phase(figure), v);
             }
         }
+        self.sessions.add(r, sink);
         let s = &mut self.summary;
         s.requests += 1;
         self.first_start_ms = self.first_start_ms.min(r.start_offset_ms);
@@ -111,7 +124,8 @@ impl PhaseTally {
             *c += cached;
             *p += prompt;
         }
-        self.good += u64::from(self.slo.as_ref().is_some_and(|slo| meets_slo(r, slo)));
+        let limits = self.goodput_limits.as_deref();
+        self.good += u64::from(limits.is_some_and(|limits| meets_slo(r, limits)));
         if r.server_prompt_ms.is_some() || r.server_total_ms.is_some() {
             self.timed += 1;
             self.split.add(r);
@@ -125,18 +139,20 @@ impl PhaseTally {
         method: PercentileMethod,
         reuse: bool,
         peak_in_flight: impl FnOnce() -> usize,
-        mut column: impl FnMut(Figure) -> Result<S, S::Error>,
+        mut column: impl FnMut(Column) -> Result<S, S::Error>,
     ) -> Result<TallyFigures, S::Error> {
-        let mut dists: BTreeMap<Figure, Distribution> = BTreeMap::new();
+        let mut figures = Distributions::default();
         for spec in &FIGURES {
             let (n, sum) = self.columns[spec.figure.index()];
             if n > 0 {
-                let mut source = column(spec.figure)?;
+                let mut source = column(Column::Phase(spec.figure))?;
                 let d = distribution_by_selection(&mut source, n, sum, method, spec.intervals)?;
-                dists.insert(spec.figure, d);
+                figures.set(spec.figure, Some(d));
             }
         }
+        let sessions = self.sessions.finish(method, &mut column)?;
         let mut s = self.summary.clone();
+        s.figures = figures;
         s.errors_by_cause = self.causes.finish();
         let n = s.requests;
         s.elapsed = if n == 0 || self.last_end_ms <= self.first_start_ms {
@@ -150,7 +166,7 @@ impl PhaseTally {
         s.cached_token_ratio = self
             .cached
             .and_then(|(c, p)| (p > 0).then(|| c as f64 / p as f64));
-        s.goodput = self.slo.as_ref().map(|_| Goodput {
+        s.goodput = self.goodput_limits.as_ref().map(|_| Goodput {
             requests: self.good,
             request_rate: per_second(self.good as f64, s.elapsed),
             fraction: if n == 0 {
@@ -159,26 +175,18 @@ impl PhaseTally {
                 self.good as f64 / n as f64
             },
         });
-        for figure in Figure::all() {
-            if let Some(slot) = s.distribution_mut(figure) {
-                *slot = dists.remove(&figure);
-            }
-        }
-        let mut take = |figure: Figure| dists.remove(&figure);
         let gap = (self.timed > 0).then(|| ServerTimingGap {
             requests: self.timed,
-            ttft_minus_server_prompt_ms: take(Figure::TtftMinusServerPrompt),
-            e2e_minus_server_total_ms: take(Figure::E2eMinusServerTotal),
             split: self.split.finish(),
         });
         let span = self.last_start_ms - self.first_start_ms;
         Ok(TallyFigures {
             summary: s,
-            send_lag_ms: take(Figure::SendLag),
             transport: transport_from_counts(self.connections, peak_in_flight, gap, reuse),
             achieved_rate: (n > 1 && span > 0.0).then(|| (n - 1) as f64 / (span / 1e3)),
             last_end_ms: self.last_end_ms.max(0.0),
             prompt: self.prompt.clone(),
+            sessions,
         })
     }
 }
@@ -192,15 +200,20 @@ pub fn tally_records(
     reuse: bool,
 ) -> TallyFigures {
     let mut tally = PhaseTally::new(slo);
-    let mut columns: Vec<Vec<f64>> = vec![Vec::new(); FIGURES.len()];
+    let mut columns: BTreeMap<Column, Vec<f64>> = BTreeMap::new();
     for r in records {
-        tally.add(r, &mut |figure, v| columns[figure.index()].push(v));
+        tally.add(r, &mut |column, v| {
+            columns.entry(column).or_default().push(v)
+        });
     }
     let figures = tally.finish(
         method,
         reuse,
         || super::peak_in_flight(records),
-        |figure| Ok::<&[f64], std::convert::Infallible>(columns[figure.index()].as_slice()),
+        |column| {
+            let values = columns.get(&column).map_or(&[][..], Vec::as_slice);
+            Ok::<&[f64], std::convert::Infallible>(values)
+        },
     );
     match figures {
         Ok(figures) => figures,

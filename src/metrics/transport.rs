@@ -3,7 +3,6 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::Distribution;
 use crate::client::RequestRecord;
 use crate::plan::PercentileMethod;
 
@@ -36,14 +35,10 @@ pub struct TransportSummary {
 /// engine's own clock, and the client.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
 pub struct ServerTimingGap {
-    /// Records that carried server timings.
+    /// Records that carried server timings. Their distributions of `ttft − server prompt
+    /// time` and `e2e − server total time` are the phase's figures
+    /// `ttft_minus_server_prompt_ms` and `e2e_minus_server_total_ms`.
     pub requests: u64,
-    /// `ttft − server prompt time`, milliseconds.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub ttft_minus_server_prompt_ms: Option<Distribution>,
-    /// `e2e − server prompt and generation time`, milliseconds.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub e2e_minus_server_total_ms: Option<Distribution>,
     /// Where the time of a request went, on average over the requests whose server reported
     /// both its prompt and its total time.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -51,10 +46,9 @@ pub struct ServerTimingGap {
 }
 
 /// A request's latency cut into parts, mean milliseconds. `connect_ms + tls_ms +
-/// server_queue_ms + server_prefill_ms + server_decode_ms + network_other_ms = e2e_ms` per
-/// request by
-/// construction; `network_other_min_ms` is the most negative remainder, so a server clock that
-/// claims more time than the client saw shows up.
+/// server_queue_ms + server_prefill_ms + server_decode_ms + frontend_network_ms = e2e_ms` per
+/// request by construction; `frontend_network_min_ms` is the most negative remainder, so a
+/// server clock that claims more time than the client saw shows up.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
 pub struct LatencySplit {
     pub requests: u64,
@@ -66,16 +60,22 @@ pub struct LatencySplit {
     /// New connections' TLS handshake.
     pub tls_ms: f64,
     /// The server's scheduler queue, when it reports one (vLLM); absent otherwise, and then
-    /// inside `network_other_ms`.
+    /// inside `frontend_network_ms`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub server_queue_ms: Option<f64>,
     /// The server's prompt time.
     pub server_prefill_ms: f64,
     /// The server's generation time (total − queue − prompt).
     pub server_decode_ms: f64,
-    /// The rest: network, proxies, the server's HTTP layer and queue, the client.
-    pub network_other_ms: f64,
-    pub network_other_min_ms: f64,
+    /// The rest, outside the server's own clock: its frontend (the HTTP layer, tokenization,
+    /// handing the request to the engine and the tokens back; in vLLM a separate API process
+    /// talking to the engine's over IPC), its queue when it reports none, proxies, the network
+    /// and the client. On loopback nearly all of it is the server's frontend. Reports written
+    /// before it was named for that call it `network_other_ms`.
+    #[serde(alias = "network_other_ms")]
+    pub frontend_network_ms: f64,
+    #[serde(alias = "network_other_min_ms")]
+    pub frontend_network_min_ms: f64,
     pub e2e_ms: f64,
 }
 
@@ -142,8 +142,8 @@ impl SplitSums {
             server_queue_ms: (self.server_queued > 0).then(|| self.server_queue / n),
             server_prefill_ms: self.prefill / n,
             server_decode_ms: self.decode / n,
-            network_other_ms: self.other / n,
-            network_other_min_ms: self.other_min,
+            frontend_network_ms: self.other / n,
+            frontend_network_min_ms: self.other_min,
             e2e_ms: self.e2e / n,
         })
     }
@@ -260,6 +260,7 @@ pub fn peak_in_flight(records: &[RequestRecord]) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::figure::Figure;
 
     fn record(start: f64, e2e: f64, new_connection: bool) -> RequestRecord {
         RequestRecord {
@@ -333,10 +334,52 @@ mod tests {
         records[0].ttft_ms = Some(30.0);
         records[0].server_prompt_ms = Some(20.0);
         records[0].server_total_ms = Some(90.0);
-        let t = transport(&records, PercentileMethod::NearestRank, true);
-        let gap = t.server_timing_gap.expect("one record had timings");
+        let tally =
+            crate::metrics::tally_records(&records, PercentileMethod::NearestRank, None, true);
+        let gap = tally
+            .transport
+            .server_timing_gap
+            .expect("one record had timings");
         assert_eq!(gap.requests, 1);
-        assert_eq!(gap.ttft_minus_server_prompt_ms.expect("ttft gap").p50, 10.0);
-        assert_eq!(gap.e2e_minus_server_total_ms.expect("e2e gap").p99, 10.0);
+        let figure = |f| tally.summary.distribution(f).copied().expect("a gap");
+        assert_eq!(figure(Figure::TtftMinusServerPrompt).p50, 10.0);
+        assert_eq!(figure(Figure::E2eMinusServerTotal).p99, 10.0);
+    }
+
+    /// vLLM's queue, prompt and generation times leave the frontend's share: 100 ms e2e,
+    /// 5 queued + 30 prompt + 55 generation by the engine's clock, 2 ms connecting.
+    #[test]
+    fn the_split_leaves_the_frontend_and_network_share() {
+        let mut r = record(0.0, 100.0, true);
+        r.connect_ms = Some(2.0);
+        r.server_queue_ms = Some(5.0);
+        r.server_prompt_ms = Some(30.0);
+        r.server_total_ms = Some(90.0);
+        let split = transport(&[r], PercentileMethod::NearestRank, true)
+            .server_timing_gap
+            .and_then(|g| g.split)
+            .expect("a split");
+        assert_eq!(split.server_queue_ms, Some(5.0));
+        assert_eq!(
+            (split.server_prefill_ms, split.server_decode_ms),
+            (30.0, 55.0)
+        );
+        assert_eq!(split.frontend_network_ms, 8.0);
+        assert_eq!(split.frontend_network_min_ms, 8.0);
+    }
+
+    /// Reports written when the remainder was called `network_other_ms` still read.
+    #[test]
+    fn an_older_reports_network_other_reads_as_frontend_network() {
+        let old = serde_json::json!({
+            "requests": 1, "connect_ms": 0.0, "tls_ms": 0.0, "server_prefill_ms": 30.0,
+            "server_decode_ms": 60.0, "network_other_ms": 10.0, "network_other_min_ms": 9.0,
+            "e2e_ms": 100.0
+        });
+        let split: LatencySplit = serde_json::from_value(old).unwrap();
+        assert_eq!(
+            (split.frontend_network_ms, split.frontend_network_min_ms),
+            (10.0, 9.0)
+        );
     }
 }

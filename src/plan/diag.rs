@@ -1,9 +1,10 @@
-//! Plan diagnostics: one problem with its place in the source, rendered with a caret.
+//! Plan diagnostics: one problem with its place in the source, rendered with a caret; an
+//! error stops the plan, a warning (an old key name, say) does not.
 
 use std::fmt;
 
 /// Where in a source a diagnostic points: 1-based line and column (in characters).
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct Location {
     /// The file as the user named it, or `command line` for `--set`.
     pub file: String,
@@ -57,10 +58,30 @@ impl Diagnostic {
     }
 }
 
+/// How serious a diagnostic is: an error stops the plan, a warning does not.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Severity {
+    Error,
+    Warning,
+}
+
+impl Severity {
+    fn name(self) -> &'static str {
+        match self {
+            Severity::Error => "error",
+            Severity::Warning => "warning",
+        }
+    }
+}
+
 impl Diagnostic {
     /// The diagnostic as a GitHub Actions workflow command, so a pull request shows it on
     /// the offending line: `::error file=…,line=…,col=…,endColumn=…::message`.
     pub fn github_annotation(&self) -> String {
+        self.annotation(Severity::Error, "invalid plan")
+    }
+
+    fn annotation(&self, severity: Severity, title: &str) -> String {
         let loc = &self.location;
         let mut message = if self.path.is_empty() {
             self.message.clone()
@@ -74,21 +95,26 @@ impl Diagnostic {
             message.push_str(&format!("\nnote: {note}"));
         }
         format!(
-            "::error file={},line={},col={},endColumn={},title={}::{}",
+            "::{} file={},line={},col={},endColumn={},title={}::{}",
+            severity.name(),
             escape_property(&loc.file),
             loc.line,
             loc.col,
             loc.col + loc.len.max(1),
-            escape_property("invalid plan"),
+            escape_property(title),
             escape_data(&message)
         )
     }
 
     /// The diagnostic as one JSON object (`validate --format json`).
     pub fn to_json(&self) -> serde_json::Value {
+        self.json(Severity::Error)
+    }
+
+    fn json(&self, severity: Severity) -> serde_json::Value {
         let loc = &self.location;
         serde_json::json!({
-            "severity": "error",
+            "severity": severity.name(),
             "file": loc.file,
             "line": loc.line,
             "col": loc.col,
@@ -115,10 +141,17 @@ fn escape_property(text: &str) -> String {
 
 impl fmt::Display for Diagnostic {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.render(f, Severity::Error)
+    }
+}
+
+impl Diagnostic {
+    fn render(&self, f: &mut fmt::Formatter<'_>, severity: Severity) -> fmt::Result {
+        let severity = severity.name();
         if self.path.is_empty() {
-            writeln!(f, "error: {}", self.message)?;
+            writeln!(f, "{severity}: {}", self.message)?;
         } else {
-            writeln!(f, "error: {}: {}", self.path, self.message)?;
+            writeln!(f, "{severity}: {}: {}", self.path, self.message)?;
         }
         let loc = &self.location;
         let gutter = loc.line.to_string().len();
@@ -144,6 +177,72 @@ impl fmt::Display for Diagnostic {
             writeln!(f, "{pad} = note: {note}")?;
         }
         Ok(())
+    }
+}
+
+/// What a warning is about.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WarningKind {
+    /// An old name or spelling, still read as the new one.
+    Deprecated,
+}
+
+impl WarningKind {
+    /// The name `validate --format json` gives it.
+    pub fn name(self) -> &'static str {
+        match self {
+            WarningKind::Deprecated => "deprecated",
+        }
+    }
+
+    /// The title of its GitHub annotation.
+    fn title(self) -> &'static str {
+        match self {
+            WarningKind::Deprecated => "deprecated plan spelling",
+        }
+    }
+}
+
+/// Something in a plan that does not stop it (the plan loads and runs) but should change.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Warning {
+    pub kind: WarningKind,
+    pub diagnostic: Diagnostic,
+}
+
+impl Warning {
+    /// The warning as a GitHub Actions `::warning` workflow command.
+    pub fn github_annotation(&self) -> String {
+        self.diagnostic
+            .annotation(Severity::Warning, self.kind.title())
+    }
+
+    /// The warning as one JSON object, beside the errors of `validate --format json`.
+    pub fn to_json(&self) -> serde_json::Value {
+        let mut value = self.diagnostic.json(Severity::Warning);
+        value["kind"] = serde_json::Value::from(self.kind.name());
+        value
+    }
+
+    /// One line, `warning: FILE:LINE:COL: PATH: MESSAGE`, for commands that only mention it.
+    pub fn one_line(&self) -> String {
+        let d = &self.diagnostic;
+        let loc = &d.location;
+        let path = if d.path.is_empty() {
+            String::new()
+        } else {
+            format!("{}: ", d.path)
+        };
+        format!(
+            "warning: {}:{}:{}: {path}{}",
+            loc.file, loc.line, loc.col, d.message
+        )
+    }
+}
+
+impl fmt::Display for Warning {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.diagnostic.render(f, Severity::Warning)
     }
 }
 

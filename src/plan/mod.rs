@@ -1,7 +1,9 @@
 //! Plans: loading with source positions, schema validation, template expansion, semantic checks.
 //!
 //! Passes, in order: `load` (YAML/TOML/JSON → raw document with a position for every key path,
-//! [`source`]) → `include` (shared files merged in, positions kept per file, [`include`]) → `validate` (against the generated plan schema, template strings aside,
+//! [`source`]) → `include` (shared files merged in, positions kept per file, [`include`]) →
+//! `rename` (old key names read as the new ones, with a warning, [`renamed`]) → `validate`
+//! (against the generated plan schema, template strings aside,
 //! [`schema`]) → `expand` (vars ← `--vars` ← `--set`, matrix, `{{ }}`, defaults, rechecks,
 //! [`expand`]) → `validate` again on the concrete document → typed [`Plan`] → `check`
 //! (references, order, ranges, [`check`]). Each pass collects all of its errors; a pass runs
@@ -13,10 +15,13 @@ pub mod expand;
 pub mod fraction;
 pub mod hooks;
 pub mod include;
+pub mod metrics_interval;
 pub mod model;
+pub mod renamed;
 pub mod repeat;
 pub mod schema;
 pub mod search;
+pub mod slo;
 pub mod source;
 pub mod starter;
 pub mod tokenizer_spec;
@@ -27,13 +32,15 @@ pub mod untrusted;
 // Durations are shared with the simulator's settings, which plans embed.
 pub use crate::duration;
 
-pub use diag::{Diagnostic, Location, PlanErrors};
+pub use diag::{Diagnostic, Location, PlanErrors, Warning, WarningKind};
 pub use duration::HumanDuration;
 pub use expand::DEFAULT_TEMPLATE_FUEL;
 pub use fraction::Fraction;
 pub use hooks::{Hook, HttpHook, MARK_FAULT_OFF, MARK_FAULT_ON, OnFailure, WaitHealthy};
+pub use metrics_interval::{DEFAULT_METRICS_INTERVAL, MetricsInterval};
 pub use model::*;
-pub use search::{Objective, PercentileLimits, Probe, Search, SearchLoad, SearchSlo};
+pub use search::{Probe, Search, SearchLoad};
+pub use slo::{Limits, Objective, Slo};
 pub use tolerance::Tolerance;
 pub use until::{StableMetric, Until};
 
@@ -91,6 +98,8 @@ pub struct LoadedPlan {
     pub source_sha256: String,
     /// The variables as resolved (defaults ← files ← `--set`).
     pub vars: indexmap::IndexMap<String, Value>,
+    /// What the plan should change although it loads (old key names), in source order.
+    pub warnings: Vec<Warning>,
 }
 
 /// Identifies a report file, whose `plan` field holds an expanded plan.
@@ -125,12 +134,17 @@ fn loaded(
     source_path: impl Into<PathBuf>,
     source_sha256: String,
 ) -> Result<LoadedPlan, PlanErrors> {
-    let (plan, vars) = prepare_document(doc, map, options)?;
+    let Prepared {
+        plan,
+        vars,
+        warnings,
+    } = prepare_document(doc, map, options)?;
     Ok(LoadedPlan {
         plan,
         source_path: source_path.into(),
         source_sha256,
         vars,
+        warnings,
     })
 }
 
@@ -211,11 +225,18 @@ fn expanded_diagnostics(expanded: &Expanded, map: &SourceMap, issues: Vec<Issue>
     }
 }
 
+/// What [`prepare_document`] makes of a document.
+struct Prepared {
+    plan: Plan,
+    vars: indexmap::IndexMap<String, Value>,
+    warnings: Vec<Warning>,
+}
+
 fn prepare_document(
     raw: &Value,
     map: &SourceMap,
     options: &ExpandOptions,
-) -> Result<(Plan, indexmap::IndexMap<String, Value>), PlanErrors> {
+) -> Result<Prepared, PlanErrors> {
     if raw.get("include").is_some() {
         return Err(PlanErrors::one(
             map.error(
@@ -227,6 +248,11 @@ fn prepare_document(
             .with_hint("run the plan file itself, or `servebench expand` it first"),
         ));
     }
+    let renamed = renamed::rename_raw(raw, map).map_err(|i| raw_diagnostics(raw, map, i))?;
+    let (raw, map, mut warnings) = match &renamed {
+        Some(r) => (&r.doc, &r.map, r.warnings.clone()),
+        None => (raw, map, Vec::new()),
+    };
     let grouped = expand::repeat::flatten(raw, map).map_err(|i| raw_diagnostics(raw, map, i))?;
     let (raw, map) = grouped.as_ref().map_or((raw, map), |(doc, map)| (doc, map));
     let issues = schema::validate(raw, true);
@@ -241,6 +267,7 @@ fn prepare_document(
     };
     let mut expanded =
         expand::expand(raw, map, &input).map_err(|diagnostics| PlanErrors { diagnostics })?;
+    rename_expanded(&mut expanded, map, &mut warnings)?;
     apply_target_overrides(&mut expanded.doc, &options.target_overrides)?;
 
     let issues = schema::validate(&expanded.doc, false);
@@ -289,7 +316,42 @@ fn prepare_document(
     let mut plan = plan;
     // Defaults now live in every phase; the concrete plan does not repeat them.
     plan.defaults = PhaseDefaults::default();
-    Ok((plan, expanded.vars))
+    // Found after expansion (a template may write the old spelling), once per place written.
+    let old = expanded_diagnostics(&expanded, map, slo::old_spellings(&expanded.doc));
+    let mut seen = std::collections::HashSet::new();
+    warnings.extend(
+        old.diagnostics
+            .into_iter()
+            .filter(|d| d.location.line == 0 || seen.insert(d.location.clone()))
+            .map(|diagnostic| Warning {
+                kind: WarningKind::Deprecated,
+                diagnostic,
+            }),
+    );
+    Ok(Prepared {
+        plan,
+        vars: expanded.vars,
+        warnings,
+    })
+}
+
+/// Old key names in targets a template wrote whole, which the raw pass could not see.
+fn rename_expanded(
+    expanded: &mut Expanded,
+    map: &SourceMap,
+    warnings: &mut Vec<Warning>,
+) -> Result<(), PlanErrors> {
+    let before = expanded.doc.clone();
+    let (renames, clashes) = renamed::rename_target_keys(&mut expanded.doc);
+    if !clashes.is_empty() {
+        let issues = renamed::clash_issues(clashes);
+        return Err(expanded_diagnostics(expanded, map, issues));
+    }
+    warnings.extend(renames.iter().map(|r| {
+        let location = map.locate(&expanded.raw_pointer(&r.written), true);
+        r.warning(&before, location)
+    }));
+    Ok(())
 }
 
 /// Apply `--target NAME=URL` overrides to an expanded document.
@@ -327,11 +389,8 @@ fn apply_target_overrides(doc: &mut Value, overrides: &[String]) -> Result<(), P
             Some(target) => {
                 // A simulator's metrics are always scraped; scrape the server's the same way
                 // (`{root}/metrics`, what vLLM, SGLang and llama.cpp serve) unless set.
-                if target.remove("simulator").is_some()
-                    && !target.contains_key("metrics_url")
-                    && !target.contains_key("metrics")
-                {
-                    target.insert("metrics_url".into(), Value::String(metrics_url_for(url)));
+                if target.remove("simulator").is_some() && !target.contains_key("metrics") {
+                    target.insert("metrics".into(), Value::String(metrics_url_for(url)));
                 }
                 target.insert("base_url".into(), Value::String(url.to_string()));
             }

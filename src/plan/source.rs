@@ -51,6 +51,8 @@ pub struct SourceMap {
     positions: HashMap<String, NodePos>,
     /// Subtrees written in another file (`include:`): located in that file's map.
     overlays: Vec<Overlay>,
+    /// Keys read under a new name: (pointer as renamed, pointer as written).
+    renamed: Vec<(String, String)>,
 }
 
 /// A subtree of a document that came from another source.
@@ -130,6 +132,7 @@ impl SourceMap {
             lines: text.lines().map(str::to_string).collect(),
             positions: HashMap::new(),
             overlays: Vec::new(),
+            renamed: Vec::new(),
         }
     }
 
@@ -149,14 +152,32 @@ impl SourceMap {
         self.overlays.retain(|o| o.prefix != prefix);
     }
 
+    /// Record that the key written at `written` is now read at `renamed` (an old key name):
+    /// places under `renamed` are looked up where they were written.
+    pub fn rename(&mut self, written: String, renamed: String) {
+        self.renamed.push((renamed, written));
+    }
+
+    /// `pointer` as it was written, before any key on its way was renamed.
+    fn as_written<'p>(&self, pointer: &'p str) -> std::borrow::Cow<'p, str> {
+        let written = self.renamed.iter().find_map(|(renamed, written)| {
+            let rest = pointer.strip_prefix(renamed.as_str())?;
+            (rest.is_empty() || rest.starts_with('/')).then(|| format!("{written}{rest}"))
+        });
+        written.map_or(std::borrow::Cow::Borrowed(pointer), std::borrow::Cow::Owned)
+    }
+
     /// True when `pointer` names a node of the source.
     pub fn contains(&self, pointer: &str) -> bool {
-        self.positions.contains_key(pointer)
+        self.positions
+            .contains_key(self.as_written(pointer).as_ref())
     }
 
     /// The source location of `pointer`, or of its nearest ancestor that exists. `at_key`
     /// points at the key rather than the value (for unknown or misplaced keys).
     pub fn locate(&self, pointer: &str, at_key: bool) -> Location {
+        let written = self.as_written(pointer);
+        let pointer = written.as_ref();
         let overlay = self
             .overlays
             .iter()
@@ -232,6 +253,7 @@ impl SourceMap {
             lines: self.lines.clone(),
             positions,
             overlays: Vec::new(),
+            renamed: Vec::new(),
         }
     }
 

@@ -3,6 +3,8 @@
 /// What probing a target found, and why each choice was made.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Discovery {
+    /// The target's name in the plan.
+    pub target_name: String,
     /// `None` writes a plan for the embedded simulator.
     pub base_url: Option<String>,
     pub model: Option<String>,
@@ -11,17 +13,22 @@ pub struct Discovery {
     /// `server`, `builtin` or `simulator`.
     pub tokenizer: &'static str,
     pub tokenizer_note: String,
+    /// The server's Prometheus endpoint, written as the target's `metrics:`.
     pub metrics_url: Option<String>,
     pub metrics_note: String,
 }
 
 impl Discovery {
     /// The embedded simulator, which needs no probing.
-    pub fn simulator() -> Discovery {
+    pub fn simulator(target_name: &str) -> Discovery {
         Discovery {
+            target_name: target_name.to_string(),
             base_url: None,
             model: None,
-            model_note: "the simulator answers to any model name; it reports `sim`".into(),
+            model_note:
+                "the simulator serves model `sim`, or the name `model:` gives here; like a \
+                         real server it answers 404 to any other"
+                    .into(),
             tokenizer: "simulator",
             tokenizer_note: "the simulator's documented tokenizer counts exactly what it serves"
                 .into(),
@@ -40,6 +47,23 @@ fn yaml_str(s: &str) -> String {
     serde_json::to_string(s).unwrap_or_else(|_| format!("{s:?}"))
 }
 
+/// A name as a YAML key or value: plain when YAML reads it back as that string, else quoted.
+fn yaml_name(name: &str) -> String {
+    let plain = name.starts_with(|c: char| c.is_ascii_alphabetic())
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "_-.".contains(c))
+        && !matches!(
+            name.to_ascii_lowercase().as_str(),
+            "true" | "false" | "null" | "yes" | "no" | "on" | "off" | "y" | "n"
+        );
+    if plain {
+        name.to_string()
+    } else {
+        yaml_str(name)
+    }
+}
+
 /// A starter plan: a warmup, a short closed-loop concurrency sweep and a recheck of its
 /// first point, with comments saying why each setting is there.
 pub fn starter_plan(d: &Discovery) -> String {
@@ -50,6 +74,7 @@ pub fn starter_plan(d: &Discovery) -> String {
         ("30s", "[1, 4, 16]")
     };
     let target = target_section(d);
+    let name = yaml_name(&d.target_name);
     let about = match &d.base_url {
         Some(url) => format!("against {url}"),
         None => "against the embedded simulator".into(),
@@ -75,7 +100,7 @@ vars:
 seed: 1
 
 targets:
-  server:
+  {name}:
 {target}
 workloads:
   chat:
@@ -87,7 +112,7 @@ workloads:
     ignore_eos: true
 
 defaults:
-  target: server
+  target: {name}
   workload: chat
   duration: \"{{{{ duration }}}}\"
   warmup: {{requests: 2}}
@@ -126,7 +151,7 @@ fn target_section(d: &Discovery) -> String {
     target.push_str(&format!("    tokenizer: {}\n", d.tokenizer));
     target.push_str(&comment_lines("    ", &d.metrics_note));
     if let Some(url) = &d.metrics_url {
-        target.push_str(&format!("    metrics_url: {}\n", yaml_str(url)));
+        target.push_str(&format!("    metrics: {}\n", yaml_str(url)));
     }
     if !simulated {
         target.push_str("    # api_key_env: OPENAI_API_KEY   # the variable holding the key, if one is needed\n");
@@ -142,6 +167,7 @@ mod tests {
     #[test]
     fn starter_plans_load() {
         let remote = Discovery {
+            target_name: "vllm".into(),
             base_url: Some("http://127.0.0.1:9/v1".into()),
             model: Some("m".into()),
             model_note: "from /v1/models".into(),
@@ -150,7 +176,7 @@ mod tests {
             metrics_url: Some("http://127.0.0.1:9/metrics".into()),
             metrics_note: "found".into(),
         };
-        for d in [Discovery::simulator(), remote] {
+        for d in [Discovery::simulator("server"), remote] {
             let text = starter_plan(&d);
             let loaded =
                 prepare_from_str(&text, Format::Yaml, "plan.yaml", &ExpandOptions::default())
@@ -164,6 +190,7 @@ mod tests {
             assert_eq!(names.first().map(String::as_str), Some("warmup"));
             assert_eq!(names.last().map(String::as_str), Some("c1-recheck"));
             assert!(names.len() == 5, "{names:?}");
+            assert!(loaded.plan.targets.contains_key(&d.target_name), "{text}");
         }
     }
 }

@@ -52,16 +52,20 @@ pub fn phase_ceiling(ceiling: &ClientCalibration, prompts: &QueueStats) -> Clien
     }
 }
 
-/// Before a phase runs: a warning when its prompts are too costly to build at the rate it
-/// asks for (open loop), or are built slower than the warning margin of the client's own
-/// ceiling (closed loop, once calibrated: whatever the server, the prompts would set the pace
-/// first).
+/// Before a phase runs: a warning when its planned load comes near the rate its prompts are
+/// built at. An open loop asks for a rate; a closed loop has none, so against an unknown
+/// server it may reach the client's own calibrated ceiling. A phase whose every request's
+/// prompt was built before it starts (a few requests) never waits on the source, so it is
+/// never warned about.
 pub fn prompt_warning(
     phase: &PhaseSettings<'_>,
     prompts: &QueueStats,
     tokenizer: &str,
     ceiling: Option<&ClientCalibration>,
 ) -> Option<String> {
+    if planned_requests(phase).is_some_and(|n| n <= prompts.built) {
+        return None;
+    }
     let built_per_s = prompts.prompts_per_s();
     let cost = format!(
         "phase `{}`: its prompts (workload `{}`, {tokenizer}) take {:.3} ms of CPU each",
@@ -95,6 +99,21 @@ pub fn prompt_warning(
     })
 }
 
+/// The most requests a phase starts, its warmup's and every probe's included, when counts
+/// bound it; `None` when only a duration does.
+fn planned_requests(phase: &PhaseSettings<'_>) -> Option<u64> {
+    let measured = phase.requests?;
+    let warmup = match phase.warmup {
+        None => 0,
+        Some(w) => match (w.requests, w.duration) {
+            (Some(n), _) => n,
+            (None, Some(_)) => return None,
+            (None, None) => 0,
+        },
+    };
+    Some((measured + warmup).saturating_mul(u64::from(phase.repeats())))
+}
+
 /// A warning line when the phase ran near the client's ceiling (its `client_load_share`).
 pub fn warning(phase: &PhaseResult) -> Option<String> {
     let share = phase.client_load_share?;
@@ -121,7 +140,7 @@ mod tests {
             lane_depth: 16,
             batch: 1,
             cpu_s_per_prompt,
-            built: 0,
+            built: 16,
             taken: 0,
             waits: 0,
             wait_s: 0.0,
@@ -153,5 +172,56 @@ mod tests {
         };
         assert!((share(&cheap) - 0.15).abs() < 1e-9, "{}", share(&cheap));
         assert!((share(&costly) - 0.75).abs() < 1e-9, "{}", share(&costly));
+    }
+
+    /// A plan's phases, for the warning's view of their load.
+    fn plan(phases: serde_json::Value) -> crate::plan::Plan {
+        let doc = serde_json::json!({
+            "version": 1,
+            "name": "warn",
+            "targets": {"t": {"base_url": "http://127.0.0.1:9/v1", "model": "m"}},
+            "workloads": {"w": {"input_tokens": 32, "output_tokens": 8}},
+            "defaults": {"target": "t", "workload": "w"},
+            "phases": phases,
+        });
+        crate::plan::prepare_from_value(doc, "plan", &Default::default())
+            .unwrap_or_else(|e| panic!("{e}"))
+            .plan
+    }
+
+    fn calibration(requests_per_second: f64) -> ClientCalibration {
+        ClientCalibration {
+            requests_per_second,
+            events_per_second: 20.0 * requests_per_second,
+            concurrency: 64,
+            duration_seconds: 1.2,
+            wake_latency: None,
+        }
+    }
+
+    /// Prompts at 0.027 ms each (about 37,000 a second on one thread) on a client whose own
+    /// ceiling is 100,000 requests/s.
+    #[test]
+    fn the_prompt_warning_comes_only_where_the_load_nears_the_source() {
+        let plan = plan(serde_json::json!([
+            {"name": "few", "concurrency": 1, "requests": 3, "warmup": {"requests": 2}},
+            {"name": "long", "concurrency": 1, "duration": "60s"},
+            {"name": "near", "rate": {"rps": 30000, "arrival": "constant"}, "duration": "10s"},
+            {"name": "slow", "rate": {"rps": 10, "arrival": "poisson"}, "duration": "60s"},
+            {"name": "few-fast", "rate": {"rps": 30000, "arrival": "constant"}, "requests": 10}
+        ]));
+        let phases = crate::schedule::resolve(&plan).expect("phases");
+        let (cheap, ceiling) = (prompts(2.7e-5), calibration(100_000.0));
+        let warned: Vec<&str> = phases
+            .iter()
+            .filter(|p| prompt_warning(p, &cheap, "builtin", Some(&ceiling)).is_some())
+            .map(|p| p.name)
+            .collect();
+        // `few` and `few-fast` were built before they start; `slow` is far below the source.
+        assert_eq!(warned, ["long", "near"]);
+        let near = prompt_warning(&phases[2], &cheap, "builtin", Some(&ceiling)).unwrap();
+        assert!(near.contains("at 30000 requests/s the client"), "{near}");
+        // Uncalibrated, a closed loop has nothing to come near.
+        assert!(prompt_warning(&phases[1], &cheap, "builtin", None).is_none());
     }
 }

@@ -1,19 +1,20 @@
 //! A window's records in bounded memory. Up to `keep` records are held as they are; past
 //! that the collector tallies every record ([`metrics::PhaseTally`]), keeps a seeded uniform
 //! sample (reservoir) of `keep` records, and appends each distribution's values to column
-//! files in a hidden directory of the run directory, read back at the end for exact
+//! files in a hidden directory of the run directory (one per figure, and one per figure
+//! sessions give by turn, its values tagged with their turn), read back at the end for exact
 //! percentiles and removed.
 
 use std::fs::{self, File};
 use std::io::{self, BufReader, BufWriter, Read, Write};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
 use crate::client::RequestRecord;
 use crate::figure::Figure;
-use crate::metrics::{PhaseTally, Rescan};
+use crate::metrics::{Column, PhaseTally, Rescan, turn_figures};
 use crate::plan::{PercentileMethod, Slo};
 use crate::report::Measured;
 
@@ -151,7 +152,7 @@ impl PhaseCollector {
             method,
             connection_reuse,
             || peak,
-            |c| ColumnReader::open(&paths.path(c)),
+            |c| Ok::<_, io::Error>(ColumnReader::new(&paths, c)),
         );
         drop(paths);
         Ok(Measured::Sampled {
@@ -200,10 +201,12 @@ fn sanitize(label: &str) -> String {
         .collect()
 }
 
-/// One append-only file of little-endian f64 per column.
+/// Append-only files of little-endian f64: one per figure, and one per by-turn figure whose
+/// values each follow their turn as a little-endian u64.
 struct ColumnFiles {
     dir: ColumnDir,
     writers: Vec<BufWriter<File>>,
+    turn_writers: Vec<Option<BufWriter<File>>>,
 }
 
 /// The column directory, removed when dropped (also on an error).
@@ -213,6 +216,10 @@ impl ColumnDir {
     fn path(&self, figure: Figure) -> PathBuf {
         self.0.join(format!("{}.f64", figure.name()))
     }
+
+    fn turns_path(&self, figure: Figure) -> PathBuf {
+        self.0.join(format!("turns-{}.f64", figure.name()))
+    }
 }
 
 impl Drop for ColumnDir {
@@ -221,38 +228,75 @@ impl Drop for ColumnDir {
     }
 }
 
+fn writer(path: PathBuf) -> io::Result<BufWriter<File>> {
+    File::create(path).map(|f| BufWriter::with_capacity(1 << 16, f))
+}
+
 impl ColumnFiles {
     fn create(dir: PathBuf) -> io::Result<Self> {
         fs::create_dir_all(&dir)?;
         let dir = ColumnDir(dir);
         let writers = Figure::all()
-            .map(|c| File::create(dir.path(c)).map(|f| BufWriter::with_capacity(1 << 16, f)))
+            .map(|c| writer(dir.path(c)))
             .collect::<io::Result<_>>()?;
-        Ok(ColumnFiles { dir, writers })
+        let mut turn_writers: Vec<Option<BufWriter<File>>> = Figure::all().map(|_| None).collect();
+        for spec in turn_figures() {
+            turn_writers[spec.figure.index()] = Some(writer(dir.turns_path(spec.figure))?);
+        }
+        Ok(ColumnFiles {
+            dir,
+            writers,
+            turn_writers,
+        })
     }
 
-    fn push(&mut self, figure: Figure, value: f64) -> io::Result<()> {
-        self.writers[figure.index()].write_all(&value.to_le_bytes())
+    fn push(&mut self, column: Column, value: f64) -> io::Result<()> {
+        match column {
+            Column::Phase(figure) => self.writers[figure.index()].write_all(&value.to_le_bytes()),
+            Column::Turn(turn, figure) => {
+                let Some(w) = self.turn_writers[figure.index()].as_mut() else {
+                    return Err(io::Error::other(format!(
+                        "`{}` is not a figure by turn",
+                        figure.name()
+                    )));
+                };
+                w.write_all(&turn.to_le_bytes())?;
+                w.write_all(&value.to_le_bytes())
+            }
+        }
     }
 
     fn close(mut self) -> io::Result<ColumnDir> {
-        for w in &mut self.writers {
+        for w in self
+            .writers
+            .iter_mut()
+            .chain(self.turn_writers.iter_mut().flatten())
+        {
             w.flush()?;
         }
         Ok(self.dir)
     }
 }
 
-/// A column file, scanned from the start on each pass.
+/// A column, scanned from the start on each pass: a figure's file, or one turn's values in
+/// a by-turn file.
 struct ColumnReader {
     path: PathBuf,
+    turn: Option<u64>,
 }
 
 impl ColumnReader {
-    fn open(path: &Path) -> io::Result<Self> {
-        Ok(ColumnReader {
-            path: path.to_path_buf(),
-        })
+    fn new(dir: &ColumnDir, column: Column) -> Self {
+        match column {
+            Column::Phase(figure) => ColumnReader {
+                path: dir.path(figure),
+                turn: None,
+            },
+            Column::Turn(turn, figure) => ColumnReader {
+                path: dir.turns_path(figure),
+                turn: Some(turn),
+            },
+        }
     }
 }
 
@@ -260,6 +304,7 @@ impl Rescan for ColumnReader {
     type Error = io::Error;
     fn scan(&mut self, each: &mut dyn FnMut(f64)) -> io::Result<()> {
         let mut reader = BufReader::with_capacity(1 << 16, File::open(&self.path)?);
+        let entry = if self.turn.is_some() { 16 } else { 8 };
         let mut buf = vec![0u8; 1 << 16];
         loop {
             let mut filled = 0;
@@ -269,10 +314,16 @@ impl Rescan for ColumnReader {
                     n => filled += n,
                 }
             }
-            for chunk in buf[..filled].chunks_exact(8) {
-                let mut bytes = [0u8; 8];
-                bytes.copy_from_slice(chunk);
-                each(f64::from_le_bytes(bytes));
+            for chunk in buf[..filled].chunks_exact(entry) {
+                let (tag, value) = chunk.split_at(entry - 8);
+                let word = |bytes: &[u8]| {
+                    let mut b = [0u8; 8];
+                    b.copy_from_slice(bytes);
+                    b
+                };
+                if self.turn.is_none_or(|t| u64::from_le_bytes(word(tag)) == t) {
+                    each(f64::from_le_bytes(word(value)));
+                }
             }
             if filled < buf.len() {
                 return Ok(());

@@ -1,13 +1,14 @@
 //! The line a run prints on stdout after each phase.
 
+use crate::figure::Figure;
 use crate::report::PhaseResult;
 
 /// One phase's headline figures: requests, errors, throughput and latency percentiles.
 pub(super) fn phase_line(result: &PhaseResult) -> String {
     let s = &result.summary;
-    let ms = |d: Option<crate::metrics::Distribution>,
+    let ms = |d: Option<&crate::metrics::Distribution>,
               pick: fn(&crate::metrics::Distribution) -> f64| {
-        d.map(|d| format!("{:.1}", pick(&d) * 1e3))
+        d.map(|d| format!("{:.1}", pick(d) * 1e3))
             .unwrap_or_else(|| "-".into())
     };
     if s.encodes() {
@@ -19,8 +20,8 @@ pub(super) fn phase_line(result: &PhaseResult) -> String {
             s.request_rate,
             s.inputs_per_second.unwrap_or(0.0),
             s.input_tokens_per_second.unwrap_or(0.0),
-            ms(s.e2e, |d| d.p50),
-            ms(s.e2e, |d| d.p99),
+            ms(s.distribution(Figure::E2e), |d| d.p50),
+            ms(s.distribution(Figure::E2e), |d| d.p99),
         );
     }
     format!(
@@ -30,9 +31,9 @@ pub(super) fn phase_line(result: &PhaseResult) -> String {
         s.errors,
         s.output_tokens_per_second,
         s.request_rate,
-        ms(s.ttft, |d| d.p50),
-        ms(s.ttft, |d| d.p99),
-        ms(s.tpot, |d| d.p50),
+        ms(s.distribution(Figure::Ttft), |d| d.p50),
+        ms(s.distribution(Figure::Ttft), |d| d.p99),
+        ms(s.distribution(Figure::Tpot), |d| d.p50),
     )
 }
 

@@ -68,7 +68,7 @@ pub fn resolve(target: &Target, plan_dir: &Path) -> Result<Endpoint, ClientError
             .trim_end_matches('/')
             .to_string(),
         tls: tls_settings(target, plan_dir),
-        unix_socket: target.socket.as_ref().map(|p| plan_dir.join(p)),
+        unix_socket: target.unix_socket.as_ref().map(|p| plan_dir.join(p)),
         proxy: target.proxy.clone(),
         headers: target
             .headers
@@ -242,7 +242,7 @@ pub fn endpoint_facts(plan: &Plan) -> BTreeMap<String, EndpointFacts> {
             let http2 = target.http == Some(plan::TargetHttp::Http2);
             let facts = EndpointFacts {
                 http: http2.then(|| HTTP2_CONNECTIONS.to_string()),
-                unix_socket: target.socket.clone(),
+                unix_socket: target.unix_socket.clone(),
                 proxy: target.proxy.as_deref().map(super::redact::redact_url),
                 tls_verified: https.then_some(!skip),
                 client_certificate: tls.is_some_and(|t| t.client_cert.is_some()),
@@ -267,9 +267,11 @@ pub fn redact_plan(
     let mut plan = plan.clone();
     let mut secrets = super::redact::plan_url_secrets(&plan);
     for target in plan.targets.values_mut() {
-        for url in [&mut target.base_url, &mut target.metrics_url]
-            .into_iter()
-            .flatten()
+        let metrics = target.metrics.as_mut().map(|m| m.urls_mut());
+        for url in target
+            .base_url
+            .iter_mut()
+            .chain(metrics.into_iter().flatten())
         {
             *url = super::redact::redact_url(url);
         }

@@ -60,7 +60,7 @@ pub(super) fn install_interrupt_handler(
                     "interrupted again: exiting now; finished requests are in {}",
                     out_dir.join(output::JOURNAL_FILE).display()
                 );
-                std::process::exit(crate::exit::RUN_FAILED);
+                std::process::exit(crate::exit::Exit::RunFailed.code());
             }
         }
     })

@@ -69,10 +69,10 @@ pub enum RunError {
 }
 
 impl RunError {
-    pub fn exit_code(&self) -> i32 {
+    pub fn exit_code(&self) -> crate::exit::Exit {
         match self {
-            RunError::InvalidPlan(_) | RunError::InvalidInput(_) => crate::exit::INVALID_INPUT,
-            RunError::Failed(_) => crate::exit::RUN_FAILED,
+            RunError::InvalidPlan(_) | RunError::InvalidInput(_) => crate::exit::Exit::InvalidInput,
+            RunError::Failed(_) => crate::exit::Exit::RunFailed,
         }
     }
 }

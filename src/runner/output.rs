@@ -25,22 +25,22 @@ pub const JOURNAL_FILE: &str = "journal.jsonl";
 pub fn prepare_dir(dir: &Path) -> Result<(), String> {
     if dir.exists() && !dir.is_dir() {
         return Err(format!(
-            "--out {}: exists and is not a directory",
+            "--output {}: exists and is not a directory",
             dir.display()
         ));
     }
     if dir.join(REPORT_FILE).exists() {
         return Err(format!(
-            "--out {}: already holds a report; choose another directory",
+            "--output {}: already holds a report; choose another directory",
             dir.display()
         ));
     }
     fs::create_dir_all(dir)
-        .map_err(|e| format!("--out {}: cannot create directory: {e}", dir.display()))?;
+        .map_err(|e| format!("--output {}: cannot create directory: {e}", dir.display()))?;
     let probe = dir.join(".servebench-write-probe");
     fs::write(&probe, b"probe")
         .and_then(|_| fs::remove_file(&probe))
-        .map_err(|e| format!("--out {}: not writable: {e}", dir.display()))?;
+        .map_err(|e| format!("--output {}: not writable: {e}", dir.display()))?;
     Ok(())
 }
 

@@ -132,9 +132,9 @@ impl PhaseRun<'_> {
         let client_load = watch.finish().await;
         // A stop for stability or saturation is not an interrupt.
         outcome.interrupted = self.stops.stop_starting.is_cancelled();
-        let timeline = match sampler {
+        let window = match sampler {
             Some(sampler) => sampler.finish().await,
-            None => Vec::new(),
+            None => None,
         };
         let scrape_after = self.scrape().await;
 
@@ -143,10 +143,7 @@ impl PhaseRun<'_> {
             let (tolerance, tokenizer) = (prepared.prompt_tolerance, &prepared.tokenizer);
             self.warn_on_prompt_gap(&collected, tolerance, tokenizer, "measured window");
         }
-        let mut server_metrics = self.server_metrics(scrape_before, scrape_after);
-        if let Some(m) = server_metrics.as_mut() {
-            m.timeline = timeline;
-        }
+        let server_metrics = self.server_metrics(scrape_before, scrape_after, window);
         facts.started_at = outcome
             .started_at
             .to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
@@ -181,18 +178,25 @@ impl PhaseRun<'_> {
         super::endpoint::connection(self.phase.target.connection.as_ref()).reuse
     }
 
-    /// The server's counters over the measured window, from the scrapes around it.
-    fn server_metrics(&self, before: Scrapes, after: Scrapes) -> Option<ServerMetrics> {
+    /// The server over the measured window: its counters from the scrapes around it, its
+    /// gauges from the samples during it (`window`) when it was sampled.
+    fn server_metrics(
+        &self,
+        before: Scrapes,
+        after: Scrapes,
+        window: Option<scrape::window::InWindow>,
+    ) -> Option<ServerMetrics> {
         match (&self.target.metrics_url, before, after) {
             (_, Scrapes::Several(before), Scrapes::Several(after)) => {
-                let combined = scrape::endpoints::combine(&self.target.metrics, &before, &after);
+                let metrics = &self.target.metrics;
+                let combined = scrape::endpoints::combine(metrics, &before, &after, window);
                 for warning in &combined.warnings {
                     eprintln!("warning: phase `{}`: {warning}", self.phase.name);
                 }
                 Some(combined)
             }
             (Some(url), Scrapes::One(Some(before)), Scrapes::One(Some(after))) => {
-                Some(scrape::diff(url, &before, &after))
+                Some(scrape::measure(url, &before, &after, window))
             }
             _ => None,
         }
@@ -494,27 +498,14 @@ impl PhaseRun<'_> {
         }
     }
 
-    /// Scrapes during the measured window when the target asks for them: the backends when
-    /// it lists any, else its one metrics endpoint.
-    fn sampler(&self) -> Option<scrape::timeline::Sampler> {
+    /// Samples of the target's metrics endpoints during the measured window, unless its
+    /// `metrics_interval` is off.
+    fn sampler(&self) -> Option<scrape::sampler::Sampler> {
         let interval = self.target.metrics_interval?;
-        let backends: Vec<String> = self
-            .target
-            .metrics
-            .iter()
-            .filter(|m| m.role == crate::plan::MetricsRole::Backend)
-            .map(|m| m.url.clone())
-            .collect();
-        let urls = match (backends.is_empty(), &self.target.metrics_url) {
-            (false, _) => backends,
-            (true, Some(url)) if self.target.metrics.is_empty() => vec![url.clone()],
-            _ => self.target.metrics.iter().map(|m| m.url.clone()).collect(),
-        };
-        Some(scrape::timeline::Sampler::start(
-            self.target.side.clone(),
-            urls,
-            interval,
-        ))
+        let target = self.target;
+        let sampled = scrape::sampler::Sampled::of(target.metrics_url.as_deref(), &target.metrics)?;
+        let side = target.side.clone();
+        Some(scrape::sampler::Sampler::start(side, sampled, interval))
     }
 
     async fn scrape(&self) -> Scrapes {

@@ -10,7 +10,7 @@ use crate::schedule::PhaseSettings;
 use crate::workload::{PromptSource, WorkloadContext};
 
 /// Build each distinct (target, workload) pair's prompt source once, without sending
-/// anything; every problem found, plus `earlier` ones (such as an unwritable `--out`), is
+/// anything; every problem found, plus `earlier` ones (such as an unwritable `--output`), is
 /// reported together as one invalid-input error.
 pub(super) fn check_inputs(
     phases: &[PhaseSettings<'_>],

@@ -69,15 +69,15 @@ pub fn fill_redacted(plan: &mut Plan) -> Vec<String> {
                 )),
             }
         }
-        for (field, url) in [
-            ("base_url", &target.base_url),
-            ("metrics_url", &target.metrics_url),
-        ] {
-            if url.as_deref().is_some_and(|u| u.contains(REDACTED)) {
+        let metrics = target.metrics.iter().flat_map(|m| m.urls());
+        let urls = (target.base_url.iter().map(|u| ("base_url", u.as_str())))
+            .chain(metrics.map(|u| ("metrics", u)));
+        for (field, url) in urls {
+            if url.contains(REDACTED) {
                 let how = if field == "base_url" {
                     format!("pass --target {name}=URL with the full URL")
                 } else {
-                    "edit the plan's metrics_url".to_string()
+                    "edit the plan's `metrics`".to_string()
                 };
                 problems.push(format!(
                     "target `{name}`: `{field}` holds a value redacted in the report this plan \
@@ -94,8 +94,11 @@ pub fn plan_url_secrets(plan: &Plan) -> Vec<String> {
     let mut secrets: Vec<String> = plan
         .targets
         .values()
-        .flat_map(|t| t.base_url.iter().chain(t.metrics_url.iter()))
-        .flat_map(|u| url_secrets(u))
+        .flat_map(|t| {
+            let metrics = t.metrics.iter().flat_map(|m| m.urls());
+            t.base_url.iter().map(String::as_str).chain(metrics)
+        })
+        .flat_map(url_secrets)
         .collect();
     secrets.sort_by_key(|s| std::cmp::Reverse(s.len()));
     secrets.dedup();

@@ -134,7 +134,7 @@ fn redact_plan(loaded: &mut LoadedPlan, dry_run: bool) -> Vec<String> {
     problems
 }
 
-/// Prove `--out` writable and every phase's inputs readable before model discovery sends
+/// Prove `--output` writable and every phase's inputs readable before model discovery sends
 /// the first request (all problems are reported together); then resolve the targets the
 /// phases use and name the models of those that name none.
 async fn preflight(
@@ -170,7 +170,7 @@ fn schedule_options(options: &RunOptions) -> ScheduleOptions<'_> {
     }
 }
 
-/// The run directory (`--out`, else `runs/<run id>/`), checked writable, with its journal.
+/// The run directory (`--output`, else `runs/<run id>/`), checked writable, with its journal.
 fn open_run_dir(
     out: Option<&Path>,
     run_id: &str,
@@ -466,7 +466,11 @@ impl Phases<'_> {
 }
 
 fn load_plan(path: &Path, options: &ExpandOptions) -> Result<LoadedPlan, RunError> {
-    Ok(plan::prepare(path, options)?)
+    let loaded = plan::prepare(path, options)?;
+    for warning in &loaded.warnings {
+        eprintln!("{}", warning.one_line());
+    }
+    Ok(loaded)
 }
 
 /// Wait until `at` (wall clock) unless a stop comes first; returns how late we are, in

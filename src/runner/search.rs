@@ -1,8 +1,7 @@
 //! A capacity-search phase: probes run one after another through the normal phase runner,
 //! each a phase of its own in the report, until the course (`schedule::search`) stops.
 
-use crate::client::RequestRecord;
-use crate::figure::Figure;
+use crate::metrics;
 use crate::plan::Search;
 use crate::report::{PhaseResult, ProbeSpec, Report, SearchResult};
 use crate::schedule::search::Course;
@@ -73,20 +72,12 @@ impl Phases<'_> {
     }
 }
 
-/// Successful requests per second whose figures are within each objective's largest limit.
-/// A request without TPOT (one output token) meets a TPOT limit, as with the plan's `slo`.
+/// Successful requests per second whose figures are within each objective's largest limit
+/// (goodput as a plan's `slo` counts it).
 fn goodput(search: &Search, result: &PhaseResult) -> Option<f64> {
-    let loosest = search.loosest_limits();
-    let meets = |r: &RequestRecord| {
-        r.is_ok()
-            && loosest
-                .iter()
-                .all(|&(figure, limit)| match r.value(figure) {
-                    Some(v) => v <= limit,
-                    None => figure == Figure::Tpot,
-                })
-    };
+    let limits = search.slo.request_limits();
+    let timings = result.request_timings.iter();
+    let good = timings.filter(|r| metrics::meets_slo(r, &limits)).count();
     let elapsed = result.summary.elapsed;
-    let good = result.request_timings.iter().filter(|r| meets(r)).count();
     (elapsed > 0.0).then(|| good as f64 / elapsed)
 }

@@ -76,19 +76,23 @@ pub(super) async fn discover_models(
         let url = resolved.endpoint.models_url();
         let shown = super::redact::redact_url(&url);
         let secrets = super::redact::url_secrets(&url);
+        let redacted = |text: String| super::redact::redact_text(text, &secrets);
         let not_found = |why: String| {
-            RunError::InvalidInput(super::redact::redact_text(
-                format!(
-                    "target `{name}` names no model and {shown} {why}; set `model:` on the target"
-                ),
-                &secrets,
-            ))
+            RunError::InvalidInput(redacted(format!(
+                "target `{name}` names no model and {shown} {why}; set `model:` on the target"
+            )))
         };
         let models = resolved
             .endpoint
             .list_models(&resolved.side, DISCOVERY_TIMEOUT)
             .await
-            .map_err(not_found)?;
+            .map_err(|e| match e {
+                // A server that is not up is not fixed by naming a model.
+                client::ModelsError::Unreachable(why) => RunError::Failed(redacted(format!(
+                    "target `{name}`: cannot ask {shown} for its model: {why}"
+                ))),
+                client::ModelsError::Unusable(why) => not_found(why),
+            })?;
         let id = models
             .into_iter()
             .next()
@@ -126,13 +130,23 @@ pub(super) fn check_client_settings(
 
 pub(super) type Simulators = HashMap<String, (SocketAddr, SimHandle)>;
 
+/// A simulator target's settings, serving the model the target names when the simulator
+/// names none: the name the requests carry is the name it serves.
+pub(super) fn simulator_config(target: &plan::Target) -> Option<sim::SimConfig> {
+    let mut config = target.simulator.clone()?;
+    if config.model.is_none() {
+        config.model.clone_from(&target.model);
+    }
+    Some(config)
+}
+
 pub(super) async fn start_simulators(phases: &[PhaseSettings<'_>]) -> Result<Simulators, RunError> {
     let mut simulators = Simulators::new();
     for phase in phases {
-        if let Some(config) = &phase.target.simulator
+        if let Some(config) = simulator_config(phase.target)
             && !simulators.contains_key(phase.target_name)
         {
-            let (addr, handle) = sim::serve(config.clone()).await.map_err(|e| {
+            let (addr, handle) = sim::serve(config).await.map_err(|e| {
                 RunError::Failed(format!(
                     "cannot start the simulator for target `{}`: {e}",
                     phase.target_name
@@ -151,10 +165,11 @@ pub(super) struct PhaseTarget {
     pub endpoint: client::Endpoint,
     /// The HTTP client for the target's side traffic (scrapes, hooks).
     pub side: reqwest::Client,
+    /// The target's one metrics endpoint (`metrics: URL`, or a simulator's).
     pub metrics_url: Option<String>,
-    /// A gateway's and its replicas' endpoints; when set, scraped instead of `metrics_url`.
+    /// A gateway's and its replicas' endpoints (`metrics:` as a list).
     pub metrics: Vec<crate::plan::MetricsEndpoint>,
-    /// Scrape during the measured window this often, for the report's time series.
+    /// Scrape during the measured window this often (`None`: not at all).
     pub metrics_interval: Option<std::time::Duration>,
     pub model: String,
 }
@@ -175,8 +190,15 @@ impl Targets {
             ),
             None => (
                 resolved.endpoint.clone(),
-                target.metrics_url.clone(),
-                target.metrics.clone(),
+                target
+                    .metrics
+                    .as_ref()
+                    .and_then(|m| m.url())
+                    .map(str::to_string),
+                target
+                    .metrics
+                    .as_ref()
+                    .map_or_else(Vec::new, |m| m.endpoints().to_vec()),
             ),
         };
         Ok(PhaseTarget {
@@ -184,7 +206,7 @@ impl Targets {
             side: resolved.side.clone(),
             metrics_url,
             metrics,
-            metrics_interval: target.metrics_interval.map(|i| i.0),
+            metrics_interval: crate::plan::MetricsInterval::resolve(target.metrics_interval),
             model: super::endpoint::model_name(target).unwrap_or_default(),
         })
     }
@@ -214,7 +236,7 @@ mod tests {
                     "request_id": {"header": "x-trace", "format": "plain"}
                 },
                 "local": {"base_url": "http://localhost/v1", "model": "m",
-                          "socket": "run/engine.sock"},
+                          "unix_socket": "run/engine.sock"},
                 "unused": {"base_url": "http://127.0.0.1:1/v1", "model": "m",
                            "api_key_env": "SERVEBENCH_SURELY_UNSET_VARIABLE_2"}
             },
@@ -314,5 +336,32 @@ mod tests {
             ),
             "{err}"
         );
+    }
+
+    #[test]
+    fn a_simulator_serves_its_targets_model_unless_it_names_its_own() {
+        let target = |model: Option<&str>, served: Option<&str>| plan::Target {
+            model: model.map(str::to_string),
+            simulator: Some(sim::SimConfig {
+                model: served.map(str::to_string),
+                ..Default::default()
+            }),
+            ..Default::default()
+        };
+        let served = |t: &plan::Target| simulator_config(t).and_then(|c| c.model);
+        assert_eq!(
+            served(&target(Some("llama"), None)).as_deref(),
+            Some("llama")
+        );
+        assert_eq!(
+            served(&target(Some("llama"), Some("own"))).as_deref(),
+            Some("own")
+        );
+        assert_eq!(
+            served(&target(None, None)),
+            None,
+            "the simulator's default, `sim`"
+        );
+        assert!(simulator_config(&plan::Target::default()).is_none());
     }
 }

@@ -107,16 +107,16 @@ impl Course {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::plan::{HumanDuration, Probe, SearchSlo};
+    use crate::plan::{HumanDuration, Probe, Slo};
 
     fn search(load: SearchLoad, min: f64, max: f64, precision: f64) -> Search {
         Search {
             load,
             min,
             max,
-            slo: SearchSlo {
+            slo: Slo {
                 error_rate: Some(crate::plan::Fraction(0.01)),
-                ..SearchSlo::default()
+                ..Slo::default()
             },
             precision: crate::plan::Fraction(precision),
             probe: Probe {

@@ -7,9 +7,28 @@
 use crate::report::{BackendShare, CounterSpan, ServerMetrics};
 use crate::runner::scrape::distribution::spread;
 
-/// The merged backends of one phase from each shard's server metrics; `None` when no shard
-/// had backend figures.
+/// The merged server figures of one phase from each shard's: the backends', and the
+/// samples during the window of the first shard that took any (every shard sampled the same
+/// server, under the load of them all); `None` when no shard had either.
 pub fn merge(parts: &[&ServerMetrics]) -> Option<ServerMetrics> {
+    let backends = merge_backends(parts);
+    let Some(sampled) = parts.iter().find(|m| m.sampling.is_some()) else {
+        return backends;
+    };
+    let merged = backends.unwrap_or_default();
+    Some(ServerMetrics {
+        engine: merged.engine.clone().or_else(|| sampled.engine.clone()),
+        gauges: sampled.gauges.clone(),
+        normalized_gauges: sampled.normalized_gauges.clone(),
+        gauges_from: sampled.gauges_from,
+        timeline: sampled.timeline.clone(),
+        sampling: sampled.sampling.clone(),
+        ..merged
+    })
+}
+
+/// The merged backends of one phase; `None` when no shard had backend figures.
+fn merge_backends(parts: &[&ServerMetrics]) -> Option<ServerMetrics> {
     let parts: Vec<&ServerMetrics> = parts
         .iter()
         .copied()
@@ -172,5 +191,29 @@ mod tests {
         assert_eq!(m.backends[1].share, Some(0.5));
         assert!(m.notes[0].contains("summed"), "{:?}", m.notes);
         assert!(merge(&[&ServerMetrics::default()]).is_none());
+    }
+
+    #[test]
+    fn the_server_s_samples_are_the_first_sampled_shard_s() {
+        let sampled = |samples: u64| ServerMetrics {
+            gauges_from: crate::report::GaugesFrom::Window,
+            sampling: Some(crate::report::WindowSampling {
+                samples,
+                ..Default::default()
+            }),
+            timeline: vec![Default::default(); samples as usize],
+            ..ServerMetrics::default()
+        };
+        let (one, two) = (sampled(3), sampled(4));
+        let m = merge(&[&ServerMetrics::default(), &one, &two]).expect("merged");
+        assert_eq!(m.sampling, one.sampling);
+        assert_eq!(m.timeline.len(), 3);
+        assert_eq!(m.gauges_from, crate::report::GaugesFrom::Window);
+        assert!(m.backends.is_empty());
+        // With backends too, both are kept.
+        let mut with_backends = part(&[("a", 3.0, Some((0.0, 3.0)))]);
+        with_backends.sampling = one.sampling.clone();
+        let m = merge(&[&with_backends]).expect("merged");
+        assert_eq!((m.backends.len(), m.sampling.is_some()), (1, true));
     }
 }

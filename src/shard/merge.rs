@@ -9,6 +9,7 @@ use indexmap::IndexMap;
 use serde_json::Value;
 
 use crate::client::RequestRecord;
+use crate::figure::Figure;
 use crate::metrics::trust::ClientLoad;
 use crate::report::{
     ClientCeiling, Figures, Measured, MergedShard, PhaseFacts, PhaseMark, PhaseResult,
@@ -28,10 +29,10 @@ pub enum MergeError {
 }
 
 impl MergeError {
-    pub fn exit_code(&self) -> i32 {
+    pub fn exit_code(&self) -> crate::exit::Exit {
         match self {
-            MergeError::Invalid(_) => crate::exit::INVALID_INPUT,
-            MergeError::Failed(_) => crate::exit::RUN_FAILED,
+            MergeError::Invalid(_) => crate::exit::Exit::InvalidInput,
+            MergeError::Failed(_) => crate::exit::Exit::RunFailed,
         }
     }
 }
@@ -247,7 +248,8 @@ impl PhaseMerge<'_> {
             dataset_sha256: results.iter().find_map(|(_, r)| r.dataset_sha256.clone()),
             // Each shard scraped the server around its own window; those overlap, so the
             // per-shard scrapes stay in `merged_from`, and only the backend counters, read
-            // over the span of every shard's scrapes, are merged.
+            // over the span of every shard's scrapes, are merged, beside one shard's samples
+            // of the server during its window.
             server_metrics: super::backends::merge(
                 &results
                     .iter()
@@ -552,7 +554,7 @@ fn shard_facts(shard: &Shard<'_>) -> MergedShard {
                 requests: p.summary.requests,
                 errors: p.summary.errors,
                 warmup: p.warmup.clone(),
-                send_lag_ms: p.send_lag_ms,
+                send_lag_ms: p.summary.distribution(Figure::SendLag).copied(),
                 achieved_rate_ratio: p.achieved_rate_ratio,
                 late_ms: info.and_then(|i| {
                     i.phase_starts

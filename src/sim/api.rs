@@ -123,6 +123,9 @@ pub(crate) struct ChatTemplateKwargs {
 /// (temperature, top_p, …) are accepted and ignored.
 #[derive(Debug, Default, Deserialize)]
 pub(crate) struct GenerationRequest {
+    /// The model asked for; a server answers 404 for one it does not serve.
+    #[serde(default)]
+    pub model: Option<String>,
     #[serde(default)]
     pub messages: Option<Vec<ChatMessage>>,
     #[serde(default)]
@@ -156,6 +159,8 @@ pub(crate) struct GenerationRequest {
 /// `input_text` parts), `max_output_tokens`, `stream`, `reasoning.effort`; others ignored.
 #[derive(Debug, Deserialize)]
 pub(crate) struct ResponsesRequest {
+    #[serde(default)]
+    pub model: Option<String>,
     #[serde(default)]
     pub input: Option<ResponsesInput>,
     #[serde(default)]
@@ -193,6 +198,7 @@ impl ResponsesRequest {
             Some(ResponsesInput::Items(items)) => Some(items),
         };
         GenerationRequest {
+            model: self.model,
             messages,
             max_tokens: self.max_output_tokens,
             stream: self.stream,

@@ -11,9 +11,14 @@ pub struct SimConfig {
     /// Seed for jitter, natural output lengths and fault draws.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub seed: Option<u64>,
-    /// Model name served by `/v1/models` (default `sim`).
+    /// Model name served by `/v1/models` (default `sim`); a request for another gets 404
+    /// `model_not_found`, as from vLLM. A plan's simulator target serves the target's `model:`
+    /// when this is not set.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub model: Option<String>,
+    /// Serve requests for any model name instead of answering 404 (default false).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub accept_any_model: Option<bool>,
     /// Sequences decoded at once; further requests wait in a FIFO queue.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_running: Option<u32>,

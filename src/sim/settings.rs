@@ -81,6 +81,8 @@ pub(crate) struct Settings {
     /// Idle keep-alive connections are closed after this long.
     pub keep_alive_timeout: Option<std::time::Duration>,
     pub require_uuid_request_id: bool,
+    /// Serve requests for any model name instead of answering 404.
+    pub accept_any_model: bool,
 }
 
 fn check_non_negative(problems: &mut Vec<String>, name: &str, value: f64) {
@@ -184,6 +186,7 @@ impl Settings {
             close_after_response: config.close_after_response.unwrap_or(false),
             keep_alive_timeout: config.keep_alive_timeout.map(|d| d.0),
             require_uuid_request_id: config.require_uuid_request_id.unwrap_or(false),
+            accept_any_model: config.accept_any_model.unwrap_or(false),
         })
     }
 }

@@ -6,6 +6,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use servebench::client::{Client, ErrorKind};
+use servebench::figure::Figure;
 use servebench::plan::{Api, TokenizerSource, TokenizerSpec, Workload};
 use servebench::report::Report;
 use servebench::runner::endpoint::client_config;
@@ -77,8 +78,14 @@ async fn embeddings_and_rerank_phases_count_inputs_and_tokens() {
             tokens_s <= PREFILL_TOK_S * 1.06,
             "{phase}: {tokens_s} tok/s"
         );
-        assert!(s.ttft.is_none() && s.tpot.is_none(), "{phase}");
-        assert!(s.e2e.is_some_and(|d| d.samples == s.requests));
+        assert!(
+            s.distribution(Figure::Ttft).is_none() && s.distribution(Figure::Tpot).is_none(),
+            "{phase}"
+        );
+        assert!(
+            s.distribution(Figure::E2e)
+                .is_some_and(|d| d.samples == s.requests)
+        );
     }
     let markdown = servebench::report::formats::markdown::render(&report);
     let phases_table: Vec<&str> = markdown

@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 use servebench::client::{
     Api, Client, ClientConfig, ErrorKind, RequestRecord, ResolvedTimeouts, Sampling,
 };
+use servebench::figure::Figure;
 use servebench::report::{PhaseResult, Report};
 use servebench::runner::run;
 use servebench::workload::{ChatMessage, Prompt, PromptInput};
@@ -375,8 +376,14 @@ async fn llama_timings_give_the_client_versus_server_gap() {
     }
     let gap = phase.transport.server_timing_gap.as_ref().expect("gap");
     assert_eq!(gap.requests, 10);
-    let ttft_gap = gap.ttft_minus_server_prompt_ms.as_ref().unwrap();
-    let e2e_gap = gap.e2e_minus_server_total_ms.as_ref().unwrap();
+    let ttft_gap = phase
+        .summary
+        .distribution(Figure::TtftMinusServerPrompt)
+        .unwrap();
+    let e2e_gap = phase
+        .summary
+        .distribution(Figure::E2eMinusServerTotal)
+        .unwrap();
     assert!(ttft_gap.min > 0.0 && e2e_gap.min > 0.0, "{gap:?}");
     assert_eq!(ttft_gap.samples, 10);
     // The split's parts add up to the client's e2e, and no part is the server claiming more
@@ -387,9 +394,9 @@ async fn llama_timings_give_the_client_versus_server_gap() {
         + split.tls_ms
         + split.server_prefill_ms
         + split.server_decode_ms
-        + split.network_other_ms;
+        + split.frontend_network_ms;
     assert!((parts - split.e2e_ms).abs() < 1e-9, "{split:?}");
-    assert!(split.network_other_min_ms > -1.0, "{split:?}");
+    assert!(split.frontend_network_min_ms > -1.0, "{split:?}");
     assert!(
         split.server_decode_ms > 0.0 && split.connect_ms > 0.0,
         "{split:?}"
@@ -398,7 +405,8 @@ async fn llama_timings_give_the_client_versus_server_gap() {
     assert!((split.e2e_ms - mean_e2e).abs() < 1e-6, "{split:?}");
     let json = &value["phases"][0]["server_timing_gap"];
     assert_eq!(json["requests"], 10);
-    assert!(json["ttft_minus_server_prompt_ms"]["p99"].is_number());
+    // The gaps are figures of the phase, beside `ttft`.
+    assert!(value["phases"][0]["ttft_minus_server_prompt_ms"]["p99"].is_number());
     assert!(value["phases"][0]["request_timings"][0]["server_prompt_ms"].is_number());
     // Without timings from the server, no gap and no fields.
     let (plain, value) =
@@ -463,18 +471,27 @@ async fn vllm_per_request_metrics_put_the_server_queue_in_the_split() {
         + server_queue
         + split.server_prefill_ms
         + split.server_decode_ms
-        + split.network_other_ms;
+        + split.frontend_network_ms;
     assert!((parts - split.e2e_ms).abs() < 1e-9, "{split:?}");
-    assert!(split.network_other_min_ms > -1.0, "{split:?}");
+    assert!(split.frontend_network_min_ms > -1.0, "{split:?}");
     let json = &value["phases"][0]["server_timing_gap"]["split"];
     assert!(json["server_queue_ms"].as_f64().unwrap() > 0.0, "{json}");
+    assert!(json["frontend_network_ms"].is_number(), "{json}");
+    // The remainder is named for what it is in every format, not as network.
     let md = servebench::report::formats::markdown::render(&report);
     assert!(md.contains("| Server queue |"), "{md}");
+    assert!(md.contains("| Frontend + network |"), "{md}");
+    assert!(!md.to_lowercase().contains("network / other"), "{md}");
+    let html = servebench::report::formats::html::render(&report);
+    assert!(html.contains("Frontend + network"));
+    let csv = servebench::report::formats::csv::render_phases(&report);
+    assert!(csv.contains(",frontend_network_mean_ms"), "{csv}");
     // The queue time is a figure of the one table: a distribution in the summary, and a
     // path gates and `compare` read.
     let dist = phase
         .summary
-        .server_queue_ms
+        .distribution(Figure::ServerQueue)
+        .copied()
         .expect("a server-queue distribution");
     assert_eq!(dist.samples, 16);
     let mut sorted = queued.clone();

@@ -5,6 +5,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use servebench::client::Client;
+use servebench::figure::Figure;
 use servebench::plan::{Api, TokenizerSource, TokenizerSpec, Workload};
 use servebench::report::Report;
 use servebench::runner::endpoint::client_config;
@@ -241,8 +242,8 @@ async fn shared_prefixes_hit_the_cache_and_lower_ttft() {
         .count();
     assert!(cached >= 10, "{cached} of 12 requests hit the cache");
     let (unique_p50, shared_p50) = (
-        unique.summary.ttft.unwrap().p50,
-        shared.summary.ttft.unwrap().p50,
+        unique.summary.distribution(Figure::Ttft).unwrap().p50,
+        shared.summary.distribution(Figure::Ttft).unwrap().p50,
     );
     assert!(
         shared_p50 < unique_p50 / 2.0,
@@ -305,8 +306,8 @@ async fn a_trace_replay_reproduces_its_arrival_times() {
         worst_lag = worst_lag.max(lag);
     }
     let reported = phase
-        .send_lag_ms
-        .as_ref()
+        .summary
+        .distribution(Figure::SendLag)
         .expect("a replay reports its send lag");
     assert!(
         (reported.max - worst_lag.max(0.0)).abs() < 1.0,
@@ -377,7 +378,7 @@ async fn azure_and_burstgpt_csv_traces_replay_at_their_times_with_their_lengths(
             );
         }
         assert!(
-            phase.send_lag_ms.is_some(),
+            phase.summary.distribution(Figure::SendLag).is_some(),
             "{name}: a replay reports its send lag"
         );
     }

@@ -3,6 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
+use servebench::figure::Figure;
 use servebench::report::{PhaseResult, Report};
 use servebench::runner::run;
 use servebench::sim::{SimConfig, SimHandle, serve, serve_unix};
@@ -91,7 +92,7 @@ async fn https_behind_nginx_needs_the_ca_and_says_so() {
     // The CA named relative to the plan: every request succeeds, and the metrics scrape
     // (side traffic) uses the same TLS settings.
     let extra = format!(
-        "    tls: {{ca_cert: ca.pem}}\n    metrics_url: https://127.0.0.1:{}/metrics\n    connection: {{warm: 0}}\n",
+        "    tls: {{ca_cert: ca.pem}}\n    metrics: https://127.0.0.1:{}/metrics\n    connection: {{warm: 0}}\n",
         nginx.ports[0]
     );
     let (report, _) = run_plan(dir.path(), &plan(&[("edge", url.clone(), &extra)], phase)).await;
@@ -235,7 +236,8 @@ async fn a_buffering_proxy_is_flagged_and_an_unbuffered_one_matches_the_direct_p
     assert!(!warned(off), "{:?}", off.transport.warnings);
     assert!(!warned(direct), "{:?}", direct.transport.warnings);
     // Phase summaries hold seconds.
-    let ttft_p50 = |p: &PhaseResult| p.summary.ttft.as_ref().expect("ttft").p50 * 1000.0;
+    let ttft_p50 =
+        |p: &PhaseResult| p.summary.distribution(Figure::Ttft).expect("ttft").p50 * 1000.0;
     println!(
         "TTFT p50: direct {:.1} ms, nginx unbuffered {:.1} ms, nginx buffered {:.1} ms",
         ttft_p50(direct),
@@ -283,7 +285,7 @@ fn a_custom_key_header_and_skipped_verification_leave_no_secret_behind() {
     .unwrap();
     let out = dir.path().join("out");
     let output = std::process::Command::new(assert_cmd::cargo::cargo_bin!("servebench"))
-        .args(["run", "--no-calibrate", "--out"])
+        .args(["run", "--no-calibrate", "--output"])
         .arg(&out)
         .arg(&plan_path)
         .env("EDGE_TEST_KEY", secret)
@@ -360,8 +362,8 @@ async fn http2_and_a_unix_socket_count_the_same_as_http1_over_tcp() {
     let h2c = run_through(format!("    base_url: http://{addr}/v1\n    http: \"2\"\n")).await;
     // The metrics scrape (side traffic) goes over the socket too.
     let socket = run_through(
-        "    base_url: http://localhost/v1\n    socket: sim.sock\n    \
-         metrics_url: http://localhost/metrics\n"
+        "    base_url: http://localhost/v1\n    unix_socket: sim.sock\n    \
+         metrics: http://localhost/metrics\n"
             .into(),
     )
     .await;
@@ -539,7 +541,7 @@ fn tokenizer_calibration_and_model_discovery_use_the_targets_tls_and_key() {
     std::fs::write(&plan_path, yaml).unwrap();
     let out = dir.path().join("out");
     let output = std::process::Command::new(assert_cmd::cargo::cargo_bin!("servebench"))
-        .args(["run", "--no-calibrate", "--out"])
+        .args(["run", "--no-calibrate", "--output"])
         .arg(&out)
         .arg(&plan_path)
         .env("EDGE_TOKENIZE_KEY", secret)

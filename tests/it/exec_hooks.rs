@@ -60,7 +60,7 @@ fn a_plan_with_exec_is_refused_without_allow_exec() {
             plan_arg,
             "-q",
             "--no-calibrate",
-            "--out",
+            "--output",
             out.to_str().unwrap(),
         ],
     ] {
@@ -231,7 +231,7 @@ async fn a_failing_program_ends_the_run_with_a_partial_report() {
     );
     let out = dir.path().join("out");
     let error = run(allowed(&plan, &out)).await.unwrap_err();
-    assert_eq!(error.exit_code(), 3);
+    assert_eq!(error.exit_code(), servebench::exit::Exit::RunFailed);
     assert!(
         error.to_string().contains("exited with status 3"),
         "{error}"

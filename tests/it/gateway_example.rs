@@ -32,7 +32,7 @@ async fn the_gateway_example_fills_backend_figures_for_every_phase() {
             "--only",
             "prefix-aware",
         ])
-        .args(["-q", "--no-calibrate", "--no-latency-hint", "--out"])
+        .args(["-q", "--no-calibrate", "--no-latency-hint", "--output"])
         .arg(&out)
         .env("SERVEBENCH", assert_cmd::cargo::cargo_bin!("servebench"))
         .env("SERVEBENCH_REAL_DIR", crate::real_support::real_dir())

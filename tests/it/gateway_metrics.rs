@@ -73,7 +73,20 @@ async fn a_down_or_garbage_endpoint_is_a_warning_and_the_phase_stands() {
         m.normalized_counter_deltas.get("prompt_tokens").copied(),
         prompt
     );
+    // Sampled during the window too: the two endpoints fail every sample, which is counted
+    // and shown; with a backend down the server as a whole has no sample, each endpoint
+    // that answered has its own.
+    let sampling = m.sampling.as_ref().expect("sampled by default");
+    assert_eq!(sampling.samples, 0, "{sampling:?}");
+    assert!(sampling.failed >= 4, "{sampling:?}");
+    assert_eq!(
+        own.gauges_from,
+        servebench::report::GaugesFrom::Window,
+        "{own:?}"
+    );
+    assert!(own.gauges.contains_key("vllm:num_requests_running"));
     let md = servebench::report::formats::markdown::render(&report);
+    assert!(md.contains("failed scrapes during the window"), "{md}");
     assert!(md.contains("## Backends behind the gateway"), "{md}");
     assert!(md.contains("metrics endpoint \\`down\\` left out"), "{md}");
     let html = servebench::report::formats::html::render(&report);
@@ -125,6 +138,15 @@ async fn metrics_interval_records_a_time_series_of_the_simulator() {
     let running = timeline.iter().filter_map(|p| p.requests_running);
     assert!(running.clone().all(|r| r <= 4.0), "{timeline:?}");
     assert!(running.fold(0.0, f64::max) > 0.0, "{timeline:?}");
+    // The summary's range is the samples', not the idle scrapes' around the window.
+    let m = phase.server_metrics.as_ref().unwrap();
+    assert_eq!(m.gauges_from, servebench::report::GaugesFrom::Window);
+    assert_eq!(
+        m.sampling.as_ref().map(|s| s.samples),
+        Some(timeline.len() as u64)
+    );
+    let range = m.normalized_gauges["requests_running"];
+    assert!(range.max > 0.0 && range.max <= 4.0, "{range:?}");
     let html = servebench::report::formats::html::render(&report);
-    assert!(html.contains("p: server requests over the phase"));
+    assert!(html.contains("p: requests on the server"));
 }

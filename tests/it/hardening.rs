@@ -98,7 +98,9 @@ fn interrupt_at(
     let plan = write(dir.path(), "plan.yaml", MULTI_PHASE);
     let out = dir.path().join("out");
     let mut cmd = bin();
-    cmd.args(["run", "--quiet", "--out"]).arg(&out).arg(&plan);
+    cmd.args(["run", "--quiet", "--output"])
+        .arg(&out)
+        .arg(&plan);
     for phase in only {
         cmd.args(["--only", phase]);
     }
@@ -219,7 +221,7 @@ fn a_second_signal_exits_at_once_with_the_journal_intact() {
     );
     let out = dir.path().join("out");
     let mut child = bin()
-        .args(["run", "--quiet", "--out"])
+        .args(["run", "--quiet", "--output"])
         .arg(&out)
         .arg(&plan)
         .stdout(Stdio::null())
@@ -277,13 +279,16 @@ async fn unwritable_out_fails_before_the_first_request_even_model_discovery() {
     // /proc refuses new directories even to root.
     for out in ["/proc/servebench-out", "/proc/self/servebench/out"] {
         let output = bin()
-            .args(["run", "--quiet", "--out", out])
+            .args(["run", "--quiet", "--output", out])
             .arg(&plan)
             .output()
             .unwrap();
         assert_eq!(output.status.code(), Some(2), "{out}");
         let stderr = String::from_utf8_lossy(&output.stderr);
-        assert!(stderr.contains("--out") && stderr.contains(out), "{stderr}");
+        assert!(
+            stderr.contains("--output") && stderr.contains(out),
+            "{stderr}"
+        );
     }
     let accepted = tokio::time::timeout(Duration::from_millis(200), listener.accept()).await;
     assert!(accepted.is_err(), "a request reached the server");
@@ -299,7 +304,7 @@ fn out_inside_a_missing_path_is_created() {
     );
     let out = dir.path().join("does/not/exist/yet");
     let output = bin()
-        .args(["run", "--quiet", "--out"])
+        .args(["run", "--quiet", "--output"])
         .arg(&out)
         .arg(&plan)
         .output()
@@ -340,14 +345,14 @@ fn a_full_disk_fails_fast_with_a_clear_message() {
     assert!(filler.is_err(), "the tmpfs did not fill");
     let plan = one_request_plan(dir.path());
     let output = bin()
-        .args(["run", "--quiet", "--out"])
+        .args(["run", "--quiet", "--output"])
         .arg(mount.join("out"))
         .arg(&plan)
         .output()
         .unwrap();
     assert_eq!(output.status.code(), Some(2));
     let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(stderr.contains("--out"), "{stderr}");
+    assert!(stderr.contains("--output"), "{stderr}");
     assert!(
         stderr.to_lowercase().contains("no space"),
         "the message names the cause: {stderr}"
@@ -385,7 +390,7 @@ fn a_disk_that_fills_mid_run_ends_it_with_a_clear_error_and_a_readable_report() 
     );
     let out = mount.join("out");
     let output = bin()
-        .args(["run", "--quiet", "--out"])
+        .args(["run", "--quiet", "--output"])
         .arg(&out)
         .arg(&plan)
         .output()
@@ -459,7 +464,7 @@ async fn secrets_appear_in_no_artefact_of_a_run() {
     );
     let out = dir.path().join("out");
     let output: Output = tokio::process::Command::new(env!("CARGO_BIN_EXE_servebench"))
-        .args(["run", "--out"])
+        .args(["run", "--output"])
         .arg(&out)
         .arg(&plan)
         .env("SERVEBENCH_TEST_KEY", SENTINEL_KEY)
@@ -511,7 +516,7 @@ fn a_missing_api_key_names_the_variable_and_sends_nothing() {
         "version: 1\nname: k\ntargets:\n  s:\n    base_url: http://127.0.0.1:9/v1\n    model: m\n    api_key_env: SERVEBENCH_TEST_UNSET_KEY\nworkloads:\n  w: {input_tokens: 32, output_tokens: 2}\ndefaults: {target: s, workload: w}\nphases:\n  - {name: a, concurrency: 1, requests: 1}\n",
     );
     let output = bin()
-        .args(["run", "--quiet", "--out"])
+        .args(["run", "--quiet", "--output"])
         .arg(dir.path().join("out"))
         .arg(&plan)
         .env_remove("SERVEBENCH_TEST_UNSET_KEY")
@@ -681,7 +686,7 @@ fn bad_dataset_files_fail_with_exit_2_and_name_the_problem() {
             ),
         );
         let output = bin()
-            .args(["run", "--quiet", "--out"])
+            .args(["run", "--quiet", "--output"])
             .arg(dir.path().join(format!("out-{file}-{format}")))
             .arg(&plan)
             .output()

@@ -91,7 +91,11 @@ async fn reset_against_a_server_without_the_endpoint_fails_the_run() {
     .unwrap();
     let out = dir.path().join("out");
     let error = run(options(&plan, &out)).await.unwrap_err();
-    assert_eq!(error.exit_code(), 3, "{error}");
+    assert_eq!(
+        error.exit_code(),
+        servebench::exit::Exit::RunFailed,
+        "{error}"
+    );
     let message = error.to_string();
     let url = format!("http://{addr}/reset_prefix_cache");
     assert!(

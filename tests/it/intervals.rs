@@ -4,6 +4,7 @@
 use std::path::PathBuf;
 
 use serde_json::Value;
+use servebench::figure::Figure;
 use servebench::metrics::{Distribution, Interval, interval_ranks};
 use servebench::report::read_report;
 
@@ -48,10 +49,13 @@ fn seed_000_and_002_intervals_match_the_independent_computation() {
         let report = read_report(&path).expect("seed reads");
         let s = &report.phases[0].summary;
         let dists: [(&str, Option<Distribution>); 4] = [
-            ("ttft", s.ttft),
-            ("tpot", s.tpot),
-            ("e2e", s.e2e),
-            ("mean_inter_token_latency_ms", s.mean_inter_token_latency_ms),
+            ("ttft", s.distribution(Figure::Ttft).copied()),
+            ("tpot", s.distribution(Figure::Tpot).copied()),
+            ("e2e", s.distribution(Figure::E2e).copied()),
+            (
+                "mean_inter_token_latency_ms",
+                s.distribution(Figure::MeanInterTokenLatency).copied(),
+            ),
         ];
         for (metric, d) in dists {
             let e = &per_metric[metric];
@@ -64,7 +68,7 @@ fn seed_000_and_002_intervals_match_the_independent_computation() {
             check_interval(&format!("{seed} {metric} p99"), ci.p99, &e["p99"]);
         }
         // The seeds are small: a median interval exists, the tails have none.
-        let ttft = s.ttft.unwrap().ci95.unwrap();
+        let ttft = s.distribution(Figure::Ttft).unwrap().ci95.unwrap();
         assert!(ttft.p50.is_some() && ttft.p95.is_none() && ttft.p99.is_none());
     }
 }

@@ -76,3 +76,64 @@ fn report_folders_import_only_the_roles_before_them_and_have_no_loops() {
         }
     }
 }
+
+/// The results history sits above `report::model` and below `commands`: nothing under it
+/// reaches the runner, the scheduler or the command line, and nothing below it (the run's
+/// own modules) reaches into it.
+#[test]
+fn the_history_is_called_from_commands_and_reads_only_what_is_below_it() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = Vec::new();
+    let mut dirs = vec![src.clone()];
+    while let Some(dir) = dirs.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                dirs.push(path);
+            } else if path.extension().is_some_and(|e| e == "rs") {
+                files.push(path);
+            }
+        }
+    }
+    let history = src.join("history");
+    for path in &files {
+        let text = code(path);
+        let used = names_after(&text, "crate::");
+        if path.starts_with(&history) {
+            for forbidden in [
+                "commands",
+                "runner",
+                "scheduler",
+                "schedule",
+                "shard",
+                "client",
+                "sim",
+            ] {
+                assert!(
+                    !used.contains(forbidden),
+                    "{} imports crate::{forbidden}",
+                    path.display()
+                );
+            }
+            let report_parts = names_after(&text, "crate::report::");
+            assert!(
+                report_parts.iter().all(|p| [
+                    "model",
+                    "render",
+                    "formats",
+                    "Report",
+                    "write_atomic"
+                ]
+                .contains(p)),
+                "{} reads report::{report_parts:?}; the history reads the report model (and its chart and page parts)",
+                path.display()
+            );
+        } else if !path.starts_with(src.join("commands")) && !path.ends_with("lib.rs") {
+            assert!(
+                !used.contains("history"),
+                "{} imports crate::history",
+                path.display()
+            );
+        }
+    }
+}

@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use servebench::client::RequestRecord;
+use servebench::figure::Figure;
 use servebench::plan::PercentileMethod;
 use servebench::report::Report;
 use servebench::runner::{LongRunOptions, RunOptions, run};
@@ -71,11 +72,12 @@ async fn a_phase_past_the_bound_keeps_a_sample_and_exact_figures() {
         .collect();
     assert_eq!(records.len(), 1500);
     let full = servebench::metrics::summarize(&records, PercentileMethod::Linear, None);
-    for (got, want) in [
-        (many.summary.ttft, full.ttft),
-        (many.summary.e2e, full.e2e),
-        (many.summary.output_tokens, full.output_tokens),
-    ] {
+    for (got, want) in [Figure::Ttft, Figure::E2e, Figure::OutputTokens].map(|f| {
+        (
+            many.summary.distribution(f).copied(),
+            full.distribution(f).copied(),
+        )
+    }) {
         let (got, want) = (got.unwrap(), want.unwrap());
         for (a, b) in [
             (got.p50, want.p50),

@@ -1,14 +1,14 @@
 //! Metrics: seed reports recomputed from their own request timings, percentiles, summaries.
 
 use std::path::PathBuf;
-use std::time::Duration;
 
 use serde_json::Value;
 use servebench::client::{
     ErrorKind, OutputTokenSource, RequestError, RequestRecord, derive_record_fields,
 };
+use servebench::figure::Figure;
 use servebench::metrics::{anvil_metrics, distribution, percentile, summarize};
-use servebench::plan::{HumanDuration, PercentileMethod, Slo};
+use servebench::plan::{PercentileMethod, Slo};
 
 fn seed(name: &str) -> Value {
     let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -208,6 +208,10 @@ fn seed_004_rates_follow_from_elapsed() {
     assert!(checked >= 10, "only {checked} phases checked");
 }
 
+fn slo_of(value: Value) -> Slo {
+    serde_json::from_value(value).expect("an slo")
+}
+
 fn record(index: u64, start_ms: f64, ttft_ms: f64, e2e_ms: f64, out: u64) -> RequestRecord {
     let mut r = RequestRecord {
         request_index: index,
@@ -248,24 +252,20 @@ fn summary_on_hand_built_records() {
     ];
     records[0].cached_tokens = Some(50);
     records[1].cached_tokens = Some(0);
-    let slo = Slo {
-        ttft: Some(HumanDuration(Duration::from_millis(250))),
-        tpot: None,
-        e2e: Some(HumanDuration(Duration::from_secs(2))),
-    };
+    let slo = slo_of(serde_json::json!({"ttft": {"max": "250ms"}, "e2e": {"max": "2s"}}));
     let s = summarize(&records, PercentileMethod::Linear, Some(&slo));
     assert_eq!((s.requests, s.success, s.errors), (6, 3, 3));
     assert!(close(s.elapsed, 6.3));
     assert!(close(s.request_rate, 6.0 / 6.3));
     assert_eq!(s.total_output_tokens, 48);
     assert!(close(s.output_tokens_per_second, 48.0 / 6.3));
-    let ttft = s.ttft.expect("ttft");
+    let ttft = s.distribution(Figure::Ttft).copied().expect("ttft");
     assert!(close(ttft.p50, 0.2) && close(ttft.min, 0.1) && close(ttft.max, 0.3));
     assert!(close(ttft.mean, 0.2));
     assert_eq!(ttft.samples, 3);
-    let tpot = s.tpot.expect("tpot");
+    let tpot = s.distribution(Figure::Tpot).copied().expect("tpot");
     assert!(close(tpot.p99, 0.1), "{tpot:?}");
-    let e2e = s.e2e.expect("e2e");
+    let e2e = s.distribution(Figure::E2e).copied().expect("e2e");
     assert!(close(e2e.max, 3.3));
     assert_eq!(s.errors_by_kind.get(&ErrorKind::RateLimited), Some(&2));
     assert_eq!(s.errors_by_kind.get(&ErrorKind::IdleTimeout), Some(&1));
@@ -283,11 +283,7 @@ fn summary_on_hand_built_records() {
     assert!(close(g.request_rate, 2.0 / 6.3));
 
     // A TPOT objective of 50 ms fails everyone.
-    let slo = Slo {
-        ttft: None,
-        tpot: Some(HumanDuration(Duration::from_millis(50))),
-        e2e: None,
-    };
+    let slo = slo_of(serde_json::json!({"tpot": {"max": "50ms"}}));
     let s = summarize(&records, PercentileMethod::Linear, Some(&slo));
     assert_eq!(s.goodput.expect("goodput").requests, 0);
     assert_eq!(
@@ -297,12 +293,49 @@ fn summary_on_hand_built_records() {
 }
 
 #[test]
+fn the_old_and_new_slo_spellings_give_the_same_goodput() {
+    // TTFT 40–430 ms, e2e 0.3–2.25 s, one to seven output tokens, a failure every tenth.
+    let records: Vec<RequestRecord> = (0..40u64)
+        .map(|i| {
+            let (ttft, e2e) = (40.0 + 10.0 * i as f64, 300.0 + 50.0 * i as f64);
+            match i % 10 {
+                9 => failed(i, i as f64 * 20.0, e2e, ErrorKind::HttpStatus),
+                _ => record(i, i as f64 * 20.0, ttft, e2e, 1 + i % 7),
+            }
+        })
+        .collect();
+    let old = slo_of(serde_json::json!({"ttft": "300ms", "tpot": "200ms", "e2e": "1.6s"}));
+    let new = slo_of(serde_json::json!({
+        "ttft": {"max": "300ms"}, "tpot": {"max": "200ms"}, "e2e": {"max": "1.6s"},
+    }));
+    let goodput = |slo: &Slo| {
+        let s = summarize(&records, PercentileMethod::Linear, Some(slo));
+        s.goodput.expect("goodput")
+    };
+    assert_eq!(goodput(&old), goodput(&new));
+    // The definition, written out: succeeded, TTFT and e2e within, TPOT within or absent.
+    let within = records
+        .iter()
+        .filter(|r| r.is_ok() && r.ttft_ms.unwrap() <= 300.0 && r.e2e_ms <= 1600.0)
+        .filter(|r| r.tpot_ms.is_none_or(|t| t <= 200.0))
+        .count() as u64;
+    assert!(0 < within && within < 36, "{within}: the limits must cut");
+    assert_eq!(goodput(&new).requests, within);
+    // A request is held to each figure's loosest limit: a tighter p50 beside the same p99
+    // changes nothing.
+    let percentiles = slo_of(serde_json::json!({
+        "ttft": {"p50": "100ms", "p99": "300ms"}, "tpot": {"p95": "200ms"}, "e2e": {"max": "1.6s"},
+    }));
+    assert_eq!(goodput(&percentiles), goodput(&new));
+}
+
+#[test]
 fn summary_of_nothing_is_empty_not_nan() {
     let s = summarize(&[], PercentileMethod::NearestRank, None);
     assert_eq!(s.requests, 0);
     assert_eq!(s.elapsed, 0.0);
     assert_eq!(s.request_rate, 0.0);
-    assert_eq!(s.ttft, None);
+    assert_eq!(s.distribution(Figure::Ttft), None);
     assert_eq!(s.cached_token_ratio, None);
 }
 

@@ -13,7 +13,7 @@ fn quick_selftest_reports_every_case_with_sane_figures() {
     let out = dir.path().join("selftest.json");
     let output = Command::cargo_bin("servebench")
         .expect("binary")
-        .args(["selftest", "--quick", "--out"])
+        .args(["selftest", "--quick", "--output"])
         .arg(&out)
         .timeout(std::time::Duration::from_secs(120))
         .output()

@@ -175,7 +175,7 @@ fn a_report_reruns_without_the_included_files() {
             "plan.yaml",
             "--quiet",
             "--no-calibrate",
-            "--out",
+            "--output",
             "first",
         ])
         .assert()
@@ -191,7 +191,7 @@ fn a_report_reruns_without_the_included_files() {
             "first/report.json",
             "--quiet",
             "--no-calibrate",
-            "--out",
+            "--output",
             "again",
         ])
         .assert()

@@ -40,13 +40,23 @@ fn init_against_the_simulator_finds_tokenize_and_metrics_and_runs() {
     let dir = tempfile::tempdir().unwrap();
     let url = format!("http://{addr}/v1");
     servebench_in(dir.path())
-        .args(["init", "--target", &url, "-o", "starter.yaml"])
+        .args([
+            "init",
+            "--target",
+            &format!("vllm={url}"),
+            "-o",
+            "starter.yaml",
+        ])
         .assert()
         .success();
     let text = std::fs::read_to_string(dir.path().join("starter.yaml")).unwrap();
     assert!(text.contains("tokenizer: server"), "{text}");
     assert!(
-        text.contains(&format!("metrics_url: \"http://{addr}/metrics\"")),
+        text.contains(&format!("metrics: \"http://{addr}/metrics\"")),
+        "{text}"
+    );
+    assert!(
+        text.contains("targets:\n  vllm:\n") && text.contains("  target: vllm\n"),
         "{text}"
     );
     assert!(text.contains("model: \""), "{text}");
@@ -56,7 +66,7 @@ fn init_against_the_simulator_finds_tokenize_and_metrics_and_runs() {
         .success();
     servebench_in(dir.path())
         .args(["run", "starter.yaml", "--quiet", "--set", "duration=1s"])
-        .args(["--out", "run"])
+        .args(["--output", "run"])
         .assert()
         .success();
     let report: serde_json::Value =
@@ -109,11 +119,18 @@ fn models_only_server() -> String {
 fn init_against_a_server_without_tokenize_says_why_it_chose_builtin() {
     let url = models_only_server();
     let dir = tempfile::tempdir().unwrap();
-    servebench_in(dir.path())
+    // The old form, a bare URL, still works (target `server`) and says what to write instead.
+    let old_form = servebench_in(dir.path())
         .args(["init", "--target", &url])
         .assert()
         .success();
+    let stderr = String::from_utf8_lossy(&old_form.get_output().stderr);
+    assert!(
+        stderr.contains(&format!("write `--target server={url}`")),
+        "{stderr}"
+    );
     let text = std::fs::read_to_string(dir.path().join("plan.yaml")).unwrap();
+    assert!(text.contains("targets:\n  server:\n"), "{text}");
     let root = url.trim_end_matches("/v1");
     assert!(text.contains("model: \"tiny-model\""), "{text}");
     assert!(text.contains("tokenizer: builtin"), "{text}");
@@ -121,7 +138,7 @@ fn init_against_a_server_without_tokenize_says_why_it_chose_builtin() {
         text.contains(&format!("# {root}/tokenize answered 404 Not Found, so prompts are sized with the embedded BPE table")),
         "{text}"
     );
-    assert!(!text.contains("metrics_url:"), "{text}");
+    assert!(!text.contains("metrics:"), "{text}");
     servebench_in(dir.path())
         .args(["validate", "plan.yaml"])
         .assert()

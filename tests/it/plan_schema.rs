@@ -102,6 +102,7 @@ fn doc_yaml_blocks() -> Vec<(String, String)> {
         let name = page.strip_prefix(root()).unwrap().display().to_string();
         let mut current: Option<(usize, String)> = None;
         let mut vars_file = false;
+        let mut baselines_file = false;
         for (i, line) in text.lines().enumerate() {
             let fence = line.trim_start();
             match current.as_mut() {
@@ -109,13 +110,20 @@ fn doc_yaml_blocks() -> Vec<(String, String)> {
                 None if fence == "```yaml" || fence.starts_with("```yaml ") => {
                     current = Some((i + 2, String::new()));
                     vars_file = fence.contains("vars");
+                    baselines_file = fence.contains("baselines");
                 }
                 None => {}
                 Some(_) if fence == "```" => {
                     // A `--vars` file is any mapping of names to values: nothing to check.
-                    let block = current.take();
-                    if !vars_file {
-                        blocks.extend(block.map(|(l, body)| (format!("{name}:{l}"), body)))
+                    // A baselines file has its own parser, checked below.
+                    let Some((l, body)) = current.take() else {
+                        continue;
+                    };
+                    if baselines_file {
+                        servebench::history::baseline::parse(&body, "baselines.yaml")
+                            .unwrap_or_else(|e| panic!("{name}:{l}: {e}"));
+                    } else if !vars_file {
+                        blocks.push((format!("{name}:{l}"), body));
                     }
                 }
                 Some((_, body)) => {

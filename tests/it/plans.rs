@@ -319,7 +319,7 @@ fn target_override_points_a_simulator_target_at_a_server() {
     assert_eq!(target.base_url.as_deref(), Some("http://127.0.0.1:9/v1"));
     assert!(target.simulator.is_none());
     assert_eq!(
-        target.metrics_url.as_deref(),
+        target.metrics.as_ref().and_then(|m| m.url()),
         Some("http://127.0.0.1:9/metrics")
     );
     assert_eq!(
@@ -405,4 +405,53 @@ mod never_panics {
             let _ = plan::prepare_from_str(&text, Format::Yaml, "arbitrary", &ExpandOptions::default());
         }
     }
+}
+
+#[test]
+fn the_old_slo_spelling_runs_with_a_warning_at_its_place_and_expands_to_the_new() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("plan.yaml");
+    let text = "version: 1\nname: old-slo\nslo:\n  ttft: 2s\n  e2e: {p99: 5s}\n\
+        targets:\n  sim: {simulator: {}}\nworkloads:\n  w: {input_tokens: 16, output_tokens: 4}\n\
+        phases:\n  - {name: p, target: sim, workload: w, concurrency: 1, requests: 2}\n";
+    std::fs::write(&path, text).unwrap();
+    let file = path.display().to_string();
+    let warning = format!(
+        "warning: slo.ttft: `ttft: 2s` is deprecated: a bare duration is the old spelling of a \
+         limit on every request\n --> {file}:4:3\n  |\n4 |   ttft: 2s\n  |   ^^^^\n  \
+         = help: write `ttft: {{max: 2s}}`\n"
+    );
+    let out = servebench().args(["validate", &file]).assert().success();
+    let output = out.get_output();
+    assert_eq!(
+        String::from_utf8_lossy(&output.stderr),
+        format!("{warning}\n")
+    );
+    assert!(String::from_utf8_lossy(&output.stdout).starts_with("ok: "));
+    let out = servebench()
+        .args(["validate", "--format", "github", &file])
+        .assert()
+        .success();
+    let stdout = String::from_utf8_lossy(&out.get_output().stdout).into_owned();
+    assert!(
+        stdout.starts_with(&format!("::warning file={file},line=4,col=3,")),
+        "{stdout}"
+    );
+    // `run` says it too, and the plan it runs (and embeds in its report) has the new spelling.
+    let out = servebench()
+        .args(["run", &file, "--dry-run"])
+        .assert()
+        .success();
+    let one_line = format!(
+        "warning: {file}:4:3: slo.ttft: `ttft: 2s` is deprecated: a bare duration is the old \
+         spelling of a limit on every request"
+    );
+    let stderr = String::from_utf8_lossy(&out.get_output().stderr).into_owned();
+    assert!(stderr.contains(&one_line), "{stderr}");
+    let loaded = plan::prepare(&path, &ExpandOptions::default()).unwrap();
+    assert_eq!(
+        plan::to_document(&loaded.plan)["slo"],
+        serde_json::json!({"ttft": {"max": "2s"}, "e2e": {"p99": "5s"}})
+    );
+    assert_eq!(loaded.warnings.len(), 1);
 }

@@ -10,12 +10,12 @@ async fn run_against_sim(dir: &Path, workloads: &str, third_workload: &str) -> (
     std::fs::write(
         &plan,
         format!(
-            "version: 1\nname: pre\ntargets:\n  t:\n    base_url: http://{addr}/v1\n    model: m\nworkloads:\n  ok: {{input_tokens: 32, output_tokens: 2}}\n{workloads}defaults: {{target: t, workload: ok}}\nphases:\n  - {{name: one, concurrency: 1, requests: 2}}\n  - {{name: two, concurrency: 1, requests: 2}}\n  - {{name: three, concurrency: 1, requests: 2, workload: {third_workload}}}\n"
+            "version: 1\nname: pre\ntargets:\n  t:\n    base_url: http://{addr}/v1\n    model: sim\nworkloads:\n  ok: {{input_tokens: 32, output_tokens: 2}}\n{workloads}defaults: {{target: t, workload: ok}}\nphases:\n  - {{name: one, concurrency: 1, requests: 2}}\n  - {{name: two, concurrency: 1, requests: 2}}\n  - {{name: three, concurrency: 1, requests: 2, workload: {third_workload}}}\n"
         ),
     )
     .unwrap();
     let output = tokio::process::Command::new(env!("CARGO_BIN_EXE_servebench"))
-        .args(["run", "--quiet", "--out"])
+        .args(["run", "--quiet", "--output"])
         .arg(dir.join("out"))
         .arg(&plan)
         .output()
@@ -61,7 +61,7 @@ async fn an_unreadable_tokenizer_fails_before_any_request_with_the_other_problem
         stderr.contains("2 problems") && stderr.contains("tokenizer.json"),
         "{stderr}"
     );
-    assert!(stderr.contains("--out"), "{stderr}");
+    assert!(stderr.contains("--output"), "{stderr}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -72,13 +72,13 @@ async fn a_rerun_of_a_report_with_redacted_headers_asks_for_them() {
     std::fs::write(
         &plan,
         format!(
-            "version: 1\nname: again\ntargets:\n  t:\n    base_url: http://{addr}/v1\n    model: m\n    headers: {{x-api-key: hdrSECRET1}}\nworkloads:\n  w: {{input_tokens: 32, output_tokens: 2}}\ndefaults: {{target: t, workload: w}}\nphases:\n  - {{name: one, concurrency: 1, requests: 2}}\n"
+            "version: 1\nname: again\ntargets:\n  t:\n    base_url: http://{addr}/v1\n    model: sim\n    headers: {{x-api-key: hdrSECRET1}}\nworkloads:\n  w: {{input_tokens: 32, output_tokens: 2}}\ndefaults: {{target: t, workload: w}}\nphases:\n  - {{name: one, concurrency: 1, requests: 2}}\n"
         ),
     )
     .unwrap();
     let run = |plan: std::path::PathBuf, out: &str, env: Option<&str>| {
         let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_servebench"));
-        cmd.args(["run", "--quiet", "--out"])
+        cmd.args(["run", "--quiet", "--output"])
             .arg(dir.path().join(out))
             .arg(plan)
             .env_remove("SERVEBENCH_SECRET_T_X_API_KEY");

@@ -384,7 +384,9 @@ fn long_prompts_are_held_within_the_byte_budget() {
     assert!(stats.cpu_s_per_prompt > 0.0, "{stats:?}");
 }
 
-/// A workload the client cannot feed is named before the phase runs.
+/// A workload the client cannot feed is named before the phase runs; a phase of a few requests,
+/// whose prompts are all built before it starts, is not. (Durations, not counts, bound the
+/// warned phases: their request counts are not known beforehand.)
 #[test]
 fn costly_prompts_at_a_high_rate_trigger_the_headroom_warning() {
     let _guard = crate::common::exclusive_run_blocking();
@@ -405,11 +407,16 @@ phases:
     target: sim
     workload: huge
     rate: {{rps: 5000, arrival: constant}}
-    requests: 3
+    duration: 20ms
   - name: closed
     target: sim
     workload: huge
     concurrency: 2
+    duration: 200ms
+  - name: few
+    target: sim
+    workload: huge
+    rate: {{rps: 5000, arrival: constant}}
     requests: 2
 "#,
         smollm_dir().join("tokenizer.json").display()
@@ -418,7 +425,7 @@ phases:
     std::fs::write(&plan_path, plan).expect("write plan");
     let output = assert_cmd::Command::cargo_bin("servebench")
         .expect("binary")
-        .args(["run", "--quiet", "--no-latency-hint", "--out"])
+        .args(["run", "--quiet", "--no-latency-hint", "--output"])
         .arg(dir.path().join("out"))
         .arg(&plan_path)
         .output()
@@ -434,6 +441,11 @@ phases:
     assert!(
         stderr.contains("warning: phase `closed`: its prompts (workload `huge`")
             && stderr.contains("below the client's own ceiling"),
+        "{stderr}"
+    );
+    // Two requests at the same rate: both prompts are built before the phase starts.
+    assert!(
+        !stderr.contains("warning: phase `few`: its prompts"),
         "{stderr}"
     );
 }

@@ -84,7 +84,7 @@ async fn run_plan(plan: &str) -> (Value, std::process::Output, tempfile::TempDir
             "--quiet",
             "--no-calibrate",
             "--no-latency-hint",
-            "--out",
+            "--output",
         ])
         .arg(&out)
         .arg(&plan_path)

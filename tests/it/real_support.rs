@@ -1,4 +1,4 @@
-//! Real engines for the integration tests: the venv `tests/real/setup.sh` installs, child
+//! Real engines for the integration tests: the venvs `tests/real/setup.sh` installs, child
 //! processes on loopback that are killed on drop, and the skip-or-fail rule.
 //!
 //! A test that needs a real engine calls [`RealEngines::find`]. When the venv is missing it
@@ -12,6 +12,13 @@ use std::time::{Duration, Instant};
 
 /// How long a server may take to load and answer `/health` (model load is ~3 s; CI is busy).
 const START_DEADLINE: Duration = Duration::from_secs(120);
+
+/// vLLM imports torch in two processes and profiles the model before it answers: about 40 s
+/// on an idle 2-core machine, several times that beside a build.
+const VLLM_START_DEADLINE: Duration = Duration::from_secs(600);
+
+/// How long vLLM may take to stop (the launcher gives it 20 s before it kills it).
+const VLLM_STOP_GRACE: Duration = Duration::from_secs(30);
 
 /// What tests/real/setup.sh installed, by path.
 #[derive(Debug, Clone)]
@@ -103,6 +110,99 @@ impl LlamaCppPython {
     }
 }
 
+/// vLLM's OpenAI server (CPU build) as tests/real/setup.sh installed it: its own venv and
+/// SmolLM2-135M-Instruct converted from the GGUF into a Hugging Face folder.
+#[derive(Debug, Clone)]
+pub struct Vllm {
+    pub python: PathBuf,
+    pub model: PathBuf,
+}
+
+impl Vllm {
+    /// The installed server, or `None` after printing why (locally); panics when `CI` is set.
+    pub fn find(what: &str) -> Option<Vllm> {
+        let dir = real_dir();
+        let found = Vllm {
+            python: dir.join("vllm-venv/bin/python"),
+            model: dir.join("models/SmolLM2-135M-Instruct-hf"),
+        };
+        let missing = [
+            dir.join("stamp"),
+            found.python.clone(),
+            found.model.join("config.json"),
+        ]
+        .into_iter()
+        .find(|p| !p.exists());
+        let Some(missing) = missing else {
+            return Some(found);
+        };
+        skip(what, &missing);
+        None
+    }
+}
+
+/// What a vLLM server is started to serve: one model serves either generation or embeddings.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum VllmRunner {
+    /// Chat, completions and `/v1/responses`, with prefix caching and per-request metrics.
+    Generate,
+    /// `/v1/embeddings`: the same model converted to a pooling model.
+    Embed,
+}
+
+/// vLLM's OpenAI server on loopback through `tests/real/vllm_server.py`, which stops the
+/// server and its engine process when the test drops this (or dies).
+pub struct VllmServer {
+    process: ChildProcess,
+    /// `http://127.0.0.1:PORT`
+    pub root: String,
+    /// How long from spawning the launcher to `/health` answering.
+    pub started_in: Duration,
+}
+
+/// The model name the tests' vLLM serves.
+pub const VLLM_MODEL: &str = "smollm2-135m-instruct";
+
+impl VllmServer {
+    pub async fn start(vllm: &Vllm, runner: VllmRunner) -> VllmServer {
+        let started = Instant::now();
+        let mut command = Command::new(&vllm.python);
+        command
+            .arg(repo_path("tests/real/vllm_server.py"))
+            .arg("--model")
+            .arg(&vllm.model)
+            .args(["--served-model-name", VLLM_MODEL])
+            .args(["--host", "127.0.0.1", "--port", "0"])
+            .arg("--exit-on-stdin-eof")
+            // Room for the tests' longest session histories; the default (8192) would
+            // reserve KV cache for nothing.
+            .args(["--max-model-len", "4096"]);
+        if runner == VllmRunner::Embed {
+            command.arg("--embed");
+        }
+        let mut process = ChildProcess::spawn("vllm", command, true);
+        let root = process.listening_root_within(VLLM_START_DEADLINE).await;
+        VllmServer {
+            process,
+            root,
+            started_in: started.elapsed(),
+        }
+    }
+
+    pub fn base_url(&self) -> String {
+        format!("{}/v1", self.root)
+    }
+}
+
+impl Drop for VllmServer {
+    /// Stopped before the test lets go of the suite's lock: the launcher stops the API
+    /// server, which stops its engine process, so none of them still holds a core when the
+    /// next test starts.
+    fn drop(&mut self) {
+        self.process.stop_within(VLLM_STOP_GRACE);
+    }
+}
+
 /// A free loopback port (the OS's choice; closed again before the child binds it).
 pub fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0")
@@ -118,7 +218,7 @@ pub struct ChildProcess {
     child: Child,
     /// Held open: the llama.cpp launcher stops when its stdin closes, so it never outlives
     /// the test binary even if the binary is killed.
-    _stdin: Option<ChildStdin>,
+    stdin: Option<ChildStdin>,
     log: PathBuf,
     _dir: tempfile::TempDir,
 }
@@ -144,7 +244,7 @@ impl ChildProcess {
         ChildProcess {
             name: name.to_string(),
             child,
-            _stdin: stdin,
+            stdin,
             log,
             _dir: dir,
         }
@@ -152,6 +252,19 @@ impl ChildProcess {
 
     pub fn log_text(&self) -> String {
         std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    /// Close the child's stdin (a launcher run with `--exit-on-stdin-eof` then stops its
+    /// server) and wait up to `grace` for it to exit; dropping kills it after that.
+    fn stop_within(&mut self, grace: Duration) {
+        self.stdin.take();
+        let deadline = Instant::now() + grace;
+        while Instant::now() < deadline {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
     }
 
     /// Panic with the log when the process has exited.
@@ -169,6 +282,11 @@ impl ChildProcess {
     /// once the model is loaded and it accepts connections; the rest of its standard output
     /// (the engine's own log) goes to the log file with its stderr. Needs `keep_stdout`.
     async fn listening_root(&mut self) -> String {
+        self.listening_root_within(START_DEADLINE).await
+    }
+
+    /// [`ChildProcess::listening_root`] with its own deadline.
+    async fn listening_root_within(&mut self, deadline: Duration) -> String {
         let stdout = self.child.stdout.take().expect("piped stdout");
         let mut log = std::fs::OpenOptions::new()
             .append(true)
@@ -183,7 +301,7 @@ impl ChildProcess {
                 let _ = writeln!(log, "{line}");
             }
         });
-        let root = tokio::task::spawn_blocking(move || rx.recv_timeout(START_DEADLINE))
+        let root = tokio::task::spawn_blocking(move || rx.recv_timeout(deadline))
             .await
             .unwrap();
         match root {
@@ -191,7 +309,7 @@ impl ChildProcess {
             Err(_) => {
                 self.assert_running();
                 panic!(
-                    "{} printed no `listening` line within {START_DEADLINE:?}; its log:\n{}",
+                    "{} printed no `listening` line within {deadline:?}; its log:\n{}",
                     self.name,
                     self.log_text()
                 );

@@ -190,7 +190,7 @@ fn sigkill_mid_phase_then_recover_rebuilds_the_report_and_the_parquet() {
     );
     let out = dir.path().join("out");
     let mut child = Command::new(env!("CARGO_BIN_EXE_servebench"))
-        .args(["run", "--quiet", "--no-calibrate", "--out"])
+        .args(["run", "--quiet", "--no-calibrate", "--output"])
         .arg(&out)
         .arg(&plan)
         .stdout(Stdio::null())
@@ -257,7 +257,7 @@ fn recover_skips_a_torn_line_and_lines_that_are_not_records() {
     );
     let out = dir.path().join("out");
     let ran = Command::new(env!("CARGO_BIN_EXE_servebench"))
-        .args(["run", "--quiet", "--no-calibrate", "--out"])
+        .args(["run", "--quiet", "--no-calibrate", "--output"])
         .arg(&out)
         .arg(&plan)
         .output()

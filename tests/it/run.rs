@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use servebench::client::ErrorKind;
+use servebench::figure::Figure;
 use servebench::plan::ExpandOptions;
 use servebench::report::{DriftVerdict, Report};
 use servebench::runner::{RunOptions, run};
@@ -274,7 +275,7 @@ async fn open_loop_poisson_hits_its_rate_and_its_arrivals_fit_an_exponential() {
     );
     // Actual sends follow the schedule instead of drifting behind it (the benchmark measures
     // the lag's tails; a debug build on a shared machine only bounds the median).
-    let lag = phase.send_lag_ms.unwrap();
+    let lag = phase.summary.distribution(Figure::SendLag).unwrap();
     assert!(lag.p50 < 5.0, "median send lag {:.3} ms", lag.p50);
     for record in &phase.request_timings {
         let lag = record.send_lag_ms.unwrap();
@@ -346,7 +347,7 @@ fn sigint_leaves_a_valid_partial_report_and_an_intact_journal() {
     );
     let out = dir.path().join("out");
     let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_servebench"))
-        .args(["run", "--quiet", "--out"])
+        .args(["run", "--quiet", "--output"])
         .arg(&out)
         .arg(&plan_path)
         .stdout(std::process::Stdio::null())
@@ -407,14 +408,14 @@ fn unwritable_out_fails_before_sending_anything() {
     let blocker = dir.path().join("file");
     std::fs::write(&blocker, b"not a directory").unwrap();
     let output = std::process::Command::new(env!("CARGO_BIN_EXE_servebench"))
-        .args(["run", "--quiet", "--out"])
+        .args(["run", "--quiet", "--output"])
         .arg(blocker.join("out"))
         .arg(&plan_path)
         .output()
         .unwrap();
     assert_eq!(output.status.code(), Some(2));
     let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(stderr.contains("--out"), "{stderr}");
+    assert!(stderr.contains("--output"), "{stderr}");
 }
 
 #[test]

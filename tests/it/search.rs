@@ -7,6 +7,7 @@
 
 use std::path::Path;
 
+use servebench::figure::Figure;
 use servebench::report::Report;
 use servebench::runner::run;
 
@@ -104,7 +105,11 @@ async fn rate_search_finds_the_prefill_knee_and_names_over_saturated_probes() {
         let report = run_plan(&dir.path().join(i.to_string()), &yaml).await;
         check_probes(&report);
         // The knee from the prompt size the simulator counted.
-        let prompt = report.phases[0].summary.input_tokens.unwrap().mean;
+        let prompt = report.phases[0]
+            .summary
+            .distribution(Figure::InputTokens)
+            .unwrap()
+            .mean;
         let knee = prefill / prompt;
         let search = &report.searches[0];
         let capacity = search.capacity.expect("a capacity");
@@ -185,4 +190,56 @@ fn a_bad_search_is_refused_with_its_place() {
         assert!(stderr.contains(expected), "{expected}: {stderr}");
     }
     assert!(stderr.contains("bad.yaml:"), "file:line:col: {stderr}");
+}
+
+/// Tool-call TTFT is a figure like the others: a search limits it, and each probe is judged
+/// on its value.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_search_limits_tool_call_ttft() {
+    let _exclusive = crate::common::exclusive_run().await;
+    let dir = tempfile::tempdir().unwrap();
+    let yaml = "version: 1\nname: tool-search\nseed: 1\ntargets:\n  sim: {simulator: {decode_ms_per_token: 0.5}}\n\
+        workloads:\n  w: {input_tokens: 32, output_tokens: 8, ignore_eos: true, tools: {choice: required}}\n\
+        defaults: {target: sim, workload: w}\n\
+        phases:\n\
+        \x20 - {name: loose, search: {load: concurrency, min: 1, max: 2, slo: {ttft_tool_ms: {p95: 10s}}, probe: {duration: 1s}}}\n\
+        \x20 - {name: tight, search: {load: concurrency, min: 1, max: 2, slo: {ttft_tool_ms: {p50: 1us}}, probe: {duration: 1s}}}\n";
+    let report = run_plan(dir.path(), yaml).await;
+    let outcomes: Vec<(&str, bool, Option<f64>)> = report
+        .phases
+        .iter()
+        .map(|p| {
+            let probe = p.probe.as_ref().expect("a probe");
+            let check = &probe.objectives[0];
+            let measured = p.summary.distribution(Figure::TtftTool).map(|d| d.p50);
+            assert!(measured.is_some_and(|ms| ms > 0.001), "{}", p.phase);
+            (check.objective.as_str(), check.passed, check.value)
+        })
+        .collect();
+    assert_eq!(
+        outcomes.len(),
+        3,
+        "two probes up to max, one at min: {outcomes:?}"
+    );
+    for (i, (objective, passed, value)) in outcomes.iter().enumerate() {
+        assert!(value.is_some(), "probe {i} has the figure");
+        assert_eq!(*passed, i < 2, "{outcomes:?}");
+        assert_eq!(
+            *objective,
+            if i < 2 {
+                "ttft_tool_ms.p95"
+            } else {
+                "ttft_tool_ms.p50"
+            }
+        );
+    }
+    let stops: Vec<&str> = report
+        .searches
+        .iter()
+        .map(|s| s.stop_reason.as_str())
+        .collect();
+    assert_eq!(stops, ["max met", "min failed"]);
+    // Goodput at the capacity counts requests within the loosest limit: all of them here.
+    let loose = &report.searches[0];
+    assert!(loose.goodput.is_some_and(|g| g > 0.0), "{loose:?}");
 }

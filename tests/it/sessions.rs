@@ -3,6 +3,7 @@
 
 use std::collections::BTreeMap;
 
+use servebench::figure::Figure;
 use servebench::report::Report;
 use servebench::runner::run;
 use servebench::sim::{SimConfig, SimPrefixCache, serve};
@@ -104,8 +105,9 @@ async fn each_turn_carries_the_servers_real_replies_after_its_think_time() {
     let sessions = phase.sessions.as_ref().expect("sessions summary");
     assert_eq!((sessions.sessions, sessions.complete), (4, 4));
     assert_eq!(sessions.turns.len(), 3);
-    let prompt = |t: usize| sessions.turns[t].prompt_tokens_mean.unwrap();
-    let cached = |t: usize| sessions.turns[t].cached_tokens_mean.unwrap();
+    let mean = |t: usize, f| sessions.turns[t].figures.get(f).expect("by turn").mean;
+    let prompt = |t: usize| mean(t, Figure::InputTokens);
+    let cached = |t: usize| mean(t, Figure::CachedTokens);
     assert!(
         prompt(0) < prompt(1) && prompt(1) < prompt(2),
         "{sessions:?}"

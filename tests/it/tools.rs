@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use servebench::client::{Client, ErrorKind};
+use servebench::figure::Figure;
 use servebench::plan::{Api, TokenizerSource, TokenizerSpec, Workload};
 use servebench::runner::endpoint::client_config;
 use servebench::runner::run;
@@ -137,10 +138,11 @@ async fn tool_call_sessions_answer_each_call_with_a_tool_result() {
     assert_eq!(sessions.complete, SESSIONS);
     for t in &sessions.turns {
         let expected = if t.turn % 2 == 0 { SESSIONS } else { 0 };
-        assert_eq!(t.tool_calls, expected, "{t:?}");
-        assert_eq!(t.ttft_tool.is_some(), expected > 0, "{t:?}");
+        let tool_ttft = t.figures.get(Figure::TtftTool);
+        assert_eq!(tool_ttft.map_or(0, |d| d.samples), expected, "{t:?}");
         if expected > 0 {
-            assert_eq!(t.tool_call_chunks_mean, Some(OUTPUT_TOKENS as f64));
+            let chunks = t.figures.get(Figure::ToolCallChunks).map(|d| d.mean);
+            assert_eq!(chunks, Some(OUTPUT_TOKENS as f64));
         }
     }
     let md = servebench::report::formats::markdown::render(&report);

@@ -12,7 +12,7 @@ fn write_plan(dir: &Path, url: &str) -> std::path::PathBuf {
     std::fs::write(
         &path,
         format!(
-            "version: 1\nname: url-secret\nseed: 1\nvars:\n  url: \"{url}\"\ntargets:\n  t:\n    base_url: \"{{{{ url }}}}\"\n    model: m\n    timeout: {{total: 5s, connect: 2s}}\nworkloads:\n  w: {{input_tokens: 32, output_tokens: 4}}\ndefaults: {{target: t, workload: w}}\nphases:\n  - {{name: p, concurrency: 1, requests: 3}}\n"
+            "version: 1\nname: url-secret\nseed: 1\nvars:\n  url: \"{url}\"\ntargets:\n  t:\n    base_url: \"{{{{ url }}}}\"\n    model: sim\n    timeout: {{total: 5s, connect: 2s}}\nworkloads:\n  w: {{input_tokens: 32, output_tokens: 4}}\ndefaults: {{target: t, workload: w}}\nphases:\n  - {{name: p, concurrency: 1, requests: 3}}\n"
         ),
     )
     .unwrap();
@@ -65,7 +65,7 @@ async fn a_password_in_base_url_leaks_from_no_successful_run() {
     let dry = servebench(&["run", "--dry-run"], &plan).await;
     assert!(dry.status.success(), "{dry:?}");
     let out_arg = out.display().to_string();
-    let run = servebench(&["run", "--out", &out_arg], &plan).await;
+    let run = servebench(&["run", "--output", &out_arg], &plan).await;
     assert!(run.status.success(), "{run:?}");
     let report: Report =
         serde_json::from_str(&std::fs::read_to_string(out.join("report.json")).unwrap()).unwrap();
@@ -96,7 +96,7 @@ async fn a_password_in_base_url_leaks_from_no_run_that_fails_to_connect() {
     );
     let out = dir.path().join("out");
     let out_arg = out.display().to_string();
-    let run = servebench(&["run", "--out", &out_arg], &plan).await;
+    let run = servebench(&["run", "--output", &out_arg], &plan).await;
     let report: Report =
         serde_json::from_str(&std::fs::read_to_string(out.join("report.json")).unwrap()).unwrap();
     assert_eq!(report.phases[0].summary.errors, 3, "{run:?}");

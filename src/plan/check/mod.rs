@@ -37,14 +37,7 @@ pub fn check(plan: &Plan) -> Vec<Issue> {
         issues.push(Issue::new("/phases", "no phases: a plan needs at least one").at_key());
     }
     if let Some(slo) = &plan.slo {
-        for (key, d) in [("ttft", &slo.ttft), ("tpot", &slo.tpot), ("e2e", &slo.e2e)] {
-            if d.is_some_and(|d| d.0.is_zero()) {
-                issues.push(Issue::new(
-                    format!("/slo/{key}"),
-                    "must be longer than zero",
-                ));
-            }
-        }
+        super::slo::check_slo("/slo", slo, &mut issues);
     }
     for (name, target) in &plan.targets {
         check_target(&format!("/targets/{}", escape(name)), target, &mut issues);

@@ -1,6 +1,6 @@
 //! Checks on one target: where it points, its metrics endpoints, key variable and timeouts.
 
-use crate::plan::model::Target;
+use crate::plan::model::{Target, TargetMetrics};
 use crate::plan::schema::Issue;
 
 pub(super) fn check_target(p: &str, t: &Target, issues: &mut Vec<Issue>) {
@@ -63,18 +63,21 @@ fn check_endpoint_access(p: &str, t: &Target, issues: &mut Vec<Issue>) {
             ));
         }
     }
-    if t.socket.is_some()
+    if t.unix_socket.is_some()
         && !t
             .base_url
             .as_deref()
             .is_some_and(|u| u.starts_with("http://"))
     {
         issues.push(
-            Issue::new(format!("{p}/socket"), "`socket` needs an http:// base_url")
-                .at_key()
-                .hint(Some(
-                    "the URL gives the path and Host header, e.g. http://localhost/v1".into(),
-                )),
+            Issue::new(
+                format!("{p}/unix_socket"),
+                "`unix_socket` needs an http:// base_url",
+            )
+            .at_key()
+            .hint(Some(
+                "the URL gives the path and Host header, e.g. http://localhost/v1".into(),
+            )),
         );
     }
     if let Some(proxy) = &t.proxy {
@@ -158,40 +161,56 @@ fn check_endpoint(p: &str, t: &Target, issues: &mut Vec<Issue>) {
                 );
             }
         }
-        (None, Some(_)) => {}
+        (None, Some(sim)) => {
+            if let (Some(asked), Some(served)) = (&t.model, &sim.model)
+                && asked != served
+                && sim.accept_any_model != Some(true)
+            {
+                issues.push(
+                    Issue::new(
+                        format!("{p}/model"),
+                        format!(
+                            "requests ask for model `{asked}`, and the simulator serves \
+                             `{served}`: it would answer 404 to every one"
+                        ),
+                    )
+                    .hint(Some(
+                        "name the model once, on the target (the simulator serves it), or \
+                         set `accept_any_model: true` under `simulator:`"
+                            .into(),
+                    )),
+                );
+            }
+        }
     }
 }
 
 fn check_metrics(p: &str, t: &Target, issues: &mut Vec<Issue>) {
-    if let Some(url) = &t.metrics_url
-        && !(url.starts_with("http://") || url.starts_with("https://"))
-    {
-        issues.push(Issue::new(
-            format!("{p}/metrics_url"),
-            format!("expected an http:// or https:// URL, found {url:?}"),
-        ));
-    }
-    if t.metrics_url.is_some() && !t.metrics.is_empty() {
-        issues.push(Issue::new(
+    let is_http = |url: &str| url.starts_with("http://") || url.starts_with("https://");
+    match &t.metrics {
+        Some(TargetMetrics::Url(url)) if !is_http(url) => issues.push(Issue::new(
             format!("{p}/metrics"),
-            "`metrics_url` and `metrics` are exclusive: list the endpoint under `metrics`",
-        ));
+            format!("expected an http:// or https:// URL, found {url:?}"),
+        )),
+        Some(TargetMetrics::Endpoints(endpoints)) => {
+            for (i, m) in endpoints.iter().enumerate() {
+                if !is_http(&m.url) {
+                    issues.push(Issue::new(
+                        format!("{p}/metrics/{i}/url"),
+                        format!("expected an http:// or https:// URL, found {:?}", m.url),
+                    ));
+                }
+            }
+        }
+        Some(TargetMetrics::Url(_)) | None => {}
     }
-    if let Some(interval) = t.metrics_interval
+    if let Some(crate::plan::MetricsInterval::Every(interval)) = t.metrics_interval
         && interval.0 < std::time::Duration::from_millis(100)
     {
         issues.push(Issue::new(
             format!("{p}/metrics_interval"),
-            "expected at least 100ms between scrapes",
+            "expected at least 100ms between scrapes, or `off`",
         ));
-    }
-    for (i, m) in t.metrics.iter().enumerate() {
-        if !(m.url.starts_with("http://") || m.url.starts_with("https://")) {
-            issues.push(Issue::new(
-                format!("{p}/metrics/{i}/url"),
-                format!("expected an http:// or https:// URL, found {:?}", m.url),
-            ));
-        }
     }
 }
 

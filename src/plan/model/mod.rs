@@ -41,9 +41,10 @@ pub struct Plan {
     /// How percentiles are computed in the report.
     #[serde(default)]
     pub percentile_method: PercentileMethod,
-    /// Service-level objectives for goodput.
+    /// Service-level objectives for goodput, in the grammar of a search's `slo`: a request
+    /// counts when it succeeded and each limited figure is within that figure's loosest limit.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub slo: Option<Slo>,
+    pub slo: Option<super::slo::Slo>,
     /// Endpoints, by name.
     pub targets: IndexMap<String, Target>,
     /// Prompt sources and request shapes, by name.
@@ -56,18 +57,6 @@ pub struct Plan {
 }
 
 pub use crate::quantile::PercentileMethod;
-
-/// Request-level objectives; a request meeting all that are set counts toward goodput.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct Slo {
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub ttft: Option<HumanDuration>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub tpot: Option<HumanDuration>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub e2e: Option<HumanDuration>,
-}
 
 /// How prompt text is counted in tokens. Also written as one string: `server`, `simulator`,
 /// `builtin`, or the path of a `tokenizer.json` (see [`super::tokenizer_spec`]).

@@ -1,6 +1,8 @@
 //! A plan's targets: where requests go and how they get there (TLS, HTTP version, proxy,
 //! socket, connection reuse, timeouts, metrics endpoints).
 
+mod metrics;
+
 use indexmap::IndexMap;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -9,30 +11,7 @@ use serde_json::Value;
 use super::{HumanDuration, TokenizerSpec};
 pub use crate::api::Api;
 use crate::sim::SimConfig;
-
-/// One Prometheus endpoint of a target: the gateway itself or a replica behind it.
-#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct MetricsEndpoint {
-    /// The endpoint, e.g. `http://127.0.0.1:8001/metrics`.
-    pub url: String,
-    #[serde(default)]
-    pub role: MetricsRole,
-    /// Name in the report (default: the URL's host and port).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub name: Option<String>,
-}
-
-/// What a metrics endpoint belongs to.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "snake_case")]
-pub enum MetricsRole {
-    /// The router in front of the replicas.
-    Gateway,
-    /// A replica; backend counters are summed for the phase figures.
-    #[default]
-    Backend,
-}
+pub use metrics::{MetricsEndpoint, MetricsRole, TargetMetrics};
 
 /// An endpoint to benchmark: a remote `base_url`, or the embedded `simulator`.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
@@ -64,9 +43,10 @@ pub struct Target {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub http: Option<TargetHttp>,
     /// Connect to this Unix socket (relative to the plan file) instead of the base URL's host
-    /// and port; the URL, `http://`, still gives the path and `Host` header.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub socket: Option<String>,
+    /// and port; the URL, `http://`, still gives the path and `Host` header. (`socket`, its old
+    /// name, is still read.)
+    #[serde(default, alias = "socket", skip_serializing_if = "Option::is_none")]
+    pub unix_socket: Option<String>,
     /// Reach the target through this HTTP proxy (`http://host:port`): a `CONNECT` tunnel for
     /// an `https` base URL, absolute-form requests for an `http` one. Environment proxy
     /// variables are never used.
@@ -77,18 +57,22 @@ pub struct Target {
     pub headers: IndexMap<String, String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub timeout: Option<Timeouts>,
-    /// Prometheus endpoint scraped before and after each phase.
+    /// Prometheus metrics scraped before and after each phase: the server's endpoint, or a
+    /// gateway's and its replicas' (`metrics_url`, the old name of the one-URL form, is still
+    /// read).
+    #[serde(
+        default,
+        alias = "metrics_url",
+        deserialize_with = "metrics::read",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub metrics: Option<TargetMetrics>,
+    /// Also scrape the metrics endpoints this often during each measured window (default
+    /// `1s`, at least `100ms`; `off` or `0` for never): the report's gauge ranges and means
+    /// come from those samples, with a time series of requests running and waiting, KV-cache
+    /// usage, token and request rates.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub metrics_url: Option<String>,
-    /// Several Prometheus endpoints (a gateway and the replicas behind it), all scraped
-    /// concurrently before and after each phase. Exclusive with `metrics_url`.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub metrics: Vec<MetricsEndpoint>,
-    /// Also scrape the metrics endpoints this often during each measured window, for a time
-    /// series in the report (requests running and waiting, KV-cache usage, token and request
-    /// rates); e.g. `1s`. At least `100ms`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub metrics_interval: Option<HumanDuration>,
+    pub metrics_interval: Option<crate::plan::MetricsInterval>,
     /// How prompts for this target are counted in tokens.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tokenizer: Option<TokenizerSpec>,

@@ -52,6 +52,7 @@ pub fn plan_schema() -> Value {
         );
     }
     add_includes(&mut value);
+    add_old_names(&mut value);
     if let Some(defs) = value.get_mut("$defs").and_then(Value::as_object_mut) {
         defs.insert(
             TEMPLATE_DEF.into(),
@@ -128,6 +129,31 @@ fn add_includes(schema: &mut Value) {
         *items = serde_json::json!({
             "anyOf": [phase, {"$ref": "#/$defs/PhaseInclude"}, {"$ref": "#/$defs/PhaseRepeat"}],
         });
+    }
+}
+
+/// Old key names still read (see [`crate::plan::renamed`]): listed as `deprecated`, so an
+/// editor marks them instead of refusing them.
+fn add_old_names(schema: &mut Value) {
+    let Some(Value::Object(props)) = schema.pointer_mut("/$defs/Target/properties") else {
+        return;
+    };
+    for (old, new) in crate::plan::renamed::target_renames() {
+        let Some(Value::Object(current)) = props.get(new).cloned() else {
+            continue;
+        };
+        let mut deprecated: serde_json::Map<String, Value> = current
+            .into_iter()
+            .filter(|(k, _)| !ANNOTATIONS.contains(&k.as_str()))
+            .collect();
+        deprecated.insert(
+            "description".into(),
+            Value::from(format!(
+                "Deprecated: the old name of `{new}`; write `{new}`."
+            )),
+        );
+        deprecated.insert("deprecated".into(), Value::Bool(true));
+        props.insert(old.to_string(), Value::Object(deprecated));
     }
 }
 

@@ -5,6 +5,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::client::RequestRecord;
+use crate::figure::Figure;
 use crate::metrics::recovery::{self, Recovery, RecoverySample, RecoverySettings};
 use crate::metrics::stability::UntilOutcome;
 use crate::metrics::trust::{self, ClientLoad};
@@ -164,7 +165,7 @@ pub fn phase_result(facts: PhaseFacts, measured: Measured, figures: Figures<'_>)
     let end_offset_seconds = facts.start_offset_seconds + tally.last_end_ms / 1e3;
     let marks = marks(&facts, end_offset_seconds - facts.start_offset_seconds);
     let recovery = fault_recovery(&facts.phase, &marks, &records, figures.previous);
-    let send_lag_p99 = tally.send_lag_ms.as_ref().map(|d| d.p99);
+    let send_lag_p99 = tally.summary.distribution(Figure::SendLag).map(|d| d.p99);
     let client_trust = facts
         .client_load
         .clone()
@@ -204,12 +205,11 @@ pub fn phase_result(facts: PhaseFacts, measured: Measured, figures: Figures<'_>)
         end_offset_seconds,
         partial: facts.partial,
         prompt_tokens: tally.prompt.check(facts.prompt_tolerance),
-        sessions: metrics::session_summary(&records, figures.method),
+        sessions: tally.sessions,
         summary: tally.summary,
         hooks: facts.hooks,
         warmup: facts.warmup,
         dataset_sha256: facts.dataset_sha256,
-        send_lag_ms: tally.send_lag_ms,
         server_metrics: facts.server_metrics,
         transport,
         request_timings: records,

@@ -31,6 +31,7 @@ pub fn judge(
 ) -> ProbeOutcome {
     let (search, load) = (&spec.search, spec.load);
     let objectives: Vec<ObjectiveCheck> = search
+        .slo
         .objectives()
         .into_iter()
         .map(|objective| {
@@ -83,6 +84,6 @@ fn completion_rate(records: &[RequestRecord]) -> f64 {
 fn figure(objective: Objective, s: &PhaseSummary) -> Option<f64> {
     match objective {
         Objective::ErrorRate(_) => (s.requests > 0).then(|| s.errors as f64 / s.requests as f64),
-        Objective::Percentile(figure, stat, _) => s.distribution(figure).map(|d| stat.of(d)),
+        Objective::Stat(figure, stat, _) => s.distribution(figure).map(|d| stat.of(d)),
     }
 }

@@ -3,18 +3,10 @@
 
 use super::phase::{Figures, Measured, PhaseFacts, phase_result};
 use crate::client::RequestRecord;
-use crate::report::model::figure_path::FigurePath;
+use crate::report::model::figure_path;
 use crate::report::model::{
     ArmPair, ArmResult, PairFigure, PhaseResult, RepeatResult, Report, RoundSpread,
 };
-
-/// The figures each arm is judged on.
-pub const REPEAT_METRICS: [&str; 4] = [
-    "ttft.p50",
-    "tpot.p50",
-    "e2e.p50",
-    "output_tokens_per_second",
-];
 
 /// Every repeat group whose rounds are among `report.phases`.
 pub fn repeat_results(report: &Report) -> Vec<RepeatResult> {
@@ -68,13 +60,12 @@ fn arm_result(report: &Report, group: &str, arm: &str, figures: Figures<'_>) -> 
         .collect();
     rounds.sort_by_key(|(index, _)| *index);
     let pooled = pooled_result(arm, &rounds, figures);
-    let spread = REPEAT_METRICS
-        .iter()
-        .map(|metric| {
-            let path: FigurePath = metric.parse().expect("a known figure path");
+    let spread = figure_path::repeated_paths()
+        .into_iter()
+        .map(|path| {
             let values: Vec<f64> = rounds.iter().filter_map(|(_, p)| path.value(p)).collect();
             RoundSpread {
-                metric: metric.to_string(),
+                metric: path.to_string(),
                 pooled: path.value(&pooled),
                 min: values.iter().copied().reduce(f64::min),
                 max: values.iter().copied().reduce(f64::max),

@@ -22,26 +22,6 @@ use gate::{Gate, GateCheck, check_gates, relative};
 
 const BOOTSTRAP_SEED: u64 = 0x5e7e_be7c_0000_0001;
 
-/// Metrics listed for every matched phase.
-pub const COMPARED_METRICS: [&str; 16] = [
-    "requests",
-    "errors",
-    "error_rate",
-    "output_tokens_per_second",
-    "request_rate",
-    "inputs_per_second",
-    "input_tokens_per_second",
-    "ttft.p50",
-    "ttft.p95",
-    "ttft.p99",
-    "tpot.p50",
-    "tpot.p95",
-    "tpot.p99",
-    "e2e.p50",
-    "e2e.p95",
-    "e2e.p99",
-];
-
 // ---------------------------------------------------------------- comparison model
 
 /// Which report a side of the comparison came from.
@@ -175,10 +155,7 @@ fn compare_phase(
     new: &PhaseResult,
     new_method: PercentileMethod,
 ) -> PhaseComparison {
-    let metrics: Vec<FigurePath> = COMPARED_METRICS
-        .iter()
-        .filter_map(|n| n.parse().ok())
-        .collect();
+    let metrics = figure_path::compared_paths();
     // Metrics that are statistics of the same per-request values share one bootstrap.
     let mut groups: IndexMap<&'static str, Vec<FigurePath>> = IndexMap::new();
     for m in &metrics {
@@ -329,7 +306,7 @@ fn percentile_interval(metric: FigurePath, phase: &PhaseResult) -> Option<Interv
         return None;
     };
     let q = percentile_q(metric)?;
-    if let Some(ci) = figure_path::distribution(kind, phase)?.ci95 {
+    if let Some(ci) = phase.summary.distribution(kind)?.ci95 {
         return ci.of(stat);
     }
     let (mut values, _) = metric.samples(phase)?;
@@ -338,7 +315,8 @@ fn percentile_interval(metric: FigurePath, phase: &PhaseResult) -> Option<Interv
 }
 
 fn dist_samples(kind: Figure, p: &PhaseResult) -> Option<u64> {
-    figure_path::distribution(kind, p)
+    p.summary
+        .distribution(kind)
         .map(|d| d.samples)
         .filter(|n| *n > 0)
 }

@@ -1,10 +1,22 @@
 //! CSV writer: one row per phase, or one row per request with `--requests` (RFC 4180).
 
 use super::records::{COLUMNS, Cell, RecordRow, Window};
-use crate::metrics::Distribution;
+use crate::figure::{FIGURES, Spec, Stat, Unit};
+use crate::metrics::ServerTimingGap;
 use crate::report::model::Report;
 
-/// One row per phase, latencies in milliseconds.
+/// A figure's CSV column for one statistic: times in milliseconds with the unit after the
+/// statistic (`ttft_p50_ms`), other figures in their own unit (`server_queue_ms_p99`,
+/// `output_tokens_mean`).
+fn figure_column(spec: &Spec, stat: Stat) -> (String, f64) {
+    match spec.unit {
+        Unit::Seconds => (format!("{}_{}_ms", spec.name, stat.name()), 1000.0),
+        _ => (format!("{}_{}", spec.name, stat.name()), 1.0),
+    }
+}
+
+/// One row per phase: every figure of the figure table with every statistic (empty where a
+/// phase has none), latencies in milliseconds.
 pub fn render_phases(report: &Report) -> String {
     let mut header: Vec<String> = [
         "phase",
@@ -25,12 +37,8 @@ pub fn render_phases(report: &Report) -> String {
     .iter()
     .map(|s| s.to_string())
     .collect();
-    const DISTS: [&str; 3] = ["ttft", "tpot", "e2e"];
-    const STATS: [&str; 6] = ["p50", "p95", "p99", "min", "max", "mean"];
-    for d in DISTS {
-        for s in STATS {
-            header.push(format!("{d}_{s}_ms"));
-        }
+    for spec in &FIGURES {
+        header.extend(Stat::ALL.map(|stat| figure_column(spec, stat).0));
     }
     header.extend(
         [
@@ -42,6 +50,7 @@ pub fn render_phases(report: &Report) -> String {
             "client_trust",
         ]
         .iter()
+        .chain(&SPLIT_COLUMNS)
         .map(|s| s.to_string()),
     );
     let mut out = String::new();
@@ -64,8 +73,13 @@ pub fn render_phases(report: &Report) -> String {
             s.output_tokens_per_second.to_string(),
             s.request_rate.to_string(),
         ];
-        for d in [&s.ttft, &s.tpot, &s.e2e] {
-            row.extend(dist_ms(d.as_ref()));
+        for spec in &FIGURES {
+            let d = s.distribution(spec.figure);
+            row.extend(Stat::ALL.map(|stat| {
+                let scale = figure_column(spec, stat).1;
+                d.map(|d| (stat.of(d) * scale).to_string())
+                    .unwrap_or_default()
+            }));
         }
         row.push(s.total_input_tokens.to_string());
         row.push(s.total_output_tokens.to_string());
@@ -85,18 +99,30 @@ pub fn render_phases(report: &Report) -> String {
                 .unwrap_or_default()
                 .to_string(),
         );
+        row.extend(split_ms(p.transport.server_timing_gap.as_ref()));
         push_row(&mut out, &row);
     }
     out
 }
 
-fn dist_ms(d: Option<&Distribution>) -> Vec<String> {
-    match d {
-        Some(d) => [d.p50, d.p95, d.p99, d.min, d.max, d.mean]
-            .iter()
-            .map(|v| (v * 1000.0).to_string())
-            .collect(),
-        None => vec![String::new(); 6],
+/// The latency split's means (empty where the server reported no timings): the server's
+/// queue, prefill and decode by its own clock, and the remainder outside it.
+const SPLIT_COLUMNS: [&str; 4] = [
+    "server_queue_mean_ms",
+    "server_prefill_mean_ms",
+    "server_decode_mean_ms",
+    "frontend_network_mean_ms",
+];
+
+fn split_ms(gap: Option<&ServerTimingGap>) -> Vec<String> {
+    match gap.and_then(|g| g.split.as_ref()) {
+        Some(s) => vec![
+            opt(s.server_queue_ms),
+            s.server_prefill_ms.to_string(),
+            s.server_decode_ms.to_string(),
+            s.frontend_network_ms.to_string(),
+        ],
+        None => vec![String::new(); SPLIT_COLUMNS.len()],
     }
 }
 

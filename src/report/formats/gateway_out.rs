@@ -5,6 +5,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::multiphase::{MultiPhaseEntry, MultiPhaseRun};
+use crate::figure::Figure;
 use crate::metrics::Distribution;
 use crate::plan::PercentileMethod;
 use crate::report::model::{PhaseResult, Report};
@@ -118,11 +119,21 @@ fn phase(p: &PhaseResult, method: PercentileMethod) -> MultiPhaseEntry<GatewayDi
         elapsed: p.summary.elapsed,
         output_tokens_per_second: p.summary.output_tokens_per_second,
         request_rate: p.summary.request_rate,
-        ttft: s.ttft.as_ref().map(GatewayDistribution::seconds),
-        tpot: s.tpot.as_ref().map(GatewayDistribution::seconds),
-        e2e: s.e2e.as_ref().map(GatewayDistribution::seconds),
-        input_tokens: s.input_tokens.as_ref().map(GatewayDistribution::tokens),
-        output_tokens: s.output_tokens.as_ref().map(GatewayDistribution::tokens),
+        ttft: s
+            .distribution(Figure::Ttft)
+            .map(GatewayDistribution::seconds),
+        tpot: s
+            .distribution(Figure::Tpot)
+            .map(GatewayDistribution::seconds),
+        e2e: s
+            .distribution(Figure::E2e)
+            .map(GatewayDistribution::seconds),
+        input_tokens: s
+            .distribution(Figure::InputTokens)
+            .map(GatewayDistribution::tokens),
+        output_tokens: s
+            .distribution(Figure::OutputTokens)
+            .map(GatewayDistribution::tokens),
         start_offset_seconds: p.start_offset_seconds,
         end_offset_seconds: p.end_offset_seconds,
     }

@@ -7,7 +7,7 @@ use crate::report::render::facts::{FactValue, header_facts};
 use crate::report::render::sections::{Markup, printed};
 use crate::report::render::svg::esc;
 
-const CSS: &str = "\
+pub(crate) const CSS: &str = "\
 body{font-family:system-ui,-apple-system,'Segoe UI',Roboto,sans-serif;margin:24px auto;max-width:1100px;padding:0 16px;color:#222;background:#fff}\
 h1{font-size:1.5em;margin-bottom:.3em}h2{font-size:1.2em;margin-top:1.8em;border-bottom:1px solid #ddd;padding-bottom:.2em}\
 table{border-collapse:collapse;margin:.6em 0;font-size:.88em}\

@@ -8,6 +8,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::import::{IMPORT_PROMPT_TOLERANCE, Imported, imported_report, methodology};
+use crate::figure::Figure;
 use crate::metrics::{Distribution, PhaseSummary, tally_records};
 use crate::plan::{PercentileMethod, Phase, Plan, Target, Tolerance, Workload};
 use crate::report::build::phase::{Figures, Measured, PhaseFacts, phase_result};
@@ -183,11 +184,16 @@ fn entry_result(
         elapsed: entry.elapsed,
         output_tokens_per_second: entry.output_tokens_per_second,
         request_rate: entry.request_rate,
-        ttft: entry.ttft,
-        tpot: entry.tpot,
-        e2e: entry.e2e,
-        input_tokens: entry.input_tokens,
-        output_tokens: entry.output_tokens,
+        figures: [
+            (Figure::Ttft, entry.ttft),
+            (Figure::Tpot, entry.tpot),
+            (Figure::E2e, entry.e2e),
+            (Figure::InputTokens, entry.input_tokens),
+            (Figure::OutputTokens, entry.output_tokens),
+        ]
+        .into_iter()
+        .filter_map(|(figure, d)| Some((figure, d?)))
+        .collect(),
         ..PhaseSummary::default()
     };
     let facts = PhaseFacts {

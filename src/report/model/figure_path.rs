@@ -6,7 +6,6 @@ use std::str::FromStr;
 use super::PhaseResult;
 pub use crate::figure::{Better, Unit};
 use crate::figure::{FIGURES, Figure};
-use crate::metrics::Distribution;
 pub use crate::metrics::Stat;
 
 /// A figure of one phase that can be compared and gated.
@@ -55,6 +54,41 @@ const SCALARS: [(Scalar, &str); 15] = [
     (Scalar::InputTokensPerSecond, "input_tokens_per_second"),
     (Scalar::TotalInputs, "total_inputs"),
 ];
+
+/// The counts and rates `compare` lists for every matched phase, before the figures.
+const COMPARED_SCALARS: [Scalar; 7] = [
+    Scalar::Requests,
+    Scalar::Errors,
+    Scalar::ErrorRate,
+    Scalar::OutputTokensPerSecond,
+    Scalar::RequestRate,
+    Scalar::InputsPerSecond,
+    Scalar::InputTokensPerSecond,
+];
+
+/// What `compare` lists for every matched phase (those either side has): the counts and
+/// rates, then each figure's statistics the figure table marks `compared`.
+pub fn compared_paths() -> Vec<FigurePath> {
+    let scalars = COMPARED_SCALARS.map(FigurePath::Scalar);
+    let figures = FIGURES.iter().flat_map(|s| {
+        s.compared
+            .iter()
+            .map(|&stat| FigurePath::Dist(s.figure, stat))
+    });
+    scalars.into_iter().chain(figures).collect()
+}
+
+/// What a repeat group judges its arms on, round by round: each figure's statistics the
+/// figure table marks `repeated`, then output throughput.
+pub fn repeated_paths() -> Vec<FigurePath> {
+    let figures = FIGURES.iter().flat_map(|s| {
+        s.repeated
+            .iter()
+            .map(|&stat| FigurePath::Dist(s.figure, stat))
+    });
+    let scalars = [FigurePath::Scalar(Scalar::OutputTokensPerSecond)];
+    figures.chain(scalars).collect()
+}
 
 /// Every figure path in full (`errors`, `ttft.p99`, …), for "did you mean" hints.
 pub fn figure_path_names() -> Vec<String> {
@@ -136,17 +170,6 @@ impl Scalar {
     }
 }
 
-/// A phase's distribution of `figure`: its summary's, or its send lag, or a server-timing gap.
-pub fn distribution(figure: Figure, phase: &PhaseResult) -> Option<&Distribution> {
-    let gap = phase.transport.server_timing_gap.as_ref();
-    match figure {
-        Figure::SendLag => phase.send_lag_ms.as_ref(),
-        Figure::TtftMinusServerPrompt => gap?.ttft_minus_server_prompt_ms.as_ref(),
-        Figure::E2eMinusServerTotal => gap?.e2e_minus_server_total_ms.as_ref(),
-        _ => phase.summary.distribution(figure),
-    }
-}
-
 impl FigurePath {
     pub fn unit(self) -> Unit {
         match self {
@@ -196,7 +219,9 @@ impl FigurePath {
         match self {
             // Imported summaries carry no mean; `samples == 0` marks it unknown.
             FigurePath::Dist(_, Stat::Mean) if self.dist_samples(phase) == Some(0) => None,
-            FigurePath::Dist(figure, stat) => distribution(figure, phase).map(|d| stat.of(d)),
+            FigurePath::Dist(figure, stat) => {
+                phase.summary.distribution(figure).map(|d| stat.of(d))
+            }
             FigurePath::Scalar(sc) => match sc {
                 Scalar::Requests => Some(s.requests as f64),
                 Scalar::Success => Some(s.success as f64),
@@ -222,7 +247,7 @@ impl FigurePath {
 
     fn dist_samples(self, phase: &PhaseResult) -> Option<u64> {
         match self {
-            FigurePath::Dist(figure, _) => distribution(figure, phase).map(|d| d.samples),
+            FigurePath::Dist(figure, _) => phase.summary.distribution(figure).map(|d| d.samples),
             FigurePath::Scalar(_) => None,
         }
     }

@@ -7,8 +7,10 @@ pub mod provenance;
 mod report;
 pub mod schema;
 pub mod search;
+mod server_window;
 
 pub use endpoints::EndpointFacts;
 pub use provenance::{Provenance, RepositoryState, SaltUsed, ServerIdentity};
 pub use report::*;
 pub use search::*;
+pub use server_window::*;

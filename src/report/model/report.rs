@@ -181,8 +181,6 @@ pub struct PhaseResult {
     /// sha256 of the dataset or trace file the prompts came from.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dataset_sha256: Option<String>,
-    /// Open loop: how far sends lagged their schedule, milliseconds.
-    pub send_lag_ms: Option<crate::metrics::Distribution>,
     /// Open loop: achieved `requests / elapsed` over the target rate.
     pub achieved_rate_ratio: Option<f64>,
     /// Server counters and gauges scraped before and after the phase.
@@ -286,7 +284,7 @@ pub struct ServerMetrics {
     pub url: String,
     /// Counter name → after − before.
     pub counter_deltas: BTreeMap<String, f64>,
-    /// Gauge name → min and max of the before/after samples.
+    /// Gauge name → its range (and mean) over the phase; `gauges_from` says which scrapes.
     pub gauges: BTreeMap<String, GaugeRange>,
     /// Prefix-cache hits / queries over the phase, as seed 000 reports it.
     pub prefix_cache_hit_avg: Option<f64>,
@@ -333,6 +331,14 @@ pub struct ServerMetrics {
     /// backends when there are any, else the one endpoint.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub timeline: Vec<MetricsPoint>,
+    /// Which scrapes the gauge ranges come from; absent means `edges` (as in reports written
+    /// before the window was sampled).
+    #[serde(default, skip_serializing_if = "super::GaugesFrom::is_edges")]
+    pub gauges_from: super::GaugesFrom,
+    /// The sampling during the measured window, when there was any: how many samples, the
+    /// scrapes that failed, and the generation rate taken from the samples.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sampling: Option<super::WindowSampling>,
 }
 
 /// One scrape during a phase: levels then, and rates since the scrape before.
@@ -355,6 +361,9 @@ pub struct MetricsPoint {
     /// Generated tokens per second since the previous point.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub generation_tok_s: Option<f64>,
+    /// Prefix-cache hits over queries since the previous point (vLLM's counters).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prefix_cache_hit_rate: Option<f64>,
 }
 
 /// One metrics endpoint's figures over a phase.
@@ -395,10 +404,15 @@ pub struct CounterSpan {
     pub end: f64,
 }
 
+/// A gauge over a phase: its extremes and, from samples during the window, its mean.
 #[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
 pub struct GaugeRange {
     pub min: f64,
     pub max: f64,
+    /// Time-weighted mean of the samples during the window: the area under the line joining
+    /// them over the time they span. Absent for a range from the scrapes around the window.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mean: Option<f64>,
 }
 
 #[cfg(test)]
@@ -468,7 +482,8 @@ pub struct ArmResult {
     /// Figures from the union of the rounds' records, rounds laid end to end (so rates are
     /// over the rounds' summed elapsed time).
     pub pooled: PhaseSummary,
-    /// Per figure in [`REPEAT_METRICS`]: each round's value and their range.
+    /// Per figure path the figure table has repeat groups judge (`ttft.p50`, …, then
+    /// `output_tokens_per_second`): each round's value and their range.
     pub spread: Vec<RoundSpread>,
 }
 

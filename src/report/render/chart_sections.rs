@@ -1,14 +1,15 @@
 //! The HTML's chart sections and the recheck chart: sweeps against concurrency, latency
-//! percentiles per phase, every request's latency over its phase and the server's time
-//! series. Markdown has none of them ([`super::sections`] says so).
+//! percentiles per phase and every request's latency over its phase. Markdown has none of
+//! them ([`super::sections`] says so).
 
+use crate::figure::Figure;
 use std::collections::BTreeSet;
 use std::fmt::Write;
 
 use indexmap::IndexMap;
 
+use super::sampling;
 use super::svg::{self, RangeRow, RatioRow, Series};
-use super::{sampling, timeline};
 use crate::metrics::{Distribution, Interval};
 use crate::report::model::{DriftVerdict, PhaseResult, Report};
 
@@ -57,7 +58,7 @@ pub fn concurrency_sweeps(out: &mut String, report: &Report) {
         false,
         &throughput,
     ));
-    let ttft = p50_p95_ms_series(&groups, &conc, |p| p.summary.ttft.as_ref());
+    let ttft = p50_p95_ms_series(&groups, &conc, |p| p.summary.distribution(Figure::Ttft));
     out.push_str(&svg::line_chart(
         "TTFT vs concurrency",
         "concurrency (log scale)",
@@ -124,7 +125,7 @@ fn encoding_sweep_charts(
         false,
         &throughput,
     ));
-    let e2e = p50_p95_ms_series(groups, &conc, |p| p.summary.e2e.as_ref());
+    let e2e = p50_p95_ms_series(groups, &conc, |p| p.summary.distribution(Figure::E2e));
     out.push_str(&svg::line_chart(
         "E2E latency vs concurrency",
         "concurrency (log scale)",
@@ -170,9 +171,13 @@ pub fn percentile_rows(report: &Report) -> PercentileRows {
             .collect()
     };
     PercentileRows {
-        ttft: rows(&|p| p.summary.ttft.as_ref()),
-        tpot: rows(&|p| p.summary.tpot.as_ref()),
-        e2e: rows(&|p| p.summary.e2e.as_ref().filter(|_| p.summary.encodes())),
+        ttft: rows(&|p| p.summary.distribution(Figure::Ttft)),
+        tpot: rows(&|p| p.summary.distribution(Figure::Tpot)),
+        e2e: rows(&|p| {
+            p.summary
+                .distribution(Figure::E2e)
+                .filter(|_| p.summary.encodes())
+        }),
     }
 }
 
@@ -281,13 +286,5 @@ pub fn every_request(out: &mut String, report: &Report) {
     }
     if !any {
         out.push_str("<p class=\"note\">This report holds no per-request records.</p>\n");
-    }
-}
-
-/// Server metrics scraped during each phase.
-pub fn server_metrics(out: &mut String, report: &Report) {
-    for chart in timeline::charts(report) {
-        out.push_str(&chart);
-        out.push('\n');
     }
 }

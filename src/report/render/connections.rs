@@ -3,6 +3,7 @@
 
 use super::numfmt::ms;
 use super::table::{Align, Cell, Mark, Table};
+use crate::figure::Figure;
 use crate::report::model::Report;
 
 /// One row per phase that opened connections beyond its first ones, retried, or carried
@@ -32,8 +33,8 @@ pub fn table(report: &Report) -> Table {
             d.map(|d| ms(if p99 { d.p99 } else { d.p50 }))
                 .unwrap_or_default()
         };
-        let prompt_gap = gap.and_then(|g| g.ttft_minus_server_prompt_ms.as_ref());
-        let total_gap = gap.and_then(|g| g.e2e_minus_server_total_ms.as_ref());
+        let prompt_gap = gap.and(phase.summary.distribution(Figure::TtftMinusServerPrompt));
+        let total_gap = gap.and(phase.summary.distribution(Figure::E2eMinusServerTotal));
         let opened_mark = if tr.warnings.is_empty() {
             Mark::Plain
         } else {
@@ -91,7 +92,7 @@ pub fn split_table(report: &Report) -> Table {
         ("Server queue", Align::Right),
         ("Server prefill", Align::Right),
         ("Server decode", Align::Right),
-        ("Network / other", Align::Right),
+        ("Frontend + network", Align::Right),
         ("E2E", Align::Right),
     ]);
     for phase in &report.phases {
@@ -112,7 +113,7 @@ pub fn split_table(report: &Report) -> Table {
             Cell::plain(split.server_queue_ms.map(ms).unwrap_or_default()),
             Cell::plain(ms(split.server_prefill_ms)),
             Cell::plain(ms(split.server_decode_ms)),
-            Cell::plain(ms(split.network_other_ms)),
+            Cell::plain(ms(split.frontend_network_ms)),
             Cell::plain(ms(split.e2e_ms)),
         ]);
     }
@@ -121,6 +122,9 @@ pub fn split_table(report: &Report) -> Table {
 
 /// Under the split table: what the columns are.
 pub const SPLIT_NOTE: &str = "Mean milliseconds per request; connect + TLS + server queue + \
-    server prefill + server decode + network / other = E2E. Server queue is shown where the \
-    server reports it (vLLM's per-request metrics); elsewhere it is inside network / other. \
-    Client queue (an open loop's send lag) comes before the request starts.";
+    server prefill + server decode + frontend + network = E2E. Frontend + network is the time \
+    outside the server's own clock: its HTTP frontend (parsing, tokenization, handing the \
+    request to the engine and the tokens back; in vLLM a separate API process), proxies and \
+    the network; on loopback nearly all of it is the frontend. Server queue is shown where the \
+    server reports it (vLLM's per-request metrics); elsewhere the queue is inside frontend + \
+    network. Client queue (an open loop's send lag) comes before the request starts.";

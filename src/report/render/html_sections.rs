@@ -7,7 +7,7 @@ use super::svg::esc;
 use super::table_text::html_table;
 use super::{backends, chart_sections, connections, hook_table, interval_table};
 use super::{recovery_html, recovery_table, repeat_table, sampling, search_table};
-use super::{session_table, table, trust_table, until_table};
+use super::{server_table, session_table, table, timeline, trust_table, until_table};
 use crate::report::model::{DriftVerdict, Report};
 
 /// The phases table and, when any phase has them, its hooks.
@@ -191,6 +191,20 @@ pub fn backends(out: &mut String, report: &Report) {
         out.push('\n');
     }
     html_table(out, &backends::table(report));
+}
+
+/// The server during each sampled phase: failed scrapes, the table, what it means, and each
+/// phase's charts over time.
+pub fn server(out: &mut String, report: &Report) {
+    for w in server_table::warnings(report) {
+        let _ = writeln!(out, "<div class=\"banner warn\"><b>⚠ {}</b></div>", esc(&w));
+    }
+    html_table(out, &server_table::table(report));
+    let _ = writeln!(out, "<p class=\"note\">{}</p>", esc(server_table::NOTE));
+    for chart in timeline::charts(report) {
+        out.push_str(&chart);
+        out.push('\n');
+    }
 }
 
 /// Failed requests by kind, then by cause.

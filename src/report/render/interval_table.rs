@@ -3,6 +3,7 @@
 
 use super::numfmt::ms;
 use super::table::{Align, Cell, Table};
+use crate::figure::Figure;
 use crate::metrics::{Distribution, Interval, Stat, min_samples_for_interval};
 use crate::report::model::{PhaseResult, Report};
 
@@ -15,11 +16,11 @@ type Pick = fn(&PhaseResult) -> Option<&Distribution>;
 
 /// The latency distributions that carry intervals: name, scale to milliseconds, pick.
 const INTERVAL_METRICS: [(&str, f64, Pick); 4] = [
-    ("TTFT", 1000.0, |p| p.summary.ttft.as_ref()),
-    ("TPOT", 1000.0, |p| p.summary.tpot.as_ref()),
-    ("E2E", 1000.0, |p| p.summary.e2e.as_ref()),
+    ("TTFT", 1000.0, |p| p.summary.distribution(Figure::Ttft)),
+    ("TPOT", 1000.0, |p| p.summary.distribution(Figure::Tpot)),
+    ("E2E", 1000.0, |p| p.summary.distribution(Figure::E2e)),
     ("ITL", 1.0, |p| {
-        p.summary.mean_inter_token_latency_ms.as_ref()
+        p.summary.distribution(Figure::MeanInterTokenLatency)
     }),
 ];
 
@@ -115,19 +116,21 @@ mod tests {
     #[test]
     fn a_missing_interval_is_a_dash_and_one_note_gives_each_threshold() {
         let mut report = crate::report::sample_report();
-        let ttft = report.phases[0].summary.ttft.as_mut().expect("ttft");
-        *ttft = Distribution {
-            p50: 0.1,
-            p95: 0.2,
-            p99: 0.3,
-            samples: 60,
-            ci95: Some(PercentileIntervals {
-                p50: interval(0.09, 0.11),
-                p95: None,
-                p99: None,
+        report.phases[0].summary.figures.set(
+            Figure::Ttft,
+            Some(Distribution {
+                p50: 0.1,
+                p95: 0.2,
+                p99: 0.3,
+                samples: 60,
+                ci95: Some(PercentileIntervals {
+                    p50: interval(0.09, 0.11),
+                    p95: None,
+                    p99: None,
+                }),
+                ..Distribution::default()
             }),
-            ..Distribution::default()
-        };
+        );
         let t = intervals(&report);
         let texts: Vec<&str> = t.table.rows[0].iter().map(|c| c.text.as_str()).collect();
         assert_eq!(texts[3..], ["100 [90.0, 110]", "200 [–]", "300 [–]"]);
@@ -143,7 +146,8 @@ mod tests {
     }
 
     fn ttft_ci(report: &mut Report) -> &mut PercentileIntervals {
-        let ttft = report.phases[0].summary.ttft.as_mut().expect("ttft");
+        let figures = &mut report.phases[0].summary.figures;
+        let ttft = figures.get_mut(Figure::Ttft).expect("ttft");
         ttft.ci95.as_mut().expect("intervals")
     }
 }

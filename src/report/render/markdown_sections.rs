@@ -4,8 +4,9 @@
 use std::fmt::Write;
 
 use super::table_text::{inline, markdown_table};
+use super::until_table;
 use super::{backends, connections, hook_table, interval_table, recovery_table, repeat_table};
-use super::{sampling, search_table, session_table, table, trust_table, until_table};
+use super::{sampling, search_table, server_table, session_table, table, trust_table};
 use crate::report::model::{DriftVerdict, Report};
 
 /// The phases table and, when any phase has them, its hooks.
@@ -158,6 +159,15 @@ pub fn backends(out: &mut String, report: &Report) {
         let _ = writeln!(out, "> {}\n", inline(&n));
     }
     markdown_table(out, &backends::table(report));
+}
+
+/// The server during each sampled phase: failed scrapes, the table and what it means.
+pub fn server(out: &mut String, report: &Report) {
+    for w in server_table::warnings(report) {
+        let _ = writeln!(out, "> **⚠ {}**\n", inline(&w));
+    }
+    markdown_table(out, &server_table::table(report));
+    let _ = writeln!(out, "\n{}", inline(server_table::NOTE));
 }
 
 /// Failed requests by kind, then by cause.

@@ -17,6 +17,7 @@ pub(crate) mod repeat_table;
 pub(crate) mod sampling;
 pub(crate) mod search_table;
 pub mod sections;
+pub(crate) mod server_table;
 pub(crate) mod session_table;
 pub mod svg;
 pub(crate) mod table;

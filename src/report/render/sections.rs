@@ -1,7 +1,7 @@
 //! The report's sections, declared once: each one's id, anchor, title, when it is shown and
 //! its body in each markup. The markdown and HTML writers walk [`SECTIONS`] in order.
 
-use super::{backends, connections, interval_table, session_table, table, timeline};
+use super::{backends, connections, interval_table, server_table, session_table, table};
 use super::{chart_sections, html_sections, markdown_sections};
 use super::{recovery_table, trust_table, until_table};
 use crate::report::model::Report;
@@ -31,7 +31,7 @@ pub enum SectionId {
     Connections,
     Sessions,
     Backends,
-    ServerMetrics,
+    Server,
     Errors,
 }
 
@@ -243,12 +243,13 @@ pub const SECTIONS: [Section; 17] = [
         },
     },
     Section {
-        id: SectionId::ServerMetrics,
-        anchor: "server-metrics-over-each-phase",
-        title: Title::Fixed("Server metrics over each phase"),
-        shown: |r| timeline::plottable(r).next().is_some(),
-        bodies: Bodies::HtmlOnly {
-            html: chart_sections::server_metrics,
+        id: SectionId::Server,
+        anchor: "server",
+        title: Title::Fixed("Server"),
+        shown: |r| server_table::sampled(r).next().is_some(),
+        bodies: Bodies::Both {
+            markdown: markdown_sections::server,
+            html: html_sections::server,
         },
     },
     Section {

@@ -1,8 +1,10 @@
-//! Table content for session workloads (figures by turn), shared by the markdown and HTML
-//! writers; empty when no phase ran sessions.
+//! Table content for session workloads (figures by turn: the figure table's `by_turn`
+//! columns), shared by the markdown and HTML writers; empty when no phase ran sessions.
 
-use super::numfmt::{ms_from_s, sig3};
-use super::table::{Align, Cell, Table};
+use super::numfmt::sig3;
+use super::table::{Align, Cell, Table, figure_cell, figure_heading};
+use crate::figure::{Figure, Shown, ShownWhen, Spec};
+use crate::metrics::{TurnFigures, turn_figures};
 use crate::report::model::Report;
 
 /// Under the table: what the columns are.
@@ -18,46 +20,58 @@ pub const TOOLS_NOTE: &str = "Tool calls: successful replies that called a tool;
 
 /// Whether any phase's sessions had replies that called a tool.
 pub fn has_tool_calls(report: &Report) -> bool {
-    report
-        .phases
-        .iter()
-        .filter_map(|p| p.sessions.as_ref())
-        .any(|s| s.turns.iter().any(|t| t.tool_calls > 0))
+    turns(report).any(|t| t.figures.get(Figure::TtftTool).is_some())
+}
+
+fn turns(report: &Report) -> impl Iterator<Item = &TurnFigures> {
+    let sessions = report.phases.iter().filter_map(|p| p.sessions.as_ref());
+    sessions.flat_map(|s| s.turns.iter())
+}
+
+/// The figures the figure table gives turns, with their columns, when the report has them.
+fn shown(report: &Report) -> Vec<(&'static Spec, Shown)> {
+    let measured = |figure: Figure| turns(report).any(|t| t.figures.get(figure).is_some());
+    turn_figures()
+        .filter_map(|spec| Some((spec, spec.by_turn?)))
+        .filter(|(spec, columns)| columns.when != ShownWhen::Measured || measured(spec.figure))
+        .collect()
 }
 
 pub fn table(report: &Report) -> Table {
-    let tools = has_tool_calls(report);
-    let mut columns = vec![
-        ("Phase", Align::Left),
-        ("Turn", Align::Right),
-        ("Requests", Align::Right),
-        ("Errors", Align::Right),
-        ("TTFT p50 (ms)", Align::Right),
-        ("TTFT p99 (ms)", Align::Right),
-        ("Prompt tokens (mean)", Align::Right),
-        ("Cached tokens (mean)", Align::Right),
-        ("Sessions complete", Align::Right),
-        ("Session p50", Align::Right),
-    ];
-    if tools {
-        columns.extend([
-            ("Tool calls", Align::Right),
-            ("Tool TTFT p50 (ms)", Align::Right),
-            ("Tool deltas (mean)", Align::Right),
-        ]);
+    let figures = shown(report);
+    let mut headings: Vec<String> = ["Phase", "Turn", "Requests", "Errors"]
+        .map(String::from)
+        .into();
+    for (spec, columns) in &figures {
+        headings.extend(columns.count.map(String::from));
+        let stats = columns.stats.iter();
+        headings.extend(stats.map(|&stat| figure_heading(spec, columns.label, stat)));
     }
+    headings.extend(["Sessions complete", "Session p50"].map(String::from));
+    let columns: Vec<(&str, Align)> = headings
+        .iter()
+        .enumerate()
+        .map(|(i, h)| (h.as_str(), if i == 0 { Align::Left } else { Align::Right }))
+        .collect();
     let mut t = Table::new(&columns);
     for phase in &report.phases {
         let Some(s) = &phase.sessions else {
             continue;
         };
         for (i, turn) in s.turns.iter().enumerate() {
-            let ttft = |p99: bool| {
-                turn.ttft
-                    .as_ref()
-                    .map(|d| ms_from_s(if p99 { d.p99 } else { d.p50 }))
-                    .unwrap_or_default()
-            };
+            let mut row = vec![
+                Cell::plain(phase.phase.clone()),
+                Cell::plain(turn.turn.to_string()),
+                Cell::plain(turn.requests.to_string()),
+                Cell::plain(turn.errors.to_string()),
+            ];
+            for (spec, columns) in &figures {
+                let d = turn.figures.get(spec.figure);
+                if columns.count.is_some() {
+                    row.push(Cell::plain(d.map_or(0, |d| d.samples).to_string()));
+                }
+                row.extend(columns.stats.iter().map(|&stat| figure_cell(d, spec, stat)));
+            }
             // Whole-session figures once, on the phase's first row.
             let (complete, duration) = if i == 0 {
                 (
@@ -70,30 +84,7 @@ pub fn table(report: &Report) -> Table {
             } else {
                 (String::new(), String::new())
             };
-            let mut row = vec![
-                Cell::plain(phase.phase.clone()),
-                Cell::plain(turn.turn.to_string()),
-                Cell::plain(turn.requests.to_string()),
-                Cell::plain(turn.errors.to_string()),
-                Cell::plain(ttft(false)),
-                Cell::plain(ttft(true)),
-                Cell::plain(turn.prompt_tokens_mean.map(sig3).unwrap_or_default()),
-                Cell::plain(turn.cached_tokens_mean.map(sig3).unwrap_or_default()),
-                Cell::plain(complete),
-                Cell::plain(duration),
-            ];
-            if tools {
-                row.extend([
-                    Cell::plain(turn.tool_calls.to_string()),
-                    Cell::plain(
-                        turn.ttft_tool
-                            .as_ref()
-                            .map(|d| ms_from_s(d.p50))
-                            .unwrap_or_default(),
-                    ),
-                    Cell::plain(turn.tool_call_chunks_mean.map(sig3).unwrap_or_default()),
-                ]);
-            }
+            row.extend([Cell::plain(complete), Cell::plain(duration)]);
             t.rows.push(row);
         }
     }

@@ -28,19 +28,19 @@ pub(crate) const WIDTH: f64 = 760.0;
 
 /// A mapping from data to pixels along one axis.
 #[derive(Debug, Clone)]
-pub(super) struct Scale {
+pub(crate) struct Scale {
     lo: f64,
     hi: f64,
     log: bool,
-    pub(super) px0: f64,
-    pub(super) px1: f64,
+    pub(crate) px0: f64,
+    pub(crate) px1: f64,
     /// Ticks to draw instead of computed ones (e.g. the concurrency levels of a sweep).
     fixed_ticks: Option<Vec<f64>>,
 }
 
 impl Scale {
     /// A scale covering `values`, padded; log when asked and every value is positive.
-    pub(super) fn fit(values: &[f64], log: bool, px0: f64, px1: f64, include_zero: bool) -> Scale {
+    pub(crate) fn fit(values: &[f64], log: bool, px0: f64, px1: f64, include_zero: bool) -> Scale {
         let finite: Vec<f64> = values.iter().copied().filter(|v| v.is_finite()).collect();
         let log = log && !finite.is_empty() && finite.iter().all(|v| *v > 0.0);
         let mut lo = finite.iter().copied().fold(f64::INFINITY, f64::min);
@@ -104,7 +104,7 @@ impl Scale {
         }
     }
 
-    pub(super) fn map(&self, v: f64) -> f64 {
+    pub(crate) fn map(&self, v: f64) -> f64 {
         let t = if self.log {
             (v.max(f64::MIN_POSITIVE).log10() - self.lo.log10())
                 / (self.hi.log10() - self.lo.log10())
@@ -168,7 +168,7 @@ fn nice_step(raw: f64) -> f64 {
     nice * mag
 }
 
-pub(super) fn tick_label(v: f64) -> String {
+pub(crate) fn tick_label(v: f64) -> String {
     let a = v.abs();
     if a == 0.0 {
         "0".into()
@@ -215,7 +215,7 @@ fn x_grid(out: &mut String, x: &Scale, top: f64, bottom: f64, suffix: &str) {
 }
 
 /// Grid lines at both scales' ticks, the two axis lines and their labels.
-pub(super) fn axes(out: &mut String, x: &Scale, y: &Scale, x_label: &str, y_label: &str) {
+pub(crate) fn axes(out: &mut String, x: &Scale, y: &Scale, x_label: &str, y_label: &str) {
     for t in y.ticks() {
         let py = y.map(t);
         let _ = write!(

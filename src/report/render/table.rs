@@ -125,7 +125,7 @@ fn shown_figures(
 }
 
 /// A figure's statistic in milliseconds (its unit when it is not a time), or `–`.
-fn figure_cell(d: Option<&Distribution>, spec: &Spec, stat: Stat) -> Cell {
+pub(crate) fn figure_cell(d: Option<&Distribution>, spec: &Spec, stat: Stat) -> Cell {
     let text = match d {
         None => "–".to_string(),
         Some(d) if spec.unit == Unit::Seconds => ms_from_s(stat.of(d)),
@@ -136,7 +136,7 @@ fn figure_cell(d: Option<&Distribution>, spec: &Spec, stat: Stat) -> Cell {
 }
 
 /// A figure's column heading: `TTFT p50 (ms)`.
-fn figure_heading(spec: &Spec, label: &str, stat: Stat) -> String {
+pub(crate) fn figure_heading(spec: &Spec, label: &str, stat: Stat) -> String {
     let unit = match spec.unit {
         Unit::Seconds | Unit::Millis => " (ms)",
         Unit::TokensPerSecond => " (tok/s)",
@@ -479,12 +479,14 @@ mod tests {
                 .any(|h| h.starts_with("Server queue"))
         );
 
-        report.phases[0].summary.server_queue_ms = Some(Distribution {
+        let queue = Distribution {
             p50: 1.5,
             p95: 2.0,
             p99: 12.25,
             ..Distribution::default()
-        });
+        };
+        let figures = &mut report.phases[0].summary.figures;
+        figures.set(Figure::ServerQueue, Some(queue));
         let after = phases(&report);
         let names = headings(&after);
         let p50 = names.iter().position(|h| *h == "Server queue p50 (ms)");

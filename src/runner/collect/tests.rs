@@ -1,10 +1,13 @@
+use std::path::Path;
+
 use super::*;
 use crate::client::{ErrorKind, RequestError};
-use crate::metrics::{Distribution, PhaseSummary};
-use crate::plan::HumanDuration;
+use crate::metrics::{Distribution, Distributions, PhaseSummary, SessionSummary};
+use crate::plan::Slo;
 use crate::workload::PromptTokenCheck;
 
-/// Varied records: ties, errors, server timings, send lags, some fields missing.
+/// Varied records: ties, errors, server timings, send lags, sessions of four turns with tool
+/// calls, some fields missing.
 fn records(n: u64) -> Vec<RequestRecord> {
     let mut state = 0x2545_F491_4F6C_DD1Du64;
     (0..n)
@@ -27,12 +30,16 @@ fn records(n: u64) -> Vec<RequestRecord> {
                 planned_context_tokens: Some(64),
                 prompt_tokens: Some(60 + i % 9),
                 output_tokens: Some(16 + i % 4),
-                cached_tokens: (i % 2 == 0).then_some(i % 5),
+                cached_tokens: (i % 3 != 2).then_some(i % 5),
                 content_chunks: 16,
                 new_connection: Some(i % 11 == 0),
                 server_prompt_ms: (i % 4 == 0).then_some(jitter / 3.0),
                 server_total_ms: (i % 4 == 0).then_some(jitter),
                 server_queue_ms: (i % 4 == 0).then_some(jitter / 7.0),
+                session: Some(i / 4),
+                turn: Some(i % 4),
+                ttft_tool_ms: (i % 3 == 1).then_some(5.0 + jitter),
+                tool_call_chunks: if i % 3 == 1 { 1 + i % 6 } else { 0 },
                 ..RequestRecord::default()
             };
             if i % 97 == 0 {
@@ -92,15 +99,21 @@ fn same_distribution(got: &mut Option<Distribution>, want: &Option<Distribution>
     }
 }
 
+/// [`same_distribution`] for every figure.
+fn same_figures(got: &mut Distributions, want: &Distributions, what: &str) {
+    for figure in Figure::all() {
+        let mut g = got.get(figure).copied();
+        same_distribution(&mut g, &want.get(figure).copied(), figure.name());
+        got.set(figure, g);
+    }
+    assert_eq!(got, want, "{what}");
+}
+
 #[test]
 fn a_sampled_window_gives_the_full_windows_figures() {
     let dir = tempfile::tempdir().unwrap();
     let all = records(20_000);
-    let slo = Slo {
-        ttft: Some(HumanDuration(std::time::Duration::from_millis(50))),
-        tpot: None,
-        e2e: None,
-    };
+    let slo: Slo = serde_json::from_value(serde_json::json!({"ttft": {"max": "50ms"}})).unwrap();
     let want = crate::metrics::summarize(&all, PercentileMethod::Linear, Some(&slo));
     let Measured::Sampled { sample, figures } = collect(&all, 50, dir.path(), Some(slo)) else {
         panic!("20,000 records with keep 50 are sampled");
@@ -111,36 +124,16 @@ fn a_sampled_window_gives_the_full_windows_figures() {
             .windows(2)
             .all(|w| w[0].request_index < w[1].request_index)
     );
-    let mut got: PhaseSummary = figures.summary;
-    for (g, w, what) in [
-        (&mut got.ttft, &want.ttft, "ttft"),
-        (&mut got.tpot, &want.tpot, "tpot"),
-        (&mut got.e2e, &want.e2e, "e2e"),
-        (
-            &mut got.time_to_first_output,
-            &want.time_to_first_output,
-            "ttfo",
-        ),
-        (
-            &mut got.mean_inter_token_latency_ms,
-            &want.mean_inter_token_latency_ms,
-            "itl",
-        ),
-        (
-            &mut got.max_inter_chunk_ms,
-            &want.max_inter_chunk_ms,
-            "chunk",
-        ),
-        (&mut got.decode_tok_s, &want.decode_tok_s, "decode"),
-        (&mut got.input_tokens, &want.input_tokens, "input"),
-        (&mut got.output_tokens, &want.output_tokens, "output"),
-        (&mut got.server_queue_ms, &want.server_queue_ms, "queue"),
-    ] {
-        same_distribution(g, w, what);
-    }
+    let mut got: PhaseSummary = figures.summary.clone();
+    same_figures(&mut got.figures, &want.figures, "summary");
     assert_eq!(got, want);
-    assert!(want.ttft.unwrap().ci95.unwrap().p99.is_some());
-    assert!(want.server_queue_ms.is_some_and(|d| d.samples > 0));
+    let ttft = want.distribution(Figure::Ttft).unwrap();
+    assert!(ttft.ci95.unwrap().p99.is_some());
+    // Every figure of the table had values, so each one's slot was compared.
+    for figure in Figure::all() {
+        let d = want.distribution(figure);
+        assert!(d.is_some_and(|d| d.samples > 0), "{}", figure.name());
+    }
     let causes: Vec<&str> = want
         .errors_by_cause
         .iter()
@@ -164,16 +157,6 @@ fn a_sampled_window_gives_the_full_windows_figures() {
         got_transport.server_timing_gap.as_mut().unwrap(),
         want_transport.server_timing_gap.as_mut().unwrap(),
     );
-    same_distribution(
-        &mut g.ttft_minus_server_prompt_ms,
-        &w.ttft_minus_server_prompt_ms,
-        "gap",
-    );
-    same_distribution(
-        &mut g.e2e_minus_server_total_ms,
-        &w.e2e_minus_server_total_ms,
-        "gap",
-    );
     // Means summed in arrival order versus record order: equal up to rounding.
     if let (Some(gs), Some(ws)) = (g.split.as_mut(), w.split.as_ref()) {
         let close = |a: f64, b: f64| (a - b).abs() <= 1e-9 * b.abs().max(1.0);
@@ -183,7 +166,7 @@ fn a_sampled_window_gives_the_full_windows_figures() {
             (&mut gs.tls_ms, ws.tls_ms),
             (&mut gs.server_prefill_ms, ws.server_prefill_ms),
             (&mut gs.server_decode_ms, ws.server_decode_ms),
-            (&mut gs.network_other_ms, ws.network_other_ms),
+            (&mut gs.frontend_network_ms, ws.frontend_network_ms),
             (&mut gs.e2e_ms, ws.e2e_ms),
         ] {
             assert!(close(*a, b), "split {a} vs {b}");
@@ -201,16 +184,10 @@ fn a_sampled_window_gives_the_full_windows_figures() {
     }
     assert_eq!(got_transport, want_transport);
     let lags: Vec<f64> = all.iter().filter_map(|r| r.send_lag_ms).collect();
-    let mut lag = figures.send_lag_ms;
-    same_distribution(
-        &mut lag,
-        &crate::metrics::distribution(&lags, PercentileMethod::Linear),
-        "lag",
-    );
-    assert_eq!(
-        lag,
-        crate::metrics::distribution(&lags, PercentileMethod::Linear)
-    );
+    let mut lag = figures.summary.distribution(Figure::SendLag).copied();
+    let want_lag = crate::metrics::distribution(&lags, PercentileMethod::Linear);
+    same_distribution(&mut lag, &want_lag, "lag");
+    assert_eq!(lag, want_lag);
     assert_eq!(figures.achieved_rate, crate::metrics::achieved_rate(&all));
     let check = figures.prompt.check(0.1);
     let want_check = PromptTokenCheck::from_requests(
@@ -249,4 +226,65 @@ fn the_sample_is_seeded() {
     assert_eq!(a.len(), 100);
     // Spread over the window, not its first records.
     assert!(a.iter().any(|&i| i > 1_000));
+}
+
+/// The sessions' figures of every record, compared with a sampled window's: order statistics
+/// bit for bit, means to rounding when the arrival order differs.
+fn same_sessions(got: &SessionSummary, want: &SessionSummary) {
+    let mut got = got.clone();
+    assert_eq!(got.turns.len(), want.turns.len());
+    for (g, w) in got.turns.iter_mut().zip(&want.turns) {
+        same_figures(&mut g.figures, &w.figures, "turn");
+    }
+    assert_eq!(&got, want);
+}
+
+#[test]
+fn a_sampled_windows_session_figures_cover_every_request() {
+    let dir = tempfile::tempdir().unwrap();
+    let all = records(20_000);
+    let sessions = |records: &[RequestRecord]| {
+        let tally = crate::metrics::tally_records(records, PercentileMethod::Linear, None, true);
+        tally.sessions.expect("sessions")
+    };
+    let want = sessions(&all);
+    assert_eq!(want.sessions, 5_000);
+    assert_eq!(want.turns.len(), 4);
+    let per_turn: u64 = want.turns.iter().map(|t| t.requests).sum();
+    assert_eq!(per_turn, 20_000);
+    for turn in &want.turns {
+        // Every figure sessions give by turn had values in every turn.
+        for spec in crate::metrics::turn_figures() {
+            let d = turn.figures.get(spec.figure);
+            assert!(d.is_some_and(|d| d.samples > 0), "{}", spec.name);
+        }
+    }
+
+    // Arrival order is the reverse of request order: means differ by rounding only.
+    let Measured::Sampled { sample, figures } = collect(&all, 50, dir.path(), None) else {
+        panic!("sampled");
+    };
+    same_sessions(figures.sessions.as_ref().expect("sessions"), &want);
+    // Not the sample's figures: those cover 50 requests.
+    let of_sample = sessions(&sample);
+    assert_ne!(of_sample.turns, want.turns);
+
+    // In request order the streamed sums add in the same order: every bit equal.
+    let mut collector = PhaseCollector::new(CollectSettings {
+        keep: 50,
+        seed: 7,
+        dir: dir.path().to_path_buf(),
+        label: "in order".to_string(),
+        slo: None,
+    });
+    for r in &all {
+        collector.add(r.clone()).unwrap();
+    }
+    let Measured::Sampled { figures, .. } =
+        collector.finish(PercentileMethod::Linear, true).unwrap()
+    else {
+        panic!("sampled");
+    };
+    assert_eq!(figures.sessions.as_ref(), Some(&want));
+    assert_eq!(fs::read_dir(dir.path()).unwrap().count(), 0);
 }

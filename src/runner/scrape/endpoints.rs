@@ -6,7 +6,8 @@ use crate::report::{EndpointMetrics, ServerMetrics};
 
 use super::distribution::{Backend, Scraped, distribute, host_port};
 use super::names::SUMMED_COUNTERS;
-use super::{Sample, diff};
+use super::window::InWindow;
+use super::{Sample, endpoint_figures};
 
 /// The name an endpoint goes by in the report: its own, else the URL's host and port.
 pub fn endpoint_name(endpoint: &MetricsEndpoint) -> String {
@@ -31,23 +32,26 @@ pub async fn scrape_all(
     futures_util::future::join_all(scrapes).await
 }
 
-/// The phase's figures from every endpoint's before and after scrapes. An endpoint that
+/// The phase's figures from every endpoint's before and after scrapes, and from the samples
+/// during the window (`window`, in `endpoints`' order) when it was sampled. An endpoint that
 /// failed either scrape is left out and named in `warnings`; the phase itself stands.
 pub fn combine(
     endpoints: &[MetricsEndpoint],
     before: &[Result<Sample, String>],
     after: &[Result<Sample, String>],
+    window: Option<InWindow>,
 ) -> ServerMetrics {
     let mut warnings = Vec::new();
     let mut per_endpoint = Vec::new();
-    for ((endpoint, before), after) in endpoints.iter().zip(before).zip(after) {
+    for (i, ((endpoint, before), after)) in endpoints.iter().zip(before).zip(after).enumerate() {
         let name = endpoint_name(endpoint);
+        let sampled = window.as_ref().and_then(|w| w.endpoints.get(i));
         match (before, after) {
             (Ok(b), Ok(a)) => per_endpoint.push(Part {
                 role: endpoint.role,
                 name,
                 url: &endpoint.url,
-                metrics: diff(&endpoint.url, b, a),
+                metrics: endpoint_figures(&endpoint.url, b, a, sampled),
                 before: b,
                 after: a,
             }),
@@ -107,7 +111,29 @@ pub fn combine(
         })
         .collect();
     combined.warnings = warnings;
-    combined
+    match window {
+        Some(w) => with_window(combined, w),
+        None => combined,
+    }
+}
+
+/// The server's levels over the window are its summed endpoints' (the backends' requests
+/// added up, the fullest KV cache), with its time series and how it was sampled.
+fn with_window(combined: ServerMetrics, window: InWindow) -> ServerMetrics {
+    let mut normalized_gauges = combined.normalized_gauges.clone();
+    normalized_gauges.extend(window.levels);
+    let gauges_from = if window.sampling.samples > 0 {
+        crate::report::GaugesFrom::Window
+    } else {
+        combined.gauges_from
+    };
+    ServerMetrics {
+        normalized_gauges,
+        gauges_from,
+        timeline: window.timeline,
+        sampling: Some(window.sampling),
+        ..combined
+    }
 }
 
 /// One endpoint that answered both scrapes.
@@ -227,7 +253,7 @@ mod tests {
             replica(15, 10, 110, 110),
             sample("vllm:request_success_total 99\n"),
         ];
-        let m = combine(&endpoints, &before, &after);
+        let m = combine(&endpoints, &before, &after, None);
         assert_eq!(m.url, "http://127.0.0.1:9000/metrics");
         assert_eq!(m.counter_deltas.get("router_requests_total"), Some(&40.0));
         // (60 + 0) hits over (100 + 100) queries.

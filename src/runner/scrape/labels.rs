@@ -95,7 +95,7 @@ impl Series {
 
 /// Whether a metric's label sets say more than its sum: several of them, or a `worker`
 /// label (a router's per-worker counter, which matters even with one worker).
-fn worth_keeping(sets: &BTreeMap<String, f64>) -> bool {
+pub fn worth_keeping(sets: &BTreeMap<String, f64>) -> bool {
     sets.len() > 1 || sets.keys().any(|k| value(k, "worker").is_some())
 }
 
@@ -138,7 +138,8 @@ pub fn gauge_ranges(
                     let before_value = b.and_then(|b| b.get(labels)).copied();
                     let min = before_value.map_or(*after_value, |v| v.min(*after_value));
                     let max = before_value.map_or(*after_value, |v| v.max(*after_value));
-                    (labels.clone(), GaugeRange { min, max })
+                    let mean = None;
+                    (labels.clone(), GaugeRange { min, max, mean })
                 })
                 .collect();
             Some((name.to_string(), ranges))

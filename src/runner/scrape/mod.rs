@@ -1,15 +1,20 @@
-//! Scraping a target's Prometheus `/metrics` before and after a phase, and the deltas.
+//! Scraping a target's Prometheus `/metrics` before and after a phase and during its
+//! window, and the phase's figures from those scrapes.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use crate::report::{GaugeRange, ServerMetrics};
+use crate::report::{GaugeRange, GaugesFrom, ServerMetrics};
 
 pub mod distribution;
 pub mod endpoints;
 pub mod labels;
 pub mod names;
-pub mod timeline;
+pub mod reading;
+pub mod sampler;
+pub mod window;
+
+use window::{EndpointGauges, InWindow};
 
 use names::{METRIC_NAMES, PREFIX_CACHE_COUNTERS, gauge_names, is_counter};
 
@@ -58,8 +63,13 @@ pub fn parse_prometheus(text: &str) -> Sample {
     Sample { values, series }
 }
 
-/// Fetch and parse; `None` (with the reason) when the endpoint does not answer.
+/// Fetch and parse; `Err` (with the reason) when the endpoint does not answer.
 pub async fn scrape(http: &reqwest::Client, url: &str) -> Result<Sample, String> {
+    Ok(parse_prometheus(&fetch(http, url).await?))
+}
+
+/// The exposition text, or why there is none.
+pub async fn fetch(http: &reqwest::Client, url: &str) -> Result<String, String> {
     let response = http
         .get(url)
         .timeout(Duration::from_secs(5))
@@ -69,16 +79,51 @@ pub async fn scrape(http: &reqwest::Client, url: &str) -> Result<Sample, String>
     if !response.status().is_success() {
         return Err(format!("cannot scrape {url}: HTTP {}", response.status()));
     }
-    let text = response
+    response
         .text()
         .await
-        .map_err(|e| format!("cannot read {url}: {e}"))?;
-    Ok(parse_prometheus(&text))
+        .map_err(|e| format!("cannot read {url}: {e}"))
 }
 
-/// Counter deltas (names ending `_total`), gauge ranges, the prefix-cache hit ratio, and the
-/// same figures under [`METRIC_NAMES`]' engine-neutral names.
+/// A target's one endpoint over a phase: [`endpoint_figures`] with the server's time series
+/// and how it was sampled, when it was.
+pub fn measure(
+    url: &str,
+    before: &Sample,
+    after: &Sample,
+    window: Option<InWindow>,
+) -> ServerMetrics {
+    let own = endpoint_figures(
+        url,
+        before,
+        after,
+        window.as_ref().and_then(|w| w.endpoints.first()),
+    );
+    match window {
+        Some(w) => ServerMetrics {
+            timeline: w.timeline,
+            sampling: Some(w.sampling),
+            ..own
+        },
+        None => own,
+    }
+}
+
+/// [`endpoint_figures`] from the two scrapes alone.
 pub fn diff(url: &str, before: &Sample, after: &Sample) -> ServerMetrics {
+    endpoint_figures(url, before, after, None)
+}
+
+/// Counter deltas (names ending `_total`) from `before` to `after`, the prefix-cache hit
+/// ratio, gauge ranges, and the same figures under [`METRIC_NAMES`]' engine-neutral names.
+/// The gauges come from the endpoint's samples during the window when it answered any, else
+/// from the two scrapes around it.
+pub fn endpoint_figures(
+    url: &str,
+    before: &Sample,
+    after: &Sample,
+    window: Option<&EndpointGauges>,
+) -> ServerMetrics {
     let counter_deltas: BTreeMap<String, f64> = after
         .values
         .iter()
@@ -90,18 +135,15 @@ pub fn diff(url: &str, before: &Sample, after: &Sample) -> ServerMetrics {
             )
         })
         .collect();
-    let gauges: BTreeMap<String, GaugeRange> = gauge_names()
-        .filter_map(|name| {
-            let b = before.values.get(name).copied();
-            let a = after.values.get(name).copied();
-            let (min, max) = match (b, a) {
-                (Some(b), Some(a)) => (b.min(a), b.max(a)),
-                (Some(v), None) | (None, Some(v)) => (v, v),
-                (None, None) => return None,
-            };
-            Some((name.to_string(), GaugeRange { min, max }))
-        })
-        .collect();
+    let gauge_list: Vec<&str> = gauge_names().collect();
+    let (gauges, labelled_gauges, gauges_from) = match window.filter(|w| w.answered > 0) {
+        Some(w) => (w.gauges.clone(), w.labelled.clone(), GaugesFrom::Window),
+        None => (
+            edge_ranges(before, after),
+            labels::gauge_ranges(&before.series, &after.series, &gauge_list),
+            GaugesFrom::Edges,
+        ),
+    };
     let prefix_cache_hit_avg = PREFIX_CACHE_COUNTERS.iter().find_map(|(hits, queries)| {
         let hits = counter_deltas.get(*hits)?;
         let queries = counter_deltas.get(*queries)?;
@@ -131,7 +173,6 @@ pub fn diff(url: &str, before: &Sample, after: &Sample) -> ServerMetrics {
             engine.get_or_insert_with(|| name_engine.to_string());
         }
     }
-    let gauge_list: Vec<&str> = gauge_names().collect();
     let notes = after
         .series
         .capped
@@ -150,9 +191,10 @@ pub fn diff(url: &str, before: &Sample, after: &Sample) -> ServerMetrics {
             &after.series,
             counter_deltas.keys(),
         ),
-        labelled_gauges: labels::gauge_ranges(&before.series, &after.series, &gauge_list),
+        labelled_gauges,
         counter_deltas,
         gauges,
+        gauges_from,
         prefix_cache_hit_avg,
         engine,
         normalized_counter_deltas,
@@ -160,6 +202,23 @@ pub fn diff(url: &str, before: &Sample, after: &Sample) -> ServerMetrics {
         notes,
         ..ServerMetrics::default()
     }
+}
+
+/// Each listed gauge's range over the scrapes before and after the window.
+fn edge_ranges(before: &Sample, after: &Sample) -> BTreeMap<String, GaugeRange> {
+    gauge_names()
+        .filter_map(|name| {
+            let b = before.values.get(name).copied();
+            let a = after.values.get(name).copied();
+            let (min, max) = match (b, a) {
+                (Some(b), Some(a)) => (b.min(a), b.max(a)),
+                (Some(v), None) | (None, Some(v)) => (v, v),
+                (None, None) => return None,
+            };
+            let mean = None;
+            Some((name.to_string(), GaugeRange { min, max, mean }))
+        })
+        .collect()
 }
 
 #[cfg(test)]

@@ -3,7 +3,9 @@
 //! Metrics not named here are still kept raw (counters by delta) in the report.
 
 /// `(engine, server metric name, normalized name)`. Names ending `_total` are counters (the
-/// report keeps their delta over the phase), the others gauges (the report keeps their range).
+/// report keeps their delta over the phase), and so are the `_sum` and `_count` of a histogram
+/// listed here (cumulative too: their deltas give how many requests the server timed and
+/// their mean); the others are gauges (the report keeps their range).
 ///
 /// Meanings differ at the edges: llama.cpp's prompt counter excludes prompt tokens served from
 /// its cache, vLLM's and SGLang's include them; llama.cpp's "deferred" requests are those
@@ -11,8 +13,8 @@
 /// everywhere; current llama.cpp builds no longer export it (it went with the unified KV
 /// cache), older ones do. A router's `requests` counts what it received; which worker served
 /// each is in [`WORKER_REQUEST_COUNTERS`]. The router names are what vllm-router 0.1.17 and
-/// sglang-router 0.3.2 (whose gateway calls itself `smg`) export
-/// (`tests/fixtures/metrics/`).
+/// sglang-router 0.3.2 (whose gateway calls itself `smg`) export, and vLLM's what its CPU
+/// build 0.32.0 exports (`tests/fixtures/metrics/`).
 pub const METRIC_NAMES: &[(&str, &str, &str)] = &[
     ("vllm", "vllm:prompt_tokens_total", "prompt_tokens"),
     ("sglang", "sglang:prompt_tokens_total", "prompt_tokens"),
@@ -53,6 +55,43 @@ pub const METRIC_NAMES: &[(&str, &str, &str)] = &[
     ),
     ("vllm-router", "vllm_router_active_workers", "workers"),
     ("sglang-router", "smg_worker_pool_size", "workers"),
+    // Prompt tokens served from the prefix cache (equal to the prefix-cache hits).
+    (
+        "vllm",
+        "vllm:prompt_tokens_cached_total",
+        "cached_prompt_tokens",
+    ),
+    // Histograms: the engine's own TTFT (arrival to first token, queue included) and queue.
+    (
+        "vllm",
+        "vllm:time_to_first_token_seconds_sum",
+        "ttft_seconds_sum",
+    ),
+    (
+        "vllm",
+        "vllm:time_to_first_token_seconds_count",
+        "ttft_seconds_count",
+    ),
+    (
+        "sglang",
+        "sglang:time_to_first_token_seconds_sum",
+        "ttft_seconds_sum",
+    ),
+    (
+        "sglang",
+        "sglang:time_to_first_token_seconds_count",
+        "ttft_seconds_count",
+    ),
+    (
+        "vllm",
+        "vllm:request_queue_time_seconds_sum",
+        "queue_seconds_sum",
+    ),
+    (
+        "vllm",
+        "vllm:request_queue_time_seconds_count",
+        "queue_seconds_count",
+    ),
 ];
 
 /// A router's per-worker request counter, by its `worker` label (the worker's URL); the
@@ -77,7 +116,14 @@ pub const SUMMED_COUNTERS: &[&str] = &[
 const EXTRA_GAUGES: &[&str] = &["sglang:cache_hit_rate"];
 
 pub fn is_counter(name: &str) -> bool {
-    name.ends_with("_total")
+    name.ends_with("_total") || is_histogram_part(name)
+}
+
+/// A histogram's `_sum` or `_count` listed in [`METRIC_NAMES`]: only those are kept, so the
+/// report does not grow by every histogram a server exports.
+fn is_histogram_part(name: &str) -> bool {
+    (name.ends_with("_sum") || name.ends_with("_count"))
+        && METRIC_NAMES.iter().any(|(_, listed, _)| *listed == name)
 }
 
 pub fn gauge_names() -> impl Iterator<Item = &'static str> {
@@ -86,6 +132,15 @@ pub fn gauge_names() -> impl Iterator<Item = &'static str> {
         .map(|(_, name, _)| *name)
         .filter(|name| !is_counter(name))
         .chain(EXTRA_GAUGES.iter().copied())
+}
+
+/// The server names of one normalized figure, in the table's order: the first a server
+/// exports is the one read.
+pub fn server_names(normalized: &str) -> impl Iterator<Item = &'static str> + '_ {
+    METRIC_NAMES
+        .iter()
+        .filter(move |(_, _, n)| *n == normalized)
+        .map(|(_, name, _)| *name)
 }
 
 /// A backend's own request count under its engine's name, where it keeps one.

@@ -11,7 +11,9 @@ use serde_json::json;
 use tokio::time::Instant;
 
 use super::generation::{Injected, inject_fault};
-use super::response::{Reply, echo_request_id, error_response, json_response, read_body};
+use super::response::{
+    Reply, echo_request_id, error_response, json_response, model_not_served, read_body,
+};
 use crate::sim::rng::{STREAM_TIMING, SimRng, mix64};
 use crate::sim::state::Shared;
 use crate::sim::tokenizer::count_text_tokens;
@@ -41,6 +43,7 @@ enum Document {
 
 #[derive(Deserialize)]
 struct EncodeRequest {
+    model: Option<String>,
     input: Option<Texts>,
     query: Option<String>,
     documents: Option<Vec<Document>>,
@@ -71,6 +74,9 @@ pub(super) async fn encode(
             return Ok(error_response(StatusCode::BAD_REQUEST, &message));
         }
     };
+    if let Some(response) = model_not_served(&shared.settings, parsed.model.as_deref()) {
+        return Ok(response);
+    }
     let (query, texts) = match inputs(parsed.input, parsed.query, parsed.documents, what) {
         Ok(inputs) => inputs,
         Err(message) => return Ok(error_response(StatusCode::BAD_REQUEST, message)),

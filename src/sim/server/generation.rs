@@ -13,8 +13,8 @@ use hyper::{Request, Response, StatusCode};
 use tokio::time::Instant;
 
 use super::response::{
-    Reply, echo_request_id, empty_response, error_json, error_response, json_response, read_body,
-    sse_response, unix_now_s,
+    Reply, echo_request_id, empty_response, error_json, error_response, json_response,
+    model_not_served, read_body, sse_response, unix_now_s,
 };
 use crate::hash::is_uuid;
 use crate::sim::api::{self, Api, GenerationRequest};
@@ -190,7 +190,7 @@ pub(super) async fn generate(
             .map(|(k, v)| (k.as_str().to_string(), v.to_str().unwrap_or("").to_string()))
             .collect()
     });
-    let (parsed, prompt_ids) = match read_request(request, api).await {
+    let (parsed, prompt_ids) = match read_request(request, api, &shared.settings).await {
         Ok(read) => read,
         Err(response) => return Ok(response),
     };
@@ -287,10 +287,12 @@ fn was_reset(shared: &Shared, request_id: &str) -> bool {
         .contains(request_id)
 }
 
-/// The parsed body and its prompt token ids, or the 400 response for a bad request.
+/// The parsed body and its prompt token ids, or the 400 response for a bad request (404 for
+/// a model not served).
 async fn read_request(
     request: Request<Incoming>,
     api: Api,
+    settings: &Settings,
 ) -> Result<(GenerationRequest, Vec<u32>), Response<SimBody>> {
     let body = read_body(request).await?;
     let invalid = |err: serde_json::Error| {
@@ -303,6 +305,9 @@ async fn read_request(
             .into_generation(),
         Api::Chat | Api::Completions => serde_json::from_slice(&body).map_err(invalid)?,
     };
+    if let Some(response) = model_not_served(settings, parsed.model.as_deref()) {
+        return Err(response);
+    }
     let prompt_ids = match api {
         Api::Responses => match parsed.messages.as_deref() {
             Some(messages) if !messages.is_empty() => api::chat_ids(messages, true),

@@ -12,6 +12,7 @@ use hyper::{Request, Response, StatusCode};
 use serde_json::json;
 
 use crate::sim::generate::SimBody;
+use crate::sim::settings::Settings;
 
 /// Request bodies above this size are refused.
 const MAX_BODY_BYTES: usize = 64 * 1024 * 1024;
@@ -48,6 +49,31 @@ pub(super) fn error_json(status: StatusCode, message: &str) -> serde_json::Value
 
 pub(super) fn error_response(status: StatusCode, message: &str) -> Response<SimBody> {
     json_response(status, &error_json(status, message))
+}
+
+/// The 404 a real server (vLLM, the OpenAI API) answers for a model it does not serve, with
+/// OpenAI's `model_not_found` code; `None` when the request may go on. A request that names no
+/// model gets the served one, as vLLM does.
+pub(super) fn model_not_served(
+    settings: &Settings,
+    requested: Option<&str>,
+) -> Option<Response<SimBody>> {
+    let requested = requested.filter(|m| !m.is_empty())?;
+    if settings.accept_any_model || requested == settings.model {
+        return None;
+    }
+    let message = format!(
+        "The model `{requested}` does not exist. This simulator serves `{}`: name it in the \
+         target's `model:`, or set `accept_any_model: true` in its settings.",
+        settings.model
+    );
+    let body = json!({"error": {
+        "message": message,
+        "type": "invalid_request_error",
+        "param": "model",
+        "code": "model_not_found",
+    }});
+    Some(json_response(StatusCode::NOT_FOUND, &body))
 }
 
 pub(super) fn unix_now_s() -> u64 {

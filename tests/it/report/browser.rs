@@ -5,7 +5,7 @@ use super::*;
 const CHROMIUM: &str = "/usr/bin/chromium";
 
 /// The browser, or `None` (with a printed reason) when it is absent outside CI.
-fn chromium() -> Option<&'static str> {
+pub(crate) fn chromium() -> Option<&'static str> {
     if Path::new(CHROMIUM).exists() {
         return Some(CHROMIUM);
     }
@@ -38,7 +38,12 @@ fn chromium_cmd(browser: &str, profile: &Path) -> Command {
 
 /// Load `html` in headless Chromium: assert no console errors, that the DOM holds
 /// `expect_svgs` charts, and that a screenshot is not blank. Returns the screenshot path.
-fn check_in_browser(browser: &str, html: &str, expect_svgs: usize, dir: &Path) -> PathBuf {
+pub(crate) fn check_in_browser(
+    browser: &str,
+    html: &str,
+    expect_svgs: usize,
+    dir: &Path,
+) -> PathBuf {
     let page = dir.join("report.html");
     std::fs::write(&page, html).expect("write page");
     let url = format!("file://{}", page.display());

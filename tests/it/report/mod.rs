@@ -1,7 +1,7 @@
 //! Report writers (the seeds' formats too), seed import and compare, one file per concern; the
 //! hand-built sample report here.
 
-mod browser;
+pub(crate) mod browser;
 mod compare;
 mod formats;
 mod import;
@@ -14,6 +14,7 @@ use std::process::Command;
 use assert_cmd::cargo::CommandCargoExt;
 use indexmap::IndexMap;
 use servebench::client::{ErrorKind, OutputTokenSource, RequestError, RequestRecord};
+use servebench::figure::Figure;
 use servebench::metrics::{Distribution, PhaseSummary};
 use servebench::plan::{PercentileMethod, Phase, Plan, Target, TokenCount, Workload};
 use servebench::report::{
@@ -141,22 +142,36 @@ fn phase(spec: &PhaseSpec, index: usize, slow: f64) -> PhaseResult {
         elapsed,
         output_tokens_per_second: total_out as f64 / elapsed,
         request_rate: recs.len() as f64 / elapsed,
-        ttft: dist(&secs(|r| r.ttft_ms)),
-        tpot: dist(&secs(|r| r.tpot_ms)),
-        e2e: dist(&secs(|r| Some(r.e2e_ms))),
-        time_to_first_output: dist(&secs(|r| r.time_to_first_output_ms)),
-        input_tokens: dist(
-            &ok.iter()
-                .filter_map(|r| r.prompt_tokens)
-                .map(|v| v as f64)
-                .collect::<Vec<_>>(),
-        ),
-        output_tokens: dist(
-            &ok.iter()
-                .filter_map(|r| r.output_tokens)
-                .map(|v| v as f64)
-                .collect::<Vec<_>>(),
-        ),
+        figures: [
+            (Figure::Ttft, dist(&secs(|r| r.ttft_ms))),
+            (Figure::Tpot, dist(&secs(|r| r.tpot_ms))),
+            (Figure::E2e, dist(&secs(|r| Some(r.e2e_ms)))),
+            (
+                Figure::TimeToFirstOutput,
+                dist(&secs(|r| r.time_to_first_output_ms)),
+            ),
+            (
+                Figure::InputTokens,
+                dist(
+                    &ok.iter()
+                        .filter_map(|r| r.prompt_tokens)
+                        .map(|v| v as f64)
+                        .collect::<Vec<_>>(),
+                ),
+            ),
+            (
+                Figure::OutputTokens,
+                dist(
+                    &ok.iter()
+                        .filter_map(|r| r.output_tokens)
+                        .map(|v| v as f64)
+                        .collect::<Vec<_>>(),
+                ),
+            ),
+        ]
+        .into_iter()
+        .filter_map(|(figure, d)| Some((figure, d?)))
+        .collect(),
         total_input_tokens: total_in,
         total_output_tokens: total_out,
         content_chunks: ok.iter().map(|r| r.content_chunks).sum(),
@@ -195,7 +210,6 @@ fn phase(spec: &PhaseSpec, index: usize, slow: f64) -> PhaseResult {
             warning: rel.abs() > 0.10,
         },
         dataset_sha256: None,
-        send_lag_ms: None,
         achieved_rate_ratio: None,
         server_metrics: None,
         transport: Default::default(),
@@ -315,7 +329,7 @@ pub fn sample_report(slow: f64) -> Report {
             .expect("phase")
     };
     let (orig, re) = (by("gateway-c4"), by("recheck-c4"));
-    let ttft = |p: &PhaseResult| p.summary.ttft.expect("ttft");
+    let ttft = |p: &PhaseResult| *p.summary.distribution(Figure::Ttft).expect("ttft");
     let mut metrics = vec![
         drift("ttft.p50", ttft(&orig).p50, ttft(&re).p50, 0.2),
         drift("ttft.p99", ttft(&orig).p99, ttft(&re).p99, 0.2),

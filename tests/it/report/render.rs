@@ -1,6 +1,7 @@
 //! Report writers: the committed fixture, markdown and CSV snapshots, HTML, the report command's flags.
 
 use super::*;
+use servebench::figure::Figure;
 
 #[test]
 fn fixture_matches_the_hand_built_report() {
@@ -87,7 +88,49 @@ fn csv_snapshot_and_rfc4180() {
     let col = |name: &str| header.iter().position(|h| h == name).expect(name);
     assert_eq!(&rows[2][col("phase")], "gateway-c4");
     let p99: f64 = rows[2][col("ttft_p99_ms")].parse().expect("number");
-    assert!((p99 - r.phases[2].summary.ttft.expect("ttft").p99 * 1000.0).abs() < 1e-6);
+    assert!(
+        (p99 - r.phases[2]
+            .summary
+            .distribution(Figure::Ttft)
+            .expect("ttft")
+            .p99
+            * 1000.0)
+            .abs()
+            < 1e-6
+    );
+    assert_eq!(
+        &rows[2][col("frontend_network_mean_ms")],
+        "",
+        "no server timings"
+    );
+
+    // A phase whose server timed its requests carries the split, its remainder named.
+    let mut timed = r.clone();
+    timed.phases[2].transport.server_timing_gap = Some(servebench::metrics::ServerTimingGap {
+        requests: 24,
+        split: Some(servebench::metrics::LatencySplit {
+            requests: 24,
+            server_queue_ms: Some(1.5),
+            server_prefill_ms: 300.0,
+            server_decode_ms: 900.0,
+            frontend_network_ms: 100.0,
+            e2e_ms: 1301.5,
+            ..Default::default()
+        }),
+    });
+    let timed_csv = report::formats::csv::render_phases(&timed);
+    let mut rd = csv::Reader::from_reader(timed_csv.as_bytes());
+    let row = rd.records().nth(2).expect("row").expect("csv");
+    let split: Vec<&str> = [
+        "server_queue_mean_ms",
+        "server_prefill_mean_ms",
+        "server_decode_mean_ms",
+        "frontend_network_mean_ms",
+    ]
+    .iter()
+    .map(|c| &row[col(c)])
+    .collect();
+    assert_eq!(split, ["1.5", "300", "900", "100"]);
 
     let requests = report::formats::csv::render_requests(&r);
     let mut rd = csv::Reader::from_reader(requests.as_bytes());

@@ -2,6 +2,7 @@
 //! sections in the declared order, and `shown_sections` agrees with the headings printed.
 
 use super::*;
+use servebench::figure::Figure;
 use servebench::metrics::recovery::{Baseline, Recovery, RecoveryBin, RecoverySettings};
 use servebench::metrics::stability::{StableEstimate, UntilOutcome};
 use servebench::metrics::trust::{ClientLoad, ClientTrust, TrustVerdict};
@@ -10,8 +11,8 @@ use servebench::metrics::{SessionSummary, TurnFigures};
 use servebench::plan::SearchLoad;
 use servebench::report::render::sections::{Markup, SECTIONS, SectionId, shown_sections};
 use servebench::report::{
-    ArmPair, ArmResult, BackendShare, HookOutcome, MetricsPoint, PairFigure, PhaseMark,
-    RepeatResult, RoundSpread, SearchResult, ServerMetrics,
+    ArmPair, ArmResult, BackendShare, GaugeRange, GaugesFrom, HookOutcome, MetricsPoint,
+    PairFigure, PhaseMark, RepeatResult, RoundSpread, SearchResult, ServerMetrics, WindowSampling,
 };
 
 /// The sample report with something for every section to show.
@@ -69,7 +70,7 @@ fn report_with_every_section() -> Report {
         }],
         warning: None,
     });
-    let ttft = p.summary.ttft.as_mut().expect("ttft");
+    let ttft = p.summary.figures.get_mut(Figure::Ttft).expect("ttft");
     ttft.ci95 = Some(PercentileIntervals {
         p50: Some(Interval {
             lo: ttft.p50 * 0.95,
@@ -100,7 +101,6 @@ fn report_with_every_section() -> Report {
             e2e_ms: 1800.0,
             ..LatencySplit::default()
         }),
-        ..ServerTimingGap::default()
     });
     p.hooks = vec![HookOutcome {
         when: "before".into(),
@@ -129,6 +129,16 @@ fn report_with_every_section() -> Report {
                 ..BackendShare::default()
             })
             .collect(),
+        normalized_gauges: [(
+            "requests_running".to_string(),
+            GaugeRange {
+                min: 0.0,
+                max: 4.0,
+                mean: Some(3.5),
+            },
+        )]
+        .into(),
+        gauges_from: GaugesFrom::Window,
         timeline: (0..4)
             .map(|i| MetricsPoint {
                 t_s: f64::from(i),
@@ -136,6 +146,12 @@ fn report_with_every_section() -> Report {
                 ..MetricsPoint::default()
             })
             .collect(),
+        sampling: Some(WindowSampling {
+            interval_s: 1.0,
+            samples: 4,
+            span_s: 3.0,
+            ..WindowSampling::default()
+        }),
         ..ServerMetrics::default()
     });
     r.searches = vec![SearchResult {
@@ -259,7 +275,6 @@ fn every_section_has_a_body_that_writes_in_each_markup_it_claims() {
             SectionId::ConcurrencySweeps,
             SectionId::LatencyPercentiles,
             SectionId::EveryRequest,
-            SectionId::ServerMetrics
         ]
     );
 }
@@ -328,7 +343,7 @@ fn a_section_is_shown_only_when_its_report_has_it() {
         SectionId::Repeats,
         SectionId::ClientTrust,
         SectionId::Sessions,
-        SectionId::ServerMetrics,
+        SectionId::Server,
     ] {
         assert!(!shown.contains(&absent), "{absent:?} in the sample");
         assert!(
@@ -370,6 +385,7 @@ fn every_column_and_fact_label_is_in_sentence_case() {
         "Sessions complete",
         "Prefix-cache hits",
         "Round min",
+        "Running (min / mean / max)",
     ] {
         assert!(labels.contains(&label), "{label} is not a label");
     }

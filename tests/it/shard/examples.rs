@@ -65,7 +65,10 @@ fn the_kubernetes_manifests_run_indexed_shards_and_merge_them() {
     assert_eq!(args[..2], ["run", "/plan/plan.yaml"]);
     assert_eq!(after("--shard"), "$(JOB_COMPLETION_INDEX)/4");
     assert!(servebench::shard::parse_start_at(after("--start-at")).is_ok());
-    assert_eq!(after("--out"), "/reports/r1/shard-$(JOB_COMPLETION_INDEX)");
+    assert_eq!(
+        after("--output"),
+        "/reports/r1/shard-$(JOB_COMPLETION_INDEX)"
+    );
 
     let merge = load("merge-job.yaml");
     let script = merge["spec"]["template"]["spec"]["containers"][0]["args"][0]

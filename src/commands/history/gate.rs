@@ -1,0 +1,154 @@
+//! `servebench history gate`: exit 1 while an alert is open (acknowledged ones pass), or,
+//! with `--baseline`, when the latest run fails its gates against the named baseline.
+
+use std::path::{Path, PathBuf};
+
+use crate::exit::Exit;
+use crate::history::baseline;
+use crate::history::series::AlertState;
+use crate::history::store::{RunFilter, Store};
+use crate::history::trend::Settings;
+use crate::report::compare::{compare, gate::Gate};
+
+#[derive(Debug, clap::Args)]
+pub struct GateArgs {
+    /// Only this plan's alerts (and, with --baseline, its runs).
+    #[arg(long)]
+    pub plan: Option<String>,
+    /// Compare the latest run with this baseline instead of checking alerts.
+    #[arg(long, requires = "plan")]
+    pub baseline: Option<String>,
+    /// The baselines file.
+    #[arg(long, default_value = "baselines.yaml")]
+    pub baselines: PathBuf,
+    /// More gates against the baseline, in `compare`'s grammar.
+    #[arg(long = "gate", value_name = "EXPR")]
+    pub gates: Vec<String>,
+}
+
+pub fn run(args: &GateArgs, store: &mut dyn Store) -> Exit {
+    match (&args.baseline, &args.plan) {
+        (Some(name), Some(plan)) => against_baseline(args, name, plan, store),
+        _ => open_alerts(args, store),
+    }
+}
+
+fn open_alerts(args: &GateArgs, store: &mut dyn Store) -> Exit {
+    let alerts = match crate::history::update(store, args.plan.as_deref(), &Settings::default()) {
+        Ok((_, alerts)) => alerts,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return Exit::RunFailed;
+        }
+    };
+    let open: Vec<_> = alerts
+        .iter()
+        .filter(|a| a.state == AlertState::Open)
+        .collect();
+    for a in &open {
+        println!(
+            "alert {} open: {} → {} `{}` {} → {} at {} (opened by {})",
+            a.id,
+            a.key.phase,
+            a.key.target,
+            a.key.figure,
+            a.before,
+            a.after,
+            a.change_at,
+            a.opened_by
+        );
+    }
+    if open.is_empty() {
+        println!("no open alerts");
+        Exit::Success
+    } else {
+        eprintln!("{} open alert(s)", open.len());
+        Exit::AlertOpen
+    }
+}
+
+fn against_baseline(args: &GateArgs, name: &str, plan: &str, store: &mut dyn Store) -> Exit {
+    let shown = args.baselines.display().to_string();
+    let resolved = baseline::load(&args.baselines).and_then(|list| {
+        let b = baseline::find(&list, name, &shown)?.clone();
+        let run = baseline::resolve(&b, store, plan)?;
+        Ok((b, run))
+    });
+    let (chosen, base_id) = match resolved {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return Exit::InvalidInput;
+        }
+    };
+    let mut gates = Vec::new();
+    for text in chosen.gates.iter().chain(&args.gates) {
+        match text.parse::<Gate>() {
+            Ok(g) => gates.push(g),
+            Err(e) => {
+                eprintln!("error: {e}");
+                return Exit::InvalidInput;
+            }
+        }
+    }
+    let latest = store.runs(&RunFilter {
+        plan: Some(plan.to_string()),
+    });
+    let latest = match latest {
+        Ok(runs) => runs
+            .into_iter()
+            .rev()
+            .find(|r| r.complete && r.excluded.is_none()),
+        Err(e) => {
+            eprintln!("error: {e}");
+            return Exit::RunFailed;
+        }
+    };
+    let Some(latest) = latest else {
+        eprintln!("error: no complete run of `{plan}` in the history");
+        return Exit::InvalidInput;
+    };
+    let paths = [&base_id, &latest.id].map(|id| store.run(id).map(|r| r.report_path));
+    let (base_path, new_path) = match paths {
+        [Ok(Some(b)), Ok(Some(n))] => (b, n),
+        _ => {
+            eprintln!(
+                "error: the history holds no report file for run {base_id} or {}",
+                latest.id
+            );
+            return Exit::InvalidInput;
+        }
+    };
+    let (base, new) = match (read(&base_path), read(&new_path)) {
+        (Ok(b), Ok(n)) => (b, n),
+        (b, n) => {
+            for e in [b.err(), n.err()].into_iter().flatten() {
+                eprintln!("error: {e}");
+            }
+            return Exit::InvalidInput;
+        }
+    };
+    let comparison = compare(
+        &base_path.display().to_string(),
+        &base,
+        &new_path.display().to_string(),
+        &new,
+        &gates,
+    );
+    print!("{}", crate::report::render_comparison(&comparison));
+    if comparison.passed {
+        Exit::Success
+    } else {
+        eprintln!(
+            "the latest run {} fails baseline `{name}` ({base_id})",
+            latest.id
+        );
+        Exit::GateFailed
+    }
+}
+
+fn read(path: &Path) -> Result<crate::report::Report, String> {
+    let mut report = crate::report::read_report(path).map_err(|e| e.to_string())?;
+    crate::report::formats::records::attach_records(&mut report, path)?;
+    Ok(report)
+}

@@ -1,0 +1,121 @@
+//! The trend report as one offline HTML file: the summary tables, then per phase a chart
+//! per figure (inline SVG, no scripts, nothing fetched).
+
+use std::fmt::Write as _;
+
+use super::chart::chart;
+use super::{TrendReport, change_text, provenance_text, state_word, value};
+use crate::history::trend::eligible;
+use crate::report::formats::html::CSS;
+use crate::report::render::svg::esc;
+
+/// What the charts' marks mean.
+const LEGEND: &str = "Blue: each run's value (a whisker: its within-run 95% interval); dark \
+    bars: level means; a vertical line with a dot: a change point (red regression, green \
+    improvement, grey unranked or explained by a condition); a red triangle: the run that \
+    opened an alert; grey ×: an excluded or partial run; orange square: a client-bound run \
+    (both left out of detection); purple dashed rule: a provenance change; black dotted \
+    rule: a new segment (work or deployment changed).";
+
+/// The HTML document of `report`.
+pub fn render(report: &TrendReport) -> String {
+    let title = match report.plan {
+        Some(p) => format!("Trend of {p}"),
+        None => "Trend of every plan".to_string(),
+    };
+    let mut out = String::new();
+    let _ = write!(
+        out,
+        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\
+         <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\
+         <title>{t}</title><style>{CSS}</style></head><body>\n<h1>{t}</h1>\n\
+         <p class=\"note\">{} series. {}</p>\n",
+        report.trends.len(),
+        esc(&report.method()),
+        t = esc(&title)
+    );
+    alerts(&mut out, report);
+    provenance(&mut out, report);
+    let _ = writeln!(out, "<p class=\"note\">{}</p>", esc(LEGEND));
+    for (phase, target, trends) in report.phases() {
+        let _ = writeln!(out, "<h2>{} → {}</h2>", esc(phase), esc(target));
+        for t in trends {
+            let alerts: Vec<_> = report.alerts.iter().filter(|a| a.key == t.key).collect();
+            out.push_str(&chart(t, &alerts, report.provenance));
+            let latest = t.points.iter().rev().find(|p| eligible(p));
+            let _ = writeln!(
+                out,
+                "<p class=\"note\">Latest {}; {}</p>",
+                latest.map_or("–".into(), |p| esc(&value(p.value, &t.key.figure))),
+                t.changes()
+                    .last()
+                    .map_or("no change point.".into(), |c| esc(&format!(
+                        "last change: {}.",
+                        change_text(c, &t.key.figure)
+                    )))
+            );
+        }
+    }
+    out.push_str("</body></html>\n");
+    out
+}
+
+fn alerts(out: &mut String, report: &TrendReport) {
+    let live = report.live_alerts();
+    if live.is_empty() {
+        out.push_str("<p class=\"good\"><b>No open alerts.</b></p>\n");
+        return;
+    }
+    out.push_str(
+        "<h2 id=\"alerts\">Alerts</h2>\n<table><tr><th>#</th><th>State</th><th>Phase → target</th>\
+         <th>Figure</th><th>Change</th><th>Opened by</th><th>Note</th></tr>\n",
+    );
+    for a in live {
+        let change = report
+            .trends
+            .iter()
+            .find(|t| t.key == a.key)
+            .and_then(|t| t.changes().find(|c| c.run == a.change_at))
+            .map_or_else(
+                || super::level_change(a.before, a.after, &a.key.figure),
+                |c| change_text(c, &a.key.figure),
+            );
+        let class = if a.state == crate::history::AlertState::Open {
+            "bad"
+        } else {
+            "warn"
+        };
+        let _ = writeln!(
+            out,
+            "<tr><td>{}</td><td class=\"{class}\">{}</td><td>{} → {}</td><td><code>{}</code></td>\
+             <td>{}</td><td>{}</td><td>{}</td></tr>",
+            a.id,
+            state_word(a),
+            esc(&a.key.phase),
+            esc(&a.key.target),
+            esc(&a.key.figure),
+            esc(&change),
+            esc(&a.opened_by),
+            esc(a.note.as_deref().unwrap_or(""))
+        );
+    }
+    out.push_str("</table>\n");
+}
+
+fn provenance(out: &mut String, report: &TrendReport) {
+    if report.provenance.is_empty() {
+        return;
+    }
+    out.push_str(
+        "<h2 id=\"provenance\">Provenance changes</h2>\n<table><tr><th>First run</th><th>Change</th></tr>\n",
+    );
+    for p in report.provenance {
+        let _ = writeln!(
+            out,
+            "<tr><td>{}</td><td>{}</td></tr>",
+            esc(&p.run),
+            esc(&provenance_text(p))
+        );
+    }
+    out.push_str("</table>\n");
+}

@@ -1,0 +1,78 @@
+//! The series model shared by the store and the trends: series keys, points, measured
+//! conditions and alerts.
+
+use serde::{Deserialize, Serialize};
+
+/// Which series a point belongs to: one figure of one phase of one plan against one target.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct SeriesKey {
+    /// `report.plan.name`.
+    pub plan: String,
+    pub phase: String,
+    /// The phase's target name.
+    pub target: String,
+    /// A figure path as compare and gates write it: `ttft.p99`, `output_tokens_per_second`,
+    /// `error_rate` (`report::model::figure_path`).
+    pub figure: String,
+}
+
+/// The store's id of a run: the report's run_id, made unique by the store if it repeats.
+pub type RunId = String;
+
+/// One run's value of a series.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Point {
+    pub run: RunId,
+    /// RFC 3339, the run's start; points are in this order.
+    pub started_at: String,
+    /// In the figure's unit as report.json writes it.
+    pub value: f64,
+    /// The within-run 95% interval when the figure has one.
+    pub interval: Option<(f64, f64)>,
+    /// sha256 of the asked-for work (`phase.work_sha256`).
+    pub work: String,
+    /// sha256 of the deployment labels and target identity (engine, version, model): a
+    /// change starts a segment.
+    pub deployment: String,
+    /// The phase's trust verdict was client-bound.
+    pub client_bound: bool,
+    /// The phase or run was partial.
+    pub partial: bool,
+    /// A user excluded the run, with this reason.
+    pub excluded: Option<String>,
+    pub conditions: Conditions,
+}
+
+/// Conditions measured beside the figures, which can explain a change in them.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Conditions {
+    pub cached_token_ratio: Option<f64>,
+    /// Server queue time / e2e, when the server reports it.
+    pub server_queue_share: Option<f64>,
+    /// When the server states it.
+    pub server_uptime_s: Option<f64>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub enum AlertState {
+    Open,
+    Acknowledged,
+    Resolved,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Alert {
+    pub id: i64,
+    pub key: SeriesKey,
+    /// First run after the change point.
+    pub opened_by: RunId,
+    /// The change point (first run of the new level).
+    pub change_at: RunId,
+    /// Segment means either side.
+    pub before: f64,
+    pub after: f64,
+    pub state: AlertState,
+    pub resolved_by: Option<RunId>,
+    /// Acknowledgement reason.
+    pub note: Option<String>,
+}

@@ -1,0 +1,181 @@
+//! Seeded synthetic histories for the trend tests and benchmarks: a series with Gaussian
+//! run-to-run noise and an optional step, and stores of many phases and runs.
+
+use std::collections::BTreeMap;
+
+use rand::SeedableRng;
+use rand_chacha::ChaCha8Rng;
+use rand_distr::{Distribution, Normal};
+
+use super::series::{Conditions, Point, SeriesKey};
+use super::store::{MemoryStore, RunSummary, StoredRun};
+
+/// A series' shape: its level, noise and an optional step.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Shape {
+    pub runs: usize,
+    pub level: f64,
+    /// Run-to-run noise, as a fraction of the level (its standard deviation).
+    pub noise: f64,
+    /// `(first run of the new level, 1-based; relative step)`.
+    pub step: Option<(usize, f64)>,
+}
+
+/// The values of one seeded series of `shape`.
+pub fn values(shape: &Shape, seed: u64) -> Vec<f64> {
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    let noise = Normal::new(0.0, shape.noise).unwrap_or_else(|_| Normal::new(0.0, 0.0).unwrap());
+    (1..=shape.runs)
+        .map(|run| {
+            let stepped = shape.step.is_some_and(|(at, _)| run >= at);
+            let level = shape.level
+                * (1.0
+                    + if stepped {
+                        shape.step.map_or(0.0, |s| s.1)
+                    } else {
+                        0.0
+                    });
+            level * (1.0 + noise.sample(&mut rng))
+        })
+        .collect()
+}
+
+/// Run `n`'s id and start time (runs one hour apart).
+pub fn run_id(n: usize) -> (String, String) {
+    let start = chrono::DateTime::from_timestamp(1_700_000_000 + 3600 * n as i64, 0)
+        .unwrap_or_default()
+        .to_rfc3339();
+    (format!("run-{n:04}"), start)
+}
+
+/// A plain, eligible point of run `n`.
+pub fn point(n: usize, value: f64) -> Point {
+    let (run, started_at) = run_id(n);
+    Point {
+        run,
+        started_at,
+        value,
+        interval: None,
+        work: "work-a".into(),
+        deployment: "deploy-a".into(),
+        client_bound: false,
+        partial: false,
+        excluded: None,
+        conditions: Conditions::default(),
+    }
+}
+
+/// A stored run of `plan`.
+pub fn stored_run(plan: &str, n: usize, provenance: BTreeMap<String, String>) -> StoredRun {
+    let (id, started_at) = run_id(n);
+    StoredRun {
+        summary: RunSummary {
+            id,
+            plan: plan.into(),
+            started_at,
+            complete: true,
+            excluded: None,
+            tags: Vec::new(),
+            provenance,
+        },
+        report_path: None,
+    }
+}
+
+/// A store of `runs` runs of a `phases`-phase plan, each phase with `figures` series at 5%
+/// noise, every third phase with a 15% regression two thirds of the way, and the engine
+/// version changing half way.
+pub fn store(plan: &str, runs: usize, phases: usize, figures: &[&str]) -> MemoryStore {
+    let mut store = MemoryStore::new();
+    for n in 1..=runs {
+        let version = if n <= runs / 2 { "0.9.1" } else { "0.9.2" };
+        let provenance = BTreeMap::from([
+            (
+                "target.default.engine_version".to_string(),
+                version.to_string(),
+            ),
+            ("host.cpu".to_string(), "x86-64, 16 cores".to_string()),
+        ]);
+        store.add_run(stored_run(plan, n, provenance));
+    }
+    for phase in 0..phases {
+        for (f, figure) in figures.iter().enumerate() {
+            let key = SeriesKey {
+                plan: plan.into(),
+                phase: format!("phase-{phase:02}"),
+                target: "default".into(),
+                figure: figure.to_string(),
+            };
+            let shape = Shape {
+                runs,
+                level: 1.0 + phase as f64 * 0.1,
+                noise: 0.05,
+                step: (phase % 3 == 0).then_some((runs * 2 / 3, 0.15)),
+            };
+            let seed = (phase * 1000 + f) as u64;
+            for (i, v) in values(&shape, seed).into_iter().enumerate() {
+                store.push_point(&key, point(i + 1, v));
+            }
+        }
+    }
+    store
+}
+
+/// An alert as the run numbers it names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Opened {
+    pub opened_by: usize,
+    pub change_at: usize,
+}
+
+/// Record the series of `shape` (seed `seed`) run by run into a fresh store, bringing the
+/// trends up to date after each run as CI would; every alert opened, in order. With
+/// `client_bound_at`, one more run is recorded before that run, client-bound and three
+/// times as slow.
+pub fn replay(
+    shape: &Shape,
+    seed: u64,
+    settings: &super::trend::Settings,
+    client_bound_at: Option<usize>,
+) -> Vec<Opened> {
+    let key = SeriesKey {
+        plan: "synthetic".into(),
+        phase: "steady".into(),
+        target: "default".into(),
+        figure: "ttft.p99".into(),
+    };
+    let mut points: Vec<Point> = values(shape, seed)
+        .into_iter()
+        .enumerate()
+        .map(|(i, v)| point(i + 1, v))
+        .collect();
+    if let Some(at) = client_bound_at {
+        let mut odd = point(at, points[at - 1].value * 3.0);
+        odd.run = format!("{}-client-bound", odd.run);
+        odd.client_bound = true;
+        points.insert(at - 1, odd);
+    }
+    let number = |run: &str| -> usize {
+        run.trim_start_matches("run-")
+            .split('-')
+            .next()
+            .and_then(|n| n.parse().ok())
+            .unwrap_or(0)
+    };
+    let mut store = MemoryStore::new();
+    for p in points {
+        store.push_point(&key, p);
+        // The memory store never fails.
+        let _ = super::update(&mut store, None, settings);
+    }
+    use super::store::Store as _;
+    let mut alerts = store.alerts(None).unwrap_or_default();
+    alerts.sort_by_key(|a| a.id);
+    alerts
+        .iter()
+        .map(|a| Opened {
+            opened_by: number(&a.opened_by),
+            change_at: number(&a.change_at),
+        })
+        .collect()
+}

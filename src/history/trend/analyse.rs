@@ -1,0 +1,210 @@
+//! One series' trend: its segments (a change of asked-for work or deployment starts one),
+//! the levels and change points inside each, and what each change means for the figure.
+
+use super::conditions::{ConditionChange, across};
+use super::detect::{Settings, change_points};
+use crate::figure::{Better, Unit};
+use crate::history::series::{Point, RunId, SeriesKey};
+use crate::report::model::figure_path::FigurePath;
+
+/// Why a segment starts where it does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SegmentStart {
+    /// The series' first run.
+    First,
+    Work,
+    Deployment,
+    WorkAndDeployment,
+}
+
+/// What a change point means for its figure.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verdict {
+    Regression,
+    Improvement,
+    /// The figure has no better direction (token counts, elapsed).
+    Unranked,
+    /// A latency change across a cache ratio that moved beyond the bound.
+    ConditionChanged,
+}
+
+/// A level shift inside a segment.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ChangePoint {
+    /// Index into the series' points of the first run of the new level.
+    pub at: usize,
+    pub run: RunId,
+    pub before: f64,
+    pub after: f64,
+    pub p_value: f64,
+    pub verdict: Verdict,
+    pub conditions: Vec<ConditionChange>,
+}
+
+impl ChangePoint {
+    pub fn relative(&self) -> f64 {
+        super::stats::relative(self.before, self.after)
+    }
+}
+
+/// A stretch of comparable runs at one level: points `from..to`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Level {
+    pub from: usize,
+    pub to: usize,
+    pub mean: f64,
+}
+
+/// Runs with the same asked-for work and deployment: points `from..to`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Segment {
+    pub from: usize,
+    pub to: usize,
+    pub start: SegmentStart,
+    pub levels: Vec<Level>,
+    pub changes: Vec<ChangePoint>,
+}
+
+/// A series with its segments, levels and changes.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SeriesTrend {
+    pub key: SeriesKey,
+    pub better: Better,
+    /// Whether the figure is a latency (a cache ratio change explains it).
+    pub latency: bool,
+    pub points: Vec<Point>,
+    pub segments: Vec<Segment>,
+}
+
+impl SeriesTrend {
+    pub fn changes(&self) -> impl Iterator<Item = &ChangePoint> {
+        self.segments.iter().flat_map(|s| s.changes.iter())
+    }
+
+    /// The segment holding point `index`.
+    pub fn segment_of(&self, index: usize) -> Option<&Segment> {
+        self.segments
+            .iter()
+            .find(|s| s.from <= index && index < s.to)
+    }
+}
+
+/// How many runs either side of a change count as next to it.
+const NEARBY: usize = 3;
+
+/// Whether a point enters detection: not excluded, not partial, not client-bound, a number.
+pub fn eligible(p: &Point) -> bool {
+    p.excluded.is_none() && !p.partial && !p.client_bound && p.value.is_finite()
+}
+
+/// The trend of one series.
+pub fn analyse(key: &SeriesKey, points: Vec<Point>, settings: &Settings) -> SeriesTrend {
+    let path = key.figure.parse::<FigurePath>().ok();
+    let better = path.map_or(Better::Neither, FigurePath::better);
+    let latency = path.is_some_and(|p| matches!(p.unit(), Unit::Seconds | Unit::Millis));
+    let mut segments = Vec::new();
+    let mut from = 0;
+    while from < points.len() {
+        let first = &points[from];
+        let to = (from..points.len())
+            .find(|&i| points[i].work != first.work || points[i].deployment != first.deployment)
+            .unwrap_or(points.len());
+        let start = match from.checked_sub(1).map(|i| &points[i]) {
+            None => SegmentStart::First,
+            Some(prev) => match (prev.work != first.work, prev.deployment != first.deployment) {
+                (true, true) => SegmentStart::WorkAndDeployment,
+                (true, false) => SegmentStart::Work,
+                _ => SegmentStart::Deployment,
+            },
+        };
+        segments.push(segment(&points, from, to, start, better, latency, settings));
+        from = to;
+    }
+    SeriesTrend {
+        key: key.clone(),
+        better,
+        latency,
+        points,
+        segments,
+    }
+}
+
+/// Levels and changes of points `from..to`, detected over their eligible points only.
+fn segment(
+    points: &[Point],
+    from: usize,
+    to: usize,
+    start: SegmentStart,
+    better: Better,
+    latency: bool,
+    settings: &Settings,
+) -> Segment {
+    let used: Vec<usize> = (from..to).filter(|&i| eligible(&points[i])).collect();
+    let values: Vec<f64> = used.iter().map(|&i| points[i].value).collect();
+    let splits = change_points(&values, settings);
+    // Level boundaries as point indices: a level runs up to its next change's first run.
+    let mut bounds = vec![from];
+    bounds.extend(splits.iter().map(|s| used[s.at]));
+    bounds.push(to);
+    let mut cuts = vec![0];
+    cuts.extend(splits.iter().map(|s| s.at));
+    cuts.push(values.len());
+    let levels = (0..bounds.len() - 1)
+        .filter(|&i| cuts[i] < cuts[i + 1])
+        .map(|i| Level {
+            from: bounds[i],
+            to: bounds[i + 1],
+            mean: super::stats::mean(&values[cuts[i]..cuts[i + 1]]),
+        })
+        .collect();
+    let changes = splits
+        .iter()
+        .enumerate()
+        .map(|(i, s)| {
+            let pick = |range: std::ops::Range<usize>| -> Vec<&Point> {
+                used[range].iter().map(|&j| &points[j]).collect()
+            };
+            let before = pick(cuts[i]..s.at);
+            let after = pick(s.at..cuts[i + 2]);
+            // Runs next to the change, whatever their state.
+            let near = bounds[i + 1];
+            let around = &points
+                [near.saturating_sub(NEARBY).max(bounds[i])..(near + NEARBY).min(bounds[i + 2])];
+            let conditions = across(&before, &after, around);
+            ChangePoint {
+                at: used[s.at],
+                run: points[used[s.at]].run.clone(),
+                before: s.before,
+                after: s.after,
+                p_value: s.p_value,
+                verdict: verdict(s.before, s.after, better, latency, &conditions),
+                conditions,
+            }
+        })
+        .collect();
+    Segment {
+        from,
+        to,
+        start,
+        levels,
+        changes,
+    }
+}
+
+fn verdict(
+    before: f64,
+    after: f64,
+    better: Better,
+    latency: bool,
+    conditions: &[ConditionChange],
+) -> Verdict {
+    if latency && conditions.iter().any(ConditionChange::explains_latency) {
+        return Verdict::ConditionChanged;
+    }
+    match better {
+        Better::Neither => Verdict::Unranked,
+        Better::Lower if after > before => Verdict::Regression,
+        Better::Higher if after < before => Verdict::Regression,
+        Better::Lower | Better::Higher => Verdict::Improvement,
+    }
+}

