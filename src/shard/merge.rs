@@ -387,6 +387,7 @@ impl PhaseMerge<'_> {
             finished_at: finished_at.map(|t| t.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)),
             partial,
             stop_reason: (!notes.is_empty()).then(|| notes.join("; ")),
+            provenance: first.provenance.clone(),
             host: first.host.clone(),
             plan_source: first.plan_source.clone(),
             vars: first.vars.clone(),

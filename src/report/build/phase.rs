@@ -14,8 +14,8 @@ use crate::plan::{MARK_FAULT_OFF, MARK_FAULT_ON, PercentileMethod, Slo};
 
 use super::probe::{self, ProbeSpec};
 use crate::report::model::{
-    ClientCeiling, HookOutcome, PhaseMark, PhaseResult, PromptTokenCheck, RecordsKept,
-    SaltUsed, SaturationStop, ServerMetrics, WarmupResult,
+    ClientCeiling, HookOutcome, PhaseMark, PhaseResult, PromptTokenCheck, RecordsKept, SaltUsed,
+    SaturationStop, ServerMetrics, WarmupResult,
 };
 
 /// Everything that describes a phase apart from its records: what was asked, how its window
