@@ -222,6 +222,9 @@ impl PhaseMerge<'_> {
         }
         let facts = PhaseFacts {
             phase: name.to_string(),
+            // Every shard ran the same expanded plan with the same derived salt.
+            work_sha256: lead.work_sha256.clone(),
+            prompt_salt: lead.prompt_salt,
             route: lead.route.clone(),
             target: lead.target.clone(),
             workload: lead.workload.clone(),

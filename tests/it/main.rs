@@ -41,6 +41,7 @@ mod recovery;
 mod repeats;
 mod report;
 mod run;
+mod salt;
 mod saturation;
 mod search;
 mod server_window;
