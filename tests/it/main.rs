@@ -33,6 +33,7 @@ mod prompts;
 mod proxy_support;
 mod real_llamacpp;
 mod real_llamacpp_python;
+mod real_llamacpp_salt;
 mod real_routers;
 mod real_support;
 mod real_vllm;

@@ -317,6 +317,17 @@ async fn vllm_runs_the_quickstart_prefix_session_and_responses_phases() {
     check_sessions(&mut checks, sessions);
     check_sizes(&mut checks, responses, None);
     check_responses(&mut checks, responses);
+    // vLLM names itself, so the default salt goes in `cache_salt`, which it takes (no errors
+    // above) while prefixes shared within the run stay cached (`check_prefix_cache`).
+    checks.check(
+        report["provenance"]["servers"][0]["engine"] == "vllm",
+        || format!("provenance: {}", report["provenance"]),
+    );
+    for phase in [quickstart, shared, responses] {
+        checks.check(phase["prompt_salt"] == "cache_salt", || {
+            format!("{}: prompt_salt {}", phase["phase"], phase["prompt_salt"])
+        });
+    }
     // The markdown report names the remainder for what it is, per phase.
     let markdown = std::fs::read_to_string(out.path().join("report.md")).expect("report.md");
     checks.check(

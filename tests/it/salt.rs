@@ -322,3 +322,24 @@ fn a_text_salt_leads_every_prompt_and_keeps_sizes_and_shared_prefixes() {
         }
     }
 }
+
+#[test]
+fn a_body_cache_salt_the_run_would_replace_is_refused() {
+    let plan = |salt: &str| {
+        serde_json::json!({
+            "version": 1,
+            "name": "own-salt",
+            "targets": {"t": {"base_url": "http://127.0.0.1:9/v1", "model": "m"}},
+            "workloads": {"w": {"input_tokens": 32, "salt": salt, "body": {"cache_salt": "mine"}}},
+            "defaults": {"target": "t", "workload": "w"},
+            "phases": [{"name": "a", "concurrency": 1, "requests": 1}],
+        })
+    };
+    let options = servebench::plan::ExpandOptions::default();
+    let refused = servebench::plan::prepare_from_value(plan("auto"), "plan", &options)
+        .err()
+        .expect("refused")
+        .to_string();
+    assert!(refused.contains("cache_salt"), "{refused}");
+    assert!(servebench::plan::prepare_from_value(plan("none"), "plan", &options).is_ok());
+}

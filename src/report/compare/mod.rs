@@ -294,12 +294,14 @@ fn compare_phase(
             }
             None => excludes_zero,
         };
-        if client_bound {
-            change.significant = None;
-            change.note = Some(CLIENT_BOUND);
-        } else if cache_moved && matches!(metric.unit(), Unit::Seconds | Unit::Millis) {
+        // A moved cache ratio explains a latency change better than a busy client does.
+        let latency = matches!(metric.unit(), Unit::Seconds | Unit::Millis);
+        if cache_moved && latency {
             change.significant = None;
             change.note = Some(CACHE_MOVED);
+        } else if client_bound {
+            change.significant = None;
+            change.note = Some(CLIENT_BOUND);
         }
         out.push(change);
     }
