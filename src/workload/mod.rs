@@ -406,7 +406,25 @@ impl PromptSource {
             .as_ref()
             .map_or(0, |p| p.tokens as usize);
         self.kit
-            .floor(self.salt_words().len() + prefix + synthetic::NONCE_WORDS)
+            .floor(self.head_salt_words().len() + prefix + synthetic::NONCE_WORDS)
+    }
+
+    /// The salt words a synthetic head starts with: only before a shared prefix. Without
+    /// one the nonce leads the prompt and carries the salt itself, at no cost in tokens.
+    fn head_salt_words(&self) -> Vec<&'static str> {
+        if self.workload.shared_prefix.is_some() {
+            self.salt_words()
+        } else {
+            Vec::new()
+        }
+    }
+
+    /// How far the run's text salt turns the nonce's words (0 without a text salt).
+    fn nonce_salt(&self) -> u64 {
+        self.context
+            .text_salt
+            .as_deref()
+            .map_or(0, |salt| crate::hash::fnv1a_64(salt.as_bytes()))
     }
 
     /// The words the run's text salt leads every prompt with (none without a text salt).
@@ -683,17 +701,18 @@ impl PromptSource {
         Ok(u64::from(drawn).max(self.floor_tokens))
     }
 
-    /// Head words of a synthetic first turn: the run's salt, the group's shared prefix, then
-    /// the nonce. The salt leads, so prefixes shared on purpose stay shared within a run.
+    /// Head words of a synthetic first turn: the run's salt words, the group's shared prefix,
+    /// then the nonce (turned by the salt). The salt leads, so prefixes shared on purpose stay
+    /// shared within a run and no prompt of one run shares a cached prefix with another run's.
     fn head(&self, unique: u64, rng: &mut rand_chacha::ChaCha8Rng) -> Vec<&'static str> {
-        let mut head = self.salt_words();
+        let mut head = self.head_salt_words();
         if let Some(p) = &self.workload.shared_prefix {
             let group = rng.random_range(0..p.groups);
             let mut group_rng =
                 stream_rng(self.context.seed, Purpose::PrefixGroup, u64::from(group));
             head.extend(self.kit.random_words(&mut group_rng, p.tokens as usize));
         }
-        head.extend(self.kit.nonce(unique, rng));
+        head.extend(self.kit.nonce(unique, self.nonce_salt(), rng));
         head
     }
 

@@ -224,14 +224,18 @@ impl TextKit {
     }
 
     /// Words unique to `index` (its digits in base `words.len()`, lowest first, so neighbouring
-    /// requests differ at their first token) plus one seeded word.
-    pub fn nonce(&self, index: u64, rng: &mut ChaCha8Rng) -> Vec<&'static str> {
+    /// requests differ at their first token) plus one seeded word. A run's `salt` turns each
+    /// digit's word by its own amount: still unique within the run, another run's words from
+    /// the first.
+    pub fn nonce(&self, index: u64, salt: u64, rng: &mut ChaCha8Rng) -> Vec<&'static str> {
         let base = self.words.len() as u64;
         let mut rest = index;
+        let mut turn = salt;
         let mut out = Vec::with_capacity(NONCE_WORDS);
         for _ in 0..NONCE_WORDS - 1 {
-            out.push(self.words[(rest % base) as usize]);
+            out.push(self.words[((rest % base + turn % base) % base) as usize]);
             rest /= base;
+            turn = crate::hash::mix64(turn);
         }
         out.push(self.random_word(rng));
         out

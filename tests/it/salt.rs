@@ -277,7 +277,14 @@ fn a_text_salt_leads_every_prompt_and_keeps_sizes_and_shared_prefixes() {
         }),
         ..Workload::default()
     };
+    // Without a shared prefix the nonce carries the salt: no token more, so the smallest
+    // prompt a plan could ask for before salts still fits.
+    let small = Workload {
+        input_tokens: Some(TokenCount::Fixed(16)),
+        ..Workload::default()
+    };
     for (what, workload) in [
+        ("small", &small),
         ("synthetic", &synthetic),
         ("dataset", &dataset),
         ("trace", &trace),
@@ -305,6 +312,12 @@ fn a_text_salt_leads_every_prompt_and_keeps_sizes_and_shared_prefixes() {
                 }
                 if what != "dataset" {
                     assert_eq!(pa.planned_prompt_tokens, p.planned_prompt_tokens);
+                }
+                // Another run's prompt differs from the first word of the user's text.
+                let first_word =
+                    |p: &Prompt| text_of(p).split_whitespace().next().map(str::to_string);
+                if what != "dataset" {
+                    assert_ne!(first_word(&pa), first_word(&pb), "{what} {api:?}");
                 }
             }
             if what == "synthetic" {
