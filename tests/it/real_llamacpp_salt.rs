@@ -88,6 +88,18 @@ async fn llamacpp_reruns_keep_their_cached_ratio_and_identical_prompts_are_named
     let cold = run_plan(&identical, &dir.path().join("c")).await;
     let warm = run_plan(&identical, &dir.path().join("d")).await;
     let (c_ratio, w_ratio) = (cached_ratio(&cold), cached_ratio(&warm));
+    let ttft_p50_ms = |r: &Report| {
+        r.phases[0]
+            .summary
+            .distribution(servebench::figure::Figure::Ttft)
+            .map(|d| d.p50 * 1e3)
+    };
+    println!(
+        "default salt: cached ratio {a:.3} then {b:.3}; salt: none: {c_ratio:.3} then \
+         {w_ratio:.3}, TTFT p50 {:?} ms then {:?} ms",
+        ttft_p50_ms(&cold),
+        ttft_p50_ms(&warm)
+    );
     assert!(
         w_ratio - c_ratio > 0.5,
         "the rerun was not served from the cache: {c_ratio:.3} → {w_ratio:.3}"
