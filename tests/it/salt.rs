@@ -113,6 +113,25 @@ async fn two_runs_with_the_default_salt_keep_the_same_cached_ratio() {
             .iter()
             .any(ConditionChange::explains_latency)
     );
+    assert!(
+        c.provenance.is_empty(),
+        "one host, one server: {:?}",
+        c.provenance
+    );
+    // Another engine version is shown, not refused.
+    let mut upgraded = second.clone();
+    upgraded.provenance.as_mut().unwrap().servers[0].engine_version = Some("9.9.9".into());
+    let c = compare_with(
+        ("a", &first),
+        ("b", &upgraded),
+        &[],
+        CompareOptions::default(),
+    );
+    assert_eq!(c.phases.len(), 1);
+    assert_eq!(c.provenance.len(), 1, "{:?}", c.provenance);
+    assert_eq!(c.provenance[0].label, "sim: engine version");
+    assert_eq!(c.provenance[0].new.as_deref(), Some("9.9.9"));
+    assert!(servebench::report::render_comparison(&c).contains("What differs between the runs"));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

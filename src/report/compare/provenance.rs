@@ -41,7 +41,7 @@ pub(super) fn work_differs(base: &PhaseResult, new: &PhaseResult) -> Option<Refu
 
 /// Every provenance label that differs between the runs, in a fixed order.
 pub fn provenance_diffs(base: &Report, new: &Report) -> Vec<ProvenanceDiff> {
-    let (b, n) = (labels(base), labels(new));
+    let (b, n) = (provenance_labels(base), provenance_labels(new));
     let mut names: Vec<&String> = b.keys().collect();
     names.extend(n.keys().filter(|k| !b.contains_key(*k)));
     names
@@ -56,8 +56,9 @@ pub fn provenance_diffs(base: &Report, new: &Report) -> Vec<ProvenanceDiff> {
 }
 
 /// A run's provenance as flat labels: the tool, the client host, the plan's commit, each
-/// server as it stated itself, and the plan's `metadata`.
-fn labels(r: &Report) -> IndexMap<String, String> {
+/// server as it stated itself, and the plan's `metadata` (what the history's provenance
+/// changes can be read from too).
+pub fn provenance_labels(r: &Report) -> IndexMap<String, String> {
     let mut out = IndexMap::new();
     out.insert("servebench version".into(), r.tool.version.clone());
     out.insert("host".into(), r.host.hostname.clone());
