@@ -21,13 +21,19 @@ pub enum Api {
     /// `POST /v1/responses` (OpenAI Responses API): the prompt as `input` messages, a stream
     /// of typed events.
     Responses,
+    /// `POST /v1/messages` (Anthropic Messages API, served by vLLM, SGLang and llama.cpp too):
+    /// `system` and `messages`, `max_tokens` always sent, a stream of typed events.
+    Messages,
 }
 
 impl Api {
     /// Whether requests generate tokens, streamed (chat, completions, responses), rather than
     /// encode inputs into one JSON body.
     pub fn generates(self) -> bool {
-        matches!(self, Api::Chat | Api::Completions | Api::Responses)
+        matches!(
+            self,
+            Api::Chat | Api::Completions | Api::Responses | Api::Messages
+        )
     }
 
     /// The path under the base URL.
@@ -38,6 +44,7 @@ impl Api {
             Api::Embeddings => "embeddings",
             Api::Rerank => "rerank",
             Api::Responses => "responses",
+            Api::Messages => "messages",
         }
     }
 }

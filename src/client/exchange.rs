@@ -351,6 +351,7 @@ impl Client {
             reply: extras.capture_reply.then(String::new),
             format: match self.config.api {
                 Api::Responses => StreamFormat::Responses,
+                Api::Messages => StreamFormat::Messages,
                 _ => StreamFormat::Chunks,
             },
             chunk_memo: scan::StreamMemo::take(),
@@ -942,6 +943,7 @@ fn on_data(
         EventKind::Data => match state.format {
             StreamFormat::Chunks => state.on_event(data, now_ms),
             StreamFormat::Responses => super::responses::on_event(state, data, now_ms),
+            StreamFormat::Messages => super::messages::on_event(state, data, now_ms),
         },
         EventKind::Error => EventOutcome::Failed(StreamFailure {
             kind: ErrorKind::ErrorObject,

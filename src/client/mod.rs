@@ -17,6 +17,7 @@ pub mod error_body;
 mod exchange;
 mod failure;
 mod json_text;
+mod messages;
 mod pool;
 mod proxy;
 mod record;

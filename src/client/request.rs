@@ -7,6 +7,9 @@ use super::json_text;
 use super::setup_error::ClientError;
 use crate::workload::{ChatMessage, Prompt, PromptInput};
 
+/// The Messages API version sent in `anthropic-version` (a target's own header replaces it).
+const ANTHROPIC_VERSION: &str = "2023-06-01";
+
 /// Built once per client; each request adds its prompt, `max_tokens` and `x-request-id`.
 pub(crate) struct RequestTemplate {
     /// Content type, accept, authorization and the target's headers.
@@ -21,8 +24,9 @@ pub(crate) struct RequestTemplate {
     body_sets_input: bool,
     /// Embeddings and rerank take neither `max_tokens` nor streaming.
     streams: bool,
-    /// The Responses API takes `input` and `max_output_tokens`.
-    responses: bool,
+    /// The Responses API takes `input` and `max_output_tokens`; the Messages API `system`
+    /// apart from `messages`.
+    api: Api,
     /// `"tools":[…]` serialized, and the planned `tool_choice` (serialized), unless the extra
     /// body sets them itself.
     tools: Option<(String, Option<String>)>,
@@ -31,14 +35,11 @@ pub(crate) struct RequestTemplate {
 impl RequestTemplate {
     pub fn new(config: &ClientConfig) -> Result<Self, ClientError> {
         let fixed = fixed_body_fields(config);
-        let responses = config.api == Api::Responses;
-        let body_sets_max_tokens = fixed.contains_key(if responses {
-            "max_output_tokens"
-        } else {
-            "max_tokens"
-        });
-        let inputs: &[&str] = if responses {
+        let body_sets_max_tokens = fixed.contains_key(max_tokens_key(config.api));
+        let inputs: &[&str] = if config.api == Api::Responses {
             &["input"]
+        } else if config.api == Api::Messages {
+            &["messages", "system"]
         } else if config.api.generates() {
             &["messages", "prompt"]
         } else {
@@ -69,7 +70,7 @@ impl RequestTemplate {
             body_sets_max_tokens,
             body_sets_input,
             streams: config.api.generates(),
-            responses,
+            api: config.api,
             tools,
         })
     }
@@ -87,12 +88,19 @@ impl RequestTemplate {
         body.push(b'{');
         if !self.body_sets_input {
             let body = &mut body;
+            let responses = self.api == Api::Responses;
             match &prompt.input {
-                PromptInput::Messages(messages) if self.responses => {
-                    push_field(body, "input", messages)
+                PromptInput::Messages(messages) if responses => push_field(body, "input", messages),
+                PromptInput::Text(text) if responses => push_text(body, "input", text),
+                PromptInput::Messages(messages) if self.api == Api::Messages => {
+                    push_system_apart(body, messages)
                 }
-                PromptInput::Text(text) if self.responses => push_text(body, "input", text),
-                PromptInput::Messages(messages) => push_messages(body, messages),
+                PromptInput::Text(text) if self.api == Api::Messages => {
+                    push_messages(body, &[&ChatMessage::new("user", text.clone())])
+                }
+                PromptInput::Messages(messages) => {
+                    push_messages(body, &messages.iter().collect::<Vec<_>>())
+                }
                 PromptInput::Text(text) => push_text(body, "prompt", text),
                 PromptInput::Batch {
                     query: Some(query),
@@ -109,11 +117,7 @@ impl RequestTemplate {
             }
         }
         if self.streams && !self.body_sets_max_tokens {
-            body.extend_from_slice(if self.responses {
-                b"\"max_output_tokens\":"
-            } else {
-                b"\"max_tokens\":"
-            });
+            push_key(&mut body, max_tokens_key(self.api));
             body.extend_from_slice(itoa::Buffer::new().format(prompt.max_tokens).as_bytes());
             body.push(b',');
         }
@@ -145,6 +149,26 @@ impl RequestTemplate {
     }
 }
 
+/// The body field that caps a reply's length.
+fn max_tokens_key(api: Api) -> &'static str {
+    match api {
+        Api::Responses => "max_output_tokens",
+        _ => "max_tokens",
+    }
+}
+
+/// The Messages API's `"system":"…",` (the system messages' texts, joined) and the other
+/// messages as `"messages":[…],`: it has no system role.
+fn push_system_apart(body: &mut Vec<u8>, messages: &[ChatMessage]) {
+    let (system, rest): (Vec<&ChatMessage>, Vec<&ChatMessage>) =
+        messages.iter().partition(|m| m.role == "system");
+    if !system.is_empty() {
+        let text: Vec<&str> = system.iter().map(|m| m.content.as_str()).collect();
+        push_text(body, "system", &text.join("\n\n"));
+    }
+    push_messages(body, &rest);
+}
+
 /// `"key":value,` onto a JSON body, the value serialized in place. Serializing strings and
 /// string maps cannot fail; a failure would write `null`.
 fn push_field<T: serde::Serialize + ?Sized>(body: &mut Vec<u8>, key: &str, value: &T) {
@@ -173,8 +197,8 @@ fn push_text(body: &mut Vec<u8>, key: &str, text: &str) {
 
 /// `"messages":[…],`: plain messages (a role and text) written here, as serde would write
 /// them but with the faster escaper; any with tool calls goes through serde whole.
-fn push_messages(body: &mut Vec<u8>, messages: &[ChatMessage]) {
-    let plain = |m: &ChatMessage| m.tool_calls.is_empty() && m.tool_call_id.is_none();
+fn push_messages(body: &mut Vec<u8>, messages: &[&ChatMessage]) {
+    let plain = |m: &&ChatMessage| m.tool_calls.is_empty() && m.tool_call_id.is_none();
     if !messages.iter().all(plain) {
         return push_field(body, "messages", messages);
     }
@@ -207,11 +231,18 @@ fn default_headers(config: &ClientConfig) -> Result<HeaderMap, ClientError> {
             "application/json"
         }),
     );
-    let access = access_headers(
-        config.api_key.as_deref(),
-        config.api_key_header.as_deref(),
-        &config.headers,
-    )?;
+    // The Messages API takes its key in `x-api-key` and names the version it speaks.
+    let key_header = match (config.api_key_header.as_deref(), config.api) {
+        (None, Api::Messages) => Some("x-api-key"),
+        (named, _) => named,
+    };
+    if config.api == Api::Messages {
+        headers.insert(
+            HeaderName::from_static("anthropic-version"),
+            HeaderValue::from_static(ANTHROPIC_VERSION),
+        );
+    }
+    let access = access_headers(config.api_key.as_deref(), key_header, &config.headers)?;
     // A target's own header replaces a default of the same name.
     for (name, value) in &access {
         headers.insert(name.clone(), value.clone());
@@ -276,9 +307,9 @@ fn fixed_body_fields(config: &ClientConfig) -> serde_json::Map<String, serde_jso
     }
     fixed.insert("stream".into(), Value::Bool(true));
     let s = &config.sampling;
-    if config.api == Api::Responses {
-        // Usage always comes with `response.completed`; the API has no `stream_options`,
-        // `ignore_eos`, `min_tokens` or `seed` (`validate` refuses the first two).
+    if matches!(config.api, Api::Responses | Api::Messages) {
+        // Usage always comes with `response.completed` (`message_delta`); neither API has
+        // `stream_options`, `ignore_eos`, `min_tokens` or `seed` (`validate` refuses them).
         if let Some(t) = s.temperature {
             fixed.insert("temperature".into(), json!(t));
         }
@@ -315,6 +346,7 @@ pub(crate) fn default_request_id_prefix() -> String {
 mod tests {
     use super::*;
     use crate::workload::ToolCall;
+    use crate::workload::{Prompt, PromptInput};
 
     fn written(write: impl FnOnce(&mut Vec<u8>)) -> String {
         let mut body = Vec::new();
@@ -329,7 +361,10 @@ mod tests {
             ChatMessage::new("user", "say \"hi\" \\ é"),
         ];
         let expected = format!("\"messages\":{},", serde_json::to_string(&plain).unwrap());
-        assert_eq!(written(|b| push_messages(b, &plain)), expected);
+        assert_eq!(
+            written(|b| push_messages(b, &plain.iter().collect::<Vec<_>>())),
+            expected
+        );
         let text = "a \"quoted\"\nprompt";
         let expected = format!("\"prompt\":{},", serde_json::to_string(text).unwrap());
         assert_eq!(written(|b| push_text(b, "prompt", text)), expected);
@@ -343,7 +378,52 @@ mod tests {
             "\"messages\":{},",
             serde_json::to_string(&with_call).unwrap()
         );
-        assert_eq!(written(|b| push_messages(b, &with_call)), expected);
+        assert_eq!(
+            written(|b| push_messages(b, &with_call.iter().collect::<Vec<_>>())),
+            expected
+        );
         assert!(expected.contains("\"content\":null"));
+    }
+
+    #[test]
+    fn the_messages_api_takes_the_system_prompt_apart_and_always_a_cap() {
+        let config = ClientConfig {
+            api: Api::Messages,
+            ..ClientConfig::default()
+        };
+        let template = RequestTemplate::new(&config).unwrap();
+        let prompt = Prompt {
+            input: PromptInput::Messages(vec![
+                ChatMessage::new("system", "Be brief."),
+                ChatMessage::new("user", "hi"),
+            ]),
+            planned_prompt_tokens: None,
+            max_tokens: 7,
+            scheduled_at: None,
+            session: None,
+        };
+        let body: serde_json::Value = serde_json::from_str(&template.body(&prompt)).unwrap();
+        assert_eq!(body["system"], "Be brief.");
+        assert_eq!(
+            body["messages"],
+            serde_json::json!([{"role": "user", "content": "hi"}])
+        );
+        assert_eq!(body["max_tokens"], 7);
+        assert_eq!(body["stream"], true);
+        assert!(body.get("stream_options").is_none(), "{body}");
+        let text = Prompt {
+            input: PromptInput::Text("hello".into()),
+            ..prompt
+        };
+        let body: serde_json::Value = serde_json::from_str(&template.body(&text)).unwrap();
+        assert!(body.get("system").is_none());
+        assert_eq!(
+            body["messages"],
+            serde_json::json!([{"role": "user", "content": "hello"}])
+        );
+        assert_eq!(
+            template.headers.get("anthropic-version").unwrap(),
+            ANTHROPIC_VERSION
+        );
     }
 }

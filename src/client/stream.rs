@@ -193,6 +193,8 @@ pub enum StreamFormat {
     Chunks,
     /// Responses API events, ended by `response.completed` (or `response.incomplete`).
     Responses,
+    /// Messages API events, ended by `message_stop`.
+    Messages,
 }
 
 /// What a server says it spent on one request.
@@ -573,6 +575,7 @@ impl StreamState {
         match self.format {
             StreamFormat::Chunks => "[DONE]",
             StreamFormat::Responses => "response.completed",
+            StreamFormat::Messages => "message_stop",
         }
     }
 

@@ -47,10 +47,10 @@ pub(super) fn phase_salt(phase: &PhaseSettings<'_>, servers: &[ServerIdentity]) 
         .iter()
         .find(|s| s.target == phase.target_name)
         .and_then(|s| s.engine.as_deref());
-    super::salt::salt_used(
-        phase.workload.salt,
-        super::salt::engine_takes_cache_salt(engine),
-    )
+    // Anthropic's Messages API has no `cache_salt`: its prompts carry the salt in the text.
+    let takes = super::salt::engine_takes_cache_salt(engine)
+        && phase.target.api != crate::plan::Api::Messages;
+    super::salt::salt_used(phase.workload.salt, takes)
 }
 
 /// The git checkout `plan_path` is in: `HEAD`, whether tracked files have changes, the

@@ -10,6 +10,8 @@ pub(crate) enum Api {
     Completions,
     /// `/v1/responses`: chat underneath, Responses API events on the wire.
     Responses,
+    /// `/v1/messages`: chat underneath, Messages API events on the wire.
+    Messages,
 }
 
 #[derive(Debug, Deserialize)]
@@ -206,6 +208,44 @@ impl ResponsesRequest {
             max_tokens: self.max_output_tokens,
             stream: self.stream,
             reasoning_effort: self.reasoning.and_then(|r| r.effort),
+            ..GenerationRequest::default()
+        }
+    }
+}
+
+/// `/v1/messages`: `system` (a string or text blocks) apart from `messages` (`content` a
+/// string or text blocks), `max_tokens`, `stream`; others ignored.
+#[derive(Debug, Deserialize)]
+pub(crate) struct MessagesRequest {
+    #[serde(default)]
+    pub model: Option<String>,
+    #[serde(default)]
+    pub system: Option<MessageContent>,
+    #[serde(default)]
+    pub messages: Option<Vec<ChatMessage>>,
+    #[serde(default)]
+    pub max_tokens: Option<u64>,
+    #[serde(default)]
+    pub stream: Option<bool>,
+}
+
+impl MessagesRequest {
+    /// The same request as chat: the system prompt as the first message.
+    pub(crate) fn into_generation(self) -> GenerationRequest {
+        let system = self.system.map(|content| ChatMessage {
+            role: Some("system".into()),
+            content: Some(content),
+            tool_calls: None,
+            tool_call_id: None,
+        });
+        let messages = self
+            .messages
+            .map(|messages| system.into_iter().chain(messages).collect());
+        GenerationRequest {
+            model: self.model,
+            messages,
+            max_tokens: self.max_tokens,
+            stream: self.stream,
             ..GenerationRequest::default()
         }
     }

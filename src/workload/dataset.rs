@@ -235,10 +235,12 @@ pub fn to_input(entry: &EntryInput, api: Api) -> PromptInput {
         (EntryInput::Text(t), Api::Completions | Api::Embeddings | Api::Rerank) => {
             PromptInput::Text(t.clone())
         }
-        (EntryInput::Text(t), Api::Chat | Api::Responses) => {
+        (EntryInput::Text(t), Api::Chat | Api::Responses | Api::Messages) => {
             PromptInput::Messages(vec![ChatMessage::new("user", t.clone())])
         }
-        (EntryInput::Messages(m), Api::Chat | Api::Responses) => PromptInput::Messages(m.clone()),
+        (EntryInput::Messages(m), Api::Chat | Api::Responses | Api::Messages) => {
+            PromptInput::Messages(m.clone())
+        }
         // Completions have no roles: the contents, one paragraph each.
         (EntryInput::Messages(m), Api::Completions | Api::Embeddings | Api::Rerank) => {
             PromptInput::Text(

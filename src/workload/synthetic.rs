@@ -251,7 +251,7 @@ impl TextKit {
     /// The request input: `history` (earlier turns) then `content` as the last user turn.
     pub fn input(&self, history: &[ChatMessage], content: String) -> PromptInput {
         match self.api {
-            Api::Chat | Api::Responses => {
+            Api::Chat | Api::Responses | Api::Messages => {
                 let mut messages = history.to_vec();
                 messages.push(ChatMessage::new("user", content));
                 PromptInput::Messages(messages)
@@ -307,7 +307,7 @@ impl TextKit {
             .map(|t| t.len().saturating_sub(1) as u64)
             .collect();
         let grown = match self.api {
-            Api::Chat | Api::Responses => grown,
+            Api::Chat | Api::Responses | Api::Messages => grown,
             Api::Completions | Api::Embeddings | Api::Rerank => vec![grown.iter().sum()],
         };
         self.counter.count_grown(&self.input_of(&heads), &grown)

@@ -16,7 +16,7 @@ const PAGES: &[(&str, usize, usize)] = &[
     ("README.md", 7, 1),
     ("docs/plans.md", 16, 0),
     ("docs/measurement.md", 0, 0),
-    ("docs/workloads.md", 5, 0),
+    ("docs/workloads.md", 6, 0),
     ("docs/simulator.md", 18, 0),
     ("docs/reports.md", 11, 0),
     ("docs/sharding.md", 9, 0),

@@ -19,6 +19,7 @@ mod hooks;
 mod intervals;
 mod layout;
 mod longrun;
+mod messages;
 mod metrics;
 mod nginx_support;
 mod perf;

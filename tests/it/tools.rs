@@ -390,7 +390,10 @@ fn settings_the_responses_api_and_tools_cannot_carry_fail_validate_with_their_po
     let at = |line: u32, col: u32| format!("plan.yaml:{line}:{col}");
     for (message, place) in [
         ("`ignore_eos` does not apply to `api: responses`", at(9, 5)),
-        ("`max_tokens` is not a Responses API field", at(10, 12)),
+        (
+            "`max_tokens` is not a field of the Responses API",
+            at(10, 12),
+        ),
         ("`tools` applies to `api: chat`", at(13, 5)),
         ("a function tool needs `function: {name: …}`", at(14, 21)),
     ] {

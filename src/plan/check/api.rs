@@ -49,13 +49,13 @@ pub(super) fn check_apis(plan: &Plan, issues: &mut Vec<Issue>) {
                 .at_key(),
             );
         }
-        if api == Api::Responses {
+        if typed_events_api(api).is_some() {
             if workloads_seen.insert(w) {
-                check_responses(&p, t, workload, issues);
+                check_typed_events(&p, t, api, workload, issues);
             }
             if targets_seen.insert(t) {
                 let target_body = format!("/targets/{}/body", escape(t));
-                check_responses_body(&target_body, &plan.targets[t].body, issues);
+                check_typed_events_body(&target_body, api, &plan.targets[t].body, issues);
             }
         }
         if api.generates() {
@@ -179,8 +179,34 @@ const NOT_RESPONSES_BODY_KEYS: [(&str, &str); 7] = [
     ("min_tokens", "the Responses API has no such setting"),
 ];
 
-/// Workload settings the Responses API cannot carry.
-fn check_responses(p: &str, target: &str, w: &Workload, issues: &mut Vec<Issue>) {
+/// Body fields of chat and completions that the Messages API names otherwise or lacks.
+const NOT_MESSAGES_BODY_KEYS: [(&str, &str); 6] = [
+    ("max_completion_tokens", "use `max_tokens`"),
+    ("prompt", "the Messages API takes `messages`"),
+    ("input", "the Messages API takes `messages`"),
+    (
+        "stream_options",
+        "usage always comes with `message_start` and `message_delta`",
+    ),
+    ("ignore_eos", "the Messages API has no such setting"),
+    ("min_tokens", "the Messages API has no such setting"),
+];
+
+/// The API's name in messages and the body fields it cannot take, for the APIs of typed
+/// events (not chat's chunk shape).
+fn typed_events_api(api: Api) -> Option<(&'static str, &'static [(&'static str, &'static str)])> {
+    match api {
+        Api::Responses => Some(("the Responses API", &NOT_RESPONSES_BODY_KEYS)),
+        Api::Messages => Some(("the Messages API", &NOT_MESSAGES_BODY_KEYS)),
+        Api::Chat | Api::Completions | Api::Embeddings | Api::Rerank => None,
+    }
+}
+
+/// Workload settings an API of typed events cannot carry.
+fn check_typed_events(p: &str, target: &str, api: Api, w: &Workload, issues: &mut Vec<Issue>) {
+    let Some((title, _)) = typed_events_api(api) else {
+        return;
+    };
     for (key, set) in [
         ("ignore_eos", w.ignore_eos.is_some()),
         ("min_tokens", w.min_tokens.is_some()),
@@ -190,8 +216,9 @@ fn check_responses(p: &str, target: &str, w: &Workload, issues: &mut Vec<Issue>)
                 Issue::new(
                     format!("{p}/{key}"),
                     format!(
-                        "`{key}` does not apply to `api: responses` (target `{target}`): the \
-                         Responses API has no such setting"
+                        "`{key}` does not apply to `api: {}` (target `{target}`): {title} has \
+                         no such setting",
+                        api_name(api)
                     ),
                 )
                 .at_key()
@@ -201,20 +228,24 @@ fn check_responses(p: &str, target: &str, w: &Workload, issues: &mut Vec<Issue>)
             );
         }
     }
-    check_responses_body(&format!("{p}/body"), &w.body, issues);
+    check_typed_events_body(&format!("{p}/body"), api, &w.body, issues);
 }
 
-fn check_responses_body(
+fn check_typed_events_body(
     p: &str,
+    api: Api,
     body: &serde_json::Map<String, serde_json::Value>,
     issues: &mut Vec<Issue>,
 ) {
-    for (key, why) in NOT_RESPONSES_BODY_KEYS {
-        if body.contains_key(key) {
+    let Some((title, keys)) = typed_events_api(api) else {
+        return;
+    };
+    for (key, why) in keys {
+        if body.contains_key(*key) {
             issues.push(
                 Issue::new(
                     format!("{p}/{}", escape(key)),
-                    format!("`{key}` is not a Responses API field: {why}"),
+                    format!("`{key}` is not a field of {title}: {why}"),
                 )
                 .at_key(),
             );
@@ -229,5 +260,6 @@ fn api_name(api: Api) -> &'static str {
         Api::Embeddings => "embeddings",
         Api::Rerank => "rerank",
         Api::Responses => "responses",
+        Api::Messages => "messages",
     }
 }

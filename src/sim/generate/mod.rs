@@ -175,6 +175,11 @@ impl Generation {
                 ),
                 b"\"}\n\n",
             ),
+            (Api::Messages, _) => (
+                "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"".to_string(),
+                "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"thinking_delta\",\"thinking\":\"".to_string(),
+                b"\"}}\n\n",
+            ),
             (Api::Chat, None) => (
                 format!(r#"data: {head}[{{"index":0,"delta":{{"content":""#),
                 format!(r#"data: {head}[{{"index":0,"delta":{{"{reasoning_key}":""#),
@@ -340,6 +345,9 @@ impl Generation {
                 self.buf.put_slice(b"event: response.created\ndata: ");
                 self.buf.put_slice(event.to_string().as_bytes());
                 self.buf.put_slice(b"\n\n");
+            }
+            if self.spec.stream && self.spec.api == Api::Messages {
+                self.put_message_start();
             }
             if self.spec.stream && self.spec.api == Api::Chat {
                 let role = match self.shared.settings.role_chunk {

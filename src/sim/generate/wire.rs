@@ -31,6 +31,7 @@ pub(super) fn chunk_head(spec: &GenSpec, shared: &Shared) -> String {
         (Api::Chat, false) => ("chatcmpl", "chat.completion"),
         (Api::Completions, _) => ("cmpl", "text_completion"),
         (Api::Responses, _) => ("resp", "response"),
+        (Api::Messages, _) => ("msg", "message"),
     };
     format!(
         r#"{{"id":"{prefix}-{:016x}","object":"{object}","created":{},"model":{},"choices":"#,
@@ -110,6 +111,7 @@ impl Generation {
             Api::Chat => ("chatcmpl", "chat.completion.chunk"),
             Api::Completions => ("cmpl", "text_completion"),
             Api::Responses => ("resp", "response"),
+            Api::Messages => ("msg", "message"),
         };
         let object = if self.spec.stream {
             object
@@ -118,6 +120,7 @@ impl Generation {
                 Api::Chat => "chat.completion",
                 Api::Completions => "text_completion",
                 Api::Responses => "response",
+                Api::Messages => "message",
             }
         };
         let mut map = serde_json::Map::new();
@@ -202,6 +205,77 @@ impl Generation {
         }
     }
 
+    /// The Messages API's usage: `input_tokens` leaves out the tokens read from the cache.
+    fn messages_usage(&self, output_tokens: u64) -> Value {
+        json!({
+            "input_tokens": self.spec.prompt_tokens - self.cached_tokens,
+            "cache_read_input_tokens": self.cached_tokens,
+            "output_tokens": output_tokens,
+        })
+    }
+
+    /// A Messages API message object with this content and usage.
+    fn message_object(&self, content: Value, stop_reason: Value, usage: Value) -> Value {
+        json!({
+            "id": format!("msg_{}", self.templates.response_id),
+            "type": "message",
+            "role": "assistant",
+            "content": content,
+            "model": self.shared.settings.model,
+            "stop_reason": stop_reason,
+            "stop_sequence": null,
+            "usage": usage,
+        })
+    }
+
+    /// `message_start` and the text block's start, as the first token goes out.
+    pub(super) fn put_message_start(&mut self) {
+        let message = self.message_object(json!([]), Value::Null, self.messages_usage(0));
+        let start = json!({"type": "message_start", "message": message});
+        let block = json!({"type": "content_block_start", "index": 0,
+            "content_block": {"type": "text", "text": ""}});
+        self.buf.put_slice(
+            format!(
+                "event: message_start\ndata: {start}\n\nevent: content_block_start\ndata: {block}\n\n"
+            )
+            .as_bytes(),
+        );
+    }
+
+    /// The block's stop, `message_delta` with the totals and `message_stop` for a stream; the
+    /// message object otherwise.
+    fn put_messages_tail(&mut self) {
+        let stop_reason = match self.spec.finish_reason {
+            "length" => "max_tokens",
+            _ => "end_turn",
+        };
+        let usage = self.messages_usage(self.emitted());
+        if !self.spec.stream {
+            let content = json!([{"type": "text", "text": self.content_text}]);
+            let mut text = self
+                .message_object(content, json!(stop_reason), usage)
+                .to_string();
+            if self.fault_fired && matches!(self.spec.fault, Some((MidFault::Malformed, _))) {
+                text.truncate(text.len() / 2);
+            }
+            self.buf.put_slice(text.as_bytes());
+            return;
+        }
+        let stop = json!({"type": "content_block_stop", "index": 0});
+        let delta = json!({"type": "message_delta",
+            "delta": {"stop_reason": stop_reason, "stop_sequence": null}, "usage": usage});
+        self.buf.put_slice(
+            format!(
+                "event: content_block_stop\ndata: {stop}\n\nevent: message_delta\ndata: {delta}\n\n"
+            )
+            .as_bytes(),
+        );
+        if !self.spec.missing_done {
+            self.buf
+                .put_slice(b"event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n");
+        }
+    }
+
     /// The tool call's JSON pieces: the call as a chat message holds it, and as logged.
     fn tool_call_json(&self) -> Option<(Value, crate::sim::SimToolCall)> {
         let tool = self.spec.tool_call.as_ref()?;
@@ -220,9 +294,16 @@ impl Generation {
     /// Finish chunk, usage, timings and `[DONE]` for a stream; the whole JSON otherwise.
     pub(super) fn write_tail(&mut self) {
         let end = Instant::now();
-        if self.spec.api == Api::Responses {
-            self.put_responses_tail();
-            return self.end_tail(end);
+        match self.spec.api {
+            Api::Responses => {
+                self.put_responses_tail();
+                return self.end_tail(end);
+            }
+            Api::Messages => {
+                self.put_messages_tail();
+                return self.end_tail(end);
+            }
+            Api::Chat | Api::Completions => {}
         }
         let settings = &self.shared.settings;
         let with_usage = settings.usage != UsagePlacement::None
@@ -237,7 +318,9 @@ impl Generation {
                     "finish_reason": finish_reason}]),
                 Api::Completions => json!([{"index": 0, "text": "", "logprobs": null,
                     "finish_reason": finish_reason, "stop_reason": null}]),
-                Api::Responses => unreachable!("the Responses API tail is written above"),
+                Api::Responses | Api::Messages => {
+                    unreachable!("the typed events' tails are written above")
+                }
             };
             let mut finish = self.chunk_object(finish_choice);
             let separate = with_usage && settings.usage == UsagePlacement::Separate;
@@ -291,7 +374,9 @@ impl Generation {
                 }
                 Api::Completions => json!([{"index": 0, "text": self.content_text,
                     "logprobs": null, "finish_reason": finish_reason, "stop_reason": null}]),
-                Api::Responses => unreachable!("the Responses API tail is written above"),
+                Api::Responses | Api::Messages => {
+                    unreachable!("the typed events' tails are written above")
+                }
             };
             let mut body = self.chunk_object(choice);
             if with_usage {

@@ -103,7 +103,7 @@ pub(super) async fn encode(
         reset,
         seq,
         request_id.as_deref(),
-        (false, false),
+        (false, crate::sim::api::Api::Completions),
         0,
     ) {
         return reply;

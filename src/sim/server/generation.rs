@@ -71,7 +71,9 @@ fn plan_output(
         ));
     }
     let budget = match api {
-        Api::Chat | Api::Responses => api::reasoning_budget(request, settings.reasoning_tokens),
+        Api::Chat | Api::Responses | Api::Messages => {
+            api::reasoning_budget(request, settings.reasoning_tokens)
+        }
         Api::Completions => 0,
     };
     let (total, finish_reason) = if request.ignore_eos.unwrap_or(false) {
@@ -231,7 +233,7 @@ pub(super) async fn generate(
     };
     let tool_call = match api {
         Api::Chat => plan_tool_call(settings, &parsed, seq),
-        Api::Completions | Api::Responses => None,
+        Api::Completions | Api::Responses | Api::Messages => None,
     };
     if tool_call.is_some() {
         output.finish_reason = "tool_calls";
@@ -243,7 +245,7 @@ pub(super) async fn generate(
         reset,
         seq,
         request_id.as_deref(),
-        (stream, api == Api::Responses),
+        (stream, api),
         total_tokens,
     ) {
         Injected::Reply(reply) => return reply,
@@ -304,6 +306,9 @@ async fn read_request(
         Api::Responses => serde_json::from_slice::<api::ResponsesRequest>(&body)
             .map_err(invalid)?
             .into_generation(),
+        Api::Messages => serde_json::from_slice::<api::MessagesRequest>(&body)
+            .map_err(invalid)?
+            .into_generation(),
         Api::Chat | Api::Completions => serde_json::from_slice(&body).map_err(invalid)?,
     };
     if let Some(response) = model_not_served(settings, parsed.model.as_deref()) {
@@ -317,7 +322,7 @@ async fn read_request(
                 return Err(error_response(StatusCode::BAD_REQUEST, message));
             }
         },
-        Api::Chat => match parsed.messages.as_deref() {
+        Api::Chat | Api::Messages => match parsed.messages.as_deref() {
             Some(messages) if !messages.is_empty() => api::chat_ids(messages, true),
             _ => {
                 let message = "`messages` must be a non-empty list";
@@ -350,7 +355,7 @@ pub(super) fn inject_fault(
     reset: &AtomicBool,
     seq: u64,
     request_id: Option<&str>,
-    (stream, responses): (bool, bool),
+    (stream, api): (bool, Api),
     total_tokens: u64,
 ) -> Injected {
     let settings = &shared.settings;
@@ -407,7 +412,7 @@ pub(super) fn inject_fault(
         }
         SimFaultKind::ErrorObject => {
             counters.faults_injected.fetch_add(1, Relaxed);
-            return Injected::Reply(Ok(error_object(stream, responses, request_id)));
+            return Injected::Reply(Ok(error_object(stream, api, request_id)));
         }
         SimFaultKind::DisconnectMidStream => (Some((MidFault::Disconnect, after_tokens)), false),
         SimFaultKind::Stall => {
@@ -430,18 +435,24 @@ pub(super) fn inject_fault(
 
 /// An error object inside a 200 response, as a JSON body or a one-event stream (the
 /// Responses API's `error` event).
-fn error_object(stream: bool, responses: bool, request_id: Option<&str>) -> Response<SimBody> {
+fn error_object(stream: bool, api: Api, request_id: Option<&str>) -> Response<SimBody> {
     let message = "simulated error inside a 200 response";
     let error = error_json(StatusCode::INTERNAL_SERVER_ERROR, message);
     if !stream {
         return json_response(StatusCode::OK, &error);
     }
-    let text = if responses {
-        let event = serde_json::json!({"type": "error", "code": "server_error",
-            "message": message, "param": null});
-        format!("event: error\ndata: {event}\n\n")
-    } else {
-        format!("data: {error}\n\ndata: [DONE]\n\n")
+    let text = match api {
+        Api::Responses => {
+            let event = serde_json::json!({"type": "error", "code": "server_error",
+                "message": message, "param": null});
+            format!("event: error\ndata: {event}\n\n")
+        }
+        Api::Messages => {
+            let event = serde_json::json!({"type": "error",
+                "error": {"type": "api_error", "message": message}});
+            format!("event: error\ndata: {event}\n\n")
+        }
+        Api::Chat | Api::Completions => format!("data: {error}\n\ndata: [DONE]\n\n"),
     };
     sse_response(SimBody::full(text), request_id)
 }

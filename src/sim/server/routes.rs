@@ -46,6 +46,10 @@ pub(super) async fn route(
             Some(reply) => reply,
             None => generate(shared, &reset, request, Api::Responses).await,
         },
+        "/v1/messages" => match known(Method::POST) {
+            Some(reply) => reply,
+            None => generate(shared, &reset, request, Api::Messages).await,
+        },
         "/v1/embeddings" => match known(Method::POST) {
             Some(reply) => reply,
             None => encode(shared, &reset, request, Encode::Embeddings).await,

@@ -271,7 +271,7 @@ impl TokenCounter for HfCounter {
     ) -> Result<bool, WorkloadError> {
         let contents = probe_contents(words);
         match api {
-            Api::Chat | Api::Responses => {
+            Api::Chat | Api::Responses | Api::Messages => {
                 if self.template.is_none() {
                     return Ok(false);
                 }
