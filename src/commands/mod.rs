@@ -7,7 +7,7 @@ mod args;
 mod compare;
 mod completions;
 mod expand;
-mod history;
+pub mod history;
 mod init;
 mod merge;
 mod recover;
@@ -81,7 +81,8 @@ pub enum Command {
     Merge(MergeArgs),
     /// Rebuild a killed run's report and requests.parquet from its journal.
     Recover(RecoverArgs),
-    /// The results history across runs: trends, alerts, gates and baselines.
+    /// The results history across runs: list, show, series, record, import, export,
+    /// exclude, retain, tag; trends, alerts, gates and baselines.
     History(HistoryArgs),
 }
 

@@ -56,6 +56,13 @@ pub struct RunArgs {
     /// How often a rolling summary line goes to the journal.
     #[arg(long, value_name = "DURATION", default_value = "60s", value_parser = parse_interval)]
     pub summary_every: std::time::Duration,
+    /// Record the finished run here: a SQLite file or a postgres:// URL [default:
+    /// $SERVEBENCH_HISTORY, else history.sqlite beside the run directory].
+    #[arg(long, value_name = "PATH|URL", conflicts_with = "no_history")]
+    pub history: Option<String>,
+    /// Do not record the run in the history.
+    #[arg(long)]
+    pub no_history: bool,
 }
 
 fn parse_salt(text: &str) -> Result<String, String> {
@@ -75,12 +82,17 @@ fn parse_interval(text: &str) -> Result<std::time::Duration, String> {
 
 impl RunArgs {
     /// The runner's options for these arguments.
-    pub fn options(self) -> RunOptions {
+    pub fn options(&self) -> RunOptions {
         RunOptions {
-            plan: self.plan,
+            plan: self.plan.clone(),
             expand: self.expand.options(),
-            out_dir: super::args::renamed(self.output, self.out, "--out", "-o/--output"),
-            only: self.only,
+            out_dir: super::args::renamed(
+                self.output.clone(),
+                self.out.clone(),
+                "--out",
+                "-o/--output",
+            ),
+            only: self.only.clone(),
             dry_run: self.dry_run,
             calibrate: !self.no_calibrate,
             latency_hint: !self.no_latency_hint,
@@ -109,7 +121,19 @@ pub fn run(args: RunArgs) -> Exit {
             return Exit::RunFailed;
         }
     };
-    match runtime.block_on(crate::runner::run(args.options())) {
+    let outcome = runtime.block_on(crate::runner::run(args.options()));
+    // Recorded after the runtime is done with; sharded runs record their merged report.
+    if let Ok(crate::runner::RunOutcome {
+        report: Some(report),
+        report_path: Some(path),
+        ..
+    }) = &outcome
+        && !args.no_history
+        && args.shard.is_none()
+    {
+        super::history::record::after_run(args.history.as_deref(), report, path);
+    }
+    match outcome {
         // An interrupted run wrote a partial report; it still did not finish.
         Ok(outcome) if outcome.interrupted => Exit::RunFailed,
         Ok(_) => Exit::Success,

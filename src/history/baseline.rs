@@ -166,6 +166,7 @@ pub fn resolve(baseline: &Baseline, store: &dyn Store, plan: &str) -> Result<Run
     };
     let runs = store.runs(&RunFilter {
         plan: Some(plan.to_string()),
+        ..RunFilter::default()
     })?;
     match &baseline.pick {
         Pick::Run(id) => Ok(store.run(id)?.summary.id),

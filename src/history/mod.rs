@@ -1,18 +1,26 @@
-//! The results history across runs: the series model, the store, change points and alerts
-//! over series, baselines as code and the trend report.
+//! The results history across runs: recording a finished report into a store, the series
+//! of each figure, change points and alerts over them, baselines as code, the trend report,
+//! and imports of other tools' results.
 //!
-//! It reads `report::model` (and the pure `figure` and `metrics` functions) and is called by
-//! `commands/`, never by the runner or anything below it.
+//! Reads `report::model` (and the pure `figure` and `metrics` functions); called by
+//! `commands` after a run or by `servebench history …`, never by the runner or anything
+//! below it. [`record`] turns a report into rows, [`store`] keeps them (SQLite or
+//! PostgreSQL), [`import`] turns other tools' result files into the same rows, [`series`]
+//! is the model the trend analysis ([`trend`], [`update`], [`baseline`], [`render`]) reads.
 
 pub mod baseline;
+mod error;
+pub mod hook;
+pub mod import;
+pub mod record;
 pub mod render;
 pub mod series;
 pub mod store;
-pub mod trend;
-
-pub use series::{Alert, AlertState, Conditions, Point, RunId, SeriesKey};
-pub use store::{HistoryError, Store};
 pub mod synthetic;
+pub mod trend;
 pub mod update;
 
+pub use error::HistoryError;
+pub use series::{Alert, AlertState, Conditions, Point, RunId, SeriesKey};
+pub use store::{Location, OpenMode, RunFilter, Store, open};
 pub use update::update;

@@ -1,13 +1,17 @@
-//! The series model shared by the store and the trends: series keys, points, measured
-//! conditions and alerts.
+//! The series model: which series a stored figure belongs to, one run's point of it, the
+//! conditions measured beside it, and the alerts kept about it.
 
 use serde::{Deserialize, Serialize};
+
+/// The store's id of a run: the report's `run_id`, made unique by the store if one repeats.
+pub type RunId = String;
 
 /// Which series a point belongs to: one figure of one phase of one plan against one target.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 pub struct SeriesKey {
     /// `report.plan.name`.
     pub plan: String,
+    /// The phase's name.
     pub phase: String,
     /// The phase's target name.
     pub target: String,
@@ -15,9 +19,6 @@ pub struct SeriesKey {
     /// `error_rate` (`report::model::figure_path`).
     pub figure: String,
 }
-
-/// The store's id of a run: the report's run_id, made unique by the store if it repeats.
-pub type RunId = String;
 
 /// One run's value of a series.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -31,12 +32,12 @@ pub struct Point {
     pub interval: Option<(f64, f64)>,
     /// sha256 of the asked-for work (`phase.work_sha256`).
     pub work: String,
-    /// sha256 of the deployment labels and target identity (engine, version, model): a
-    /// change starts a segment.
+    /// sha256 of the deployment labels and the target's identity (engine, version, model):
+    /// a change starts a segment.
     pub deployment: String,
     /// The phase's trust verdict was client-bound.
     pub client_bound: bool,
-    /// The phase or run was partial.
+    /// The phase or the run was partial.
     pub partial: bool,
     /// A user excluded the run, with this reason.
     pub excluded: Option<String>,
@@ -47,12 +48,13 @@ pub struct Point {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Conditions {
     pub cached_token_ratio: Option<f64>,
-    /// Server queue time / e2e, when the server reports it.
+    /// Server queue time over e2e, when the server reports it.
     pub server_queue_share: Option<f64>,
     /// When the server states it.
     pub server_uptime_s: Option<f64>,
 }
 
+/// Where an alert stands.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub enum AlertState {
     Open,
@@ -60,19 +62,20 @@ pub enum AlertState {
     Resolved,
 }
 
+/// A change point in a series that someone should look at.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Alert {
     pub id: i64,
     pub key: SeriesKey,
-    /// First run after the change point.
+    /// The first run after the change point.
     pub opened_by: RunId,
-    /// The change point (first run of the new level).
+    /// The change point: the first run of the new level.
     pub change_at: RunId,
     /// Segment means either side.
     pub before: f64,
     pub after: f64,
     pub state: AlertState,
     pub resolved_by: Option<RunId>,
-    /// Acknowledgement reason.
+    /// The acknowledgement's reason.
     pub note: Option<String>,
 }

@@ -1,14 +1,13 @@
 //! Seeded synthetic histories for the trend tests and benchmarks: a series with Gaussian
 //! run-to-run noise and an optional step, and stores of many phases and runs.
 
-use std::collections::BTreeMap;
-
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use rand_distr::{Distribution, Normal};
 
+use super::record::{FigureRow, PhaseRow, RunRow, RunRows, RunSource};
 use super::series::{Conditions, Point, SeriesKey};
-use super::store::{MemoryStore, RunSummary, StoredRun};
+use super::store::{MemoryStore, Store as _};
 
 /// A series' shape: its level, noise and an optional step.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -65,58 +64,117 @@ pub fn point(n: usize, value: f64) -> Point {
     }
 }
 
-/// A stored run of `plan`.
-pub fn stored_run(plan: &str, n: usize, provenance: BTreeMap<String, String>) -> StoredRun {
-    let (id, started_at) = run_id(n);
-    StoredRun {
-        summary: RunSummary {
-            id,
+/// Run `n` of `plan` as the store records it: one phase per entry of `phases` (its name and
+/// its figures' values), against target `default`, with `provenance` as the run's JSON.
+pub fn run_rows(
+    plan: &str,
+    n: usize,
+    provenance: serde_json::Value,
+    phases: &[(String, Vec<(String, f64)>)],
+) -> RunRows {
+    let (run_id, started_at) = run_id(n);
+    RunRows {
+        run: RunRow {
+            record_key: format!("synthetic:{plan}:{run_id}"),
+            run_id,
             plan: plan.into(),
-            started_at,
+            source: RunSource::Servebench,
+            started_at: started_at.clone(),
+            finished_at: Some(started_at.clone()),
             complete: true,
-            excluded: None,
-            tags: Vec::new(),
-            provenance,
+            stop_reason: None,
+            tool: "servebench synthetic".into(),
+            hostname: None,
+            plan_sha256: None,
+            report_path: None,
+            report_sha256: None,
+            records_path: None,
+            records_sha256: None,
+            metadata: "{}".into(),
+            provenance: Some(provenance.to_string()),
         },
-        report_path: None,
+        phases: phases
+            .iter()
+            .map(|(phase, figures)| PhaseRow {
+                phase: phase.clone(),
+                target: "default".into(),
+                route: "chat".into(),
+                workload: "synthetic".into(),
+                concurrency: Some(1),
+                rate_rps: None,
+                recheck_of: None,
+                started_at: started_at.clone(),
+                partial: false,
+                work_sha256: Some("work-a".into()),
+                deployment_sha256: "deploy-a".into(),
+                trust: None,
+                trust_reasons: "[]".into(),
+                requests: 100,
+                errors: 0,
+                elapsed_s: 60.0,
+                conditions: Conditions::default(),
+                split: None,
+                figures: figures
+                    .iter()
+                    .map(|(figure, value)| FigureRow {
+                        figure: figure.clone(),
+                        value: *value,
+                        interval: None,
+                        note: None,
+                    })
+                    .collect(),
+                errors_by_cause: Vec::new(),
+            })
+            .collect(),
     }
 }
 
-/// A store of `runs` runs of a `phases`-phase plan, each phase with `figures` series at 5%
-/// noise, every third phase with a 15% regression two thirds of the way, and the engine
-/// version changing half way.
-pub fn store(plan: &str, runs: usize, phases: usize, figures: &[&str]) -> MemoryStore {
-    let mut store = MemoryStore::new();
-    for n in 1..=runs {
-        let version = if n <= runs / 2 { "0.9.1" } else { "0.9.2" };
-        let provenance = BTreeMap::from([
-            (
-                "target.default.engine_version".to_string(),
-                version.to_string(),
-            ),
-            ("host.cpu".to_string(), "x86-64, 16 cores".to_string()),
-        ]);
-        store.add_run(stored_run(plan, n, provenance));
-    }
-    for phase in 0..phases {
-        for (f, figure) in figures.iter().enumerate() {
-            let key = SeriesKey {
-                plan: plan.into(),
-                phase: format!("phase-{phase:02}"),
-                target: "default".into(),
-                figure: figure.to_string(),
-            };
+/// `runs` runs of a `phases`-phase plan, each phase with `figures` series at 5% noise, every
+/// third phase with a 15% regression two thirds of the way, and the engine version changing
+/// half way: the rows to record, oldest first.
+pub fn runs(plan: &str, runs: usize, phases: usize, figures: &[&str]) -> Vec<RunRows> {
+    // values[phase][figure][run]
+    let values: Vec<Vec<Vec<f64>>> = (0..phases)
+        .map(|phase| {
             let shape = Shape {
                 runs,
                 level: 1.0 + phase as f64 * 0.1,
                 noise: 0.05,
                 step: (phase % 3 == 0).then_some((runs * 2 / 3, 0.15)),
             };
-            let seed = (phase * 1000 + f) as u64;
-            for (i, v) in values(&shape, seed).into_iter().enumerate() {
-                store.push_point(&key, point(i + 1, v));
-            }
-        }
+            (0..figures.len())
+                .map(|f| values(&shape, (phase * 1000 + f) as u64))
+                .collect()
+        })
+        .collect();
+    (1..=runs)
+        .map(|n| {
+            let version = if n <= runs / 2 { "0.9.1" } else { "0.9.2" };
+            let provenance = serde_json::json!({
+                "target": {"default": {"engine_version": version}},
+                "host": {"cpu": "x86-64, 16 cores"},
+            });
+            let phase_values: Vec<(String, Vec<(String, f64)>)> = (0..phases)
+                .map(|phase| {
+                    let row = figures
+                        .iter()
+                        .enumerate()
+                        .map(|(f, figure)| (figure.to_string(), values[phase][f][n - 1]))
+                        .collect();
+                    (format!("phase-{phase:02}"), row)
+                })
+                .collect();
+            run_rows(plan, n, provenance, &phase_values)
+        })
+        .collect()
+}
+
+/// A store in memory holding [`runs`].
+pub fn store(plan: &str, runs: usize, phases: usize, figures: &[&str]) -> MemoryStore {
+    let mut store = MemoryStore::new();
+    for rows in self::runs(plan, runs, phases, figures) {
+        // The memory store records any rows.
+        let _ = store.record_rows(&rows);
     }
     store
 }
@@ -168,7 +226,6 @@ pub fn replay(
         // The memory store never fails.
         let _ = super::update(&mut store, None, settings);
     }
-    use super::store::Store as _;
     let mut alerts = store.alerts(None).unwrap_or_default();
     alerts.sort_by_key(|a| a.id);
     alerts

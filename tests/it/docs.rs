@@ -13,12 +13,13 @@ use crate::common::exclusive_run_blocking;
 /// Every page, with how many command lines the test runs and how many it only counts
 /// (other tools that build the crate). A new or removed command changes these on purpose.
 const PAGES: &[(&str, usize, usize)] = &[
-    ("README.md", 7, 1),
+    ("README.md", 10, 1),
     ("docs/plans.md", 16, 0),
     ("docs/measurement.md", 0, 0),
     ("docs/workloads.md", 6, 0),
     ("docs/simulator.md", 18, 0),
     ("docs/reports.md", 11, 0),
+    ("docs/history.md", 18, 0),
     ("docs/sharding.md", 9, 0),
     ("docs/performance.md", 5, 2),
     ("docs/hardening.md", 0, 5),
@@ -596,6 +597,11 @@ fn simulator_page_commands_run() {
 #[test]
 fn reports_page_commands_run() {
     check("docs/reports.md");
+}
+
+#[test]
+fn history_page_commands_run() {
+    check("docs/history.md");
 }
 
 #[test]

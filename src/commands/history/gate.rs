@@ -93,6 +93,7 @@ fn against_baseline(args: &GateArgs, name: &str, plan: &str, store: &mut dyn Sto
     }
     let latest = store.runs(&RunFilter {
         plan: Some(plan.to_string()),
+        ..RunFilter::default()
     });
     let latest = match latest {
         Ok(runs) => runs

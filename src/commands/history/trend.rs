@@ -33,6 +33,7 @@ pub fn run(args: &TrendArgs, store: &mut dyn Store) -> Exit {
     let updated = crate::history::update(store, plan, &settings).and_then(|(trends, alerts)| {
         let runs = store.runs(&RunFilter {
             plan: args.plan.clone(),
+            ..RunFilter::default()
         })?;
         Ok((trends, alerts, runs))
     });

@@ -1,28 +1,20 @@
-//! A `Store` held in memory, saved to and loaded from one JSON file: the backend the trend
-//! tests and benchmarks fill point by point.
+//! A `Store` held in memory: the double the trend tests and benchmarks fill, by recording
+//! rows as a real store does or point by point. It keeps no file and cannot export.
 
 use std::collections::BTreeMap;
-use std::path::Path;
 
-use serde::{Deserialize, Serialize};
-
-use super::{HistoryError, RunFilter, RunSummary, Store, StoredRun};
+use super::model::{Retention, RunFilter, RunSummary, Store, StoredRun, Table};
+use crate::history::HistoryError;
+use crate::history::record::RunRows;
 use crate::history::series::{Alert, Point, RunId, SeriesKey};
-use crate::report::Report;
+use crate::metrics::trust::TrustVerdict;
 
 /// Runs, series and alerts in memory.
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default)]
 pub struct MemoryStore {
     runs: Vec<StoredRun>,
-    series: BTreeMap<String, (SeriesKey, Vec<Point>)>,
+    series: BTreeMap<SeriesKey, Vec<Point>>,
     alerts: Vec<Alert>,
-}
-
-fn key_text(key: &SeriesKey) -> String {
-    format!(
-        "{}\u{1f}{}\u{1f}{}\u{1f}{}",
-        key.plan, key.phase, key.target, key.figure
-    )
 }
 
 impl MemoryStore {
@@ -30,44 +22,106 @@ impl MemoryStore {
         MemoryStore::default()
     }
 
-    /// Add a run (its points come with `push_point`).
-    pub fn add_run(&mut self, run: StoredRun) {
-        self.runs.push(run);
-    }
-
-    /// Append a point to a series; points must arrive in run order.
+    /// Append a point to a series without a run behind it; points must arrive in run order.
     pub fn push_point(&mut self, key: &SeriesKey, point: Point) {
-        self.series
-            .entry(key_text(key))
-            .or_insert_with(|| (key.clone(), Vec::new()))
-            .1
-            .push(point);
+        self.series.entry(key.clone()).or_default().push(point);
     }
 
-    pub fn load(path: &Path) -> Result<MemoryStore, HistoryError> {
-        let file_error = |message: String| HistoryError::File {
-            path: path.to_path_buf(),
-            message,
-        };
-        let text = std::fs::read_to_string(path).map_err(|e| file_error(e.to_string()))?;
-        serde_json::from_str(&text).map_err(|e| file_error(format!("not a history file: {e}")))
+    fn stored(&mut self, run: &str) -> Result<&mut StoredRun, HistoryError> {
+        self.runs
+            .iter_mut()
+            .find(|r| r.summary.id == run)
+            .ok_or_else(|| HistoryError::UnknownRun(run.to_string()))
     }
+}
 
-    pub fn save(&self, path: &Path) -> Result<(), HistoryError> {
-        let file_error = |message: String| HistoryError::File {
-            path: path.to_path_buf(),
-            message,
-        };
-        let text = serde_json::to_string(self).map_err(|e| file_error(e.to_string()))?;
-        crate::report::write_atomic(path, &text).map_err(|e| file_error(e.to_string()))
+/// A run's summary as the SQL stores derive it (provenance labels from the run's JSON).
+fn summary(id: &str, rows: &RunRows) -> RunSummary {
+    let run = &rows.run;
+    let mut provenance = BTreeMap::new();
+    if let Some(text) = &run.provenance {
+        flatten("", &super::json(text), &mut provenance);
+    }
+    RunSummary {
+        id: id.to_string(),
+        run_id: run.run_id.clone(),
+        plan: run.plan.clone(),
+        source: run.source,
+        started_at: run.started_at.clone(),
+        finished_at: run.finished_at.clone(),
+        complete: run.complete,
+        excluded: None,
+        phases: rows.phases.len() as i64,
+        tool: run.tool.clone(),
+        recorded_at: run.started_at.clone(),
+        tags: Vec::new(),
+        provenance,
+    }
+}
+
+fn flatten(prefix: &str, value: &serde_json::Value, out: &mut BTreeMap<String, String>) {
+    match value {
+        serde_json::Value::Object(map) => {
+            for (k, v) in map {
+                let key = if prefix.is_empty() {
+                    k.clone()
+                } else {
+                    format!("{prefix}.{k}")
+                };
+                flatten(&key, v, out);
+            }
+        }
+        serde_json::Value::Null => {}
+        serde_json::Value::String(s) => {
+            out.insert(prefix.to_string(), s.clone());
+        }
+        other => {
+            out.insert(prefix.to_string(), other.to_string());
+        }
     }
 }
 
 impl Store for MemoryStore {
-    fn record(&mut self, _: &Report, _: Option<&Path>) -> Result<RunId, HistoryError> {
-        Err(HistoryError::Unsupported(
-            "record reports (fill it with add_run and push_point)",
-        ))
+    fn record_rows(&mut self, rows: &RunRows) -> Result<RunId, HistoryError> {
+        if let Some(old) = self
+            .runs
+            .iter()
+            .find(|r| r.rows.run.record_key == rows.run.record_key)
+        {
+            return Ok(old.summary.id.clone());
+        }
+        let id = rows.run.run_id.clone();
+        for phase in &rows.phases {
+            for figure in &phase.figures {
+                let key = SeriesKey {
+                    plan: rows.run.plan.clone(),
+                    phase: phase.phase.clone(),
+                    target: phase.target.clone(),
+                    figure: figure.figure.clone(),
+                };
+                self.push_point(
+                    &key,
+                    Point {
+                        run: id.clone(),
+                        started_at: rows.run.started_at.clone(),
+                        value: figure.value,
+                        interval: figure.interval,
+                        work: phase.work_sha256.clone().unwrap_or_default(),
+                        deployment: phase.deployment_sha256.clone(),
+                        client_bound: phase.trust == Some(TrustVerdict::ClientBound),
+                        partial: phase.partial || !rows.run.complete,
+                        excluded: None,
+                        conditions: phase.conditions.clone(),
+                    },
+                );
+            }
+        }
+        self.runs.push(StoredRun {
+            summary: summary(&id, rows),
+            report_path: rows.run.report_path.as_ref().map(Into::into),
+            rows: rows.clone(),
+        });
+        Ok(id)
     }
 
     fn runs(&self, filter: &RunFilter) -> Result<Vec<RunSummary>, HistoryError> {
@@ -88,14 +142,12 @@ impl Store for MemoryStore {
     }
 
     fn keys(&self, plan: Option<&str>) -> Result<Vec<SeriesKey>, HistoryError> {
-        let mut keys: Vec<SeriesKey> = self
+        Ok(self
             .series
-            .values()
-            .map(|(k, _)| k.clone())
+            .keys()
             .filter(|k| plan.is_none_or(|p| p == k.plan))
-            .collect();
-        keys.sort();
-        Ok(keys)
+            .cloned()
+            .collect())
     }
 
     fn series(&self, key: &SeriesKey) -> Result<Vec<Point>, HistoryError> {
@@ -104,11 +156,7 @@ impl Store for MemoryStore {
             .iter()
             .filter_map(|r| Some((r.summary.id.as_str(), r.summary.excluded.as_deref()?)))
             .collect();
-        let mut points = self
-            .series
-            .get(&key_text(key))
-            .map(|(_, p)| p.clone())
-            .unwrap_or_default();
+        let mut points = self.series.get(key).cloned().unwrap_or_default();
         for p in &mut points {
             if let Some(reason) = excluded.get(p.run.as_str()) {
                 p.excluded = Some(reason.to_string());
@@ -118,12 +166,16 @@ impl Store for MemoryStore {
     }
 
     fn exclude(&mut self, run: &str, reason: &str) -> Result<(), HistoryError> {
-        let stored = self
-            .runs
-            .iter_mut()
-            .find(|r| r.summary.id == run)
-            .ok_or_else(|| HistoryError::UnknownRun(run.to_string()))?;
-        stored.summary.excluded = Some(reason.to_string());
+        self.stored(run)?.summary.excluded = Some(reason.to_string());
+        Ok(())
+    }
+
+    fn tag(&mut self, run: &str, tag: &str) -> Result<(), HistoryError> {
+        let plan = self.stored(run)?.summary.plan.clone();
+        for r in self.runs.iter_mut().filter(|r| r.summary.plan == plan) {
+            r.summary.tags.retain(|t| t != tag);
+        }
+        self.stored(run)?.summary.tags.push(tag.to_string());
         Ok(())
     }
 
@@ -155,5 +207,13 @@ impl Store for MemoryStore {
             }
         }
         Ok(())
+    }
+
+    fn retain(&mut self, _: &Retention) -> Result<Vec<RunId>, HistoryError> {
+        Err(HistoryError::Unsupported("apply retention in memory"))
+    }
+
+    fn tables(&self) -> Result<Vec<Table>, HistoryError> {
+        Err(HistoryError::Unsupported("export from memory"))
     }
 }

@@ -1,0 +1,165 @@
+//! `history series`: one figure of one phase across runs, every point with its marks.
+
+use crate::exit::Exit;
+use std::path::PathBuf;
+
+use super::show::format_value;
+use super::{fail, md_table, open, to_json};
+use crate::commands::emit;
+use crate::history::{Location, OpenMode, Point, SeriesKey, Store as _};
+use crate::report::model::figure_path::FigurePath;
+
+#[derive(Debug, clap::Args)]
+pub struct SeriesArgs {
+    #[arg(long)]
+    pub plan: String,
+    #[arg(long)]
+    pub phase: String,
+    #[arg(long)]
+    pub target: String,
+    /// A figure path as compare and gates write it: ttft.p99, output_tokens_per_second, …
+    #[arg(long)]
+    pub figure: String,
+    #[arg(long, value_enum, default_value = "md")]
+    pub format: SeriesFormat,
+    /// Write here instead of stdout.
+    #[arg(short, long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
+}
+
+/// The output format of `history series`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum SeriesFormat {
+    Md,
+    Json,
+    Csv,
+}
+
+pub fn run(location: &Location, args: &SeriesArgs) -> Exit {
+    if let Err(e) = args.figure.parse::<FigurePath>() {
+        eprintln!("error: --figure: {e}");
+        return Exit::InvalidInput;
+    }
+    let key = SeriesKey {
+        plan: args.plan.clone(),
+        phase: args.phase.clone(),
+        target: args.target.clone(),
+        figure: args.figure.clone(),
+    };
+    let points = match open(location, OpenMode::Existing).and_then(|s| s.series(&key)) {
+        Ok(points) => points,
+        Err(e) => return fail(&e),
+    };
+    if points.is_empty() {
+        eprintln!(
+            "warning: no points for {} / {} / {} / {} (see `servebench history list`)",
+            key.plan, key.phase, key.target, key.figure
+        );
+    }
+    let text = match args.format {
+        SeriesFormat::Json => to_json(&serde_json::json!({ "key": key, "points": points })),
+        SeriesFormat::Md => markdown(&key, &points),
+        SeriesFormat::Csv => csv(&points),
+    };
+    emit(&text, args.output.as_deref())
+}
+
+/// What marks a point: excluded, partial, client-bound.
+fn marks(p: &Point) -> String {
+    let mut marks = Vec::new();
+    if let Some(reason) = &p.excluded {
+        marks.push(format!("excluded: {reason}"));
+    }
+    if p.partial {
+        marks.push("partial".to_string());
+    }
+    if p.client_bound {
+        marks.push("client-bound".to_string());
+    }
+    marks.join("; ")
+}
+
+fn short(hash: &str) -> String {
+    hash.chars().take(12).collect()
+}
+
+fn markdown(key: &SeriesKey, points: &[Point]) -> String {
+    let rows: Vec<Vec<String>> = points
+        .iter()
+        .map(|p| {
+            vec![
+                p.run.clone(),
+                p.started_at.clone(),
+                format_value(p.value),
+                p.interval
+                    .map(|(lo, hi)| format!("{} – {}", format_value(lo), format_value(hi)))
+                    .unwrap_or_default(),
+                short(&p.work),
+                short(&p.deployment),
+                marks(p),
+            ]
+        })
+        .collect();
+    format!(
+        "# {} of {} on {} ({})\n\n{}",
+        key.figure,
+        key.phase,
+        key.target,
+        key.plan,
+        md_table(
+            &[
+                "Run",
+                "Started",
+                "Value",
+                "95% interval",
+                "Work",
+                "Deployment",
+                "Marks"
+            ],
+            &rows
+        )
+    )
+}
+
+fn csv(points: &[Point]) -> String {
+    let mut writer = csv::Writer::from_writer(Vec::new());
+    let head = [
+        "run",
+        "started_at",
+        "value",
+        "interval_lo",
+        "interval_hi",
+        "work_sha256",
+        "deployment_sha256",
+        "client_bound",
+        "partial",
+        "excluded",
+        "cached_token_ratio",
+        "server_queue_share",
+        "server_uptime_s",
+    ];
+    let opt = |v: Option<f64>| v.map(|v| v.to_string()).unwrap_or_default();
+    let mut rows = vec![head.iter().map(|s| s.to_string()).collect::<Vec<_>>()];
+    rows.extend(points.iter().map(|p| {
+        vec![
+            p.run.clone(),
+            p.started_at.clone(),
+            p.value.to_string(),
+            opt(p.interval.map(|i| i.0)),
+            opt(p.interval.map(|i| i.1)),
+            p.work.clone(),
+            p.deployment.clone(),
+            p.client_bound.to_string(),
+            p.partial.to_string(),
+            p.excluded.clone().unwrap_or_default(),
+            opt(p.conditions.cached_token_ratio),
+            opt(p.conditions.server_queue_share),
+            opt(p.conditions.server_uptime_s),
+        ]
+    }));
+    for row in rows {
+        // Writing to memory cannot fail.
+        let _ = writer.write_record(&row);
+    }
+    String::from_utf8(writer.into_inner().unwrap_or_default()).unwrap_or_default()
+}

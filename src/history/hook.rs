@@ -1,0 +1,37 @@
+//! A test hook: `SERVEBENCH_HISTORY_TEST_PAUSE=after-report|in-commit` makes the process say
+//! so on stderr and wait there (up to a minute), so a test can SIGKILL it at that point and
+//! check from a fresh process that no complete row was left. Unset, it does nothing.
+
+use std::time::Duration;
+
+/// The environment variable that names the point to pause at.
+pub const PAUSE_ENV: &str = "SERVEBENCH_HISTORY_TEST_PAUSE";
+
+/// The line printed to stderr once paused; the point's name follows.
+pub const PAUSED_LINE: &str = "history test hook: paused at";
+
+/// Where the hook can pause.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PausePoint {
+    /// `run` wrote its report and has not started recording.
+    AfterReport,
+    /// Every row of the run is written inside the transaction; the commit has not run.
+    InCommit,
+}
+
+impl PausePoint {
+    pub fn name(self) -> &'static str {
+        match self {
+            PausePoint::AfterReport => "after-report",
+            PausePoint::InCommit => "in-commit",
+        }
+    }
+}
+
+/// Pause at `point` when the hook names it.
+pub fn pause_at(point: PausePoint) {
+    if std::env::var(PAUSE_ENV).is_ok_and(|v| v == point.name()) {
+        eprintln!("{PAUSED_LINE} {}", point.name());
+        std::thread::sleep(Duration::from_secs(60));
+    }
+}

@@ -1,0 +1,112 @@
+//! The `Store` trait every backend implements, and what its queries take and return.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+
+use super::super::record::{RunRows, RunSource};
+use super::super::series::{Alert, Point, RunId, SeriesKey};
+use super::super::{HistoryError, record};
+use crate::report::model::Report;
+
+/// The results store: runs recorded one transaction each, series read back, alerts kept.
+pub trait Store {
+    /// Record one finished report (one transaction; a partial or killed run is stored as
+    /// not complete and never enters trends as complete). Returns the run's id.
+    fn record(
+        &mut self,
+        report: &Report,
+        report_path: Option<&Path>,
+    ) -> Result<RunId, HistoryError> {
+        let rows = record::rows(report, report_path)?;
+        self.record_rows(&rows)
+    }
+    /// Record rows built from a report or an import, in one transaction. Recording the same
+    /// rows again (a retry) returns the first recording's id and adds nothing.
+    fn record_rows(&mut self, rows: &RunRows) -> Result<RunId, HistoryError>;
+    fn runs(&self, filter: &RunFilter) -> Result<Vec<RunSummary>, HistoryError>;
+    fn run(&self, id: &str) -> Result<StoredRun, HistoryError>;
+    fn keys(&self, plan: Option<&str>) -> Result<Vec<SeriesKey>, HistoryError>;
+    /// The points of one series, oldest first, every point (excluded, partial and
+    /// client-bound ones included and marked: callers decide).
+    fn series(&self, key: &SeriesKey) -> Result<Vec<Point>, HistoryError>;
+    fn exclude(&mut self, run: &str, reason: &str) -> Result<(), HistoryError>;
+    /// Give a run a name a baseline can pick it by; a tag names one run per plan (tagging
+    /// another run moves it).
+    fn tag(&mut self, run: &str, tag: &str) -> Result<(), HistoryError>;
+    fn alerts(&self, plan: Option<&str>) -> Result<Vec<Alert>, HistoryError>;
+    /// Insert or update alerts (the trends code computes them; the store keeps them). An
+    /// alert with id 0 is new and gets an id.
+    fn save_alerts(&mut self, alerts: &[Alert]) -> Result<(), HistoryError>;
+    /// Delete runs the policy does not keep, with their phases, figures and errors; the
+    /// ids deleted.
+    fn retain(&mut self, policy: &Retention) -> Result<Vec<RunId>, HistoryError>;
+    /// Every row of every table, for export.
+    fn tables(&self) -> Result<Vec<Table>, HistoryError>;
+}
+
+/// Which runs `runs` lists.
+#[derive(Debug, Clone, Default)]
+pub struct RunFilter {
+    pub plan: Option<String>,
+    /// RFC 3339: runs that started at or after it.
+    pub since: Option<String>,
+    /// Only complete (`Some(true)`) or only partial (`Some(false)`) runs.
+    pub complete: Option<bool>,
+    /// The newest this many.
+    pub limit: Option<usize>,
+}
+
+/// One run as `history list` shows it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RunSummary {
+    pub id: RunId,
+    /// The report's own `run_id`.
+    pub run_id: String,
+    pub plan: String,
+    pub source: RunSource,
+    /// RFC 3339, UTC.
+    pub started_at: String,
+    pub finished_at: Option<String>,
+    /// False for a partial run.
+    pub complete: bool,
+    pub excluded: Option<String>,
+    pub phases: i64,
+    pub tool: String,
+    pub recorded_at: String,
+    /// Names a baseline may pick this run by (`history tag`).
+    pub tags: Vec<String>,
+    /// Where and against what it ran, flattened to labels (`host.os`, `labels.engine`,
+    /// `tool.version`, …): a label that differs from the run before is a provenance change.
+    pub provenance: BTreeMap<String, String>,
+}
+
+/// One run with everything stored about it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct StoredRun {
+    pub summary: RunSummary,
+    /// The report the run was recorded from.
+    pub report_path: Option<PathBuf>,
+    #[serde(flatten)]
+    pub rows: RunRows,
+}
+
+/// Which runs `retain` keeps: a run goes when either rule drops it.
+#[derive(Debug, Clone, Default)]
+pub struct Retention {
+    /// Per plan, the newest this many runs.
+    pub keep_last: Option<usize>,
+    /// RFC 3339: runs that started before it go.
+    pub before: Option<String>,
+    /// Report what would go without deleting it.
+    pub dry_run: bool,
+}
+
+/// One table's columns and rows, as an export writes them.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Table {
+    pub name: &'static str,
+    pub columns: Vec<super::sql::Column>,
+    pub rows: Vec<Vec<super::sql::Cell>>,
+}

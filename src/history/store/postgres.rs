@@ -1,0 +1,198 @@
+//! The team backend: one PostgreSQL database (`--history postgres://…`), each recording one
+//! transaction that first takes a transaction-scoped advisory lock, so recorders queue and a
+//! retried recording finds its first copy.
+
+use std::cell::RefCell;
+use std::error::Error as _;
+
+use bytes::BytesMut;
+use postgres::types::{IsNull, ToSql, Type, to_sql_checked};
+use postgres::{Client, NoTls, Row};
+
+use super::super::HistoryError;
+use super::sql::{Cell, Column, ColumnKind, Dialect, Driver};
+
+/// The advisory lock every write transaction takes (an arbitrary constant: "servebench").
+const WRITE_LOCK: i64 = 0x7365_7276_6562_656e;
+
+pub struct Postgres {
+    client: RefCell<Client>,
+    location: String,
+}
+
+impl ToSql for Cell {
+    fn to_sql(
+        &self,
+        ty: &Type,
+        out: &mut BytesMut,
+    ) -> Result<IsNull, Box<dyn std::error::Error + Sync + Send>> {
+        match self {
+            Cell::Null => Ok(IsNull::Yes),
+            Cell::Int(n) if *ty == Type::INT4 => i32::try_from(*n)?.to_sql(ty, out),
+            Cell::Int(n) if *ty == Type::FLOAT8 => (*n as f64).to_sql(ty, out),
+            Cell::Int(n) => n.to_sql(ty, out),
+            Cell::Real(x) => x.to_sql(ty, out),
+            Cell::Text(s) => s.as_str().to_sql(ty, out),
+            Cell::Bool(b) => b.to_sql(ty, out),
+        }
+    }
+
+    // Each value checks its own type in `to_sql`; a mismatch is an error from there.
+    fn accepts(_: &Type) -> bool {
+        true
+    }
+
+    to_sql_checked!();
+}
+
+impl Postgres {
+    pub fn connect(url: &str) -> Result<Postgres, HistoryError> {
+        let location = redact(url);
+        let client = Client::connect(url, NoTls).map_err(|e| HistoryError::Open {
+            location: location.clone(),
+            detail: describe(&e),
+        })?;
+        Ok(Postgres {
+            client: RefCell::new(client),
+            location,
+        })
+    }
+
+    fn error(&self, e: postgres::Error) -> HistoryError {
+        HistoryError::Database {
+            location: self.location.clone(),
+            detail: describe(&e),
+        }
+    }
+}
+
+/// The server's message when there is one (`postgres::Error`'s own text is only "db error").
+fn describe(e: &postgres::Error) -> String {
+    match e.as_db_error() {
+        Some(db) => format!("{}: {}", db.severity(), db.message()),
+        None => match e.source() {
+            Some(source) => format!("{e}: {source}"),
+            None => e.to_string(),
+        },
+    }
+}
+
+/// The URL with any password replaced, for messages.
+pub fn redact(url: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return url.to_string();
+    };
+    let (authority, tail) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
+    match authority.rsplit_once('@') {
+        Some((user_info, host)) => {
+            let user = user_info.split(':').next().unwrap_or_default();
+            let hidden = if user_info.contains(':') { ":***" } else { "" };
+            format!("{scheme}://{user}{hidden}@{host}{tail}")
+        }
+        None => url.to_string(),
+    }
+}
+
+fn kind(ty: &Type) -> ColumnKind {
+    match *ty {
+        Type::BOOL => ColumnKind::Bool,
+        Type::INT2 | Type::INT4 | Type::INT8 => ColumnKind::Int,
+        Type::FLOAT4 | Type::FLOAT8 | Type::NUMERIC => ColumnKind::Real,
+        _ => ColumnKind::Text,
+    }
+}
+
+fn cells(row: &Row) -> Result<Vec<Cell>, postgres::Error> {
+    (0..row.len())
+        .map(|i| {
+            let ty = row.columns()[i].type_();
+            Ok(match *ty {
+                Type::BOOL => row.try_get::<_, Option<bool>>(i)?.map(Cell::Bool),
+                Type::INT2 => row
+                    .try_get::<_, Option<i16>>(i)?
+                    .map(|n| Cell::Int(n.into())),
+                Type::INT4 => row
+                    .try_get::<_, Option<i32>>(i)?
+                    .map(|n| Cell::Int(n.into())),
+                Type::INT8 => row.try_get::<_, Option<i64>>(i)?.map(Cell::Int),
+                Type::FLOAT4 => row
+                    .try_get::<_, Option<f32>>(i)?
+                    .map(|x| Cell::Real(x.into())),
+                Type::FLOAT8 => row.try_get::<_, Option<f64>>(i)?.map(Cell::Real),
+                _ => row.try_get::<_, Option<String>>(i)?.map(Cell::Text),
+            }
+            .unwrap_or(Cell::Null))
+        })
+        .collect()
+}
+
+impl Driver for Postgres {
+    fn location(&self) -> &str {
+        &self.location
+    }
+
+    fn dialect(&self) -> Dialect {
+        Dialect::Postgres
+    }
+
+    fn execute(&self, sql: &str, params: &[Cell]) -> Result<u64, HistoryError> {
+        let refs: Vec<&(dyn ToSql + Sync)> = params.iter().map(|p| p as _).collect();
+        self.client
+            .borrow_mut()
+            .execute(sql, &refs)
+            .map_err(|e| self.error(e))
+    }
+
+    fn query(&self, sql: &str, params: &[Cell]) -> Result<Vec<Vec<Cell>>, HistoryError> {
+        let refs: Vec<&(dyn ToSql + Sync)> = params.iter().map(|p| p as _).collect();
+        let rows = self
+            .client
+            .borrow_mut()
+            .query(sql, &refs)
+            .map_err(|e| self.error(e))?;
+        rows.iter()
+            .map(cells)
+            .collect::<Result<_, _>>()
+            .map_err(|e| self.error(e))
+    }
+
+    fn table(&self, sql: &str) -> Result<(Vec<Column>, Vec<Vec<Cell>>), HistoryError> {
+        let statement = self
+            .client
+            .borrow_mut()
+            .prepare(sql)
+            .map_err(|e| self.error(e))?;
+        let columns = statement
+            .columns()
+            .iter()
+            .map(|c| Column {
+                name: c.name().to_string(),
+                kind: kind(c.type_()),
+            })
+            .collect();
+        let rows = self
+            .client
+            .borrow_mut()
+            .query(&statement, &[])
+            .map_err(|e| self.error(e))?;
+        let rows = rows
+            .iter()
+            .map(cells)
+            .collect::<Result<_, _>>()
+            .map_err(|e| self.error(e))?;
+        Ok((columns, rows))
+    }
+
+    fn batch(&self, sql: &str) -> Result<(), HistoryError> {
+        self.client
+            .borrow_mut()
+            .batch_execute(sql)
+            .map_err(|e| self.error(e))
+    }
+
+    fn begin_write(&self) -> Result<(), HistoryError> {
+        self.batch("BEGIN")?;
+        self.execute("SELECT pg_advisory_xact_lock($1)", &[Cell::Int(WRITE_LOCK)])
+            .map(drop)
+    }
+}

@@ -1,0 +1,440 @@
+//! Reading the store back: runs, one run's rows, series keys and points, alerts, tables.
+
+use std::collections::BTreeMap;
+
+use serde_json::Value;
+
+use super::super::HistoryError;
+use super::super::record::{ErrorRow, FigureRow, PhaseRow, RunRow, RunRows, RunSource, SplitRow};
+use super::super::series::{Alert, AlertState, Conditions, Point, SeriesKey};
+use super::model::{RunFilter, RunSummary, StoredRun, Table};
+use super::schema::{TABLES, order_by};
+use super::sql::{Cell, Driver};
+use super::write::normalize_time;
+use crate::metrics::trust::TrustVerdict;
+
+pub fn trust_name(verdict: TrustVerdict) -> &'static str {
+    match verdict {
+        TrustVerdict::Trusted => "trusted",
+        TrustVerdict::ClientBound => "client_bound",
+    }
+}
+
+fn trust_named(name: &str) -> Option<TrustVerdict> {
+    [TrustVerdict::Trusted, TrustVerdict::ClientBound]
+        .into_iter()
+        .find(|v| trust_name(*v) == name)
+}
+
+/// A stored value that should be there and is not: the store was changed by hand.
+fn damaged(driver: &dyn Driver, what: &str) -> HistoryError {
+    HistoryError::Corrupt {
+        location: driver.location().to_string(),
+        detail: format!("a stored {what} is missing or of the wrong type"),
+    }
+}
+
+const SUMMARY_COLUMNS: &str = "r.id, r.run_id, r.plan, r.source, r.started_at, r.finished_at,
+    r.complete, r.excluded, r.tool, r.recorded_at,
+    (SELECT COUNT(*) FROM phases p WHERE p.run = r.id), r.tags, r.metadata, r.provenance,
+    r.hostname";
+
+fn summary(driver: &dyn Driver, row: &[Cell]) -> Result<RunSummary, HistoryError> {
+    let text = |i: usize| row[i].string().ok_or_else(|| damaged(driver, "run field"));
+    Ok(RunSummary {
+        id: text(0)?,
+        run_id: text(1)?,
+        plan: text(2)?,
+        source: RunSource::named(&text(3)?).ok_or_else(|| damaged(driver, "run source"))?,
+        started_at: text(4)?,
+        finished_at: row[5].string(),
+        complete: row[6].bool().ok_or_else(|| damaged(driver, "run flag"))?,
+        excluded: row[7].string(),
+        tool: text(8)?,
+        recorded_at: text(9)?,
+        phases: row[10].int().unwrap_or(0),
+        tags: serde_json::from_str(&text(11)?).map_err(|_| damaged(driver, "run's tags"))?,
+        provenance: labels(&text(12)?, row[13].text(), row[14].text(), &text(8)?),
+    })
+}
+
+/// A run's provenance as flat labels: the plan's labels under `labels.`, the stored
+/// provenance by its key paths, the host and the tool.
+fn labels(
+    metadata: &str,
+    provenance: Option<&str>,
+    hostname: Option<&str>,
+    tool: &str,
+) -> BTreeMap<String, String> {
+    fn flatten(prefix: &str, value: &Value, out: &mut BTreeMap<String, String>) {
+        match value {
+            Value::Object(map) => {
+                for (k, v) in map {
+                    let key = if prefix.is_empty() {
+                        k.clone()
+                    } else {
+                        format!("{prefix}.{k}")
+                    };
+                    flatten(&key, v, out);
+                }
+            }
+            Value::Null => {}
+            Value::String(s) => {
+                out.insert(prefix.to_string(), s.clone());
+            }
+            other => {
+                out.insert(prefix.to_string(), other.to_string());
+            }
+        }
+    }
+    let mut out = BTreeMap::new();
+    flatten("labels", &json(metadata), &mut out);
+    if let Some(p) = provenance {
+        flatten("", &json(p), &mut out);
+    }
+    if let Some(host) = hostname {
+        out.insert("host.hostname".to_string(), host.to_string());
+    }
+    out.insert("tool".to_string(), tool.to_string());
+    out
+}
+
+pub fn runs(driver: &dyn Driver, filter: &RunFilter) -> Result<Vec<RunSummary>, HistoryError> {
+    let mut conditions = Vec::new();
+    let mut params = Vec::new();
+    if let Some(plan) = &filter.plan {
+        params.push(Cell::from(plan));
+        conditions.push(format!("r.plan = ${}", params.len()));
+    }
+    if let Some(since) = &filter.since {
+        let since = normalize_time(since).ok_or_else(|| {
+            HistoryError::Invalid(format!("--since {since:?} is not an RFC 3339 time"))
+        })?;
+        params.push(Cell::from(since));
+        conditions.push(format!("r.started_at >= ${}", params.len()));
+    }
+    if let Some(complete) = filter.complete {
+        params.push(Cell::from(complete));
+        conditions.push(format!("r.complete = ${}", params.len()));
+    }
+    let filter_sql = if conditions.is_empty() {
+        String::new()
+    } else {
+        format!("WHERE {}", conditions.join(" AND "))
+    };
+    let limit = filter.limit.map_or(String::new(), |n| format!("LIMIT {n}"));
+    let rows = driver.query(
+        &format!(
+            "SELECT {SUMMARY_COLUMNS} FROM runs r {filter_sql}
+             ORDER BY r.started_at DESC, r.id DESC {limit}"
+        ),
+        &params,
+    )?;
+    let mut runs = rows
+        .iter()
+        .map(|r| summary(driver, r))
+        .collect::<Result<Vec<_>, _>>()?;
+    runs.reverse();
+    Ok(runs)
+}
+
+pub fn run(driver: &dyn Driver, id: &str) -> Result<StoredRun, HistoryError> {
+    let summaries = driver.query(
+        &format!("SELECT {SUMMARY_COLUMNS} FROM runs r WHERE r.id = $1"),
+        &[Cell::from(id)],
+    )?;
+    let Some(summary) = summaries.first() else {
+        return Err(HistoryError::UnknownRun(id.to_string()));
+    };
+    let summary = self::summary(driver, summary)?;
+    let rows = driver.query(
+        "SELECT id, recorded_at, excluded, run_id, record_key, plan, source, started_at,
+            finished_at, complete, stop_reason, tool, hostname, plan_sha256, report_path,
+            report_sha256, records_path, records_sha256, metadata, provenance
+         FROM runs WHERE id = $1",
+        &[Cell::from(id)],
+    )?;
+    let Some(r) = rows.first() else {
+        return Err(HistoryError::UnknownRun(id.to_string()));
+    };
+    let text = |i: usize| r[i].string().ok_or_else(|| damaged(driver, "run field"));
+    let run = RunRow {
+        run_id: text(3)?,
+        record_key: text(4)?,
+        plan: text(5)?,
+        source: RunSource::named(&text(6)?).ok_or_else(|| damaged(driver, "run source"))?,
+        started_at: text(7)?,
+        finished_at: r[8].string(),
+        complete: r[9].bool().ok_or_else(|| damaged(driver, "run flag"))?,
+        stop_reason: r[10].string(),
+        tool: text(11)?,
+        hostname: r[12].string(),
+        plan_sha256: r[13].string(),
+        report_path: r[14].string(),
+        report_sha256: r[15].string(),
+        records_path: r[16].string(),
+        records_sha256: r[17].string(),
+        metadata: text(18)?,
+        provenance: r[19].string(),
+    };
+    let phases = phases(driver, id)?;
+    Ok(StoredRun {
+        summary,
+        report_path: run.report_path.as_ref().map(std::path::PathBuf::from),
+        rows: RunRows { run, phases },
+    })
+}
+
+fn phases(driver: &dyn Driver, run: &str) -> Result<Vec<PhaseRow>, HistoryError> {
+    let rows = driver.query(
+        "SELECT ordinal, phase, target, route, workload, concurrency, rate_rps, recheck_of,
+            started_at, partial, work_sha256, deployment_sha256, trust, trust_reasons, requests,
+            errors, elapsed_s, cached_token_ratio, server_queue_share, server_uptime_s,
+            split_requests, split_client_queue_ms, split_connect_ms, split_tls_ms,
+            split_server_queue_ms, split_server_prefill_ms, split_server_decode_ms,
+            split_frontend_network_ms, split_e2e_ms
+         FROM phases WHERE run = $1 ORDER BY ordinal",
+        &[Cell::from(run)],
+    )?;
+    let mut figures = figures_by_phase(driver, run)?;
+    let mut errors = errors_by_phase(driver, run)?;
+    rows.iter()
+        .map(|r| {
+            let bad = || damaged(driver, "phase field");
+            let text = |i: usize| r[i].string().ok_or_else(bad);
+            let real = |i: usize| r[i].real().ok_or_else(bad);
+            let ordinal = r[0].int().ok_or_else(bad)?;
+            let split = match r[20].int() {
+                Some(requests) => Some(SplitRow {
+                    requests,
+                    client_queue_ms: r[21].real(),
+                    connect_ms: real(22)?,
+                    tls_ms: real(23)?,
+                    server_queue_ms: r[24].real(),
+                    server_prefill_ms: real(25)?,
+                    server_decode_ms: real(26)?,
+                    frontend_network_ms: real(27)?,
+                    e2e_ms: real(28)?,
+                }),
+                None => None,
+            };
+            Ok(PhaseRow {
+                phase: text(1)?,
+                target: text(2)?,
+                route: text(3)?,
+                workload: text(4)?,
+                concurrency: r[5].int(),
+                rate_rps: r[6].real(),
+                recheck_of: r[7].string(),
+                started_at: text(8)?,
+                partial: r[9].bool().ok_or_else(bad)?,
+                work_sha256: r[10].string(),
+                deployment_sha256: text(11)?,
+                trust: match r[12].text() {
+                    Some(name) => Some(trust_named(name).ok_or_else(bad)?),
+                    None => None,
+                },
+                trust_reasons: text(13)?,
+                requests: r[14].int().ok_or_else(bad)?,
+                errors: r[15].int().ok_or_else(bad)?,
+                elapsed_s: real(16)?,
+                conditions: Conditions {
+                    cached_token_ratio: r[17].real(),
+                    server_queue_share: r[18].real(),
+                    server_uptime_s: r[19].real(),
+                },
+                split,
+                figures: figures.remove(&ordinal).unwrap_or_default(),
+                errors_by_cause: errors.remove(&ordinal).unwrap_or_default(),
+            })
+        })
+        .collect()
+}
+
+type ByPhase<T> = std::collections::BTreeMap<i64, Vec<T>>;
+
+/// A run's figures by phase, in the order they were recorded.
+fn figures_by_phase(driver: &dyn Driver, run: &str) -> Result<ByPhase<FigureRow>, HistoryError> {
+    let mut by_phase = ByPhase::new();
+    for r in driver.query(
+        "SELECT ordinal, figure, value, lo, hi, note FROM figures WHERE run = $1",
+        &[Cell::from(run)],
+    )? {
+        let bad = || damaged(driver, "figure");
+        by_phase
+            .entry(r[0].int().ok_or_else(bad)?)
+            .or_insert_with(Vec::new)
+            .push(FigureRow {
+                figure: r[1].string().ok_or_else(bad)?,
+                value: r[2].real().ok_or_else(bad)?,
+                interval: r[3].real().zip(r[4].real()),
+                note: r[5].string(),
+            });
+    }
+    // Rows come back in key order; the figure table's order reads better.
+    let order = crate::report::model::figure_path::figure_path_names();
+    let rank = |name: &str| order.iter().position(|n| n == name).unwrap_or(usize::MAX);
+    for figures in by_phase.values_mut() {
+        figures.sort_by(|a, b| {
+            rank(&a.figure)
+                .cmp(&rank(&b.figure))
+                .then(a.figure.cmp(&b.figure))
+        });
+    }
+    Ok(by_phase)
+}
+
+fn errors_by_phase(driver: &dyn Driver, run: &str) -> Result<ByPhase<ErrorRow>, HistoryError> {
+    let mut by_phase = ByPhase::new();
+    for r in driver.query(
+        "SELECT ordinal, cause, kind, status, count, example FROM errors WHERE run = $1
+         ORDER BY ordinal, count DESC, cause",
+        &[Cell::from(run)],
+    )? {
+        let bad = || damaged(driver, "error row");
+        by_phase
+            .entry(r[0].int().ok_or_else(bad)?)
+            .or_insert_with(Vec::new)
+            .push(ErrorRow {
+                cause: r[1].string().ok_or_else(bad)?,
+                kind: r[2].string().ok_or_else(bad)?,
+                status: r[3].int(),
+                count: r[4].int().ok_or_else(bad)?,
+                example: r[5].string().ok_or_else(bad)?,
+            });
+    }
+    Ok(by_phase)
+}
+
+pub fn keys(driver: &dyn Driver, plan: Option<&str>) -> Result<Vec<SeriesKey>, HistoryError> {
+    let (filter, params) = match plan {
+        Some(plan) => ("WHERE r.plan = $1", vec![Cell::from(plan)]),
+        None => ("", Vec::new()),
+    };
+    let rows = driver.query(
+        &format!(
+            "SELECT DISTINCT r.plan, p.phase, p.target, f.figure
+             FROM figures f
+             JOIN phases p ON p.run = f.run AND p.ordinal = f.ordinal
+             JOIN runs r ON r.id = f.run
+             {filter}
+             ORDER BY 1, 2, 3, 4"
+        ),
+        &params,
+    )?;
+    rows.iter()
+        .map(|r| {
+            let text = |i: usize| r[i].string().ok_or_else(|| damaged(driver, "series key"));
+            Ok(SeriesKey {
+                plan: text(0)?,
+                phase: text(1)?,
+                target: text(2)?,
+                figure: text(3)?,
+            })
+        })
+        .collect()
+}
+
+pub fn series(driver: &dyn Driver, key: &SeriesKey) -> Result<Vec<Point>, HistoryError> {
+    let rows = driver.query(
+        "SELECT r.id, r.started_at, f.value, f.lo, f.hi, p.work_sha256, p.deployment_sha256,
+            p.trust, p.partial, r.complete, r.excluded, p.cached_token_ratio,
+            p.server_queue_share, p.server_uptime_s
+         FROM figures f
+         JOIN phases p ON p.run = f.run AND p.ordinal = f.ordinal
+         JOIN runs r ON r.id = f.run
+         WHERE r.plan = $1 AND p.phase = $2 AND p.target = $3 AND f.figure = $4
+         ORDER BY r.started_at, r.id, p.ordinal",
+        &[
+            Cell::from(&key.plan),
+            Cell::from(&key.phase),
+            Cell::from(&key.target),
+            Cell::from(&key.figure),
+        ],
+    )?;
+    rows.iter()
+        .map(|r| {
+            let bad = || damaged(driver, "series point");
+            Ok(Point {
+                run: r[0].string().ok_or_else(bad)?,
+                started_at: r[1].string().ok_or_else(bad)?,
+                value: r[2].real().ok_or_else(bad)?,
+                interval: r[3].real().zip(r[4].real()),
+                work: r[5].string().unwrap_or_default(),
+                deployment: r[6].string().ok_or_else(bad)?,
+                client_bound: r[7].text() == Some(trust_name(TrustVerdict::ClientBound)),
+                partial: r[8].bool().ok_or_else(bad)? || !r[9].bool().ok_or_else(bad)?,
+                excluded: r[10].string(),
+                conditions: Conditions {
+                    cached_token_ratio: r[11].real(),
+                    server_queue_share: r[12].real(),
+                    server_uptime_s: r[13].real(),
+                },
+            })
+        })
+        .collect()
+}
+
+pub fn alerts(driver: &dyn Driver, plan: Option<&str>) -> Result<Vec<Alert>, HistoryError> {
+    let (filter, params) = match plan {
+        Some(plan) => ("WHERE plan = $1", vec![Cell::from(plan)]),
+        None => ("", Vec::new()),
+    };
+    let rows = driver.query(
+        &format!(
+            "SELECT id, plan, phase, target, figure, opened_by, change_at, before_value,
+                after_value, state, resolved_by, note
+             FROM alerts {filter} ORDER BY id"
+        ),
+        &params,
+    )?;
+    rows.iter()
+        .map(|r| {
+            let bad = || damaged(driver, "alert");
+            let text = |i: usize| r[i].string().ok_or_else(bad);
+            let state = match r[9].text() {
+                Some("open") => AlertState::Open,
+                Some("acknowledged") => AlertState::Acknowledged,
+                Some("resolved") => AlertState::Resolved,
+                _ => return Err(bad()),
+            };
+            Ok(Alert {
+                id: r[0].int().ok_or_else(bad)?,
+                key: SeriesKey {
+                    plan: text(1)?,
+                    phase: text(2)?,
+                    target: text(3)?,
+                    figure: text(4)?,
+                },
+                opened_by: text(5)?,
+                change_at: text(6)?,
+                before: r[7].real().ok_or_else(bad)?,
+                after: r[8].real().ok_or_else(bad)?,
+                state,
+                resolved_by: r[10].string(),
+                note: r[11].string(),
+            })
+        })
+        .collect()
+}
+
+/// Every table, rows in key order.
+pub fn tables(driver: &dyn Driver) -> Result<Vec<Table>, HistoryError> {
+    TABLES
+        .iter()
+        .map(|name| {
+            let (columns, rows) =
+                driver.table(&format!("SELECT * FROM {name} ORDER BY {}", order_by(name)))?;
+            Ok(Table {
+                name,
+                columns,
+                rows,
+            })
+        })
+        .collect()
+}
+
+/// A stored JSON text as a value (`null` when it does not parse).
+pub fn json(text: &str) -> Value {
+    serde_json::from_str(text).unwrap_or(Value::Null)
+}

@@ -1,0 +1,256 @@
+//! The store's tables, their version and the migrations between versions: a new store is
+//! built by running every migration in order, an older one by running the ones it lacks,
+//! and a store written by a newer servebench is refused untouched.
+
+use super::super::HistoryError;
+use super::sql::{Cell, Dialect, Driver, in_write_transaction};
+
+/// The schema version this build writes and reads.
+pub const SCHEMA_VERSION: i64 = 2;
+
+/// The table that holds the version; its presence marks a servebench store.
+const META: &str = "servebench_history";
+
+/// The statements that take a store from version `n - 1` to `n`, for `n` = 1, 2, …
+fn migration(version: i64, dialect: Dialect) -> Vec<String> {
+    match version {
+        1 => vec![
+            "CREATE TABLE runs (
+                id TEXT PRIMARY KEY,
+                run_id TEXT NOT NULL,
+                record_key TEXT NOT NULL UNIQUE,
+                plan TEXT NOT NULL,
+                source TEXT NOT NULL,
+                started_at TEXT NOT NULL,
+                finished_at TEXT,
+                complete BOOLEAN NOT NULL,
+                stop_reason TEXT,
+                tool TEXT NOT NULL,
+                hostname TEXT,
+                plan_sha256 TEXT,
+                report_path TEXT,
+                report_sha256 TEXT,
+                records_path TEXT,
+                records_sha256 TEXT,
+                metadata TEXT NOT NULL,
+                provenance TEXT,
+                recorded_at TEXT NOT NULL,
+                excluded TEXT
+            )"
+            .to_string(),
+            "CREATE INDEX runs_by_plan ON runs (plan, started_at)".to_string(),
+            "CREATE TABLE phases (
+                run TEXT NOT NULL,
+                ordinal BIGINT NOT NULL,
+                phase TEXT NOT NULL,
+                target TEXT NOT NULL,
+                route TEXT NOT NULL,
+                workload TEXT NOT NULL,
+                concurrency BIGINT,
+                rate_rps DOUBLE PRECISION,
+                recheck_of TEXT,
+                started_at TEXT NOT NULL,
+                partial BOOLEAN NOT NULL,
+                work_sha256 TEXT,
+                deployment_sha256 TEXT NOT NULL,
+                trust TEXT,
+                trust_reasons TEXT NOT NULL,
+                requests BIGINT NOT NULL,
+                errors BIGINT NOT NULL,
+                elapsed_s DOUBLE PRECISION NOT NULL,
+                cached_token_ratio DOUBLE PRECISION,
+                server_queue_share DOUBLE PRECISION,
+                server_uptime_s DOUBLE PRECISION,
+                split_requests BIGINT,
+                split_client_queue_ms DOUBLE PRECISION,
+                split_connect_ms DOUBLE PRECISION,
+                split_tls_ms DOUBLE PRECISION,
+                split_server_queue_ms DOUBLE PRECISION,
+                split_server_prefill_ms DOUBLE PRECISION,
+                split_server_decode_ms DOUBLE PRECISION,
+                split_frontend_network_ms DOUBLE PRECISION,
+                split_e2e_ms DOUBLE PRECISION,
+                PRIMARY KEY (run, ordinal)
+            )"
+            .to_string(),
+            "CREATE INDEX phases_by_name ON phases (phase, target)".to_string(),
+            // The biggest table (one row per figure): kept in its key's order only.
+            format!(
+                "CREATE TABLE figures (
+                    run TEXT NOT NULL,
+                    ordinal BIGINT NOT NULL,
+                    figure TEXT NOT NULL,
+                    value DOUBLE PRECISION NOT NULL,
+                    lo DOUBLE PRECISION,
+                    hi DOUBLE PRECISION,
+                    note TEXT,
+                    PRIMARY KEY (run, ordinal, figure)
+                ){}",
+                dialect.clustered()
+            ),
+            "CREATE INDEX figures_by_name ON figures (figure, run)".to_string(),
+            "CREATE TABLE errors (
+                run TEXT NOT NULL,
+                ordinal BIGINT NOT NULL,
+                cause TEXT NOT NULL,
+                kind TEXT NOT NULL,
+                status BIGINT,
+                count BIGINT NOT NULL,
+                example TEXT NOT NULL,
+                PRIMARY KEY (run, ordinal, cause)
+            )"
+            .to_string(),
+        ],
+        // Version 2: the alerts the trend analysis raises and people acknowledge, and tags
+        // that baselines pick runs by.
+        2 => vec![
+            "ALTER TABLE runs ADD COLUMN tags TEXT NOT NULL DEFAULT '[]'".to_string(),
+            format!(
+                "CREATE TABLE alerts (
+                id {},
+                plan TEXT NOT NULL,
+                phase TEXT NOT NULL,
+                target TEXT NOT NULL,
+                figure TEXT NOT NULL,
+                opened_by TEXT NOT NULL,
+                change_at TEXT NOT NULL,
+                before_value DOUBLE PRECISION NOT NULL,
+                after_value DOUBLE PRECISION NOT NULL,
+                state TEXT NOT NULL,
+                resolved_by TEXT,
+                note TEXT
+            )",
+                dialect.serial_key()
+            ),
+        ],
+        _ => Vec::new(),
+    }
+}
+
+/// The store's version: `None` for an empty database.
+fn stored_version(driver: &dyn Driver) -> Result<Option<i64>, HistoryError> {
+    let tables = user_tables(driver)?;
+    if tables.is_empty() {
+        return Ok(None);
+    }
+    if !tables.iter().any(|t| t == META) {
+        return Err(HistoryError::Corrupt {
+            location: driver.location().to_string(),
+            detail: format!(
+                "holds tables ({}) but is not a servebench history store",
+                tables.join(", ")
+            ),
+        });
+    }
+    let rows = driver.query(
+        &format!("SELECT value FROM {META} WHERE key = 'schema_version'"),
+        &[],
+    )?;
+    let version = rows
+        .first()
+        .and_then(|r| r.first())
+        .and_then(Cell::text)
+        .and_then(|v| v.parse::<i64>().ok());
+    match version {
+        Some(v) => Ok(Some(v)),
+        None => Err(HistoryError::Corrupt {
+            location: driver.location().to_string(),
+            detail: "the history store has no readable schema version".to_string(),
+        }),
+    }
+}
+
+fn user_tables(driver: &dyn Driver) -> Result<Vec<String>, HistoryError> {
+    let sql = match driver.dialect() {
+        Dialect::Sqlite => {
+            "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name"
+        }
+        Dialect::Postgres => {
+            "SELECT table_name::text FROM information_schema.tables WHERE table_schema = current_schema() ORDER BY 1"
+        }
+    };
+    Ok(driver
+        .query(sql, &[])?
+        .into_iter()
+        .filter_map(|r| r.first().and_then(Cell::string))
+        .collect())
+}
+
+/// Bring the store to [`SCHEMA_VERSION`] (creating it when empty); refuse a newer one.
+/// Each step runs in the write transaction, so concurrent openers migrate once.
+pub fn prepare(driver: &dyn Driver) -> Result<(), HistoryError> {
+    prepare_to(driver, SCHEMA_VERSION)
+}
+
+/// [`prepare`] up to `target` (tests build older stores with it).
+pub fn prepare_to(driver: &dyn Driver, target: i64) -> Result<(), HistoryError> {
+    let newer = |found| HistoryError::NewerSchema {
+        location: driver.location().to_string(),
+        found,
+        supported: SCHEMA_VERSION,
+    };
+    // Checked before taking the write lock: a reader of a current store never waits.
+    match stored_version(driver)? {
+        Some(v) if v > SCHEMA_VERSION => return Err(newer(v)),
+        Some(v) if v >= target => return Ok(()),
+        _ => {}
+    }
+    in_write_transaction(driver, || {
+        let current = stored_version(driver)?;
+        if let Some(v) = current
+            && v > SCHEMA_VERSION
+        {
+            return Err(newer(v));
+        }
+        if current.is_none() {
+            driver.execute(
+                &format!("CREATE TABLE {META} (key TEXT PRIMARY KEY, value TEXT NOT NULL)"),
+                &[],
+            )?;
+            driver.execute(
+                &format!("INSERT INTO {META} (key, value) VALUES ('schema_version', '0')"),
+                &[],
+            )?;
+            driver.execute(
+                &format!("INSERT INTO {META} (key, value) VALUES ('created_by', $1)"),
+                &[Cell::from(format!(
+                    "servebench {}",
+                    env!("CARGO_PKG_VERSION")
+                ))],
+            )?;
+        }
+        for version in current.unwrap_or(0) + 1..=target {
+            for statement in migration(version, driver.dialect()) {
+                driver.execute(&statement, &[])?;
+            }
+        }
+        driver.execute(
+            &format!("UPDATE {META} SET value = $1 WHERE key = 'schema_version'"),
+            &[Cell::from(target.max(current.unwrap_or(0)).to_string())],
+        )?;
+        Ok(())
+    })
+}
+
+/// Mark the store as written by version `version` (tests of the newer-store refusal).
+pub fn set_version(driver: &dyn Driver, version: i64) -> Result<(), HistoryError> {
+    driver.execute(
+        &format!("UPDATE {META} SET value = $1 WHERE key = 'schema_version'"),
+        &[Cell::from(version.to_string())],
+    )?;
+    Ok(())
+}
+
+/// Every table of the store, in the order an export writes them.
+pub const TABLES: [&str; 5] = ["runs", "phases", "figures", "errors", "alerts"];
+
+/// The key columns that order a table's rows in an export.
+pub fn order_by(table: &str) -> &'static str {
+    match table {
+        "runs" => "started_at, id",
+        "phases" => "run, ordinal",
+        "figures" => "run, ordinal, figure",
+        "errors" => "run, ordinal, cause",
+        _ => "id",
+    }
+}

@@ -1,0 +1,361 @@
+//! Writing to the store: a run's rows in one transaction, exclusions, alerts, retention.
+
+use super::super::record::{PhaseRow, RunRows};
+use super::super::series::{Alert, AlertState, RunId};
+use super::super::{HistoryError, hook};
+use super::model::Retention;
+use super::sql::{Cell, Driver, in_write_transaction};
+
+/// Figures written by one INSERT (7 parameters each, well under either database's limit).
+const FIGURES_PER_STATEMENT: usize = 100;
+
+/// Record `rows` in one transaction; a retry of the same recording returns its id.
+pub fn record(driver: &dyn Driver, rows: &RunRows) -> Result<RunId, HistoryError> {
+    let run = &rows.run;
+    let started_at = normalize_time(&run.started_at).ok_or_else(|| {
+        HistoryError::Invalid(format!(
+            "run {}: started_at {:?} is not an RFC 3339 time",
+            run.run_id, run.started_at
+        ))
+    })?;
+    in_write_transaction(driver, || {
+        let existing = driver.query(
+            "SELECT id FROM runs WHERE record_key = $1",
+            &[Cell::from(&run.record_key)],
+        )?;
+        if let Some(id) = existing.first().and_then(|r| r[0].string()) {
+            return Ok(id);
+        }
+        let id = unique_id(driver, &run.run_id)?;
+        driver.execute(
+            "INSERT INTO runs (id, run_id, record_key, plan, source, started_at, finished_at,
+                complete, stop_reason, tool, hostname, plan_sha256, report_path, report_sha256,
+                records_path, records_sha256, metadata, provenance, recorded_at, excluded)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16,
+                $17, $18, $19, NULL)",
+            &[
+                Cell::from(&id),
+                Cell::from(&run.run_id),
+                Cell::from(&run.record_key),
+                Cell::from(&run.plan),
+                Cell::from(run.source.name()),
+                Cell::from(started_at.clone()),
+                Cell::from(run.finished_at.clone()),
+                Cell::from(run.complete),
+                Cell::from(run.stop_reason.clone()),
+                Cell::from(&run.tool),
+                Cell::from(run.hostname.clone()),
+                Cell::from(run.plan_sha256.clone()),
+                Cell::from(run.report_path.clone()),
+                Cell::from(run.report_sha256.clone()),
+                Cell::from(run.records_path.clone()),
+                Cell::from(run.records_sha256.clone()),
+                Cell::from(&run.metadata),
+                Cell::from(run.provenance.clone()),
+                Cell::from(now()),
+            ],
+        )?;
+        for (ordinal, phase) in rows.phases.iter().enumerate() {
+            insert_phase(driver, &id, ordinal as i64, phase)?;
+        }
+        hook::pause_at(hook::PausePoint::InCommit);
+        Ok(id)
+    })
+}
+
+fn insert_phase(
+    driver: &dyn Driver,
+    run: &str,
+    ordinal: i64,
+    p: &PhaseRow,
+) -> Result<(), HistoryError> {
+    let split = p.split.as_ref();
+    driver.execute(
+        "INSERT INTO phases (run, ordinal, phase, target, route, workload, concurrency, rate_rps,
+            recheck_of, started_at, partial, work_sha256, deployment_sha256, trust, trust_reasons,
+            requests, errors, elapsed_s, cached_token_ratio, server_queue_share, server_uptime_s,
+            split_requests, split_client_queue_ms, split_connect_ms, split_tls_ms,
+            split_server_queue_ms, split_server_prefill_ms, split_server_decode_ms,
+            split_frontend_network_ms, split_e2e_ms)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17,
+            $18, $19, $20, $21, $22, $23, $24, $25, $26, $27, $28, $29, $30)",
+        &[
+            Cell::from(run),
+            Cell::from(ordinal),
+            Cell::from(&p.phase),
+            Cell::from(&p.target),
+            Cell::from(&p.route),
+            Cell::from(&p.workload),
+            Cell::from(p.concurrency),
+            Cell::from(p.rate_rps),
+            Cell::from(p.recheck_of.clone()),
+            Cell::from(&p.started_at),
+            Cell::from(p.partial),
+            Cell::from(p.work_sha256.clone()),
+            Cell::from(&p.deployment_sha256),
+            Cell::from(p.trust.map(super::read::trust_name)),
+            Cell::from(&p.trust_reasons),
+            Cell::from(p.requests),
+            Cell::from(p.errors),
+            Cell::from(p.elapsed_s),
+            Cell::from(p.conditions.cached_token_ratio),
+            Cell::from(p.conditions.server_queue_share),
+            Cell::from(p.conditions.server_uptime_s),
+            Cell::from(split.map(|s| s.requests)),
+            Cell::from(split.and_then(|s| s.client_queue_ms)),
+            Cell::from(split.map(|s| s.connect_ms)),
+            Cell::from(split.map(|s| s.tls_ms)),
+            Cell::from(split.and_then(|s| s.server_queue_ms)),
+            Cell::from(split.map(|s| s.server_prefill_ms)),
+            Cell::from(split.map(|s| s.server_decode_ms)),
+            Cell::from(split.map(|s| s.frontend_network_ms)),
+            Cell::from(split.map(|s| s.e2e_ms)),
+        ],
+    )?;
+    // Many rows per statement: one round trip per hundred figures, not one per figure.
+    for chunk in p.figures.chunks(FIGURES_PER_STATEMENT) {
+        let mut values = Vec::with_capacity(chunk.len());
+        let mut params = Vec::with_capacity(chunk.len() * 7);
+        for f in chunk {
+            let n = params.len();
+            values.push(format!(
+                "(${}, ${}, ${}, ${}, ${}, ${}, ${})",
+                n + 1,
+                n + 2,
+                n + 3,
+                n + 4,
+                n + 5,
+                n + 6,
+                n + 7
+            ));
+            params.extend([
+                Cell::from(run),
+                Cell::from(ordinal),
+                Cell::from(&f.figure),
+                Cell::from(f.value),
+                Cell::from(f.interval.map(|i| i.0)),
+                Cell::from(f.interval.map(|i| i.1)),
+                Cell::from(f.note.clone()),
+            ]);
+        }
+        driver.execute(
+            &format!(
+                "INSERT INTO figures (run, ordinal, figure, value, lo, hi, note) VALUES {}",
+                values.join(", ")
+            ),
+            &params,
+        )?;
+    }
+    for e in &p.errors_by_cause {
+        driver.execute(
+            "INSERT INTO errors (run, ordinal, cause, kind, status, count, example)
+             VALUES ($1, $2, $3, $4, $5, $6, $7)",
+            &[
+                Cell::from(run),
+                Cell::from(ordinal),
+                Cell::from(&e.cause),
+                Cell::from(&e.kind),
+                Cell::from(e.status),
+                Cell::from(e.count),
+                Cell::from(&e.example),
+            ],
+        )?;
+    }
+    Ok(())
+}
+
+/// `run_id`, or `run_id-2`, `-3`, … when another recording already holds it.
+fn unique_id(driver: &dyn Driver, run_id: &str) -> Result<String, HistoryError> {
+    let taken: Vec<String> = driver
+        .query(
+            "SELECT id FROM runs WHERE id = $1 OR id LIKE $2",
+            &[Cell::from(run_id), Cell::from(format!("{run_id}-%"))],
+        )?
+        .into_iter()
+        .filter_map(|r| r[0].string())
+        .collect();
+    let free = |id: &String| !taken.contains(id);
+    Ok(std::iter::once(run_id.to_string())
+        .chain((2..).map(|n| format!("{run_id}-{n}")))
+        .find(free)
+        .unwrap_or_default())
+}
+
+pub fn exclude(driver: &dyn Driver, run: &str, reason: &str) -> Result<(), HistoryError> {
+    in_write_transaction(driver, || {
+        let changed = driver.execute(
+            "UPDATE runs SET excluded = $1 WHERE id = $2",
+            &[Cell::from(reason), Cell::from(run)],
+        )?;
+        if changed == 0 {
+            return Err(HistoryError::UnknownRun(run.to_string()));
+        }
+        Ok(())
+    })
+}
+
+pub fn tag(driver: &dyn Driver, run: &str, tag: &str) -> Result<(), HistoryError> {
+    in_write_transaction(driver, || {
+        let rows = driver.query("SELECT plan FROM runs WHERE id = $1", &[Cell::from(run)])?;
+        let plan = rows
+            .first()
+            .and_then(|r| r[0].string())
+            .ok_or_else(|| HistoryError::UnknownRun(run.to_string()))?;
+        // The tag leaves whichever run of the plan held it.
+        for row in driver.query(
+            "SELECT id, tags FROM runs WHERE plan = $1",
+            &[Cell::from(&plan)],
+        )? {
+            let (Some(id), Some(tags)) = (row[0].string(), row[1].string()) else {
+                continue;
+            };
+            let mut tags: Vec<String> = serde_json::from_str(&tags).unwrap_or_default();
+            let had = tags.len();
+            tags.retain(|t| t != tag);
+            if id == run {
+                tags.push(tag.to_string());
+            } else if tags.len() == had {
+                continue;
+            }
+            driver.execute(
+                "UPDATE runs SET tags = $1 WHERE id = $2",
+                &[
+                    Cell::from(serde_json::json!(tags).to_string()),
+                    Cell::from(&id),
+                ],
+            )?;
+        }
+        Ok(())
+    })
+}
+
+pub fn save_alerts(driver: &dyn Driver, alerts: &[Alert]) -> Result<(), HistoryError> {
+    in_write_transaction(driver, || {
+        for a in alerts {
+            let values = [
+                Cell::from(&a.key.plan),
+                Cell::from(&a.key.phase),
+                Cell::from(&a.key.target),
+                Cell::from(&a.key.figure),
+                Cell::from(&a.opened_by),
+                Cell::from(&a.change_at),
+                Cell::from(a.before),
+                Cell::from(a.after),
+                Cell::from(alert_state_name(&a.state)),
+                Cell::from(a.resolved_by.clone()),
+                Cell::from(a.note.clone()),
+            ];
+            let changed = if a.id == 0 {
+                0
+            } else {
+                let mut params = values.to_vec();
+                params.push(Cell::from(a.id));
+                driver.execute(
+                    "UPDATE alerts SET plan = $1, phase = $2, target = $3, figure = $4,
+                        opened_by = $5, change_at = $6, before_value = $7, after_value = $8,
+                        state = $9, resolved_by = $10, note = $11
+                     WHERE id = $12",
+                    &params,
+                )?
+            };
+            if changed == 0 {
+                driver.execute(
+                    "INSERT INTO alerts (plan, phase, target, figure, opened_by, change_at,
+                        before_value, after_value, state, resolved_by, note)
+                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)",
+                    &values,
+                )?;
+            }
+        }
+        Ok(())
+    })
+}
+
+pub fn alert_state_name(state: &AlertState) -> &'static str {
+    match state {
+        AlertState::Open => "open",
+        AlertState::Acknowledged => "acknowledged",
+        AlertState::Resolved => "resolved",
+    }
+}
+
+/// Delete the runs `policy` drops; their ids, oldest first.
+pub fn retain(driver: &dyn Driver, policy: &Retention) -> Result<Vec<RunId>, HistoryError> {
+    in_write_transaction(driver, || {
+        let rows = driver.query(
+            "SELECT id, plan, started_at FROM runs ORDER BY plan, started_at DESC, id DESC",
+            &[],
+        )?;
+        let before = policy.before.as_deref().map(normalize_time).map(|t| {
+            t.ok_or_else(|| HistoryError::Invalid("--before is not an RFC 3339 time".into()))
+        });
+        let before = before.transpose()?;
+        let mut drop = Vec::new();
+        let mut plan = String::new();
+        let mut kept_in_plan = 0usize;
+        for row in rows {
+            let (Some(id), Some(p), Some(started)) =
+                (row[0].string(), row[1].string(), row[2].string())
+            else {
+                continue;
+            };
+            if p != plan {
+                plan = p;
+                kept_in_plan = 0;
+            }
+            let too_many = policy.keep_last.is_some_and(|n| kept_in_plan >= n);
+            let too_old = before.as_ref().is_some_and(|b| started < *b);
+            if too_many || too_old {
+                drop.push((started, id));
+            } else {
+                kept_in_plan += 1;
+            }
+        }
+        drop.sort();
+        if !policy.dry_run {
+            for (_, id) in &drop {
+                for table in ["figures", "errors", "phases"] {
+                    driver.execute(
+                        &format!("DELETE FROM {table} WHERE run = $1"),
+                        &[Cell::from(id)],
+                    )?;
+                }
+                driver.execute("DELETE FROM runs WHERE id = $1", &[Cell::from(id)])?;
+            }
+        }
+        Ok(drop.into_iter().map(|(_, id)| id).collect())
+    })
+}
+
+/// An RFC 3339 time as the store keeps it: UTC, milliseconds, `Z` (so text order is time
+/// order); `None` when it does not parse.
+pub fn normalize_time(text: &str) -> Option<String> {
+    let t = chrono::DateTime::parse_from_rfc3339(text.trim()).ok()?;
+    Some(
+        t.with_timezone(&chrono::Utc)
+            .to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
+    )
+}
+
+fn now() -> String {
+    chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::normalize_time;
+
+    #[test]
+    fn times_are_kept_in_utc_so_text_order_is_time_order() {
+        assert_eq!(
+            normalize_time("2026-12-01T08:00:00+02:00").as_deref(),
+            Some("2026-12-01T06:00:00.000Z")
+        );
+        assert_eq!(
+            normalize_time("2026-12-01T06:00:00.123456Z").as_deref(),
+            Some("2026-12-01T06:00:00.123Z")
+        );
+        assert_eq!(normalize_time("unknown"), None);
+        assert_eq!(normalize_time("20261201-093000"), None);
+    }
+}
