@@ -104,7 +104,7 @@ impl RunArgs {
             },
             shard: self.shard,
             start_at: self.start_at,
-            salt: self.salt,
+            salt: self.salt.clone(),
             long_run: crate::runner::LongRunOptions {
                 keep_records: self.keep_records as usize,
                 summary_every: self.summary_every,
