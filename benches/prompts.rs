@@ -43,6 +43,7 @@ fn context(source: TokenizerSource, base_url: &str) -> WorkloadContext {
         seed: 1,
         base_url: base_url.to_string(),
         model: "sim".into(),
+        text_salt: None,
     }
 }
 

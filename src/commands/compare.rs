@@ -4,8 +4,8 @@ use std::path::PathBuf;
 
 use super::emit;
 use crate::exit::Exit;
-use crate::report::compare::compare;
 use crate::report::compare::gate::Gate;
+use crate::report::compare::{CompareOptions, compare_with};
 use crate::report::{read_report, render_comparison};
 
 #[derive(Debug, clap::Args)]
@@ -22,6 +22,9 @@ pub struct CompareArgs {
     /// Write here instead of stdout.
     #[arg(short, long, value_name = "FILE")]
     pub output: Option<PathBuf>,
+    /// Compare phases even where the two runs asked for different work (said in the output).
+    #[arg(long)]
+    pub force: bool,
 }
 
 /// Output format of `servebench compare`.
@@ -56,13 +59,23 @@ pub fn run(args: &CompareArgs) -> Exit {
                 return Exit::InvalidInput;
             }
         };
-    let comparison = compare(
-        &args.base.display().to_string(),
-        &base_report,
-        &args.new.display().to_string(),
-        &new_report,
-        &gates,
+    let (base_path, new_path) = (
+        args.base.display().to_string(),
+        args.new.display().to_string(),
     );
+    let comparison = compare_with(
+        (&base_path, &base_report),
+        (&new_path, &new_report),
+        &gates,
+        CompareOptions { force: args.force },
+    );
+    for refused in &comparison.refused {
+        eprintln!(
+            "warning: phase `{}` not compared: the two runs asked for different work \
+             (--force compares it anyway)",
+            refused.phase
+        );
+    }
     let text = match args.format {
         CompareFormat::Md => render_comparison(&comparison),
         CompareFormat::Json => match serde_json::to_string_pretty(&comparison) {

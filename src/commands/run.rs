@@ -44,6 +44,10 @@ pub struct RunArgs {
     /// Start phase k at this RFC 3339 time plus its planned offset, so shards stay aligned.
     #[arg(long, value_name = "RFC3339", value_parser = crate::shard::parse_start_at)]
     pub start_at: Option<chrono::DateTime<chrono::Utc>>,
+    /// Salt the prompts with this value instead of a fresh one, so a rerun sends what the
+    /// run with this salt sent (and may meet the server's cache of it).
+    #[arg(long, value_name = "VALUE", value_parser = parse_salt)]
+    pub salt: Option<String>,
     /// Records each phase's report keeps; a longer phase keeps a seeded sample of this many
     /// (its figures still cover every request).
     #[arg(long, value_name = "N", default_value_t = crate::runner::collect::DEFAULT_KEEP_RECORDS as u64,
@@ -59,6 +63,13 @@ pub struct RunArgs {
     /// Do not record the run in the history.
     #[arg(long)]
     pub no_history: bool,
+}
+
+fn parse_salt(text: &str) -> Result<String, String> {
+    if text.trim().is_empty() {
+        return Err("must not be empty".to_string());
+    }
+    Ok(text.to_string())
 }
 
 fn parse_interval(text: &str) -> Result<std::time::Duration, String> {
@@ -93,6 +104,7 @@ impl RunArgs {
             },
             shard: self.shard,
             start_at: self.start_at,
+            salt: self.salt.clone(),
             long_run: crate::runner::LongRunOptions {
                 keep_records: self.keep_records as usize,
                 summary_every: self.summary_every,

@@ -4,6 +4,7 @@ mod anvil;
 mod bootstrap;
 mod buffering;
 mod causes;
+pub mod conditions;
 mod distributions;
 mod drift;
 mod interval;

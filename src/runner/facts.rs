@@ -24,6 +24,7 @@ pub(super) fn new_report(
         finished_at: None,
         partial: true,
         stop_reason: None,
+        provenance: None,
         host: host::host_facts(),
         plan_source: PlanSource {
             path: loaded.source_path.display().to_string(),

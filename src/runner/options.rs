@@ -32,6 +32,8 @@ pub struct RunOptions {
     pub shard: Option<ShardSpec>,
     /// `--start-at`: start each phase at this time plus its planned offset.
     pub start_at: Option<chrono::DateTime<chrono::Utc>>,
+    /// `--salt`: this salt instead of a fresh one (the same prompts as the run that used it).
+    pub salt: Option<String>,
     /// Bounds for long windows: records kept, rolling summaries.
     pub long_run: LongRunOptions,
 }

@@ -60,6 +60,8 @@ pub(super) struct PhaseRun<'a> {
     /// The run directory: a long window's column files go in it while it runs.
     pub out_dir: &'a Path,
     pub long_run: &'a LongRunOptions,
+    /// The run's salt and how this phase's prompts carry it.
+    pub salt: super::salt::PhaseSalt<'a>,
 }
 
 /// A phase's client and prompts, ready to send.
@@ -344,6 +346,8 @@ impl PhaseRun<'_> {
             rate_rps: phase.rate_rps(),
             recheck_of: phase.recheck_of.map(str::to_string),
             connection_reuse: self.connection_reuse(),
+            work_sha256: super::salt::work_sha256(&self.plan.plan, phase, &self.target.model),
+            prompt_salt: Some(self.salt.used),
             ..PhaseFacts::default()
         }
     }
@@ -447,6 +451,7 @@ impl PhaseRun<'_> {
             phase.max_connections(),
         )?;
         config.model = self.target.model.clone();
+        self.salt.add_to_body(&mut config.body);
         // Without limits a dead server would hold a phase forever; the drain timeout still
         // bounds a slow but live one.
         config
@@ -474,6 +479,7 @@ impl PhaseRun<'_> {
             )),
             base_url: self.target.endpoint.base_url.clone(),
             model: self.target.model.clone(),
+            text_salt: self.salt.text(),
         }
     }
 

@@ -30,6 +30,7 @@ pub(super) fn check_inputs(
             seed: 0,
             base_url: String::new(),
             model: String::new(),
+            text_salt: None,
         };
         if let Err(e) = PromptSource::new(phase.workload, &context) {
             problems.push(format!(

@@ -62,11 +62,17 @@ pub async fn run(options: RunOptions) -> Result<RunOutcome, RunError> {
     let stops = Stops::default();
     let interrupts = install_interrupt_handler(stops.clone(), journal.clone(), out_dir.clone());
 
+    let salt = super::salt::run_salt(&options, &loaded.plan);
+    let provenance =
+        super::provenance::run_provenance(&loaded, &schedule.phases, &targets, &simulators, &salt)
+            .await;
     let mut report = new_report(&loaded, run_id.clone(), started_at);
     report.client_calibration = calibration;
     report.host.cpu_latency_hint = Some(latency_hint);
     report.client_busy_poll = options.busy_poll;
     report.shard = shard_info(&loaded.plan, &options);
+    let servers = provenance.servers.clone();
+    report.provenance = Some(provenance);
     let report_path = output::write_report(&out_dir, &report).map_err(RunError::Failed)?;
     let phases = Phases {
         loaded: &loaded,
@@ -78,6 +84,8 @@ pub async fn run(options: RunOptions) -> Result<RunOutcome, RunError> {
         targets: &targets,
         options: &options,
         out_dir: &out_dir,
+        salt: &salt,
+        servers: &servers,
     };
     let failure = phases.run(&mut report).await;
     // Every exit path from here on, a failed report write included, leaves a finished file.
@@ -255,6 +263,9 @@ pub(super) struct Phases<'a> {
     pub(super) targets: &'a Targets,
     options: &'a RunOptions,
     pub(super) out_dir: &'a Path,
+    /// The run's salt, and each target as its server states itself (which salt it takes).
+    salt: &'a str,
+    servers: &'a [crate::report::ServerIdentity],
 }
 
 impl Phases<'_> {
@@ -403,6 +414,10 @@ impl Phases<'_> {
             during: None,
             out_dir: self.out_dir,
             long_run: &self.options.long_run,
+            salt: super::salt::PhaseSalt {
+                value: self.salt,
+                used: super::provenance::phase_salt(phase, self.servers),
+            },
         }
     }
 

@@ -12,8 +12,8 @@ mod shard;
 pub use offsets::{DRAIN_ALLOWANCE, planned_offsets};
 pub use settings::{DEFAULT_DRAIN_TIMEOUT, Load, PhaseSettings, probe_load, resolve};
 pub use shard::{
-    MAX_SHARDS, ShardSpec, check_shardable, parse_start_at, plan_sha256, request_share,
-    runs_nothing, split_load, split_phase, warmup_requests,
+    MAX_SHARDS, ShardSpec, canonical_sha256, check_shardable, parse_start_at, plan_sha256,
+    request_share, runs_nothing, split_load, split_phase, warmup_requests,
 };
 
 use chrono::{DateTime, Utc};

@@ -168,9 +168,14 @@ pub fn runs_nothing(phase: &PhaseSettings<'_>) -> bool {
 
 /// sha256 (hex) of the canonical JSON of an expanded plan: object keys sorted, no spaces.
 pub fn plan_sha256(plan: &Plan) -> String {
-    let value = serde_json::to_value(plan).unwrap_or(Value::Null);
+    canonical_sha256(&serde_json::to_value(plan).unwrap_or(Value::Null))
+}
+
+/// sha256 (hex) of `value` with every object's keys sorted: equal for equal values whatever
+/// order their keys were written in.
+pub fn canonical_sha256(value: &Value) -> String {
     let mut text = String::new();
-    write_canonical(&value, &mut text);
+    write_canonical(value, &mut text);
     hex::encode(Sha256::digest(text.as_bytes()))
 }
 

@@ -222,6 +222,9 @@ impl PhaseMerge<'_> {
         }
         let facts = PhaseFacts {
             phase: name.to_string(),
+            // Every shard ran the same expanded plan with the same derived salt.
+            work_sha256: lead.work_sha256.clone(),
+            prompt_salt: lead.prompt_salt,
             route: lead.route.clone(),
             target: lead.target.clone(),
             workload: lead.workload.clone(),
@@ -387,6 +390,7 @@ impl PhaseMerge<'_> {
             finished_at: finished_at.map(|t| t.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)),
             partial,
             stop_reason: (!notes.is_empty()).then(|| notes.join("; ")),
+            provenance: first.provenance.clone(),
             host: first.host.clone(),
             plan_source: first.plan_source.clone(),
             vars: first.vars.clone(),

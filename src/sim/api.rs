@@ -155,6 +155,9 @@ pub(crate) struct GenerationRequest {
     /// `"auto"`, `"required"`, `"none"` or `{"type": "function", "function": {"name": …}}`.
     #[serde(default)]
     pub tool_choice: Option<serde_json::Value>,
+    /// vLLM's `cache_salt`: prompts with different salts share no prefix-cache blocks.
+    #[serde(default)]
+    pub cache_salt: Option<String>,
 }
 
 /// `/v1/responses`: `input` as a string or a list of messages (`content` a string or

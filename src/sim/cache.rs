@@ -4,11 +4,16 @@ use std::collections::{BTreeMap, HashMap};
 
 use super::rng::mix64;
 
-/// Chained hashes of the prompt's full blocks: block i's hash covers blocks 0..=i.
-pub(crate) fn block_hashes(ids: &[u32], block_tokens: u32) -> Vec<u64> {
+/// Chained hashes of the prompt's full blocks: block i's hash covers blocks 0..=i. The
+/// request's `cache_salt`, when it has one, seeds the chain (as in vLLM), so prompts with
+/// different salts share no block.
+pub(crate) fn block_hashes(ids: &[u32], block_tokens: u32, salt: Option<&str>) -> Vec<u64> {
     let block = block_tokens.max(1) as usize;
+    let root = salt.map_or(0x5eed_u64, |s| {
+        mix64(0x5eed_u64 ^ crate::hash::fnv1a_64(s.as_bytes()))
+    });
     ids.chunks_exact(block)
-        .scan(0x5eed_u64, |parent, chunk| {
+        .scan(root, |parent, chunk| {
             let mut hash = mix64(*parent);
             for id in chunk {
                 hash = mix64(hash ^ u64::from(*id));
@@ -96,8 +101,8 @@ mod tests {
 
     #[test]
     fn chained_hashes_depend_on_prefix() {
-        let a = block_hashes(&[1, 2, 3, 4, 5], 2);
-        let b = block_hashes(&[9, 2, 3, 4], 2);
+        let a = block_hashes(&[1, 2, 3, 4, 5], 2, None);
+        let b = block_hashes(&[9, 2, 3, 4], 2, None);
         assert_eq!(a.len(), 2);
         assert_ne!(a[1], b[1], "same block, different prefix");
     }
@@ -106,13 +111,13 @@ mod tests {
     fn hits_then_evicts_lru() {
         let mut cache = PrefixCache::new(64, 16);
         let p1: Vec<u32> = (0..40).collect();
-        let h1 = block_hashes(&p1, 16);
+        let h1 = block_hashes(&p1, 16, None);
         assert_eq!(cache.admit(&h1, 40), 0);
         assert_eq!(cache.admit(&h1, 40), 32);
         // A prompt of exactly 32 tokens: the last token is recomputed, so one block counts.
         assert_eq!(cache.admit(&h1, 32), 16);
         let p2: Vec<u32> = (100..164).collect();
-        let h2 = block_hashes(&p2, 16);
+        let h2 = block_hashes(&p2, 16, None);
         assert_eq!(cache.admit(&h2, 64), 0);
         assert_eq!(cache.resident_blocks(), 4);
         assert_eq!(cache.evicted_blocks, 2);
@@ -120,9 +125,28 @@ mod tests {
     }
 
     #[test]
+    fn a_cache_salt_keeps_equal_prompts_apart() {
+        let mut cache = PrefixCache::new(1024, 16);
+        let ids: Vec<u32> = (0..40).collect();
+        let salted = |salt| block_hashes(&ids, 16, salt);
+        assert_eq!(cache.admit(&salted(Some("run-a")), 40), 0);
+        assert_eq!(
+            cache.admit(&salted(Some("run-a")), 40),
+            32,
+            "one salt shares"
+        );
+        assert_eq!(
+            cache.admit(&salted(Some("run-b")), 40),
+            0,
+            "another salt does not"
+        );
+        assert_eq!(cache.admit(&salted(None), 40), 0, "nor does no salt");
+    }
+
+    #[test]
     fn clear_forgets_every_block() {
         let mut cache = PrefixCache::new(1024, 16);
-        let h = block_hashes(&(0..40).collect::<Vec<u32>>(), 16);
+        let h = block_hashes(&(0..40).collect::<Vec<u32>>(), 16, None);
         cache.admit(&h, 40);
         assert_eq!(cache.clear(), 2);
         assert_eq!(cache.admit(&h, 40), 0, "cold after a clear");

@@ -268,6 +268,7 @@ pub fn prepare(
     path: &Path,
     kit: &TextKit,
     seed: u64,
+    salt: Option<String>,
 ) -> Result<DatasetSource, WorkloadError> {
     if dataset.sample == Some(0) {
         return Err(WorkloadError(format!(
@@ -318,12 +319,33 @@ pub fn prepare(
         kept.truncate(sample);
     }
     let (entries, tokens) = kept.into_iter().unzip();
-    Ok(DatasetSource {
+    let mut source = DatasetSource {
         sha256: loaded.sha256,
         entries,
         tokens,
         total_entries,
-    })
+    };
+    // Filtered and sampled unsalted, so every run keeps the same entries; then salted and
+    // counted again, so the planned tokens include the salt.
+    if let Some(salt) = salt {
+        for entry in &mut source.entries {
+            salt_entry(&mut entry.input, &salt);
+        }
+        source.recount(kit)?;
+    }
+    Ok(source)
+}
+
+/// The run's salt words at the head of an entry: before its text, or its first message.
+fn salt_entry(input: &mut EntryInput, salt: &str) {
+    match input {
+        EntryInput::Text(text) => *text = format!("{salt} {text}"),
+        EntryInput::Messages(messages) => {
+            if let Some(first) = messages.first_mut() {
+                first.content = format!("{salt} {}", first.content);
+            }
+        }
+    }
 }
 
 impl DatasetSource {

@@ -220,6 +220,9 @@ pub struct WorkloadContext {
     /// Base URL including `/v1` (for `/tokenize` calibration).
     pub base_url: String,
     pub model: String,
+    /// The run's salt, when it goes in the prompts' text (`salt: text`): a few words at the
+    /// head of every prompt, counted in its planned tokens.
+    pub text_salt: Option<String>,
 }
 
 /// The tokenizer a phase counts with: the workload's, else the target's, else the simulator's
@@ -347,7 +350,11 @@ impl PromptSource {
         let kit = TextKit::new(counter, context.api)?;
         let kind = if let Some(d) = &workload.dataset {
             let path = tokens::resolve(&context.plan_dir, &d.path);
-            Kind::Dataset(dataset::prepare(d, &path, &kit, context.seed)?)
+            let salt = context
+                .text_salt
+                .as_deref()
+                .map(|s| kit.salt_words(s).join(" "));
+            Kind::Dataset(dataset::prepare(d, &path, &kit, context.seed, salt)?)
         } else if let Some(t) = &workload.trace {
             let path = tokens::resolve(&context.plan_dir, &t.path);
             Kind::Trace(trace::load(&path, t.format, t.time_scale, t.block_tokens)?)
@@ -398,7 +405,34 @@ impl PromptSource {
             .shared_prefix
             .as_ref()
             .map_or(0, |p| p.tokens as usize);
-        self.kit.floor(prefix + synthetic::NONCE_WORDS)
+        self.kit
+            .floor(self.head_salt_words().len() + prefix + synthetic::NONCE_WORDS)
+    }
+
+    /// The salt words a synthetic head starts with: only before a shared prefix. Without
+    /// one the nonce leads the prompt and carries the salt itself, at no cost in tokens.
+    fn head_salt_words(&self) -> Vec<&'static str> {
+        if self.workload.shared_prefix.is_some() {
+            self.salt_words()
+        } else {
+            Vec::new()
+        }
+    }
+
+    /// How far the run's text salt turns the nonce's words (0 without a text salt).
+    fn nonce_salt(&self) -> u64 {
+        self.context
+            .text_salt
+            .as_deref()
+            .map_or(0, |salt| crate::hash::fnv1a_64(salt.as_bytes()))
+    }
+
+    /// The words the run's text salt leads every prompt with (none without a text salt).
+    fn salt_words(&self) -> Vec<&'static str> {
+        self.context
+            .text_salt
+            .as_deref()
+            .map_or_else(Vec::new, |salt| self.kit.salt_words(salt))
     }
 
     /// The same prompts sized the given way: [`Sizing::Retokenize`] is the reference the
@@ -667,16 +701,18 @@ impl PromptSource {
         Ok(u64::from(drawn).max(self.floor_tokens))
     }
 
-    /// Head words of a synthetic first turn: the group's shared prefix, then the nonce.
+    /// Head words of a synthetic first turn: the run's salt words, the group's shared prefix,
+    /// then the nonce (turned by the salt). The salt leads, so prefixes shared on purpose stay
+    /// shared within a run and no prompt of one run shares a cached prefix with another run's.
     fn head(&self, unique: u64, rng: &mut rand_chacha::ChaCha8Rng) -> Vec<&'static str> {
-        let mut head = Vec::new();
+        let mut head = self.head_salt_words();
         if let Some(p) = &self.workload.shared_prefix {
             let group = rng.random_range(0..p.groups);
             let mut group_rng =
                 stream_rng(self.context.seed, Purpose::PrefixGroup, u64::from(group));
-            head = self.kit.random_words(&mut group_rng, p.tokens as usize);
+            head.extend(self.kit.random_words(&mut group_rng, p.tokens as usize));
         }
-        head.extend(self.kit.nonce(unique, rng));
+        head.extend(self.kit.nonce(unique, self.nonce_salt(), rng));
         head
     }
 
@@ -803,9 +839,10 @@ impl PromptSource {
         let len = t.entries.len() as u64;
         let entry = &t.entries[(index % len) as usize];
         let pass = index / len;
-        let mut head = Vec::new();
+        let mut head = self.salt_words();
+        let salted = head.len();
         for id in &entry.hash_ids {
-            if head.len() as u64 >= entry.input_length {
+            if (head.len() - salted) as u64 >= entry.input_length {
                 break;
             }
             let mut block_rng = stream_rng(self.context.seed, Purpose::TraceBlock, *id);
@@ -816,7 +853,7 @@ impl PromptSource {
         }
         // Seeded by the entry, so a later pass repeats the same prompt.
         let mut rng = stream_rng(self.context.seed, Purpose::Request, index % len);
-        let fitted = self.kit.fit(&head, 0, &mut rng, entry.input_length)?;
+        let fitted = self.kit.fit(&head, salted, &mut rng, entry.input_length)?;
         let span = t.span();
         let gap = if len > 1 {
             span / (len - 1) as u32

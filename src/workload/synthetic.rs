@@ -15,6 +15,8 @@ use crate::plan::{Api, TokenCount};
 const MIN_WORDS: usize = 64;
 /// Words in the per-request nonce at the start of a prompt.
 pub const NONCE_WORDS: usize = 4;
+/// Words a text salt puts at the head of every prompt.
+pub const SALT_WORDS: usize = 4;
 /// Fitting rounds before settling for the closest count.
 const FIT_ROUNDS: usize = 8;
 
@@ -29,6 +31,7 @@ pub enum Purpose {
     DatasetOrder = 5,
     RerankQuery = 6,
     Session = 7,
+    Salt = 8,
 }
 
 /// A ChaCha stream for (seed, purpose, index): the same on every machine.
@@ -221,17 +224,28 @@ impl TextKit {
     }
 
     /// Words unique to `index` (its digits in base `words.len()`, lowest first, so neighbouring
-    /// requests differ at their first token) plus one seeded word.
-    pub fn nonce(&self, index: u64, rng: &mut ChaCha8Rng) -> Vec<&'static str> {
+    /// requests differ at their first token) plus one seeded word. A run's `salt` turns each
+    /// digit's word by its own amount: still unique within the run, another run's words from
+    /// the first.
+    pub fn nonce(&self, index: u64, salt: u64, rng: &mut ChaCha8Rng) -> Vec<&'static str> {
         let base = self.words.len() as u64;
         let mut rest = index;
+        let mut turn = salt;
         let mut out = Vec::with_capacity(NONCE_WORDS);
         for _ in 0..NONCE_WORDS - 1 {
-            out.push(self.words[(rest % base) as usize]);
+            out.push(self.words[((rest % base + turn % base) % base) as usize]);
             rest /= base;
+            turn = crate::hash::mix64(turn);
         }
         out.push(self.random_word(rng));
         out
+    }
+
+    /// The words a run's text salt puts at the head of its prompts: drawn from the kit's words
+    /// with the salt as seed, so one salt gives the same words on every machine.
+    pub fn salt_words(&self, salt: &str) -> Vec<&'static str> {
+        let seed = crate::hash::fnv1a_64(salt.as_bytes());
+        self.random_words(&mut stream_rng(seed, Purpose::Salt, 0), SALT_WORDS)
     }
 
     /// The request input: `history` (earlier turns) then `content` as the last user turn.

@@ -229,6 +229,7 @@ fn source(api: Api, batch: u32) -> (Workload, PromptSource) {
         seed: 5,
         base_url: String::new(),
         model: "enc".into(),
+        text_salt: None,
     };
     let source = PromptSource::new(&workload, &context).unwrap();
     (workload, source)

@@ -38,6 +38,7 @@ pub fn quiet_run_options(
         busy_poll: false,
         shard: None,
         start_at: None,
+        salt: None,
         long_run: servebench::runner::LongRunOptions::default(),
     }
 }

@@ -33,6 +33,7 @@ fn prompts(workload: &Workload, api: Api, base_url: &str) -> PromptSource {
         seed: 11,
         base_url: base_url.to_string(),
         model: "sim".to_string(),
+        text_salt: None,
     };
     PromptSource::new(workload, &context).expect("workload builds")
 }

@@ -335,6 +335,21 @@ async fn vllm_runs_the_quickstart_prefix_session_responses_and_messages_phases()
     // The Messages API's prompt is its `input_tokens` plus the cache read: as planned.
     check_sizes(&mut checks, messages, None);
     check_responses(&mut checks, messages);
+    // vLLM names itself, so the default salt goes in `cache_salt`, which it takes (no errors
+    // above) while prefixes shared within the run stay cached (`check_prefix_cache`).
+    checks.check(
+        report["provenance"]["servers"][0]["engine"] == "vllm",
+        || format!("provenance: {}", report["provenance"]),
+    );
+    for phase in [quickstart, shared, responses] {
+        checks.check(phase["prompt_salt"] == "cache_salt", || {
+            format!("{}: prompt_salt {}", phase["phase"], phase["prompt_salt"])
+        });
+    }
+    // The Messages API has no such field: its salt is in the text.
+    checks.check(messages["prompt_salt"] == "text", || {
+        format!("messages-c2: prompt_salt {}", messages["prompt_salt"])
+    });
     // The markdown report names the remainder for what it is, per phase.
     let markdown = std::fs::read_to_string(out.path().join("report.md")).expect("report.md");
     checks.check(

@@ -222,6 +222,7 @@ fn responses_prompts(base_url: &str, workload: &Workload) -> PromptSource {
         seed: 5,
         base_url: base_url.to_string(),
         model: "sim".to_string(),
+        text_salt: None,
     };
     PromptSource::new(workload, &context).expect("workload builds")
 }

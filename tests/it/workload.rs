@@ -49,6 +49,7 @@ fn context(api: Api, source: TokenizerSource, seed: u64) -> WorkloadContext {
         seed,
         base_url: "http://127.0.0.1:9/v1".into(),
         model: "sim".into(),
+        text_salt: None,
     }
 }
 

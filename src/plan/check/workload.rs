@@ -30,6 +30,13 @@ pub(super) fn check_workload(p: &str, w: &Workload, issues: &mut Vec<Issue>) {
             format!("must be zero or more, found {tol}"),
         ));
     }
+    if w.body.contains_key("cache_salt") && !matches!(w.salt, Some(SaltMode::None | SaltMode::Text))
+    {
+        issues.push(Issue::new(
+            format!("{p}/body/cache_salt"),
+            "the run's salt would replace it; set `salt: none` to send this one".to_string(),
+        ));
+    }
     if let Some(d) = &w.dataset {
         check_dataset(&format!("{p}/dataset"), d, issues);
     }

@@ -136,6 +136,25 @@ pub struct Workload {
     /// Extra request body fields, merged over the target's.
     #[serde(default, skip_serializing_if = "serde_json::Map::is_empty")]
     pub body: serde_json::Map<String, Value>,
+    /// How a run's prompts are kept out of an earlier run's prefix cache (default `auto`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub salt: Option<SaltMode>,
+}
+
+/// How a run's prompts differ from another run's of the same plan. The prompts' shape
+/// (lengths, shared prefixes, datasets, order) is the same in every run; the salt is not.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum SaltMode {
+    /// `cache_salt` where the target's engine takes it (vLLM, the simulator), else `text`.
+    #[default]
+    Auto,
+    /// A few words from the run's salt lead every prompt, counted in its planned tokens.
+    Text,
+    /// The run's salt goes in each request's `cache_salt` field; the text is unchanged.
+    CacheSalt,
+    /// Byte-identical prompts in every run: a rerun may be served from the server's cache.
+    None,
 }
 
 /// A token count: a fixed number or a distribution to sample from.

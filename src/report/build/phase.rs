@@ -14,7 +14,7 @@ use crate::plan::{MARK_FAULT_OFF, MARK_FAULT_ON, PercentileMethod, Slo};
 
 use super::probe::{self, ProbeSpec};
 use crate::report::model::{
-    ClientCeiling, HookOutcome, PhaseMark, PhaseResult, PromptTokenCheck, RecordsKept,
+    ClientCeiling, HookOutcome, PhaseMark, PhaseResult, PromptTokenCheck, RecordsKept, SaltUsed,
     SaturationStop, ServerMetrics, WarmupResult,
 };
 
@@ -23,6 +23,8 @@ use crate::report::model::{
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct PhaseFacts {
     pub phase: String,
+    pub work_sha256: Option<String>,
+    pub prompt_salt: Option<SaltUsed>,
     pub route: String,
     pub target: String,
     pub workload: String,
@@ -187,6 +189,8 @@ pub fn phase_result(facts: PhaseFacts, measured: Measured, figures: Figures<'_>)
         )
     });
     PhaseResult {
+        work_sha256: facts.work_sha256,
+        prompt_salt: facts.prompt_salt,
         route: facts.route,
         target: facts.target,
         workload: facts.workload,

@@ -47,6 +47,24 @@ pub fn render(c: &Comparison) -> String {
     }
     out.push('\n');
 
+    if !c.provenance.is_empty() {
+        provenance_section(&mut out, c);
+    }
+    if !c.refused.is_empty() {
+        out.push_str("## Not compared\n\n");
+        for r in &c.refused {
+            let _ = writeln!(
+                out,
+                "- **{}**: the two runs asked for different work (work sha256 {} and {}); \
+                 `--force` sets them side by side.",
+                inline(&r.phase),
+                inline(&r.base_work_sha256[..12.min(r.base_work_sha256.len())]),
+                inline(&r.new_work_sha256[..12.min(r.new_work_sha256.len())]),
+            );
+        }
+        out.push('\n');
+    }
+
     if !c.gates.is_empty() {
         gates_section(&mut out, c);
     }
@@ -77,6 +95,26 @@ pub fn render(c: &Comparison) -> String {
         }
     }
     out
+}
+
+/// The provenance labels that differ between the runs (engine version, host, labels).
+fn provenance_section(out: &mut String, c: &Comparison) {
+    out.push_str("## What differs between the runs\n\n");
+    let mut t = Table::new(&[
+        ("Label", Align::Left),
+        ("Base", Align::Left),
+        ("New", Align::Left),
+    ]);
+    let shown = |v: &Option<String>| v.clone().unwrap_or_else(|| "–".to_string());
+    for d in &c.provenance {
+        t.rows.push(vec![
+            Cell::plain(d.label.clone()),
+            Cell::plain(shown(&d.base)),
+            Cell::plain(shown(&d.new)),
+        ]);
+    }
+    markdown_table(out, &t);
+    out.push('\n');
 }
 
 /// The gate checks, failures first.
@@ -135,6 +173,29 @@ fn gates_section(out: &mut String, c: &Comparison) {
 /// One phase's metric changes with their intervals and significance.
 fn phase_changes(out: &mut String, p: &PhaseComparison) {
     let _ = writeln!(out, "### {}\n", inline(&p.phase));
+    if p.forced {
+        out.push_str(
+            "> **Forced:** the two runs asked for different work; compared because of \
+             `--force`.\n\n",
+        );
+    }
+    for condition in &p.conditions {
+        let because = if condition.explains_latency() {
+            " — latency changes here are put down to the prefix cache and not tested"
+        } else {
+            ""
+        };
+        let _ = writeln!(out, "> **{}**{because}\n", cell(&condition.to_string()));
+    }
+    for (side, salt) in ["base", "new"].iter().zip(p.prompt_salt) {
+        if salt == Some(crate::report::model::SaltUsed::None) {
+            let _ = writeln!(
+                out,
+                "> The {side} run sent byte-identical prompts on purpose (`salt: none`): a \
+                 rerun may be served from the server's prefix cache.\n"
+            );
+        }
+    }
     let mut t = Table::new(&[
         ("Metric", Align::Left),
         ("Base", Align::Right),

@@ -4,6 +4,7 @@
 
 pub mod gate;
 pub(crate) mod markdown;
+pub mod provenance;
 
 use std::collections::{HashMap, HashSet};
 
@@ -11,14 +12,16 @@ use indexmap::IndexMap;
 use serde::Serialize;
 
 use crate::figure::Figure;
+use crate::metrics::conditions::ConditionChange;
 use crate::metrics::{
     self, BOOTSTRAP_RESAMPLES, CONFIDENCE, ErrorCause, Interval, bootstrap_diff_cis,
 };
 use crate::plan::PercentileMethod;
 use crate::report::model::figure_path::{self, Better, FigurePath, Scalar, Stat, Unit};
-use crate::report::model::{PhaseResult, Report};
+use crate::report::model::{PhaseResult, Report, SaltUsed};
 use crate::report::render::table::phase_error_causes;
 use gate::{Gate, GateCheck, check_gates, relative};
+use provenance::{ProvenanceDiff, RefusedPhase, condition_changes, provenance_diffs, work_differs};
 
 const BOOTSTRAP_SEED: u64 = 0x5e7e_be7c_0000_0001;
 
@@ -75,6 +78,22 @@ pub struct PhaseComparison {
     /// `errors_by_cause` nor every record).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub new_error_causes: Vec<ErrorCause>,
+    /// Measured conditions that differ between the sides (a moved cache ratio, a restart…),
+    /// shown beside the figures they explain.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub conditions: Vec<ConditionChange>,
+    /// How each side's prompts were salted (base, new), where the reports say.
+    pub prompt_salt: [Option<SaltUsed>; 2],
+    /// The two asked for different work and `--force` set them side by side anyway.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub forced: bool,
+}
+
+/// What `compare` may do beyond the default.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct CompareOptions {
+    /// Set phases side by side even when they asked for different work (`--force`).
+    pub force: bool,
 }
 
 /// Everything `servebench compare` reports.
@@ -85,6 +104,12 @@ pub struct Comparison {
     pub phases: Vec<PhaseComparison>,
     pub only_in_base: Vec<String>,
     pub only_in_new: Vec<String>,
+    /// Phases in both reports that asked for different work, not compared (without `--force`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub refused: Vec<RefusedPhase>,
+    /// Provenance that differs between the two runs (engine version, host, labels…).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub provenance: Vec<ProvenanceDiff>,
     pub gates: Vec<GateCheck>,
     /// False when any gate check failed.
     pub passed: bool,
@@ -109,17 +134,48 @@ pub fn compare(
     new: &Report,
     gates: &[Gate],
 ) -> Comparison {
+    compare_with(
+        (base_path, base),
+        (new_path, new),
+        gates,
+        CompareOptions::default(),
+    )
+}
+
+/// [`compare`], with `options`: phases that asked for different work are refused unless
+/// `options.force`.
+pub fn compare_with(
+    (base_path, base): (&str, &Report),
+    (new_path, new): (&str, &Report),
+    gates: &[Gate],
+    options: CompareOptions,
+) -> Comparison {
     let find = |r: &'_ Report, name: &str| r.phases.iter().find(|p| p.phase == name).cloned();
     let mut phases = Vec::new();
+    let mut refused = Vec::new();
     for nb in &new.phases {
         if let Some(b) = base.phases.iter().find(|p| p.phase == nb.phase) {
-            phases.push(compare_phase(
+            let differs = work_differs(b, nb);
+            let forced = differs.is_some() && options.force;
+            if let Some(differs) = differs {
+                refused.push(differs);
+                if !options.force {
+                    continue;
+                }
+            }
+            let mut compared = compare_phase(
                 b,
                 base.timing_methodology.percentile_method,
                 nb,
                 new.timing_methodology.percentile_method,
-            ));
+                condition_changes((b, base), (nb, new)),
+            );
+            compared.forced = forced;
+            phases.push(compared);
         }
+    }
+    if options.force {
+        refused.clear();
     }
     let only_in_base = base
         .phases
@@ -142,6 +198,8 @@ pub fn compare(
         phases,
         only_in_base,
         only_in_new,
+        refused,
+        provenance: provenance_diffs(base, new),
         gates: checks,
         passed,
         bootstrap_resamples: BOOTSTRAP_RESAMPLES,
@@ -154,7 +212,9 @@ fn compare_phase(
     base_method: PercentileMethod,
     new: &PhaseResult,
     new_method: PercentileMethod,
+    conditions: Vec<ConditionChange>,
 ) -> PhaseComparison {
+    let cache_moved = conditions.iter().any(ConditionChange::explains_latency);
     let metrics = figure_path::compared_paths();
     // Metrics that are statistics of the same per-request values share one bootstrap.
     let mut groups: IndexMap<&'static str, Vec<FigurePath>> = IndexMap::new();
@@ -234,7 +294,12 @@ fn compare_phase(
             }
             None => excludes_zero,
         };
-        if client_bound {
+        // A moved cache ratio explains a latency change better than a busy client does.
+        let latency = matches!(metric.unit(), Unit::Seconds | Unit::Millis);
+        if cache_moved && latency {
+            change.significant = None;
+            change.note = Some(CACHE_MOVED);
+        } else if client_bound {
             change.significant = None;
             change.note = Some(CLIENT_BOUND);
         }
@@ -244,6 +309,9 @@ fn compare_phase(
         phase: new.phase.clone(),
         metrics: out,
         new_error_causes: new_error_causes(base, new),
+        conditions,
+        prompt_salt: [base.prompt_salt, new.prompt_salt],
+        forced: false,
     }
 }
 
@@ -283,6 +351,9 @@ pub const TOO_FEW_SAMPLES: &str = "too few samples";
 
 /// The note on every change of a phase where either side was client-bound.
 pub const CLIENT_BOUND: &str = "client-bound: not tested";
+
+/// The note on a latency change across a cache ratio that moved beyond the bound.
+pub const CACHE_MOVED: &str = "cache ratio moved: not tested";
 
 /// The quantile a percentile metric reads; `None` for other metrics.
 fn percentile_q(metric: FigurePath) -> Option<f64> {

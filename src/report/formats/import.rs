@@ -39,6 +39,7 @@ pub(super) fn imported_report(imported: Imported) -> Report {
         finished_at: imported.finished_at,
         partial: false,
         stop_reason: None,
+        provenance: None,
         host: HostFacts::default(),
         plan_source: imported.source,
         vars: IndexMap::new(),

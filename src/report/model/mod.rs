@@ -3,12 +3,14 @@
 
 pub mod endpoints;
 pub mod figure_path;
+pub mod provenance;
 mod report;
 pub mod schema;
 pub mod search;
 mod server_window;
 
 pub use endpoints::EndpointFacts;
+pub use provenance::{Provenance, RepositoryState, SaltUsed, ServerIdentity};
 pub use report::*;
 pub use search::*;
 pub use server_window::*;

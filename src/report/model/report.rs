@@ -33,6 +33,10 @@ pub struct Report {
     /// Why the run stopped early.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stop_reason: Option<String>,
+    /// The plan's repository, each server as it states itself, and the prompts' salt;
+    /// absent in reports written before provenance.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub provenance: Option<super::Provenance>,
     pub host: HostFacts,
     pub plan_source: PlanSource,
     /// Variables as resolved for this run.
@@ -101,6 +105,12 @@ pub struct HostFacts {
     pub os: String,
     pub arch: String,
     pub cpus: usize,
+    /// The CPU's model name (`/proc/cpuinfo`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_model: Option<String>,
+    /// The kernel's release (`uname -r`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kernel: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub memory_bytes: Option<u64>,
     /// Whether the run held the kernel's request to keep idle CPUs quick to wake.
@@ -135,6 +145,15 @@ pub struct TimingMethodology {
 pub struct PhaseResult {
     /// The phase's name.
     pub phase: String,
+    /// sha256 of the work the phase asked for (its expanded settings, workload and target
+    /// API and model; not its name, URL or the run's salt): two phases with the same hash
+    /// asked for the same work, so their figures compare.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub work_sha256: Option<String>,
+    /// How the phase's prompts were kept apart from other runs' in the server's prefix
+    /// cache; absent in reports written before salts.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prompt_salt: Option<super::SaltUsed>,
     /// The path the traffic took (the target's name unless the phase set `route`).
     pub route: String,
     pub target: String,

@@ -61,6 +61,7 @@ pub fn header_facts(report: &Report) -> Vec<(String, FactValue)> {
         "Tool",
         format!("{} {}", report.tool.name, report.tool.version),
     ));
+    facts.extend(provenance_facts(report));
     let status = match (report.partial, &report.stop_reason) {
         (true, Some(r)) => format!("PARTIAL: {r}"),
         (true, None) => "PARTIAL".to_string(),
@@ -139,6 +140,68 @@ fn inline_value(value: &Value) -> String {
                 .collect(),
         ),
     }
+}
+
+/// Where the run came from, when the report says: each server as it stated itself, the
+/// plan's commit, the prompts' salt and the phases that sent byte-identical prompts.
+fn provenance_facts(report: &Report) -> Vec<(String, FactValue)> {
+    let Some(p) = &report.provenance else {
+        return Vec::new();
+    };
+    let mut facts = Vec::new();
+    let servers: Vec<String> = p
+        .servers
+        .iter()
+        .map(|s| {
+            let mut parts = vec![s.target.clone()];
+            let engine = [s.engine.as_deref(), s.engine_version.as_deref()]
+                .into_iter()
+                .flatten()
+                .collect::<Vec<_>>()
+                .join(" ");
+            if !engine.is_empty() {
+                parts.push(engine);
+            }
+            if let Some(up) = s.uptime_s {
+                parts.push(format!("up {} s", sig3(up)));
+            }
+            parts.join(", ")
+        })
+        .collect();
+    if !servers.is_empty() {
+        facts.push(("Servers".to_string(), FactValue::List(servers)));
+    }
+    if let Some(repo) = &p.repository {
+        let dirty = if repo.dirty {
+            " (uncommitted changes)"
+        } else {
+            ""
+        };
+        facts.push((
+            "Plan commit".to_string(),
+            FactValue::Text(format!(
+                "{}{dirty}",
+                repo.commit.get(..12).unwrap_or(&repo.commit)
+            )),
+        ));
+    }
+    let identical: Vec<&str> = report
+        .phases
+        .iter()
+        .filter(|ph| ph.prompt_salt == Some(crate::report::model::SaltUsed::None))
+        .map(|ph| ph.phase.as_str())
+        .collect();
+    if let Some(salt) = &p.salt {
+        let mut line = format!("run salt {salt}");
+        if !identical.is_empty() {
+            line.push_str(&format!(
+                "; byte-identical prompts on purpose (salt: none) in {}",
+                identical.join(", ")
+            ));
+        }
+        facts.push(("Prompts".to_string(), FactValue::Text(line)));
+    }
+    facts
 }
 
 /// The client's own limits, when the run measured them: ceiling, wake latency, wake hint.

@@ -30,7 +30,7 @@ pub fn value(labels: &str, name: &str) -> Option<String> {
 }
 
 /// `(name, value)` pairs of a label text; a malformed tail is dropped.
-fn pairs(labels: &str) -> Vec<(String, String)> {
+pub fn pairs(labels: &str) -> Vec<(String, String)> {
     let mut out = Vec::new();
     let mut rest = labels.trim();
     while let Some((name, after)) = rest.split_once('=') {

@@ -53,6 +53,8 @@ pub(crate) struct GenSpec {
     pub created_unix_s: u64,
     /// Prompt token ids, kept only when the prefix cache needs them.
     pub prompt_ids: Vec<u32>,
+    /// The request's `cache_salt`, mixed into its prefix-cache hashes.
+    pub cache_salt: Option<String>,
     pub prompt_tokens: u64,
     pub reasoning_tokens: u64,
     pub content_tokens: u64,
@@ -282,7 +284,11 @@ impl Generation {
         if let (Some(cache), Some(cache_settings)) =
             (&self.shared.cache, &self.shared.settings.prefix_cache)
         {
-            let hashes = block_hashes(&self.spec.prompt_ids, cache_settings.block_tokens);
+            let hashes = block_hashes(
+                &self.spec.prompt_ids,
+                cache_settings.block_tokens,
+                self.spec.cache_salt.as_deref(),
+            );
             let mut cache = cache.lock().unwrap_or_else(|poison| poison.into_inner());
             self.cached_tokens = cache.admit(&hashes, self.spec.prompt_tokens);
             counters.evicted_blocks.store(cache.evicted_blocks, Relaxed);

@@ -268,6 +268,7 @@ pub(super) async fn generate(
         received,
         created_unix_s: unix_now_s(),
         prompt_ids: if keep_ids { prompt_ids } else { Vec::new() },
+        cache_salt: parsed.cache_salt.clone(),
         prompt_tokens,
         reasoning_tokens: output.reasoning_tokens,
         content_tokens: output.content_tokens,

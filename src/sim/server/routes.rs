@@ -84,6 +84,14 @@ pub(super) async fn route(
             Some(reply) => reply,
             None => Ok(clear_cache(&shared)),
         },
+        // vLLM's version endpoint: the engine's release, for the run's provenance.
+        "/version" => match known(Method::GET) {
+            Some(reply) => reply,
+            None => Ok(json_response(
+                StatusCode::OK,
+                &json!({"version": env!("CARGO_PKG_VERSION")}),
+            )),
+        },
         "/health" => match known(Method::GET) {
             Some(reply) => reply,
             None => Ok(Response::new(SimBody::full(Bytes::new()))),

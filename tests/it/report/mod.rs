@@ -186,6 +186,8 @@ fn phase(spec: &PhaseSpec, index: usize, slow: f64) -> PhaseResult {
     PhaseResult {
         hooks: Vec::new(),
         phase: spec.name.to_string(),
+        work_sha256: None,
+        prompt_salt: None,
         route: spec.route.to_string(),
         target: spec.route.to_string(),
         workload: "short".to_string(),
@@ -408,11 +410,14 @@ pub fn sample_report(slow: f64) -> Report {
         finished_at: Some("2026-11-30T10:07:30Z".to_string()),
         partial: false,
         stop_reason: None,
+        provenance: None,
         host: HostFacts {
             hostname: "bench-1".into(),
             os: "linux".into(),
             arch: "x86_64".into(),
             cpus: 2,
+            cpu_model: None,
+            kernel: None,
             memory_bytes: None,
             cpu_latency_hint: None,
         },

@@ -47,6 +47,8 @@ fn phase(
     PhaseResult {
         hooks: Vec::new(),
         phase: name.to_string(),
+        work_sha256: None,
+        prompt_salt: None,
         route: "sim".to_string(),
         target: "sim".to_string(),
         workload: "chat".to_string(),
@@ -90,6 +92,7 @@ fn shard_report(plan: Plan, shard: Option<(u32, u32)>, phases: Vec<PhaseResult>)
         started_at: "2026-12-02T14:00:00Z".to_string(),
         finished_at: Some("2026-12-02T14:01:00Z".to_string()),
         partial: false,
+        provenance: None,
         stop_reason: None,
         host: HostFacts::default(),
         plan_source: PlanSource {
