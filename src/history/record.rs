@@ -15,6 +15,7 @@ use super::series::Conditions;
 use crate::metrics::trust::TrustVerdict;
 use crate::report::formats::records::REQUESTS_FILE;
 use crate::report::model::figure_path::{FigurePath, Stat, figure_path_names};
+use crate::report::model::provenance::{phase_conditions, provenance_labels};
 use crate::report::model::{PhaseResult, Report};
 
 /// Which tool and format a stored run's numbers came from.
@@ -217,7 +218,7 @@ pub fn phase_row(report: &Report, phase: &PhaseResult) -> PhaseRow {
         recheck_of: phase.recheck_of.clone(),
         started_at: phase.started_at.clone(),
         partial: phase.partial || report.partial,
-        work_sha256: None,
+        work_sha256: phase.work_sha256.clone(),
         deployment_sha256: deployment_sha256(report, &phase.target),
         trust: phase.client_trust.as_ref().map(|t| t.verdict),
         trust_reasons: json!(
@@ -231,12 +232,13 @@ pub fn phase_row(report: &Report, phase: &PhaseResult) -> PhaseRow {
         requests: summary.requests as i64,
         errors: summary.errors as i64,
         elapsed_s: summary.elapsed,
-        conditions: Conditions {
-            cached_token_ratio: summary.cached_token_ratio,
-            server_queue_share: split
-                .and_then(|s| Some(s.server_queue_ms? / s.e2e_ms))
-                .filter(|share| share.is_finite()),
-            server_uptime_s: None,
+        conditions: {
+            let measured = phase_conditions(phase, report);
+            Conditions {
+                cached_token_ratio: measured.cached_token_ratio,
+                server_queue_share: measured.server_queue_share,
+                server_uptime_s: measured.server_uptime_s,
+            }
         },
         split: split.map(|s| SplitRow {
             requests: s.requests as i64,
@@ -334,12 +336,16 @@ pub fn deployment_sha256_of(
     sha256_hex(identity.to_string().as_bytes())
 }
 
-/// What the report states about where and against what it ran.
+/// What the report states about where and against what it ran: the labels `compare` diffs
+/// (tool, host, plan commit, each server as it stated itself), so the trends mark the same
+/// changes. The plan's `metadata` is stored on its own (`metadata`), not twice.
 fn provenance(report: &Report) -> Option<Value> {
-    Some(json!({
-        "host": report.host,
-        "tool": report.tool,
-    }))
+    Some(Value::from_iter(
+        provenance_labels(report)
+            .into_iter()
+            .filter(|(label, _)| !label.starts_with("metadata "))
+            .map(|(label, value)| (label, Value::String(value))),
+    ))
 }
 
 pub(super) fn sha256_hex(bytes: &[u8]) -> String {

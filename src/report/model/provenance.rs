@@ -7,6 +7,11 @@ use indexmap::IndexMap;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use super::figure_path::FigurePath;
+use super::{PhaseResult, Report};
+use crate::figure::{Figure, Stat};
+use crate::metrics::conditions::Conditions;
+
 /// The run's provenance.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
 pub struct Provenance {
@@ -71,4 +76,89 @@ pub enum SaltUsed {
     /// No salt: the prompts are byte-identical in every run of the plan, so a rerun may find
     /// them in the server's prefix cache.
     None,
+}
+
+/// A run's provenance as flat labels: the tool, the client host, the plan's commit, each
+/// server as it stated itself, and the plan's `metadata` (what the history's provenance
+/// changes can be read from too).
+pub fn provenance_labels(r: &Report) -> IndexMap<String, String> {
+    let mut out = IndexMap::new();
+    out.insert("servebench version".into(), r.tool.version.clone());
+    out.insert("host".into(), r.host.hostname.clone());
+    out.insert("host os".into(), format!("{} {}", r.host.os, r.host.arch));
+    out.insert("host cpus".into(), r.host.cpus.to_string());
+    if let Some(cpu) = &r.host.cpu_model {
+        out.insert("host cpu".into(), cpu.clone());
+    }
+    if let Some(kernel) = &r.host.kernel {
+        out.insert("host kernel".into(), kernel.clone());
+    }
+    let Some(p) = &r.provenance else {
+        add_metadata(r, &mut out);
+        return out;
+    };
+    if let Some(repo) = &p.repository {
+        let dirty = if repo.dirty { " (dirty)" } else { "" };
+        out.insert("plan commit".into(), format!("{}{dirty}", repo.commit));
+    }
+    for s in &p.servers {
+        let t = &s.target;
+        for (what, value) in [
+            ("model", &s.model),
+            ("engine", &s.engine),
+            ("engine version", &s.engine_version),
+            ("server header", &s.server_header),
+        ] {
+            if let Some(v) = value {
+                out.insert(format!("{t}: {what}"), v.clone());
+            }
+        }
+        for (label, value) in &s.info {
+            out.insert(format!("{t}: {label}"), value.clone());
+        }
+    }
+    add_metadata(r, &mut out);
+    out
+}
+
+fn add_metadata(r: &Report, out: &mut IndexMap<String, String>) {
+    for (key, value) in &r.metadata {
+        let shown = match value {
+            serde_json::Value::String(s) => s.clone(),
+            other => other.to_string(),
+        };
+        out.insert(format!("metadata {key}"), shown);
+    }
+}
+
+/// One phase's measured conditions in its run.
+pub fn phase_conditions(phase: &PhaseResult, run: &Report) -> Conditions {
+    // The latency split's means cover the same requests on one clock; the figures' means are
+    // the fallback where a report has no split.
+    let split = phase
+        .transport
+        .server_timing_gap
+        .as_ref()
+        .and_then(|gap| gap.split.as_ref())
+        .and_then(|s| Some((s.server_queue_ms?, s.e2e_ms)))
+        .filter(|(_, e2e_ms)| *e2e_ms > 0.0)
+        .map(|(queue_ms, e2e_ms)| queue_ms / e2e_ms);
+    let mean = |figure| FigurePath::Dist(figure, Stat::Mean).value(phase);
+    let server_queue_share = split.or_else(|| {
+        mean(Figure::ServerQueue)
+            .zip(mean(Figure::E2e))
+            .filter(|(_, e2e)| *e2e > 0.0)
+            .map(|(queue_ms, e2e)| queue_ms / 1000.0 / e2e)
+    });
+    let server_uptime_s = run.provenance.as_ref().and_then(|p| {
+        p.servers
+            .iter()
+            .find(|s| s.target == phase.target)
+            .and_then(|s| s.uptime_s)
+    });
+    Conditions {
+        cached_token_ratio: phase.summary.cached_token_ratio,
+        server_queue_share,
+        server_uptime_s,
+    }
 }
