@@ -232,14 +232,7 @@ pub fn phase_row(report: &Report, phase: &PhaseResult) -> PhaseRow {
         requests: summary.requests as i64,
         errors: summary.errors as i64,
         elapsed_s: summary.elapsed,
-        conditions: {
-            let measured = phase_conditions(phase, report);
-            Conditions {
-                cached_token_ratio: measured.cached_token_ratio,
-                server_queue_share: measured.server_queue_share,
-                server_uptime_s: measured.server_uptime_s,
-            }
-        },
+        conditions: phase_conditions(phase, report),
         split: split.map(|s| SplitRow {
             requests: s.requests as i64,
             client_queue_ms: s.client_queue_ms,

@@ -44,15 +44,9 @@ pub struct Point {
     pub conditions: Conditions,
 }
 
-/// Conditions measured beside the figures, which can explain a change in them.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct Conditions {
-    pub cached_token_ratio: Option<f64>,
-    /// Server queue time over e2e, when the server reports it.
-    pub server_queue_share: Option<f64>,
-    /// When the server states it.
-    pub server_uptime_s: Option<f64>,
-}
+/// Conditions measured beside the figures, which can explain a change in them: the ones
+/// `compare` reads.
+pub use crate::metrics::conditions::Conditions;
 
 /// Where an alert stands.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

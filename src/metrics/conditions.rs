@@ -5,7 +5,7 @@
 
 use std::fmt;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// How far (absolute, 0–1) the cached-token ratio may move across a change before a latency
 /// change there is put down to the cache.
@@ -59,7 +59,7 @@ impl fmt::Display for ConditionChange {
 }
 
 /// The conditions measured on one side of a change (a phase, or a level's mean).
-#[derive(Debug, Clone, Copy, Default, PartialEq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
 pub struct Conditions {
     pub cached_token_ratio: Option<f64>,
     /// Server queue time over end-to-end time.

@@ -111,7 +111,7 @@ impl Store for MemoryStore {
                         client_bound: phase.trust == Some(TrustVerdict::ClientBound),
                         partial: phase.partial || !rows.run.complete,
                         excluded: None,
-                        conditions: phase.conditions.clone(),
+                        conditions: phase.conditions,
                     },
                 );
             }
