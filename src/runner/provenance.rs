@@ -104,7 +104,7 @@ pub(super) async fn identify(name: &str, target: &PhaseTarget, simulator: bool) 
             .get(reqwest::header::SERVER)
             .and_then(|v| v.to_str().ok())
             .map(str::to_string);
-        if let Ok(text) = response.text().await
+        if let Some(text) = bounded_text(response).await
             && let Ok(listing) = serde_json::from_str::<serde_json::Value>(&text)
         {
             identity.engine = listing["data"][0]["owned_by"]
@@ -147,7 +147,23 @@ pub(super) async fn identify(name: &str, target: &PhaseTarget, simulator: bool) 
 
 async fn json_of(response: Result<reqwest::Response, reqwest::Error>) -> Option<serde_json::Value> {
     let response = response.ok().filter(|r| r.status().is_success())?;
-    serde_json::from_str(&response.text().await.ok()?).ok()
+    serde_json::from_str(&bounded_text(response).await?).ok()
+}
+
+/// The most an identity answer is read: a model list or a version is a few KiB; a server
+/// that answers with more is not read to its end.
+const IDENTITY_BODY_CAP: usize = 1 << 20;
+
+/// The body as text, or none when it is larger than [`IDENTITY_BODY_CAP`] or breaks off.
+async fn bounded_text(mut response: reqwest::Response) -> Option<String> {
+    let mut body = Vec::new();
+    while let Some(chunk) = response.chunk().await.ok()? {
+        if body.len() + chunk.len() > IDENTITY_BODY_CAP {
+            return None;
+        }
+        body.extend_from_slice(&chunk);
+    }
+    String::from_utf8(body).ok()
 }
 
 fn unix_now_s() -> f64 {

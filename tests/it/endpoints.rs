@@ -488,16 +488,21 @@ async fn a_proxy_carries_plain_requests_and_tunnels_tls() {
         |p: &PhaseResult| p.transport.connections_opened + p.transport.connections_warmed;
     assert!(report.phases.iter().all(|p| connections(p) > 0));
     // Absolute-form requests are counted per connection (the first request on it); one
-    // tunnel per TLS connection.
-    assert_eq!(
-        counts
-            .absolute_form
-            .load(std::sync::atomic::Ordering::Relaxed) as u64,
-        connections(&report.phases[0])
+    // tunnel per TLS connection. The run's identity probe of each target (`/v1/models`,
+    // `/version`, `/props`) goes through the proxy too: at most one connection per GET.
+    let absolute = counts
+        .absolute_form
+        .load(std::sync::atomic::Ordering::Relaxed) as u64;
+    let plain = connections(&report.phases[0]);
+    assert!(
+        (plain..=plain + 3).contains(&absolute),
+        "{absolute} absolute-form connections, {plain} of the phase"
     );
-    assert_eq!(
-        counts.tunnels.load(std::sync::atomic::Ordering::Relaxed) as u64,
-        connections(&report.phases[1])
+    let tunnels = counts.tunnels.load(std::sync::atomic::Ordering::Relaxed) as u64;
+    let tunnelled = connections(&report.phases[1]);
+    assert!(
+        (tunnelled..=tunnelled + 3).contains(&tunnels),
+        "{tunnels} tunnels, {tunnelled} connections of the phase"
     );
     assert_eq!(
         report.endpoints["plain"].proxy.as_deref(),

@@ -107,13 +107,23 @@ async fn every_simulator_fault_on_both_apis_is_counted_with_its_kind() {
     }
 }
 
-/// Reads one HTTP request (headers and a `content-length` body); false on EOF.
+/// Reads one HTTP request (headers and a `content-length` body); false on EOF or a GET.
 async fn read_request(stream: &mut TcpStream) -> bool {
     let mut buf = Vec::new();
     let mut chunk = [0u8; 4096];
     loop {
         if let Some(end) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
             let head = String::from_utf8_lossy(&buf[..end]).to_ascii_lowercase();
+            // The run's identity probe (`/v1/models`, `/version`, `/props`) is not a
+            // benchmark request: a 404, as a server without those routes answers.
+            if head.starts_with("get ") {
+                let _ = stream
+                    .write_all(
+                        b"HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\nconnection: close\r\n\r\n",
+                    )
+                    .await;
+                return false;
+            }
             let length: usize = head
                 .lines()
                 .find_map(|l| l.strip_prefix("content-length:"))
@@ -187,7 +197,9 @@ async fn both_fail_with(addr: SocketAddr, timeouts: &str, kind: ErrorKind) -> Re
 async fn a_server_that_accepts_and_never_answers_is_a_first_byte_timeout() {
     let (listener, addr) = loopback().await;
     serve_with(listener, |mut stream| async move {
-        read_request(&mut stream).await;
+        if !read_request(&mut stream).await {
+            return;
+        }
         tokio::time::sleep(Duration::from_secs(30)).await;
         drop(stream);
     });
@@ -201,7 +213,9 @@ async fn a_server_that_accepts_and_never_answers_is_a_first_byte_timeout() {
 async fn a_server_that_sends_headers_then_nothing_is_an_idle_timeout() {
     let (listener, addr) = loopback().await;
     serve_with(listener, |mut stream| async move {
-        read_request(&mut stream).await;
+        if !read_request(&mut stream).await {
+            return;
+        }
         let head = "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n";
         let _ = stream.write_all(head.as_bytes()).await;
         tokio::time::sleep(Duration::from_secs(30)).await;
@@ -213,7 +227,9 @@ async fn a_server_that_sends_headers_then_nothing_is_an_idle_timeout() {
 async fn a_server_that_streams_forever_hits_the_total_timeout() {
     let (listener, addr) = loopback().await;
     serve_with(listener, |mut stream| async move {
-        read_request(&mut stream).await;
+        if !read_request(&mut stream).await {
+            return;
+        }
         let head = "HTTP/1.0 200 OK\r\ncontent-type: text/event-stream\r\n\r\n";
         if stream.write_all(head.as_bytes()).await.is_err() {
             return;
@@ -239,6 +255,71 @@ async fn a_server_that_streams_forever_hits_the_total_timeout() {
     }
 }
 
+/// The run's identity probe reads a server's answers to its GETs up to a cap: a server that
+/// answers `/v1/models` with 50 MiB is not read to its end, and the run goes on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_identity_answer_of_fifty_mib_is_not_read_to_the_end() {
+    let (listener, addr) = loopback().await;
+    let written = Arc::new(AtomicU64::new(0));
+    let counter = written.clone();
+    serve_with(listener, move |mut stream| {
+        let counter = counter.clone();
+        async move {
+            let mut head = Vec::new();
+            let mut byte = [0u8; 1];
+            while !head.ends_with(b"\r\n\r\n") {
+                match stream.read(&mut byte).await {
+                    Ok(1) => head.push(byte[0]),
+                    _ => return,
+                }
+            }
+            if !head.starts_with(b"GET ") {
+                // The benchmark's POST: its body, then a good stream.
+                let text = String::from_utf8_lossy(&head).to_ascii_lowercase();
+                let length: usize = text
+                    .lines()
+                    .find_map(|l| l.strip_prefix("content-length:"))
+                    .and_then(|v| v.trim().parse().ok())
+                    .unwrap_or(0);
+                let mut body = vec![0u8; length];
+                if stream.read_exact(&mut body).await.is_err() {
+                    return;
+                }
+                let reply = format!(
+                    "HTTP/1.0 200 OK\r\ncontent-type: text/event-stream\r\n\r\n{GOOD_STREAM}"
+                );
+                let _ = stream.write_all(reply.as_bytes()).await;
+                return;
+            }
+            let size = 50 * 1024 * 1024;
+            let head = format!(
+                "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {size}\r\nconnection: close\r\n\r\n"
+            );
+            if stream.write_all(head.as_bytes()).await.is_err() {
+                return;
+            }
+            let block = vec![b' '; 64 * 1024];
+            for _ in 0..(size / block.len()) {
+                match stream.write_all(&block).await {
+                    Ok(()) => counter.fetch_add(block.len() as u64, Ordering::Relaxed),
+                    Err(_) => return,
+                };
+            }
+        }
+    });
+    let report = run_checked(&server_plan(
+        addr,
+        TIMEOUTS,
+        "{name: p, concurrency: 1, requests: 2}",
+    ))
+    .await;
+    assert_eq!(report.phases[0].summary.errors, 0);
+    assert_eq!(report.phases[0].summary.requests, 2);
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let sent = written.load(Ordering::Relaxed);
+    assert!(sent < 20 * 1024 * 1024, "server pushed {sent} bytes");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_fifty_mib_event_hits_the_cap_and_is_not_read_to_the_end() {
     let (listener, addr) = loopback().await;
@@ -247,7 +328,9 @@ async fn a_fifty_mib_event_hits_the_cap_and_is_not_read_to_the_end() {
     serve_with(listener, move |mut stream| {
         let counter = counter.clone();
         async move {
-            read_request(&mut stream).await;
+            if !read_request(&mut stream).await {
+                return;
+            }
             let head = "HTTP/1.0 200 OK\r\ncontent-type: text/event-stream\r\n\r\ndata: {\"choices\":[{\"delta\":{\"content\":\"";
             if stream.write_all(head.as_bytes()).await.is_err() {
                 return;
@@ -282,7 +365,9 @@ async fn a_fifty_mib_event_hits_the_cap_and_is_not_read_to_the_end() {
 async fn invalid_utf8_in_content_fails_that_request_cleanly() {
     let (listener, addr) = loopback().await;
     serve_with(listener, |mut stream| async move {
-        read_request(&mut stream).await;
+        if !read_request(&mut stream).await {
+            return;
+        }
         let mut body = b"HTTP/1.0 200 OK\r\ncontent-type: text/event-stream\r\n\r\n".to_vec();
         body.extend_from_slice(b"data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"\xff\xfe\xc3\"}}]}\n\ndata: [DONE]\n\n");
         let _ = stream.write_all(&body).await;

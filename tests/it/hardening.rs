@@ -418,10 +418,9 @@ const SENTINEL_HEADER: &str = "hdr-SENTINEL-5d8a3e6f01";
 /// all), the rest with a short valid stream.
 async fn echoing_server(listener: tokio::net::TcpListener) {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    let mut n = 0u64;
+    let requests = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
     while let Ok((mut stream, _)) = listener.accept().await {
-        n += 1;
-        let unauthorized = n % 2 == 1;
+        let requests = requests.clone();
         tokio::spawn(async move {
             let mut buf = Vec::new();
             let mut chunk = [0u8; 4096];
@@ -431,6 +430,17 @@ async fn echoing_server(listener: tokio::net::TcpListener) {
                     Ok(k) => buf.extend_from_slice(&chunk[..k]),
                 }
             }
+            // The run's identity probe (GETs) gets a 404 and does not count as a request.
+            if buf.starts_with(b"GET ") {
+                let _ = stream
+                    .write_all(
+                        b"HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\nconnection: close\r\n\r\n",
+                    )
+                    .await;
+                return;
+            }
+            let n = requests.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1;
+            let unauthorized = n % 2 == 1;
             let head = String::from_utf8_lossy(&buf).replace(['\r', '\n', '"'], " ");
             let response = if unauthorized {
                 let body = format!("{{\"error\":{{\"message\":\"bad credentials: {head}\"}}}}");
