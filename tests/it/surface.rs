@@ -253,8 +253,8 @@ fn a_server_that_is_not_running_is_named_as_such() {
     assert!(stderr_of(&init).contains(&expected), "{}", stderr_of(&init));
 }
 
-/// A target that names its model skips discovery; its requests then fail to connect, and each
-/// record says why in the same words.
+/// A target that names its model skips discovery; its requests then fail to connect, each
+/// record says why in the same words, and a phase in which every request failed fails the run.
 #[test]
 fn refused_requests_say_the_server_may_not_be_running() {
     let _guard = crate::common::exclusive_run_blocking();
@@ -272,7 +272,7 @@ fn refused_requests_say_the_server_may_not_be_running() {
     servebench_in(dir.path())
         .args(["run", "plan.yaml", "-o", "run", "-q", "--no-calibrate"])
         .assert()
-        .success();
+        .code(Exit::RunFailed.code());
     let report: Value =
         serde_json::from_str(&std::fs::read_to_string(dir.path().join("run/report.json")).unwrap())
             .unwrap();
