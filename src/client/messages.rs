@@ -13,7 +13,7 @@ use std::borrow::Cow;
 use serde::Deserialize;
 
 use super::record::ErrorKind;
-use super::stream::{EventOutcome, StreamFailure, StreamState, error_message, excerpt};
+use super::stream::{EventOutcome, StreamFailure, StreamState, error_message};
 
 #[derive(Debug, Default, Deserialize)]
 struct Usage {
@@ -76,16 +76,7 @@ pub(super) fn on_event(state: &mut StreamState, data: &[u8], now_ms: f64) -> Eve
     }
     let event: Event<'_> = match serde_json::from_slice(data) {
         Ok(event) => event,
-        Err(err) => {
-            return EventOutcome::Failed(StreamFailure {
-                kind: ErrorKind::MalformedEvent,
-                message: format!(
-                    "event is not a Messages API event ({err}): {}",
-                    excerpt(data)
-                ),
-                body: None,
-            });
-        }
+        Err(err) => return EventOutcome::malformed("a Messages API event", &err, data),
     };
     match event.kind.as_ref() {
         "content_block_delta" => {

@@ -95,12 +95,11 @@ impl RequestTemplate {
                 PromptInput::Messages(messages) if self.api == Api::Messages => {
                     push_system_apart(body, messages)
                 }
-                PromptInput::Text(text) if self.api == Api::Messages => {
-                    push_messages(body, &[&ChatMessage::new("user", text.clone())])
-                }
-                PromptInput::Messages(messages) => {
-                    push_messages(body, &messages.iter().collect::<Vec<_>>())
-                }
+                PromptInput::Text(text) if self.api == Api::Messages => push_messages(
+                    body,
+                    std::iter::once(&ChatMessage::new("user", text.clone())),
+                ),
+                PromptInput::Messages(messages) => push_messages(body, messages.iter()),
                 PromptInput::Text(text) => push_text(body, "prompt", text),
                 PromptInput::Batch {
                     query: Some(query),
@@ -160,13 +159,16 @@ fn max_tokens_key(api: Api) -> &'static str {
 /// The Messages API's `"system":"…",` (the system messages' texts, joined) and the other
 /// messages as `"messages":[…],`: it has no system role.
 fn push_system_apart(body: &mut Vec<u8>, messages: &[ChatMessage]) {
-    let (system, rest): (Vec<&ChatMessage>, Vec<&ChatMessage>) =
-        messages.iter().partition(|m| m.role == "system");
+    let is_system = |m: &&ChatMessage| m.role == "system";
+    let system: Vec<&str> = messages
+        .iter()
+        .filter(is_system)
+        .map(|m| m.content.as_str())
+        .collect();
     if !system.is_empty() {
-        let text: Vec<&str> = system.iter().map(|m| m.content.as_str()).collect();
-        push_text(body, "system", &text.join("\n\n"));
+        push_text(body, "system", &system.join("\n\n"));
     }
-    push_messages(body, &rest);
+    push_messages(body, messages.iter().filter(|m| !is_system(m)));
 }
 
 /// `"key":value,` onto a JSON body, the value serialized in place. Serializing strings and
@@ -197,13 +199,13 @@ fn push_text(body: &mut Vec<u8>, key: &str, text: &str) {
 
 /// `"messages":[…],`: plain messages (a role and text) written here, as serde would write
 /// them but with the faster escaper; any with tool calls goes through serde whole.
-fn push_messages(body: &mut Vec<u8>, messages: &[&ChatMessage]) {
-    let plain = |m: &&ChatMessage| m.tool_calls.is_empty() && m.tool_call_id.is_none();
-    if !messages.iter().all(plain) {
-        return push_field(body, "messages", messages);
+fn push_messages<'a>(body: &mut Vec<u8>, messages: impl Iterator<Item = &'a ChatMessage> + Clone) {
+    let plain = |m: &ChatMessage| m.tool_calls.is_empty() && m.tool_call_id.is_none();
+    if !messages.clone().all(plain) {
+        return push_field(body, "messages", &messages.collect::<Vec<_>>());
     }
     body.extend_from_slice(b"\"messages\":[");
-    for (i, message) in messages.iter().enumerate() {
+    for (i, message) in messages.enumerate() {
         if i > 0 {
             body.push(b',');
         }
@@ -361,10 +363,7 @@ mod tests {
             ChatMessage::new("user", "say \"hi\" \\ é"),
         ];
         let expected = format!("\"messages\":{},", serde_json::to_string(&plain).unwrap());
-        assert_eq!(
-            written(|b| push_messages(b, &plain.iter().collect::<Vec<_>>())),
-            expected
-        );
+        assert_eq!(written(|b| push_messages(b, plain.iter())), expected);
         let text = "a \"quoted\"\nprompt";
         let expected = format!("\"prompt\":{},", serde_json::to_string(text).unwrap());
         assert_eq!(written(|b| push_text(b, "prompt", text)), expected);
@@ -378,10 +377,7 @@ mod tests {
             "\"messages\":{},",
             serde_json::to_string(&with_call).unwrap()
         );
-        assert_eq!(
-            written(|b| push_messages(b, &with_call.iter().collect::<Vec<_>>())),
-            expected
-        );
+        assert_eq!(written(|b| push_messages(b, with_call.iter())), expected);
         assert!(expected.contains("\"content\":null"));
     }
 

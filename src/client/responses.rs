@@ -124,16 +124,7 @@ pub(super) fn on_event(state: &mut StreamState, data: &[u8], now_ms: f64) -> Eve
     }
     let event: Event<'_> = match serde_json::from_slice(data) {
         Ok(event) => event,
-        Err(err) => {
-            return EventOutcome::Failed(StreamFailure {
-                kind: ErrorKind::MalformedEvent,
-                message: format!(
-                    "event is not a Responses API event ({err}): {}",
-                    excerpt(data)
-                ),
-                body: None,
-            });
-        }
+        Err(err) => return EventOutcome::malformed("a Responses API event", &err, data),
     };
     let non_empty = event.delta.is_some_and(|d| d.0);
     match kind(&event.kind) {

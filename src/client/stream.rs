@@ -155,6 +155,18 @@ pub enum EventOutcome {
     Failed(StreamFailure),
 }
 
+impl EventOutcome {
+    /// A payload that is not `what` (e.g. "a Responses API event"): `malformed_event`, with
+    /// the parser's reason and the payload's start.
+    pub(super) fn malformed(what: &str, err: &serde_json::Error, data: &[u8]) -> Self {
+        EventOutcome::Failed(StreamFailure {
+            kind: ErrorKind::MalformedEvent,
+            message: format!("event is not {what} ({err}): {}", excerpt(data)),
+            body: None,
+        })
+    }
+}
+
 /// Everything observed on one response stream, times in ms since the request start.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct StreamState {
