@@ -75,9 +75,24 @@ fn run(dir: &Path, out: &str) -> serde_json::Value {
 #[test]
 fn hogged_cores_make_a_phase_client_bound_everywhere() {
     let dir = tempfile::tempdir().unwrap();
-    let quiet = run(dir.path(), "quiet");
-    let trust = &quiet["phases"][0]["client_trust"];
-    assert_eq!(trust["verdict"], "trusted", "quiet machine: {trust}");
+    // A shared CI machine can stall this process for 100 ms while other work ends (one
+    // such stall delays 1% of a 3 s phase's sends); the verdict is right to call that run
+    // client-bound, so the quiet baseline gets three tries to find the machine quiet.
+    let mut quiet_verdicts = Vec::new();
+    for attempt in 0..3 {
+        let quiet = run(dir.path(), "quiet");
+        let trust = quiet["phases"][0]["client_trust"].clone();
+        if trust["verdict"] == "trusted" {
+            break;
+        }
+        eprintln!("quiet attempt {attempt}: {trust}");
+        quiet_verdicts.push(trust);
+        std::fs::remove_dir_all(dir.path().join("quiet")).unwrap();
+    }
+    assert!(
+        quiet_verdicts.len() < 3,
+        "no quiet run was trusted: {quiet_verdicts:?}"
+    );
 
     let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
     let hogged = {
