@@ -57,4 +57,5 @@ mod twins;
 mod until;
 mod untrusted;
 mod url_secrets;
+mod verdicts;
 mod workload;
