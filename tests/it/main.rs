@@ -13,6 +13,7 @@ mod fuzz_corpus;
 mod gateway_example;
 mod gateway_metrics;
 mod golden;
+mod goodput_search;
 mod hardening;
 mod history;
 mod hooks;
