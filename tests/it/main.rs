@@ -23,6 +23,7 @@ mod longrun;
 mod messages;
 mod metrics;
 mod nginx_support;
+mod pareto;
 mod perf;
 mod plan_ci;
 mod plan_include;

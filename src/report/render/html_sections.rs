@@ -5,7 +5,7 @@ use std::fmt::Write;
 
 use super::svg::esc;
 use super::table_text::html_table;
-use super::{backends, chart_sections, connections, hook_table, interval_table};
+use super::{backends, chart_sections, connections, hook_table, interval_table, pareto};
 use super::{recovery_html, recovery_table, repeat_table, sampling, search_table};
 use super::{server_table, session_table, table, timeline, trust_table, until_table};
 use crate::report::model::{DriftVerdict, Report};
@@ -223,4 +223,11 @@ pub fn errors(out: &mut String, report: &Report) {
         out.push_str("<h3>Errors by cause</h3>\n");
         html_table(out, &causes);
     }
+}
+
+/// Each group's points with their frontier flags, then its two frontier charts.
+pub fn pareto_frontier(out: &mut String, report: &Report) {
+    let _ = writeln!(out, "<p class=\"note\">{}</p>", esc(pareto::NOTE));
+    html_table(out, &pareto::table(report));
+    pareto::charts(out, report);
 }

@@ -3,9 +3,10 @@
 
 use std::fmt::Write;
 
+use super::repeat_table;
 use super::table_text::{inline, markdown_table};
 use super::until_table;
-use super::{backends, connections, hook_table, interval_table, recovery_table, repeat_table};
+use super::{backends, connections, hook_table, interval_table, pareto, recovery_table};
 use super::{sampling, search_table, server_table, session_table, table, trust_table};
 use crate::report::model::{DriftVerdict, Report};
 
@@ -53,6 +54,13 @@ pub fn percentile_intervals(out: &mut String, report: &Report) {
     if let Some(note) = intervals.gaps_note() {
         let _ = writeln!(out, "\n{}", inline(&note));
     }
+}
+
+/// Each group's points with their frontier flags.
+pub fn pareto_frontier(out: &mut String, report: &Report) {
+    out.push_str(pareto::NOTE);
+    out.push_str("\n\n");
+    markdown_table(out, &pareto::table(report));
 }
 
 /// Each search's result, then its probes.

@@ -11,6 +11,7 @@ pub(crate) mod html_sections;
 pub(crate) mod interval_table;
 pub(crate) mod markdown_sections;
 pub(crate) mod numfmt;
+pub(crate) mod pareto;
 pub(crate) mod recovery_html;
 pub(crate) mod recovery_table;
 pub(crate) mod repeat_table;

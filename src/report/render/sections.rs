@@ -3,7 +3,7 @@
 
 use super::{backends, connections, interval_table, server_table, session_table, table};
 use super::{chart_sections, html_sections, markdown_sections};
-use super::{recovery_table, trust_table, until_table};
+use super::{pareto, recovery_table, trust_table, until_table};
 use crate::report::model::Report;
 
 /// A human-readable markup the report is written in.
@@ -21,6 +21,7 @@ pub enum SectionId {
     RunUntilStable,
     PercentileIntervals,
     ConcurrencySweeps,
+    ParetoFrontier,
     LatencyPercentiles,
     CapacitySearches,
     Rechecks,
@@ -89,7 +90,7 @@ fn always(_: &Report) -> bool {
 }
 
 /// The report's sections in print order.
-pub const SECTIONS: [Section; 17] = [
+pub const SECTIONS: [Section; 18] = [
     Section {
         id: SectionId::Phases,
         anchor: "phases",
@@ -137,6 +138,16 @@ pub const SECTIONS: [Section; 17] = [
         shown: |r| !chart_sections::sweeps(r).is_empty(),
         bodies: Bodies::HtmlOnly {
             html: chart_sections::concurrency_sweeps,
+        },
+    },
+    Section {
+        id: SectionId::ParetoFrontier,
+        anchor: "pareto-frontier",
+        title: Title::Fixed("Pareto frontier"),
+        shown: |r| !pareto::groups(r).is_empty(),
+        bodies: Bodies::Both {
+            markdown: markdown_sections::pareto_frontier,
+            html: html_sections::pareto_frontier,
         },
     },
     Section {

@@ -364,6 +364,72 @@ pub fn scatter(title: &str, x_label: &str, y_label: &str, points: &[(f64, f64)])
     out
 }
 
+/// One phase on a frontier chart.
+pub struct FrontierPoint {
+    /// Its load, written beside the point.
+    pub label: String,
+    pub x: f64,
+    pub y: f64,
+    pub on_frontier: bool,
+    /// A client-bound phase is drawn hollow: its figures are not trusted.
+    pub trusted: bool,
+}
+
+/// Points labelled by load, the frontier's points joined by a line in x order.
+pub fn frontier_chart(title: &str, x_label: &str, points: &[FrontierPoint]) -> String {
+    let height = 340.0;
+    let shown: Vec<&FrontierPoint> = points
+        .iter()
+        .filter(|p| p.x.is_finite() && p.y.is_finite())
+        .collect();
+    let xs: Vec<f64> = shown.iter().map(|p| p.x).collect();
+    let ys: Vec<f64> = shown.iter().map(|p| p.y).collect();
+    let x = Scale::fit(&xs, false, 80.0, WIDTH - 40.0, true);
+    let y = Scale::fit(&ys, false, height - 60.0, 40.0, true);
+    let mut out = String::new();
+    open(&mut out, title, height);
+    axes(&mut out, &x, &y, x_label, "output tok/s");
+    let mut line: Vec<&&FrontierPoint> = shown.iter().filter(|p| p.on_frontier).collect();
+    line.sort_by(|a, b| a.x.total_cmp(&b.x));
+    let path: Vec<String> = line
+        .iter()
+        .map(|p| format!("{:.1},{:.1}", x.map(p.x), y.map(p.y)))
+        .collect();
+    let _ = write!(
+        out,
+        "<polyline class=\"frontier\" fill=\"none\" stroke=\"{}\" stroke-width=\"2\" points=\"{}\"/>",
+        PALETTE[1],
+        path.join(" ")
+    );
+    for p in &shown {
+        let (fill, stroke) = match (p.trusted, p.on_frontier) {
+            (false, _) => ("#fff", "#999"),
+            (true, true) => (PALETTE[1], PALETTE[1]),
+            (true, false) => (PALETTE[0], PALETTE[0]),
+        };
+        let (cx, cy) = (x.map(p.x), y.map(p.y));
+        let _ = write!(
+            out,
+            "<circle cx=\"{cx:.1}\" cy=\"{cy:.1}\" r=\"4.5\" fill=\"{fill}\" stroke=\"{stroke}\" stroke-width=\"1.5\">\
+             <title>{l}: {} → {} tok/s</title></circle>\
+             <text x=\"{:.1}\" y=\"{:.1}\" class=\"tick\">{l}</text>",
+            esc(&super::numfmt::sig3(p.x)),
+            esc(&super::numfmt::sig3(p.y)),
+            cx + 7.0,
+            cy - 6.0,
+            l = esc(&p.label),
+        );
+    }
+    let entries = [
+        ("frontier".to_string(), PALETTE[1]),
+        ("dominated".to_string(), PALETTE[0]),
+        ("client-bound (hollow)".to_string(), "#999"),
+    ];
+    legend(&mut out, &entries, WIDTH - 40.0, 52.0, true);
+    out.push_str("</svg>");
+    out
+}
+
 /// One row of a percentile-range chart.
 pub struct RangeRow {
     pub label: String,
