@@ -81,27 +81,36 @@ struct Extras {
 
 impl Client {
     pub fn new(config: ClientConfig) -> Result<Self, ClientError> {
-        let base = config.base_url.trim_end_matches('/');
+        let base = config.endpoint.base_url.trim_end_matches('/');
         let path = config.api.path();
-        let url = reqwest::Url::parse(&format!("{base}/{path}"))
-            .map_err(|e| ClientError(format!("invalid base_url {:?}: {e}", config.base_url)))?;
+        let url = reqwest::Url::parse(&format!("{base}/{path}")).map_err(|e| {
+            ClientError(format!(
+                "invalid base_url {:?}: {e}",
+                config.endpoint.base_url
+            ))
+        })?;
         if !matches!(url.scheme(), "http" | "https") {
             return Err(ClientError(format!(
                 "invalid base_url {:?}: expected http:// or https://",
-                config.base_url
+                config.endpoint.base_url
             )));
         }
         let target = match url.query() {
             Some(query) => format!("{}?{query}", url.path()),
             None => url.path().to_string(),
         };
-        let path: Uri = target
-            .parse()
-            .map_err(|e| ClientError(format!("invalid base_url {:?}: {e}", config.base_url)))?;
-        let absolute: Uri = url
-            .as_str()
-            .parse()
-            .map_err(|e| ClientError(format!("invalid base_url {:?}: {e}", config.base_url)))?;
+        let path: Uri = target.parse().map_err(|e| {
+            ClientError(format!(
+                "invalid base_url {:?}: {e}",
+                config.endpoint.base_url
+            ))
+        })?;
+        let absolute: Uri = url.as_str().parse().map_err(|e| {
+            ClientError(format!(
+                "invalid base_url {:?}: {e}",
+                config.endpoint.base_url
+            ))
+        })?;
         let pool = Pool::new(
             Origin::new(&url, &config)?,
             config.connection,
@@ -182,7 +191,7 @@ impl Client {
         id.push_str(&self.request_id_prefix);
         id.push('-');
         id.push_str(digits);
-        let sent = self.config.request_id.header_value_with(&id, || {
+        let sent = self.config.endpoint.request_id.header_value_with(&id, || {
             self.request_id_hash.update(digits.as_bytes()).uuid()
         });
         (id, sent)
@@ -192,18 +201,25 @@ impl Client {
     /// the request id, the key's header, and the target's own headers.
     fn validated_headers(&self) -> Vec<&str> {
         let mut names = Vec::new();
-        if self.config.request_id.format != RequestIdFormat::Off {
-            names.push(self.config.request_id.header.as_str());
+        if self.config.endpoint.request_id.format != RequestIdFormat::Off {
+            names.push(self.config.endpoint.request_id.header.as_str());
         }
-        if self.config.api_key.is_some() {
+        if self.config.endpoint.api_key.is_some() {
             names.push(
                 self.config
+                    .endpoint
                     .api_key_header
                     .as_deref()
                     .unwrap_or("authorization"),
             );
         }
-        names.extend(self.config.headers.iter().map(|(name, _)| name.as_str()));
+        names.extend(
+            self.config
+                .endpoint
+                .headers
+                .iter()
+                .map(|(name, _)| name.as_str()),
+        );
         names
     }
 
@@ -556,8 +572,8 @@ impl Client {
         // The placeholder's room in the clone takes the length hyper adds, which would grow
         // the map (a reallocation and a copy of every header, per request).
         headers.remove(header::CONTENT_LENGTH);
-        if self.config.request_id.format != RequestIdFormat::Off {
-            let name = &self.config.request_id.header;
+        if self.config.endpoint.request_id.format != RequestIdFormat::Off {
+            let name = &self.config.endpoint.request_id.header;
             match (id_header, headers.get_mut(name)) {
                 (Some(value), Some(slot)) => *slot = value.clone(),
                 _ => drop(headers.remove(name)),
@@ -578,9 +594,9 @@ fn request_headers(template: &HeaderMap, origin: &Origin, config: &ClientConfig)
     } else {
         headers.insert(header::HOST, origin.host_header.clone());
     }
-    if config.request_id.format != RequestIdFormat::Off {
+    if config.endpoint.request_id.format != RequestIdFormat::Off {
         headers.insert(
-            config.request_id.header.clone(),
+            config.endpoint.request_id.header.clone(),
             HeaderValue::from_static(""),
         );
     }

@@ -43,7 +43,7 @@ impl Client {
         } else if ended {
             message.push_str(&empty_body_hint(status.as_u16(), &self.validated_headers()));
         }
-        if self.config.tls.client_cert.is_none() {
+        if self.config.endpoint.tls.client_cert.is_none() {
             message.push_str(super::super::tls::client_certificate_hint(
                 status.as_u16(),
                 &text,
