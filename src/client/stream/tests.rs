@@ -1,5 +1,6 @@
 use super::*;
 use crate::client::sse::{EventKind, Events, SseParser};
+use proptest::prelude::{Just, Strategy, prop, prop_oneof};
 use std::ops::ControlFlow;
 
 /// A stream's events as the client takes them: whole templated events first, the rest
@@ -19,19 +20,55 @@ impl Events for Shortcut<'_> {
     }
 }
 
-/// What a stream's state says, for comparing two ways of reading one stream.
-fn figures(s: &StreamState) -> String {
-    format!(
-        "{:?}",
-        (
-            (s.events, s.done, s.content_chunks, s.reasoning_chunks),
-            (s.first_output_ms, s.first_content_ms, s.last_output_ms),
-            s.max_inter_chunk_ms,
-            (s.prompt_tokens, s.completion_tokens, s.cached_tokens),
-            (s.server.prompt_ms, s.server.total_ms()),
-            &s.reply,
-        )
-    )
+/// A stream's whole state but the scan's memo (which only says how the chunks were read):
+/// every other field, present or added later, is compared.
+fn figures(s: &StreamState) -> StreamState {
+    StreamState {
+        chunk_memo: scan::StreamMemo::default(),
+        ..s.clone()
+    }
+}
+
+/// `bytes` read `read` bytes at a time, the n-th read at `n` ms, by the SSE parser and
+/// `on_event` (the reference) and by the client's way (whole templated events first).
+fn both_ways(bytes: &[u8], read: usize, reply: Option<String>) -> (StreamState, StreamState) {
+    let mut reference = StreamState {
+        reply: reply.clone(),
+        ..StreamState::default()
+    };
+    let mut parser = SseParser::default();
+    let mut shortcut = StreamState {
+        reply,
+        ..StreamState::default()
+    };
+    let mut taking = SseParser::default();
+    for (n, piece) in bytes.chunks(read.max(1)).enumerate() {
+        let now_ms = n as f64;
+        parser
+            .feed(piece, |_, data| match reference.on_event(data, now_ms) {
+                EventOutcome::Continue => ControlFlow::Continue(()),
+                _ => ControlFlow::Break(()),
+            })
+            .expect("within cap");
+        taking
+            .feed_to(piece, &mut Shortcut(&mut shortcut, now_ms))
+            .expect("within cap");
+    }
+    (figures(&reference), figures(&shortcut))
+}
+
+#[test]
+fn figures_compare_every_field_but_the_memo() {
+    let base = StreamState::default();
+    let mut queued = base.clone();
+    queued.server.queue_ms = Some(1.0);
+    let mut tool_call = base.clone();
+    tool_call.first_tool_call_ms = Some(2.0);
+    let mut memo = base.clone();
+    memo.chunk_memo.note_template_missed();
+    assert_ne!(figures(&queued), figures(&base));
+    assert_ne!(figures(&tool_call), figures(&base));
+    assert_eq!(figures(&memo), figures(&base));
 }
 
 #[test]
@@ -69,39 +106,65 @@ fn whole_templated_events_make_the_same_figures_as_the_parser_and_scan() {
         .into_iter()
         .flat_map(|r| [(r, Some(String::new())), (r, None)])
     {
-        let mut reference = StreamState {
-            reply: reply.clone(),
-            ..StreamState::default()
-        };
-        let mut parser = SseParser::default();
-        let mut shortcut = StreamState {
-            reply,
-            ..StreamState::default()
-        };
-        let mut taking = SseParser::default();
-        for (n, piece) in bytes.chunks(read).enumerate() {
-            let now_ms = n as f64;
-            parser
-                .feed(piece, |_, data| match reference.on_event(data, now_ms) {
-                    EventOutcome::Continue => ControlFlow::Continue(()),
-                    _ => ControlFlow::Break(()),
-                })
-                .expect("within cap");
-            taking
-                .feed_to(piece, &mut Shortcut(&mut shortcut, now_ms))
-                .expect("within cap");
-        }
+        let (reference, shortcut) = both_ways(&bytes, read, reply);
         assert!(
             reference.done && reference.content_chunks == 11,
-            "{}",
-            figures(&reference)
+            "{reference:?}"
         );
         assert_eq!(
-            figures(&shortcut),
-            figures(&reference),
+            shortcut,
+            reference,
             "reads of {read}, reply kept: {}",
             reference.reply.is_some()
         );
+    }
+}
+
+/// One event of a random chat stream: text or reasoning deltas of one layout (so the
+/// template takes runs of them), tool-call fragments, vLLM's usage-and-metrics chunk,
+/// llama.cpp's timings.
+fn random_event() -> impl Strategy<Value = String> {
+    let head = r#"{"id":"c","object":"chat.completion.chunk","created":7,"model":"m","choices":[{"index":0,"delta":{"#;
+    let text = prop::sample::select(vec!["", " a", " bb", "c\\\"d", " \\n", " é"]);
+    prop_oneof![
+        6 => text.clone().prop_map(move |t| format!("{head}\"content\":\"{t}\"}}}}]}}")),
+        2 => text.clone().prop_map(move |t| format!("{head}\"reasoning_content\":\"{t}\"}}}}]}}")),
+        2 => (0u8..3, prop::sample::select(vec!["", "get", "{\\\"x\\\": 1}"])).prop_map(move |(i, a)| format!(
+            "{head}\"tool_calls\":[{{\"index\":{i},\"id\":\"call_{i}\",\"function\":{{\"name\":\"f{i}\",\"arguments\":\"{a}\"}}}}]}}}}]}}"
+        )),
+        1 => (0u64..50, 0u64..9).prop_map(|(p, q)| format!(
+            r#"{{"choices":[],"usage":{{"prompt_tokens":{p},"completion_tokens":3,"prompt_tokens_details":{{"cached_tokens":{q}}}}},"metrics":{{"queue_time_ms":{q}.5,"time_to_first_token_ms":2.0,"generation_time_ms":3.0}}}}"#
+        )),
+        1 => Just(format!(r#"{head}}},"finish_reason":"stop"}}],"timings":{{"prompt_ms":4.5,"predicted_ms":6.0}}}}"#)),
+    ]
+}
+
+proptest::proptest! {
+    // No regression files: the top level of the repository is fixed.
+    #![proptest_config(proptest::prelude::ProptestConfig {
+        cases: 2_000,
+        failure_persistence: None,
+        ..proptest::prelude::ProptestConfig::default()
+    })]
+    #[test]
+    fn the_clients_way_reads_any_stream_into_the_same_state(
+        events in prop::collection::vec(random_event(), 1..24),
+        read in 1usize..400,
+        keep_reply in proptest::prelude::any::<bool>(),
+        ends_in_error in proptest::prelude::any::<bool>(),
+    ) {
+        let mut bytes = String::new();
+        for event in &events {
+            bytes.push_str("data: ");
+            bytes.push_str(event);
+            bytes.push_str("\n\n");
+        }
+        // An error object ends the stream: nothing after it is read.
+        let end = if ends_in_error { r#"{"error":{"message":"boom"}}"# } else { "[DONE]" };
+        bytes.push_str(&format!("data: {end}\n\n"));
+        let reply = keep_reply.then(String::new);
+        let (reference, shortcut) = both_ways(bytes.as_bytes(), read, reply);
+        proptest::prop_assert_eq!(shortcut, reference, "reads of {} over {}", read, bytes);
     }
 }
 
