@@ -89,7 +89,7 @@ pub struct RunRow {
     pub plan_sha256: Option<String>,
     pub report_path: Option<String>,
     pub report_sha256: Option<String>,
-    /// The run's per-request records, by path and hash: `requests/manifest.json`, which
+    /// The run's per-request records, by path and hash: `requests/_manifest.json`, which
     /// lists every part with its hash (an older run's `requests.parquet`).
     pub records_path: Option<String>,
     pub records_sha256: Option<String>,

@@ -2,7 +2,7 @@
 //! phase's facts and the rolling summaries. It holds only what no closed Parquet part holds
 //! yet: every `part_rows` records the open file (`journal.jsonl`) is renamed to a segment
 //! (`journal-000007.jsonl`) and a new one started; the segment is deleted once part 7 is
-//! closed and listed in `requests/manifest.json`. Each new file starts with the latest facts
+//! closed and listed in `requests/_manifest.json`. Each new file starts with the latest facts
 //! of every phase and the summaries so far, so `recover` needs no deleted line.
 
 use std::fs::{self, File};
@@ -30,9 +30,51 @@ pub fn segment_file_name(index: usize) -> String {
 /// forced exit.
 #[derive(Clone)]
 pub struct Journal {
-    segments: Arc<Mutex<Segments>>,
-    records: Arc<Mutex<Option<RecordsSink>>>,
+    shared: Arc<Shared>,
     shard: Option<u32>,
+}
+
+/// The open journal file and the parts' writer, locked in that order.
+struct Shared {
+    segments: Mutex<Segments>,
+    records: Mutex<Option<RecordsSink>>,
+}
+
+impl Shared {
+    fn segments(&self) -> std::sync::MutexGuard<'_, Segments> {
+        self.segments.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn sink(&self) -> std::sync::MutexGuard<'_, Option<RecordsSink>> {
+        self.records.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Close the last part, then restart the open file: its records are all in parts now.
+    fn finish(&self) -> Result<u64, String> {
+        // Held throughout, so no record lands in the open file between the last part and
+        // the restart.
+        let mut segments = self.segments();
+        let Some(mut sink) = self.sink().take() else {
+            return Ok(0);
+        };
+        let rows = sink.close()?;
+        if segments.records > 0 {
+            segments
+                .restart()
+                .map_err(|e| format!("cannot restart {JOURNAL_FILE}: {e}"))?;
+        }
+        Ok(rows)
+    }
+}
+
+impl Drop for Shared {
+    /// A run that returns early still leaves its last part closed and a journal that holds
+    /// no record twice.
+    fn drop(&mut self) {
+        if let Err(e) = self.finish() {
+            eprintln!("warning: {e}; the journal still holds every record not in a part");
+        }
+    }
 }
 
 /// The open journal file and what every new one starts with.
@@ -98,15 +140,6 @@ impl RecordsSink {
                 .join()
                 .map_err(|_| "the records writer panicked".to_string())?,
             None => Ok(0),
-        }
-    }
-}
-
-impl Drop for RecordsSink {
-    /// A run that returns early still leaves its last part closed.
-    fn drop(&mut self) {
-        if let Err(e) = self.close() {
-            eprintln!("warning: {e}");
         }
     }
 }
@@ -186,23 +219,26 @@ impl Journal {
         let file =
             File::create(&path).map_err(|e| format!("cannot open {}: {e}", path.display()))?;
         let records = RecordsSink::start(dir, part_rows)?;
+        let segments = Segments {
+            dir: dir.to_path_buf(),
+            writer: BufWriter::new(file),
+            index: 0,
+            records: 0,
+            part_rows: part_rows.max(1),
+            facts: Vec::new(),
+            summaries: Vec::new(),
+        };
         Ok(Journal {
-            segments: Arc::new(Mutex::new(Segments {
-                dir: dir.to_path_buf(),
-                writer: BufWriter::new(file),
-                index: 0,
-                records: 0,
-                part_rows: part_rows.max(1),
-                facts: Vec::new(),
-                summaries: Vec::new(),
-            })),
-            records: Arc::new(Mutex::new(Some(records))),
+            shared: Arc::new(Shared {
+                segments: Mutex::new(segments),
+                records: Mutex::new(Some(records)),
+            }),
             shard,
         })
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Segments> {
-        self.segments.lock().unwrap_or_else(|p| p.into_inner())
+        self.shared.segments()
     }
 
     pub fn append(
@@ -235,7 +271,7 @@ impl Journal {
 
     /// Hand a record to the Parquet writer; if that writer failed, say why once and stop.
     fn send_row(&self, phase: &str, window: Window, record: &RequestRecord) {
-        let mut sink = self.records.lock().unwrap_or_else(|p| p.into_inner());
+        let mut sink = self.shared.sink();
         let Some(active) = sink.as_ref().and_then(|s| s.sender.as_ref()) else {
             return;
         };
@@ -256,24 +292,7 @@ impl Journal {
     /// Close the last part; the journal then keeps only its carried lines, and later
     /// records go to the journal only. Returns the rows written, or why they could not be.
     pub fn finish_records(&self) -> Result<u64, String> {
-        // Held throughout, so no record lands in the open file between the last part and
-        // the restart.
-        let mut segments = self.lock();
-        let sink = self
-            .records
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .take();
-        let Some(mut sink) = sink else {
-            return Ok(0);
-        };
-        let rows = sink.close()?;
-        if segments.records > 0 {
-            segments
-                .restart()
-                .map_err(|e| format!("cannot restart {JOURNAL_FILE}: {e}"))?;
-        }
-        Ok(rows)
+        self.shared.finish()
     }
 
     /// A phase's facts as known so far, `{"phase_facts": {...}}`: `recover` builds an

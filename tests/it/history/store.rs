@@ -78,7 +78,7 @@ async fn a_real_run_recorded_into_sqlite_and_postgres_exports_the_same_rows() {
                 .records_path
                 .as_deref()
                 .expect("records named");
-            assert!(records.ends_with("requests/manifest.json"), "{records}");
+            assert!(records.ends_with("requests/_manifest.json"), "{records}");
             assert_eq!(
                 stored.rows.run.records_sha256.as_deref(),
                 Some(

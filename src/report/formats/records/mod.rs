@@ -181,7 +181,7 @@ mod docs_tests {
         let docs = include_str!("../../../../docs/reports.md");
         let documented: Vec<&str> = docs
             .lines()
-            .skip_while(|l| !l.starts_with("### `requests.parquet`"))
+            .skip_while(|l| !l.starts_with("### `requests/` parts"))
             .skip(1)
             .take_while(|l| !l.starts_with('#'))
             .filter_map(|l| l.strip_prefix("| `")?.split('`').next())

@@ -1,5 +1,5 @@
 //! A run's records as one addressable set: `requests/`, closed Parquet parts listed with
-//! their row counts and hashes in `requests/manifest.json`, or an older run's single
+//! their row counts and hashes in `requests/_manifest.json`, or an older run's single
 //! `requests.parquet`. Readers go through [`RecordsSet`] and see one stream of rows.
 
 use std::io::Read as _;
@@ -13,14 +13,14 @@ use super::{REQUESTS_FILE, RecordRow, read_records};
 /// The folder of closed parts in a run directory.
 pub const PARTS_DIR: &str = "requests";
 /// The list of closed parts inside [`PARTS_DIR`]; rewritten atomically as each part closes.
-pub const MANIFEST_FILE: &str = "manifest.json";
+pub const MANIFEST_FILE: &str = "_manifest.json";
 
 /// The file name of part `index` (`part-000007.parquet`).
 pub fn part_file_name(index: usize) -> String {
     format!("part-{index:06}.parquet")
 }
 
-/// `requests/manifest.json`: every closed part, in record order.
+/// `requests/_manifest.json`: every closed part, in record order.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Manifest {
     pub parts: Vec<PartEntry>,
@@ -64,7 +64,7 @@ impl Manifest {
 /// Where a run directory's records are.
 #[derive(Debug, Clone, PartialEq)]
 pub enum RecordsSet {
-    /// `requests/manifest.json` and the parts it lists.
+    /// `requests/_manifest.json` and the parts it lists.
     Parts {
         manifest: PathBuf,
         parts: Vec<PathBuf>,
@@ -204,7 +204,7 @@ mod tests {
         for (part, file) in manifest.parts.iter().zip(set.files()) {
             assert_eq!(sha256_file(&file).unwrap(), part.sha256);
         }
-        assert!(set.address().ends_with("requests/manifest.json"));
+        assert!(set.address().ends_with("requests/_manifest.json"));
     }
 
     #[test]
