@@ -10,6 +10,11 @@ pub struct RecoverArgs {
     /// The run directory: its report.json (last written after a phase), its closed parts
     /// (requests/) and its journal.
     pub dir: PathBuf,
+    /// Records each rebuilt phase's report keeps; a longer phase keeps a seeded sample of
+    /// this many (its figures still cover every request), as `run --keep-records` does.
+    #[arg(long, value_name = "N", default_value_t = crate::runner::collect::DEFAULT_KEEP_RECORDS as u64,
+          value_parser = clap::value_parser!(u64).range(1..))]
+    pub keep_records: u64,
 }
 
 pub fn run(args: &RecoverArgs) -> Exit {
@@ -29,7 +34,7 @@ pub fn run(args: &RecoverArgs) -> Exit {
         );
         return Exit::InvalidInput;
     }
-    let recovered = match recover(&args.dir) {
+    let recovered = match recover(&args.dir, args.keep_records as usize) {
         Ok(r) => r,
         Err(e) => {
             eprintln!("error: {e}");

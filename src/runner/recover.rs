@@ -15,10 +15,11 @@ use serde::Deserialize;
 use crate::client::RequestRecord;
 use crate::report::formats::records::{Manifest, PARTS_DIR, PartsWriter, RecordRow, RecordsSet};
 use crate::report::{
-    Figures, IMPORT_PROMPT_TOLERANCE, Measured, PhaseFacts, Report, WarmupResult, phase_result,
-    read_report, relate_phases,
+    Figures, IMPORT_PROMPT_TOLERANCE, PhaseFacts, Report, WarmupResult, phase_result, read_report,
+    relate_phases,
 };
 
+use super::collect::{CollectSettings, PhaseCollector};
 use super::output::{self, FactsStage, JOURNAL_FILE, REPORT_FILE, Window};
 
 /// What recovery rebuilt, and what it skipped on the way.
@@ -59,13 +60,32 @@ enum JournalItem {
     Facts(Box<FactsEntry>),
 }
 
-/// An interrupted phase's records and its latest facts.
-#[derive(Default)]
+/// An interrupted phase's records and its latest facts. Its measured records go to the same
+/// bounded collector a live window uses: a long phase keeps a sample and exact figures.
 struct Interrupted {
     name: String,
-    measured: Vec<RequestRecord>,
+    measured: PhaseCollector,
     warmup: WarmupResult,
     facts: Option<FactsEntry>,
+}
+
+/// What every rebuilt phase's collector is made from.
+struct Rebuild<'a> {
+    dir: &'a Path,
+    report: &'a Report,
+    keep_records: usize,
+}
+
+impl Rebuild<'_> {
+    fn collector(&self, phase: &str) -> PhaseCollector {
+        PhaseCollector::new(CollectSettings {
+            keep: self.keep_records,
+            seed: super::phase_seed(self.report.plan.seed, phase),
+            dir: self.dir.to_path_buf(),
+            label: format!("recover-{}", std::process::id()),
+            slo: self.report.plan.slo.clone(),
+        })
+    }
 }
 
 /// One journal file and the part its records make.
@@ -105,8 +125,9 @@ fn journal_files(dir: &Path, closed_parts: usize) -> Result<Vec<JournalFile>, St
 }
 
 /// Rebuild `dir`'s records from its journal and, when the run was killed (its report never
-/// got a `finished_at`), its report files, marked partial.
-pub fn recover(dir: &Path) -> Result<Recovered, String> {
+/// got a `finished_at`), its report files, marked partial; a rebuilt phase keeps at most
+/// `keep_records` records (a seeded sample) and its figures cover every one.
+pub fn recover(dir: &Path, keep_records: usize) -> Result<Recovered, String> {
     let mut report = read_report(&dir.join(REPORT_FILE)).map_err(|e| e.to_string())?;
     let killed = report.finished_at.is_none();
     let shard = report.shard.as_ref().map(|s| s.index);
@@ -120,12 +141,23 @@ pub fn recover(dir: &Path) -> Result<Recovered, String> {
         ));
     }
     let mut interrupted: Vec<Interrupted> = Vec::new();
+    let rebuild = Rebuild {
+        dir,
+        report: &report,
+        keep_records,
+    };
     // A killed run's unfinished phases take their records from the closed parts too.
     if killed && let Some(set) = RecordsSet::in_dir(dir)? {
         for row in set.rows() {
             let row = row?;
             if !finished.contains(&row.phase) {
-                add_record(&mut interrupted, row.phase, row.window, row.record);
+                add_record(
+                    &mut interrupted,
+                    &rebuild,
+                    &row.phase,
+                    row.window,
+                    row.record,
+                )?;
             }
         }
     }
@@ -143,7 +175,7 @@ pub fn recover(dir: &Path) -> Result<Recovered, String> {
                 JournalItem::Facts(facts) => {
                     let phase = facts.phase_facts.phase.clone();
                     if !finished.contains(&phase) {
-                        interrupted_phase(&mut interrupted, &phase).facts = Some(*facts);
+                        interrupted_phase(&mut interrupted, &rebuild, &phase).facts = Some(*facts);
                     }
                     continue;
                 }
@@ -151,8 +183,14 @@ pub fn recover(dir: &Path) -> Result<Recovered, String> {
                 JournalItem::Record(entry) => *entry,
             };
             if !finished.contains(&entry.phase) {
-                let (phase, window) = (entry.phase.clone(), entry.window);
-                add_record(&mut interrupted, phase, window, entry.record.clone());
+                let (phase, window) = (&entry.phase, entry.window);
+                add_record(
+                    &mut interrupted,
+                    &rebuild,
+                    phase,
+                    window,
+                    entry.record.clone(),
+                )?;
             }
             writer.push(RecordRow {
                 phase: entry.phase,
@@ -172,12 +210,12 @@ pub fn recover(dir: &Path) -> Result<Recovered, String> {
     let rebuilt_phases = interrupted
         .iter()
         .filter(|_| killed)
-        .map(|p| (p.name.clone(), p.measured.len()))
+        .map(|p| (p.name.clone(), p.measured.requests() as usize))
         .collect();
     // A run that ended (finished, failed or interrupted) wrote its own final report: only
     // its records are rebuilt.
     if killed {
-        add_interrupted(&mut report, interrupted);
+        add_interrupted(&mut report, interrupted)?;
         relate_phases(&mut report);
         report.partial = true;
         report.stop_reason = Some(format!(
@@ -221,26 +259,42 @@ fn drop_closed_records(files: &[JournalFile]) -> Result<(), String> {
     Ok(())
 }
 
-/// Count a record toward its unfinished phase: measured ones kept, warmup ones tallied.
-fn add_record(phases: &mut Vec<Interrupted>, phase: String, window: Window, record: RequestRecord) {
-    let phase = interrupted_phase(phases, &phase);
+/// Count a record toward its unfinished phase: measured ones collected, warmup ones tallied.
+fn add_record(
+    phases: &mut Vec<Interrupted>,
+    rebuild: &Rebuild<'_>,
+    phase: &str,
+    window: Window,
+    record: RequestRecord,
+) -> Result<(), String> {
+    let phase = interrupted_phase(phases, rebuild, phase);
     match window {
-        Window::Measured => phase.measured.push(record),
+        Window::Measured => phase
+            .measured
+            .add(record)
+            .map_err(|e| format!("phase `{}`: cannot collect its records: {e}", phase.name))?,
         Window::Warmup => {
             phase.warmup.requests += 1;
             phase.warmup.errors += u64::from(!record.is_ok());
         }
     }
+    Ok(())
 }
 
 /// The interrupted phase named `name`, added in journal order when first seen.
-fn interrupted_phase<'a>(phases: &'a mut Vec<Interrupted>, name: &str) -> &'a mut Interrupted {
+fn interrupted_phase<'a>(
+    phases: &'a mut Vec<Interrupted>,
+    rebuild: &Rebuild<'_>,
+    name: &str,
+) -> &'a mut Interrupted {
     let index = match phases.iter().position(|p| p.name == name) {
         Some(index) => index,
         None => {
             phases.push(Interrupted {
                 name: name.to_string(),
-                ..Interrupted::default()
+                measured: rebuild.collector(name),
+                warmup: WarmupResult::default(),
+                facts: None,
             });
             phases.len() - 1
         }
@@ -251,10 +305,8 @@ fn interrupted_phase<'a>(phases: &'a mut Vec<Interrupted>, name: &str) -> &'a mu
 /// Each interrupted phase as a phase result, built by the one builder from its latest
 /// journaled facts; partial unless its measured window ended. A journal without facts (an
 /// older run's) places a phase at the previous phase's end and the run's start time.
-fn add_interrupted(report: &mut Report, phases: Vec<Interrupted>) {
+fn add_interrupted(report: &mut Report, phases: Vec<Interrupted>) -> Result<(), String> {
     for phase in phases {
-        let mut records = phase.measured;
-        records.sort_by_key(|r| r.request_index);
         let facts = match phase.facts {
             Some(FactsEntry { phase_facts, stage }) => PhaseFacts {
                 partial: phase_facts.partial || stage == FactsStage::Started,
@@ -276,9 +328,15 @@ fn add_interrupted(report: &mut Report, phases: Vec<Interrupted>) {
             slo: report.plan.slo.as_ref(),
             previous: report.phases.last(),
         };
-        let result = phase_result(facts, Measured::All(records), figures);
+        let name = facts.phase.clone();
+        let measured = phase
+            .measured
+            .finish(report.plan.percentile_method, facts.connection_reuse)
+            .map_err(|e| format!("phase `{name}`: cannot rebuild its figures: {e}"))?;
+        let result = phase_result(facts, measured, figures);
         report.phases.push(result);
     }
+    Ok(())
 }
 
 /// The journal's record lines, in order. Lines of another shape (periodic summaries) are

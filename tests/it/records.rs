@@ -348,24 +348,31 @@ fn sigkill_mid_phase_then_recover_rebuilds_the_report_and_the_parquet() {
     assert!(stdout.contains(&format!("phase `long`: {} measured", long.summary.requests)));
     assert!(out.join("report.md").exists() && out.join("report.html").exists());
 
-    // Recovering again rebuilds the same: nothing is added twice.
+    // Recovering again adds nothing twice; a rebuilt phase past `--keep-records` keeps a
+    // sample and the same figures, over every record.
+    let mut killed = report.clone();
+    killed.phases.truncate(1);
+    std::fs::write(
+        out.join("report.json"),
+        serde_json::to_string(&killed).unwrap(),
+    )
+    .unwrap();
     let again = Command::new(env!("CARGO_BIN_EXE_servebench"))
-        .arg("recover")
+        .args(["recover", "--keep-records", "50"])
         .arg(&out)
         .output()
         .unwrap();
     assert!(again.status.success());
     assert_eq!(parquet_rows(&out), left);
+    let sampled = self::report(&out);
+    let rebuilt = &sampled.phases[1];
+    assert_eq!(rebuilt.request_timings.len(), 50);
+    let kept = rebuilt.records.as_ref().expect("a sampled phase says so");
+    assert_eq!((kept.kept, kept.total), (50, long.summary.requests));
     assert_eq!(
-        report_summary(&out, "long"),
+        serde_json::to_value(&rebuilt.summary).unwrap(),
         serde_json::to_value(&long.summary).unwrap()
     );
-}
-
-fn report_summary(dir: &Path, phase: &str) -> serde_json::Value {
-    let report = report(dir);
-    let phase = report.phases.iter().find(|p| p.phase == phase).unwrap();
-    serde_json::to_value(&phase.summary).unwrap()
 }
 
 #[test]

@@ -180,7 +180,7 @@ async fn live_recovered_and_merged_reports_carry_the_same_sections() {
     // Recovered: every phase after the first rebuilt from the journal's facts and records.
     let killed = dir.path().join("killed");
     killed_after_first_phase(live_path.parent().unwrap(), &killed);
-    let recovered = servebench::runner::recover::recover(&killed).expect("recovers");
+    let recovered = servebench::runner::recover::recover(&killed, usize::MAX).expect("recovers");
     assert!(recovered.killed);
     assert_eq!(parts_by_phase(&recovered.report), want, "recovered");
     assert_eq!(shown_sections(&recovered.report), sections, "recovered");
