@@ -51,7 +51,7 @@ use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
 use hyper::{Method, Request, StatusCode};
 use hyper_util::rt::TokioIo;
-use servebench::client::{Api, Client, ClientConfig, ResolvedTimeouts, Sampling};
+use servebench::client::{Api, Client, ClientConfig, Endpoint, ResolvedTimeouts, Sampling};
 use servebench::sim::{self, SimConfig};
 use servebench::workload::{ChatMessage, Prompt, PromptInput};
 
@@ -144,7 +144,10 @@ impl SimThread {
 
 fn client_config(addr: SocketAddr, concurrency: usize) -> ClientConfig {
     ClientConfig {
-        base_url: format!("http://{addr}/v1"),
+        endpoint: Endpoint {
+            base_url: format!("http://{addr}/v1"),
+            ..Endpoint::default()
+        },
         api: Api::Chat,
         model: "sim".into(),
         timeouts: ResolvedTimeouts {

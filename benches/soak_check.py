@@ -1,10 +1,12 @@
-"""Recompute a phase's TTFT/TPOT/e2e percentiles from a run's requests.parquet and compare
-them with report.json, bit for bit (numpy's linear method, the report's default).
+"""Recompute a phase's TTFT/TPOT/e2e percentiles from a run's records (the Parquet parts its
+requests/_manifest.json lists, or an older run's requests.parquet) and compare them with
+report.json, bit for bit (numpy's linear method, the report's default).
 
     python benches/soak_check.py RUN_DIR PHASE      # needs `pip install duckdb`
 """
 import json
 import math
+import os
 import sys
 
 import duckdb
@@ -26,11 +28,20 @@ def linear_percentile(xs, q):
     return lerp(xs[i], xs[i + 1], t) if t > 0 and i + 1 < len(xs) else xs[i]
 
 
+def record_files(run_dir):
+    """The run's Parquet files, in record order."""
+    manifest = f"{run_dir}/requests/_manifest.json"
+    if os.path.exists(manifest):
+        return [f"{run_dir}/requests/{p['file']}" for p in json.load(open(manifest))["parts"]]
+    return [f"{run_dir}/requests.parquet"]
+
+
 def main(run_dir, phase):
     report = json.load(open(f"{run_dir}/report.json"))
     result = next(p for p in report["phases"] if p["phase"] == phase)
     con = duckdb.connect()
-    con.execute(f"CREATE VIEW r AS SELECT * FROM read_parquet('{run_dir}/requests.parquet')")
+    files = ", ".join(f"'{f}'" for f in record_files(run_dir))
+    con.execute(f"CREATE VIEW r AS SELECT * FROM read_parquet([{files}])")
     measured = f"\"window\" = 'measured' AND phase = '{phase}'"
     rows, in_phase = con.execute(f"SELECT count(*), count(*) FILTER (WHERE {measured}) FROM r").fetchone()
     print(f"rows {rows}; measured in {phase}: {in_phase}; report requests {result['requests']}")

@@ -5,6 +5,8 @@ use std::time::Duration;
 
 pub use crate::api::Api;
 
+use super::endpoint::Endpoint;
+
 /// How long a pooled connection may sit idle by default: below the 5 s keep-alive timeout of
 /// uvicorn (vLLM, SGLang, llama-cpp-python) and of llama.cpp's server.
 pub const DEFAULT_CONNECTION_IDLE_TIMEOUT: Duration = Duration::from_secs(4);
@@ -41,15 +43,10 @@ pub enum HttpVersion {
 /// Everything the client needs to talk to one target for one phase.
 #[derive(Clone, Default)]
 pub struct ClientConfig {
-    /// Base URL including `/v1`.
-    pub base_url: String,
+    /// Where the target is, how it is trusted and what every request to it carries.
+    pub endpoint: Endpoint,
     pub api: Api,
     pub model: String,
-    /// The API key's value, read from the environment by the caller; never logged.
-    pub api_key: Option<String>,
-    /// Send the key as is in this header instead of `Authorization: Bearer`.
-    pub api_key_header: Option<String>,
-    pub headers: Vec<(String, String)>,
     pub timeouts: ResolvedTimeouts,
     /// Extra body fields: the target's, then the workload's merged over them.
     pub body: serde_json::Map<String, serde_json::Value>,
@@ -58,15 +55,6 @@ pub struct ClientConfig {
     /// Most idle connections kept (the phase's concurrency).
     pub max_connections: usize,
     pub connection: ConnectionSettings,
-    /// Roots, client certificate and server name for `https`.
-    pub tls: super::tls::TlsSettings,
-    pub http: HttpVersion,
-    /// Connect to this Unix socket instead of the URL's host and port.
-    pub unix_socket: Option<std::path::PathBuf>,
-    /// An `http://` proxy to connect through; environment proxies are never used.
-    pub proxy: Option<String>,
-    /// Which header carries each request's id, and in what form.
-    pub request_id: super::request_id::RequestIdSettings,
     /// Chat: the tools every request offers, and how the model may choose among them.
     pub tools: Option<ToolSettings>,
 }
@@ -144,24 +132,15 @@ pub fn merge_body(
 
 impl fmt::Debug for ClientConfig {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let headers = shown_headers(&self.headers);
         f.debug_struct("ClientConfig")
-            .field("base_url", &self.base_url)
+            .field("endpoint", &self.endpoint)
             .field("api", &self.api)
             .field("model", &self.model)
-            .field("api_key", &self.api_key.as_ref().map(|_| REDACTED))
-            .field("api_key_header", &self.api_key_header)
-            .field("headers", &headers)
             .field("timeouts", &self.timeouts)
             .field("body", &self.body)
             .field("sampling", &self.sampling)
             .field("max_connections", &self.max_connections)
             .field("connection", &self.connection)
-            .field("tls", &self.tls)
-            .field("http", &self.http)
-            .field("unix_socket", &self.unix_socket)
-            .field("proxy", &self.proxy.as_ref().map(|_| "<set>"))
-            .field("request_id", &self.request_id)
             .field("tools", &self.tools.as_ref().map(|t| t.definitions.len()))
             .finish()
     }
@@ -177,18 +156,19 @@ pub(crate) struct Redactor {
 
 impl Redactor {
     pub fn new(config: &ClientConfig) -> Self {
-        let mut secrets: Vec<String> = config
+        let endpoint = &config.endpoint;
+        let mut secrets: Vec<String> = endpoint
             .api_key
             .iter()
             .cloned()
             .chain(
-                config
+                endpoint
                     .headers
                     .iter()
                     .filter(|(name, _)| is_secret_header(name))
                     .map(|(_, value)| value.clone()),
             )
-            .chain(super::url_secrets::url_secrets(&config.base_url))
+            .chain(super::url_secrets::url_secrets(&endpoint.base_url))
             .filter(|s| !s.is_empty())
             .collect();
         secrets.sort_by_key(|s| std::cmp::Reverse(s.len()));

@@ -2,34 +2,29 @@
 
 use std::fmt;
 use std::future::Future;
-use std::ops::ControlFlow;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use bytes::Bytes;
 use http_body_util::Full;
 use hyper::body::Incoming;
 use hyper::header::{self, HeaderMap, HeaderName, HeaderValue};
-use hyper::{Method, Request, Response, StatusCode, Uri};
+use hyper::{Method, Request, Response, Uri};
 
 use super::config::{Api, ClientConfig, Redactor};
-use super::error_body;
-use super::failure::{
-    Deadlines, Failure, Waited, Which, error_chain, error_excerpt, ms_since, next_chunk,
-    read_body_prefix, signed_ms,
-};
+use super::failure::{Deadlines, Failure, Waited, Which, ms_since, signed_ms};
 use super::pool::{Lease, Origin, Pool, ServerKeepAlive};
-use super::record::{ErrorKind, RequestError, RequestRecord};
+use super::record::{ErrorKind, RequestRecord};
 use super::request::{RequestTemplate, default_request_id_prefix};
-use super::request_id::{RequestIdFormat, empty_body_hint};
+use super::request_id::RequestIdFormat;
 use super::scan;
 use super::setup_error::ClientError;
-use super::sse::{DEFAULT_MAX_EVENT_BYTES, EventKind, Events, SseParser};
-use super::stream::{self, EventOutcome, StreamFailure, StreamFormat, StreamState, excerpt};
+use super::sse::DEFAULT_MAX_EVENT_BYTES;
+use super::stream::{StreamFormat, StreamState};
 use crate::hash::IdHash;
 use crate::workload::{ChatMessage, Prompt};
 
-/// After `[DONE]`, how long to wait for the body's end so the connection can be reused.
-const DRAIN_WAIT: Duration = Duration::from_millis(500);
+mod body;
+mod failures;
 
 /// A connection pool and request builder for one target.
 pub struct Client {
@@ -86,27 +81,36 @@ struct Extras {
 
 impl Client {
     pub fn new(config: ClientConfig) -> Result<Self, ClientError> {
-        let base = config.base_url.trim_end_matches('/');
+        let base = config.endpoint.base_url.trim_end_matches('/');
         let path = config.api.path();
-        let url = reqwest::Url::parse(&format!("{base}/{path}"))
-            .map_err(|e| ClientError(format!("invalid base_url {:?}: {e}", config.base_url)))?;
+        let url = reqwest::Url::parse(&format!("{base}/{path}")).map_err(|e| {
+            ClientError(format!(
+                "invalid base_url {:?}: {e}",
+                config.endpoint.base_url
+            ))
+        })?;
         if !matches!(url.scheme(), "http" | "https") {
             return Err(ClientError(format!(
                 "invalid base_url {:?}: expected http:// or https://",
-                config.base_url
+                config.endpoint.base_url
             )));
         }
         let target = match url.query() {
             Some(query) => format!("{}?{query}", url.path()),
             None => url.path().to_string(),
         };
-        let path: Uri = target
-            .parse()
-            .map_err(|e| ClientError(format!("invalid base_url {:?}: {e}", config.base_url)))?;
-        let absolute: Uri = url
-            .as_str()
-            .parse()
-            .map_err(|e| ClientError(format!("invalid base_url {:?}: {e}", config.base_url)))?;
+        let path: Uri = target.parse().map_err(|e| {
+            ClientError(format!(
+                "invalid base_url {:?}: {e}",
+                config.endpoint.base_url
+            ))
+        })?;
+        let absolute: Uri = url.as_str().parse().map_err(|e| {
+            ClientError(format!(
+                "invalid base_url {:?}: {e}",
+                config.endpoint.base_url
+            ))
+        })?;
         let pool = Pool::new(
             Origin::new(&url, &config)?,
             config.connection,
@@ -187,7 +191,7 @@ impl Client {
         id.push_str(&self.request_id_prefix);
         id.push('-');
         id.push_str(digits);
-        let sent = self.config.request_id.header_value_with(&id, || {
+        let sent = self.config.endpoint.request_id.header_value_with(&id, || {
             self.request_id_hash.update(digits.as_bytes()).uuid()
         });
         (id, sent)
@@ -197,18 +201,25 @@ impl Client {
     /// the request id, the key's header, and the target's own headers.
     fn validated_headers(&self) -> Vec<&str> {
         let mut names = Vec::new();
-        if self.config.request_id.format != RequestIdFormat::Off {
-            names.push(self.config.request_id.header.as_str());
+        if self.config.endpoint.request_id.format != RequestIdFormat::Off {
+            names.push(self.config.endpoint.request_id.header.as_str());
         }
-        if self.config.api_key.is_some() {
+        if self.config.endpoint.api_key.is_some() {
             names.push(
                 self.config
+                    .endpoint
                     .api_key_header
                     .as_deref()
                     .unwrap_or("authorization"),
             );
         }
-        names.extend(self.config.headers.iter().map(|(name, _)| name.as_str()));
+        names.extend(
+            self.config
+                .endpoint
+                .headers
+                .iter()
+                .map(|(name, _)| name.as_str()),
+        );
         names
     }
 
@@ -561,8 +572,8 @@ impl Client {
         // The placeholder's room in the clone takes the length hyper adds, which would grow
         // the map (a reallocation and a copy of every header, per request).
         headers.remove(header::CONTENT_LENGTH);
-        if self.config.request_id.format != RequestIdFormat::Off {
-            let name = &self.config.request_id.header;
+        if self.config.endpoint.request_id.format != RequestIdFormat::Off {
+            let name = &self.config.endpoint.request_id.header;
             match (id_header, headers.get_mut(name)) {
                 (Some(value), Some(slot)) => *slot = value.clone(),
                 _ => drop(headers.remove(name)),
@@ -570,287 +581,6 @@ impl Client {
         }
         request
     }
-
-    /// Read an event stream to `[DONE]` (and the body's end); whether the body ended comes back
-    /// with the result, so the connection can go back to the pool.
-    async fn read_stream(
-        &self,
-        body: &mut Incoming,
-        (start, lease, head_read): (Instant, &Lease, (u64, Instant)),
-        deadlines: &mut Deadlines,
-        state: &mut StreamState,
-    ) -> (Result<f64, Failure>, bool) {
-        let mut parser = SseParser::new(self.max_event_bytes);
-        // The connection's byte count when the clock was last read, and that reading.
-        let mut stamped = head_read;
-        loop {
-            let chunk = match deadlines.wait(next_chunk(body)).await {
-                Waited::Done(Ok(chunk)) => chunk,
-                Waited::Done(Err(err)) => {
-                    let message = format!(
-                        "stream broke after {} events: {}",
-                        state.events,
-                        error_chain(&err)
-                    );
-                    return (Err(Failure::new(ErrorKind::StreamBroken, message)), false);
-                }
-                Waited::TimedOut(Which::Own) => {
-                    let message = format!(
-                        "no bytes within the idle timeout after {} events",
-                        state.events
-                    );
-                    return (Err(Failure::new(ErrorKind::IdleTimeout, message)), false);
-                }
-                Waited::TimedOut(Which::Total) => return (Err(Failure::total()), false),
-            };
-            // Frames cut from what one socket read brought share that read's timestamp: they
-            // arrived together, and a clock read per frame cost more than its scan. A shared
-            // HTTP/2 connection's count moves with other streams too, so it reads more often.
-            let read = lease.bytes_read();
-            let now = if stamped.0 == read {
-                stamped.1
-            } else {
-                stamped = (read, Instant::now());
-                stamped.1
-            };
-            deadlines.saw_bytes(now);
-            let now_ms = ms_since(start, now);
-            let Some(chunk) = chunk else {
-                return (finish_stream(&mut parser, state, now_ms), true);
-            };
-            let mut events = StreamEvents {
-                state: &mut *state,
-                now_ms,
-                failure: None,
-            };
-            let fed = parser.feed_to(&chunk, &mut events);
-            let failure = events.failure;
-            if let Err(e) = fed {
-                return (
-                    Err(Failure::new(ErrorKind::MalformedEvent, e.to_string())),
-                    false,
-                );
-            }
-            if let Some(failure) = failure {
-                return (Err(failure.into()), false);
-            }
-            if state.done {
-                // Let go of the read's bytes first: while any part of hyper's read buffer is
-                // held, its next read (the body's end) takes a new 8 KiB buffer.
-                drop(chunk);
-                deadlines.drain_until(now + DRAIN_WAIT);
-                return (Ok(now_ms), drain(body, deadlines).await);
-            }
-        }
-    }
-
-    /// An embeddings or rerank response: the whole JSON body, its usage, and as many results
-    /// as the request sent inputs (rerank's `top_n` may return fewer).
-    async fn read_json(
-        &self,
-        body: &mut Incoming,
-        status: hyper::StatusCode,
-        (start, inputs): (Instant, u64),
-        deadlines: &mut Deadlines,
-        state: &mut StreamState,
-    ) -> (Result<f64, Failure>, bool) {
-        let mut bytes = Vec::new();
-        loop {
-            match deadlines.wait(next_chunk(body)).await {
-                Waited::Done(Ok(Some(chunk))) if bytes.len() + chunk.len() > MAX_JSON_BYTES => {
-                    let message = format!("response body over {} MiB", MAX_JSON_BYTES >> 20);
-                    return (Err(Failure::new(ErrorKind::MalformedEvent, message)), false);
-                }
-                Waited::Done(Ok(Some(chunk))) => {
-                    deadlines.saw_bytes(Instant::now());
-                    bytes.extend_from_slice(&chunk);
-                }
-                Waited::Done(Ok(None)) => break,
-                Waited::Done(Err(err)) => {
-                    let message = format!(
-                        "body broke after {} bytes: {}",
-                        bytes.len(),
-                        error_chain(&err)
-                    );
-                    return (Err(Failure::new(ErrorKind::StreamBroken, message)), false);
-                }
-                Waited::TimedOut(Which::Own) => {
-                    let message = format!(
-                        "no bytes within the idle timeout after {} bytes",
-                        bytes.len()
-                    );
-                    return (Err(Failure::new(ErrorKind::IdleTimeout, message)), false);
-                }
-                Waited::TimedOut(Which::Total) => return (Err(Failure::total()), false),
-            }
-        }
-        let end_ms = ms_since(start, Instant::now());
-        let malformed = |message: String| Failure::new(ErrorKind::MalformedEvent, message);
-        let value: serde_json::Value = match serde_json::from_slice(&bytes) {
-            Ok(value) => value,
-            Err(e) => {
-                let message = format!("the body is not JSON ({e}): {}", excerpt(&bytes));
-                return (Err(malformed(message)), true);
-            }
-        };
-        if value.get("error").is_some_and(|e| !e.is_null())
-            || value.get("object").and_then(|o| o.as_str()) == Some("error")
-        {
-            let failure = Failure {
-                kind: ErrorKind::ErrorObject,
-                status: Some(status.as_u16()),
-                message: stream::error_message(&bytes),
-                body: Some(self.redactor.bytes(bytes)),
-            };
-            return (Err(failure), true);
-        }
-        state.prompt_tokens = json_usage(&value);
-        let (key, exact) = match self.config.api {
-            Api::Rerank => ("results", false),
-            _ => ("data", true),
-        };
-        let results = value.get(key).and_then(|v| v.as_array()).map(Vec::len);
-        let expected = if exact { "exactly" } else { "1 to" };
-        match results {
-            Some(n) if n as u64 == inputs || (!exact && n > 0 && (n as u64) < inputs) => {
-                (Ok(end_ms), true)
-            }
-            _ => {
-                let found = results.map_or("none".to_string(), |n| n.to_string());
-                let message = format!(
-                    "expected {expected} {inputs} entries in `{key}`, found {found}: {}",
-                    excerpt(&bytes)
-                );
-                (Err(malformed(message)), true)
-            }
-        }
-    }
-
-    /// A non-2xx response: its status and a short excerpt of its body.
-    fn status_failure(
-        &self,
-        headers: &HeaderMap,
-        status: StatusCode,
-        bytes: Vec<u8>,
-        ended: bool,
-    ) -> Failure {
-        let retry_after = header_text(headers, header::RETRY_AFTER);
-        let text = error_excerpt(&bytes);
-        let kind = if status == hyper::StatusCode::TOO_MANY_REQUESTS {
-            ErrorKind::RateLimited
-        } else {
-            ErrorKind::HttpStatus
-        };
-        let mut message = format!("HTTP {status}");
-        if let Some(retry_after) = retry_after {
-            message.push_str(&format!(
-                "; retry-after: {}",
-                excerpt(retry_after.as_bytes())
-            ));
-        }
-        if !text.is_empty() {
-            message.push_str(": ");
-            message.push_str(&text);
-        } else if ended {
-            message.push_str(&empty_body_hint(status.as_u16(), &self.validated_headers()));
-        }
-        if self.config.tls.client_cert.is_none() {
-            message.push_str(super::tls::client_certificate_hint(status.as_u16(), &text));
-        }
-        Failure {
-            kind,
-            status: Some(status.as_u16()),
-            message,
-            // An empty body that did not end in time is unknown, not empty.
-            body: (ended || !bytes.is_empty()).then_some(bytes),
-        }
-    }
-
-    /// A 2xx response that is not an event stream: an error object, or a server that ignored
-    /// `stream: true`.
-    fn non_stream_failure(
-        &self,
-        headers: &HeaderMap,
-        status: StatusCode,
-        bytes: Vec<u8>,
-    ) -> Failure {
-        let content_type = header_text(headers, header::CONTENT_TYPE).unwrap_or("none");
-        let value: Option<serde_json::Value> = serde_json::from_slice(&bytes).ok();
-        let is_error = value.as_ref().is_some_and(|v| {
-            v.get("error").is_some_and(|e| !e.is_null())
-                || v.get("object").and_then(|o| o.as_str()) == Some("error")
-        });
-        let (kind, message) = if is_error {
-            (ErrorKind::ErrorObject, stream::error_message(&bytes))
-        } else {
-            let message = format!(
-                "expected an event stream, got content-type {}: {}",
-                excerpt(content_type.as_bytes()),
-                excerpt(&bytes)
-            );
-            (ErrorKind::MalformedEvent, message)
-        };
-        Failure {
-            kind,
-            status: Some(status.as_u16()),
-            message,
-            body: is_error.then_some(bytes),
-        }
-    }
-
-    /// The start of a failed response's body, secrets redacted, and whether the body ended.
-    async fn failure_body(
-        &self,
-        body: &mut Incoming,
-        total_deadline: Option<Instant>,
-    ) -> (Vec<u8>, bool) {
-        let (bytes, ended) = read_body_prefix(body, total_deadline).await;
-        (self.redactor.bytes(bytes), ended)
-    }
-
-    /// A failure as the record keeps it: secrets redacted from every text, the body cut to
-    /// its first 2 KB, the server's code and type read from the whole body.
-    fn request_error(&self, failure: Failure) -> RequestError {
-        let body = failure.body.map(|b| self.redactor.bytes(b));
-        let server = body
-            .as_deref()
-            .map(error_body::server_error)
-            .unwrap_or_default();
-        RequestError {
-            kind: failure.kind,
-            status: failure.status,
-            message: self.redactor.text(failure.message),
-            body: body
-                .as_deref()
-                .map(|b| self.redactor.text(error_body::kept_body(b))),
-            code: server.code.map(|c| self.redactor.text(c)),
-            error_type: server.error_type.map(|t| self.redactor.text(t)),
-        }
-    }
-}
-
-/// The largest embeddings or rerank body read (a batch of 64 inputs of 4,096 dimensions as
-/// JSON is about 6 MiB).
-const MAX_JSON_BYTES: usize = 256 << 20;
-
-/// Prompt tokens of an embeddings or rerank body: `usage.prompt_tokens` (OpenAI, vLLM,
-/// llama.cpp), else `usage.total_tokens` (vLLM rerank), else Cohere's `meta.tokens.input_tokens`
-/// or `meta.billed_units.input_tokens`.
-fn json_usage(value: &serde_json::Value) -> Option<u64> {
-    let at = |path: &[&str]| {
-        path.iter()
-            .try_fold(value, |v, key| v.get(key))
-            .and_then(serde_json::Value::as_u64)
-    };
-    at(&["usage", "prompt_tokens"])
-        .or_else(|| at(&["usage", "total_tokens"]))
-        .or_else(|| at(&["meta", "tokens", "input_tokens"]))
-        .or_else(|| at(&["meta", "billed_units", "input_tokens"]))
-}
-
-/// A header's value as text, when it is text.
-fn header_text(headers: &HeaderMap, name: HeaderName) -> Option<&str> {
-    headers.get(name).and_then(|v| v.to_str().ok())
 }
 
 /// The headers every request to `origin` carries: the template's, the host (HTTP/2 carries
@@ -864,99 +594,11 @@ fn request_headers(template: &HeaderMap, origin: &Origin, config: &ClientConfig)
     } else {
         headers.insert(header::HOST, origin.host_header.clone());
     }
-    if config.request_id.format != RequestIdFormat::Off {
+    if config.endpoint.request_id.format != RequestIdFormat::Off {
         headers.insert(
-            config.request_id.header.clone(),
+            config.endpoint.request_id.header.clone(),
             HeaderValue::from_static(""),
         );
     }
     headers
-}
-
-/// The body's end after `[DONE]`, waited for until the deadline `deadlines` has in force;
-/// whether it came.
-async fn drain(body: &mut Incoming, deadlines: &mut Deadlines) -> bool {
-    loop {
-        match deadlines.wait(next_chunk(body)).await {
-            Waited::Done(Ok(Some(_))) => {}
-            Waited::Done(Ok(None)) => return true,
-            Waited::Done(Err(_)) | Waited::TimedOut(_) => return false,
-        }
-    }
-}
-
-/// End of body: a last event without its blank line still counts; then `[DONE]` must have come.
-fn finish_stream(
-    parser: &mut SseParser,
-    state: &mut StreamState,
-    now_ms: f64,
-) -> Result<f64, Failure> {
-    let mut failure = None;
-    parser
-        .finish(|kind, data| on_data(state, kind, data, now_ms, &mut failure))
-        .map_err(|e| Failure::new(ErrorKind::MalformedEvent, e.to_string()))?;
-    if let Some(failure) = failure {
-        return Err(failure.into());
-    }
-    if state.done {
-        return Ok(now_ms);
-    }
-    Err(Failure::new(
-        ErrorKind::MissingDone,
-        format!(
-            "stream ended after {} events without {}",
-            state.events,
-            state.end_marker()
-        ),
-    ))
-}
-
-/// One read's events, taken into the stream state at the read's time.
-struct StreamEvents<'s> {
-    state: &'s mut StreamState,
-    now_ms: f64,
-    failure: Option<StreamFailure>,
-}
-
-impl Events for StreamEvents<'_> {
-    fn whole_events(&mut self, bytes: &[u8]) -> Option<usize> {
-        self.state.whole_templated_events(bytes, self.now_ms)
-    }
-
-    fn event(&mut self, kind: EventKind, data: &[u8]) -> ControlFlow<()> {
-        on_data(self.state, kind, data, self.now_ms, &mut self.failure)
-    }
-}
-
-/// Hand one SSE payload to the stream state; stop on `[DONE]` or a failure.
-fn on_data(
-    state: &mut StreamState,
-    kind: EventKind,
-    data: &[u8],
-    now_ms: f64,
-    failure: &mut Option<StreamFailure>,
-) -> ControlFlow<()> {
-    if state.done {
-        return ControlFlow::Break(()); // nothing after [DONE] counts
-    }
-    let outcome = match kind {
-        EventKind::Data => match state.format {
-            StreamFormat::Chunks => state.on_event(data, now_ms),
-            StreamFormat::Responses => super::responses::on_event(state, data, now_ms),
-            StreamFormat::Messages => super::messages::on_event(state, data, now_ms),
-        },
-        EventKind::Error => EventOutcome::Failed(StreamFailure {
-            kind: ErrorKind::ErrorObject,
-            message: stream::error_message(data),
-            body: Some(data.to_vec()),
-        }),
-    };
-    match outcome {
-        EventOutcome::Continue => ControlFlow::Continue(()),
-        EventOutcome::Done => ControlFlow::Break(()),
-        EventOutcome::Failed(f) => {
-            *failure = Some(f);
-            ControlFlow::Break(())
-        }
-    }
 }

@@ -56,14 +56,17 @@ mod tests {
 
     fn config() -> ClientConfig {
         ClientConfig {
-            base_url: "http://127.0.0.1:9/v1/".into(),
+            endpoint: Endpoint {
+                base_url: "http://127.0.0.1:9/v1/".into(),
+                api_key: Some("sk-very-secret".into()),
+                headers: vec![
+                    ("X-Api-Key".into(), "hidden-value".into()),
+                    ("X-Team".into(), "bench".into()),
+                ],
+                ..Endpoint::default()
+            },
             api: Api::Chat,
             model: "m".into(),
-            api_key: Some("sk-very-secret".into()),
-            headers: vec![
-                ("X-Api-Key".into(), "hidden-value".into()),
-                ("X-Team".into(), "bench".into()),
-            ],
             timeouts: ResolvedTimeouts::default(),
             body: serde_json::from_str(
                 r#"{"chat_template_kwargs":{"thinking_mode":"disabled"},"temperature":0.5}"#,
@@ -113,7 +116,7 @@ mod tests {
                 assert_eq!(sent, Some(uuid_for(&readable)), "{readable}");
             }
         }
-        cfg.request_id.format = RequestIdFormat::Plain;
+        cfg.endpoint.request_id.format = RequestIdFormat::Plain;
         let client = Client::new(cfg.clone())
             .expect("client")
             .with_request_id_prefix("p");
@@ -121,7 +124,7 @@ mod tests {
             client.request_ids(3),
             ("p-3".to_string(), Some("p-3".to_string()))
         );
-        cfg.request_id.format = RequestIdFormat::Off;
+        cfg.endpoint.request_id.format = RequestIdFormat::Off;
         let client = Client::new(cfg)
             .expect("client")
             .with_request_id_prefix("p");
@@ -256,14 +259,14 @@ mod tests {
     #[test]
     fn bad_setup_is_a_clear_error() {
         let mut cfg = config();
-        cfg.base_url = "not a url".into();
+        cfg.endpoint.base_url = "not a url".into();
         assert!(Client::new(cfg).is_err());
         let mut cfg = config();
-        cfg.headers.push(("bad header".into(), "x".into()));
+        cfg.endpoint.headers.push(("bad header".into(), "x".into()));
         let err = Client::new(cfg).expect_err("bad header name");
         assert!(err.to_string().contains("bad header"));
         let mut cfg = config();
-        cfg.api_key = Some("line\nbreak".into());
+        cfg.endpoint.api_key = Some("line\nbreak".into());
         let err = Client::new(cfg).expect_err("bad key");
         assert!(!err.to_string().contains("line"));
     }

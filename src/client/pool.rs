@@ -51,8 +51,17 @@ pub(crate) struct Origin {
 
 impl Origin {
     pub fn new(url: &reqwest::Url, config: &ClientConfig) -> Result<Self, ClientError> {
-        let (tls, http, unix_socket) = (&config.tls, config.http, config.unix_socket.clone());
-        let proxy = config.proxy.as_deref().map(Proxy::parse).transpose()?;
+        let (tls, http, unix_socket) = (
+            &config.endpoint.tls,
+            config.endpoint.http,
+            config.endpoint.unix_socket.clone(),
+        );
+        let proxy = config
+            .endpoint
+            .proxy
+            .as_deref()
+            .map(Proxy::parse)
+            .transpose()?;
         let bad = |why: &str| ClientError(format!("invalid base_url {:?}: {why}", url.as_str()));
         // An IPv6 literal comes bracketed, as the URL writes it.
         let host = url

@@ -234,7 +234,7 @@ fn default_headers(config: &ClientConfig) -> Result<HeaderMap, ClientError> {
         }),
     );
     // The Messages API takes its key in `x-api-key` and names the version it speaks.
-    let key_header = match (config.api_key_header.as_deref(), config.api) {
+    let key_header = match (config.endpoint.api_key_header.as_deref(), config.api) {
         (None, Api::Messages) => Some("x-api-key"),
         (named, _) => named,
     };
@@ -244,7 +244,11 @@ fn default_headers(config: &ClientConfig) -> Result<HeaderMap, ClientError> {
             HeaderValue::from_static(ANTHROPIC_VERSION),
         );
     }
-    let access = access_headers(config.api_key.as_deref(), key_header, &config.headers)?;
+    let access = access_headers(
+        config.endpoint.api_key.as_deref(),
+        key_header,
+        &config.endpoint.headers,
+    )?;
     // A target's own header replaces a default of the same name.
     for (name, value) in &access {
         headers.insert(name.clone(), value.clone());

@@ -13,7 +13,8 @@ pub struct RunArgs {
     pub plan: PathBuf,
     #[command(flatten)]
     pub expand: ExpandArgs,
-    /// Directory for report.json and journal.jsonl [default: runs/<plan>-<UTC time>/].
+    /// Directory for report.json, the records (requests/) and the journal [default:
+    /// runs/<plan>-<UTC time>/].
     #[arg(short, long, value_name = "DIR")]
     pub output: Option<PathBuf>,
     /// The old spelling of --output.
@@ -56,6 +57,11 @@ pub struct RunArgs {
     /// How often a rolling summary line goes to the journal.
     #[arg(long, value_name = "DURATION", default_value = "60s", value_parser = parse_interval)]
     pub summary_every: std::time::Duration,
+    /// Records per closed Parquet part in requests/; the journal holds at most about this
+    /// many records (those no closed part holds yet).
+    #[arg(long, value_name = "N", default_value_t = crate::report::formats::records::DEFAULT_PART_ROWS,
+          value_parser = clap::value_parser!(u64).range(1..))]
+    pub part_rows: u64,
     /// Record the finished run here: a SQLite file or a postgres:// URL [default:
     /// $SERVEBENCH_HISTORY, else history.sqlite beside the run directory].
     #[arg(long, value_name = "PATH|URL", conflicts_with = "no_history")]
@@ -108,6 +114,7 @@ impl RunArgs {
             long_run: crate::runner::LongRunOptions {
                 keep_records: self.keep_records as usize,
                 summary_every: self.summary_every,
+                part_rows: self.part_rows,
             },
         }
     }

@@ -1,7 +1,7 @@
 //! A finished report → the rows the store keeps: one run, its phases, every figure of the
 //! figure table with its interval, errors by cause, the trust verdict, the latency split and
-//! the conditions beside them. Per-request records stay in the run's Parquet file, which the
-//! run row references by path and hash.
+//! the conditions beside them. Per-request records stay in the run's Parquet parts, which the
+//! run row references by their manifest's path and hash (the manifest lists each part's).
 
 use std::io::Read as _;
 use std::path::Path;
@@ -13,7 +13,7 @@ use sha2::{Digest, Sha256};
 use super::HistoryError;
 use super::series::Conditions;
 use crate::metrics::trust::TrustVerdict;
-use crate::report::formats::records::REQUESTS_FILE;
+use crate::report::formats::records::RecordsSet;
 use crate::report::model::figure_path::{FigurePath, Stat, figure_path_names};
 use crate::report::model::provenance::{phase_conditions, provenance_labels};
 use crate::report::model::{PhaseResult, Report};
@@ -89,7 +89,8 @@ pub struct RunRow {
     pub plan_sha256: Option<String>,
     pub report_path: Option<String>,
     pub report_sha256: Option<String>,
-    /// The run's per-request records (`requests.parquet`), by path and hash.
+    /// The run's per-request records, by path and hash: `requests/_manifest.json`, which
+    /// lists every part with its hash (an older run's `requests.parquet`).
     pub records_path: Option<String>,
     pub records_sha256: Option<String>,
     /// The plan's `metadata` labels, JSON.
@@ -164,13 +165,17 @@ pub struct ErrorRow {
 }
 
 /// The rows for `report`; `report_path` is where its report.json lies (its hash and the
-/// `requests.parquet` beside it are read from there).
+/// records beside it are read from there).
 pub fn rows(report: &Report, report_path: Option<&Path>) -> Result<RunRows, HistoryError> {
     let report_sha256 = report_path.map(sha256_file).transpose()?;
-    let records = report_path
-        .and_then(Path::parent)
-        .map(|dir| dir.join(REQUESTS_FILE))
-        .filter(|p| p.is_file());
+    let records = match report_path {
+        Some(path) => RecordsSet::beside(path).map_err(|message| HistoryError::File {
+            path: path.to_path_buf(),
+            message,
+        })?,
+        None => None,
+    }
+    .map(|set| set.address().to_path_buf());
     let records_sha256 = records.as_deref().map(sha256_file).transpose()?;
     let complete = !report.partial && report.finished_at.is_some();
     let run = RunRow {

@@ -98,24 +98,10 @@ pub fn request_config(
         model_name(target).ok_or_else(|| ClientError("the target names no model".to_string()))?;
     let mut body = target.body.clone();
     merge_body(&mut body, &workload.body);
-    let Endpoint {
-        base_url,
-        tls,
-        unix_socket,
-        proxy,
-        headers,
-        api_key,
-        api_key_header,
-        http,
-        request_id,
-    } = endpoint.clone();
     Ok(ClientConfig {
-        base_url,
+        endpoint: endpoint.clone(),
         api: target.api,
         model,
-        api_key,
-        api_key_header,
-        headers,
         timeouts: timeouts(target.timeout.as_ref()),
         body,
         sampling: Sampling {
@@ -126,11 +112,6 @@ pub fn request_config(
         },
         max_connections: max_connections.max(1),
         connection: connection(target.connection.as_ref()),
-        tls,
-        http,
-        unix_socket,
-        proxy,
-        request_id,
         tools: workload.tools.as_ref().map(tool_settings),
     })
 }
@@ -331,14 +312,17 @@ mod tests {
         workload.body.insert("top_k".into(), serde_json::json!(7));
         let cfg = client_config(&target, "http://x/v1".into(), &workload, 0).expect("config");
         assert_eq!(
-            cfg.api_key.as_deref(),
+            cfg.endpoint.api_key.as_deref(),
             std::env::var("PATH").ok().as_deref()
         );
         assert_eq!(cfg.api, client::Api::Completions);
         assert_eq!(cfg.body["top_k"], 7);
         assert_eq!(cfg.sampling.ignore_eos, Some(true));
         assert_eq!(cfg.max_connections, 1);
-        assert_eq!(cfg.headers, vec![("X-A".to_string(), "1".to_string())]);
+        assert_eq!(
+            cfg.endpoint.headers,
+            vec![("X-A".to_string(), "1".to_string())]
+        );
         assert!(!cfg.connection.reuse);
         assert_eq!(cfg.connection.idle_timeout, Duration::from_secs(2));
 

@@ -12,8 +12,8 @@ use super::output::{self, Journal};
 pub const INTERRUPT_GRACE: Duration = Duration::from_secs(5);
 
 /// First interrupt (SIGINT or SIGTERM): stop starting requests, give in-flight ones a short
-/// grace, then write a partial report. Second: flush the journal, finish
-/// `requests.parquet` and exit at once.
+/// grace, then write a partial report. Second: flush the journal, close the records' last
+/// part and exit at once.
 pub(super) fn install_interrupt_handler(
     stops: Stops,
     journal: Journal,
@@ -58,7 +58,7 @@ pub(super) fn install_interrupt_handler(
                 super::output::finish_records(&journal);
                 eprintln!(
                     "interrupted again: exiting now; finished requests are in {}",
-                    out_dir.join(output::JOURNAL_FILE).display()
+                    out_dir.join(output::PARTS_DIR).display()
                 );
                 std::process::exit(crate::exit::Exit::RunFailed.code());
             }

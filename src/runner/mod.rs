@@ -15,6 +15,7 @@ mod facts;
 mod hooks;
 mod host;
 mod interrupt;
+pub mod journal;
 mod marks;
 mod options;
 pub mod output;

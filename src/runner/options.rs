@@ -46,6 +46,9 @@ pub struct LongRunOptions {
     pub keep_records: usize,
     /// How often a rolling summary line goes to the journal (`run --summary-every`).
     pub summary_every: std::time::Duration,
+    /// Records per closed Parquet part (`run --part-rows`): the journal holds at most about
+    /// this many records, those no closed part holds yet.
+    pub part_rows: u64,
 }
 
 impl Default for LongRunOptions {
@@ -53,6 +56,7 @@ impl Default for LongRunOptions {
         LongRunOptions {
             keep_records: super::collect::DEFAULT_KEEP_RECORDS,
             summary_every: std::time::Duration::from_secs(60),
+            part_rows: crate::report::formats::records::DEFAULT_PART_ROWS,
         }
     }
 }

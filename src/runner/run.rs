@@ -52,7 +52,12 @@ pub async fn run(options: RunOptions) -> Result<RunOutcome, RunError> {
     let started_at = chrono::Utc::now();
     let run_id = run_id(&loaded.plan.name, started_at, options.shard);
     let shard_index = options.shard.map(|s| s.index);
-    let (out_dir, journal) = open_run_dir(options.out_dir.as_deref(), &run_id, shard_index)?;
+    let (out_dir, journal) = open_run_dir(
+        options.out_dir.as_deref(),
+        &run_id,
+        shard_index,
+        options.long_run.part_rows,
+    )?;
 
     // Held until the run returns: calibration and every phase run with quick wakeups.
     let (_latency_request, latency_hint) = crate::wakeup::request_if(options.latency_hint);
@@ -183,10 +188,11 @@ fn open_run_dir(
     out: Option<&Path>,
     run_id: &str,
     shard: Option<u32>,
+    part_rows: u64,
 ) -> Result<(PathBuf, Journal), RunError> {
     let dir = out.map_or_else(|| Path::new("runs").join(run_id), Path::to_path_buf);
     output::prepare_dir(&dir).map_err(RunError::InvalidInput)?;
-    let journal = Journal::create(&dir, shard).map_err(RunError::InvalidInput)?;
+    let journal = Journal::create(&dir, shard, part_rows).map_err(RunError::InvalidInput)?;
     Ok((dir, journal))
 }
 

@@ -317,13 +317,7 @@ mod tests {
         let config =
             super::super::endpoint::request_config(endpoint, phase.target, phase.workload, 2)
                 .expect("config");
-        assert_eq!(config.base_url, endpoint.base_url);
-        assert_eq!(config.tls, endpoint.tls);
-        assert_eq!(config.unix_socket, endpoint.unix_socket);
-        assert_eq!(config.api_key, endpoint.api_key);
-        assert_eq!(config.proxy, endpoint.proxy);
-        assert_eq!(config.http, endpoint.http);
-        assert_eq!(config.request_id, endpoint.request_id);
+        assert_eq!(&config.endpoint, endpoint);
         assert_eq!(config.max_connections, 2);
 
         // Resolving reads the key: a used target whose variable is unset fails up front.

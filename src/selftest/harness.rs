@@ -8,7 +8,7 @@ use tokio::sync::mpsc;
 
 use super::{OUTPUT_TOKENS, probe};
 use crate::client::Api;
-use crate::client::{Client, ClientConfig, RequestRecord, ResolvedTimeouts, Sampling};
+use crate::client::{Client, ClientConfig, Endpoint, RequestRecord, ResolvedTimeouts, Sampling};
 use crate::scheduler::{self, LiveCounters, Load, PromptFeed, Stops, WindowSpec};
 use crate::sim::{self, SendTimes, SimConfig};
 use crate::workload::{ChatMessage, Prompt, PromptInput};
@@ -103,7 +103,10 @@ pub(super) fn client_runtime() -> Result<tokio::runtime::Runtime, String> {
 
 pub(super) fn client_for(addr: std::net::SocketAddr, concurrency: u32) -> Result<Client, String> {
     let config = ClientConfig {
-        base_url: format!("http://{addr}/v1"),
+        endpoint: Endpoint {
+            base_url: format!("http://{addr}/v1"),
+            ..Endpoint::default()
+        },
         api: Api::Chat,
         model: "sim".into(),
         timeouts: ResolvedTimeouts {

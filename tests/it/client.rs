@@ -7,8 +7,8 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use servebench::client::{
-    Api, Client, ClientConfig, ErrorKind, OutputTokenSource, RequestRecord, ResolvedTimeouts,
-    Sampling,
+    Api, Client, ClientConfig, Endpoint, ErrorKind, OutputTokenSource, RequestRecord,
+    ResolvedTimeouts, Sampling,
 };
 use servebench::workload::{ChatMessage, Prompt, PromptInput};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -189,11 +189,14 @@ async fn read_request(socket: &mut TcpStream) -> Option<String> {
 
 fn config(base_url: String) -> ClientConfig {
     ClientConfig {
-        base_url,
+        endpoint: Endpoint {
+            base_url,
+            api_key: Some("sk-test-secret-123".into()),
+            headers: vec![("X-Bench".into(), "yes".into())],
+            ..Endpoint::default()
+        },
         api: Api::Chat,
         model: "test-model".into(),
-        api_key: Some("sk-test-secret-123".into()),
-        headers: vec![("X-Bench".into(), "yes".into())],
         timeouts: ResolvedTimeouts {
             connect: Some(Duration::from_secs(2)),
             first_byte: Some(Duration::from_secs(5)),
@@ -778,7 +781,7 @@ async fn request_id_header_forms_and_empty_400() {
     .await;
     let send = |settings: RequestIdSettings| {
         let mut cfg = config(server.base_url());
-        cfg.request_id = settings;
+        cfg.endpoint.request_id = settings;
         Client::new(cfg)
             .expect("client")
             .with_request_id_prefix("r")

@@ -75,3 +75,37 @@ pub fn files_under(dir: &std::path::Path) -> Vec<(std::path::PathBuf, Vec<u8>)> 
     }
     out
 }
+
+/// A finished run's journal as it was before its records moved to closed parts: every
+/// record of `requests/` as a journal line (`{"phase", "window", ...record}`), then the
+/// journal's own lines (each phase's facts, rolling summaries, any record no part holds).
+pub fn records_and_journal(dir: &std::path::Path) -> Vec<serde_json::Value> {
+    use servebench::report::formats::records::RecordsSet;
+    let mut lines = Vec::new();
+    if let Some(set) = RecordsSet::in_dir(dir).unwrap() {
+        for row in set.rows() {
+            let row = row.unwrap();
+            let mut line = serde_json::to_value(&row.record).unwrap();
+            line["phase"] = row.phase.into();
+            line["window"] = row.window.as_str().into();
+            lines.push(line);
+        }
+    }
+    let journal = std::fs::read_to_string(dir.join("journal.jsonl")).unwrap_or_default();
+    lines.extend(
+        journal
+            .lines()
+            .map(|l| serde_json::from_str::<serde_json::Value>(l).expect("journal line is JSON")),
+    );
+    lines
+}
+
+/// Every row of a run directory's records (its closed parts), in order.
+pub fn record_rows(dir: &std::path::Path) -> Vec<servebench::report::formats::records::RecordRow> {
+    servebench::report::formats::records::RecordsSet::in_dir(dir)
+        .unwrap()
+        .expect("the run directory holds records")
+        .rows()
+        .collect::<Result<_, _>>()
+        .unwrap()
+}

@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use servebench::client::{
-    Api, Client, ClientConfig, ErrorKind, RequestRecord, ResolvedTimeouts, Sampling,
+    Api, Client, ClientConfig, Endpoint, ErrorKind, RequestRecord, ResolvedTimeouts, Sampling,
 };
 use servebench::figure::Figure;
 use servebench::report::{PhaseResult, Report};
@@ -295,7 +295,10 @@ async fn read_request(socket: &mut TcpStream) -> bool {
 
 fn config(base_url: String) -> ClientConfig {
     ClientConfig {
-        base_url,
+        endpoint: Endpoint {
+            base_url,
+            ..Endpoint::default()
+        },
         api: Api::Chat,
         model: "m".into(),
         timeouts: ResolvedTimeouts {

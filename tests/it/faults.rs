@@ -33,10 +33,8 @@ async fn run_checked(yaml: &str) -> Report {
     let value: serde_json::Value = serde_json::from_str(&text).unwrap();
     assert_valid_report(&value);
     let report: Report = serde_json::from_value(value).unwrap();
-    let journal = std::fs::read_to_string(out.join("journal.jsonl")).unwrap();
-    let journal_ids: Vec<String> = journal
-        .lines()
-        .map(|l| serde_json::from_str::<serde_json::Value>(l).expect("journal line is JSON"))
+    let journal_ids: Vec<String> = crate::common::records_and_journal(&out)
+        .into_iter()
         .filter(|v| v["window"] == "measured")
         .map(|v| {
             v["request_id"]

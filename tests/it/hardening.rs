@@ -25,11 +25,7 @@ fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
 }
 
 fn journal(out: &Path) -> Vec<serde_json::Value> {
-    std::fs::read_to_string(out.join("journal.jsonl"))
-        .unwrap_or_default()
-        .lines()
-        .map(|l| serde_json::from_str(l).expect("every journal line is whole JSON"))
-        .collect()
+    crate::common::records_and_journal(out)
 }
 
 /// Polls the journal (bounded) until `ready` holds for its lines.

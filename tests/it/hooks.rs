@@ -10,11 +10,7 @@ fn options(plan: &Path, out: &Path) -> RunOptions {
 }
 
 fn journal(dir: &Path) -> Vec<serde_json::Value> {
-    std::fs::read_to_string(dir.join("journal.jsonl"))
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect()
+    crate::common::records_and_journal(dir)
 }
 
 fn report(dir: &Path) -> serde_json::Value {

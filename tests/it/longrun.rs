@@ -30,11 +30,7 @@ fn read_report(out: &Path) -> (serde_json::Value, Report) {
 }
 
 fn journal(out: &Path) -> Vec<serde_json::Value> {
-    std::fs::read_to_string(out.join("journal.jsonl"))
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect()
+    crate::common::records_and_journal(out)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

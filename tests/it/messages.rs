@@ -122,7 +122,7 @@ async fn cache_reads_count_in_the_prompt_and_the_system_prompt_goes_apart() {
     let workload: Workload =
         serde_saphyr::from_str("input_tokens: 300\noutput_tokens: 8\n").unwrap();
     let mut config = client_config(&messages_target(), base_url, &workload, 1).unwrap();
-    config.api_key = Some("secret-key".into());
+    config.endpoint.api_key = Some("secret-key".into());
     let client = Client::new(config).unwrap();
     let words = "alpha beta gamma delta ".repeat(60);
     let prompt = Prompt {

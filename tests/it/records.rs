@@ -1,5 +1,6 @@
-//! `requests.parquet`: every request the journal holds, read back field by field; and a run
-//! killed with SIGKILL rebuilt by `servebench recover`.
+//! The run's records: closed Parquet parts holding every request, read back field by field;
+//! a journal that holds only what no closed part holds yet; and a run killed with SIGKILL
+//! rebuilt by `servebench recover` from its parts and journal.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -7,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use servebench::client::RequestRecord;
 use servebench::report::Report;
-use servebench::report::formats::records::{RecordRow, Window, read_records};
+use servebench::report::formats::records::{Manifest, RecordRow, Window, sha256_file};
 use servebench::runner::run;
 
 const PLAN: &str = "version: 1\nname: t\nseed: 3\ntargets:\n  sim:\n    simulator: {max_running: 256, prefill_tok_s: 1000000, decode_ms_per_token: 1, decode_ms_per_running: 0, faults: [{kind: status, status: 503, probability: 0.1}]}\nworkloads:\n  w:\n    input_tokens: 64\n    output_tokens: 8\n    ignore_eos: true\ndefaults: {target: sim, workload: w}\nphases:\n";
@@ -18,9 +19,33 @@ fn write_plan(dir: &Path, phases: &str) -> PathBuf {
     path
 }
 
-/// Every complete journal line that is a request record, as a row (shard left empty).
+/// The journal files that hold records no closed part holds, in order: the segments kept
+/// for parts not yet closed (`journal-000007.jsonl`), then the open `journal.jsonl`.
+fn journal_tail(dir: &Path) -> Vec<PathBuf> {
+    let closed = Manifest::read(&dir.join("requests")).unwrap().parts.len();
+    let mut segments: Vec<(usize, PathBuf)> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter_map(|path| {
+            let name = path.file_name()?.to_str()?;
+            let part = name.strip_prefix("journal-")?.strip_suffix(".jsonl")?;
+            Some((part.parse().ok()?, path))
+        })
+        .filter(|(part, _)| *part >= closed)
+        .collect();
+    segments.sort();
+    let mut files: Vec<PathBuf> = segments.into_iter().map(|(_, path)| path).collect();
+    files.push(dir.join("journal.jsonl"));
+    files
+}
+
+/// Every complete record line of the journal files that no closed part holds, as rows
+/// (shard left empty).
 fn journal_rows(dir: &Path) -> Vec<RecordRow> {
-    let text = std::fs::read_to_string(dir.join("journal.jsonl")).unwrap();
+    let text: String = journal_tail(dir)
+        .iter()
+        .map(|f| std::fs::read_to_string(f).unwrap_or_default())
+        .collect();
     text.split_inclusive('\n')
         .filter(|line| line.ends_with('\n'))
         .map(|line| serde_json::from_str::<serde_json::Value>(line).unwrap())
@@ -40,11 +65,25 @@ fn journal_rows(dir: &Path) -> Vec<RecordRow> {
         .collect()
 }
 
+/// Every row of the parts the manifest lists.
 fn parquet_rows(dir: &Path) -> Vec<RecordRow> {
-    read_records(&dir.join("requests.parquet"))
-        .unwrap()
-        .collect::<Result<_, _>>()
-        .unwrap()
+    crate::common::record_rows(dir)
+}
+
+/// Each part the manifest lists exists, holds the rows and hash it says; their row counts.
+fn checked_parts(dir: &Path) -> Vec<u64> {
+    let parts_dir = dir.join("requests");
+    let manifest = Manifest::read(&parts_dir).unwrap();
+    for (index, part) in manifest.parts.iter().enumerate() {
+        assert_eq!(part.file, format!("part-{index:06}.parquet"));
+        let path = parts_dir.join(&part.file);
+        assert_eq!(sha256_file(&path).unwrap(), part.sha256, "{}", part.file);
+        let rows = servebench::report::formats::records::read_records(&path)
+            .unwrap()
+            .count();
+        assert_eq!(rows as u64, part.rows, "{}", part.file);
+    }
+    manifest.parts.iter().map(|p| p.rows).collect()
 }
 
 fn report(dir: &Path) -> Report {
@@ -66,17 +105,28 @@ async fn parquet_holds_every_request_field_by_field() {
         "  - {name: first, concurrency: 4, requests: 60, warmup: {requests: 6}}\n  - {name: second, concurrency: 2, requests: 30}\n",
     );
     let out = dir.path().join("out");
-    run(crate::common::quiet_run_options(plan, &out))
-        .await
-        .unwrap();
+    let mut options = crate::common::quiet_run_options(plan, &out);
+    options.long_run.part_rows = 25;
+    run(options).await.unwrap();
 
     let rows = parquet_rows(&out);
     assert_eq!(rows.len(), 96, "warmup and measured requests, one row each");
     assert_eq!(
-        rows,
-        journal_rows(&out),
-        "the journal's records, in its order"
+        checked_parts(&out),
+        [25, 25, 25, 21],
+        "a part every 25 rows"
     );
+    assert!(
+        journal_rows(&out).is_empty(),
+        "every record is in a closed part: the journal keeps none"
+    );
+    let journal = std::fs::read_to_string(out.join("journal.jsonl")).unwrap();
+    for phase in ["first", "second"] {
+        assert!(
+            journal.contains(&format!(r#""phase":"{phase}""#)),
+            "the journal keeps each phase's facts: {journal}"
+        );
+    }
     assert!(
         rows.iter().any(|r| r.record.error.is_some()),
         "errors are kept"
@@ -90,11 +140,19 @@ async fn parquet_holds_every_request_field_by_field() {
             .collect();
         assert_eq!(by_index(measured), by_index(phase.request_timings.clone()));
     }
-    assert!(!out.join("requests.parquet.partial").exists());
-    csv_matches_parquet(&out.join("requests.parquet"), &report, &rows);
+    let leftovers: Vec<_> = crate::common::files_under(&out)
+        .into_iter()
+        .map(|(path, _)| path)
+        .filter(|p| {
+            let name = p.file_name().unwrap().to_string_lossy();
+            name.ends_with(".partial") || name.starts_with("journal-")
+        })
+        .collect();
+    assert!(leftovers.is_empty(), "{leftovers:?}");
+    csv_matches_parquet(&out.join("requests/part-000000.parquet"), &report, &rows);
 
     // A report.json holding a sample of each phase's records: compare still bootstraps
-    // every request, read from requests.parquet.
+    // every request, read from the parts.
     let mut sampled = report;
     for phase in &mut sampled.phases {
         phase.request_timings.truncate(5);
@@ -174,11 +232,30 @@ fn csv_matches_parquet(parquet: &Path, report: &Report, rows: &[RecordRow]) {
     }
 }
 
-fn count_lines(dir: &Path, needle: &str) -> usize {
-    std::fs::read_to_string(dir.join("journal.jsonl"))
-        .map(|j| j.matches(needle).count())
-        .unwrap_or(0)
+/// Record lines in every journal file now (segments first, then the open file, so a
+/// rotation between reads can only hide lines, never count them twice).
+fn journal_record_lines(dir: &Path) -> usize {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
+        .map(|entries| entries.map(|e| e.unwrap().path()).collect())
+        .unwrap_or_default();
+    files.retain(|p| {
+        let name = p.file_name().unwrap().to_string_lossy();
+        name.starts_with("journal-") && name.ends_with(".jsonl")
+    });
+    files.sort();
+    files.push(dir.join("journal.jsonl"));
+    files
+        .iter()
+        .map(|f| {
+            std::fs::read_to_string(f)
+                .unwrap_or_default()
+                .matches("\"request_index\"")
+                .count()
+        })
+        .sum()
 }
+
+const PART_ROWS: usize = 50;
 
 #[test]
 fn sigkill_mid_phase_then_recover_rebuilds_the_report_and_the_parquet() {
@@ -190,25 +267,42 @@ fn sigkill_mid_phase_then_recover_rebuilds_the_report_and_the_parquet() {
     );
     let out = dir.path().join("out");
     let mut child = Command::new(env!("CARGO_BIN_EXE_servebench"))
-        .args(["run", "--quiet", "--no-calibrate", "--output"])
+        .args(["run", "--quiet", "--no-calibrate", "--part-rows"])
+        .arg(PART_ROWS.to_string())
+        .arg("--output")
         .arg(&out)
         .arg(&plan)
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    // Poll (bounded) until the long phase's measured records reach the journal.
+    // Poll (bounded) until eight parts are closed, the journal's size sampled throughout: it
+    // holds at most the open part's rows, those in flight to the writer (at most a part's)
+    // and the one being appended: never more than two parts' worth and two.
     let deadline = Instant::now() + Duration::from_secs(60);
-    while count_lines(&out, r#""phase":"long","window":"measured""#) < 300 {
+    let mut most_lines = 0;
+    while Manifest::read(&out.join("requests")).map_or(0, |m| m.parts.len()) < 8 {
         assert!(Instant::now() < deadline, "the long phase never got going");
-        std::thread::sleep(Duration::from_millis(50));
+        most_lines = most_lines.max(journal_record_lines(&out));
+        assert!(
+            most_lines <= 2 * PART_ROWS + 2,
+            "the journal held {most_lines} records"
+        );
+        std::thread::sleep(Duration::from_millis(20));
     }
     child.kill().unwrap(); // SIGKILL: nothing runs after it.
     child.wait().unwrap();
+    assert!(journal_record_lines(&out) <= 2 * PART_ROWS + 2);
+
+    // What the killed run left: its closed parts, then the journal's tail.
+    let closed = parquet_rows(&out);
     assert!(
-        !out.join("requests.parquet").exists(),
-        "a killed run never finished its Parquet file"
+        checked_parts(&out)
+            .iter()
+            .all(|&rows| rows == PART_ROWS as u64)
     );
+    let mut left = closed.clone();
+    left.extend(journal_rows(&out));
 
     let recovered = Command::new(env!("CARGO_BIN_EXE_servebench"))
         .arg("recover")
@@ -221,9 +315,18 @@ fn sigkill_mid_phase_then_recover_rebuilds_the_report_and_the_parquet() {
         "{stdout}\n{}",
         String::from_utf8_lossy(&recovered.stderr)
     );
+    assert_eq!(
+        parquet_rows(&out),
+        left,
+        "the parts and the journal's rows, exactly"
+    );
+    checked_parts(&out);
+    assert!(
+        journal_rows(&out).is_empty(),
+        "every record is in a part now"
+    );
 
-    let journal = journal_rows(&out);
-    let long_measured: Vec<RequestRecord> = journal
+    let long_measured: Vec<RequestRecord> = left
         .iter()
         .filter(|r| r.phase == "long" && r.window == Window::Measured)
         .map(|r| r.record.clone())
@@ -243,12 +346,52 @@ fn sigkill_mid_phase_then_recover_rebuilds_the_report_and_the_parquet() {
     );
     assert_eq!(long.warmup.requests, 8);
     assert!(stdout.contains(&format!("phase `long`: {} measured", long.summary.requests)));
-    assert_eq!(parquet_rows(&out), journal, "the journal's rows, exactly");
     assert!(out.join("report.md").exists() && out.join("report.html").exists());
+
+    // Recovering again adds nothing twice; a rebuilt phase past `--keep-records` keeps a
+    // sample and the same figures, over every record.
+    let mut killed = report.clone();
+    killed.phases.truncate(1);
+    std::fs::write(
+        out.join("report.json"),
+        serde_json::to_string(&killed).unwrap(),
+    )
+    .unwrap();
+    let again = Command::new(env!("CARGO_BIN_EXE_servebench"))
+        .args(["recover", "--keep-records", "50"])
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(again.status.success());
+    assert_eq!(parquet_rows(&out), left);
+    let sampled = self::report(&out);
+    let rebuilt = &sampled.phases[1];
+    assert_eq!(rebuilt.request_timings.len(), 50);
+    let kept = rebuilt.records.as_ref().expect("a sampled phase says so");
+    assert_eq!((kept.kept, kept.total), (50, long.summary.requests));
+    // Percentiles, counts and intervals are equal; a tallied mean may differ in its last
+    // bit (another summation order), so numbers are compared to 12 significant digits.
+    assert_eq!(
+        to_12_digits(serde_json::to_value(&rebuilt.summary).unwrap()),
+        to_12_digits(serde_json::to_value(&long.summary).unwrap())
+    );
+}
+
+fn to_12_digits(value: serde_json::Value) -> serde_json::Value {
+    use serde_json::Value;
+    match value {
+        Value::Number(n) => Value::String(format!("{:.11e}", n.as_f64().unwrap())),
+        Value::Array(items) => Value::Array(items.into_iter().map(to_12_digits).collect()),
+        Value::Object(map) => {
+            Value::Object(map.into_iter().map(|(k, v)| (k, to_12_digits(v))).collect())
+        }
+        other => other,
+    }
 }
 
 #[test]
 fn recover_skips_a_torn_line_and_lines_that_are_not_records() {
+    // Also an older run's directory: one journal with every record, and no parts.
     let _exclusive = crate::common::exclusive_run_blocking();
     let dir = tempfile::tempdir().unwrap();
     let plan = write_plan(
@@ -272,6 +415,12 @@ fn recover_skips_a_torn_line_and_lines_that_are_not_records() {
         serde_json::to_string(&early).unwrap(),
     )
     .unwrap();
+    let whole_journal: String = crate::common::records_and_journal(&out)
+        .iter()
+        .map(|line| format!("{line}\n"))
+        .collect();
+    std::fs::write(out.join("journal.jsonl"), whole_journal).unwrap();
+    std::fs::remove_dir_all(out.join("requests")).unwrap();
     let mut journal = std::fs::read_to_string(out.join("journal.jsonl")).unwrap();
     journal.insert_str(0, "{\"summary\":{\"phase\":\"only\",\"requests\":3}}\n");
     journal.push_str("{\"phase\":\"only\",\"window\":\"measured\",\"request_in");
@@ -297,8 +446,14 @@ fn recover_skips_a_torn_line_and_lines_that_are_not_records() {
     let report = report(&out);
     assert_eq!(report.phases[0].summary.requests, 12);
     assert_eq!(parquet_rows(&out).len(), 12);
+    assert_eq!(
+        checked_parts(&out),
+        [12],
+        "the journal's records make one part"
+    );
 
     std::fs::remove_file(out.join("journal.jsonl")).unwrap();
+    std::fs::remove_dir_all(out.join("requests")).unwrap();
     let refused = Command::new(env!("CARGO_BIN_EXE_servebench"))
         .arg("recover")
         .arg(&out)
@@ -346,7 +501,7 @@ print(json.dumps(rows))
 "#;
     let read = Command::new(&engines.python)
         .args(["-c", script])
-        .arg(out.join("requests.parquet"))
+        .arg(out.join("requests/part-000000.parquet"))
         .output()
         .unwrap();
     assert!(

@@ -42,10 +42,8 @@ fn read_report(dir: &Path) -> (serde_json::Value, Report) {
 
 /// The journal's request records (its other lines hold each phase's facts).
 fn journal_lines(dir: &Path) -> Vec<serde_json::Value> {
-    std::fs::read_to_string(dir.join("journal.jsonl"))
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str::<serde_json::Value>(l).expect("every journal line is JSON"))
+    crate::common::records_and_journal(dir)
+        .into_iter()
         .filter(|l| l.get("request_index").is_some())
         .collect()
 }
@@ -389,9 +387,7 @@ fn sigint_leaves_a_valid_partial_report_and_an_intact_journal() {
         in_report,
         "journal and report hold the same requests"
     );
-    let rows = servebench::report::formats::records::read_records(&out.join("requests.parquet"))
-        .expect("an interrupted run finishes requests.parquet")
-        .count();
+    let rows = crate::common::record_rows(&out).len();
     assert_eq!(rows, journal_lines(&out).len());
 }
 

@@ -9,6 +9,7 @@ use servebench::plan::{
     Api, Dataset, DatasetFormat, SharedPrefix, TokenCount, TokenizerSource, TokenizerSpec, Trace,
     Workload,
 };
+use servebench::report::compare::gate::Gate;
 use servebench::report::compare::{CompareOptions, compare_with};
 use servebench::report::{PhaseResult, Report, SaltUsed};
 use servebench::runner::RunOptions;
@@ -227,6 +228,38 @@ async fn compare_refuses_phases_that_asked_for_different_work_unless_forced() {
     );
     assert!(forced.phases[0].forced);
     assert!(servebench::report::render_comparison(&forced).contains("Forced"));
+
+    // A change gate on a phase that asked for different work cannot pass: its change is not
+    // a change of the same thing. A value gate still holds on the new run alone.
+    let gates: Vec<Gate> = ["ttft.p50 < +1000%", "error_rate <= 0"]
+        .iter()
+        .map(|g| g.parse().unwrap())
+        .collect();
+    let gated = compare_with(
+        ("a", &short),
+        ("b", &long),
+        &gates,
+        CompareOptions::default(),
+    );
+    assert!(!gated.passed);
+    let change = &gated.gates[0];
+    assert!(!change.passed);
+    assert!(
+        change
+            .problem
+            .as_deref()
+            .unwrap()
+            .contains("different work"),
+        "{change:?}"
+    );
+    assert!(gated.gates[1].passed, "{:?}", gated.gates[1]);
+    let forced = compare_with(
+        ("a", &short),
+        ("b", &long),
+        &gates,
+        CompareOptions { force: true },
+    );
+    assert!(forced.gates[0].problem.is_none(), "{:?}", forced.gates[0]);
 }
 
 fn salted_context(api: Api, salt: Option<&str>) -> WorkloadContext {

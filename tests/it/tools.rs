@@ -148,9 +148,11 @@ async fn tool_call_sessions_answer_each_call_with_a_tool_result() {
     let md = servebench::report::formats::markdown::render(&report);
     assert!(md.contains("Tool TTFT p50 (ms)"), "{md}");
 
-    // The Parquet file keeps the new columns.
-    let phases =
-        servebench::report::formats::records::read_measured(&out.join("requests.parquet")).unwrap();
+    // The Parquet parts keep the new columns.
+    let phases = servebench::report::formats::records::measured_by_phase(
+        crate::common::record_rows(&out).into_iter().map(Ok),
+    )
+    .unwrap();
     let called: Vec<_> = phases[0]
         .1
         .iter()

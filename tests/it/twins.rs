@@ -111,11 +111,15 @@ fn parts_by_phase(report: &Report) -> Vec<(String, Vec<&'static str>)> {
 }
 
 /// The live run's directory as a kill after its first phase leaves it: the report written
-/// after that phase, and the whole journal.
+/// after that phase, the records' parts and the journal (each phase's facts).
 fn killed_after_first_phase(live: &Path, into: &Path) {
-    std::fs::create_dir_all(into).unwrap();
+    std::fs::create_dir_all(into.join("requests")).unwrap();
     for file in ["journal.jsonl", "report.json"] {
         std::fs::copy(live.join(file), into.join(file)).unwrap();
+    }
+    for part in std::fs::read_dir(live.join("requests")).unwrap() {
+        let part = part.unwrap();
+        std::fs::copy(part.path(), into.join("requests").join(part.file_name())).unwrap();
     }
     let text = std::fs::read_to_string(into.join("report.json")).unwrap();
     let mut report: Report = serde_json::from_str(&text).unwrap();
@@ -176,7 +180,7 @@ async fn live_recovered_and_merged_reports_carry_the_same_sections() {
     // Recovered: every phase after the first rebuilt from the journal's facts and records.
     let killed = dir.path().join("killed");
     killed_after_first_phase(live_path.parent().unwrap(), &killed);
-    let recovered = servebench::runner::recover::recover(&killed).expect("recovers");
+    let recovered = servebench::runner::recover::recover(&killed, usize::MAX).expect("recovers");
     assert!(recovered.killed);
     assert_eq!(parts_by_phase(&recovered.report), want, "recovered");
     assert_eq!(shown_sections(&recovered.report), sections, "recovered");

@@ -8,7 +8,7 @@ use crate::history::baseline;
 use crate::history::series::AlertState;
 use crate::history::store::{RunFilter, Store};
 use crate::history::trend::Settings;
-use crate::report::compare::{compare, gate::Gate};
+use crate::report::compare::{CompareOptions, compare_with, gate::Gate};
 
 #[derive(Debug, clap::Args)]
 pub struct GateArgs {
@@ -24,6 +24,9 @@ pub struct GateArgs {
     /// More gates against the baseline, in `compare`'s grammar.
     #[arg(long = "gate", value_name = "EXPR")]
     pub gates: Vec<String>,
+    /// Check change gates even on phases where the baseline asked for different work.
+    #[arg(long, requires = "baseline")]
+    pub force: bool,
 }
 
 pub fn run(args: &GateArgs, store: &mut dyn Store) -> Exit {
@@ -129,13 +132,19 @@ fn against_baseline(args: &GateArgs, name: &str, plan: &str, store: &mut dyn Sto
             return Exit::InvalidInput;
         }
     };
-    let comparison = compare(
-        &base_path.display().to_string(),
-        &base,
-        &new_path.display().to_string(),
-        &new,
+    let comparison = compare_with(
+        (&base_path.display().to_string(), &base),
+        (&new_path.display().to_string(), &new),
         &gates,
+        CompareOptions { force: args.force },
     );
+    for refused in &comparison.refused {
+        eprintln!(
+            "warning: phase `{}` asked for different work than the baseline: its change \
+             gates fail (--force checks them anyway)",
+            refused.phase
+        );
+    }
     print!("{}", crate::report::render_comparison(&comparison));
     if comparison.passed {
         Exit::Success

@@ -236,8 +236,35 @@ pub struct GateCheck {
 }
 
 /// Every gate checked on the phases it names, or on every new phase (change gates only where
-/// the base has the phase too); a gate that matched no phase fails.
-pub fn check_gates(gates: &[Gate], base: &Report, new: &Report) -> Vec<GateCheck> {
+/// the base has the phase too); a gate that matched no phase fails, and so does a change gate
+/// on a phase in `not_compared` (the two runs asked for different work there: its change
+/// means nothing).
+pub fn check_gates(
+    gates: &[Gate],
+    base: &Report,
+    new: &Report,
+    not_compared: &[&str],
+) -> Vec<GateCheck> {
+    let mut checks = unrefused_checks(gates, base, new);
+    for check in &mut checks {
+        let refused = check
+            .phase
+            .as_deref()
+            .is_some_and(|p| not_compared.contains(&p));
+        if refused && check.compared != Compared::Value {
+            check.passed = false;
+            check.observed = None;
+            check.problem = Some(
+                "the two runs asked for different work in this phase: not compared \
+                 (--force compares it anyway)"
+                    .to_string(),
+            );
+        }
+    }
+    checks
+}
+
+fn unrefused_checks(gates: &[Gate], base: &Report, new: &Report) -> Vec<GateCheck> {
     let mut checks = Vec::new();
     for gate in gates {
         let before = checks.len();

@@ -177,6 +177,7 @@ pub fn compare_with(
     if options.force {
         refused.clear();
     }
+    let not_compared: Vec<&str> = refused.iter().map(|r| r.phase.as_str()).collect();
     let only_in_base = base
         .phases
         .iter()
@@ -190,7 +191,7 @@ pub fn compare_with(
         .map(|p| p.phase.clone())
         .collect();
 
-    let checks = check_gates(gates, base, new);
+    let checks = check_gates(gates, base, new, &not_compared);
     let passed = checks.iter().all(|c| c.passed);
     Comparison {
         base: side(base_path, base),

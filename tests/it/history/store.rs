@@ -71,9 +71,21 @@ async fn a_real_run_recorded_into_sqlite_and_postgres_exports_the_same_rows() {
             let stored = store.run(&id).unwrap();
             assert_eq!(stored.rows.phases.len(), report.phases.len());
             assert!(stored.rows.run.complete);
-            assert!(
-                stored.rows.run.records_sha256.is_some(),
-                "requests.parquet is referenced"
+            // The records' set is named by its manifest, which lists each part's hash.
+            let records = stored
+                .rows
+                .run
+                .records_path
+                .as_deref()
+                .expect("records named");
+            assert!(records.ends_with("requests/_manifest.json"), "{records}");
+            assert_eq!(
+                stored.rows.run.records_sha256.as_deref(),
+                Some(
+                    servebench::report::formats::records::sha256_file(records.as_ref())
+                        .unwrap()
+                        .as_str()
+                )
             );
             comparable(store.tables().unwrap())
         })

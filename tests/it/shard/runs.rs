@@ -314,12 +314,12 @@ async fn two_concurrent_shards_merge_into_the_unsharded_run() {
         );
     }
     // Shard reports holding a sample of their records merge the same: every record comes
-    // from each shard's requests.parquet, whose `shard` column names the shard.
+    // from each shard's records, whose `shard` column names the shard.
     for (i, shard_path) in [&s0_path, &s1_path].into_iter().enumerate() {
-        let parquet = shard_path.with_file_name("requests.parquet");
-        let rows = servebench::report::formats::records::read_records(&parquet).unwrap();
+        let rows = crate::common::record_rows(shard_path.parent().unwrap());
+        assert!(!rows.is_empty());
         for row in rows {
-            assert_eq!(row.unwrap().shard, Some(i as u32));
+            assert_eq!(row.shard, Some(i as u32));
         }
         let mut sampled: Report =
             serde_json::from_str(&std::fs::read_to_string(shard_path).unwrap()).unwrap();

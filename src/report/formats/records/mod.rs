@@ -1,11 +1,15 @@
-//! `requests.parquet`: one row per finished request (warmup and measured), with its phase,
-//! window and shard. [`columns`] is the one list of its columns; [`RecordsWriter`] writes it
-//! in row groups; [`read_records`] reads it back; [`attach_records`] gives a report read
+//! The run's records: one row per finished request (warmup and measured), with its phase,
+//! window and shard, in closed Parquet parts (`requests/`). [`columns`] is the one list of
+//! their columns; [`RecordsWriter`] writes one file in row groups; [`PartsWriter`] closes a
+//! part every so many rows and lists it in the manifest; [`RecordsSet`] reads a run's parts
+//! (or an older run's single `requests.parquet`) back; [`attach_records`] gives a report read
 //! from disk every record of its phases.
 
 mod attach;
 mod columns;
+mod parts;
 mod read;
+mod set;
 mod write;
 
 use serde::{Deserialize, Serialize};
@@ -14,10 +18,16 @@ use crate::client::RequestRecord;
 
 pub use attach::attach_records;
 pub use columns::{COLUMNS, Cell};
-pub use read::{read_measured, read_records};
+pub use parts::{DEFAULT_PART_ROWS, OnClosed, PartsWriter};
+pub use read::{measured_by_phase, read_measured, read_records};
+pub use set::{
+    MANIFEST_FILE, Manifest, PARTS_DIR, PartEntry, RecordsSet, part_file_name, read_files,
+    sha256_file,
+};
 pub use write::{ROW_GROUP_ROWS, RecordsWriter, write_records};
 
-/// The file name of the per-request records in a run directory.
+/// The file name of the per-request records in an older run directory (one file, footed at
+/// the run's end); newer runs write [`PARTS_DIR`].
 pub const REQUESTS_FILE: &str = "requests.parquet";
 
 /// Which window of a phase a request belongs to.
@@ -171,7 +181,7 @@ mod docs_tests {
         let docs = include_str!("../../../../docs/reports.md");
         let documented: Vec<&str> = docs
             .lines()
-            .skip_while(|l| !l.starts_with("### `requests.parquet`"))
+            .skip_while(|l| !l.starts_with("### `requests/` parts"))
             .skip(1)
             .take_while(|l| !l.starts_with('#'))
             .filter_map(|l| l.strip_prefix("| `")?.split('`').next())

@@ -15,7 +15,7 @@ use super::{RecordRow, Window};
 /// does not know are ignored; a missing required column fails the first row.
 pub fn read_records(
     path: &Path,
-) -> Result<impl Iterator<Item = Result<RecordRow, String>>, String> {
+) -> Result<impl Iterator<Item = Result<RecordRow, String>> + use<>, String> {
     let name = path.display().to_string();
     let file = File::open(path).map_err(|e| format!("cannot open {name}: {e}"))?;
     let reader =
@@ -40,8 +40,15 @@ pub fn read_records(
 
 /// The measured records of each phase, in file order, grouped by phase name.
 pub fn read_measured(path: &Path) -> Result<Vec<(String, Vec<RequestRecord>)>, String> {
+    measured_by_phase(read_records(path)?)
+}
+
+/// The measured records among `rows`, in order, grouped by phase name.
+pub fn measured_by_phase(
+    rows: impl Iterator<Item = Result<RecordRow, String>>,
+) -> Result<Vec<(String, Vec<RequestRecord>)>, String> {
     let mut phases: Vec<(String, Vec<RequestRecord>)> = Vec::new();
-    for row in read_records(path)? {
+    for row in rows {
         let row = row?;
         if row.window != Window::Measured {
             continue;

@@ -17,8 +17,8 @@ use super::columns::{COLUMNS, Cell, Column, Kind, message_type};
 /// (about 0.6 KB a row), so a run's RSS stops growing once one group is full.
 pub const ROW_GROUP_ROWS: usize = 16_384;
 
-/// Writes rows to `<path>.partial`, renamed to `path` once the footer is written: a
-/// `requests.parquet` that exists is always complete.
+/// Writes rows to `.<name>.partial` beside `path` (hidden, so folder readers skip it),
+/// renamed to `path` once the footer is written: a records file that exists is complete.
 pub struct RecordsWriter {
     writer: SerializedFileWriter<File>,
     buffer: Vec<RecordRow>,
@@ -35,7 +35,8 @@ impl RecordsWriter {
 
     /// A writer whose row groups hold `group_rows` rows (tests cross group boundaries).
     pub fn with_group_rows(path: &Path, group_rows: usize) -> Result<Self, String> {
-        let partial = path.with_extension("parquet.partial");
+        let name = path.file_name().unwrap_or_default().to_string_lossy();
+        let partial = path.with_file_name(format!(".{name}.partial"));
         let file = File::create(&partial)
             .map_err(|e| format!("cannot create {}: {e}", partial.display()))?;
         let schema = parse_message_type(&message_type())
