@@ -141,11 +141,15 @@ pub fn charts(out: &mut String, report: &Report) {
             &format!("{name}: output tok/s vs tok/s per user"),
             "tok/s per user (mean decode rate)",
             &chart_points(|p| p.tok_s_per_user, |p| p.on_per_user_frontier),
+            // Throughput rises as each user's rate falls: the top right stays clear.
+            false,
         ));
         out.push_str(&svg::frontier_chart(
             &format!("{name}: output tok/s vs TTFT p50"),
             "TTFT p50 (ms)",
             &chart_points(|p| p.ttft_p50_ms, |p| p.on_ttft_frontier),
+            // Throughput rises with TTFT: the top left stays clear.
+            true,
         ));
     }
 }

@@ -375,8 +375,14 @@ pub struct FrontierPoint {
     pub trusted: bool,
 }
 
-/// Points labelled by load, the frontier's points joined by a line in x order.
-pub fn frontier_chart(title: &str, x_label: &str, points: &[FrontierPoint]) -> String {
+/// Points labelled by load, the frontier's points joined by a line in x order; the legend in
+/// the top corner the caller knows the points leave clear (left when `legend_left`).
+pub fn frontier_chart(
+    title: &str,
+    x_label: &str,
+    points: &[FrontierPoint],
+    legend_left: bool,
+) -> String {
     let height = 340.0;
     let shown: Vec<&FrontierPoint> = points
         .iter()
@@ -425,7 +431,11 @@ pub fn frontier_chart(title: &str, x_label: &str, points: &[FrontierPoint]) -> S
         ("dominated".to_string(), PALETTE[0]),
         ("client-bound (hollow)".to_string(), "#999"),
     ];
-    legend(&mut out, &entries, WIDTH - 40.0, 52.0, true);
+    if legend_left {
+        legend(&mut out, &entries, 92.0, 52.0, false);
+    } else {
+        legend(&mut out, &entries, WIDTH - 40.0, 52.0, true);
+    }
     out.push_str("</svg>");
     out
 }
