@@ -16,6 +16,7 @@ mod golden;
 mod hardening;
 mod history;
 mod hooks;
+mod in_flight;
 mod intervals;
 mod layout;
 mod longrun;
