@@ -67,6 +67,8 @@ pub struct ClientConfig {
     pub proxy: Option<String>,
     /// Which header carries each request's id, and in what form.
     pub request_id: super::request_id::RequestIdSettings,
+    /// Whether each request carries a W3C `traceparent`.
+    pub trace_context: super::trace_context::TraceContextMode,
     /// Chat: the tools every request offers, and how the model may choose among them.
     pub tools: Option<ToolSettings>,
 }

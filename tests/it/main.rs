@@ -54,6 +54,7 @@ mod significance;
 mod sim;
 mod surface;
 mod tools;
+mod trace_context;
 mod twins;
 mod until;
 mod untrusted;
