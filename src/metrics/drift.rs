@@ -90,7 +90,7 @@ pub fn recheck_pair(
             )
         },
     ]);
-    let verdict = overall_verdict(&metrics);
+    let verdict = overall_verdict(metrics.iter().map(|m| m.verdict));
     RecheckPair {
         original: original_name.to_string(),
         recheck: recheck_name.to_string(),
@@ -100,8 +100,8 @@ pub fn recheck_pair(
 }
 
 /// Drifted when any metric drifted; else inconclusive when any is; else stable.
-fn overall_verdict(metrics: &[Drift]) -> DriftVerdict {
-    let any = |v| metrics.iter().any(|m| m.verdict == v);
+pub fn overall_verdict(verdicts: impl Iterator<Item = DriftVerdict> + Clone) -> DriftVerdict {
+    let any = |v| verdicts.clone().any(|m| m == v);
     if any(DriftVerdict::Drifted) {
         DriftVerdict::Drifted
     } else if any(DriftVerdict::Inconclusive) {
@@ -126,9 +126,10 @@ fn relative(a: Option<f64>, b: Option<f64>) -> Option<f64> {
     }
 }
 
-/// A percentile's drift. A change beyond tolerance is `drifted` only when the two intervals
-/// do not overlap; when they overlap, or a side has too few samples for an interval, it is
-/// `inconclusive`. Summaries without intervals (older reports) are judged on tolerance alone.
+/// A percentile's drift, judged from the interval of its relative change when both sides
+/// have one: `stable` when that interval lies within the tolerance, `drifted` when it lies
+/// wholly outside, `inconclusive` otherwise (and when a side has too few samples for an
+/// interval). Summaries without intervals (older reports) are judged on tolerance alone.
 fn percentile_drift(
     metric: &str,
     original: Option<Side>,
@@ -148,13 +149,37 @@ fn percentile_drift(
     };
     d.original_interval = oi.map(|i| [i.lo, i.hi]);
     d.recheck_interval = ri.map(|i| [i.lo, i.hi]);
-    if d.verdict == DriftVerdict::Drifted {
-        let separated = oi.zip(ri).is_some_and(|(o, r)| o.hi < r.lo || r.hi < o.lo);
-        if !separated {
-            d.verdict = DriftVerdict::Inconclusive;
-        }
-    }
+    d.change_interval = oi.zip(ri).and_then(|(o, r)| change_interval(o, r));
+    d.verdict = match d.change_interval {
+        Some(interval) => verdict_of_interval(interval, tolerance),
+        None => DriftVerdict::Inconclusive,
+    };
     d
+}
+
+/// The interval of `(recheck − original) / original` the two sides' 95% intervals allow: from
+/// the recheck's lowest over the original's highest to the recheck's highest over the
+/// original's lowest. It covers the true change whenever both side intervals cover theirs
+/// (at least 0.95² ≈ 90% for independent samples). `None` when the original's can reach zero.
+pub fn change_interval(original: Interval, recheck: Interval) -> Option<[f64; 2]> {
+    (original.lo > 0.0).then(|| {
+        [
+            recheck.lo / original.hi - 1.0,
+            recheck.hi / original.lo - 1.0,
+        ]
+    })
+}
+
+/// `stable` when `[lo, hi]` lies within `±tolerance`, `drifted` when wholly outside it,
+/// `inconclusive` when it straddles a bound.
+pub fn verdict_of_interval([lo, hi]: [f64; 2], tolerance: f64) -> DriftVerdict {
+    if lo >= -tolerance && hi <= tolerance {
+        DriftVerdict::Stable
+    } else if lo > tolerance || hi < -tolerance {
+        DriftVerdict::Drifted
+    } else {
+        DriftVerdict::Inconclusive
+    }
 }
 
 fn drift(
@@ -179,6 +204,7 @@ fn drift(
         verdict,
         original_interval: None,
         recheck_interval: None,
+        change_interval: None,
     }
 }
 
@@ -216,18 +242,33 @@ pub struct Drift {
     pub original_interval: Option<[f64; 2]>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub recheck_interval: Option<[f64; 2]>,
+    /// Percentiles: the interval of the relative change the two sides' intervals allow; the
+    /// verdict is read from it when present.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub change_interval: Option<[f64; 2]>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum DriftVerdict {
-    /// Within tolerance.
+    /// Within tolerance: for a percentile with intervals, the whole interval of its change is.
     Stable,
-    /// Beyond tolerance, and (for a percentile with intervals) the intervals do not overlap.
+    /// Beyond tolerance: for a percentile with intervals, the whole interval of its change is.
     Drifted,
-    /// Beyond tolerance, but the samples cannot tell it from noise: the intervals overlap, or
-    /// a side has too few samples for one.
+    /// The samples cannot tell: the interval of the change straddles a tolerance bound, or a
+    /// side has too few samples for an interval.
     Inconclusive,
+}
+
+impl DriftVerdict {
+    /// As the report writes it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            DriftVerdict::Stable => "stable",
+            DriftVerdict::Drifted => "drifted",
+            DriftVerdict::Inconclusive => "inconclusive",
+        }
+    }
 }
 
 #[cfg(test)]
@@ -397,7 +438,8 @@ mod tests {
         assert_eq!(verdict_of(&pair, "ttft.p99"), DriftVerdict::Inconclusive);
         assert_eq!(pair.verdict, DriftVerdict::Inconclusive);
 
-        // Within tolerance stays stable however few the samples.
+        // The same ten values twice: no change, yet the interval of the change is too wide
+        // to call stable.
         let pair = recheck_pair(
             "a",
             &summary_of(&a),
@@ -405,7 +447,59 @@ mod tests {
             &summary_of(&a),
             &Tolerance::default(),
         );
-        assert_eq!(pair.verdict, DriftVerdict::Stable);
+        assert_eq!(verdict_of(&pair, "ttft.p50"), DriftVerdict::Inconclusive);
+
+        // A steady sample against a copy 5% slower: the change's interval lies inside ±20%.
+        let a_bit_slower: Vec<f64> = steady.iter().map(|v| v * 1.05).collect();
+        let pair = recheck_pair(
+            "a",
+            &summary_of(&steady),
+            "b",
+            &summary_of(&a_bit_slower),
+            &Tolerance::default(),
+        );
+        let p50 = pair
+            .metrics
+            .iter()
+            .find(|m| m.metric == "ttft.p50")
+            .unwrap();
+        let [lo, hi] = p50.change_interval.unwrap();
+        assert!(
+            lo <= 0.05 && 0.05 <= hi && lo > -0.2 && hi < 0.2,
+            "{lo} {hi}"
+        );
+        assert_eq!(p50.verdict, DriftVerdict::Stable);
+    }
+
+    #[test]
+    fn the_change_interval_decides_all_three() {
+        let interval = |lo, hi| Interval {
+            lo,
+            hi,
+            rank_lo: 1,
+            rank_hi: 2,
+            coverage: 0.95,
+        };
+        let [lo, hi] = change_interval(interval(1.0, 2.0), interval(3.0, 4.0)).unwrap();
+        assert!((lo - 0.5).abs() < 1e-12 && (hi - 3.0).abs() < 1e-12);
+        assert_eq!(
+            change_interval(interval(0.0, 1.0), interval(1.0, 2.0)),
+            None
+        );
+        assert_eq!(verdict_of_interval([-0.1, 0.15], 0.2), DriftVerdict::Stable);
+        assert_eq!(verdict_of_interval([0.25, 0.6], 0.2), DriftVerdict::Drifted);
+        assert_eq!(
+            verdict_of_interval([-0.9, -0.3], 0.2),
+            DriftVerdict::Drifted
+        );
+        assert_eq!(
+            verdict_of_interval([0.1, 0.3], 0.2),
+            DriftVerdict::Inconclusive
+        );
+        assert_eq!(
+            verdict_of_interval([-0.5, 0.5], 0.2),
+            DriftVerdict::Inconclusive
+        );
     }
 
     #[test]

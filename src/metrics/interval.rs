@@ -149,6 +149,17 @@ pub fn percentile_intervals(sorted: &[f64]) -> PercentileIntervals {
     }
 }
 
+/// `F(k) = P(B ≤ k)` for B ~ Binomial(n, p), `0 < p < 1`.
+pub fn binomial_cdf(n: u64, p: f64, k: u64) -> f64 {
+    let mut at = 1.0;
+    walk_binomial_cdf(n, p, |j, f| {
+        if j == k {
+            at = f;
+        }
+    });
+    at
+}
+
 /// Calls `each(k, F(k))` for k = 0..=n, B ~ Binomial(n, p), `0 < p < 1`, in two passes
 /// that hold O(1) memory whatever `n` (a long phase has millions of samples).
 ///

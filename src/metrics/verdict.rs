@@ -15,7 +15,7 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::interval::{bound_ranks, min_samples_for_upper_bound};
+use super::interval::{binomial_cdf, bound_ranks, min_samples_for_upper_bound};
 
 /// Chance each side of a verdict's interval may miss, over all of a probe's looks.
 pub const VERDICT_TAIL: f64 = 0.025;
@@ -142,6 +142,78 @@ impl PercentileBounds {
     }
 }
 
+/// The share of requests that met every per-request limit, its bounds and its verdict against
+/// a minimum share, at the effective sample size of the within-limit indicator.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct ShareBounds {
+    /// The share met, over all requests.
+    pub share: f64,
+    /// Clopper–Pearson lower bound at the effective sample size.
+    pub lo: f64,
+    /// Clopper–Pearson upper bound at the effective sample size.
+    pub hi: f64,
+    pub samples: u64,
+    /// `samples` over the autocorrelation's variance inflation (at least 1) of the indicator.
+    pub effective_samples: f64,
+    pub verdict: Verdict,
+}
+
+impl ShareBounds {
+    /// `met` in time order (whether each request met every limit) against the minimum share
+    /// `min`, each side missing with chance at most `tail`: `pass` when the share is above
+    /// `min` beyond doubt, `fail` when below it, else `indeterminate`. The same exact binomial
+    /// test a percentile objective passes, asked of the share directly.
+    pub fn of(met: &[bool], min: f64, tail: f64) -> Option<ShareBounds> {
+        let n = met.len();
+        if n == 0 {
+            return None;
+        }
+        let series: Vec<f64> = met.iter().map(|m| f64::from(u8::from(*m))).collect();
+        let within = series.iter().sum::<f64>();
+        let inflation = batch_means_inflation(&series).unwrap_or(1.0).max(1.0);
+        let k = (n as f64 / inflation).floor().max(1.0) as u64;
+        let scale = n as f64 / k as f64;
+        let within_effective = within / scale;
+        let (l, u) = bound_ranks(k, min, tail);
+        let verdict = if u.is_some_and(|u| within_effective >= u as f64) {
+            Verdict::Pass
+        } else if l.is_some_and(|l| within_effective < l as f64) {
+            Verdict::Fail
+        } else {
+            Verdict::Indeterminate
+        };
+        let x = within_effective.round() as u64;
+        Some(ShareBounds {
+            share: within / n as f64,
+            lo: clopper_pearson_lower(k, x, tail),
+            hi: 1.0 - clopper_pearson_lower(k, k - x.min(k), tail),
+            samples: n as u64,
+            effective_samples: k as f64,
+            verdict,
+        })
+    }
+}
+
+/// The `p` with `P(B ≥ x) = tail` for B ~ Binomial(n, p): the exact lower bound of a share
+/// after `x` of `n`; 0 when `x` is 0.
+fn clopper_pearson_lower(n: u64, x: u64, tail: f64) -> f64 {
+    if x == 0 {
+        return 0.0;
+    }
+    // P(B ≥ x) = 1 − F(x − 1) rises with p: bisect.
+    let (mut lo, mut hi) = (0.0f64, 1.0f64);
+    for _ in 0..60 {
+        let mid = (lo + hi) / 2.0;
+        let p = mid.clamp(1e-12, 1.0 - 1e-12);
+        if 1.0 - binomial_cdf(n, p, x - 1) < tail {
+            lo = mid;
+        } else {
+            hi = mid;
+        }
+    }
+    (lo + hi) / 2.0
+}
+
 /// The effective sample size (whole) of the share of `series` at or below `threshold`, and
 /// how many values each effective one stands for.
 fn effective(series: &[f64], threshold: f64) -> (u64, f64) {
@@ -218,6 +290,45 @@ mod tests {
         let naive = covered_naive as f64 / runs as f64;
         assert!(share >= 0.9, "coverage {share}");
         assert!(naive < 0.6, "independent-sample coverage {naive}");
+    }
+
+    #[test]
+    fn a_share_passes_fails_or_cannot_tell_against_its_minimum() {
+        let tail = look_tail(PROBE_LOOKS);
+        // 200 independent-looking requests, 196 within: far above 90%.
+        let mostly: Vec<bool> = (0..200).map(|i| i % 50 != 0).collect();
+        let b = ShareBounds::of(&mostly, 0.9, tail).unwrap();
+        assert_eq!(b.verdict, Verdict::Pass, "{b:?}");
+        assert!((b.share - 0.98).abs() < 1e-12);
+        assert!(
+            b.lo > 0.9 && b.lo < 0.98 && b.hi > 0.98 && b.hi <= 1.0,
+            "{b:?}"
+        );
+        // Half within: far below.
+        let half: Vec<bool> = (0..200).map(|i| i % 2 == 0).collect();
+        let b = ShareBounds::of(&half, 0.9, tail).unwrap();
+        assert_eq!(b.verdict, Verdict::Fail, "{b:?}");
+        assert!(b.hi < 0.9, "{b:?}");
+        // 90% of 50: the interval straddles the minimum.
+        let close: Vec<bool> = (0..50).map(|i| i % 10 != 0).collect();
+        let b = ShareBounds::of(&close, 0.9, tail).unwrap();
+        assert_eq!(b.verdict, Verdict::Indeterminate, "{b:?}");
+        assert!(b.lo < 0.9 && b.hi > 0.9, "{b:?}");
+        // The misses all at the end (a queue that built up) count for fewer samples.
+        let late: Vec<bool> = (0..200).map(|i| i < 180).collect();
+        let b = ShareBounds::of(&late, 0.8, tail).unwrap();
+        assert!(b.effective_samples < 100.0, "{b:?}");
+        // Every request within: passes once there are enough of them.
+        let all = vec![true; samples_to_pass(0.9) as usize];
+        assert_eq!(
+            ShareBounds::of(&all, 0.9, tail).unwrap().verdict,
+            Verdict::Pass
+        );
+        let fewer = vec![true; samples_to_pass(0.9) as usize - 1];
+        assert_eq!(
+            ShareBounds::of(&fewer, 0.9, tail).unwrap().verdict,
+            Verdict::Indeterminate
+        );
     }
 
     #[test]

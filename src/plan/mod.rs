@@ -39,7 +39,7 @@ pub use fraction::Fraction;
 pub use hooks::{Hook, HttpHook, MARK_FAULT_OFF, MARK_FAULT_ON, OnFailure, WaitHealthy};
 pub use metrics_interval::{DEFAULT_METRICS_INTERVAL, MetricsInterval};
 pub use model::*;
-pub use search::{Probe, Search, SearchLoad};
+pub use search::{GoodputObjective, Probe, Search, SearchLoad};
 pub use slo::{Limits, Objective, Slo};
 pub use tolerance::Tolerance;
 pub use until::{StableMetric, Until};

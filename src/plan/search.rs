@@ -5,8 +5,9 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::schema::Issue;
-use super::slo::{Slo, check_slo};
+use super::slo::{Objective, Slo, check_slo};
 use super::{Fraction, HumanDuration, Phase, Warmup};
+use crate::figure::Stat;
 
 /// `search:` on a phase, in place of `concurrency` or `rate`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -20,6 +21,11 @@ pub struct Search {
     pub max: f64,
     /// Objectives every probe must meet to pass.
     pub slo: Slo,
+    /// At least this share of requests must meet every per-request limit of `slo` (each
+    /// figure's loosest limit); the `max` limits then serve as those per-request limits
+    /// instead of objectives of their own.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub goodput: Option<GoodputObjective>,
     /// Stop when the bracket's upper end is within this fraction of its lower end (0.05 = 5%).
     #[serde(default = "default_precision")]
     pub precision: Fraction,
@@ -28,6 +34,15 @@ pub struct Search {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 1))]
     pub max_probes: Option<u32>,
+}
+
+/// `goodput: {min: 90%}`: the share of requests within every per-request limit a probe needs.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct GoodputObjective {
+    /// Smallest share of requests (successful and within every per-request limit), between 0
+    /// and 1 exclusive (`90%` or `0.9`); every request is `max` in `slo`.
+    pub min: Fraction,
 }
 
 fn default_precision() -> Fraction {
@@ -54,6 +69,17 @@ pub struct Probe {
 }
 
 impl Search {
+    /// What a probe is judged on: the `slo`'s objectives and, with `goodput`, the share of
+    /// requests within the per-request limits in place of the `max` limits.
+    pub fn objectives(&self) -> Vec<Objective> {
+        let mut objectives = self.slo.objectives();
+        if let Some(goodput) = self.goodput {
+            objectives.retain(|o| !matches!(o, Objective::Stat(_, Stat::Max, _)));
+            objectives.push(Objective::Goodput(goodput.min.0));
+        }
+        objectives
+    }
+
     /// The most probes the search runs: doubling from `min` to `max`, then bisecting the last
     /// doubling (a ratio of 2) geometrically down to `precision`; capped by `max_probes`.
     pub fn worst_case_probes(&self) -> u32 {
@@ -112,7 +138,28 @@ pub fn check_search(p: &str, phase: &Phase, issues: &mut Vec<Issue>) {
         ));
     }
     check_slo(&at("slo"), &s.slo, issues);
-    if s.slo.objectives().is_empty() {
+    if let Some(goodput) = s.goodput {
+        let min = goodput.min.0;
+        if !(min.is_finite() && min > 0.0 && min < 1.0) {
+            issues.push(
+                Issue::new(
+                    at("goodput/min"),
+                    format!("must be between 0 and 1, both excluded (0.9 = 90%), found {min}"),
+                )
+                .hint((min >= 1.0).then(|| {
+                    "every request within a limit is `max` in `slo`, without `goodput`".into()
+                })),
+            );
+        }
+        if s.slo.request_limits().is_empty() {
+            issues.push(
+                Issue::new(at("goodput"), "goodput needs a per-request limit in `slo`").hint(Some(
+                    "set e.g. `slo: {e2e: {max: 2s}}`: the limit each request must meet".into(),
+                )),
+            );
+        }
+    }
+    if s.objectives().is_empty() {
         issues.push(
             Issue::new(at("slo"), "the search has no objective").hint(Some(
                 "set e.g. `ttft: {p99: 2s}` or `error_rate: 0.01`".into(),

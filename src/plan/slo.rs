@@ -110,6 +110,9 @@ pub enum Objective {
     Stat(Figure, Stat, f64),
     /// The share of failed requests at most the limit.
     ErrorRate(f64),
+    /// The share of requests that succeeded within every per-request limit at least this
+    /// minimum (a capacity search's `goodput`).
+    Goodput(f64),
 }
 
 impl Objective {
@@ -118,12 +121,16 @@ impl Objective {
         match self {
             Objective::Stat(figure, stat, _) => format!("{}.{}", figure.name(), stat.name()),
             Objective::ErrorRate(_) => ERROR_RATE.to_string(),
+            Objective::Goodput(_) => "goodput".to_string(),
         }
     }
 
+    /// The limit: an upper one, except for `Goodput`'s minimum share.
     pub fn limit(self) -> f64 {
         match self {
-            Objective::Stat(_, _, limit) | Objective::ErrorRate(limit) => limit,
+            Objective::Stat(_, _, limit)
+            | Objective::ErrorRate(limit)
+            | Objective::Goodput(limit) => limit,
         }
     }
 }

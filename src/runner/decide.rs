@@ -1,7 +1,8 @@
 //! A probe that ends once its verdict is in: at 1/8, 1/4 and 1/2 of its duration (the last
 //! look is the verdict after the window) the percentile objectives' bounds are taken from
 //! the window's tally, each look at its share of the error rate, and a probe whose every
-//! objective already passes, or one of which already fails, is stopped.
+//! objective already passes, or one of which already fails, is stopped. A search with an
+//! error-rate or goodput objective is judged after the window only.
 
 use std::time::{Duration, Instant};
 
@@ -34,12 +35,11 @@ impl Decide {
     ) -> Option<Self> {
         let (search, duration) = (search?, duration?);
         let objectives: Option<Vec<_>> = search
-            .slo
             .objectives()
             .into_iter()
             .map(|o| match o {
                 Objective::Stat(figure, stat, limit) => Some((figure, stat.quantile()?, limit)),
-                Objective::ErrorRate(_) => None,
+                Objective::ErrorRate(_) | Objective::Goodput(_) => None,
             })
             .collect();
         let objectives = objectives.filter(|o| !o.is_empty())?;

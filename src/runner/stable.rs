@@ -1,12 +1,13 @@
 //! `until: {stable: …}`: checks of the listed latencies the measured window's tally keeps,
 //! stopping the window at the first check where every listed percentile's 95% interval is
-//! tight enough.
+//! tight enough and none moved across the window.
 
 use std::time::{Duration, Instant};
 
 use tokio_util::sync::CancellationToken;
 
 use crate::figure::Figure;
+use crate::metrics::DriftVerdict;
 use crate::metrics::stability::{self, StableEstimate, UntilOutcome};
 use crate::plan::{PercentileMethod, Until};
 use crate::scheduler::Stops;
@@ -64,10 +65,11 @@ impl<'a> Stable<'a> {
             let loose: Vec<String> = watched
                 .last
                 .iter()
-                .filter(|e| !e.within(self.until.within.0))
-                .map(|e| match e.relative {
-                    Some(r) => format!("{} ±{:.1}%", e.metric, r * 100.0),
-                    None => format!("{} (too few samples for an interval)", e.metric),
+                .filter(|e| e.verdict != DriftVerdict::Stable)
+                .map(|e| match (e.verdict, e.relative) {
+                    (DriftVerdict::Drifted, _) => format!("{} drifted", e.metric),
+                    (_, Some(r)) => format!("{} ±{:.1}%", e.metric, r * 100.0),
+                    (_, None) => format!("{} (too few samples for an interval)", e.metric),
                 })
                 .collect();
             format!(
@@ -77,6 +79,7 @@ impl<'a> Stable<'a> {
             )
         });
         UntilOutcome {
+            verdict: stability::window_verdict(&watched.last),
             stopped_by: stopped_by.to_string(),
             within: self.until.within.0,
             checks: watched.checks,
@@ -115,7 +118,11 @@ impl<'a> Stable<'a> {
                 return watched;
             }
             watched.checks += 1;
-            if watched.last.iter().all(|e| e.within(self.until.within.0)) {
+            if watched
+                .last
+                .iter()
+                .all(|e| e.verdict == DriftVerdict::Stable)
+            {
                 watched.stable_at = Some(watched.last_at);
                 self.stops.stop_starting.cancel();
                 done.cancelled().await;
@@ -127,22 +134,26 @@ impl<'a> Stable<'a> {
     /// The listed percentiles now; each figure's column is copied out (so the collector
     /// never waits on a sort) and sorted once, however many of its percentiles are listed.
     fn estimates(&self, tally: &SharedTally) -> Vec<StableEstimate> {
-        let mut sorted: Vec<(Figure, Vec<f64>)> = Vec::new();
+        // Per figure: its values in arrival order, and sorted.
+        let mut columns: Vec<(Figure, Vec<f64>, Vec<f64>)> = Vec::new();
         self.until
             .stable
             .iter()
             .map(|metric| {
                 let (figure, q) = metric.parts();
-                let at = match sorted.iter().position(|(f, _)| *f == figure) {
+                let at = match columns.iter().position(|(f, _, _)| *f == figure) {
                     Some(at) => at,
                     None => {
-                        let mut values = LiveTally::lock(tally).values(figure).to_vec();
-                        values.sort_by(f64::total_cmp);
-                        sorted.push((figure, values));
-                        sorted.len() - 1
+                        let in_order = LiveTally::lock(tally).values(figure).to_vec();
+                        let mut sorted = in_order.clone();
+                        sorted.sort_by(f64::total_cmp);
+                        columns.push((figure, in_order, sorted));
+                        columns.len() - 1
                     }
                 };
-                stability::estimate(&metric.name(), &sorted[at].1, q, self.method)
+                let (_, in_order, sorted) = &columns[at];
+                let within = self.until.within.0;
+                stability::estimate(&metric.name(), in_order, sorted, q, self.method, within)
             })
             .collect()
     }

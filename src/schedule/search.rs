@@ -151,6 +151,7 @@ mod tests {
                 error_rate: Some(crate::plan::Fraction(0.01)),
                 ..Slo::default()
             },
+            goodput: None,
             precision: crate::plan::Fraction(precision),
             probe: Probe {
                 duration: HumanDuration(std::time::Duration::from_secs(1)),

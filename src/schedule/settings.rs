@@ -95,11 +95,12 @@ impl PhaseSettings<'_> {
                 crate::plan::SearchLoad::Rate => "rate (req/s, constant arrivals)",
             };
             let needs: Vec<String> = s
-                .slo
                 .objectives()
                 .into_iter()
                 .filter_map(|o| match o {
                     crate::plan::Objective::Stat(_, stat, _) => Some((o.name(), stat.quantile()?)),
+                    // A share above `min` passes from the same count as a `min`-quantile.
+                    crate::plan::Objective::Goodput(min) => Some((o.name(), min)),
                     crate::plan::Objective::ErrorRate(_) => None,
                 })
                 .map(|(name, q)| {

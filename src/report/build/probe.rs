@@ -5,7 +5,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::client::RequestRecord;
 use crate::metrics::PhaseSummary;
-use crate::metrics::verdict::{PROBE_LOOKS, PercentileBounds, Verdict, look_tail};
+use crate::metrics::verdict::{PROBE_LOOKS, PercentileBounds, ShareBounds, Verdict, look_tail};
 use crate::plan::{Objective, Search, SearchLoad};
 use crate::report::model::{ObjectiveCheck, ProbeOutcome, SaturationStop};
 
@@ -31,11 +31,12 @@ pub fn judge(
     saturation_stop: Option<&SaturationStop>,
 ) -> ProbeOutcome {
     let (search, load) = (&spec.search, spec.load);
+    let mut sent: Vec<&RequestRecord> = records.iter().collect();
+    sent.sort_by(|a, b| a.start_offset_ms.total_cmp(&b.start_offset_ms));
     let objectives: Vec<ObjectiveCheck> = search
-        .slo
         .objectives()
         .into_iter()
-        .map(|objective| check(objective, summary, records))
+        .map(|objective| check(objective, search, summary, &sent))
         .collect();
     let rate = completion_rate(records);
     let over_saturated_why = match saturation_stop {
@@ -69,33 +70,52 @@ fn probe_verdict(over_saturated: bool, objectives: &[ObjectiveCheck]) -> Verdict
     }
 }
 
-/// One objective's check: a percentile from its bounds over the values in send order, any
+/// One objective's check: a percentile from its bounds over the values in send order, the
+/// goodput share from its bounds over whether each request met every per-request limit, any
 /// other figure from its value.
 fn check(
     objective: Objective,
+    search: &Search,
     summary: &PhaseSummary,
-    records: &[RequestRecord],
+    sent: &[&RequestRecord],
 ) -> ObjectiveCheck {
-    let value = figure(objective, summary);
+    let tail = look_tail(PROBE_LOOKS);
     let limit = objective.limit();
+    let share = match objective {
+        Objective::Goodput(min) => {
+            let limits = search.slo.request_limits();
+            let met: Vec<bool> = sent
+                .iter()
+                .map(|r| crate::metrics::meets_slo(r, &limits))
+                .collect();
+            ShareBounds::of(&met, min, tail)
+        }
+        Objective::Stat(..) | Objective::ErrorRate(_) => None,
+    };
+    let value = match share {
+        Some(share) => Some(share.share),
+        None => figure(objective, summary),
+    };
     let bounds = match (objective, value) {
         (Objective::Stat(figure, stat, _), Some(estimate)) => stat.quantile().and_then(|q| {
-            let mut sent: Vec<&RequestRecord> = records.iter().collect();
-            sent.sort_by(|a, b| a.start_offset_ms.total_cmp(&b.start_offset_ms));
             let series: Vec<f64> = sent.iter().filter_map(|r| r.value(figure)).collect();
-            PercentileBounds::of(&series, q, estimate, limit, look_tail(PROBE_LOOKS))
+            PercentileBounds::of(&series, q, estimate, limit, tail)
         }),
         _ => None,
     };
-    let verdict = match (&bounds, value) {
-        (Some(bounds), _) => bounds.verdict,
-        (None, value) => Verdict::of(value.is_some_and(|v| v <= limit)),
+    let verdict = match (&bounds, &share, value) {
+        (Some(bounds), _, _) => bounds.verdict,
+        (None, Some(share), _) => share.verdict,
+        // No request at all: nothing met the minimum.
+        (None, None, _) if matches!(objective, Objective::Goodput(_)) => Verdict::Fail,
+        (None, None, value) => Verdict::of(value.is_some_and(|v| v <= limit)),
     };
     ObjectiveCheck {
         objective: objective.name(),
         limit,
         value,
         bounds,
+        share,
         verdict,
         passed: verdict == Verdict::Pass,
     }
@@ -123,5 +143,7 @@ fn figure(objective: Objective, s: &PhaseSummary) -> Option<f64> {
     match objective {
         Objective::ErrorRate(_) => (s.requests > 0).then(|| s.errors as f64 / s.requests as f64),
         Objective::Stat(figure, stat, _) => s.distribution(figure).map(|d| stat.of(d)),
+        // Counted from the records, in `check`.
+        Objective::Goodput(_) => None,
     }
 }

@@ -48,6 +48,8 @@ pub fn render_phases(report: &Report) -> String {
             "actual_prompt_tokens_mean",
             "prompt_tokens_warning",
             "client_trust",
+            "recheck_verdict",
+            "until_verdict",
         ]
         .iter()
         .chain(&SPLIT_COLUMNS)
@@ -97,6 +99,14 @@ pub fn render_phases(report: &Report) -> String {
                     }
                 })
                 .unwrap_or_default()
+                .to_string(),
+        );
+        let recheck = report.rechecks.iter().find(|r| r.recheck == p.phase);
+        row.push(recheck.map_or("", |r| r.verdict.as_str()).to_string());
+        row.push(
+            p.until
+                .as_ref()
+                .map_or("", |u| u.verdict.as_str())
                 .to_string(),
         );
         row.extend(split_ms(p.transport.server_timing_gap.as_ref()));

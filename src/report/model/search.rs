@@ -35,7 +35,7 @@ pub struct ProbeOutcome {
 /// One objective of a probe.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct ObjectiveCheck {
-    /// e.g. `ttft.p99` (seconds) or `error_rate` (a fraction).
+    /// e.g. `ttft.p99` (seconds), `error_rate` or `goodput` (fractions).
     pub objective: String,
     pub limit: f64,
     /// `None` when the probe produced no such figure (no successful request): a failure.
@@ -45,6 +45,12 @@ pub struct ObjectiveCheck {
     /// value.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub bounds: Option<crate::metrics::verdict::PercentileBounds>,
+    /// `goodput`: the share of requests within every per-request limit, its exact binomial
+    /// bounds at the effective sample size (each side missing with chance at most 2.5% over
+    /// the probe's looks) and the samples they rest on; `value` is the share, `limit` the
+    /// minimum.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub share: Option<crate::metrics::verdict::ShareBounds>,
     pub verdict: Verdict,
     /// `verdict` is `pass`.
     pub passed: bool,

@@ -99,8 +99,9 @@ pub fn probes(report: &Report) -> Table {
             .filter(|c| c.verdict != Verdict::Pass)
             .map(|c| {
                 let value = c.value.map_or_else(|| "–".to_string(), |v| show(c, v));
-                let relation = match c.verdict {
-                    Verdict::Fail => ">",
+                let relation = match (c.verdict, c.share.is_some()) {
+                    (Verdict::Fail, false) => ">",
+                    (Verdict::Fail, true) => "<",
                     _ => "undecided against",
                 };
                 format!("{} {value} {relation} {}", c.objective, show(c, c.limit))
@@ -110,6 +111,16 @@ pub fn probes(report: &Report) -> Table {
             .objectives
             .iter()
             .filter_map(|c| {
+                if let Some(b) = c.share {
+                    return Some(format!(
+                        "{} {} – {} ({}, {} effective)",
+                        c.objective,
+                        show(c, b.lo),
+                        show(c, b.hi),
+                        b.samples,
+                        b.effective_samples.floor()
+                    ));
+                }
                 let b = c.bounds?;
                 let end = |v: Option<f64>| v.map_or_else(|| "?".to_string(), |v| show(c, v));
                 Some(format!(
@@ -150,9 +161,9 @@ pub fn probes(report: &Report) -> Table {
     t
 }
 
-/// An objective's figure in its unit: a share for `error_rate`, else seconds.
+/// An objective's figure in its unit: a share for `error_rate` and `goodput`, else seconds.
 fn show(c: &ObjectiveCheck, v: f64) -> String {
-    if c.objective == "error_rate" {
+    if c.objective == "error_rate" || c.objective == "goodput" {
         format!("{}%", sig3(v * 100.0))
     } else {
         with_unit(v, Unit::Seconds)

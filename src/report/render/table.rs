@@ -249,7 +249,15 @@ fn drift_tolerance(metric: &str, tol: f64) -> String {
     }
 }
 
-/// Every recheck metric: original, recheck, change, tolerance, verdict.
+/// A change's interval as the rechecks table writes it: `−3.1% … +4.2%`, or `–`.
+fn change_interval_text(interval: Option<[f64; 2]>) -> String {
+    interval.map_or_else(
+        || "–".into(),
+        |[lo, hi]| format!("{} … {}", pct_change(lo), pct_change(hi)),
+    )
+}
+
+/// Every recheck metric: original, recheck, change and its interval, tolerance, verdict.
 pub fn rechecks(report: &Report) -> Table {
     let mut t = Table::new(&[
         ("Original → recheck", L),
@@ -257,6 +265,7 @@ pub fn rechecks(report: &Report) -> Table {
         ("Original", R),
         ("Recheck", R),
         ("Change", R),
+        ("Change 95% interval", R),
         ("Tolerance", R),
         ("Verdict", L),
     ]);
@@ -270,6 +279,7 @@ pub fn rechecks(report: &Report) -> Table {
                 Cell::plain(drift_value(d.original, &d.metric)),
                 Cell::plain(drift_value(d.recheck, &d.metric)),
                 Cell::marked(drift_change(&d.metric, d.change), mark),
+                Cell::plain(change_interval_text(d.change_interval)),
                 Cell::plain(drift_tolerance(&d.metric, d.tolerance)),
                 match d.verdict {
                     DriftVerdict::Drifted => Cell::marked("DRIFTED", Mark::Bad),
@@ -298,8 +308,8 @@ pub fn no_drift_sentence(report: &Report) -> String {
     match inconclusive_rechecks(report) {
         0 => format!("All {n} rechecks stayed within tolerance."),
         k => format!(
-            "No recheck drifted; {k} of {n} were inconclusive (a change beyond tolerance \
-             that the samples cannot tell from noise)."
+            "No recheck drifted; {k} of {n} were inconclusive (the interval of a change \
+             straddles its tolerance, or a side has too few samples for an interval)."
         ),
     }
 }

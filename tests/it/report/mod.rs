@@ -313,6 +313,7 @@ fn drift(metric: &str, original: f64, recheck: f64, tolerance: f64) -> Drift {
         },
         original_interval: None,
         recheck_interval: None,
+        change_interval: None,
     }
 }
 
@@ -351,6 +352,7 @@ pub fn sample_report(slow: f64) -> Report {
         verdict: DriftVerdict::Stable,
         original_interval: None,
         recheck_interval: None,
+        change_interval: None,
     });
     let verdict = if metrics.iter().any(|d| d.verdict == DriftVerdict::Drifted) {
         DriftVerdict::Drifted

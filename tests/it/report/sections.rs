@@ -67,7 +67,10 @@ fn report_with_every_section() -> Report {
             estimate: Some(0.16),
             half_width: Some(0.004),
             relative: Some(0.025),
+            halves_change: None,
+            verdict: DriftVerdict::Stable,
         }],
+        verdict: DriftVerdict::Stable,
         warning: None,
     });
     p.summary.in_flight = Some(InFlight {
