@@ -1,5 +1,5 @@
 //! Trace context over loopback: every request's `traceparent` as the server saw it, its
-//! trace id in the record and in requests.parquet, unique across runs; `off` sends none; bad
+//! trace id in the record and in the run's Parquet parts, unique across runs; `off` sends none; bad
 //! plan values refused at their key.
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -8,7 +8,6 @@ use std::path::{Path, PathBuf};
 use assert_cmd::Command;
 use servebench::client::trace_id_of;
 use servebench::report::Report;
-use servebench::report::formats::records::read_records;
 use servebench::sim::{SimConfig, serve};
 
 fn root() -> PathBuf {
@@ -68,11 +67,8 @@ async fn every_request_carries_the_trace_id_its_record_keeps() {
         );
         assert!(trace_ids.insert(trace_id.to_string()), "{trace_id} twice");
     }
-    // requests.parquet keeps them, row by row.
-    let rows: Vec<_> = read_records(&dir.path().join("a/requests.parquet"))
-        .unwrap()
-        .collect::<Result<_, _>>()
-        .unwrap();
+    // The run's Parquet parts keep them, row by row.
+    let rows = crate::common::record_rows(&dir.path().join("a"));
     let measured: Vec<_> = rows.iter().filter(|r| r.phase == "traced").collect();
     assert!(measured.len() >= 40);
     for row in measured {
