@@ -98,6 +98,11 @@ impl IdHash {
         IdHash { lanes: [a, b] }
     }
 
+    /// The two lanes as they stand (mixed by the caller).
+    pub fn lanes(self) -> [u64; 2] {
+        self.lanes
+    }
+
     /// The hash as a version-4 UUID, lower-case, 8-4-4-4-12.
     pub fn uuid(self) -> String {
         let [a, b] = self.lanes.map(mix64);

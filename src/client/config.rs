@@ -55,6 +55,8 @@ pub struct ClientConfig {
     /// Most idle connections kept (the phase's concurrency).
     pub max_connections: usize,
     pub connection: ConnectionSettings,
+    /// Whether each request carries a W3C `traceparent`.
+    pub trace_context: super::trace_context::TraceContextMode,
     /// Chat: the tools every request offers, and how the model may choose among them.
     pub tools: Option<ToolSettings>,
 }

@@ -20,6 +20,7 @@ use super::scan;
 use super::setup_error::ClientError;
 use super::sse::DEFAULT_MAX_EVENT_BYTES;
 use super::stream::{StreamFormat, StreamState};
+use super::trace_context::{SentIds, TRACEPARENT, TraceContextMode, TraceIds};
 use crate::hash::IdHash;
 use crate::workload::{ChatMessage, Prompt};
 
@@ -45,6 +46,8 @@ pub struct Client {
     request_id_prefix: String,
     /// The hash of `{request_id_prefix}-`, which each request's UUID carries on.
     request_id_hash: IdHash,
+    /// The run's half of each request's trace id; `None` when trace context is off.
+    trace_ids: Option<super::trace_context::TraceIds>,
     /// Sessions: the header that carries a session's id with each of its turns.
     session_header: Option<HeaderName>,
     max_event_bytes: usize,
@@ -130,6 +133,7 @@ impl Client {
             pool,
             request_id_prefix: String::new(),
             request_id_hash: IdHash::new(),
+            trace_ids: None,
             session_header: None,
             max_event_bytes: DEFAULT_MAX_EVENT_BYTES,
         };
@@ -140,6 +144,8 @@ impl Client {
     /// the run id plus the phase name.
     pub fn with_request_id_prefix(mut self, prefix: impl Into<String>) -> Self {
         self.request_id_prefix = prefix.into();
+        self.trace_ids = (self.config.trace_context == TraceContextMode::W3c)
+            .then(|| TraceIds::new(&self.request_id_prefix));
         self.request_id_hash = IdHash::new()
             .update(self.request_id_prefix.as_bytes())
             .update(b"-");
@@ -355,9 +361,14 @@ impl Client {
         C: Future<Output = ()>,
     {
         let (request_id, sent_id) = self.request_ids(request_index);
-        let id_header = sent_id
-            .as_deref()
-            .and_then(|id| HeaderValue::from_str(id).ok());
+        let trace = self.trace_ids.map(|ids| ids.traceparent(request_index));
+        let (traceparent, trace_id) = trace.unzip();
+        let sent_ids = SentIds {
+            id: sent_id
+                .as_deref()
+                .and_then(|id| HeaderValue::from_str(id).ok()),
+            traceparent,
+        };
         let mut state = StreamState {
             reply: extras.capture_reply.then(String::new),
             format: match self.config.api {
@@ -374,7 +385,7 @@ impl Client {
         let outcome = {
             // Pinned in place: `select!` would move the whole exchange into its own state.
             let exchange = std::pin::pin!(self.exchange(
-                id_header.as_ref(),
+                &sent_ids,
                 Bytes::from(body),
                 (start, inputs, header),
                 &mut state,
@@ -390,6 +401,7 @@ impl Client {
             request_index,
             sent_request_id: sent_id.filter(|sent| *sent != request_id),
             request_id,
+            trace_id,
             start_offset_ms: signed_ms(origin, start),
             time_to_first_output_ms: state.first_output_ms,
             ttft_ms: state.first_content_ms,
@@ -432,7 +444,7 @@ impl Client {
     /// The request and its stream (or JSON body); on success, ms from `start` to its end.
     async fn exchange(
         &self,
-        id_header: Option<&HeaderValue>,
+        ids: &SentIds,
         body: Bytes,
         (start, inputs, extra_header): (Instant, Option<u64>, Option<&(HeaderName, HeaderValue)>),
         state: &mut StreamState,
@@ -449,8 +461,7 @@ impl Client {
         let waited = {
             // Pinned here, so the deadline wait holds a pointer to it rather than a copy; in a
             // block, so the body's reading reuses its room in this future.
-            let head =
-                std::pin::pin!(self.response_head(pooled, id_header, body, extra_header, used));
+            let head = std::pin::pin!(self.response_head(pooled, ids, body, extra_header, used));
             deadlines.wait(head).await
         };
         let (response, mut lease) = match waited {
@@ -511,7 +522,7 @@ impl Client {
     async fn response_head(
         &self,
         pooled: Option<Lease>,
-        id_header: Option<&HeaderValue>,
+        ids: &SentIds,
         body: Bytes,
         extra_header: Option<&(HeaderName, HeaderValue)>,
         used: &mut ConnectionUse,
@@ -524,7 +535,7 @@ impl Client {
             used.new_connection = Some(lease.fresh);
             used.setup = lease.setup.take();
             let read_before = lease.bytes_read();
-            let mut request = self.request(id_header, body.clone());
+            let mut request = self.request(ids, body.clone());
             if let Some((name, value)) = extra_header {
                 request.headers_mut().insert(name.clone(), value.clone());
             }
@@ -557,7 +568,7 @@ impl Client {
         })
     }
 
-    fn request(&self, id_header: Option<&HeaderValue>, body: Bytes) -> Request<Full<Bytes>> {
+    fn request(&self, ids: &SentIds, body: Bytes) -> Request<Full<Bytes>> {
         let mut request = Request::new(Full::new(body));
         *request.method_mut() = Method::POST;
         // HTTP/2 carries scheme and authority in the URI's pseudo-headers; a proxy is sent the
@@ -574,10 +585,13 @@ impl Client {
         headers.remove(header::CONTENT_LENGTH);
         if self.config.endpoint.request_id.format != RequestIdFormat::Off {
             let name = &self.config.endpoint.request_id.header;
-            match (id_header, headers.get_mut(name)) {
+            match (&ids.id, headers.get_mut(name)) {
                 (Some(value), Some(slot)) => *slot = value.clone(),
                 _ => drop(headers.remove(name)),
             }
+        }
+        if let (Some(value), Some(slot)) = (&ids.traceparent, headers.get_mut(TRACEPARENT)) {
+            *slot = value.clone();
         }
         request
     }
@@ -599,6 +613,9 @@ fn request_headers(template: &HeaderMap, origin: &Origin, config: &ClientConfig)
             config.endpoint.request_id.header.clone(),
             HeaderValue::from_static(""),
         );
+    }
+    if config.trace_context == TraceContextMode::W3c {
+        headers.insert(TRACEPARENT, HeaderValue::from_static(""));
     }
     headers
 }

@@ -30,6 +30,7 @@ mod socket;
 pub mod sse;
 pub mod stream;
 mod tls;
+mod trace_context;
 pub mod url_secrets;
 
 pub use config::{
@@ -47,6 +48,7 @@ pub use request_id::{
 };
 pub use setup_error::ClientError;
 pub use tls::TlsSettings;
+pub use trace_context::{TRACEPARENT, TraceContextMode, TraceIds, trace_id_of};
 
 #[cfg(test)]
 mod tests {

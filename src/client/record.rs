@@ -16,6 +16,10 @@ pub struct RequestRecord {
     /// derived from it by default), to join with server logs.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sent_request_id: Option<String>,
+    /// The W3C trace id the request's `traceparent` carried (absent when trace context is
+    /// off), to join with the server's traces.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trace_id: Option<String>,
     /// Request start, relative to the phase's measured start.
     pub start_offset_ms: f64,
     /// Open loop: when the schedule wanted the request sent, relative to the phase's start.

@@ -73,6 +73,10 @@ pub struct PhaseSummary {
     /// `total_input_tokens / elapsed`, beside `total_inputs`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub input_tokens_per_second: Option<f64>,
+    /// The load the phase held: mean requests and tokens in flight over `elapsed`; absent
+    /// for an empty phase and in reports written before it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub in_flight: Option<super::InFlight>,
 }
 
 impl PhaseSummary {

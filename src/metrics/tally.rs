@@ -7,9 +7,9 @@ use std::collections::BTreeMap;
 
 use super::select::{Rescan, distribution_by_selection};
 use super::{
-    CauseCounts, ConnectionCounts, Distributions, Goodput, PhaseSummary, ServerTimingGap,
-    SessionSummary, SessionTally, SplitSums, TransportSummary, meets_slo, per_second,
-    transport_from_counts,
+    CauseCounts, ConnectionCounts, Distributions, Goodput, InFlightSums, PhaseSummary,
+    ServerTimingGap, SessionSummary, SessionTally, SplitSums, TransportSummary, meets_slo,
+    per_second, transport_from_counts,
 };
 use crate::client::RequestRecord;
 use crate::figure::{FIGURES, Figure};
@@ -34,6 +34,7 @@ pub struct PhaseTally {
     prompt: PromptTally,
     causes: CauseCounts,
     sessions: SessionTally,
+    in_flight: InFlightSums,
     /// Per figure: values and their sum.
     columns: [(u64, f64); FIGURES.len()],
 }
@@ -75,6 +76,7 @@ impl PhaseTally {
             prompt: PromptTally::default(),
             causes: CauseCounts::default(),
             sessions: SessionTally::default(),
+            in_flight: InFlightSums::default(),
             columns: [(0, 0.0); FIGURES.len()],
         }
     }
@@ -102,6 +104,7 @@ impl PhaseTally {
         self.last_end_ms = self.last_end_ms.max(r.start_offset_ms + r.e2e_ms);
         self.prompt.add(r.planned_context_tokens, r.prompt_tokens);
         self.connections.add(r);
+        self.in_flight.add(r);
         if let Some(err) = &r.error {
             *s.errors_by_kind.entry(err.kind).or_insert(0) += 1;
         }
@@ -163,6 +166,7 @@ impl PhaseTally {
         s.request_rate = per_second(n as f64, s.elapsed);
         s.output_tokens_per_second = per_second(s.total_output_tokens as f64, s.elapsed);
         s.set_input_rates();
+        s.in_flight = self.in_flight.finish(s.elapsed);
         s.cached_token_ratio = self
             .cached
             .and_then(|(c, p)| (p > 0).then(|| c as f64 / p as f64));

@@ -10,8 +10,8 @@ use indexmap::IndexMap;
 
 use crate::client::{
     self, ClientConfig, ClientError, ConnectionSettings, Endpoint, HttpVersion, REDACTED,
-    RequestIdFormat, RequestIdSettings, ResolvedTimeouts, Sampling, TlsSettings, is_secret_header,
-    merge_body,
+    RequestIdFormat, RequestIdSettings, ResolvedTimeouts, Sampling, TlsSettings, TraceContextMode,
+    is_secret_header, merge_body,
 };
 use crate::plan::{self, Plan, Target, Workload};
 use crate::report::EndpointFacts;
@@ -112,6 +112,10 @@ pub fn request_config(
         },
         max_connections: max_connections.max(1),
         connection: connection(target.connection.as_ref()),
+        trace_context: match target.trace_context {
+            plan::TraceContext::W3c => TraceContextMode::W3c,
+            plan::TraceContext::Off => TraceContextMode::Off,
+        },
         tools: workload.tools.as_ref().map(tool_settings),
     })
 }

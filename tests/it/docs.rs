@@ -15,7 +15,7 @@ use crate::common::exclusive_run_blocking;
 const PAGES: &[(&str, usize, usize)] = &[
     ("README.md", 10, 1),
     ("docs/plans.md", 18, 0),
-    ("docs/measurement.md", 0, 0),
+    ("docs/measurement.md", 4, 0),
     ("docs/workloads.md", 6, 0),
     ("docs/simulator.md", 18, 0),
     ("docs/reports.md", 13, 0),

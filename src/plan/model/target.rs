@@ -86,6 +86,27 @@ pub struct Target {
     /// derived from the readable id, which the report keeps beside it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub request_id: Option<TargetRequestId>,
+    /// The W3C `traceparent` header each request carries: `w3c` (default; its trace id is
+    /// kept in the record) or `off`.
+    #[serde(default, skip_serializing_if = "TraceContext::is_default")]
+    pub trace_context: TraceContext,
+}
+
+/// Whether requests carry a W3C `traceparent` header.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum TraceContext {
+    /// A `traceparent` whose trace id is derived from the run and the request index.
+    #[default]
+    W3c,
+    /// No trace context header.
+    Off,
+}
+
+impl TraceContext {
+    fn is_default(&self) -> bool {
+        *self == TraceContext::W3c
+    }
 }
 
 /// Which header carries each request's id, and in what form.

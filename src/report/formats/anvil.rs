@@ -299,7 +299,11 @@ fn anvil_phase(run: &AnvilRun, route: &str, phase_name: &str, started_at: &str) 
     summary.requests += failed_without_record;
     summary.errors += failed_without_record;
     if let Some(wall_ms) = run.wall_clock_ms.filter(|w| *w > 0.0) {
+        let records_elapsed = summary.elapsed;
         summary.elapsed = wall_ms / 1000.0;
+        summary.in_flight = summary
+            .in_flight
+            .map(|held| held.over_window(records_elapsed, summary.elapsed));
         summary.output_tokens_per_second = summary.total_output_tokens as f64 / summary.elapsed;
         summary.request_rate = summary.requests as f64 / summary.elapsed;
     }

@@ -35,9 +35,13 @@ pub enum Scalar {
     InputsPerSecond,
     InputTokensPerSecond,
     TotalInputs,
+    /// Time-weighted mean requests in flight over the window.
+    RequestsInFlight,
+    /// Time-weighted mean tokens (prompt + generated so far) in flight.
+    TokensInFlight,
 }
 
-const SCALARS: [(Scalar, &str); 15] = [
+const SCALARS: [(Scalar, &str); 17] = [
     (Scalar::Requests, "requests"),
     (Scalar::Success, "success"),
     (Scalar::Errors, "errors"),
@@ -53,6 +57,8 @@ const SCALARS: [(Scalar, &str); 15] = [
     (Scalar::InputsPerSecond, "inputs_per_second"),
     (Scalar::InputTokensPerSecond, "input_tokens_per_second"),
     (Scalar::TotalInputs, "total_inputs"),
+    (Scalar::RequestsInFlight, "in_flight.requests"),
+    (Scalar::TokensInFlight, "in_flight.tokens"),
 ];
 
 /// The counts and rates `compare` lists for every matched phase, before the figures.
@@ -184,7 +190,8 @@ impl FigurePath {
                     Unit::TokensPerSecond
                 }
                 Scalar::InputsPerSecond => Unit::InputsPerSecond,
-                Scalar::TotalInputs => Unit::Count,
+                Scalar::TotalInputs | Scalar::RequestsInFlight => Unit::Count,
+                Scalar::TokensInFlight => Unit::Tokens,
                 Scalar::RequestRate | Scalar::GoodputRequestRate => Unit::RequestsPerSecond,
                 Scalar::TotalInputTokens | Scalar::TotalOutputTokens => Unit::Tokens,
             },
@@ -208,7 +215,9 @@ impl FigurePath {
                 | Scalar::Elapsed
                 | Scalar::TotalInputTokens
                 | Scalar::TotalInputs
-                | Scalar::TotalOutputTokens => Better::Neither,
+                | Scalar::TotalOutputTokens
+                | Scalar::RequestsInFlight
+                | Scalar::TokensInFlight => Better::Neither,
             },
         }
     }
@@ -241,6 +250,8 @@ impl FigurePath {
                 Scalar::CachedTokenRatio => s.cached_token_ratio,
                 Scalar::GoodputRequestRate => s.goodput.as_ref().map(|g| g.request_rate),
                 Scalar::GoodputFraction => s.goodput.as_ref().map(|g| g.fraction),
+                Scalar::RequestsInFlight => s.in_flight.map(|h| h.requests),
+                Scalar::TokensInFlight => s.in_flight.map(|h| h.tokens),
             },
         }
     }
@@ -292,6 +303,7 @@ mod tests {
             "errors",
             "goodput.fraction",
             "decode_tok_s.mean",
+            "in_flight.requests",
         ] {
             let m: FigurePath = p.parse().unwrap();
             assert_eq!(m.to_string(), p);

@@ -5,7 +5,8 @@ use std::fmt::Write;
 
 use super::svg::esc;
 use super::table_text::html_table;
-use super::{backends, chart_sections, connections, hook_table, interval_table, pareto};
+use super::{backends, chart_sections, connections, hook_table, interval_table};
+use super::{load_table, pareto};
 use super::{recovery_html, recovery_table, repeat_table, sampling, search_table};
 use super::{server_table, session_table, table, timeline, trust_table, until_table};
 use crate::report::model::{DriftVerdict, Report};
@@ -142,6 +143,11 @@ pub fn prompt_tokens(out: &mut String, report: &Report) {
         );
     }
     html_table(out, &table::prompt_tokens(report));
+}
+
+pub fn load_held(out: &mut String, report: &Report) {
+    html_table(out, &load_table::table(report));
+    let _ = writeln!(out, "<p>{}</p>", esc(&load_table::note()));
 }
 
 pub fn client_trust(out: &mut String, report: &Report) {

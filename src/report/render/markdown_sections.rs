@@ -5,8 +5,8 @@ use std::fmt::Write;
 
 use super::repeat_table;
 use super::table_text::{inline, markdown_table};
-use super::until_table;
-use super::{backends, connections, hook_table, interval_table, pareto, recovery_table};
+use super::{backends, connections, hook_table, interval_table, recovery_table};
+use super::{load_table, pareto, until_table};
 use super::{sampling, search_table, server_table, session_table, table, trust_table};
 use crate::report::model::{DriftVerdict, Report};
 
@@ -123,6 +123,11 @@ pub fn prompt_tokens(out: &mut String, report: &Report) {
         );
     }
     markdown_table(out, &table::prompt_tokens(report));
+}
+
+pub fn load_held(out: &mut String, report: &Report) {
+    markdown_table(out, &load_table::table(report));
+    let _ = writeln!(out, "\n{}", inline(&load_table::note()));
 }
 
 pub fn client_trust(out: &mut String, report: &Report) {

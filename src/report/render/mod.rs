@@ -9,6 +9,7 @@ pub(crate) mod facts;
 pub(crate) mod hook_table;
 pub(crate) mod html_sections;
 pub(crate) mod interval_table;
+pub(crate) mod load_table;
 pub(crate) mod markdown_sections;
 pub(crate) mod numfmt;
 pub(crate) mod pareto;

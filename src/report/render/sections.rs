@@ -3,7 +3,7 @@
 
 use super::{backends, connections, interval_table, server_table, session_table, table};
 use super::{chart_sections, html_sections, markdown_sections};
-use super::{pareto, recovery_table, trust_table, until_table};
+use super::{load_table, pareto, recovery_table, trust_table, until_table};
 use crate::report::model::Report;
 
 /// A human-readable markup the report is written in.
@@ -17,6 +17,7 @@ pub enum Markup {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum SectionId {
     Phases,
+    LoadHeld,
     MarksAndRecovery,
     RunUntilStable,
     PercentileIntervals,
@@ -90,7 +91,7 @@ fn always(_: &Report) -> bool {
 }
 
 /// The report's sections in print order.
-pub const SECTIONS: [Section; 18] = [
+pub const SECTIONS: [Section; 19] = [
     Section {
         id: SectionId::Phases,
         anchor: "phases",
@@ -99,6 +100,16 @@ pub const SECTIONS: [Section; 18] = [
         bodies: Bodies::Both {
             markdown: markdown_sections::phases,
             html: html_sections::phases,
+        },
+    },
+    Section {
+        id: SectionId::LoadHeld,
+        anchor: "load-as-held",
+        title: Title::Fixed("Load as held"),
+        shown: |r| !load_table::table(r).is_empty(),
+        bodies: Bodies::Both {
+            markdown: markdown_sections::load_held,
+            html: html_sections::load_held,
         },
     },
     Section {

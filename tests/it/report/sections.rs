@@ -6,7 +6,7 @@ use servebench::figure::Figure;
 use servebench::metrics::recovery::{Baseline, Recovery, RecoveryBin, RecoverySettings};
 use servebench::metrics::stability::{StableEstimate, UntilOutcome};
 use servebench::metrics::trust::{ClientLoad, ClientTrust, TrustVerdict};
-use servebench::metrics::{Interval, LatencySplit, PercentileIntervals, ServerTimingGap};
+use servebench::metrics::{InFlight, Interval, LatencySplit, PercentileIntervals, ServerTimingGap};
 use servebench::metrics::{SessionSummary, TurnFigures};
 use servebench::plan::SearchLoad;
 use servebench::report::render::sections::{Markup, SECTIONS, SectionId, shown_sections};
@@ -72,6 +72,11 @@ fn report_with_every_section() -> Report {
         }],
         verdict: DriftVerdict::Stable,
         warning: None,
+    });
+    p.summary.in_flight = Some(InFlight {
+        requests: 3.9,
+        tokens: 1200.0,
+        mean_latency_s: 0.4,
     });
     let ttft = p.summary.figures.get_mut(Figure::Ttft).expect("ttft");
     ttft.ci95 = Some(PercentileIntervals {

@@ -240,6 +240,16 @@ pub static COLUMNS: &[Column] = &[
             Ok(())
         },
     },
+    Column {
+        name: "trace_id",
+        kind: Kind::Str,
+        optional: true,
+        get: |r| str_cell(r.record.trace_id.as_deref()),
+        set: |r, c| {
+            r.record.trace_id = c.opt_str()?;
+            Ok(())
+        },
+    },
     column!(start_offset_ms: f64),
     column!(scheduled_offset_ms: Option<f64>),
     column!(send_lag_ms: Option<f64>),

@@ -67,6 +67,7 @@ mod tests {
             request_index: index,
             request_id: format!("run-{index}"),
             sent_request_id: Some(crate::client::uuid_for(&format!("run-{index}"))),
+            trace_id: Some(format!("{:032x}", index + 1)),
             start_offset_ms: 1.25 * index as f64,
             scheduled_offset_ms: Some(1.0),
             send_lag_ms: Some(0.125),
