@@ -140,3 +140,45 @@ fn a_bad_goodput_objective_is_refused_at_its_key() {
     );
     assert!(stderr.contains("did you mean `goodput`"), "{stderr}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn compare_calls_a_capacity_change_only_when_the_intervals_part() {
+    use servebench::report::compare::capacity::CapacityVerdict;
+    use servebench::report::compare::{CompareOptions, compare_with};
+    let _exclusive = crate::common::exclusive_run().await;
+    let dir = tempfile::tempdir().unwrap();
+    let fast = run_plan(&dir.path().join("fast"), &plan(1, SEARCH)).await;
+    // Twice the slowdown per running request: TPOT(c) = 1 + 2 (c − 1) ms, knee 5.
+    let slow_plan = plan(1, SEARCH).replace("decode_ms_per_running: 1", "decode_ms_per_running: 2");
+    let slow = run_plan(&dir.path().join("slow"), &slow_plan).await;
+    let compared = compare_with(
+        ("fast", &fast),
+        ("slow", &slow),
+        &[],
+        CompareOptions::default(),
+    );
+    let change = &compared.capacities[0];
+    assert_eq!(change.search, "capacity");
+    let md = servebench::report::render_comparison(&compared);
+    assert!(md.contains("## Capacity"), "{md}");
+    if fast.searches[0].lower_bound || slow.searches[0].lower_bound {
+        // A search that stopped client-bound on a busy machine gives only a lower bound.
+        assert_eq!(change.verdict, CapacityVerdict::NotComparable, "{change:?}");
+        assert!(
+            change.why.as_deref().unwrap().contains("lower bound"),
+            "{change:?}"
+        );
+        return;
+    }
+    assert_eq!(change.verdict, CapacityVerdict::Lower, "{change:?}");
+    assert!(change.relative.unwrap() < -0.3, "{change:?}");
+    assert!(md.contains("lower (intervals apart)"), "{md}");
+    // The same search against itself: the intervals overlap, no change is told.
+    let same = compare_with(
+        ("fast", &fast),
+        ("fast", &fast),
+        &[],
+        CompareOptions::default(),
+    );
+    assert_eq!(same.capacities[0].verdict, CapacityVerdict::Overlapping);
+}

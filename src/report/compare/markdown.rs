@@ -2,6 +2,7 @@
 
 use std::fmt::Write;
 
+use super::capacity::CapacityVerdict;
 use super::gate::Compared;
 use super::{Comparison, MetricChange, PhaseComparison};
 use crate::report::model::figure_path::{Better, Unit};
@@ -68,6 +69,9 @@ pub fn render(c: &Comparison) -> String {
     if !c.gates.is_empty() {
         gates_section(&mut out, c);
     }
+    if !c.capacities.is_empty() {
+        capacity_section(&mut out, c);
+    }
 
     let _ = writeln!(
         out,
@@ -95,6 +99,59 @@ pub fn render(c: &Comparison) -> String {
         }
     }
     out
+}
+
+/// Capacity searches in both runs: a change is called only when the intervals part.
+fn capacity_section(out: &mut String, c: &Comparison) {
+    out.push_str(
+        "## Capacity
+
+A capacity is the highest load whose probe passed; its interval runs \
+         from there to the lowest load whose probe failed. A change is called only when the \
+         two intervals do not overlap; a search that stopped client-bound or indeterminate \
+         gives only a lower bound and is not compared.\n\n",
+    );
+    let mut t = Table::new(&[
+        ("Search", Align::Left),
+        ("Base", Align::Right),
+        ("New", Align::Right),
+        ("Change", Align::Right),
+        ("Verdict", Align::Left),
+    ]);
+    let shown = |v: Option<f64>, i: [Option<f64>; 2]| {
+        let end = |e: Option<f64>| e.map_or("open".to_string(), sig3);
+        match v {
+            Some(v) => format!("{} [{}, {}]", sig3(v), end(i[0]), end(i[1])),
+            None => "–".to_string(),
+        }
+    };
+    for cap in &c.capacities {
+        let verdict = match cap.verdict {
+            CapacityVerdict::Higher => "higher (intervals apart)".to_string(),
+            CapacityVerdict::Lower => "lower (intervals apart)".to_string(),
+            CapacityVerdict::Overlapping => "no change told (intervals overlap)".to_string(),
+            CapacityVerdict::NotComparable => {
+                format!(
+                    "not compared: {}",
+                    cap.why.as_deref().unwrap_or("no interval")
+                )
+            }
+        };
+        let mark = match cap.verdict {
+            CapacityVerdict::Lower => Mark::Bad,
+            CapacityVerdict::Higher => Mark::Good,
+            _ => Mark::Plain,
+        };
+        t.rows.push(vec![
+            Cell::plain(cap.search.clone()),
+            Cell::plain(shown(cap.base, cap.base_interval)),
+            Cell::plain(shown(cap.new, cap.new_interval)),
+            Cell::plain(cap.relative.map_or("–".to_string(), pct_change)),
+            Cell::marked(verdict, mark),
+        ]);
+    }
+    markdown_table(out, &t);
+    out.push('\n');
 }
 
 /// The provenance labels that differ between the runs (engine version, host, labels).

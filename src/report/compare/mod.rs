@@ -2,6 +2,7 @@
 //! confidence intervals where records exist and the percentiles' order-statistic intervals,
 //! and `--gate` checks (grammar in [`gate`]).
 
+pub mod capacity;
 pub mod gate;
 pub(crate) mod markdown;
 pub mod provenance;
@@ -107,6 +108,9 @@ pub struct Comparison {
     /// Phases in both reports that asked for different work, not compared (without `--force`).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub refused: Vec<RefusedPhase>,
+    /// Capacity searches both runs made, compared by their intervals.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub capacities: Vec<capacity::CapacityChange>,
     /// Provenance that differs between the two runs (engine version, host, labels…).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub provenance: Vec<ProvenanceDiff>,
@@ -200,6 +204,7 @@ pub fn compare_with(
         only_in_base,
         only_in_new,
         refused,
+        capacities: capacity::compare_capacities(&base.searches, &new.searches),
         provenance: provenance_diffs(base, new),
         gates: checks,
         passed,
