@@ -43,6 +43,18 @@ pub fn quiet_run_options(
     }
 }
 
+/// Write `yaml` as `dir/plan.yaml`, run it quietly into `dir/out` and read its report.
+pub async fn run_plan_text(dir: &std::path::Path, yaml: &str) -> servebench::report::Report {
+    std::fs::create_dir_all(dir).unwrap();
+    let path = dir.join("plan.yaml");
+    std::fs::write(&path, yaml).unwrap();
+    let out = dir.join("out");
+    servebench::runner::run(quiet_run_options(path, &out))
+        .await
+        .expect("run");
+    servebench::report::read_report(&out.join("report.json")).expect("report")
+}
+
 /// Fail with every violation when `value` does not match schemas/report.schema.json.
 pub fn assert_valid_report(value: &serde_json::Value) {
     let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("schemas/report.schema.json");

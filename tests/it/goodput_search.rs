@@ -4,22 +4,7 @@
 //! `c` ms with 1 ms for each: with a 10.5 ms limit per request, all requests meet it at
 //! concurrency 10 and almost none at 11. The knee is 10 whatever the seed.
 
-use std::path::Path;
-
 use servebench::metrics::verdict::Verdict;
-use servebench::report::Report;
-use servebench::runner::run;
-
-async fn run_plan(dir: &Path, yaml: &str) -> Report {
-    std::fs::create_dir_all(dir).unwrap();
-    let path = dir.join("plan.yaml");
-    std::fs::write(&path, yaml).unwrap();
-    let out = dir.join("out");
-    run(crate::common::quiet_run_options(path, &out))
-        .await
-        .expect("run");
-    servebench::report::read_report(&out.join("report.json")).expect("report")
-}
 
 fn plan(seed: u64, search: &str) -> String {
     format!(
@@ -51,7 +36,9 @@ async fn goodput_search_finds_the_analytic_knee_over_five_seeds() {
     let knee = ((limit - d0) / dr + 1.0_f64).floor();
     assert_eq!(knee, 10.0);
     for seed in 1..=5u64 {
-        let report = run_plan(&dir.path().join(seed.to_string()), &plan(seed, SEARCH)).await;
+        let report =
+            crate::common::run_plan_text(&dir.path().join(seed.to_string()), &plan(seed, SEARCH))
+                .await;
         let search = &report.searches[0];
         if search.lower_bound {
             // A probe client-bound twice, or undecided by its end, stops the search saying
@@ -147,10 +134,10 @@ async fn compare_calls_a_capacity_change_only_when_the_intervals_part() {
     use servebench::report::compare::{CompareOptions, compare_with};
     let _exclusive = crate::common::exclusive_run().await;
     let dir = tempfile::tempdir().unwrap();
-    let fast = run_plan(&dir.path().join("fast"), &plan(1, SEARCH)).await;
+    let fast = crate::common::run_plan_text(&dir.path().join("fast"), &plan(1, SEARCH)).await;
     // Twice the slowdown per running request: TPOT(c) = 1 + 2 (c − 1) ms, knee 5.
     let slow_plan = plan(1, SEARCH).replace("decode_ms_per_running: 1", "decode_ms_per_running: 2");
-    let slow = run_plan(&dir.path().join("slow"), &slow_plan).await;
+    let slow = crate::common::run_plan_text(&dir.path().join("slow"), &slow_plan).await;
     let compared = compare_with(
         ("fast", &fast),
         ("slow", &slow),

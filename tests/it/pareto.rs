@@ -3,7 +3,6 @@
 
 use servebench::figure::Figure;
 use servebench::report::Report;
-use servebench::runner::run;
 
 const PLAN: &str = "\
 version: 1
@@ -33,14 +32,8 @@ fn dominated(points: &[(f64, f64, bool)], i: usize) -> bool {
 async fn a_concurrency_sweep_reports_its_pareto_frontier() {
     let _exclusive = crate::common::exclusive_run().await;
     let dir = tempfile::tempdir().unwrap();
-    let plan = dir.path().join("plan.yaml");
-    std::fs::write(&plan, PLAN).unwrap();
+    let report: Report = crate::common::run_plan_text(dir.path(), PLAN).await;
     let out = dir.path().join("out");
-    run(crate::common::quiet_run_options(plan, &out))
-        .await
-        .unwrap();
-    let report: Report =
-        serde_json::from_str(&std::fs::read_to_string(out.join("report.json")).unwrap()).unwrap();
     assert_eq!(report.phases.len(), 4);
 
     // Expected flags, from the figures report.json holds.

@@ -5,22 +5,8 @@
 //!   `prefill_tok_s / prompt_tokens` requests per second; above it the queue grows and TTFT
 //!   with it.
 
-use std::path::Path;
-
 use servebench::figure::Figure;
 use servebench::report::{Report, SearchResult};
-use servebench::runner::run;
-
-async fn run_plan(dir: &Path, yaml: &str) -> Report {
-    std::fs::create_dir_all(dir).unwrap();
-    let path = dir.join("plan.yaml");
-    std::fs::write(&path, yaml).unwrap();
-    let out = dir.join("out");
-    run(crate::common::quiet_run_options(path, &out))
-        .await
-        .expect("run");
-    servebench::report::read_report(&out.join("report.json")).expect("report")
-}
 
 fn plan(simulator: &str, workload: &str, search: &str) -> String {
     format!(
@@ -99,7 +85,7 @@ async fn concurrency_search_finds_the_tpot_knee_for_three_settings() {
                 "load: concurrency, min: 1, max: 32, slo: {{tpot: {{p50: {limit_ms}ms}}}}, probe: {{duration: 1s, warmup: {{requests: 2}}}}"
             ),
         );
-        let report = run_plan(&dir.path().join(i.to_string()), &yaml).await;
+        let report = crate::common::run_plan_text(&dir.path().join(i.to_string()), &yaml).await;
         check_probes(&report);
         let search = &report.searches[0];
         if !answered(search, f64::from(knee), 0.3) {
@@ -137,7 +123,7 @@ async fn rate_search_finds_the_prefill_knee_and_names_over_saturated_probes() {
                 "load: rate, min: 10, max: 200, precision: 0.05, slo: {{ttft: {{p50: {limit_ms}ms}}, error_rate: 0.01}}, probe: {{duration: 2s, warmup: {{requests: 2}}}}"
             ),
         );
-        let report = run_plan(&dir.path().join(i.to_string()), &yaml).await;
+        let report = crate::common::run_plan_text(&dir.path().join(i.to_string()), &yaml).await;
         check_probes(&report);
         // The knee from the prompt size the simulator counted.
         let prompt = report.phases[0]
@@ -242,7 +228,7 @@ async fn a_search_limits_tool_call_ttft() {
         phases:\n\
         \x20 - {name: loose, search: {load: concurrency, min: 1, max: 2, slo: {ttft_tool_ms: {p95: 10s}}, probe: {duration: 3s}}}\n\
         \x20 - {name: tight, search: {load: concurrency, min: 1, max: 2, slo: {ttft_tool_ms: {p50: 1us}}, probe: {duration: 1s}}}\n";
-    let report = run_plan(dir.path(), yaml).await;
+    let report = crate::common::run_plan_text(dir.path(), yaml).await;
     if report.searches.iter().any(|s| s.lower_bound) {
         // A busy machine held the client twice in a row: the search said so, nothing to judge.
         assert!(
