@@ -18,7 +18,7 @@ const PAGES: &[(&str, usize, usize)] = &[
     ("docs/measurement.md", 4, 0),
     ("docs/workloads.md", 6, 0),
     ("docs/simulator.md", 18, 0),
-    ("docs/reports.md", 13, 0),
+    ("docs/reports.md", 14, 0),
     ("docs/history.md", 18, 0),
     ("docs/sharding.md", 9, 0),
     ("docs/performance.md", 5, 2),
