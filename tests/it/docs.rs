@@ -20,7 +20,7 @@ const PAGES: &[(&str, usize, usize)] = &[
     ("docs/simulator.md", 18, 0),
     ("docs/reports.md", 14, 0),
     ("docs/history.md", 18, 0),
-    ("docs/sharding.md", 9, 0),
+    ("docs/sharding.md", 11, 0),
     ("docs/performance.md", 5, 2),
     ("docs/hardening.md", 0, 5),
     ("docs/connections.md", 0, 0),
