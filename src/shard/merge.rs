@@ -12,7 +12,7 @@ use crate::client::RequestRecord;
 use crate::figure::Figure;
 use crate::metrics::trust::ClientLoad;
 use crate::report::{
-    ClientCeiling, Figures, Measured, MergedShard, PhaseFacts, PhaseMark, PhaseResult,
+    ClientCeiling, Figures, HookWhen, Measured, MergedShard, PhaseFacts, PhaseMark, PhaseResult,
     REPORT_SCHEMA, Report, ShardPhaseFacts, ToolInfo, WarmupResult, phase_result, relate_phases,
 };
 use crate::schedule::plan_sha256;
@@ -294,7 +294,7 @@ impl PhaseMerge<'_> {
             during_marks: lead
                 .marks
                 .iter()
-                .filter(|m| m.when == "during")
+                .filter(|m| m.when == HookWhen::During)
                 .map(|m| PhaseMark {
                     offset_s: m.offset_s + lead_shift_s,
                     ..m.clone()

@@ -34,7 +34,7 @@ fn hook_output_tails(out: &mut String, report: &Report) {
                 out,
                 "<details><summary>{} · {} · {}: last {} lines of output</summary><pre>{}</pre></details>",
                 esc(&phase.phase),
-                esc(&hook.when),
+                hook.when,
                 esc(&hook.action),
                 hook.output_tail.len(),
                 esc(&hook.output_tail.join("\n"))
