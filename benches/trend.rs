@@ -1,11 +1,12 @@
 //! Trends: the detection rates over seeded synthetic series (`rates`), the rates of nearby
 //! settings on seeds apart from the reported ones (`calibrate`, how the defaults were
-//! chosen), and the time to bring a 1,000-run × 20-phase history up to date and render it
-//! (`render`).
+//! chosen), what a test knowing the noise exactly would reach (`bound`), and the time to
+//! bring a 1,000-run × 20-phase history up to date and render it (`render`).
 //!
 //! ```text
 //! cargo bench --bench trend -- rates
 //! cargo bench --bench trend -- calibrate
+//! cargo bench --bench trend -- bound
 //! cargo bench --bench trend -- render
 //! ```
 
@@ -151,6 +152,59 @@ fn calibrate() {
     }
 }
 
+/// The rates of a test no series can run: every split with 3 runs or more either side scanned
+/// at every run with the noise's true standard deviation (a z-test), an alert when the
+/// newest level is up by `z` standard errors. What 95% in time costs in false alarms when
+/// the noise need not be estimated (seeds 10001–12000).
+fn bound() {
+    let step = Shape {
+        runs: 30,
+        level: 0.8,
+        noise: 0.05,
+        step: Some((20, 0.15)),
+    };
+    let flat = Shape { step: None, ..step };
+    let sigma = step.level * step.noise;
+    // The first run (1-based) of the new level the scan finds in `values`, if any.
+    let found = |values: &[f64], z: f64| -> Option<usize> {
+        let n = values.len();
+        (3..=n.saturating_sub(3))
+            .map(|tau| {
+                let (left, right) = values.split_at(tau);
+                let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len() as f64;
+                let se = sigma * (1.0 / left.len() as f64 + 1.0 / right.len() as f64).sqrt();
+                (tau, (mean(right) - mean(left)) / se)
+            })
+            .filter(|&(_, score)| score >= z)
+            .max_by(|a, b| a.1.total_cmp(&b.1))
+            .map(|(tau, _)| tau + 1)
+    };
+    for z in [3.2, 3.4, 3.6, 3.8] {
+        let (mut timely, mut early, mut flat_alerts) = (0, 0, 0);
+        for seed in 10001..=12000 {
+            let v = synthetic::values(&step, seed);
+            let looks: Vec<(usize, Option<usize>)> =
+                (6..=30).map(|n| (n, found(&v[..n], z))).collect();
+            if looks.iter().any(|&(n, at)| n < 20 && at.is_some()) {
+                early += 1;
+            } else if looks.iter().any(|&(n, at)| {
+                (20..=23).contains(&n) && at.is_some_and(|a| (17..=21).contains(&a))
+            }) {
+                timely += 1;
+            }
+            let f = synthetic::values(&flat, seed);
+            if (6..=30).any(|n| found(&f[..n], z).is_some()) {
+                flat_alerts += 1;
+            }
+        }
+        println!(
+            "known noise, z ≥ {z}: step series timely {timely}/2000 ({:.1}%), early {early}/2000; noise-only series with an alert {flat_alerts}/2000 ({:.1}%)",
+            timely as f64 / 20.0,
+            flat_alerts as f64 / 20.0
+        );
+    }
+}
+
 fn render() {
     let mut store = synthetic::store("nightly", 1000, 20, &FIGURES);
     let settings = Settings::default();
@@ -196,6 +250,9 @@ fn main() {
     }
     if which.iter().any(|w| w == "calibrate") {
         calibrate();
+    }
+    if which.iter().any(|w| w == "bound") {
+        bound();
     }
     if all || which.iter().any(|w| w == "render") {
         render();
