@@ -1,8 +1,12 @@
-//! Trends: the detection rates over seeded synthetic series (`rates`), and the time to
+//! Trends: the detection rates over seeded synthetic series (`rates`), the rates of nearby
+//! settings on seeds apart from the reported ones (`calibrate`, how the defaults were
+//! chosen), what a test knowing the noise exactly would reach (`bound`), and the time to
 //! bring a 1,000-run × 20-phase history up to date and render it (`render`).
 //!
 //! ```text
 //! cargo bench --bench trend -- rates
+//! cargo bench --bench trend -- calibrate
+//! cargo bench --bench trend -- bound
 //! cargo bench --bench trend -- render
 //! ```
 
@@ -24,19 +28,25 @@ const FIGURES: [&str; 8] = [
     "error_rate",
 ];
 
-fn rates() {
-    let settings = Settings::default();
-    let step = Shape {
-        runs: 30,
-        level: 0.8,
-        noise: 0.05,
-        step: Some((20, 0.15)),
+/// One case of the rates table: a series shape and a range of seeds.
+struct Case {
+    name: &'static str,
+    step: Shape,
+    seeds: std::ops::RangeInclusive<u64>,
+}
+
+/// Step series that opened an alert by run 23 (pointing at runs 17–21) and none before run
+/// 20, that opened one before run 20, the run of the first alert at or after run 20, and
+/// noise-only series (the same shape without the step) that raised any alert.
+fn rates_of(case: &Case, settings: &Settings) -> String {
+    let flat = Shape {
+        step: None,
+        ..case.step
     };
-    let flat = Shape { step: None, ..step };
     let (mut timely, mut early, mut flat_alerts) = (0, 0, 0);
     let mut first: Vec<usize> = Vec::new();
-    for seed in 1..=200 {
-        let alerts = replay(&step, seed, &settings, None);
+    for seed in case.seeds.clone() {
+        let alerts = replay(&case.step, seed, settings, None);
         if alerts.iter().any(|a| a.opened_by < 20) {
             early += 1;
         } else if alerts
@@ -48,23 +58,151 @@ fn rates() {
         if let Some(a) = alerts.iter().find(|a| a.opened_by >= 20) {
             first.push(a.opened_by);
         }
-        if !replay(&flat, seed, &settings, None).is_empty() {
+        if !replay(&flat, seed, settings, None).is_empty() {
             flat_alerts += 1;
         }
     }
+    let n = case.seeds.clone().count();
     let by = |run: usize| first.iter().filter(|&&r| r == run).count();
-    println!(
-        "step series (200 seeds): {timely} opened an alert by run 23 with none before run 20; {early} opened one before run 20"
-    );
-    println!(
-        "first alert at run 20/21/22/23/later: {}/{}/{}/{}/{}",
+    let percent = |k: usize| 100.0 * k as f64 / n as f64;
+    format!(
+        "{}: step series timely {timely}/{n} ({:.1}%), early {early}/{n}; first alert at run 20/21/22/23/later: {}/{}/{}/{}/{}; noise-only series with an alert {flat_alerts}/{n} ({:.1}%)",
+        case.name,
+        percent(timely),
         by(20),
         by(21),
         by(22),
         by(23),
-        first.iter().filter(|&&r| r > 23).count()
-    );
-    println!("noise-only series (200 seeds): {flat_alerts} raised an alert");
+        first.iter().filter(|&&r| r > 23).count(),
+        percent(flat_alerts),
+    )
+}
+
+fn rates() {
+    let settings = Settings::default();
+    let step = Shape {
+        runs: 30,
+        level: 0.8,
+        noise: 0.05,
+        step: Some((20, 0.15)),
+    };
+    let smaller = Shape {
+        noise: 0.03,
+        step: Some((20, 0.10)),
+        ..step
+    };
+    for case in [
+        Case {
+            name: "15% step, 5% noise, seeds 1-200",
+            step,
+            seeds: 1..=200,
+        },
+        Case {
+            name: "15% step, 5% noise, seeds 1001-1200",
+            step,
+            seeds: 1001..=1200,
+        },
+        Case {
+            name: "10% step, 3% noise, seeds 1-200",
+            step: smaller,
+            seeds: 1..=200,
+        },
+        Case {
+            name: "10% step, 3% noise, seeds 1001-1200",
+            step: smaller,
+            seeds: 1001..=1200,
+        },
+    ] {
+        println!("{}", rates_of(&case, &settings));
+    }
+}
+
+/// The 15% step at 5% noise on seeds 10001–12000, which BENCHMARKS.md does not report, for
+/// the full test's p and the newest runs' p near the defaults.
+fn calibrate() {
+    let step = Shape {
+        runs: 30,
+        level: 0.8,
+        noise: 0.05,
+        step: Some((20, 0.15)),
+    };
+    for (max_p, newest_max_p) in [
+        (0.003, 0.0),
+        (0.001, 0.0),
+        (0.001, 0.005),
+        (0.001, 0.01),
+        (0.001, 0.02),
+        (0.002, 0.01),
+        (0.003, 0.01),
+    ] {
+        let settings = Settings {
+            max_p,
+            newest_max_p,
+            ..Settings::default()
+        };
+        let case = Case {
+            name: "15% step, 5% noise, seeds 10001-12000",
+            step,
+            seeds: 10001..=12000,
+        };
+        println!(
+            "max_p {max_p}, newest_max_p {newest_max_p}: {}",
+            rates_of(&case, &settings)
+        );
+    }
+}
+
+/// The rates of a test no series can run: every split with 3 runs or more either side scanned
+/// at every run with the noise's true standard deviation (a z-test), an alert when the
+/// newest level is up by `z` standard errors. What 95% in time costs in false alarms when
+/// the noise need not be estimated (seeds 10001–12000).
+fn bound() {
+    let step = Shape {
+        runs: 30,
+        level: 0.8,
+        noise: 0.05,
+        step: Some((20, 0.15)),
+    };
+    let flat = Shape { step: None, ..step };
+    let sigma = step.level * step.noise;
+    // The first run (1-based) of the new level the scan finds in `values`, if any.
+    let found = |values: &[f64], z: f64| -> Option<usize> {
+        let n = values.len();
+        (3..=n.saturating_sub(3))
+            .map(|tau| {
+                let (left, right) = values.split_at(tau);
+                let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len() as f64;
+                let se = sigma * (1.0 / left.len() as f64 + 1.0 / right.len() as f64).sqrt();
+                (tau, (mean(right) - mean(left)) / se)
+            })
+            .filter(|&(_, score)| score >= z)
+            .max_by(|a, b| a.1.total_cmp(&b.1))
+            .map(|(tau, _)| tau + 1)
+    };
+    for z in [3.2, 3.4, 3.6, 3.8] {
+        let (mut timely, mut early, mut flat_alerts) = (0, 0, 0);
+        for seed in 10001..=12000 {
+            let v = synthetic::values(&step, seed);
+            let looks: Vec<(usize, Option<usize>)> =
+                (6..=30).map(|n| (n, found(&v[..n], z))).collect();
+            if looks.iter().any(|&(n, at)| n < 20 && at.is_some()) {
+                early += 1;
+            } else if looks.iter().any(|&(n, at)| {
+                (20..=23).contains(&n) && at.is_some_and(|a| (17..=21).contains(&a))
+            }) {
+                timely += 1;
+            }
+            let f = synthetic::values(&flat, seed);
+            if (6..=30).any(|n| found(&f[..n], z).is_some()) {
+                flat_alerts += 1;
+            }
+        }
+        println!(
+            "known noise, z ≥ {z}: step series timely {timely}/2000 ({:.1}%), early {early}/2000; noise-only series with an alert {flat_alerts}/2000 ({:.1}%)",
+            timely as f64 / 20.0,
+            flat_alerts as f64 / 20.0
+        );
+    }
 }
 
 fn render() {
@@ -109,6 +247,12 @@ fn main() {
     let all = which.is_empty();
     if all || which.iter().any(|w| w == "rates") {
         rates();
+    }
+    if which.iter().any(|w| w == "calibrate") {
+        calibrate();
+    }
+    if which.iter().any(|w| w == "bound") {
+        bound();
     }
     if all || which.iter().any(|w| w == "render") {
         render();

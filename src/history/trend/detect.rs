@@ -2,11 +2,13 @@
 //! Apache Otava find them: E-divisive splits inside sliding windows at a relaxed
 //! significance give the candidates, then the weakest candidate is dropped, one at a time,
 //! until every change left is significant against its neighbours' run-to-run noise and at
-//! least the minimum effect.
+//! least the minimum effect. The newest runs after the last change get a test of their own
+//! ([`super::newest`]), so a step shows within three or four runs.
 
 use std::collections::BTreeSet;
 
 use super::edivisive::best_split;
+use super::newest::newest_change;
 use super::stats::{mean, relative, t_test};
 
 /// What counts as a change.
@@ -21,17 +23,37 @@ pub struct Settings {
     pub min_points: usize,
     /// Runs in each window of the candidate search (windows overlap by half).
     pub window: usize,
+    /// The newest runs' test: the newest `min_points..=newest_runs` runs after the last
+    /// change, against at least `newest_min_base` runs before them, at p ≤ `newest_max_p`.
+    pub newest_max_p: f64,
+    pub newest_runs: usize,
+    pub newest_min_base: usize,
 }
 
 impl Default for Settings {
     fn default() -> Settings {
+        // Chosen for a false-alarm rate under 2% over 30 runs of Gaussian noise, on seeds
+        // apart from the ones BENCHMARKS.md reports (`cargo bench --bench trend -- calibrate`).
         Settings {
-            max_p: 0.003,
+            max_p: 0.001,
             min_effect: 0.10,
             min_points: 3,
             window: 50,
+            newest_max_p: 0.01,
+            newest_runs: 4,
+            newest_min_base: 10,
         }
     }
+}
+
+/// Which test found a change.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FoundBy {
+    /// The full test: E-divisive candidates, kept while significant against their
+    /// neighbouring levels.
+    Levels,
+    /// The newest runs' test, before the full test has runs enough to see the change.
+    NewestRuns,
 }
 
 /// A change between two levels of a stretch of values.
@@ -46,6 +68,7 @@ pub struct Split {
     /// Runs in the levels either side.
     pub left_runs: usize,
     pub right_runs: usize,
+    pub found_by: FoundBy,
 }
 
 impl Split {
@@ -100,7 +123,42 @@ pub fn change_points(values: &[f64], settings: &Settings) -> Vec<Split> {
         }
         at = kept;
     }
-    merge(values, at, settings)
+    let mut splits = merge(values, at, settings);
+    let from = splits.last().map_or(0, |s| s.at);
+    if let Some(newest) = newest_change(values, from, settings) {
+        // The last change's new level now ends where the newest runs begin.
+        let mut at: Vec<usize> = splits.iter().map(|s| s.at).collect();
+        at.push(newest.at);
+        let found: Vec<FoundBy> = splits.iter().map(|s| s.found_by).collect();
+        splits = splits_at(values, &at);
+        for (split, by) in splits.iter_mut().zip(found) {
+            split.found_by = by;
+        }
+        if let Some(last) = splits.last_mut() {
+            last.found_by = FoundBy::NewestRuns;
+        }
+    }
+    splits
+}
+
+/// The change at each of `at` (in order) between its neighbouring changes' levels.
+fn splits_at(values: &[f64], at: &[usize]) -> Vec<Split> {
+    (0..at.len())
+        .map(|i| {
+            let lo = if i == 0 { 0 } else { at[i - 1] };
+            let hi = at.get(i + 1).copied().unwrap_or(values.len());
+            let (left, right) = (&values[lo..at[i]], &values[at[i]..hi]);
+            Split {
+                at: at[i],
+                before: mean(left),
+                after: mean(right),
+                p_value: t_test(left, right),
+                left_runs: left.len(),
+                right_runs: right.len(),
+                found_by: FoundBy::Levels,
+            }
+        })
+        .collect()
 }
 
 /// Rounds of moving and testing the changes again.
@@ -169,21 +227,7 @@ fn bisect(
 /// `min_effect`) and test its neighbours again, until every change passes.
 fn merge(values: &[f64], mut at: Vec<usize>, settings: &Settings) -> Vec<Split> {
     loop {
-        let splits: Vec<Split> = (0..at.len())
-            .map(|i| {
-                let lo = if i == 0 { 0 } else { at[i - 1] };
-                let hi = at.get(i + 1).copied().unwrap_or(values.len());
-                let (left, right) = (&values[lo..at[i]], &values[at[i]..hi]);
-                Split {
-                    at: at[i],
-                    before: mean(left),
-                    after: mean(right),
-                    p_value: t_test(left, right),
-                    left_runs: left.len(),
-                    right_runs: right.len(),
-                }
-            })
-            .collect();
+        let splits = splits_at(values, &at);
         // Of the changes that fail, the one whose removal costs the fit least goes first:
         // a spurious change next to a real one shortens the real one's level and can leave
         // it the higher p-value of the two.
@@ -286,6 +330,26 @@ mod tests {
             .collect();
         assert_eq!(at.len(), 1, "{at:?}");
         assert!(at[0].abs_diff(19) <= 1, "{at:?}");
+    }
+
+    #[test]
+    fn the_newest_runs_show_a_step_before_the_full_test_does() {
+        // Seed 2 at run 22: three runs at the new level, p ≈ 0.0016 against the level
+        // before, short of the full test's 0.001 and within the newest runs' 0.01.
+        let v = &step_at_20(2)[..22];
+        let full_only = Settings {
+            newest_max_p: 0.0,
+            ..Settings::default()
+        };
+        assert!(change_points(v, &full_only).is_empty());
+        let cps = change_points(v, &Settings::default());
+        assert_eq!(cps.len(), 1, "{cps:?}");
+        assert_eq!((cps[0].at, cps[0].found_by), (19, FoundBy::NewestRuns));
+        assert!(cps[0].p_value > 0.001 && cps[0].p_value <= 0.01, "{cps:?}");
+        // A run later the full test sees it too.
+        let later = change_points(&step_at_20(2), &Settings::default());
+        assert_eq!(later.len(), 1, "{later:?}");
+        assert_eq!((later[0].at, later[0].found_by), (19, FoundBy::Levels));
     }
 
     #[test]

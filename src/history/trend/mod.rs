@@ -7,6 +7,7 @@ mod analyse;
 mod conditions;
 mod detect;
 mod edivisive;
+mod newest;
 mod provenance;
 mod stats;
 
@@ -17,5 +18,5 @@ pub use analyse::{
     ChangePoint, Level, Segment, SegmentStart, SeriesTrend, Verdict, analyse, eligible,
 };
 pub use conditions::{CACHE_RATIO_BOUND, ConditionChange, QUEUE_SHARE_BOUND};
-pub use detect::{Settings, Split, change_points};
+pub use detect::{FoundBy, Settings, Split, change_points};
 pub use provenance::{ProvenanceChange, provenance_changes};

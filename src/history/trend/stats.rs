@@ -8,7 +8,7 @@
 use std::f64::consts::PI;
 
 /// Mean and sum of squared deviations.
-fn moments(values: &[f64]) -> (f64, f64) {
+pub fn moments(values: &[f64]) -> (f64, f64) {
     let n = values.len() as f64;
     let mean = values.iter().sum::<f64>() / n;
     let ss = values.iter().map(|v| (v - mean).powi(2)).sum::<f64>();

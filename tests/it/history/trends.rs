@@ -17,7 +17,7 @@ const FLAT: Shape = Shape { step: None, ..STEP };
 const SEEDS: std::ops::RangeInclusive<u64> = 1..=200;
 
 #[test]
-fn a_15_percent_step_opens_an_alert_by_run_23_and_none_before_run_20_in_185_of_200_series() {
+fn a_15_percent_step_opens_an_alert_by_run_23_and_none_before_run_20_in_190_of_200_series() {
     let settings = Settings::default();
     let mut good = 0;
     for seed in SEEDS {
@@ -30,10 +30,9 @@ fn a_15_percent_step_opens_an_alert_by_run_23_and_none_before_run_20_in_185_of_2
             good += 1;
         }
     }
-    // The goal is 190 (95%); these settings reach 185 (see BENCHMARKS.md): a regression
-    // guard on the measured rate, not the goal.
+    // The goal, 95%: these settings reach 193 (see BENCHMARKS.md).
     assert!(
-        good >= 185,
+        good >= 190,
         "{good} of 200 seeds opened an alert by run 23 and none before 20"
     );
 }
@@ -340,16 +339,18 @@ fn trend_html_shows_the_alert_and_the_provenance_change_in_headless_chromium() {
 #[test]
 #[ignore]
 fn rates_for_nearby_settings() {
-    for (max_p, min_effect) in [
-        (0.001, 0.05),
-        (0.001, 0.10),
-        (0.002, 0.05),
-        (0.002, 0.10),
-        (0.003, 0.10),
-        (0.005, 0.10),
+    for (max_p, newest_max_p, min_effect) in [
+        (0.003, 0.0, 0.10),
+        (0.001, 0.0, 0.10),
+        (0.001, 0.005, 0.10),
+        (0.001, 0.01, 0.10),
+        (0.001, 0.02, 0.10),
+        (0.002, 0.01, 0.10),
+        (0.001, 0.01, 0.07),
     ] {
         let settings = Settings {
             max_p,
+            newest_max_p,
             min_effect,
             ..Settings::default()
         };
@@ -369,7 +370,7 @@ fn rates_for_nearby_settings() {
             }
         }
         println!(
-            "max_p {max_p}, min_effect {min_effect}: step series timely {timely}/200, early {early}/200; noise-only with an alert {flat}/200"
+            "max_p {max_p}, newest_max_p {newest_max_p}, min_effect {min_effect}: step series timely {timely}/200, early {early}/200; noise-only with an alert {flat}/200"
         );
     }
 }
