@@ -11,6 +11,7 @@ pub(crate) mod html_sections;
 pub(crate) mod interval_table;
 pub(crate) mod load_table;
 pub(crate) mod markdown_sections;
+pub(crate) mod model_table;
 pub(crate) mod numfmt;
 pub(crate) mod pareto;
 pub(crate) mod recovery_html;
