@@ -96,6 +96,7 @@ mod tests {
             planned_prompt_tokens: None,
             max_tokens: 1,
             scheduled_at: None,
+            model: None,
             session: None,
         };
         let fut = client.send(0, &prompt, Instant::now());
@@ -153,6 +154,7 @@ mod tests {
             planned_prompt_tokens: None,
             max_tokens: 64,
             scheduled_at: None,
+            model: None,
             session: None,
         };
         let body: serde_json::Value =
@@ -182,6 +184,7 @@ mod tests {
             planned_prompt_tokens: None,
             max_tokens: 64,
             scheduled_at: None,
+            model: None,
             session: None,
         };
         let text = client.request_body(&prompt);
@@ -206,6 +209,7 @@ mod tests {
             planned_prompt_tokens: None,
             max_tokens: 0,
             scheduled_at: None,
+            model: None,
             session: None,
         };
         let body: serde_json::Value =
@@ -230,6 +234,7 @@ mod tests {
             planned_prompt_tokens: None,
             max_tokens: 4,
             scheduled_at: None,
+            model: None,
             session: None,
         };
         let body: serde_json::Value =

@@ -102,6 +102,9 @@ pub struct RequestRecord {
     /// Embeddings: texts in `input`; rerank: `documents`. Absent for chat and completions.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub inputs: Option<u64>,
+    /// The served model the request named, when its workload mixes models.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
 }
 
 fn is_zero(n: &u32) -> bool {

@@ -17,6 +17,9 @@ pub(crate) struct RequestTemplate {
     /// The body's fixed fields (model, stream, sampling, extra body), serialized without the
     /// enclosing braces.
     fixed_body: String,
+    /// Where the model's JSON value sits in `fixed_body`: a request of a model mix writes its
+    /// own name there.
+    model_span: Option<std::ops::Range<usize>>,
     /// Whether the extra body sets `max_tokens` itself.
     body_sets_max_tokens: bool,
     /// Whether the extra body sets the input itself (`messages` or `prompt`; `input` or
@@ -48,6 +51,7 @@ impl RequestTemplate {
         let body_sets_input = inputs.iter().any(|key| fixed.contains_key(*key));
         let fixed_body = serde_json::to_string(&fixed)
             .map_err(|e| ClientError(format!("cannot serialize the request body: {e}")))?;
+        let model_span = model_span(&fixed, &fixed_body);
         let serialize = |value: serde_json::Result<String>| {
             value.map_err(|e| ClientError(format!("cannot serialize the tools: {e}")))
         };
@@ -67,6 +71,7 @@ impl RequestTemplate {
         Ok(RequestTemplate {
             headers: default_headers(config)?,
             fixed_body: fixed_body[1..fixed_body.len() - 1].to_string(),
+            model_span,
             body_sets_max_tokens,
             body_sets_input,
             streams: config.api.generates(),
@@ -139,13 +144,40 @@ impl RequestTemplate {
                 body.push(b',');
             }
         }
-        body.extend_from_slice(self.fixed_body.as_bytes());
+        match (&prompt.model, &self.model_span) {
+            (Some(model), Some(span)) => {
+                body.extend_from_slice(&self.fixed_body.as_bytes()[..span.start]);
+                json_text::push_str(&mut body, model);
+                body.extend_from_slice(&self.fixed_body.as_bytes()[span.end..]);
+            }
+            _ => body.extend_from_slice(self.fixed_body.as_bytes()),
+        }
         if body.ends_with(b",") {
             body.pop();
         }
         body.push(b'}');
         body
     }
+}
+
+/// The byte range of the `model` value in the fixed fields' text without its braces (`body`
+/// is `fixed` serialized): found by serializing them again with a marker in its place, as
+/// every field before it writes the same text either way.
+fn model_span(
+    fixed: &serde_json::Map<String, serde_json::Value>,
+    body: &str,
+) -> Option<std::ops::Range<usize>> {
+    const MARKER: &str = "\u{1}servebench-model\u{1}";
+    let value = fixed.get("model")?;
+    let mut marked = fixed.clone();
+    marked.insert("model".into(), serde_json::Value::String(MARKER.into()));
+    let marked = serde_json::to_string(&marked).ok()?;
+    let marker = serde_json::to_string(MARKER).ok()?;
+    let start = marked.find(&marker)?;
+    let len = serde_json::to_string(value).ok()?.len();
+    // Both texts start with `{`, which the fixed body leaves out.
+    (body.get(start..start + len)? == serde_json::to_string(value).ok()?)
+        .then(|| start - 1..start - 1 + len)
 }
 
 /// The body field that caps a reply's length.
@@ -400,6 +432,7 @@ mod tests {
             planned_prompt_tokens: None,
             max_tokens: 7,
             scheduled_at: None,
+            model: None,
             session: None,
         };
         let body: serde_json::Value = serde_json::from_str(&template.body(&prompt)).unwrap();
@@ -425,5 +458,36 @@ mod tests {
             template.headers.get("anthropic-version").unwrap(),
             ANTHROPIC_VERSION
         );
+    }
+
+    #[test]
+    fn a_request_of_a_model_mix_names_its_own_model_and_nothing_else_changes() {
+        let config = ClientConfig {
+            model: "base".into(),
+            body: serde_json::from_str(r#"{"top_k": 5, "note": {"model": "nested"}}"#).unwrap(),
+            ..ClientConfig::default()
+        };
+        let template = RequestTemplate::new(&config).unwrap();
+        let prompt = Prompt {
+            input: PromptInput::Text("hello".into()),
+            planned_prompt_tokens: None,
+            max_tokens: 7,
+            scheduled_at: None,
+            session: None,
+            model: None,
+        };
+        let default = template.body(&prompt);
+        let mixed = template.body(&Prompt {
+            model: Some("adapter \"a\"".into()),
+            ..prompt
+        });
+        assert_eq!(
+            mixed,
+            default.replacen("\"model\":\"base\"", "\"model\":\"adapter \\\"a\\\"\"", 1)
+        );
+        let body: serde_json::Value = serde_json::from_str(&mixed).unwrap();
+        assert_eq!(body["model"], "adapter \"a\"");
+        assert_eq!(body["note"]["model"], "nested");
+        assert_eq!(body["top_k"], 5);
     }
 }

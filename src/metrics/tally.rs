@@ -35,15 +35,18 @@ pub struct PhaseTally {
     causes: CauseCounts,
     sessions: SessionTally,
     in_flight: InFlightSums,
+    models: super::ModelTally,
     /// Per figure: values and their sum.
     columns: [(u64, f64); FIGURES.len()],
 }
 
-/// Which column a value goes to: a figure's over the phase, or over one turn of its sessions.
+/// Which column a value goes to: a figure's over the phase, over one turn of its sessions,
+/// or over one model of its mix (numbered in the order the tally first saw it).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Column {
     Phase(Figure),
     Turn(u64, Figure),
+    Model(u32, Figure),
 }
 
 /// Everything a phase's result needs from its records.
@@ -58,6 +61,8 @@ pub struct TallyFigures {
     pub prompt: PromptTally,
     /// Figures by turn, when the phase ran sessions.
     pub sessions: Option<SessionSummary>,
+    /// Figures by model, when the phase's workload mixes models.
+    pub models: Vec<super::ModelFigures>,
 }
 
 impl PhaseTally {
@@ -77,6 +82,7 @@ impl PhaseTally {
             causes: CauseCounts::default(),
             sessions: SessionTally::default(),
             in_flight: InFlightSums::default(),
+            models: super::ModelTally::default(),
             columns: [(0, 0.0); FIGURES.len()],
         }
     }
@@ -97,6 +103,7 @@ impl PhaseTally {
             }
         }
         self.sessions.add(r, sink);
+        self.models.add(r, sink);
         let s = &mut self.summary;
         s.requests += 1;
         self.first_start_ms = self.first_start_ms.min(r.start_offset_ms);
@@ -164,6 +171,7 @@ impl PhaseTally {
             (self.last_end_ms - self.first_start_ms) / 1000.0
         };
         s.request_rate = per_second(n as f64, s.elapsed);
+        let models = self.models.finish(method, s.elapsed, &mut column)?;
         s.output_tokens_per_second = per_second(s.total_output_tokens as f64, s.elapsed);
         s.set_input_rates();
         s.in_flight = self.in_flight.finish(s.elapsed);
@@ -191,6 +199,7 @@ impl PhaseTally {
             last_end_ms: self.last_end_ms.max(0.0),
             prompt: self.prompt.clone(),
             sessions,
+            models,
         })
     }
 }

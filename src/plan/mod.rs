@@ -18,6 +18,7 @@ pub mod hooks;
 pub mod include;
 pub mod metrics_interval;
 pub mod model;
+pub mod model_mix;
 pub mod renamed;
 pub mod repeat;
 pub mod schema;
@@ -42,6 +43,7 @@ pub use hooks::{
 };
 pub use metrics_interval::{DEFAULT_METRICS_INTERVAL, MetricsInterval};
 pub use model::*;
+pub use model_mix::ModelMix;
 pub use search::{GoodputObjective, Probe, Search, SearchLoad};
 pub use slo::{Limits, Objective, Slo};
 pub use tolerance::Tolerance;

@@ -201,12 +201,14 @@ fn sanitize(label: &str) -> String {
         .collect()
 }
 
-/// Append-only files of little-endian f64: one per figure, and one per by-turn figure whose
-/// values each follow their turn as a little-endian u64.
+/// Append-only files of little-endian f64: one per figure, one per by-turn figure whose
+/// values each follow their turn as a little-endian u64, and one per figure of a model mix
+/// (opened on its first value) whose values follow their model's number the same way.
 struct ColumnFiles {
     dir: ColumnDir,
     writers: Vec<BufWriter<File>>,
     turn_writers: Vec<Option<BufWriter<File>>>,
+    model_writers: Vec<Option<BufWriter<File>>>,
 }
 
 /// The column directory, removed when dropped (also on an error).
@@ -219,6 +221,10 @@ impl ColumnDir {
 
     fn turns_path(&self, figure: Figure) -> PathBuf {
         self.0.join(format!("turns-{}.f64", figure.name()))
+    }
+
+    fn models_path(&self, figure: Figure) -> PathBuf {
+        self.0.join(format!("models-{}.f64", figure.name()))
     }
 }
 
@@ -247,6 +253,7 @@ impl ColumnFiles {
             dir,
             writers,
             turn_writers,
+            model_writers: Figure::all().map(|_| None).collect(),
         })
     }
 
@@ -263,6 +270,14 @@ impl ColumnFiles {
                 w.write_all(&turn.to_le_bytes())?;
                 w.write_all(&value.to_le_bytes())
             }
+            Column::Model(model, figure) => {
+                let w = match &mut self.model_writers[figure.index()] {
+                    Some(w) => w,
+                    slot => slot.insert(writer(self.dir.models_path(figure))?),
+                };
+                w.write_all(&u64::from(model).to_le_bytes())?;
+                w.write_all(&value.to_le_bytes())
+            }
         }
     }
 
@@ -271,6 +286,7 @@ impl ColumnFiles {
             .writers
             .iter_mut()
             .chain(self.turn_writers.iter_mut().flatten())
+            .chain(self.model_writers.iter_mut().flatten())
         {
             w.flush()?;
         }
@@ -278,8 +294,8 @@ impl ColumnFiles {
     }
 }
 
-/// A column, scanned from the start on each pass: a figure's file, or one turn's values in
-/// a by-turn file.
+/// A column, scanned from the start on each pass: a figure's file, or one turn's (one
+/// model's) values in a by-turn (by-model) file.
 struct ColumnReader {
     path: PathBuf,
     turn: Option<u64>,
@@ -295,6 +311,10 @@ impl ColumnReader {
             Column::Turn(turn, figure) => ColumnReader {
                 path: dir.turns_path(figure),
                 turn: Some(turn),
+            },
+            Column::Model(model, figure) => ColumnReader {
+                path: dir.models_path(figure),
+                turn: Some(u64::from(model)),
             },
         }
     }

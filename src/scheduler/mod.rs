@@ -283,10 +283,12 @@ impl<E: Executor, F: PromptFeed> WindowContext<E, F> {
         self.counters.started.fetch_add(1, Ordering::Relaxed);
         let start = Instant::now();
         let planned = prompt.planned_prompt_tokens;
-        let record = tokio::select! {
+        let model = prompt.model.as_deref().map(str::to_string);
+        let mut record = tokio::select! {
             record = self.executor.execute(request_index, prompt, self.origin.into_std()) => record,
             _ = self.abort.cancelled() => cancelled_record(request_index, planned, self.origin, start),
         };
+        record.model = model;
         self.counters.finished.fetch_add(1, Ordering::Relaxed);
         record
     }
@@ -296,14 +298,16 @@ impl<E: Executor, F: PromptFeed> WindowContext<E, F> {
         self.counters.started.fetch_add(1, Ordering::Relaxed);
         let start = Instant::now();
         let planned = prompt.planned_prompt_tokens;
+        let model = prompt.model.as_deref().map(str::to_string);
         let origin = self.origin.into_std();
-        let sent = tokio::select! {
+        let mut sent = tokio::select! {
             sent = self.executor.execute_turn(request_index, prompt, origin) => sent,
             _ = self.abort.cancelled() => {
                 let record = cancelled_record(request_index, planned, self.origin, start);
                 (record, ChatMessage::new("assistant", ""))
             }
         };
+        sent.0.model = model;
         self.counters.finished.fetch_add(1, Ordering::Relaxed);
         sent
     }

@@ -19,6 +19,10 @@ pub struct SimConfig {
     /// Serve requests for any model name instead of answering 404 (default false).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub accept_any_model: Option<bool>,
+    /// LoRA adapters served beside the model, with a load delay on first use and a cap on
+    /// how many are resident at once.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub adapters: Option<SimAdapters>,
     /// Sequences decoded at once; further requests wait in a FIFO queue.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_running: Option<u32>,
@@ -190,6 +194,7 @@ pub enum SimFaultKind {
     ErrorObject,
 }
 
+mod adapters;
 mod api;
 mod cache;
 pub mod config_file;
@@ -204,6 +209,7 @@ mod settings;
 mod state;
 pub mod tokenizer;
 
+pub use adapters::SimAdapters;
 pub use server::{SimHandle, SimStats, UnixSim, serve, serve_on, serve_unix};
 pub use settings::{DEFAULT_MODEL, SimConfigError};
 pub use state::{SeenRequest, SendTimes, SimToolCall};

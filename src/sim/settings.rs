@@ -83,6 +83,7 @@ pub(crate) struct Settings {
     pub require_uuid_request_id: bool,
     /// Serve requests for any model name instead of answering 404.
     pub accept_any_model: bool,
+    pub adapters: Option<super::adapters::AdapterSettings>,
 }
 
 fn check_non_negative(problems: &mut Vec<String>, name: &str, value: f64) {
@@ -149,6 +150,7 @@ impl Settings {
             problems.push("keep_alive_timeout must be above zero".to_string());
         }
         let dialect = config.dialect.clone().unwrap_or_default();
+        let adapters = super::adapters::resolve(config.adapters.as_ref(), &model, &mut problems);
         if !problems.is_empty() {
             return Err(SimConfigError { problems });
         }
@@ -187,6 +189,7 @@ impl Settings {
             keep_alive_timeout: config.keep_alive_timeout.map(|d| d.0),
             require_uuid_request_id: config.require_uuid_request_id.unwrap_or(false),
             accept_any_model: config.accept_any_model.unwrap_or(false),
+            adapters,
         })
     }
 }

@@ -32,6 +32,8 @@ pub(crate) struct Shared {
     pub stop: watch::Sender<bool>,
     /// Faults switched on over HTTP (`/sim/faults`).
     pub switched: super::faults::SwitchedFaults,
+    /// LoRA adapters, when the settings serve any.
+    pub adapters: Option<super::adapters::AdapterPool>,
 }
 
 /// A request as the simulator read it, and the text it answered (`record_requests`).
@@ -43,6 +45,8 @@ pub struct SeenRequest {
     pub headers: Vec<(String, String)>,
     /// Chat messages as `(role, text)`; empty for completions.
     pub messages: Vec<(String, String)>,
+    /// The model the body named, if any.
+    pub model: Option<String>,
     /// The content the simulator sent back, once the response ended.
     pub reply: Option<String>,
     /// Tools the request offered.

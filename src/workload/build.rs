@@ -65,6 +65,7 @@ impl PromptSource {
             max_tokens: 0,
             scheduled_at,
             session: None,
+            model: None,
         })
     }
 
@@ -86,6 +87,7 @@ impl PromptSource {
                     planned_prompt_tokens: Some(tokens),
                     max_tokens: self.output_tokens(&mut rng, entry.output_tokens),
                     scheduled_at: None,
+                    model: None,
                     session: None,
                 })
             }
@@ -128,6 +130,7 @@ impl PromptSource {
             planned_prompt_tokens: Some(fitted.tokens),
             max_tokens,
             scheduled_at: None,
+            model: None,
             session: None,
         })
     }
@@ -186,6 +189,7 @@ impl PromptSource {
             planned_prompt_tokens: planned,
             max_tokens,
             scheduled_at: None,
+            model: None,
             session: Some(SessionTurn {
                 session: number,
                 turn,
@@ -229,6 +233,7 @@ impl PromptSource {
             planned_prompt_tokens: Some(self.kit.count_words(&turns)?),
             max_tokens,
             scheduled_at: None,
+            model: None,
             session: None,
         })
     }
@@ -268,6 +273,7 @@ impl PromptSource {
             planned_prompt_tokens: Some(fitted.tokens),
             max_tokens,
             scheduled_at: Some(t.schedule[(index % len) as usize] + offset),
+            model: None,
             session: None,
         })
     }

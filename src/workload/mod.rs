@@ -9,8 +9,10 @@ pub mod trace;
 mod words;
 
 mod build;
+mod model_mix;
 mod prompt_check;
 mod tools;
+pub use model_mix::ModelChooser;
 pub use prompt_check::{PromptTally, PromptTokenCheck};
 pub use tools::{ToolCall, builtin_tools};
 
@@ -37,6 +39,9 @@ pub struct Prompt {
     /// Sessions: the turn this prompt's user message opens; the scheduler puts the session's
     /// history (with the server's replies) before it.
     pub session: Option<SessionTurn>,
+    /// The served model this request names, when its workload mixes models (else the
+    /// target's `model:`).
+    pub model: Option<Arc<str>>,
 }
 
 /// One turn of a session workload.
@@ -202,6 +207,8 @@ pub struct PromptSource {
     floor_tokens: u64,
     /// Sizing chosen by [`PromptSource::with_sizing`] instead of the counter's best.
     forced_sizing: Option<Sizing>,
+    /// Each request's model, when the workload mixes models.
+    models: Option<ModelChooser>,
 }
 
 impl PromptSource {
@@ -289,6 +296,10 @@ impl PromptSource {
             calibration: None,
             floor_tokens: 0,
             forced_sizing: None,
+            models: workload
+                .models
+                .as_ref()
+                .map(|mix| ModelChooser::new(mix, context.seed)),
         };
         source.floor_tokens = source.synthetic_floor()?;
         source.check()?;
@@ -424,6 +435,21 @@ impl PromptSource {
 
     /// Prompt number `index` (what the `index + 1`-th `next_prompt` call returns).
     pub fn prompt(&self, index: u64) -> Prompt {
+        let mut prompt = self.built(index);
+        if let Some(models) = &self.models {
+            // Every turn of a session or conversation goes to its first turn's model.
+            let key = match (prompt.session, &self.workload.conversation) {
+                (Some(turn), _) => turn.session,
+                (None, Some(c)) => index / u64::from(c.turns.max(1)),
+                (None, None) => index,
+            };
+            prompt.model = Some(models.pick(key));
+        }
+        prompt
+    }
+
+    /// Prompt `index` as built, or one of the planned shape if building fails.
+    fn built(&self, index: u64) -> Prompt {
         match self.build(index) {
             Ok(p) => p,
             // `new` built prompt 0 with the same counter, so this is not expected; still,
@@ -434,6 +460,7 @@ impl PromptSource {
                 max_tokens: DEFAULT_OUTPUT_TOKENS,
                 scheduled_at: None,
                 session: None,
+                model: None,
             },
         }
     }

@@ -221,6 +221,7 @@ fn chat_prompt() -> Prompt {
         planned_prompt_tokens: Some(12),
         max_tokens: 16,
         scheduled_at: None,
+        model: None,
         session: None,
     }
 }
@@ -394,6 +395,7 @@ async fn completions_api_with_counted_tokens_when_no_usage() {
         planned_prompt_tokens: None,
         max_tokens: 3,
         scheduled_at: None,
+        model: None,
         session: None,
     };
     let r = client.send(0, &prompt, Instant::now()).await;

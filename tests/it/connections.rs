@@ -319,6 +319,7 @@ fn prompt() -> Prompt {
         planned_prompt_tokens: None,
         max_tokens: 4,
         scheduled_at: None,
+        model: None,
         session: None,
     }
 }

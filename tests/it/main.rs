@@ -1,4 +1,5 @@
 //! Integration tests: one binary, one module per area.
+mod adapters;
 mod apis;
 mod client;
 mod common;

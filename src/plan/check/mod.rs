@@ -2,6 +2,7 @@
 
 mod api;
 mod load;
+mod models;
 mod phase;
 mod target;
 mod workload;
@@ -41,14 +42,14 @@ pub fn check(plan: &Plan) -> Vec<Issue> {
     }
     for (name, target) in &plan.targets {
         check_target(&format!("/targets/{}", escape(name)), target, &mut issues);
+        models::check_adapters(&format!("/targets/{}", escape(name)), target, &mut issues);
     }
     for (name, workload) in &plan.workloads {
-        check_workload(
-            &format!("/workloads/{}", escape(name)),
-            workload,
-            &mut issues,
-        );
+        let p = format!("/workloads/{}", escape(name));
+        check_workload(&p, workload, &mut issues);
+        models::check_model_mix(&p, workload, &mut issues);
     }
+    models::check_mix_targets(plan, &mut issues);
     check_phases(plan, &mut issues);
     api::check_apis(plan, &mut issues);
     issues.extend(super::hooks::timing_issues(plan));

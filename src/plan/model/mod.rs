@@ -136,6 +136,10 @@ pub struct Workload {
     /// Extra request body fields, merged over the target's.
     #[serde(default, skip_serializing_if = "serde_json::Map::is_empty")]
     pub body: serde_json::Map<String, Value>,
+    /// Served model names with their shares of the requests (a base model and its LoRA
+    /// adapters), instead of the target's one `model:`; shares sum to 100%.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub models: Option<super::model_mix::ModelMix>,
     /// How a run's prompts are kept out of an earlier run's prefix cache (default `auto`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub salt: Option<SaltMode>,

@@ -211,6 +211,7 @@ pub fn phase_result(facts: PhaseFacts, measured: Measured, figures: Figures<'_>)
         partial: facts.partial,
         prompt_tokens: tally.prompt.check(facts.prompt_tolerance),
         sessions: tally.sessions,
+        models: tally.models,
         summary: tally.summary,
         hooks: facts.hooks,
         warmup: facts.warmup,

@@ -5,6 +5,7 @@
 pub mod capacity;
 pub(crate) mod document;
 pub mod gate;
+mod models;
 pub mod provenance;
 
 use std::collections::{HashMap, HashSet};
@@ -176,6 +177,18 @@ pub fn compare_with(
             );
             compared.forced = forced;
             phases.push(compared);
+            // A model mix: each model both sides served, compared on its own.
+            for (bm, nm) in models::shared_models(b, nb) {
+                let mut by_model = compare_phase(
+                    &bm,
+                    base.timing_methodology.percentile_method,
+                    &nm,
+                    new.timing_methodology.percentile_method,
+                    Vec::new(),
+                );
+                by_model.forced = forced;
+                phases.push(by_model);
+            }
         }
     }
     if options.force {

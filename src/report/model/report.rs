@@ -232,6 +232,10 @@ pub struct PhaseResult {
     /// Session workloads: figures by turn, and whole sessions' durations.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sessions: Option<crate::metrics::SessionSummary>,
+    /// Model mixes: the phase's figures by the served model each request named, most
+    /// requests first.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub models: Vec<crate::metrics::ModelFigures>,
 }
 
 /// The most load the client could send with a phase's prompts.

@@ -13,6 +13,7 @@ pub(crate) mod html_sections;
 pub(crate) mod interval_table;
 pub(crate) mod load_table;
 pub(crate) mod markdown_sections;
+pub(crate) mod model_table;
 pub(crate) mod numfmt;
 pub(crate) mod page;
 pub(crate) mod pareto;

@@ -3,7 +3,7 @@
 
 use super::{backends, connections, interval_table, server_table, session_table, table};
 use super::{chart_sections, html_sections, markdown_sections};
-use super::{load_table, pareto, recovery_table, trust_table, until_table};
+use super::{load_table, model_table, pareto, recovery_table, trust_table, until_table};
 use crate::report::model::Report;
 
 /// A human-readable markup the report is written in.
@@ -32,6 +32,7 @@ pub enum SectionId {
     ClientTrust,
     Connections,
     Sessions,
+    Models,
     Backends,
     Server,
     Errors,
@@ -91,7 +92,7 @@ fn always(_: &Report) -> bool {
 }
 
 /// The report's sections in print order.
-pub const SECTIONS: [Section; 19] = [
+pub const SECTIONS: [Section; 20] = [
     Section {
         id: SectionId::Phases,
         anchor: "phases",
@@ -248,6 +249,16 @@ pub const SECTIONS: [Section; 19] = [
         bodies: Bodies::Both {
             markdown: markdown_sections::sessions,
             html: html_sections::sessions,
+        },
+    },
+    Section {
+        id: SectionId::Models,
+        anchor: "by-model",
+        title: Title::Fixed("By model"),
+        shown: |r| r.phases.iter().any(|p| !p.models.is_empty()),
+        bodies: Bodies::Both {
+            markdown: model_table::markdown,
+            html: model_table::html,
         },
     },
     Section {

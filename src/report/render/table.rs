@@ -96,7 +96,7 @@ pub fn load_label(p: &PhaseResult) -> String {
 /// The figures the phase table gives columns, with those columns' statistics: each figure
 /// the figure table shows, when the report has it. A report of only embeddings or rerank
 /// phases adds E2E p99 (it has no TTFT or TPOT columns).
-fn shown_figures(
+pub(crate) fn shown_figures(
     report: &Report,
     generates: bool,
 ) -> Vec<(&'static Spec, &'static str, Vec<Stat>)> {

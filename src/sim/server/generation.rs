@@ -217,6 +217,7 @@ pub(super) async fn generate(
                 seq,
                 headers,
                 messages,
+                model: parsed.model.clone(),
                 reply: None,
                 tools: parsed.tools.as_ref().map_or(0, Vec::len),
                 history_tool_calls,
@@ -224,6 +225,14 @@ pub(super) async fn generate(
                 reply_tool_call: None,
             });
         }
+    }
+    // A request for an adapter that is not resident waits for its load, as on vLLM.
+    let adapter_ready = shared
+        .adapters
+        .as_ref()
+        .and_then(|pool| pool.ready_at(parsed.model.as_deref()?, Instant::now()));
+    if let Some(ready) = adapter_ready {
+        tokio::time::sleep_until(ready).await;
     }
     let prompt_tokens = prompt_ids.len() as u64;
     let settings = &shared.settings;

@@ -146,6 +146,10 @@ pub async fn serve_on(config: SimConfig, addr: SocketAddr) -> io::Result<(Socket
     let local = listener.local_addr()?;
     let now = Instant::now();
     let (stop, stop_rx) = watch::channel(false);
+    let adapters = settings
+        .adapters
+        .clone()
+        .map(crate::sim::adapters::AdapterPool::new);
     let shared = Arc::new(Shared {
         slots: Arc::new(Semaphore::new(settings.max_running as usize)),
         cache: settings
@@ -162,6 +166,7 @@ pub async fn serve_on(config: SimConfig, addr: SocketAddr) -> io::Result<(Socket
         reset_ids: Mutex::new(Default::default()),
         stop,
         switched: Default::default(),
+        adapters,
     });
     let task = tokio::spawn(accept_loop(listener, shared.clone(), stop_rx));
     Ok((

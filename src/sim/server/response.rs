@@ -59,13 +59,22 @@ pub(super) fn model_not_served(
     requested: Option<&str>,
 ) -> Option<Response<SimBody>> {
     let requested = requested.filter(|m| !m.is_empty())?;
-    if settings.accept_any_model || requested == settings.model {
+    let adapter = settings
+        .adapters
+        .as_ref()
+        .is_some_and(|a| a.names.iter().any(|n| n == requested));
+    if settings.accept_any_model || requested == settings.model || adapter {
         return None;
     }
+    let adapters = settings.adapters.iter().flat_map(|a| a.names.iter());
+    let served: Vec<String> = std::iter::once(&settings.model)
+        .chain(adapters)
+        .map(|name| format!("`{name}`"))
+        .collect();
     let message = format!(
-        "The model `{requested}` does not exist. This simulator serves `{}`: name it in the \
+        "The model `{requested}` does not exist. This simulator serves {}: name it in the \
          target's `model:`, or set `accept_any_model: true` in its settings.",
-        settings.model
+        served.join(", ")
     );
     let body = json!({"error": {
         "message": message,

@@ -70,7 +70,10 @@ pub(super) async fn route(
         "/metrics" => match known(Method::GET) {
             Some(reply) => reply,
             None => {
-                let text = shared.counters.render(&shared.settings.model);
+                let mut text = shared.counters.render(&shared.settings.model);
+                if let Some(adapters) = &shared.adapters {
+                    adapters.render(&mut text);
+                }
                 let mut response = Response::new(SimBody::full(text));
                 response.headers_mut().insert(
                     CONTENT_TYPE,
@@ -112,18 +115,26 @@ fn clear_cache(shared: &Shared) -> Response<SimBody> {
     json_response(StatusCode::OK, &json!({"cleared_blocks": dropped}))
 }
 
+/// The base model, then each adapter with the base as its `parent`, as vLLM lists LoRA
+/// modules.
 fn models(shared: &Shared) -> Response<SimBody> {
-    json_response(
-        StatusCode::OK,
-        &json!({"object": "list", "data": [{
-            "id": shared.settings.model,
+    let base = &shared.settings.model;
+    let entry = |id: &str, parent: Option<&str>| {
+        json!({
+            "id": id,
             "object": "model",
             "created": unix_now_s(),
             "owned_by": "servebench",
-            "root": shared.settings.model,
+            "root": id,
+            "parent": parent,
             "max_model_len": shared.settings.max_model_len,
-        }]}),
-    )
+        })
+    };
+    let adapters = shared.adapters.iter().flat_map(|a| a.names());
+    let data: Vec<_> = std::iter::once(entry(base, None))
+        .chain(adapters.map(|name| entry(name, Some(base.as_str()))))
+        .collect();
+    json_response(StatusCode::OK, &json!({"object": "list", "data": data}))
 }
 
 async fn tokenize(shared: &Shared, request: Request<Incoming>) -> Response<SimBody> {

@@ -227,6 +227,7 @@ fn phase(spec: &PhaseSpec, index: usize, slow: f64) -> PhaseResult {
         saturation_stop: None,
         client_trust: None,
         sessions: None,
+        models: Vec::new(),
     }
 }
 

@@ -131,6 +131,12 @@ fn report_with_every_section() -> Report {
             ..TurnFigures::default()
         }],
     });
+    p.models = vec![servebench::metrics::ModelFigures {
+        model: "adapter-a".into(),
+        requests: 4,
+        share: 1.0,
+        ..Default::default()
+    }];
     p.server_metrics = Some(ServerMetrics {
         backends: ["a", "b"]
             .iter()

@@ -77,6 +77,7 @@ fn phase(
         saturation_stop: None,
         client_trust: None,
         sessions: None,
+        models: Vec::new(),
     }
 }
 

@@ -384,6 +384,16 @@ pub static COLUMNS: &[Column] = &[
             Ok(())
         },
     },
+    Column {
+        name: "model",
+        kind: Kind::Str,
+        optional: true,
+        get: |r| str_cell(r.record.model.as_deref()),
+        set: |r, c| {
+            r.record.model = c.opt_str()?;
+            Ok(())
+        },
+    },
 ];
 
 /// The Parquet schema of [`COLUMNS`].
