@@ -1,5 +1,6 @@
 //! Integration tests: one binary, one module per area.
 mod apis;
+mod cancel;
 mod client;
 mod common;
 mod connections;

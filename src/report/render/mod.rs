@@ -3,6 +3,7 @@
 //! markup. The markdown and HTML writers walk that list.
 
 pub(crate) mod backends;
+pub(crate) mod cancel_table;
 pub(crate) mod chart_sections;
 pub(crate) mod connections;
 pub(crate) mod facts;

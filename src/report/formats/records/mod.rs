@@ -106,6 +106,7 @@ mod tests {
             server_prompt_ms: Some(3.0),
             server_total_ms: Some(90.0),
             inputs: Some(4),
+            cancelled_ms: Some(99.5),
         }
     }
 
