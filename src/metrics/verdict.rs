@@ -48,6 +48,18 @@ impl Verdict {
     pub fn of(ok: bool) -> Verdict {
         if ok { Verdict::Pass } else { Verdict::Fail }
     }
+
+    /// `within` (effective) values met the limit, against the bound ranks `(l, u)` of the
+    /// share asked for: `Pass` at or above the upper rank, `Fail` below the lower one.
+    fn of_ranks(within: f64, (l, u): (Option<u64>, Option<u64>)) -> Verdict {
+        if u.is_some_and(|u| within >= u as f64) {
+            Verdict::Pass
+        } else if l.is_some_and(|l| within < l as f64) {
+            Verdict::Fail
+        } else {
+            Verdict::Indeterminate
+        }
+    }
 }
 
 /// Each side's tail at one of `looks` looks.
@@ -123,15 +135,8 @@ impl PercentileBounds {
         // A rank among the effective values stands for the same share of the whole sample.
         let at = |rank: f64| sorted[(rank as usize).clamp(1, n) - 1];
         let (k_limit, scale_limit) = effective(series, limit);
-        let (l_limit, u_limit) = bound_ranks(k_limit, q, tail);
         let within = series.iter().filter(|x| **x <= limit).count() as f64 / scale_limit;
-        let verdict = if u_limit.is_some_and(|u| within >= u as f64) {
-            Verdict::Pass
-        } else if l_limit.is_some_and(|l| within < l as f64) {
-            Verdict::Fail
-        } else {
-            Verdict::Indeterminate
-        };
+        let verdict = Verdict::of_ranks(within, bound_ranks(k_limit, q, tail));
         Some(PercentileBounds {
             lo: l.map(|l| at((l as f64 * scale).floor())),
             hi: u.map(|u| at((u as f64 * scale).ceil())),
@@ -174,14 +179,7 @@ impl ShareBounds {
         let k = (n as f64 / inflation).floor().max(1.0) as u64;
         let scale = n as f64 / k as f64;
         let within_effective = within / scale;
-        let (l, u) = bound_ranks(k, min, tail);
-        let verdict = if u.is_some_and(|u| within_effective >= u as f64) {
-            Verdict::Pass
-        } else if l.is_some_and(|l| within_effective < l as f64) {
-            Verdict::Fail
-        } else {
-            Verdict::Indeterminate
-        };
+        let verdict = Verdict::of_ranks(within_effective, bound_ranks(k, min, tail));
         let x = within_effective.round() as u64;
         Some(ShareBounds {
             share: within / n as f64,

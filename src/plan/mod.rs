@@ -5,7 +5,8 @@
 //! `rename` (old key names read as the new ones, with a warning, [`renamed`]) → `validate`
 //! (against the generated plan schema, template strings aside,
 //! [`schema`]) → `expand` (vars ← `--vars` ← `--set`, matrix, `{{ }}`, defaults, rechecks,
-//! [`expand`]) → `validate` again on the concrete document → typed [`Plan`] → `check`
+//! [`expand`]) → `validate` again on the concrete document, with each hook's one action
+//! ([`hooks`]) → typed [`Plan`] → `check`
 //! (references, order, ranges, [`check`]). Each pass collects all of its errors; a pass runs
 //! only when the ones before it succeeded, so no error is reported twice.
 
@@ -38,7 +39,9 @@ pub use diag::{Diagnostic, Location, PlanErrors, Warning, WarningKind};
 pub use duration::HumanDuration;
 pub use expand::DEFAULT_TEMPLATE_FUEL;
 pub use fraction::Fraction;
-pub use hooks::{Hook, HttpHook, MARK_FAULT_OFF, MARK_FAULT_ON, OnFailure, WaitHealthy};
+pub use hooks::{
+    Hook, HookAction, HookWhen, HttpHook, MARK_FAULT_OFF, MARK_FAULT_ON, OnFailure, WaitHealthy,
+};
 pub use metrics_interval::{DEFAULT_METRICS_INTERVAL, MetricsInterval};
 pub use model::*;
 pub use search::{GoodputObjective, Probe, Search, SearchLoad};
@@ -272,7 +275,11 @@ fn prepare_document(
     rename_expanded(&mut expanded, map, &mut warnings)?;
     apply_target_overrides(&mut expanded.doc, &options.target_overrides)?;
 
-    let issues = schema::validate(&expanded.doc, false);
+    let mut issues = schema::validate(&expanded.doc, false);
+    if issues.is_empty() {
+        // Before the typed read, where a hook holds exactly one action.
+        issues = hooks::action_issues(&expanded.doc);
+    }
     if !issues.is_empty() {
         return Err(expanded_diagnostics(&expanded, map, issues));
     }

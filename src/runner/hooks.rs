@@ -3,8 +3,8 @@
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use crate::plan::{Hook, OnFailure};
-use crate::report::HookOutcome;
+use crate::plan::{Hook, HookAction, HookWhen, OnFailure};
+use crate::report::{HookOutcome, HookStatus};
 use crate::sim::SimFault;
 
 use super::exec;
@@ -45,7 +45,7 @@ impl Ran {
 
 /// Run `hooks` in order; stops at the first failing `fail` action and returns its message.
 pub(super) async fn run_hooks(
-    when: &str,
+    when: HookWhen,
     hooks: &[Hook],
     ctx: &HookContext<'_>,
     outcomes: &mut Vec<HookOutcome>,
@@ -57,24 +57,24 @@ pub(super) async fn run_hooks(
         let detail = ran.result.unwrap_or_else(|e| e);
         let action = ran.action;
         let outcome = match (failed, hook.on_failure) {
-            (false, _) => "ok",
-            (true, OnFailure::Fail) => "failed",
-            (true, OnFailure::Warn) => "warned",
+            (false, _) => HookStatus::Ok,
+            (true, OnFailure::Fail) => HookStatus::Failed,
+            (true, OnFailure::Warn) => HookStatus::Warned,
         };
         if failed {
             eprintln!("warning: {when} hook `{action}` failed: {detail}");
         }
         outcomes.push(HookOutcome {
-            when: when.to_string(),
+            when,
             action: action.clone(),
-            outcome: outcome.to_string(),
+            outcome,
             duration_ms: started.elapsed().as_secs_f64() * 1e3,
             detail: detail.clone(),
             exit_status: ran.exit_status,
             output_tail: ran.output_tail,
             mark: hook.mark_name().map(str::to_string),
         });
-        if outcome == "failed" {
+        if outcome == HookStatus::Failed {
             return Some(format!("{when} hook `{action}` failed: {detail}"));
         }
     }
@@ -82,60 +82,49 @@ pub(super) async fn run_hooks(
 }
 
 /// Run one action.
-async fn run_one(when: &str, hook: &Hook, ctx: &HookContext<'_>) -> Ran {
+async fn run_one(when: HookWhen, hook: &Hook, ctx: &HookContext<'_>) -> Ran {
     let timeout = hook.timeout.map_or(DEFAULT_TIMEOUT, |t| t.0);
-    // `validate` refuses these; a report read back as a plan is checked the same way.
-    let set = hook.actions().len();
-    if set != 1 {
-        return Ran::new(
-            "invalid".into(),
-            Err(format!(
-                "a hook needs exactly one of {} ({set} given)",
-                crate::plan::hooks::HOOK_ACTIONS
-            )),
-        );
-    }
-    if hook.fault_on.is_some() || hook.fault_off {
-        return switch_faults(hook.fault_on.as_ref(), ctx, timeout).await;
-    }
-    if let Some(command) = &hook.exec {
-        return run_exec(when, command, ctx, timeout).await;
-    }
-    if let Some(sleep) = hook.sleep {
-        tokio::time::sleep(sleep.0).await;
-        return Ran::new(
-            format!("sleep {:.3}s", sleep.as_secs_f64()),
-            Ok("slept".into()),
-        );
-    }
     let http = &ctx.target.side;
-    if let Some(wait) = &hook.wait_healthy {
-        let limit = wait.timeout.map_or(timeout, |t| t.0);
-        let label = format!("wait_healthy {}", wait.url);
-        return Ran::new(label, wait_healthy(http, &wait.url, limit).await);
-    }
-    if let Some(spec) = &hook.http {
-        let method = spec.method.as_deref().unwrap_or("POST").to_uppercase();
-        let label = format!("http {method} {}", spec.url);
-        let Ok(parsed) = reqwest::Method::from_bytes(method.as_bytes()) else {
-            return Ran::new(label, Err(format!("`{method}` is not an HTTP method")));
-        };
-        let mut request = http.request(parsed, &spec.url).timeout(timeout);
-        for (k, v) in &spec.headers {
-            request = request.header(k, v);
+    match &hook.action {
+        HookAction::FaultOn(rule) => switch_faults(Some(rule), ctx, timeout).await,
+        HookAction::FaultOff => switch_faults(None, ctx, timeout).await,
+        HookAction::Exec(command) => run_exec(when, command, ctx, timeout).await,
+        HookAction::Sleep(sleep) => {
+            tokio::time::sleep(sleep.0).await;
+            Ran::new(
+                format!("sleep {:.3}s", sleep.as_secs_f64()),
+                Ok("slept".into()),
+            )
         }
-        if let Some(body) = &spec.body {
-            request = request.body(body.clone());
+        HookAction::WaitHealthy(wait) => {
+            let limit = wait.timeout.map_or(timeout, |t| t.0);
+            let label = format!("wait_healthy {}", wait.url);
+            Ran::new(label, wait_healthy(http, &wait.url, limit).await)
         }
-        let result = check_status(request.send().await, &spec.url, spec.expect_status);
-        return Ran::new(label, result);
+        HookAction::Http(spec) => {
+            let method = spec.method.as_deref().unwrap_or("POST").to_uppercase();
+            let label = format!("http {method} {}", spec.url);
+            let Ok(parsed) = reqwest::Method::from_bytes(method.as_bytes()) else {
+                return Ran::new(label, Err(format!("`{method}` is not an HTTP method")));
+            };
+            let mut request = http.request(parsed, &spec.url).timeout(timeout);
+            for (k, v) in &spec.headers {
+                request = request.header(k, v);
+            }
+            if let Some(body) = &spec.body {
+                request = request.body(body.clone());
+            }
+            let result = check_status(request.send().await, &spec.url, spec.expect_status);
+            Ran::new(label, result)
+        }
+        // vLLM's path, which the simulator serves as well.
+        HookAction::ResetPrefixCache => {
+            let url = format!("{}/reset_prefix_cache", server_root(ctx));
+            let label = format!("reset_prefix_cache POST {url}");
+            let result = check_status(http.post(&url).timeout(timeout).send().await, &url, None);
+            Ran::new(label, result)
+        }
     }
-    // reset_prefix_cache: vLLM's path, which the simulator serves as well.
-    let root = server_root(ctx);
-    let url = format!("{root}/reset_prefix_cache");
-    let label = format!("reset_prefix_cache POST {url}");
-    let result = check_status(http.post(&url).timeout(timeout).send().await, &url, None);
-    Ran::new(label, result)
 }
 
 /// The target's base URL without its `/v1`: where the server's own endpoints live.
@@ -144,7 +133,12 @@ pub(super) fn server_root(ctx: &HookContext<'_>) -> String {
 }
 
 /// An `exec` action; refused (never run) unless the run allows programs.
-async fn run_exec(when: &str, command: &[String], ctx: &HookContext<'_>, timeout: Duration) -> Ran {
+async fn run_exec(
+    when: HookWhen,
+    command: &[String],
+    ctx: &HookContext<'_>,
+    timeout: Duration,
+) -> Ran {
     let label = format!("exec {}", command.join(" "));
     if !ctx.allow_exec {
         return Ran::new(
@@ -156,7 +150,7 @@ async fn run_exec(when: &str, command: &[String], ctx: &HookContext<'_>, timeout
         dir: ctx.plan_dir,
         vars: vec![
             ("SERVEBENCH_PHASE", ctx.phase.to_string()),
-            ("SERVEBENCH_HOOK", when.to_string()),
+            ("SERVEBENCH_HOOK", when.as_str().to_string()),
             ("SERVEBENCH_BASE_URL", ctx.target.endpoint.base_url.clone()),
         ],
     };

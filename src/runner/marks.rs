@@ -5,8 +5,8 @@ use std::time::{Duration, Instant};
 
 use tokio_util::sync::CancellationToken;
 
-use crate::plan::Hook;
-use crate::report::{HookOutcome, PhaseMark};
+use crate::plan::{Hook, HookWhen};
+use crate::report::{HookOutcome, HookStatus, PhaseMark};
 
 use super::hooks::{HookContext, run_hooks};
 
@@ -41,7 +41,8 @@ pub(super) async fn run_during(
             run.outcomes.push(skipped(hook, ended));
             continue;
         }
-        let failure = run_hooks("during", std::slice::from_ref(hook), ctx, &mut run.outcomes).await;
+        let one = std::slice::from_ref(hook);
+        let failure = run_hooks(HookWhen::During, one, ctx, &mut run.outcomes).await;
         if let Some(name) = hook.mark_name() {
             run.marks.push((name.to_string(), Instant::now()));
         }
@@ -53,16 +54,18 @@ pub(super) async fn run_during(
 fn skipped(hook: &Hook, window_ended: bool) -> HookOutcome {
     let at = hook.at.map_or(0.0, |at| at.as_secs_f64());
     HookOutcome {
-        when: "during".into(),
+        when: HookWhen::During,
         action: format!("at {at:.3}s"),
-        outcome: "skipped".into(),
+        outcome: HookStatus::Skipped,
+        duration_ms: 0.0,
         detail: if window_ended {
             "the measured window ended first".into()
         } else {
             "an earlier action failed".into()
         },
+        exit_status: None,
+        output_tail: Vec::new(),
         mark: hook.mark_name().map(str::to_string),
-        ..HookOutcome::default()
     }
 }
 
@@ -73,7 +76,7 @@ pub(super) fn during_marks(run: &DuringRun, origin: Instant) -> Vec<PhaseMark> {
         .map(|(name, at)| PhaseMark {
             name: name.clone(),
             offset_s: offset_s(*at, origin),
-            when: "during".into(),
+            when: HookWhen::During,
         })
         .collect()
 }
@@ -82,7 +85,7 @@ pub(super) fn during_marks(run: &DuringRun, origin: Instant) -> Vec<PhaseMark> {
 pub(super) fn during_failure(hooks: &[HookOutcome]) -> Option<String> {
     hooks
         .iter()
-        .find(|h| h.when == "during" && h.outcome == "failed")
+        .find(|h| h.when == HookWhen::During && h.outcome == HookStatus::Failed)
         .map(|h| format!("during hook `{}` failed: {}", h.action, h.detail))
 }
 

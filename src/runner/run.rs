@@ -3,7 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::plan::{self, ExpandOptions, LoadedPlan};
+use crate::plan::{self, ExpandOptions, HookWhen, LoadedPlan};
 use crate::report::{
     ClientCalibration, Figures, PhaseResult, PlannedStart, Report, ShardInfo, phase_result,
     relate_phases,
@@ -322,7 +322,8 @@ impl Phases<'_> {
                 ..self.phase_run(phase, &target, calibration.as_ref())
             };
             let mut hooks = Vec::new();
-            let hook_error = hooks::run_hooks("before", phase.before, &hook_ctx, &mut hooks).await;
+            let hook_error =
+                hooks::run_hooks(HookWhen::Before, phase.before, &hook_ctx, &mut hooks).await;
             if let Some(message) = hook_error {
                 // The phase never started: record it, with its actions, as an empty partial one.
                 let mut ran = run.empty(hooks);
@@ -333,9 +334,13 @@ impl Phases<'_> {
             match run.execute(&mut run_origin, hooks).await {
                 Ok(mut ran) => {
                     let during_error = marks::during_failure(&ran.facts.hooks);
-                    let hook_error =
-                        hooks::run_hooks("after", phase.after, &hook_ctx, &mut ran.facts.hooks)
-                            .await;
+                    let hook_error = hooks::run_hooks(
+                        HookWhen::After,
+                        phase.after,
+                        &hook_ctx,
+                        &mut ran.facts.hooks,
+                    )
+                    .await;
                     self.add_phase(report, ran)?;
                     if let Some(message) = during_error.or(hook_error) {
                         return Ok(Some(RunError::Failed(message)));

@@ -131,15 +131,14 @@ mod tests {
 
     use super::*;
     use crate::client::RequestRecord;
-    use crate::plan::{Fraction, HumanDuration, Until};
+    use crate::plan::{Fraction, HookAction, HumanDuration, Until};
     use crate::scheduler::Load;
 
     fn hook(at_ms: u64, mark: &str) -> Hook {
         Hook {
-            sleep: Some(HumanDuration(Duration::from_millis(1))),
             mark: Some(mark.to_string()),
             at: Some(HumanDuration(Duration::from_millis(at_ms))),
-            ..Hook::default()
+            ..Hook::new(HookAction::Sleep(HumanDuration(Duration::from_millis(1))))
         }
     }
 

@@ -4,6 +4,7 @@
 use std::collections::BTreeMap;
 
 use super::model::{Retention, RunFilter, RunSummary, Store, StoredRun, Table};
+use super::read::flatten;
 use crate::history::HistoryError;
 use crate::history::record::RunRows;
 use crate::history::series::{Alert, Point, RunId, SeriesKey};
@@ -56,28 +57,6 @@ fn summary(id: &str, rows: &RunRows) -> RunSummary {
         recorded_at: run.started_at.clone(),
         tags: Vec::new(),
         provenance,
-    }
-}
-
-fn flatten(prefix: &str, value: &serde_json::Value, out: &mut BTreeMap<String, String>) {
-    match value {
-        serde_json::Value::Object(map) => {
-            for (k, v) in map {
-                let key = if prefix.is_empty() {
-                    k.clone()
-                } else {
-                    format!("{prefix}.{k}")
-                };
-                flatten(&key, v, out);
-            }
-        }
-        serde_json::Value::Null => {}
-        serde_json::Value::String(s) => {
-            out.insert(prefix.to_string(), s.clone());
-        }
-        other => {
-            out.insert(prefix.to_string(), other.to_string());
-        }
     }
 }
 

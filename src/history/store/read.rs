@@ -58,6 +58,29 @@ fn summary(driver: &dyn Driver, row: &[Cell]) -> Result<RunSummary, HistoryError
     })
 }
 
+/// `value`'s leaves as labels under `prefix`, by their key paths (`host.os`); nulls left out.
+pub(super) fn flatten(prefix: &str, value: &Value, out: &mut BTreeMap<String, String>) {
+    match value {
+        Value::Object(map) => {
+            for (k, v) in map {
+                let key = if prefix.is_empty() {
+                    k.clone()
+                } else {
+                    format!("{prefix}.{k}")
+                };
+                flatten(&key, v, out);
+            }
+        }
+        Value::Null => {}
+        Value::String(s) => {
+            out.insert(prefix.to_string(), s.clone());
+        }
+        other => {
+            out.insert(prefix.to_string(), other.to_string());
+        }
+    }
+}
+
 /// A run's provenance as flat labels: the plan's labels under `labels.`, the stored
 /// provenance by its key paths, the host and the tool.
 fn labels(
@@ -66,27 +89,6 @@ fn labels(
     hostname: Option<&str>,
     tool: &str,
 ) -> BTreeMap<String, String> {
-    fn flatten(prefix: &str, value: &Value, out: &mut BTreeMap<String, String>) {
-        match value {
-            Value::Object(map) => {
-                for (k, v) in map {
-                    let key = if prefix.is_empty() {
-                        k.clone()
-                    } else {
-                        format!("{prefix}.{k}")
-                    };
-                    flatten(&key, v, out);
-                }
-            }
-            Value::Null => {}
-            Value::String(s) => {
-                out.insert(prefix.to_string(), s.clone());
-            }
-            other => {
-                out.insert(prefix.to_string(), other.to_string());
-            }
-        }
-    }
     let mut out = BTreeMap::new();
     flatten("labels", &json(metadata), &mut out);
     if let Some(p) = provenance {

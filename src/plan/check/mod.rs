@@ -51,7 +51,6 @@ pub fn check(plan: &Plan) -> Vec<Issue> {
     }
     check_phases(plan, &mut issues);
     api::check_apis(plan, &mut issues);
-    issues.extend(super::hooks::action_issues(plan));
     issues.extend(super::hooks::timing_issues(plan));
     for (p, phase) in plan.phases.iter().enumerate() {
         if let Some(until) = &phase.until {

@@ -11,7 +11,7 @@ use crate::metrics::recovery::{self, Recovery, RecoverySample, RecoverySettings}
 use crate::metrics::stability::UntilOutcome;
 use crate::metrics::trust::{self, ClientLoad};
 use crate::metrics::{self, TallyFigures};
-use crate::plan::{MARK_FAULT_OFF, MARK_FAULT_ON, PercentileMethod, Slo};
+use crate::plan::{HookWhen, MARK_FAULT_OFF, MARK_FAULT_ON, PercentileMethod, Slo};
 
 use super::probe::{self, ProbeSpec};
 use crate::report::model::{
@@ -244,16 +244,17 @@ pub fn phase_result(facts: PhaseFacts, measured: Measured, figures: Figures<'_>)
 fn marks(facts: &PhaseFacts, length_s: f64) -> Vec<PhaseMark> {
     let mut marks = facts.during_marks.clone();
     for hook in &facts.hooks {
-        let offset_s = match hook.when.as_str() {
-            "before" => 0.0,
-            "after" => length_s.max(0.0),
-            _ => continue,
+        // `during` marks are in `during_marks`, where their actions finished.
+        let offset_s = match hook.when {
+            HookWhen::Before => 0.0,
+            HookWhen::After => length_s.max(0.0),
+            HookWhen::During => continue,
         };
         if let Some(name) = &hook.mark {
             marks.push(PhaseMark {
                 name: name.clone(),
                 offset_s,
-                when: hook.when.clone(),
+                when: hook.when,
             });
         }
     }

@@ -108,6 +108,9 @@ fn phase(p: &PhaseResult, method: PercentileMethod) -> MultiPhaseEntry<GatewayDi
     let relinear = (method != PercentileMethod::Linear && !p.request_timings.is_empty())
         .then(|| crate::metrics::summarize(&p.request_timings, PercentileMethod::Linear, None));
     let s = relinear.as_ref().unwrap_or(&p.summary);
+    let stats = |figure: Figure, unit: fn(&Distribution) -> GatewayDistribution| {
+        s.distribution(figure).map(unit)
+    };
     MultiPhaseEntry {
         phase: p.phase.clone(),
         route: Some(p.route.clone()),
@@ -119,21 +122,11 @@ fn phase(p: &PhaseResult, method: PercentileMethod) -> MultiPhaseEntry<GatewayDi
         elapsed: p.summary.elapsed,
         output_tokens_per_second: p.summary.output_tokens_per_second,
         request_rate: p.summary.request_rate,
-        ttft: s
-            .distribution(Figure::Ttft)
-            .map(GatewayDistribution::seconds),
-        tpot: s
-            .distribution(Figure::Tpot)
-            .map(GatewayDistribution::seconds),
-        e2e: s
-            .distribution(Figure::E2e)
-            .map(GatewayDistribution::seconds),
-        input_tokens: s
-            .distribution(Figure::InputTokens)
-            .map(GatewayDistribution::tokens),
-        output_tokens: s
-            .distribution(Figure::OutputTokens)
-            .map(GatewayDistribution::tokens),
+        ttft: stats(Figure::Ttft, GatewayDistribution::seconds),
+        tpot: stats(Figure::Tpot, GatewayDistribution::seconds),
+        e2e: stats(Figure::E2e, GatewayDistribution::seconds),
+        input_tokens: stats(Figure::InputTokens, GatewayDistribution::tokens),
+        output_tokens: stats(Figure::OutputTokens, GatewayDistribution::tokens),
         start_offset_seconds: p.start_offset_seconds,
         end_offset_seconds: p.end_offset_seconds,
     }

@@ -3,6 +3,7 @@
 
 pub mod endpoints;
 pub mod figure_path;
+mod hooks;
 pub mod provenance;
 mod report;
 pub mod schema;
@@ -10,6 +11,7 @@ pub mod search;
 mod server_window;
 
 pub use endpoints::EndpointFacts;
+pub use hooks::{HookOutcome, HookStatus, HookWhen};
 pub use provenance::{Provenance, RepositoryState, SaltUsed, ServerIdentity};
 pub use report::*;
 pub use search::*;

@@ -11,8 +11,10 @@ use crate::client::RequestRecord;
 use crate::metrics::{Distribution, PhaseSummary};
 // Report types computed by earlier stages, re-exported where the report gathers them.
 pub use crate::metrics::{Drift, DriftVerdict, RecheckPair};
-use crate::plan::{PercentileMethod, Plan};
+use crate::plan::{HookWhen, PercentileMethod, Plan};
 pub use crate::workload::PromptTokenCheck;
+
+use super::hooks::HookOutcome;
 
 /// Identifies this report format.
 pub const REPORT_SCHEMA: &str = "servebench.report/v1";
@@ -256,14 +258,14 @@ pub struct SaturationStop {
 }
 
 /// A named instant of a phase, marked by one of its actions.
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct PhaseMark {
     pub name: String,
     /// Seconds from the measured start: when a `during` action finished; 0 for a `before`
     /// action and the measured window's length for an `after` one.
     pub offset_s: f64,
-    /// `before`, `during` or `after`.
-    pub when: String,
+    /// The list of the action that marked it.
+    pub when: HookWhen,
 }
 
 /// How many of a phase's records the report holds.
@@ -440,29 +442,6 @@ mod tests {
     }
 }
 
-/// What one `before`/`after` action of a phase did.
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
-pub struct HookOutcome {
-    /// `before`, `during` or `after`.
-    pub when: String,
-    /// The action, e.g. `reset_prefix_cache POST http://…/reset_prefix_cache`.
-    pub action: String,
-    /// `ok`, `failed` (ended the run) or `warned` (failed, `on_failure: warn`).
-    pub outcome: String,
-    pub duration_ms: f64,
-    /// Status, or the error.
-    pub detail: String,
-    /// An `exec` action's exit code (128 + the signal when a signal ended it).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub exit_status: Option<i32>,
-    /// An `exec` action's last lines of stdout and stderr, interleaved as written.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub output_tail: Vec<String>,
-    /// The instant the action marked, if it marked one.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub mark: Option<String>,
-}
-
 // Repeat groups: each arm's rounds pooled, and whether two arms differ by more than their
 // rounds vary (computed in `repeats.rs`).
 
@@ -576,6 +555,10 @@ pub struct MergedShard {
     pub stop_reason: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub start_at: Option<String>,
+    /// The salt this shard's prompts carried (its report's `provenance.salt`). Shards share
+    /// one when run with one `--salt` or `--start-at`; otherwise each drew its own.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub salt: Option<String>,
     pub phases: Vec<ShardPhaseFacts>,
 }
 

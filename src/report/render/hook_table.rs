@@ -2,9 +2,9 @@
 //! for phases that had any.
 
 use super::table::{Align, Cell, Mark, Table};
-use crate::report::model::{HookOutcome, Report};
+use crate::report::model::{HookOutcome, HookStatus, Report};
 
-/// Every phase's `before`/`after` actions in the order they ran; empty when no phase had any.
+/// Every phase's `before`/`during`/`after` actions in the order they ran; empty when no phase had any.
 pub fn table(report: &Report) -> Table {
     let mut t = Table::new(&[
         ("Phase", Align::Left),
@@ -20,17 +20,17 @@ pub fn table(report: &Report) -> Table {
     for phase in &report.phases {
         for hook in &phase.hooks {
             let (kind, target) = split_action(hook);
-            let mark = match hook.outcome.as_str() {
-                "failed" => Mark::Bad,
-                "warned" => Mark::Warn,
-                _ => Mark::Plain,
+            let mark = match hook.outcome {
+                HookStatus::Failed => Mark::Bad,
+                HookStatus::Warned => Mark::Warn,
+                HookStatus::Ok | HookStatus::Skipped => Mark::Plain,
             };
             t.rows.push(vec![
                 Cell::plain(phase.phase.clone()),
-                Cell::plain(hook.when.clone()),
+                Cell::plain(hook.when.as_str()),
                 Cell::plain(kind),
                 Cell::plain(target),
-                Cell::marked(hook.outcome.clone(), mark),
+                Cell::marked(hook.outcome.as_str(), mark),
                 Cell::plain(format!("{:.0}", hook.duration_ms)),
                 Cell::plain(hook.exit_status.map(|s| s.to_string()).unwrap_or_default()),
                 Cell::marked(hook.detail.clone(), mark),
@@ -52,12 +52,19 @@ fn split_action(hook: &HookOutcome) -> (String, String) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::report::model::HookWhen;
 
     #[test]
     fn the_action_label_splits_into_kind_and_target() {
         let hook = |action: &str| HookOutcome {
+            when: HookWhen::Before,
             action: action.into(),
-            ..HookOutcome::default()
+            outcome: HookStatus::Ok,
+            duration_ms: 0.0,
+            detail: String::new(),
+            exit_status: None,
+            output_tail: Vec::new(),
+            mark: None,
         };
         assert_eq!(
             split_action(&hook("exec ./reset.sh --all")),

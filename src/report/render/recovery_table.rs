@@ -63,7 +63,7 @@ pub fn marks(report: &Report) -> Table {
             t.rows.push(vec![
                 Cell::plain(phase.phase.clone()),
                 Cell::plain(mark.name.clone()),
-                Cell::plain(mark.when.clone()),
+                Cell::plain(mark.when.as_str()),
                 Cell::plain(format!("{:.3}", mark.offset_s)),
             ]);
         }

@@ -206,14 +206,7 @@ fn sum_backends(combined: &mut ServerMetrics, backends: &[&ServerMetrics]) {
 mod tests {
     use super::*;
     use crate::runner::scrape::parse_prometheus;
-
-    fn endpoint(url: &str, role: MetricsRole) -> MetricsEndpoint {
-        MetricsEndpoint {
-            url: url.into(),
-            role,
-            name: None,
-        }
-    }
+    use crate::runner::scrape::tests::endpoint;
 
     fn sample(text: &str) -> Result<Sample, String> {
         Ok(parse_prometheus(text))

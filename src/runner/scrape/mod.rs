@@ -224,6 +224,16 @@ fn edge_ranges(before: &Sample, after: &Sample) -> BTreeMap<String, GaugeRange> 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::plan::{MetricsEndpoint, MetricsRole};
+
+    /// An endpoint with no name of its own, for the tests of this folder.
+    pub(super) fn endpoint(url: &str, role: MetricsRole) -> MetricsEndpoint {
+        MetricsEndpoint {
+            url: url.into(),
+            role,
+            name: None,
+        }
+    }
 
     const BEFORE: &str = "# HELP vllm:prefix_cache_queries_total Prefix cache queries.\n\
         # TYPE vllm:prefix_cache_queries_total counter\n\

@@ -108,14 +108,7 @@ async fn sample(http: &reqwest::Client, urls: Arc<[String]>) -> Vec<Result<Readi
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn endpoint(url: &str, role: MetricsRole) -> MetricsEndpoint {
-        MetricsEndpoint {
-            url: url.into(),
-            role,
-            name: None,
-        }
-    }
+    use crate::runner::scrape::tests::endpoint;
 
     #[test]
     fn the_backends_make_up_the_server_else_every_endpoint() {

@@ -11,8 +11,9 @@ use servebench::metrics::{SessionSummary, TurnFigures};
 use servebench::plan::SearchLoad;
 use servebench::report::render::sections::{Markup, SECTIONS, SectionId, shown_sections};
 use servebench::report::{
-    ArmPair, ArmResult, BackendShare, GaugeRange, GaugesFrom, HookOutcome, MetricsPoint,
-    PairFigure, PhaseMark, RepeatResult, RoundSpread, SearchResult, ServerMetrics, WindowSampling,
+    ArmPair, ArmResult, BackendShare, GaugeRange, GaugesFrom, HookOutcome, HookStatus, HookWhen,
+    MetricsPoint, PairFigure, PhaseMark, RepeatResult, RoundSpread, SearchResult, ServerMetrics,
+    WindowSampling,
 };
 
 /// The sample report with something for every section to show.
@@ -23,12 +24,12 @@ fn report_with_every_section() -> Report {
         PhaseMark {
             name: "fault-on".into(),
             offset_s: 1.0,
-            when: "during".into(),
+            when: HookWhen::During,
         },
         PhaseMark {
             name: "fault-off".into(),
             offset_s: 2.0,
-            when: "during".into(),
+            when: HookWhen::During,
         },
     ];
     let bin = |start_s: f64, errors: u64| RecoveryBin {
@@ -111,11 +112,14 @@ fn report_with_every_section() -> Report {
         }),
     });
     p.hooks = vec![HookOutcome {
-        when: "before".into(),
+        when: HookWhen::Before,
         action: "exec ./reset.sh".into(),
-        outcome: "ok".into(),
+        outcome: HookStatus::Ok,
+        duration_ms: 0.0,
+        detail: String::new(),
+        exit_status: None,
         output_tail: vec!["reset".into()],
-        ..HookOutcome::default()
+        mark: None,
     }];
     p.sessions = Some(SessionSummary {
         sessions: 4,
