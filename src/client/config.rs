@@ -59,6 +59,8 @@ pub struct ClientConfig {
     pub trace_context: super::trace_context::TraceContextMode,
     /// Chat: the tools every request offers, and how the model may choose among them.
     pub tools: Option<ToolSettings>,
+    /// The requests the client drops mid-stream on purpose, and when.
+    pub cancel: Option<super::cancel::CancelSettings>,
 }
 
 /// The `tools` a chat request offers and its `tool_choice`.
@@ -144,6 +146,7 @@ impl fmt::Debug for ClientConfig {
             .field("max_connections", &self.max_connections)
             .field("connection", &self.connection)
             .field("tools", &self.tools.as_ref().map(|t| t.definitions.len()))
+            .field("cancel", &self.cancel)
             .finish()
     }
 }

@@ -10,6 +10,7 @@ use hyper::body::Incoming;
 use hyper::header::{self, HeaderMap, HeaderName, HeaderValue};
 use hyper::{Method, Request, Response, Uri};
 
+use super::cancel::{CancelPoint, time_due};
 use super::config::{Api, ClientConfig, Redactor};
 use super::failure::{Deadlines, Failure, Waited, Which, ms_since, signed_ms};
 use super::pool::{Lease, Origin, Pool, ServerKeepAlive};
@@ -381,6 +382,14 @@ impl Client {
         };
         let mut used = ConnectionUse::default();
         let start = Instant::now();
+        let cancel_point = self
+            .config
+            .cancel
+            .and_then(|c| c.point_for(request_index, start, origin));
+        if let Some(CancelPoint::Deltas(n)) = cancel_point {
+            state.cancel_after_deltas = Some(n);
+        }
+        let mut cancelled_in_time = false;
         let header = extras.header.as_ref();
         let outcome = {
             // Pinned in place: `select!` would move the whole exchange into its own state.
@@ -395,8 +404,14 @@ impl Client {
                 biased;
                 outcome = exchange => outcome,
                 () = cancel => Err(Failure::new(ErrorKind::Cancelled, "cancelled while in flight")),
+                // The exchange is dropped with its connection: the server sees the disconnect.
+                () = time_due(cancel_point, start) => {
+                    cancelled_in_time = true;
+                    Ok(ms_since(start, Instant::now()))
+                }
             }
         };
+        let cancelled = cancelled_in_time || state.cancelled;
         let mut record = RequestRecord {
             request_index,
             sent_request_id: sent_id.filter(|sent| *sent != request_id),
@@ -424,6 +439,10 @@ impl Client {
             ..RequestRecord::default()
         };
         match outcome {
+            Ok(end_ms) if cancelled => {
+                record.e2e_ms = end_ms;
+                record.cancelled_ms = Some(end_ms);
+            }
             Ok(end_ms) => record.e2e_ms = end_ms,
             Err(failure) => {
                 record.e2e_ms = ms_since(start, Instant::now());

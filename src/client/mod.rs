@@ -9,8 +9,9 @@
 //! Files: `endpoint.rs` (a target's resolved connection settings and its side traffic), `config.rs` (settings, secrets), `pool.rs` (connections), `socket.rs` (TCP, Unix, TLS), `request.rs` (headers and
 //! body), `tls.rs` (roots, client certificates, certificate errors), `exchange.rs` (one request and its stream), `failure.rs` (deadlines and error kinds), `stream.rs`/`scan.rs`/
 //! `sse.rs` (parsing), `error_body.rs` (an error body's code and type), `record.rs` (what a
-//! request produced).
+//! request produced), `cancel.rs` (the requests dropped on purpose).
 
+mod cancel;
 mod config;
 mod endpoint;
 pub mod error_body;
@@ -33,6 +34,7 @@ mod tls;
 mod trace_context;
 pub mod url_secrets;
 
+pub use cancel::{CancelPoint, CancelSettings};
 pub use config::{
     Api, ClientConfig, ConnectionSettings, DEFAULT_CONNECTION_IDLE_TIMEOUT, HttpVersion, REDACTED,
     ResolvedTimeouts, Sampling, ToolSettings, is_secret_header, merge_body,

@@ -64,6 +64,11 @@ pub struct RequestRecord {
     /// `None` when the request succeeded.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<RequestError>,
+    /// Request start → the moment the client dropped the stream on purpose (the workload's
+    /// `cancel`); absent when the request ran to its end or failed. A cancelled request is
+    /// neither a success nor an error: `output_tokens` holds what came before the cancel.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cancelled_ms: Option<f64>,
     /// 1 when a reused connection failed before any response byte and the request was sent
     /// again on a new one (its latency includes the lost attempt).
     #[serde(default, skip_serializing_if = "is_zero")]
@@ -154,8 +159,14 @@ impl RequestRecord {
         value.filter(|v| v.is_finite())
     }
 
+    /// Ran to its end without an error (neither failed nor cancelled).
     pub fn is_ok(&self) -> bool {
-        self.error.is_none()
+        self.error.is_none() && self.cancelled_ms.is_none()
+    }
+
+    /// Dropped by the client on purpose (the workload's `cancel`).
+    pub fn is_cancelled(&self) -> bool {
+        self.cancelled_ms.is_some()
     }
 
     /// The id the server saw in the request-id header (unless the header was off).

@@ -76,6 +76,10 @@ pub struct StreamState {
     pub format: StreamFormat,
     /// What this stream's chunks repeat, so most are answered without a scan.
     pub chunk_memo: scan::StreamMemo,
+    /// A planned cancellation: drop the stream once this many output deltas came.
+    pub cancel_after_deltas: Option<u64>,
+    /// The client dropped the stream on purpose (a planned cancellation).
+    pub cancelled: bool,
 }
 
 /// Which events a stream carries.

@@ -3,6 +3,7 @@
 mod anvil;
 mod bootstrap;
 mod buffering;
+pub mod cancellation;
 mod causes;
 pub mod conditions;
 mod distributions;

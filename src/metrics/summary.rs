@@ -36,6 +36,10 @@ pub struct PhaseSummary {
     pub requests: u64,
     pub success: u64,
     pub errors: u64,
+    /// Requests the client dropped on purpose (the workload's `cancel`): neither successes
+    /// nor errors, and in no figure that needs a whole response.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub cancelled: u64,
     /// Seconds from the first measured request's start to the last one's end.
     pub elapsed: f64,
     /// `Σ output_tokens / elapsed` over successful requests.
@@ -77,6 +81,10 @@ pub struct PhaseSummary {
     /// for an empty phase and in reports written before it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub in_flight: Option<super::InFlight>,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 impl PhaseSummary {

@@ -116,6 +116,10 @@ impl PhaseTally {
             *s.errors_by_kind.entry(err.kind).or_insert(0) += 1;
         }
         self.causes.add(r);
+        if r.is_cancelled() {
+            s.cancelled += 1;
+            return;
+        }
         if !r.is_ok() {
             s.errors += 1;
             return;

@@ -10,6 +10,7 @@
 //! (references, order, ranges, [`check`]). Each pass collects all of its errors; a pass runs
 //! only when the ones before it succeeded, so no error is reported twice.
 
+pub mod cancel;
 pub mod check;
 pub mod diag;
 pub mod expand;
@@ -34,6 +35,7 @@ pub mod untrusted;
 // Durations are shared with the simulator's settings, which plans embed.
 pub use crate::duration;
 
+pub use cancel::{Cancel, CancelAfter};
 pub use diag::{Diagnostic, Location, PlanErrors, Warning, WarningKind};
 pub use duration::HumanDuration;
 pub use expand::DEFAULT_TEMPLATE_FUEL;

@@ -83,7 +83,7 @@ impl PhaseCollector {
     }
 
     pub fn add(&mut self, record: RequestRecord) -> io::Result<()> {
-        self.errors += u64::from(!record.is_ok());
+        self.errors += u64::from(record.error.is_some());
         match self.sampled.as_deref_mut() {
             Some(s) => {
                 let seen = s.tally.requests();

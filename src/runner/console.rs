@@ -24,8 +24,13 @@ pub(super) fn phase_line(result: &PhaseResult) -> String {
             ms(s.distribution(Figure::E2e), |d| d.p99),
         );
     }
+    let cancelled = if s.cancelled > 0 {
+        format!(", {} cancelled", s.cancelled)
+    } else {
+        String::new()
+    };
     format!(
-        "{}: {} requests, {} errors, {:.1} output tok/s, {:.2} req/s, TTFT p50 {} ms p99 {} ms, TPOT p50 {} ms",
+        "{}: {} requests, {} errors{cancelled}, {:.1} output tok/s, {:.2} req/s, TTFT p50 {} ms p99 {} ms, TPOT p50 {} ms",
         result.phase,
         s.requests,
         s.errors,

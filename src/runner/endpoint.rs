@@ -117,7 +117,21 @@ pub fn request_config(
             plan::TraceContext::Off => TraceContextMode::Off,
         },
         tools: workload.tools.as_ref().map(tool_settings),
+        cancel: workload
+            .cancel
+            .as_ref()
+            .map(|c| cancel_settings(c, workload.seed.unwrap_or(0))),
     })
+}
+
+/// A workload's cancellations as the client takes them.
+pub fn cancel_settings(cancel: &plan::Cancel, seed: u64) -> client::CancelSettings {
+    let point = match cancel.after {
+        plan::CancelAfter::Tokens(n) => client::CancelPoint::Deltas(u64::from(n)),
+        plan::CancelAfter::Time(time) => client::CancelPoint::Time(time.0),
+    };
+    let from = cancel.from.map(|d| d.0).unwrap_or_default();
+    client::CancelSettings::new(cancel.fraction.0, point, from, seed)
 }
 
 /// [`request_config`] for `target` resolved against the working directory, at `base_url`:

@@ -275,7 +275,7 @@ fn add_record(
             .map_err(|e| format!("phase `{}`: cannot collect its records: {e}", phase.name))?,
         Window::Warmup => {
             phase.warmup.requests += 1;
-            phase.warmup.errors += u64::from(!record.is_ok());
+            phase.warmup.errors += u64::from(record.error.is_some());
         }
     }
     Ok(())

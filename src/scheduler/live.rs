@@ -90,13 +90,15 @@ impl LiveTally {
     /// Count one finished request, which reached the collector at `now`.
     pub fn record(&mut self, record: &RequestRecord, now: Instant) {
         let ok = record.is_ok();
+        // A planned cancellation is neither an error nor a success.
+        let failed = record.error.is_some();
         self.requests += 1;
         self.interval.requests += 1;
         if self.recent_failed.len() == RECENT && self.recent_failed.pop_front() == Some(true) {
             self.recent_failures -= 1;
         }
-        self.recent_failed.push_back(!ok);
-        self.recent_failures += usize::from(!ok);
+        self.recent_failed.push_back(failed);
+        self.recent_failures += usize::from(failed);
         if ok {
             self.output_tokens += record.output_tokens.unwrap_or(0);
             self.input_tokens += record.prompt_tokens.unwrap_or(0);
@@ -106,7 +108,7 @@ impl LiveTally {
             {
                 self.interval.ttft_ms.push(ttft);
             }
-        } else {
+        } else if failed {
             self.errors += 1;
             self.interval.errors += 1;
         }

@@ -68,6 +68,11 @@ pub struct SimConfig {
     /// calls; `none` never does.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tool_call_fraction: Option<f64>,
+    /// A server bug on demand: the first this many requests aborted by their client (a
+    /// disconnect mid-stream) keep their slots for good, so capacity falls (default 0: freed
+    /// at once, as vLLM does). At most `max_running - 1`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub leak_aborted_slots: Option<u32>,
     /// Keep per-request send timestamps for [`SimHandle::timestamps`] (default false).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub record_timestamps: Option<bool>,

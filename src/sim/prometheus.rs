@@ -73,6 +73,8 @@ pub(crate) struct Counters {
     pub finished_stop: AtomicU64,
     pub finished_length: AtomicU64,
     pub finished_abort: AtomicU64,
+    /// Slots aborted requests kept (`leak_aborted_slots`).
+    pub leaked_slots: AtomicU64,
     pub prompt_tokens: AtomicU64,
     pub generation_tokens: AtomicU64,
     pub prefix_queries: AtomicU64,
@@ -97,6 +99,7 @@ impl Counters {
             finished_stop: zero(),
             finished_length: zero(),
             finished_abort: zero(),
+            leaked_slots: zero(),
             prompt_tokens: zero(),
             generation_tokens: zero(),
             prefix_queries: zero(),

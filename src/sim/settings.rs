@@ -68,6 +68,8 @@ pub(crate) struct Settings {
     pub max_model_len: u64,
     pub embedding_dim: u32,
     pub tool_call_fraction: f64,
+    /// Aborted requests that keep their slots for good.
+    pub leak_aborted_slots: u32,
     pub prefix_cache: Option<CacheSettings>,
     pub reasoning_field: ReasoningField,
     pub role_chunk: RoleChunk,
@@ -142,6 +144,13 @@ impl Settings {
                 "tool_call_fraction must be in [0, 1], found {tool_call_fraction}"
             ));
         }
+        let leak_aborted_slots = config.leak_aborted_slots.unwrap_or(0);
+        if max_running > 0 && leak_aborted_slots >= max_running {
+            problems.push(format!(
+                "leak_aborted_slots must be below max_running ({max_running}), found \
+                 {leak_aborted_slots}: with every slot leaked nothing is served"
+            ));
+        }
         let prefix_cache = cache_settings(config, &mut problems);
         for (index, fault) in config.faults.iter().enumerate() {
             check_fault(&mut problems, index, fault);
@@ -174,6 +183,7 @@ impl Settings {
             max_model_len,
             embedding_dim,
             tool_call_fraction,
+            leak_aborted_slots,
             prefix_cache,
             reasoning_field: dialect
                 .reasoning_field

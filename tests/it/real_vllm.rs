@@ -412,3 +412,92 @@ async fn vllm_serves_the_embeddings_sweep_without_errors() {
     }
     checks.finish("plans/embeddings-sweep.yaml against vLLM");
 }
+
+/// Half the streams of a phase dropped after 4 tokens: a simulator target shaped like the
+/// server, pointed at vLLM with `--target`, so its `/metrics` is scraped around the phase.
+const CANCEL_PLAN: &str = "version: 1
+name: real-vllm-cancel
+seed: 11
+targets:
+  vllm:
+    model: smollm2-135m-instruct
+    tokenizer: {source: server}
+    simulator: {model: smollm2-135m-instruct, decode_ms_per_token: 50}
+workloads:
+  impatient:
+    input_tokens: 128
+    output_tokens: 64
+    temperature: 0
+    ignore_eos: true
+    cancel: {fraction: 50%, after: {tokens: 4}}
+phases:
+  - {name: cancel-c2, target: vllm, workload: impatient, concurrency: 2, requests: 8}
+";
+
+/// Cancelled streams against vLLM: the planned half cancelled, each after its 4 tokens, the
+/// others whole; vLLM stops generating for a dropped stream (its generation counter grows by
+/// far less than whole replies would), and what its abort counter says is printed and held
+/// to at most the client's count.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn vllm_stops_generating_for_cancelled_streams() {
+    let Some(vllm) = Vllm::find(WHAT) else {
+        return;
+    };
+    let _exclusive = crate::common::exclusive_run().await;
+    let server = VllmServer::start(&vllm, VllmRunner::Generate).await;
+    let dir = tempfile::tempdir().unwrap();
+    let plan = dir.path().join("cancel.yaml");
+    std::fs::write(&plan, CANCEL_PLAN).unwrap();
+    let out = dir.path().join("out");
+    let targets = [format!("vllm={}", server.base_url())];
+    run(RunOptions {
+        expand: ExpandOptions {
+            target_overrides: targets.to_vec(),
+            ..ExpandOptions::default()
+        },
+        ..crate::common::quiet_run_options(plan, &out)
+    })
+    .await
+    .expect("the run completes");
+    let report = read_json(&out.join("report.json"));
+    crate::common::assert_valid_report(&report);
+    let phase = &report["phases"][0];
+    let mut checks = Checks::default();
+    checks.check(
+        phase["requests"] == 8 && phase["errors"] == 0 && phase["cancelled"] == 4,
+        || {
+            format!(
+                "cancel-c2: {} requests, {} errors, {} cancelled ({})",
+                phase["requests"], phase["errors"], phase["cancelled"], phase["errors_by_cause"]
+            )
+        },
+    );
+    let records = records(phase);
+    for r in &records {
+        let tokens = r["output_tokens"].as_u64().unwrap_or(0);
+        let ok = if r["cancelled_ms"].is_f64() {
+            (4..64).contains(&tokens) && r["output_token_source"] == "counted"
+        } else {
+            tokens == 64 && r["output_token_source"] == "usage"
+        };
+        checks.check(ok, || format!("cancel-c2 record: {r}"));
+    }
+    let finding = &phase["cancellations"];
+    let generated = phase["server_metrics"]["normalized_counter_deltas"]["generation_tokens"]
+        .as_f64()
+        .unwrap_or(f64::NAN);
+    println!(
+        "vLLM: {generated} tokens generated for 4 whole replies of 64 and 4 dropped after 4; its abort counter: {}",
+        finding["server_aborted"]
+    );
+    // Had vLLM ignored the disconnects, it would have generated 8 × 64 = 512 tokens.
+    checks.check(
+        (4.0 * 64.0..=4.0 * 64.0 + 4.0 * 32.0).contains(&generated),
+        || format!("cancel-c2: vLLM generated {generated} tokens"),
+    );
+    checks.check(
+        finding["server_aborted"].as_f64().is_some_and(|n| n <= 4.0),
+        || format!("cancel-c2: server_aborted {}", finding["server_aborted"]),
+    );
+    checks.finish("cancellations against vLLM");
+}

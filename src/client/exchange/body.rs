@@ -88,6 +88,14 @@ impl Client {
                 deadlines.drain_until(now + DRAIN_WAIT);
                 return (Ok(now_ms), drain(body, deadlines).await);
             }
+            if let Some(limit) = state.cancel_after_deltas
+                && state.content_chunks + state.reasoning_chunks + state.tool_call_chunks >= limit
+            {
+                // Not given back to the pool: the connection closes, as a user's client does,
+                // and the server sees the disconnect.
+                state.cancelled = true;
+                return (Ok(now_ms), false);
+            }
         }
     }
 

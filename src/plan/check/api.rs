@@ -75,6 +75,19 @@ pub(super) fn check_apis(plan: &Plan, issues: &mut Vec<Issue>) {
             continue;
         }
         encoding_phases = true;
+        if workload.cancel.is_some() {
+            issues.push(
+                Issue::new(
+                    format!("{p}/cancel"),
+                    format!(
+                        "`cancel` drops a stream mid-generation; target `{t}` uses `api: {}`, \
+                         which answers in one body",
+                        api_name(api)
+                    ),
+                )
+                .at_key(),
+            );
+        }
         if workloads_seen.insert(w) {
             check_encoding(&p, t, api, workload, issues);
         }

@@ -62,6 +62,19 @@ pub(super) fn check_workload(p: &str, w: &Workload, issues: &mut Vec<Issue>) {
     if let Some(t) = &w.tools {
         check_tools(&format!("{p}/tools"), t, issues);
     }
+    if let Some(c) = &w.cancel {
+        crate::plan::cancel::check_cancel(&format!("{p}/cancel"), c, issues);
+        if w.session.is_some() {
+            issues.push(
+                Issue::new(
+                    format!("{p}/cancel"),
+                    "a session's turns carry the replies before them: a cancelled turn would \
+                     end its session, so `cancel` and `session` do not go together",
+                )
+                .at_key(),
+            );
+        }
+    }
 }
 
 /// Each tool definition a function with a name; the result length a valid count.

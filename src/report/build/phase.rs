@@ -6,6 +6,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::client::RequestRecord;
 use crate::figure::Figure;
+use crate::metrics::cancellation;
 use crate::metrics::recovery::{self, Recovery, RecoverySample, RecoverySettings};
 use crate::metrics::stability::UntilOutcome;
 use crate::metrics::trust::{self, ClientLoad};
@@ -104,7 +105,7 @@ impl Measured {
 
     pub fn errors(&self) -> u64 {
         match self {
-            Measured::All(records) => records.iter().filter(|r| !r.is_ok()).count() as u64,
+            Measured::All(records) => records.iter().filter(|r| r.error.is_some()).count() as u64,
             Measured::Sampled { figures, .. } | Measured::Stated { figures, .. } => {
                 figures.summary.errors
             }
@@ -165,6 +166,12 @@ pub fn phase_result(facts: PhaseFacts, measured: Measured, figures: Figures<'_>)
     let end_offset_seconds = facts.start_offset_seconds + tally.last_end_ms / 1e3;
     let marks = marks(&facts, end_offset_seconds - facts.start_offset_seconds);
     let recovery = fault_recovery(&facts.phase, &marks, &records, figures.previous);
+    let cancellations = cancellation::cancellations(
+        &records,
+        kept.as_ref()
+            .map_or(1.0, |k| k.total as f64 / k.kept.max(1) as f64),
+        facts.server_metrics.as_ref().and_then(server_aborted),
+    );
     let send_lag_p99 = tally.summary.distribution(Figure::SendLag).map(|d| d.p99);
     let client_trust = facts
         .client_load
@@ -225,6 +232,7 @@ pub fn phase_result(facts: PhaseFacts, measured: Measured, figures: Figures<'_>)
         probe,
         marks,
         recovery,
+        cancellations,
         until: facts.until,
         saturation_stop: facts.saturation_stop,
         client_trust,
@@ -288,6 +296,20 @@ fn fault_recovery(
         );
     }
     measured
+}
+
+/// The server's own count of aborted requests over the phase: vLLM's
+/// `vllm:request_success_total{finished_reason="abort"}`, summed over its label sets (engines).
+fn server_aborted(metrics: &ServerMetrics) -> Option<f64> {
+    let sets = metrics
+        .labelled_counter_deltas
+        .get("vllm:request_success_total")?;
+    let aborted = sets
+        .iter()
+        .filter(|(labels, _)| labels.contains("finished_reason=\"abort\""))
+        .map(|(_, delta)| delta);
+    aborted.clone().next()?;
+    Some(aborted.sum())
 }
 
 fn recovery_samples(records: &[RequestRecord]) -> Vec<RecoverySample> {

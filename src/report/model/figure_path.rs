@@ -282,7 +282,7 @@ impl FigurePath {
                 phase
                     .request_timings
                     .iter()
-                    .map(|r| if r.is_ok() { 0.0 } else { 1.0 })
+                    .map(|r| if r.error.is_none() { 0.0 } else { 1.0 })
                     .collect(),
                 Stat::Mean,
             )),

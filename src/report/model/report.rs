@@ -219,6 +219,10 @@ pub struct PhaseResult {
     /// The outage and time to recover around the phase's `fault-on`/`fault-off` marks.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub recovery: Option<crate::metrics::recovery::Recovery>,
+    /// The requests the client cancelled on purpose (the workload's `cancel`), and whether the
+    /// server finished requests as fast after the first cancellation as before it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cancellations: Option<crate::metrics::cancellation::Cancellations>,
     /// A phase with `until: {stable: …}`: what ended it and its estimates then.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub until: Option<crate::metrics::stability::UntilOutcome>,

@@ -260,7 +260,11 @@ pub fn every_request(out: &mut String, report: &Report) {
             continue;
         }
         any = true;
-        let failed = p.request_timings.iter().filter(|r| !r.is_ok()).count();
+        let failed = p
+            .request_timings
+            .iter()
+            .filter(|r| r.error.is_some())
+            .count();
         let mut title = if failed > 0 {
             format!(
                 "{}: {} requests ({failed} failed, not shown)",

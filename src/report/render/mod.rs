@@ -4,6 +4,7 @@
 //! comparison) are built once as a [`document::Document`] and printed in both markups.
 
 pub(crate) mod backends;
+pub(crate) mod cancel_table;
 pub(crate) mod chart_sections;
 pub(crate) mod connections;
 pub(crate) mod document;

@@ -1,7 +1,9 @@
 //! The report's sections, declared once: each one's id, anchor, title, when it is shown and
 //! its body in each markup. The markdown and HTML writers walk [`SECTIONS`] in order.
 
-use super::{backends, connections, interval_table, server_table, session_table, table};
+use super::{
+    backends, cancel_table, connections, interval_table, server_table, session_table, table,
+};
 use super::{chart_sections, html_sections, markdown_sections};
 use super::{load_table, model_table, pareto, recovery_table, trust_table, until_table};
 use crate::report::model::Report;
@@ -19,6 +21,7 @@ pub enum SectionId {
     Phases,
     LoadHeld,
     MarksAndRecovery,
+    Cancellations,
     RunUntilStable,
     PercentileIntervals,
     ConcurrencySweeps,
@@ -92,7 +95,7 @@ fn always(_: &Report) -> bool {
 }
 
 /// The report's sections in print order.
-pub const SECTIONS: [Section; 20] = [
+pub const SECTIONS: [Section; 21] = [
     Section {
         id: SectionId::Phases,
         anchor: "phases",
@@ -121,6 +124,16 @@ pub const SECTIONS: [Section; 20] = [
         bodies: Bodies::Both {
             markdown: markdown_sections::marks_and_recovery,
             html: html_sections::marks_and_recovery,
+        },
+    },
+    Section {
+        id: SectionId::Cancellations,
+        anchor: "cancellations",
+        title: Title::Fixed("Cancellations"),
+        shown: cancel_table::shown,
+        bodies: Bodies::Both {
+            markdown: cancel_table::markdown,
+            html: cancel_table::html,
         },
     },
     Section {

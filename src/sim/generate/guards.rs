@@ -34,11 +34,24 @@ impl Drop for Waiting {
 
 pub(super) struct Running {
     pub(super) shared: Arc<Shared>,
-    pub(super) _permit: OwnedSemaphorePermit,
+    pub(super) permit: Option<OwnedSemaphorePermit>,
+}
+
+impl Running {
+    /// Keep the slot busy for good, as an engine that leaks an aborted request's slot does:
+    /// the permit never returns and the request stays counted as running.
+    pub(super) fn leak(mut self) {
+        if let Some(permit) = self.permit.take() {
+            permit.forget();
+        }
+    }
 }
 
 impl Drop for Running {
     fn drop(&mut self) {
-        self.shared.counters.running.fetch_sub(1, Relaxed);
+        // A leaked slot stays running.
+        if self.permit.is_some() {
+            self.shared.counters.running.fetch_sub(1, Relaxed);
+        }
     }
 }

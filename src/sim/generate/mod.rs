@@ -276,7 +276,7 @@ impl Generation {
         counters.max_running.fetch_max(running, Relaxed);
         self.running = Some(Running {
             shared: self.shared.clone(),
-            _permit: permit,
+            permit: Some(permit),
         });
         counters
             .prompt_tokens
@@ -588,7 +588,18 @@ impl Generation {
 impl Drop for Generation {
     fn drop(&mut self) {
         if !self.finished {
-            self.shared.counters.finished_abort.fetch_add(1, Relaxed);
+            let counters = &self.shared.counters;
+            counters.finished_abort.fetch_add(1, Relaxed);
+            // `leak_aborted_slots`: the first so many aborted requests keep their slots.
+            let limit = u64::from(self.shared.settings.leak_aborted_slots);
+            if let Some(running) = self.running.take()
+                && counters
+                    .leaked_slots
+                    .fetch_update(Relaxed, Relaxed, |n| (n < limit).then_some(n + 1))
+                    .is_ok()
+            {
+                running.leak();
+            }
             self.last_chunk = None;
             self.finish();
         }

@@ -40,6 +40,8 @@ pub struct SimStats {
     pub requests_total: u64,
     pub requests_finished: u64,
     pub requests_aborted: u64,
+    /// Slots aborted requests kept for good (`leak_aborted_slots`).
+    pub slots_leaked: u64,
     pub prompt_tokens_total: u64,
     pub generation_tokens_total: u64,
     pub prefix_cache_queries_tokens: u64,
@@ -83,6 +85,7 @@ impl SimHandle {
             requests_total: c.requests_total.load(Relaxed),
             requests_finished: c.finished_stop.load(Relaxed) + c.finished_length.load(Relaxed),
             requests_aborted: c.finished_abort.load(Relaxed),
+            slots_leaked: c.leaked_slots.load(Relaxed),
             prompt_tokens_total: c.prompt_tokens.load(Relaxed),
             generation_tokens_total: c.generation_tokens.load(Relaxed),
             prefix_cache_queries_tokens: c.prefix_queries.load(Relaxed),

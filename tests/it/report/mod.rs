@@ -223,6 +223,7 @@ fn phase(spec: &PhaseSpec, index: usize, slow: f64) -> PhaseResult {
         probe: None,
         marks: Vec::new(),
         recovery: None,
+        cancellations: None,
         until: None,
         saturation_stop: None,
         client_trust: None,

@@ -73,6 +73,7 @@ fn phase(
         probe: None,
         marks: Vec::new(),
         recovery: None,
+        cancellations: None,
         until: None,
         saturation_stop: None,
         client_trust: None,

@@ -394,6 +394,7 @@ pub static COLUMNS: &[Column] = &[
             Ok(())
         },
     },
+    column!(cancelled_ms: Option<f64>),
 ];
 
 /// The Parquet schema of [`COLUMNS`].

@@ -107,6 +107,7 @@ mod tests {
             server_total_ms: Some(90.0),
             inputs: Some(4),
             model: Some("adapter-a".to_string()),
+            cancelled_ms: Some(99.5),
         }
     }
 
