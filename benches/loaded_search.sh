@@ -25,7 +25,14 @@ fi
 for i in $(seq "$runs"); do
   "$bin" run plans/verdict-search.yaml --quiet -o "$scratch/run-$i" "$@" >/dev/null 2>&1
   code=$?
-  python3 -c 'import json,sys; s=json.load(open(sys.argv[1]))["searches"][0]; print(sys.argv[2], {k: s[k] for k in ("capacity", "lower_bound", "capacity_interval", "bracket", "stop_reason") if k in s})' \
+  python3 -c '
+import json, sys
+r = json.load(open(sys.argv[1]))
+s = r["searches"][0]
+bound = [p for p in r["phases"] if (p.get("client_trust") or {}).get("verdict") == "client_bound"]
+held = [p for p in bound if ((p.get("probe") or {}).get("despite_client") or {}).get("holds")]
+print(sys.argv[2], {k: s[k] for k in ("capacity", "lower_bound", "capacity_interval", "bracket", "stop_reason") if k in s},
+      "probes", len(s["probes"]), "client-bound", len(bound), "of them held", len(held))' \
     "$scratch/run-$i/report.json" "run $i exit $code"
 done
 for p in $pids; do kill "$p" 2>/dev/null; done

@@ -6,7 +6,7 @@ use super::emit;
 use crate::exit::Exit;
 use crate::report::compare::gate::Gate;
 use crate::report::compare::{CompareOptions, compare_with};
-use crate::report::{read_report, render_comparison};
+use crate::report::{read_report, render_comparison, render_comparison_html};
 
 #[derive(Debug, clap::Args)]
 pub struct CompareArgs {
@@ -30,7 +30,11 @@ pub struct CompareArgs {
 /// Output format of `servebench compare`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum CompareFormat {
+    /// Markdown, for a pull-request comment.
     Md,
+    /// One offline HTML page holding what the markdown holds.
+    Html,
+    /// Every figure and interval, for programs.
     Json,
 }
 
@@ -78,6 +82,7 @@ pub fn run(args: &CompareArgs) -> Exit {
     }
     let text = match args.format {
         CompareFormat::Md => render_comparison(&comparison),
+        CompareFormat::Html => render_comparison_html(&comparison),
         CompareFormat::Json => match serde_json::to_string_pretty(&comparison) {
             Ok(s) => s + "\n",
             Err(e) => {

@@ -5,6 +5,7 @@ use std::path::{Path, PathBuf};
 use crate::exit::Exit;
 use crate::figure::Figure;
 use crate::report::Report;
+use crate::report::model::provenance::differing_shard_salts;
 use crate::shard::{MergeError, merge_files};
 
 #[derive(Debug, clap::Args)]
@@ -51,6 +52,19 @@ pub fn run(args: &MergeArgs) -> Exit {
     }
     let shards = report.merged_from.as_ref().map_or(0, Vec::len);
     eprintln!("merged {shards} shard(s): {}", args.output.display());
+    let salts = differing_shard_salts(&report);
+    if !salts.is_empty() {
+        eprintln!(
+            "note: the shards' prompts carried different salts ({}), each recorded in \
+             `merged_from`; run every shard with the same --salt VALUE (or the same \
+             --start-at) to share one",
+            salts
+                .iter()
+                .map(|(index, salt)| format!("shard {index}: {}", salt.unwrap_or("none")))
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+    }
     if report.partial {
         eprintln!(
             "warning: the merged report is partial: {}",

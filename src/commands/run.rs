@@ -120,6 +120,21 @@ impl RunArgs {
     }
 }
 
+/// How to give a shard's prompts the salt the other shards use, when nothing shares one: a
+/// shard run without `--salt` or `--start-at` draws its own (merge records each).
+fn shard_salt_note(args: &RunArgs) -> Option<String> {
+    let shard = args.shard.filter(|s| s.count > 1)?;
+    if args.salt.is_some() || args.start_at.is_some() {
+        return None;
+    }
+    Some(format!(
+        "note: shard {}/{} draws its own prompt salt, so the shards' salts will differ \
+         (merge records each); to share one, give every shard the same --salt VALUE, or the \
+         same --start-at TIME",
+        shard.index, shard.count
+    ))
+}
+
 /// Phases that sent requests and had every one fail, without the plan expecting it.
 fn failed_phases(report: Option<&crate::report::Report>) -> Vec<String> {
     let Some(report) = report else {
@@ -141,6 +156,9 @@ fn failed_phases(report: Option<&crate::report::Report>) -> Vec<String> {
 }
 
 pub fn run(args: RunArgs) -> Exit {
+    if let Some(note) = shard_salt_note(&args) {
+        eprintln!("{note}");
+    }
     let runtime = match tokio::runtime::Runtime::new() {
         Ok(runtime) => runtime,
         Err(e) => {

@@ -71,10 +71,16 @@ impl Phases<'_> {
                 });
                 let result = self.add_phase(report, ran)?;
                 probes.push(name);
+                // A client-bound probe decides only when its verdict would stand without
+                // the client's delay.
                 let client_bound = result
                     .client_trust
                     .as_ref()
-                    .is_some_and(|t| !t.is_trusted());
+                    .is_some_and(|t| !t.is_trusted())
+                    && !result
+                        .probe
+                        .as_ref()
+                        .is_some_and(|p| p.holds_despite_client());
                 if !client_bound {
                     break Some(result);
                 }

@@ -222,7 +222,8 @@ impl PhaseMerge<'_> {
         }
         let facts = PhaseFacts {
             phase: name.to_string(),
-            // Every shard ran the same expanded plan with the same derived salt.
+            // Every shard ran the same expanded plan, so its prompts carried a salt the same
+            // way (the values themselves may differ: `merged_from[].salt`).
             work_sha256: lead.work_sha256.clone(),
             prompt_salt: lead.prompt_salt,
             route: lead.route.clone(),
@@ -390,7 +391,7 @@ impl PhaseMerge<'_> {
             finished_at: finished_at.map(|t| t.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)),
             partial,
             stop_reason: (!notes.is_empty()).then(|| notes.join("; ")),
-            provenance: first.provenance.clone(),
+            provenance: self.provenance(),
             host: first.host.clone(),
             plan_source: first.plan_source.clone(),
             vars: first.vars.clone(),
@@ -409,6 +410,18 @@ impl PhaseMerge<'_> {
         };
         relate_phases(&mut report);
         report
+    }
+
+    /// The first shard's provenance, with the run's salt only when every shard carried the
+    /// same one: shards run without one `--salt` or `--start-at` each drew their own, and
+    /// `merged_from` keeps each.
+    fn provenance(&self) -> Option<crate::report::Provenance> {
+        let mut provenance = self.first.provenance.clone()?;
+        let salt_of = |s: &Shard<'_>| s.report.provenance.as_ref().and_then(|p| p.salt.clone());
+        if self.shards.iter().any(|s| salt_of(s) != provenance.salt) {
+            provenance.salt = None;
+        }
+        Some(provenance)
     }
 }
 
@@ -547,6 +560,7 @@ fn shard_facts(shard: &Shard<'_>) -> MergedShard {
         partial: report.partial,
         stop_reason: report.stop_reason.clone(),
         start_at: info.and_then(|i| i.start_at.clone()),
+        salt: report.provenance.as_ref().and_then(|p| p.salt.clone()),
         phases: report
             .phases
             .iter()

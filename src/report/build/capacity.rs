@@ -36,6 +36,7 @@ mod tests {
             over_saturated_why: None,
             stopped_early: false,
             objectives: Vec::new(),
+            despite_client: None,
         }
     }
 

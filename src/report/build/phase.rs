@@ -180,12 +180,19 @@ pub fn phase_result(facts: PhaseFacts, measured: Measured, figures: Figures<'_>)
         .warnings
         .extend(metrics::buffering_warning(&records));
     transport.connections_warmed = facts.connections_warmed;
+    let achieved_rate_ratio = facts
+        .rate_rps
+        .and_then(|rps| tally.achieved_rate.map(|r| r / rps));
     let probe = facts.probe.as_ref().map(|spec| {
         probe::judge(
             spec,
             &tally.summary,
             &records,
             facts.saturation_stop.as_ref(),
+            probe::ProbeClient {
+                trust: client_trust.as_ref(),
+                achieved_rate_ratio,
+            },
         )
     });
     PhaseResult {
@@ -195,9 +202,7 @@ pub fn phase_result(facts: PhaseFacts, measured: Measured, figures: Figures<'_>)
         target: facts.target,
         workload: facts.workload,
         concurrency: facts.concurrency,
-        achieved_rate_ratio: facts
-            .rate_rps
-            .and_then(|rps| tally.achieved_rate.map(|r| r / rps)),
+        achieved_rate_ratio,
         rate_rps: facts.rate_rps,
         recheck_of: facts.recheck_of,
         started_at: facts.started_at,

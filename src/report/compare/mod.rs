@@ -3,8 +3,8 @@
 //! and `--gate` checks (grammar in [`gate`]).
 
 pub mod capacity;
+pub(crate) mod document;
 pub mod gate;
-pub(crate) mod markdown;
 pub mod provenance;
 
 use std::collections::{HashMap, HashSet};

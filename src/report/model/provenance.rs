@@ -131,6 +131,21 @@ fn add_metadata(r: &Report, out: &mut IndexMap<String, String>) {
     }
 }
 
+/// Each shard's salt by index, when the shards of a merged report drew different ones (run
+/// without one shared `--salt` or `--start-at`); empty when they shared one, or for a report
+/// that is not a merge.
+pub fn differing_shard_salts(r: &Report) -> Vec<(u32, Option<&str>)> {
+    let Some(shards) = &r.merged_from else {
+        return Vec::new();
+    };
+    let salts: Vec<(u32, Option<&str>)> = shards
+        .iter()
+        .map(|s| (s.index, s.salt.as_deref()))
+        .collect();
+    let shared = salts.windows(2).all(|pair| pair[0].1 == pair[1].1);
+    if shared { Vec::new() } else { salts }
+}
+
 /// One phase's measured conditions in its run.
 pub fn phase_conditions(phase: &PhaseResult, run: &Report) -> Conditions {
     // The latency split's means cover the same requests on one clock; the figures' means are

@@ -572,6 +572,10 @@ pub struct MergedShard {
     pub stop_reason: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub start_at: Option<String>,
+    /// The salt this shard's prompts carried (its report's `provenance.salt`). Shards share
+    /// one when run with one `--salt` or `--start-at`; otherwise each drew its own.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub salt: Option<String>,
     pub phases: Vec<ShardPhaseFacts>,
 }
 

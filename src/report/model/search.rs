@@ -30,6 +30,28 @@ pub struct ProbeOutcome {
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub stopped_early: bool,
     pub objectives: Vec<ObjectiveCheck>,
+    /// A client-bound probe: whether its verdict stands whatever the client's delay did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub despite_client: Option<DespiteClient>,
+}
+
+impl ProbeOutcome {
+    /// The probe was client-bound but its verdict would be the same without the client's
+    /// delay, so it may decide the search.
+    pub fn holds_despite_client(&self) -> bool {
+        self.despite_client.as_ref().is_some_and(|d| d.holds)
+    }
+}
+
+/// A client-bound probe's verdict held against the client's own delay.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct DespiteClient {
+    /// The client's largest delay in the window: its event loop's worst lateness,
+    /// milliseconds.
+    pub delay_ms: Option<f64>,
+    /// The verdict is the same with every time limit tightened (a pass) or loosened (a fail)
+    /// by that delay, and an open loop sent at least 95% of its planned arrivals.
+    pub holds: bool,
 }
 
 /// One objective of a probe.

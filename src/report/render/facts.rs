@@ -5,6 +5,7 @@ use serde_json::Value;
 
 use super::numfmt::sig3;
 use crate::report::model::Report;
+use crate::report::model::provenance::differing_shard_salts;
 
 /// A fact's value: a line of text, or a list (the items of a metadata list or map).
 #[derive(Debug, Clone, PartialEq)]
@@ -191,8 +192,20 @@ fn provenance_facts(report: &Report) -> Vec<(String, FactValue)> {
         .filter(|ph| ph.prompt_salt == Some(crate::report::model::SaltUsed::None))
         .map(|ph| ph.phase.as_str())
         .collect();
-    if let Some(salt) = &p.salt {
-        let mut line = format!("run salt {salt}");
+    let per_shard = differing_shard_salts(report);
+    let salt = match (&p.salt, per_shard.is_empty()) {
+        (Some(salt), _) => Some(format!("run salt {salt}")),
+        (None, false) => Some(format!(
+            "a salt per shard ({}): the shards ran without one shared --salt or --start-at",
+            per_shard
+                .iter()
+                .map(|(index, salt)| format!("{index}: {}", salt.unwrap_or("none")))
+                .collect::<Vec<_>>()
+                .join(", ")
+        )),
+        (None, true) => None,
+    };
+    if let Some(mut line) = salt {
         if !identical.is_empty() {
             line.push_str(&format!(
                 "; byte-identical prompts on purpose (salt: none) in {}",

@@ -147,7 +147,7 @@ pub fn prompt_tokens(out: &mut String, report: &Report) {
 
 pub fn load_held(out: &mut String, report: &Report) {
     html_table(out, &load_table::table(report));
-    let _ = writeln!(out, "<p>{}</p>", esc(&load_table::note()));
+    let _ = writeln!(out, "<p class=\"note\">{}</p>", esc(&load_table::note()));
 }
 
 pub fn client_trust(out: &mut String, report: &Report) {
@@ -160,7 +160,7 @@ pub fn client_trust(out: &mut String, report: &Report) {
         );
     }
     html_table(out, &trust_table::table(report));
-    let _ = writeln!(out, "<p>{}</p>", esc(&trust_table::note()));
+    let _ = writeln!(out, "<p class=\"note\">{}</p>", esc(&trust_table::note()));
 }
 
 pub fn connections(out: &mut String, report: &Report) {
@@ -175,15 +175,23 @@ pub fn connections(out: &mut String, report: &Report) {
     if !split.is_empty() {
         out.push_str("<h3>Latency split</h3>\n");
         html_table(out, &split);
-        let _ = writeln!(out, "<p>{}</p>", esc(connections::SPLIT_NOTE));
+        let _ = writeln!(
+            out,
+            "<p class=\"note\">{}</p>",
+            esc(connections::SPLIT_NOTE)
+        );
     }
 }
 
 pub fn sessions(out: &mut String, report: &Report) {
     html_table(out, &session_table::table(report));
-    let _ = writeln!(out, "<p>{}</p>", esc(session_table::NOTE));
+    let _ = writeln!(out, "<p class=\"note\">{}</p>", esc(session_table::NOTE));
     if session_table::has_tool_calls(report) {
-        let _ = writeln!(out, "<p>{}</p>", esc(session_table::TOOLS_NOTE));
+        let _ = writeln!(
+            out,
+            "<p class=\"note\">{}</p>",
+            esc(session_table::TOOLS_NOTE)
+        );
     }
 }
 
@@ -193,7 +201,7 @@ pub fn backends(out: &mut String, report: &Report) {
         let _ = writeln!(out, "<div class=\"banner warn\"><b>⚠ {}</b></div>", esc(&w));
     }
     for n in backends::notes(report) {
-        let _ = writeln!(out, "<p>{}</p>", esc(&n));
+        let _ = writeln!(out, "<p class=\"note\">{}</p>", esc(&n));
     }
     if let Some(chart) = backends::chart(report) {
         out.push_str(&chart);

@@ -53,13 +53,20 @@ pub fn searches(report: &Report) -> Table {
 pub fn notes(report: &Report) -> Vec<String> {
     let mut notes = Vec::new();
     for s in &report.searches {
-        let bound: Vec<&str> = report
+        let client_bound = report
             .phases
             .iter()
             .filter(|p| s.probes.contains(&p.phase))
-            .filter(|p| p.client_trust.as_ref().is_some_and(|t| !t.is_trusted()))
-            .map(|p| p.phase.as_str())
-            .collect();
+            .filter(|p| p.client_trust.as_ref().is_some_and(|t| !t.is_trusted()));
+        let (held, bound): (Vec<_>, Vec<_>) =
+            client_bound.partition(|p| p.probe.as_ref().is_some_and(|o| o.holds_despite_client()));
+        let names = |phases: &[&crate::report::model::PhaseResult]| {
+            phases
+                .iter()
+                .map(|p| p.phase.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
         if s.lower_bound {
             notes.push(format!(
                 "Search `{}` {}: its capacity {} is only a lower bound, not an answer.",
@@ -73,7 +80,15 @@ pub fn notes(report: &Report) -> Vec<String> {
                 "Search `{}`: client-bound probes (their latencies include the client's own \
                  delay, and none of them decided the search): {}.",
                 s.phase,
-                bound.join(", ")
+                names(&bound)
+            ));
+        }
+        if !held.is_empty() {
+            notes.push(format!(
+                "Search `{}`: client-bound probes whose verdict held with every time limit \
+                 moved by the client's largest delay, so they decided: {}.",
+                s.phase,
+                names(&held)
             ));
         }
     }
@@ -133,10 +148,17 @@ pub fn probes(report: &Report) -> Table {
                 ))
             })
             .collect();
-        let client = match &p.client_trust {
-            Some(trust) if !trust.is_trusted() => Cell::marked("client-bound", Mark::Bad),
-            Some(_) => Cell::plain("trusted"),
-            None => Cell::plain("–"),
+        let client = match (&p.client_trust, &o.despite_client) {
+            (Some(trust), Some(held)) if !trust.is_trusted() && held.holds => Cell::marked(
+                format!(
+                    "client-bound; holds at ±{} ms",
+                    held.delay_ms.map_or_else(|| "?".to_string(), sig3)
+                ),
+                Mark::Warn,
+            ),
+            (Some(trust), _) if !trust.is_trusted() => Cell::marked("client-bound", Mark::Bad),
+            (Some(_), _) => Cell::plain("trusted"),
+            (None, _) => Cell::plain("–"),
         };
         if o.over_saturated {
             let named = match &o.over_saturated_why {

@@ -3,6 +3,7 @@
 
 pub(crate) mod browser;
 mod compare;
+mod compare_page;
 mod formats;
 mod import;
 mod render;

@@ -381,3 +381,87 @@ fn a_phase_missing_from_an_interrupted_shard_makes_the_merge_partial() {
         "{reason}"
     );
 }
+
+/// A shard report whose prompts carried `salt`.
+fn salted_shard(index: u32, salt: &str) -> Report {
+    let mut report = simple_shard(index, 2);
+    report.provenance = Some(servebench::report::Provenance {
+        salt: Some(salt.to_string()),
+        ..Default::default()
+    });
+    report
+}
+
+/// Run `servebench merge` on the shards; the merged report's JSON and merge's stderr.
+fn merge_ok(dir: &Path, shards: [&Report; 2]) -> (serde_json::Value, String) {
+    let files = [
+        write(dir, "s0.json", shards[0]),
+        write(dir, "s1.json", shards[1]),
+    ];
+    let out = servebench()
+        .current_dir(dir)
+        .arg("merge")
+        .args(&files)
+        .arg("-o")
+        .arg(dir.join("merged.json"))
+        .assert()
+        .success();
+    let merged: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("merged.json")).unwrap()).unwrap();
+    assert_valid_report(&merged);
+    let stderr = String::from_utf8_lossy(&out.get_output().stderr).into_owned();
+    (merged, stderr)
+}
+
+/// Shards run without one shared `--salt` or `--start-at` drew their own salts: the merge keeps
+/// every one, claims none for the run, and says so; shards that shared one keep it as the run's.
+#[test]
+fn merge_records_each_shards_salt_and_claims_one_only_when_shared() {
+    let dir = tempfile::tempdir().unwrap();
+    let (merged, stderr) = merge_ok(
+        dir.path(),
+        [
+            &salted_shard(0, "a1a1a1a1a1a1a1a1"),
+            &salted_shard(1, "b2b2b2b2b2b2b2b2"),
+        ],
+    );
+    assert_eq!(merged["merged_from"][0]["salt"], "a1a1a1a1a1a1a1a1");
+    assert_eq!(merged["merged_from"][1]["salt"], "b2b2b2b2b2b2b2b2");
+    assert!(
+        merged["provenance"].get("salt").is_none(),
+        "no one salt for the run: {}",
+        merged["provenance"]
+    );
+    assert!(
+        stderr.contains(
+            "note: the shards' prompts carried different salts (shard 0: a1a1a1a1a1a1a1a1, \
+             shard 1: b2b2b2b2b2b2b2b2)"
+        ) && stderr.contains("--salt VALUE"),
+        "{stderr}"
+    );
+    let head = servebench()
+        .args(["report", "--format", "md"])
+        .arg(dir.path().join("merged.json"))
+        .assert()
+        .success();
+    let md = String::from_utf8_lossy(&head.get_output().stdout).into_owned();
+    assert!(
+        md.contains(
+            "| Prompts | a salt per shard (0: a1a1a1a1a1a1a1a1, 1: b2b2b2b2b2b2b2b2): the shards \
+             ran without one shared --salt or --start-at |"
+        ),
+        "{md}"
+    );
+
+    let shared = tempfile::tempdir().unwrap();
+    let (merged, stderr) = merge_ok(
+        shared.path(),
+        [
+            &salted_shard(0, "c3c3c3c3c3c3c3c3"),
+            &salted_shard(1, "c3c3c3c3c3c3c3c3"),
+        ],
+    );
+    assert_eq!(merged["provenance"]["salt"], "c3c3c3c3c3c3c3c3");
+    assert_eq!(merged["merged_from"][1]["salt"], "c3c3c3c3c3c3c3c3");
+    assert!(!stderr.contains("salts"), "{stderr}");
+}

@@ -79,6 +79,38 @@ fn run_checks_shard_and_start_at_arguments() {
 }
 
 /// Fixed simulator delays: no jitter, so shards and the whole run see the same server.
+/// A shard run with nothing that shares a salt says how to share one; given `--salt`, or as
+/// the only shard, it does not.
+#[test]
+fn a_shard_without_a_shared_salt_says_how_to_share_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let plan = write_plan(dir.path(), TWO_PHASE_PLAN);
+    let stderr_of = |extra: &[&str]| {
+        let out = servebench()
+            .args(["run", "--dry-run"])
+            .args(extra)
+            .arg(&plan)
+            .assert()
+            .success();
+        String::from_utf8_lossy(&out.get_output().stderr).into_owned()
+    };
+    let alone = stderr_of(&["--shard", "1/2"]);
+    assert!(
+        alone.contains("note: shard 1/2 draws its own prompt salt")
+            && alone
+                .contains("give every shard the same --salt VALUE, or the same --start-at TIME"),
+        "{alone}"
+    );
+    for shared in [
+        &["--shard", "1/2", "--salt", "5eed5eed"][..],
+        &["--shard", "0/1"][..],
+        &[][..],
+    ] {
+        let stderr = stderr_of(shared);
+        assert!(!stderr.contains("salt"), "{shared:?}: {stderr}");
+    }
+}
+
 fn simulator() -> servebench::sim::SimConfig {
     servebench::sim::SimConfig {
         seed: Some(1),

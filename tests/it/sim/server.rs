@@ -235,7 +235,7 @@ fn sim_command_serves_and_rejects_bad_config() {
             "--config",
         ])
         .arg(&good)
-        .stderr(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
         .spawn()
         .expect("spawn");
     let runtime = tokio::runtime::Runtime::new().expect("runtime");
@@ -270,10 +270,19 @@ fn sim_command_serves_and_rejects_bad_config() {
         Ok((models["data"][0]["id"].clone(), first.as_u16()))
     });
     let _ = child.kill();
-    let _ = child.wait();
+    let stderr = child.wait_with_output().expect("wait").stderr;
     let (model, first_status) = outcome.expect("simulator answered");
     assert_eq!(model, "yaml-model");
     assert_eq!(first_status, 503);
+    // Its first line says which name it serves, and the setting that serves any other.
+    let stderr = String::from_utf8_lossy(&stderr);
+    assert!(
+        stderr.contains(
+            "serving model `yaml-model` (404 `model_not_found` for another; \
+             `accept_any_model: true` in --config serves any)"
+        ),
+        "{stderr}"
+    );
 }
 
 #[tokio::test]
@@ -349,8 +358,10 @@ async fn an_unknown_model_is_refused_like_a_real_server_unless_any_is_accepted()
     assert_eq!(body["error"]["param"], "model");
     let message = body["error"]["message"].as_str().unwrap_or_default();
     assert!(
-        message.contains("`gpt-4` does not exist") && message.contains("serves `tiny`"),
-        "{message}"
+        message.contains("`gpt-4` does not exist")
+            && message.contains("serves `tiny`")
+            && message.contains("set `accept_any_model: true`"),
+        "the setting that accepts any name is named: {message}"
     );
     for (path, request) in [
         (

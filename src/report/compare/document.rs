@@ -1,14 +1,13 @@
-//! Markdown rendering of a [`Comparison`], through the shared table code.
-
-use std::fmt::Write;
+//! A [`Comparison`] as one document, built once from the shared table code: markdown for a
+//! PR comment and an offline HTML page print the same blocks.
 
 use super::capacity::CapacityVerdict;
 use super::gate::Compared;
 use super::{Comparison, MetricChange, PhaseComparison};
 use crate::report::model::figure_path::{Better, Unit};
+use crate::report::render::document::{Block, Document, Level, Span, Tone};
 use crate::report::render::numfmt::{pct_change, sig3, signed, with_unit};
 use crate::report::render::table::{Align, Cell, Mark, Table};
-use crate::report::render::table_text::{cell, inline, markdown_table};
 
 fn value(v: Option<f64>, unit: Option<Unit>) -> String {
     match (v, unit) {
@@ -33,84 +32,106 @@ fn change_mark(m: &MetricChange) -> Mark {
     }
 }
 
-/// Render a comparison for a PR comment.
-pub fn render(c: &Comparison) -> String {
-    let mut out = String::from("# servebench compare\n\n");
-    for (label, s) in [("Base", &c.base), ("New", &c.new)] {
-        let _ = writeln!(
-            out,
-            "- **{label}:** {} (plan {}, run {}, started {})",
-            inline(&s.path),
-            inline(&s.plan),
-            inline(&s.run_id),
-            inline(&s.started_at)
-        );
-    }
-    out.push('\n');
+/// The comparison as markdown, for a PR comment.
+pub fn markdown(c: &Comparison) -> String {
+    document(c).markdown()
+}
 
+/// The comparison as one offline HTML page.
+pub fn html(c: &Comparison) -> String {
+    document(c).html()
+}
+
+/// Every block of the comparison, in print order.
+pub fn document(c: &Comparison) -> Document {
+    let mut blocks = vec![Block::List(
+        [("Base:", &c.base), ("New:", &c.new)]
+            .into_iter()
+            .map(|(label, s)| {
+                vec![
+                    Span::strong(label),
+                    Span::text(format!(
+                        " {} (plan {}, run {}, started {})",
+                        s.path, s.plan, s.run_id, s.started_at
+                    )),
+                ]
+            })
+            .collect(),
+    )];
     if !c.provenance.is_empty() {
-        provenance_section(&mut out, c);
+        provenance_section(&mut blocks, c);
     }
     if !c.refused.is_empty() {
-        out.push_str("## Not compared\n\n");
-        for r in &c.refused {
-            let _ = writeln!(
-                out,
-                "- **{}**: the two runs asked for different work (work sha256 {} and {}); \
-                 `--force` sets them side by side.",
-                inline(&r.phase),
-                inline(&r.base_work_sha256[..12.min(r.base_work_sha256.len())]),
-                inline(&r.new_work_sha256[..12.min(r.new_work_sha256.len())]),
-            );
-        }
-        out.push('\n');
+        blocks.push(Block::Heading(Level::Section, "Not compared".into()));
+        blocks.push(Block::List(
+            c.refused
+                .iter()
+                .map(|r| {
+                    vec![
+                        Span::strong(&r.phase),
+                        Span::text(format!(
+                            ": the two runs asked for different work (work sha256 {} and {}); ",
+                            &r.base_work_sha256[..12.min(r.base_work_sha256.len())],
+                            &r.new_work_sha256[..12.min(r.new_work_sha256.len())],
+                        )),
+                        Span::code("--force"),
+                        Span::text(" sets them side by side."),
+                    ]
+                })
+                .collect(),
+        ));
     }
-
     if !c.gates.is_empty() {
-        gates_section(&mut out, c);
+        gates_section(&mut blocks, c);
     }
     if !c.capacities.is_empty() {
-        capacity_section(&mut out, c);
+        capacity_section(&mut blocks, c);
     }
 
-    let _ = writeln!(
-        out,
-        "## Changes by phase\n\nA percentile's change is significant when its {:.0}% \
-         order-statistic intervals on the two sides do not overlap and, where both sides hold \
-         per-request records, the bootstrap interval ({} resamples) of new − base excludes \
-         zero; without intervals (too few samples) it is not tested. The error rate needs \
-         records. Bold marks a change for the worse that is \
-         significant, or that cannot be tested.\n",
+    blocks.push(Block::Heading(Level::Section, "Changes by phase".into()));
+    blocks.push(Block::Paragraph(vec![Span::text(format!(
+        "A percentile's change is significant when its {:.0}% order-statistic intervals on \
+         the two sides do not overlap and, where both sides hold per-request records, the \
+         bootstrap interval ({} resamples) of new − base excludes zero; without intervals \
+         (too few samples) it is not tested. The error rate needs records. Bold marks a \
+         change for the worse that is significant, or that cannot be tested.",
         c.confidence * 100.0,
         c.bootstrap_resamples
-    );
+    ))]));
     if c.phases.is_empty() {
-        out.push_str("No phase names in common.\n\n");
+        blocks.push(Block::Paragraph(vec![Span::text(
+            "No phase names in common.",
+        )]));
     }
     for p in &c.phases {
-        phase_changes(&mut out, p);
+        phase_changes(&mut blocks, p);
     }
     for (label, list) in [
         ("Only in base", &c.only_in_base),
         ("Only in new", &c.only_in_new),
     ] {
         if !list.is_empty() {
-            let _ = writeln!(out, "{label}: {}\n", cell(&list.join(", ")));
+            blocks.push(Block::Paragraph(vec![Span::text(format!(
+                "{label}: {}",
+                list.join(", ")
+            ))]));
         }
     }
-    out
+    Document {
+        title: "servebench compare".into(),
+        blocks,
+    }
 }
 
 /// Capacity searches in both runs: a change is called only when the intervals part.
-fn capacity_section(out: &mut String, c: &Comparison) {
-    out.push_str(
-        "## Capacity
-
-A capacity is the highest load whose probe passed; its interval runs \
-         from there to the lowest load whose probe failed. A change is called only when the \
-         two intervals do not overlap; a search that stopped client-bound or indeterminate \
-         gives only a lower bound and is not compared.\n\n",
-    );
+fn capacity_section(blocks: &mut Vec<Block>, c: &Comparison) {
+    blocks.push(Block::Heading(Level::Section, "Capacity".into()));
+    blocks.push(Block::Paragraph(vec![Span::text(
+        "A capacity is the highest load whose probe passed; its interval runs from there to \
+         the lowest load whose probe failed. A change is called only when the two intervals \
+         do not overlap; a search that stopped client-bound or indeterminate gives only a \
+         lower bound and is not compared.",
+    )]));
     let mut t = Table::new(&[
         ("Search", Align::Left),
         ("Base", Align::Right),
@@ -150,13 +171,15 @@ A capacity is the highest load whose probe passed; its interval runs \
             Cell::marked(verdict, mark),
         ]);
     }
-    markdown_table(out, &t);
-    out.push('\n');
+    blocks.push(Block::Table(t));
 }
 
 /// The provenance labels that differ between the runs (engine version, host, labels).
-fn provenance_section(out: &mut String, c: &Comparison) {
-    out.push_str("## What differs between the runs\n\n");
+fn provenance_section(blocks: &mut Vec<Block>, c: &Comparison) {
+    blocks.push(Block::Heading(
+        Level::Section,
+        "What differs between the runs".into(),
+    ));
     let mut t = Table::new(&[
         ("Label", Align::Left),
         ("Base", Align::Left),
@@ -170,23 +193,27 @@ fn provenance_section(out: &mut String, c: &Comparison) {
             Cell::plain(shown(&d.new)),
         ]);
     }
-    markdown_table(out, &t);
-    out.push('\n');
+    blocks.push(Block::Table(t));
 }
 
 /// The gate checks, failures first.
-fn gates_section(out: &mut String, c: &Comparison) {
+fn gates_section(blocks: &mut Vec<Block>, c: &Comparison) {
     let failed = c.gates.iter().filter(|g| !g.passed).count();
-    out.push_str("## Gates\n\n");
-    if failed == 0 {
-        let _ = writeln!(out, "All {} gate checks passed.\n", c.gates.len());
-    } else {
-        let _ = writeln!(
-            out,
-            "> **✗ {failed} of {} gate checks failed.**\n",
+    blocks.push(Block::Heading(Level::Section, "Gates".into()));
+    blocks.push(if failed == 0 {
+        Block::Paragraph(vec![Span::text(format!(
+            "All {} gate checks passed.",
             c.gates.len()
-        );
-    }
+        ))])
+    } else {
+        Block::Callout(
+            Tone::Bad,
+            vec![Span::strong(format!(
+                "✗ {failed} of {} gate checks failed.",
+                c.gates.len()
+            ))],
+        )
+    });
     let mut t = Table::new(&[
         ("Gate", Align::Left),
         ("Phase", Align::Left),
@@ -223,34 +250,44 @@ fn gates_section(out: &mut String, c: &Comparison) {
             },
         ]);
     }
-    markdown_table(out, &t);
-    out.push('\n');
+    blocks.push(Block::Table(t));
 }
 
 /// One phase's metric changes with their intervals and significance.
-fn phase_changes(out: &mut String, p: &PhaseComparison) {
-    let _ = writeln!(out, "### {}\n", inline(&p.phase));
+fn phase_changes(blocks: &mut Vec<Block>, p: &PhaseComparison) {
+    blocks.push(Block::Heading(Level::Subsection, p.phase.clone()));
     if p.forced {
-        out.push_str(
-            "> **Forced:** the two runs asked for different work; compared because of \
-             `--force`.\n\n",
-        );
+        blocks.push(Block::Callout(
+            Tone::Warn,
+            vec![
+                Span::strong("Forced:"),
+                Span::text(" the two runs asked for different work; compared because of "),
+                Span::code("--force"),
+                Span::text("."),
+            ],
+        ));
     }
     for condition in &p.conditions {
-        let because = if condition.explains_latency() {
-            " — latency changes here are put down to the prefix cache and not tested"
-        } else {
-            ""
-        };
-        let _ = writeln!(out, "> **{}**{because}\n", cell(&condition.to_string()));
+        let mut spans = vec![Span::strong(condition.to_string())];
+        if condition.explains_latency() {
+            spans.push(Span::text(
+                " — latency changes here are put down to the prefix cache and not tested",
+            ));
+        }
+        blocks.push(Block::Callout(Tone::Warn, spans));
     }
     for (side, salt) in ["base", "new"].iter().zip(p.prompt_salt) {
         if salt == Some(crate::report::model::SaltUsed::None) {
-            let _ = writeln!(
-                out,
-                "> The {side} run sent byte-identical prompts on purpose (`salt: none`): a \
-                 rerun may be served from the server's prefix cache.\n"
-            );
+            blocks.push(Block::Callout(
+                Tone::Note,
+                vec![
+                    Span::text(format!(
+                        "The {side} run sent byte-identical prompts on purpose ("
+                    )),
+                    Span::code("salt: none"),
+                    Span::text("): a rerun may be served from the server's prefix cache."),
+                ],
+            ));
         }
     }
     let mut t = Table::new(&[
@@ -294,10 +331,11 @@ fn phase_changes(out: &mut String, p: &PhaseComparison) {
             ),
         ]);
     }
-    markdown_table(out, &t);
-    out.push('\n');
+    blocks.push(Block::Table(t));
     if !p.new_error_causes.is_empty() {
-        out.push_str("New error causes (not in base):\n\n");
+        blocks.push(Block::Paragraph(vec![Span::text(
+            "New error causes (not in base):",
+        )]));
         let mut causes = Table::new(&[
             ("Count", Align::Right),
             ("Cause", Align::Left),
@@ -310,7 +348,6 @@ fn phase_changes(out: &mut String, p: &PhaseComparison) {
                 Cell::plain(c.example.clone()),
             ]);
         }
-        markdown_table(out, &causes);
-        out.push('\n');
+        blocks.push(Block::Table(causes));
     }
 }
