@@ -4,7 +4,7 @@
 //!
 //! Reads `report::model` (and the pure `figure` and `metrics` functions); called by
 //! `commands` after a run or by `servebench history …`, never by the runner or anything
-//! below it. [`record`] turns a report into rows, [`store`] keeps them (SQLite or
+//! below it. [`record`] turns a report into rows (a search's with [`searches`]), [`store`] keeps them (SQLite or
 //! PostgreSQL), [`import`] turns other tools' result files into the same rows, [`series`]
 //! is the model the trend analysis ([`trend`], [`update`], [`baseline`], [`render`]) reads.
 
@@ -14,6 +14,7 @@ pub mod hook;
 pub mod import;
 pub mod record;
 pub mod render;
+pub mod searches;
 pub mod series;
 pub mod store;
 pub mod synthetic;

@@ -2,6 +2,7 @@
 //! figure table with its interval, errors by cause, the trust verdict, the latency split and
 //! the conditions beside them. Per-request records stay in the run's Parquet parts, which the
 //! run row references by their manifest's path and hash (the manifest lists each part's).
+//! Capacity searches become rows of their own (`searches`).
 
 use std::io::Read as _;
 use std::path::Path;
@@ -11,6 +12,7 @@ use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
 use super::HistoryError;
+use super::searches::{SearchRow, search_rows};
 use super::series::Conditions;
 use crate::metrics::trust::TrustVerdict;
 use crate::report::formats::records::RecordsSet;
@@ -64,6 +66,8 @@ impl RunSource {
 pub struct RunRows {
     pub run: RunRow,
     pub phases: Vec<PhaseRow>,
+    /// Its capacity searches (their probes are among `phases`).
+    pub searches: Vec<SearchRow>,
 }
 
 /// The run's own facts.
@@ -202,7 +206,11 @@ pub fn rows(report: &Report, report_path: Option<&Path>) -> Result<RunRows, Hist
         .iter()
         .map(|phase| phase_row(report, phase))
         .collect();
-    Ok(RunRows { run, phases })
+    Ok(RunRows {
+        run,
+        phases,
+        searches: search_rows(report),
+    })
 }
 
 /// One phase's row: every figure path that has a value in it.
@@ -308,7 +316,7 @@ fn record_key(report: &Report) -> String {
 
 /// The deployment a phase ran against: the plan's labels and the target's identity (what
 /// serves it and which model). A change starts a new segment of every series.
-fn deployment_sha256(report: &Report, target: &str) -> String {
+pub(super) fn deployment_sha256(report: &Report, target: &str) -> String {
     let plan_target = report.plan.targets.get(target);
     deployment_sha256_of(
         &Value::from_iter(report.metadata.clone()),

@@ -3,15 +3,18 @@
 
 use serde::{Deserialize, Serialize};
 
+pub use super::searches::SearchAnswer;
+
 /// The store's id of a run: the report's `run_id`, made unique by the store if one repeats.
 pub type RunId = String;
 
-/// Which series a point belongs to: one figure of one phase of one plan against one target.
+/// Which series a point belongs to: one figure of one phase of one plan against one target,
+/// or a capacity search's capacity (`phase` the search, `figure` [`super::searches::CAPACITY`]).
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 pub struct SeriesKey {
     /// `report.plan.name`.
     pub plan: String,
-    /// The phase's name.
+    /// The phase's name (a search's, for its capacity).
     pub phase: String,
     /// The phase's target name.
     pub target: String,
@@ -42,6 +45,10 @@ pub struct Point {
     /// A user excluded the run, with this reason.
     pub excluded: Option<String>,
     pub conditions: Conditions,
+    /// A capacity series' point: whether its search answered or gave only a lower bound or
+    /// nothing it could place (neither enters detection); `None` for a phase's figure.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub search: Option<SearchAnswer>,
 }
 
 /// Conditions measured beside the figures, which can explain a change in them: the ones

@@ -61,6 +61,7 @@ pub fn point(n: usize, value: f64) -> Point {
         partial: false,
         excluded: None,
         conditions: Conditions::default(),
+        search: None,
     }
 }
 
@@ -126,6 +127,7 @@ pub fn run_rows(
                 errors_by_cause: Vec::new(),
             })
             .collect(),
+        searches: Vec::new(),
     }
 }
 

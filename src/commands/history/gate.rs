@@ -1,5 +1,6 @@
-//! `servebench history gate`: exit 1 while an alert is open (acknowledged ones pass), or,
-//! with `--baseline`, when the latest run fails its gates against the named baseline.
+//! `servebench history gate`: exit 5 while an alert is open (acknowledged ones pass), or,
+//! with `--baseline`, exit 1 when the latest run fails its gates against the named baseline
+//! or a capacity search's interval lies wholly below the baseline's.
 
 use std::path::{Path, PathBuf};
 
@@ -8,6 +9,7 @@ use crate::history::baseline;
 use crate::history::series::AlertState;
 use crate::history::store::{RunFilter, Store};
 use crate::history::trend::Settings;
+use crate::report::compare::capacity::CapacityVerdict;
 use crate::report::compare::{CompareOptions, compare_with, gate::Gate};
 
 #[derive(Debug, clap::Args)]
@@ -146,7 +148,19 @@ fn against_baseline(args: &GateArgs, name: &str, plan: &str, store: &mut dyn Sto
         );
     }
     print!("{}", crate::report::render_comparison(&comparison));
-    if comparison.passed {
+    // A capacity whose interval lies wholly below the baseline's fell, as `compare` calls it.
+    let fallen: Vec<_> = comparison
+        .capacities
+        .iter()
+        .filter(|c| c.verdict == CapacityVerdict::Lower)
+        .collect();
+    for c in &fallen {
+        eprintln!(
+            "capacity of search `{}` fell: its interval lies below the baseline's",
+            c.search
+        );
+    }
+    if comparison.passed && fallen.is_empty() {
         Exit::Success
     } else {
         eprintln!(

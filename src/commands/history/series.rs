@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use super::show::format_value;
 use super::{fail, md_table, open, to_json};
 use crate::commands::emit;
+use crate::history::searches::{SearchAnswer, is_capacity};
 use crate::history::{Location, OpenMode, Point, SeriesKey, Store as _};
 use crate::report::model::figure_path::FigurePath;
 
@@ -17,7 +18,8 @@ pub struct SeriesArgs {
     pub phase: String,
     #[arg(long)]
     pub target: String,
-    /// A figure path as compare and gates write it: ttft.p99, output_tokens_per_second, …
+    /// A figure path as compare and gates write it: ttft.p99, output_tokens_per_second, …;
+    /// `capacity` with a search's name as --phase.
     #[arg(long)]
     pub figure: String,
     #[arg(long, value_enum, default_value = "md")]
@@ -36,7 +38,13 @@ pub enum SeriesFormat {
 }
 
 pub fn run(location: &Location, args: &SeriesArgs) -> Exit {
-    if let Err(e) = args.figure.parse::<FigurePath>() {
+    if let Err(e) = args.figure.parse::<FigurePath>().map(|_| ()).or_else(|e| {
+        if is_capacity(&args.figure) {
+            Ok(())
+        } else {
+            Err(e)
+        }
+    }) {
         eprintln!("error: --figure: {e}");
         return Exit::InvalidInput;
     }
@@ -64,7 +72,7 @@ pub fn run(location: &Location, args: &SeriesArgs) -> Exit {
     emit(&text, args.output.as_deref())
 }
 
-/// What marks a point: excluded, partial, client-bound.
+/// What marks a point: excluded, partial, client-bound, a capacity's lower bound.
 fn marks(p: &Point) -> String {
     let mut marks = Vec::new();
     if let Some(reason) = &p.excluded {
@@ -75,6 +83,9 @@ fn marks(p: &Point) -> String {
     }
     if p.client_bound {
         marks.push("client-bound".to_string());
+    }
+    if let Some(mark) = p.search.and_then(SearchAnswer::mark) {
+        marks.push(mark.to_string());
     }
     marks.join("; ")
 }
@@ -111,7 +122,11 @@ fn markdown(key: &SeriesKey, points: &[Point]) -> String {
                 "Run",
                 "Started",
                 "Value",
-                "95% interval",
+                if is_capacity(&key.figure) {
+                    "Interval (from its probes)"
+                } else {
+                    "95% interval"
+                },
                 "Work",
                 "Deployment",
                 "Marks"
@@ -137,6 +152,7 @@ fn csv(points: &[Point]) -> String {
         "cached_token_ratio",
         "server_queue_share",
         "server_uptime_s",
+        "search",
     ];
     let opt = |v: Option<f64>| v.map(|v| v.to_string()).unwrap_or_default();
     let mut rows = vec![head.iter().map(|s| s.to_string()).collect::<Vec<_>>()];
@@ -155,6 +171,7 @@ fn csv(points: &[Point]) -> String {
             opt(p.conditions.cached_token_ratio),
             opt(p.conditions.server_queue_share),
             opt(p.conditions.server_uptime_s),
+            p.search.map(|a| a.name().to_string()).unwrap_or_default(),
         ]
     }));
     for row in rows {

@@ -1,9 +1,11 @@
-//! `history show RUN`: a run's provenance, phases (with their headline figures) and errors.
+//! `history show RUN`: a run's provenance, phases (with their headline figures), capacity
+//! searches and errors.
 
 use super::{OutputArgs, OutputFormat, fail, md_table, open, to_json};
 use crate::commands::emit;
 use crate::exit::Exit;
 use crate::history::record::PhaseRow;
+use crate::history::searches::{SearchRow, load_name};
 use crate::history::store::{StoredRun, json};
 use crate::history::{Location, OpenMode, Store as _};
 
@@ -100,6 +102,23 @@ fn markdown(stored: &StoredRun) -> String {
     head.extend(HEADLINE);
     let rows: Vec<Vec<String>> = stored.rows.phases.iter().map(phase_line).collect();
     out.push_str(&md_table(&head, &rows));
+    if !stored.rows.searches.is_empty() {
+        out.push_str("\n## Capacity searches\n\n");
+        let rows: Vec<Vec<String>> = stored.rows.searches.iter().map(search_line).collect();
+        out.push_str(&md_table(
+            &[
+                "Search",
+                "Target",
+                "Load",
+                "Capacity",
+                "Interval",
+                "Answer",
+                "Stop reason",
+                "Objective",
+            ],
+            &rows,
+        ));
+    }
     let errors: Vec<Vec<String>> = stored
         .rows
         .phases
@@ -149,6 +168,28 @@ fn phase_line(p: &PhaseRow) -> Vec<String> {
         line.push(value.map(|f| format_value(f.value)).unwrap_or_default());
     }
     line
+}
+
+fn search_line(s: &SearchRow) -> Vec<String> {
+    // Concurrencies are whole; rates get four significant digits.
+    let load = |v: f64| {
+        if v.fract() == 0.0 {
+            format!("{v:.0}")
+        } else {
+            format_value(v)
+        }
+    };
+    let end = |e: Option<f64>| e.map_or("open".to_string(), load);
+    vec![
+        s.search.clone(),
+        s.target.clone(),
+        load_name(s.load).to_string(),
+        s.capacity.map(load).unwrap_or_else(|| "–".into()),
+        format!("[{}, {}]", end(s.interval[0]), end(s.interval[1])),
+        s.answer.mark().unwrap_or("answer").to_string(),
+        s.stop_reason.clone(),
+        s.objective.clone(),
+    ]
 }
 
 /// A stored number, to four significant digits.

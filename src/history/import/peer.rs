@@ -199,6 +199,7 @@ pub fn rows(
     Ok(RunRows {
         run,
         phases: vec![phase],
+        searches: Vec::new(),
     })
 }
 

@@ -1,9 +1,10 @@
 //! One trend chart: a series' runs in order with segment boundaries, level means, change
-//! points, alert markers, excluded and client-bound runs marked, and provenance changes as
-//! labelled vertical rules. Drawn on the report's own SVG frame, scales and axes.
+//! points, alert markers, excluded, client-bound and lower-bound runs marked, and provenance
+//! changes as labelled vertical rules. Drawn on the report's own SVG frame, scales and axes.
 
 use std::fmt::Write as _;
 
+use crate::history::searches::SearchAnswer;
 use crate::history::series::{Alert, AlertState};
 use crate::history::trend::{ProvenanceChange, SegmentStart, SeriesTrend, Verdict, eligible};
 use crate::report::render::svg::{PALETTE, Scale, WIDTH, axes, esc, open, tick_label};
@@ -120,6 +121,14 @@ pub fn chart(trend: &SeriesTrend, alerts: &[&Alert], provenance: &[ProvenanceCha
                 b = cy - 4.0,
                 c = cx + 4.0,
                 d = cy + 4.0,
+            );
+        } else if let Some(mark) = p.search.and_then(SearchAnswer::mark) {
+            let _ = write!(
+                out,
+                "<circle cx=\"{cx:.1}\" cy=\"{cy:.1}\" r=\"4\" fill=\"none\" stroke=\"{NEUTRAL}\" \
+                 stroke-width=\"2\" class=\"lower-bound\"><title>{} (≥, {}: left out)</title></circle>",
+                esc(&tip),
+                esc(mark)
             );
         } else if p.client_bound {
             let _ = write!(

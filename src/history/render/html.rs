@@ -4,17 +4,19 @@
 use std::fmt::Write as _;
 
 use super::chart::chart;
-use super::{TrendReport, change_text, provenance_text, state_word, value};
+use super::{TrendReport, change_text, point_text, provenance_text, state_word};
 use crate::history::trend::eligible;
 use crate::report::formats::html::CSS;
 use crate::report::render::svg::esc;
 
 /// What the charts' marks mean.
-const LEGEND: &str = "Blue: each run's value (a whisker: its within-run 95% interval); dark \
+const LEGEND: &str = "Blue: each run's value (a whisker: its within-run 95% interval, or a \
+    capacity's interval from its probes); dark \
     bars: level means; a vertical line with a dot: a change point (red regression, green \
     improvement, grey unranked or explained by a condition); a red triangle: the run that \
     opened an alert; grey ×: an excluded or partial run; orange square: a client-bound run \
-    (both left out of detection); purple dashed rule: a provenance change; black dotted \
+    (both left out of detection); hollow grey circle: a capacity that is only a lower bound \
+    or indeterminate (left out); purple dashed rule: a provenance change; black dotted \
     rule: a new segment (work or deployment changed).";
 
 /// The HTML document of `report`.
@@ -46,7 +48,7 @@ pub fn render(report: &TrendReport) -> String {
             let _ = writeln!(
                 out,
                 "<p class=\"note\">Latest {}; {}</p>",
-                latest.map_or("–".into(), |p| esc(&value(p.value, &t.key.figure))),
+                latest.map_or("–".into(), |p| esc(&point_text(p, &t.key.figure))),
                 t.changes()
                     .last()
                     .map_or("no change point.".into(), |c| esc(&format!(

@@ -3,7 +3,7 @@
 
 use std::fmt::Write as _;
 
-use super::{TrendReport, change_text, provenance_text, state_word, value};
+use super::{TrendReport, change_text, point_text, provenance_text, state_word, value};
 use crate::history::trend::SeriesTrend;
 
 /// A PR comment's limit, in characters.
@@ -133,12 +133,20 @@ fn provenance(out: &mut String, report: &TrendReport) {
 
 fn row(out: &mut String, report: &TrendReport, t: &SeriesTrend) {
     let figure = &t.key.figure;
-    let latest = t
+    let mut latest = t
         .points
         .iter()
         .rev()
         .find(|p| crate::history::trend::eligible(p))
-        .map_or("–".into(), |p| value(p.value, figure));
+        .map_or("–".into(), |p| point_text(p, figure));
+    // A newer search that gave only a lower bound is shown beside the latest answer.
+    if let Some(newest) = t
+        .points
+        .last()
+        .filter(|p| p.search.is_some_and(|a| a.mark().is_some()))
+    {
+        latest.push_str(&format!("; newest {}", point_text(newest, figure)));
+    }
     let level = t
         .segments
         .last()

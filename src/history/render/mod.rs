@@ -10,8 +10,11 @@ pub use html::render as html;
 pub use markdown::{MARKDOWN_LIMIT, render as markdown};
 
 use crate::figure::Unit;
-use crate::history::series::{Alert, AlertState};
-use crate::history::trend::{ChangePoint, ProvenanceChange, SeriesTrend, Settings, Verdict};
+use crate::history::searches::{SearchAnswer, is_capacity};
+use crate::history::series::{Alert, AlertState, Point};
+use crate::history::trend::{
+    ChangePoint, Evidence, ProvenanceChange, SeriesTrend, Settings, Verdict,
+};
 use crate::report::model::figure_path::FigurePath;
 use crate::report::render::numfmt;
 
@@ -60,10 +63,10 @@ impl TrendReport<'_> {
             .max_by_key(|a| a.id)
     }
 
-    /// How detection was set, in one sentence.
+    /// How detection was set, in a sentence (two with capacity series).
     fn method(&self) -> String {
         let s = self.settings;
-        format!(
+        let mut text = format!(
             "Change points: E-divisive candidates, kept when Student's t against the series' \
              own run-to-run noise gives p ≤ {} and the level moves by at least {:.0}%, with {} \
              runs or more on each side; a change of work or deployment starts a new segment; \
@@ -71,7 +74,16 @@ impl TrendReport<'_> {
             s.max_p,
             s.min_effect * 100.0,
             s.min_points
-        )
+        );
+        if self.trends.iter().any(|t| is_capacity(&t.key.figure)) {
+            text.push_str(&format!(
+                " A search's capacity changes when a run's interval lies wholly beyond its \
+                 level's pooled interval and the capacity moves by at least {:.0}%; lower \
+                 bounds and indeterminate searches are shown but left out.",
+                s.min_effect * 100.0
+            ));
+        }
+        text
     }
 }
 
@@ -113,7 +125,8 @@ fn state_word(a: &Alert) -> &'static str {
     }
 }
 
-/// A change with its conditions: `regression 0.8 s → 0.92 s (+15.0%) at run-0020; …`.
+/// A change with its conditions: `regression 0.8 s → 0.92 s (+15.0%) at run-0020; …`; a
+/// capacity's with the intervals that part.
 fn change_text(c: &ChangePoint, figure: &str) -> String {
     let mut text = format!(
         "{} {} at {}",
@@ -121,11 +134,42 @@ fn change_text(c: &ChangePoint, figure: &str) -> String {
         level_change(c.before, c.after, figure),
         c.run
     );
+    if let Evidence::IntervalsApart { level, run } = c.evidence {
+        text.push_str(&format!(
+            " (interval {} apart from the level's {})",
+            interval_text(run, figure),
+            interval_text(level, figure)
+        ));
+    }
     for condition in &c.conditions {
         text.push_str("; ");
         text.push_str(&condition.to_string());
     }
     text
+}
+
+/// `[8, 9]`.
+fn interval_text([lo, hi]: [f64; 2], figure: &str) -> String {
+    format!("[{}, {}]", value(lo, figure), value(hi, figure))
+}
+
+/// A point's value as a listing shows it: a capacity with its interval, and marked when its
+/// search gave only a lower bound or could not tell (`≥ 4 (lower bound)`).
+fn point_text(p: &Point, figure: &str) -> String {
+    let shown = match p.interval {
+        Some((lo, hi)) if is_capacity(figure) => {
+            format!(
+                "{} {}",
+                value(p.value, figure),
+                interval_text([lo, hi], figure)
+            )
+        }
+        _ => value(p.value, figure),
+    };
+    match p.search.and_then(SearchAnswer::mark) {
+        Some(mark) => format!("≥ {shown} ({mark})"),
+        None => shown,
+    }
 }
 
 /// `engine_version: 0.9.1 → 0.9.2`.

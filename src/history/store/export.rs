@@ -1,6 +1,6 @@
-//! Export: one file per table (`runs`, `phases`, `figures`, `errors`, `alerts`), as Parquet
-//! (typed columns and NULLs, what DuckDB, pandas and polars read directly) or CSV (numbers in
-//! Rust's shortest round-trip form, so they read back bit for bit).
+//! Export: one file per table (`runs`, `phases`, `figures`, `errors`, `searches`, `alerts`),
+//! as Parquet (typed columns and NULLs, what DuckDB, pandas and polars read directly) or CSV
+//! (numbers in Rust's shortest round-trip form, so they read back bit for bit).
 
 use std::fs::File;
 use std::path::{Path, PathBuf};

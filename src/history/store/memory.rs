@@ -7,6 +7,7 @@ use super::model::{Retention, RunFilter, RunSummary, Store, StoredRun, Table};
 use super::read::flatten;
 use crate::history::HistoryError;
 use crate::history::record::RunRows;
+use crate::history::searches::CAPACITY;
 use crate::history::series::{Alert, Point, RunId, SeriesKey};
 use crate::metrics::trust::TrustVerdict;
 
@@ -91,9 +92,37 @@ impl Store for MemoryStore {
                         partial: phase.partial || !rows.run.complete,
                         excluded: None,
                         conditions: phase.conditions,
+                        search: None,
                     },
                 );
             }
+        }
+        for search in &rows.searches {
+            let Some(capacity) = search.capacity else {
+                continue;
+            };
+            let key = SeriesKey {
+                plan: rows.run.plan.clone(),
+                phase: search.search.clone(),
+                target: search.target.clone(),
+                figure: CAPACITY.to_string(),
+            };
+            self.push_point(
+                &key,
+                Point {
+                    run: id.clone(),
+                    started_at: rows.run.started_at.clone(),
+                    value: capacity,
+                    interval: search.closed_interval(),
+                    work: search.work_sha256.clone().unwrap_or_default(),
+                    deployment: search.deployment_sha256.clone(),
+                    client_bound: false,
+                    partial: search.partial || !rows.run.complete,
+                    excluded: None,
+                    conditions: Default::default(),
+                    search: Some(search.answer),
+                },
+            );
         }
         self.runs.push(StoredRun {
             summary: summary(&id, rows),

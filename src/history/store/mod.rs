@@ -1,5 +1,6 @@
 //! The results store: the [`Store`] trait, its SQLite (default) and PostgreSQL backends over
-//! one SQL text, the versioned schema and its migrations, and export; `memory` is a store
+//! one SQL text (the `searches` table in a module of its own), the versioned schema and its
+//! migrations, and export; `memory` is a store
 //! held in memory that the trend tests and benchmarks fill point by point.
 
 mod export;
@@ -9,6 +10,7 @@ mod open;
 mod postgres;
 mod read;
 pub mod schema;
+mod searches;
 pub mod sql;
 mod sqlite;
 mod write;

@@ -1,4 +1,5 @@
-//! Reading the store back: runs, one run's rows, series keys and points, alerts, tables.
+//! Reading the store back: runs, one run's rows, series keys and points, alerts, tables
+//! (a search's rows and capacity series come from `searches`).
 
 use std::collections::BTreeMap;
 
@@ -6,6 +7,7 @@ use serde_json::Value;
 
 use super::super::HistoryError;
 use super::super::record::{ErrorRow, FigureRow, PhaseRow, RunRow, RunRows, RunSource, SplitRow};
+use super::super::searches::is_capacity;
 use super::super::series::{Alert, AlertState, Conditions, Point, SeriesKey};
 use super::model::{RunFilter, RunSummary, StoredRun, Table};
 use super::schema::{TABLES, order_by};
@@ -180,10 +182,15 @@ pub fn run(driver: &dyn Driver, id: &str) -> Result<StoredRun, HistoryError> {
         provenance: r[19].string(),
     };
     let phases = phases(driver, id)?;
+    let searches = super::searches::of_run(driver, id)?;
     Ok(StoredRun {
         summary,
         report_path: run.report_path.as_ref().map(std::path::PathBuf::from),
-        rows: RunRows { run, phases },
+        rows: RunRows {
+            run,
+            phases,
+            searches,
+        },
     })
 }
 
@@ -308,7 +315,15 @@ fn errors_by_phase(driver: &dyn Driver, run: &str) -> Result<ByPhase<ErrorRow>, 
     Ok(by_phase)
 }
 
+/// Every series' key: each figure of each phase, and each search's capacity, in key order.
 pub fn keys(driver: &dyn Driver, plan: Option<&str>) -> Result<Vec<SeriesKey>, HistoryError> {
+    let mut keys = figure_keys(driver, plan)?;
+    keys.extend(super::searches::keys(driver, plan)?);
+    keys.sort();
+    Ok(keys)
+}
+
+fn figure_keys(driver: &dyn Driver, plan: Option<&str>) -> Result<Vec<SeriesKey>, HistoryError> {
     let (filter, params) = match plan {
         Some(plan) => ("WHERE r.plan = $1", vec![Cell::from(plan)]),
         None => ("", Vec::new()),
@@ -338,6 +353,9 @@ pub fn keys(driver: &dyn Driver, plan: Option<&str>) -> Result<Vec<SeriesKey>, H
 }
 
 pub fn series(driver: &dyn Driver, key: &SeriesKey) -> Result<Vec<Point>, HistoryError> {
+    if is_capacity(&key.figure) {
+        return super::searches::series(driver, key);
+    }
     let rows = driver.query(
         "SELECT r.id, r.started_at, f.value, f.lo, f.hi, p.work_sha256, p.deployment_sha256,
             p.trust, p.partial, r.complete, r.excluded, p.cached_token_ratio,
@@ -372,6 +390,7 @@ pub fn series(driver: &dyn Driver, key: &SeriesKey) -> Result<Vec<Point>, Histor
                     server_queue_share: r[12].real(),
                     server_uptime_s: r[13].real(),
                 },
+                search: None,
             })
         })
         .collect()

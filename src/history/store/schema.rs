@@ -6,7 +6,7 @@ use super::super::HistoryError;
 use super::sql::{Cell, Dialect, Driver, in_write_transaction};
 
 /// The schema version this build writes and reads.
-pub const SCHEMA_VERSION: i64 = 2;
+pub const SCHEMA_VERSION: i64 = 3;
 
 /// The table that holds the version; its presence marks a servebench store.
 const META: &str = "servebench_history";
@@ -122,6 +122,32 @@ fn migration(version: i64, dialect: Dialect) -> Vec<String> {
             )",
                 dialect.serial_key()
             ),
+        ],
+        // Version 3: each run's capacity searches, one row per search.
+        3 => vec![
+            "CREATE TABLE searches (
+                run TEXT NOT NULL,
+                ordinal BIGINT NOT NULL,
+                search TEXT NOT NULL,
+                target TEXT NOT NULL,
+                load_kind TEXT NOT NULL,
+                work_sha256 TEXT,
+                deployment_sha256 TEXT NOT NULL,
+                capacity DOUBLE PRECISION,
+                interval_lo DOUBLE PRECISION,
+                interval_hi DOUBLE PRECISION,
+                bracket_lo DOUBLE PRECISION,
+                bracket_hi DOUBLE PRECISION,
+                stop_reason TEXT NOT NULL,
+                answer TEXT NOT NULL,
+                objective TEXT NOT NULL,
+                goodput DOUBLE PRECISION,
+                probes BIGINT NOT NULL,
+                partial BOOLEAN NOT NULL,
+                PRIMARY KEY (run, ordinal)
+            )"
+            .to_string(),
+            "CREATE INDEX searches_by_name ON searches (search, target)".to_string(),
         ],
         _ => Vec::new(),
     }
@@ -242,7 +268,7 @@ pub fn set_version(driver: &dyn Driver, version: i64) -> Result<(), HistoryError
 }
 
 /// Every table of the store, in the order an export writes them.
-pub const TABLES: [&str; 5] = ["runs", "phases", "figures", "errors", "alerts"];
+pub const TABLES: [&str; 6] = ["runs", "phases", "figures", "errors", "searches", "alerts"];
 
 /// The key columns that order a table's rows in an export.
 pub fn order_by(table: &str) -> &'static str {
@@ -251,6 +277,7 @@ pub fn order_by(table: &str) -> &'static str {
         "phases" => "run, ordinal",
         "figures" => "run, ordinal, figure",
         "errors" => "run, ordinal, cause",
+        "searches" => "run, ordinal",
         _ => "id",
     }
 }

@@ -58,6 +58,7 @@ pub fn record(driver: &dyn Driver, rows: &RunRows) -> Result<RunId, HistoryError
         for (ordinal, phase) in rows.phases.iter().enumerate() {
             insert_phase(driver, &id, ordinal as i64, phase)?;
         }
+        super::searches::insert(driver, &id, &rows.searches)?;
         hook::pause_at(hook::PausePoint::InCommit);
         Ok(id)
     })
@@ -279,7 +280,8 @@ pub fn alert_state_name(state: &AlertState) -> &'static str {
     }
 }
 
-/// Delete the runs `policy` drops; their ids, oldest first.
+/// Delete the runs `policy` drops (with their phases, figures, errors and searches); their
+/// ids, oldest first.
 pub fn retain(driver: &dyn Driver, policy: &Retention) -> Result<Vec<RunId>, HistoryError> {
     in_write_transaction(driver, || {
         let rows = driver.query(
@@ -314,7 +316,7 @@ pub fn retain(driver: &dyn Driver, policy: &Retention) -> Result<Vec<RunId>, His
         drop.sort();
         if !policy.dry_run {
             for (_, id) in &drop {
-                for table in ["figures", "errors", "phases"] {
+                for table in ["figures", "errors", "searches", "phases"] {
                     driver.execute(
                         &format!("DELETE FROM {table} WHERE run = $1"),
                         &[Cell::from(id)],

@@ -1,9 +1,11 @@
 //! One series' trend: its segments (a change of asked-for work or deployment starts one),
-//! the levels and change points inside each, and what each change means for the figure.
+//! the levels and change points inside each, and what each change means for the figure. A
+//! capacity series' changes are called by its runs' intervals instead (`capacity`).
 
 use super::conditions::{ConditionChange, across};
 use super::detect::{Settings, change_points};
 use crate::figure::{Better, Unit};
+use crate::history::searches::{SearchAnswer, is_capacity};
 use crate::history::series::{Point, RunId, SeriesKey};
 use crate::report::model::figure_path::FigurePath;
 
@@ -28,6 +30,16 @@ pub enum Verdict {
     ConditionChanged,
 }
 
+/// What a change point rests on.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Evidence {
+    /// Student's t between the runs of the levels either side.
+    TTest { p_value: f64 },
+    /// A capacity: the run's interval lies wholly beyond the level's pooled interval (from
+    /// the lowest to the highest end of its runs' intervals).
+    IntervalsApart { level: [f64; 2], run: [f64; 2] },
+}
+
 /// A level shift inside a segment.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ChangePoint {
@@ -36,7 +48,7 @@ pub struct ChangePoint {
     pub run: RunId,
     pub before: f64,
     pub after: f64,
-    pub p_value: f64,
+    pub evidence: Evidence,
     pub verdict: Verdict,
     pub conditions: Vec<ConditionChange>,
 }
@@ -92,15 +104,25 @@ impl SeriesTrend {
 /// How many runs either side of a change count as next to it.
 const NEARBY: usize = 3;
 
-/// Whether a point enters detection: not excluded, not partial, not client-bound, a number.
+/// Whether a point enters detection: not excluded, not partial, not client-bound, a number,
+/// and for a capacity, a search that answered (not a lower bound, not indeterminate).
 pub fn eligible(p: &Point) -> bool {
-    p.excluded.is_none() && !p.partial && !p.client_bound && p.value.is_finite()
+    p.excluded.is_none()
+        && !p.partial
+        && !p.client_bound
+        && p.value.is_finite()
+        && p.search.is_none_or(|a| a == SearchAnswer::Answer)
 }
 
 /// The trend of one series.
 pub fn analyse(key: &SeriesKey, points: Vec<Point>, settings: &Settings) -> SeriesTrend {
+    let capacity = is_capacity(&key.figure);
     let path = key.figure.parse::<FigurePath>().ok();
-    let better = path.map_or(Better::Neither, FigurePath::better);
+    let better = match path {
+        _ if capacity => Better::Higher,
+        Some(path) => path.better(),
+        None => Better::Neither,
+    };
     let latency = path.is_some_and(|p| matches!(p.unit(), Unit::Seconds | Unit::Millis));
     let mut segments = Vec::new();
     let mut from = 0;
@@ -117,7 +139,11 @@ pub fn analyse(key: &SeriesKey, points: Vec<Point>, settings: &Settings) -> Seri
                 _ => SegmentStart::Deployment,
             },
         };
-        segments.push(segment(&points, from, to, start, better, latency, settings));
+        segments.push(if capacity {
+            super::capacity::segment(&points, from, to, start, settings)
+        } else {
+            segment(&points, from, to, start, better, latency, settings)
+        });
         from = to;
     }
     SeriesTrend {
@@ -176,7 +202,7 @@ fn segment(
                 run: points[used[s.at]].run.clone(),
                 before: s.before,
                 after: s.after,
-                p_value: s.p_value,
+                evidence: Evidence::TTest { p_value: s.p_value },
                 verdict: verdict(s.before, s.after, better, latency, &conditions),
                 conditions,
             }

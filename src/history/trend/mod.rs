@@ -1,9 +1,10 @@
 //! Trends over the history's series, all pure: the noise model and change points, segments
 //! split by work or deployment changes, measured conditions across a change, alerts'
-//! lifecycle, and provenance changes between runs.
+//! lifecycle, and provenance changes between runs; capacity series by their intervals.
 
 mod alerts;
 mod analyse;
+mod capacity;
 mod conditions;
 mod detect;
 mod edivisive;
@@ -15,7 +16,7 @@ pub use stats::relative as relative_change;
 
 pub use alerts::update_alerts;
 pub use analyse::{
-    ChangePoint, Level, Segment, SegmentStart, SeriesTrend, Verdict, analyse, eligible,
+    ChangePoint, Evidence, Level, Segment, SegmentStart, SeriesTrend, Verdict, analyse, eligible,
 };
 pub use conditions::{CACHE_RATIO_BOUND, ConditionChange, QUEUE_SHARE_BOUND};
 pub use detect::{FoundBy, Settings, Split, change_points};

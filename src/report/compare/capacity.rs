@@ -57,8 +57,7 @@ fn compare_one(base: &SearchResult, new: &SearchResult) -> CapacityChange {
         .find_map(|(side, s)| not_comparable(s).map(|why| format!("{side}: {why}")));
     let verdict = match (closed(base), closed(new)) {
         _ if why.is_some() => CapacityVerdict::NotComparable,
-        (Some([_, b_hi]), Some([n_lo, _])) if n_lo > b_hi => CapacityVerdict::Higher,
-        (Some([b_lo, _]), Some([_, n_hi])) if n_hi < b_lo => CapacityVerdict::Lower,
+        (Some(b), Some(n)) => by_intervals(b, n),
         _ => CapacityVerdict::Overlapping,
     };
     CapacityChange {
@@ -70,6 +69,18 @@ fn compare_one(base: &SearchResult, new: &SearchResult) -> CapacityChange {
         relative,
         verdict,
         why,
+    }
+}
+
+/// Two closed intervals `[lo, hi]`: higher or lower only when they do not overlap (the
+/// history's capacity trends call a change by the same rule).
+pub fn by_intervals(base: [f64; 2], new: [f64; 2]) -> CapacityVerdict {
+    if new[0] > base[1] {
+        CapacityVerdict::Higher
+    } else if new[1] < base[0] {
+        CapacityVerdict::Lower
+    } else {
+        CapacityVerdict::Overlapping
     }
 }
 

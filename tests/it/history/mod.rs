@@ -9,6 +9,7 @@ mod imports;
 mod kill;
 mod real_aiperf;
 mod schema;
+mod searches;
 mod store;
 mod support;
 mod trends;
