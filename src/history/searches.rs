@@ -3,7 +3,6 @@
 //! search's capacity is also a series of its own: (plan, search, target, [`CAPACITY`]).
 
 use serde::{Deserialize, Serialize};
-use serde_json::{Value, json};
 
 use crate::plan::{Objective, Search, SearchLoad};
 use crate::report::model::Report;
@@ -158,7 +157,7 @@ fn search_row(report: &Report, result: &SearchResult) -> SearchRow {
     SearchRow {
         search: result.phase.clone(),
         deployment_sha256: super::record::deployment_sha256(report, &target),
-        work_sha256: planned.and_then(|p| work_sha256(report, p)),
+        work_sha256: result.work_sha256.clone(),
         target,
         load: result.load,
         capacity: result.capacity,
@@ -174,24 +173,6 @@ fn search_row(report: &Report, result: &SearchResult) -> SearchRow {
         probes: result.probes.len() as i64,
         partial: report.partial,
     }
-}
-
-/// The search's asked-for work, hashed as the runner hashes a phase's: its expanded settings
-/// without its name, its workload, and its target's API and model (no URL, no salt).
-fn work_sha256(report: &Report, phase: &crate::plan::Phase) -> Option<String> {
-    let mut settings = serde_json::to_value(phase).ok()?;
-    if let Value::Object(map) = &mut settings {
-        map.remove("name");
-    }
-    let workload = report.plan.workloads.get(phase.workload.as_deref()?)?;
-    let target = report.plan.targets.get(phase.target.as_deref()?)?;
-    let work = json!({
-        "phase": settings,
-        "workload": serde_json::to_value(workload).ok()?,
-        "api": serde_json::to_value(target.api).ok()?,
-        "model": target.model,
-    });
-    Some(crate::schedule::canonical_sha256(&work))
 }
 
 /// `ttft.p99 ≤ 2 s, error_rate ≤ 0.01, goodput ≥ 0.9`: each objective with its limit, in the
@@ -222,6 +203,7 @@ fn short(x: f64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::Value;
 
     fn result(capacity: Option<f64>, interval: [Option<f64>; 2], stop: &str) -> SearchResult {
         SearchResult {
@@ -234,6 +216,7 @@ mod tests {
             bracket: interval,
             stop_reason: stop.into(),
             probes: Vec::new(),
+            work_sha256: None,
         }
     }
 

@@ -31,7 +31,7 @@ pub struct Cancel {
 pub enum CancelAfter {
     /// After this many streamed output deltas (one token each on most servers; several with
     /// speculative decoding).
-    Tokens(u32),
+    Tokens(#[schemars(description = "Streamed output deltas before the drop (at least 1).")] u32),
     /// This long after the request was sent, whatever came by then.
     Time(HumanDuration),
 }

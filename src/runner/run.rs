@@ -260,7 +260,7 @@ async fn calibrate_client(
 
 /// The phases of a run, in order, and everything they share.
 pub(super) struct Phases<'a> {
-    loaded: &'a LoadedPlan,
+    pub(super) loaded: &'a LoadedPlan,
     schedule: &'a Schedule<'a>,
     pub(super) simulators: &'a Simulators,
     run_id: &'a str,

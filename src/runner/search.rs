@@ -120,6 +120,11 @@ impl Phases<'_> {
             bracket: [course.passed, course.failed],
             stop_reason,
             probes,
+            work_sha256: self
+                .targets
+                .for_phase(phase, self.simulators)
+                .ok()
+                .and_then(|t| super::salt::work_sha256(&self.loaded.plan, phase, &t.model)),
         });
         super::output::write_report(self.out_dir, report).map_err(RunError::Failed)?;
         Ok(None)

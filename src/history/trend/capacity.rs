@@ -8,7 +8,7 @@ use super::analyse::{ChangePoint, Evidence, Level, Segment, SegmentStart, Verdic
 use super::detect::Settings;
 use super::stats::{mean, relative};
 use crate::history::series::Point;
-use crate::report::compare::capacity::{CapacityVerdict, by_intervals};
+use crate::report::model::search::{CapacityVerdict, by_intervals};
 
 /// The runs of the level so far.
 struct Current {

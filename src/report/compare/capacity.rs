@@ -4,21 +4,7 @@
 use serde::Serialize;
 
 use crate::report::model::search::SearchResult;
-
-/// What the two capacities say together.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum CapacityVerdict {
-    /// The new interval lies wholly above the base's.
-    Higher,
-    /// Wholly below.
-    Lower,
-    /// The intervals overlap: no change can be told from these probes.
-    Overlapping,
-    /// A side has no closed interval (an open bracket, no passing probe) or is only a lower
-    /// bound (its search stopped client-bound or indeterminate).
-    NotComparable,
-}
+pub use crate::report::model::search::{CapacityVerdict, by_intervals};
 
 /// One search present in both reports.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -72,18 +58,6 @@ fn compare_one(base: &SearchResult, new: &SearchResult) -> CapacityChange {
     }
 }
 
-/// Two closed intervals `[lo, hi]`: higher or lower only when they do not overlap (the
-/// history's capacity trends call a change by the same rule).
-pub fn by_intervals(base: [f64; 2], new: [f64; 2]) -> CapacityVerdict {
-    if new[0] > base[1] {
-        CapacityVerdict::Higher
-    } else if new[1] < base[0] {
-        CapacityVerdict::Lower
-    } else {
-        CapacityVerdict::Overlapping
-    }
-}
-
 /// The interval when both ends are known.
 fn closed(s: &SearchResult) -> Option<[f64; 2]> {
     match s.capacity_interval {
@@ -120,6 +94,7 @@ mod tests {
             bracket: interval,
             stop_reason: "precision reached".into(),
             probes: Vec::new(),
+            work_sha256: None,
         }
     }
 

@@ -104,4 +104,34 @@ pub struct SearchResult {
     /// `stopped: client-bound at …` or `stopped: indeterminate at …`.
     pub stop_reason: String,
     pub probes: Vec<String>,
+    /// sha256 of the work the search asked for, hashed as a phase's `work_sha256` is.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub work_sha256: Option<String>,
+}
+
+/// What the two capacities say together.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CapacityVerdict {
+    /// The new interval lies wholly above the base's.
+    Higher,
+    /// Wholly below.
+    Lower,
+    /// The intervals overlap: no change can be told from these probes.
+    Overlapping,
+    /// A side has no closed interval (an open bracket, no passing probe) or is only a lower
+    /// bound (its search stopped client-bound or indeterminate).
+    NotComparable,
+}
+
+/// Two closed intervals `[lo, hi]`: higher or lower only when they do not overlap (the
+/// history's capacity trends call a change by the same rule).
+pub fn by_intervals(base: [f64; 2], new: [f64; 2]) -> CapacityVerdict {
+    if new[0] > base[1] {
+        CapacityVerdict::Higher
+    } else if new[1] < base[0] {
+        CapacityVerdict::Lower
+    } else {
+        CapacityVerdict::Overlapping
+    }
 }

@@ -100,6 +100,16 @@ fn lower_bound_copy(dir: &Path, name: &str, base: &Path, capacity: f64, at: &str
     write_report(dir, name, &doc, name)
 }
 
+/// The store's alerts, read off the async test's worker (the PostgreSQL client blocks).
+fn open_alerts(location: &Location) -> Vec<servebench::history::Alert> {
+    tokio::task::block_in_place(|| {
+        open(location, OpenMode::Existing)
+            .unwrap()
+            .alerts(None)
+            .unwrap()
+    })
+}
+
 /// RFC 3339 `at` plus `ms` milliseconds.
 fn later(at: &str, ms: i64) -> String {
     (chrono::DateTime::parse_from_rfc3339(at).unwrap() + chrono::Duration::milliseconds(ms))
@@ -156,7 +166,10 @@ async fn a_capacity_that_halves_opens_an_alert_and_a_lower_bound_changes_nothing
         &later(half_report.finished_at.as_deref().unwrap(), 1),
     );
 
-    for location in backends(dir.path(), "capacity searches on PostgreSQL") {
+    // Creating a fresh PostgreSQL database blocks: off the async test's worker.
+    let locations =
+        tokio::task::block_in_place(|| backends(dir.path(), "capacity searches on PostgreSQL"));
+    for location in locations {
         let store = address(&location);
         let ids: Vec<String> = normal.iter().map(|(p, _)| record(&store, p)).collect();
         record(&store, &low);
@@ -176,10 +189,7 @@ async fn a_capacity_that_halves_opens_an_alert_and_a_lower_bound_changes_nothing
             "{location}: {}",
             text(&out)
         );
-        let alerts = open(&location, OpenMode::Existing)
-            .unwrap()
-            .alerts(None)
-            .unwrap();
+        let alerts = open_alerts(&location);
         assert_eq!(alerts.len(), 1, "{location}: {alerts:?}");
         assert_eq!(alerts[0].key.figure, "capacity");
         assert_eq!(alerts[0].key.phase, "capacity");
@@ -260,10 +270,7 @@ async fn a_capacity_that_halves_opens_an_alert_and_a_lower_bound_changes_nothing
             out.status.code(),
             Some(servebench::exit::Exit::AlertOpen.code())
         );
-        let after = open(&location, OpenMode::Existing)
-            .unwrap()
-            .alerts(None)
-            .unwrap();
+        let after = open_alerts(&location);
         assert_eq!(after, alerts, "{location}");
 
         // The series lists every capacity, lower bounds marked.

@@ -137,6 +137,17 @@ fn report_with_every_section() -> Report {
         share: 1.0,
         ..Default::default()
     }];
+    p.cancellations = Some(servebench::metrics::cancellation::Cancellations {
+        cancelled: 2,
+        share: 0.5,
+        mean_tokens_before_cancel: 8.0,
+        first_cancel_s: 1.0,
+        before: None,
+        after: None,
+        change: None,
+        capacity_lost: false,
+        server_aborted: None,
+    });
     p.server_metrics = Some(ServerMetrics {
         backends: ["a", "b"]
             .iter()
@@ -182,6 +193,7 @@ fn report_with_every_section() -> Report {
         bracket: [Some(4.0), Some(16.0)],
         stop_reason: "precision reached".into(),
         probes: Vec::new(),
+        work_sha256: None,
     }];
     let spread = RoundSpread {
         metric: "ttft.p50".into(),
