@@ -323,11 +323,17 @@ pub fn keys(driver: &dyn Driver, plan: Option<&str>) -> Result<Vec<SeriesKey>, H
     Ok(keys)
 }
 
+/// A `WHERE` clause keeping `plan`'s rows by `column`, and its parameter; nothing for every
+/// plan.
+pub(super) fn plan_filter(column: &str, plan: Option<&str>) -> (String, Vec<Cell>) {
+    match plan {
+        Some(plan) => (format!("WHERE {column} = $1"), vec![Cell::from(plan)]),
+        None => (String::new(), Vec::new()),
+    }
+}
+
 fn figure_keys(driver: &dyn Driver, plan: Option<&str>) -> Result<Vec<SeriesKey>, HistoryError> {
-    let (filter, params) = match plan {
-        Some(plan) => ("WHERE r.plan = $1", vec![Cell::from(plan)]),
-        None => ("", Vec::new()),
-    };
+    let (filter, params) = plan_filter("r.plan", plan);
     let rows = driver.query(
         &format!(
             "SELECT DISTINCT r.plan, p.phase, p.target, f.figure
@@ -397,10 +403,7 @@ pub fn series(driver: &dyn Driver, key: &SeriesKey) -> Result<Vec<Point>, Histor
 }
 
 pub fn alerts(driver: &dyn Driver, plan: Option<&str>) -> Result<Vec<Alert>, HistoryError> {
-    let (filter, params) = match plan {
-        Some(plan) => ("WHERE plan = $1", vec![Cell::from(plan)]),
-        None => ("", Vec::new()),
-    };
+    let (filter, params) = plan_filter("plan", plan);
     let rows = driver.query(
         &format!(
             "SELECT id, plan, phase, target, figure, opened_by, change_at, before_value,

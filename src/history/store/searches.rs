@@ -82,10 +82,7 @@ pub fn of_run(driver: &dyn Driver, run: &str) -> Result<Vec<SearchRow>, HistoryE
 
 /// Every capacity series' key (of `plan`, or of every plan).
 pub fn keys(driver: &dyn Driver, plan: Option<&str>) -> Result<Vec<SeriesKey>, HistoryError> {
-    let (filter, params) = match plan {
-        Some(plan) => ("WHERE r.plan = $1", vec![Cell::from(plan)]),
-        None => ("", Vec::new()),
-    };
+    let (filter, params) = super::read::plan_filter("r.plan", plan);
     let rows = driver.query(
         &format!(
             "SELECT DISTINCT r.plan, s.search, s.target
