@@ -103,6 +103,9 @@ pub enum Better {
 pub enum Counted {
     /// Successful requests.
     Succeeded,
+    /// Successful requests, and cancelled ones whose first output had come: a true
+    /// first-token time either way.
+    FirstOutput,
     /// Every request, failed ones too (when it was sent is known either way).
     Every,
     /// Successful requests that carried the server's own timing.
@@ -236,7 +239,7 @@ const fn columns(label: &'static str, stats: &'static [Stat], when: ShownWhen) -
 }
 
 use Better::{Higher, Lower, Neither};
-use Counted::{Every, ServerTimed, Succeeded};
+use Counted::{Every, FirstOutput, ServerTimed, Succeeded};
 use Stat::{Mean, P50, P95, P99};
 
 /// Every figure, in [`Figure`]'s order.
@@ -246,7 +249,7 @@ pub static FIGURES: [Spec; 16] = [
         "ttft",
         Unit::Seconds,
         Lower,
-        Succeeded,
+        FirstOutput,
         "Request start to the first non-empty content delta, seconds.",
     )
     .intervals()
@@ -285,7 +288,7 @@ pub static FIGURES: [Spec; 16] = [
         "time_to_first_output",
         Unit::Seconds,
         Lower,
-        Succeeded,
+        FirstOutput,
         "Request start to the first non-empty reasoning or content delta, seconds.",
     )
     .generated(),

@@ -127,6 +127,7 @@ impl RequestRecord {
         let counts = match figure.spec().counted {
             Counted::Every => true,
             Counted::Succeeded => self.is_ok(),
+            Counted::FirstOutput => self.error.is_none(),
             Counted::ServerTimed => {
                 self.is_ok() && (self.server_prompt_ms.is_some() || self.server_total_ms.is_some())
             }

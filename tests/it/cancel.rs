@@ -110,6 +110,14 @@ async fn a_fifth_of_the_streams_are_dropped_after_eight_tokens_and_the_server_fr
         .distribution(servebench::figure::Figure::E2e)
         .unwrap();
     assert_eq!(e2e.samples, s.success);
+    // TTFT is a true first-token time for a cancelled stream too (each got its first eight
+    // tokens), so it counts every request.
+    assert!(cancelled(phase).iter().all(|r| r.ttft_ms.is_some()));
+    let ttft = phase
+        .summary
+        .distribution(servebench::figure::Figure::Ttft)
+        .unwrap();
+    assert_eq!(ttft.samples, s.success + s.cancelled);
     // The server saw every disconnect: each cancelled stream is an abort, its slot freed.
     assert_eq!(stats.requests_aborted, s.cancelled, "{stats:?}");
     assert_eq!((stats.running, stats.slots_leaked), (0, 0), "{stats:?}");
