@@ -67,7 +67,9 @@ fn scan(data: &[u8]) -> Option<(ChunkSummary, Cursor<'_>)> {
     c.ws();
     let summary = c.chunk()?;
     c.ws();
-    (c.i == data.len() && !(c.names_timings && !summary.carries_text())).then_some((summary, c))
+    // The stream keeps the timing a chunk without text names: the full parser reads it.
+    let timing_kept = c.names_timings && !summary.carries_text();
+    (c.i == data.len() && !timing_kept).then_some((summary, c))
 }
 
 impl ChunkSummary {
