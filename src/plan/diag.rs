@@ -316,7 +316,7 @@ pub fn did_you_mean<'a, I: IntoIterator<Item = &'a str>>(
     word: &str,
     candidates: I,
 ) -> Option<String> {
-    suggest(word, candidates).map(|c| did_you_mean_text(&c))
+    suggest(word, candidates).map(did_you_mean_text)
 }
 
 /// The hint naming `candidate` as the word meant.
