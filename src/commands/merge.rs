@@ -41,7 +41,7 @@ pub fn run(args: &MergeArgs) -> Exit {
         let s = &phase.summary;
         println!(
             "{}: {} requests, {} errors, {:.2} req/s, TTFT p99 {}",
-            phase.phase,
+            phase.header.phase,
             s.requests,
             s.errors,
             s.request_rate,

@@ -150,8 +150,8 @@ fn failed_phases(report: Option<&crate::report::Report>) -> Vec<String> {
         .phases
         .iter()
         .filter(|p| p.summary.requests > 0 && p.summary.errors == p.summary.requests)
-        .filter(|p| !expected(&p.phase))
-        .map(|p| p.phase.clone())
+        .filter(|p| !expected(&p.header.phase))
+        .map(|p| p.header.phase.clone())
         .collect()
 }
 

@@ -222,17 +222,17 @@ pub fn phase_row(report: &Report, phase: &PhaseResult) -> PhaseRow {
         .as_ref()
         .and_then(|gap| gap.split.as_ref());
     PhaseRow {
-        phase: phase.phase.clone(),
-        target: phase.target.clone(),
-        route: phase.route.clone(),
-        workload: phase.workload.clone(),
-        concurrency: phase.concurrency.map(i64::from),
-        rate_rps: phase.rate_rps,
-        recheck_of: phase.recheck_of.clone(),
-        started_at: phase.started_at.clone(),
+        phase: phase.header.phase.clone(),
+        target: phase.header.target.clone(),
+        route: phase.header.route.clone(),
+        workload: phase.header.workload.clone(),
+        concurrency: phase.header.concurrency.map(i64::from),
+        rate_rps: phase.header.rate_rps,
+        recheck_of: phase.header.recheck_of.clone(),
+        started_at: phase.header.started_at.clone(),
         partial: phase.partial || report.partial,
-        work_sha256: phase.work_sha256.clone(),
-        deployment_sha256: deployment_sha256(report, &phase.target),
+        work_sha256: phase.header.work_sha256.clone(),
+        deployment_sha256: deployment_sha256(report, &phase.header.target),
         trust: phase.client_trust.as_ref().map(|t| t.verdict),
         trust_reasons: json!(
             phase
@@ -309,7 +309,7 @@ fn record_key(report: &Report) -> String {
         "partial": report.partial,
         "plan_sha256": report.plan_source.sha256,
         "shard": report.shard.as_ref().map(|s| s.index),
-        "phases": report.phases.iter().map(|p| (&p.phase, &p.started_at, p.summary.requests)).collect::<Vec<_>>(),
+        "phases": report.phases.iter().map(|p| (&p.header.phase, &p.header.started_at, p.summary.requests)).collect::<Vec<_>>(),
     });
     sha256_hex(identity.to_string().as_bytes())
 }

@@ -150,8 +150,8 @@ fn search_row(report: &Report, result: &SearchResult) -> SearchRow {
     let target = result
         .probes
         .first()
-        .and_then(|name| report.phases.iter().find(|p| &p.phase == name))
-        .map(|p| p.target.clone())
+        .and_then(|name| report.phases.iter().find(|p| &p.header.phase == name))
+        .map(|p| p.header.target.clone())
         .or_else(|| planned.and_then(|p| p.target.clone()))
         .unwrap_or_default();
     SearchRow {

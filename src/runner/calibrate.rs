@@ -122,9 +122,9 @@ pub fn warning(phase: &PhaseResult) -> Option<String> {
             "warning: phase {} used {:.0}% of this machine's client ceiling (with its prompts, \
              workload `{}`); its throughput and latency may be limited by the client, not the \
              server",
-            phase.phase,
+            phase.header.phase,
             share * 100.0,
-            phase.workload
+            phase.header.workload
         )
     })
 }

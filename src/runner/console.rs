@@ -14,7 +14,7 @@ pub(super) fn phase_line(result: &PhaseResult) -> String {
     if s.encodes() {
         return format!(
             "{}: {} requests, {} errors, {:.2} req/s, {:.1} inputs/s, {:.1} input tok/s, E2E p50 {} ms p99 {} ms",
-            result.phase,
+            result.header.phase,
             s.requests,
             s.errors,
             s.request_rate,
@@ -31,7 +31,7 @@ pub(super) fn phase_line(result: &PhaseResult) -> String {
     };
     format!(
         "{}: {} requests, {} errors{cancelled}, {:.1} output tok/s, {:.2} req/s, TTFT p50 {} ms p99 {} ms, TPOT p50 {} ms",
-        result.phase,
+        result.header.phase,
         s.requests,
         s.errors,
         s.output_tokens_per_second,
@@ -49,12 +49,15 @@ pub(super) fn phase_warnings(result: &PhaseResult) -> Vec<String> {
     if let Some(trust) = result.client_trust.as_ref().filter(|t| !t.is_trusted()) {
         warnings.push(format!(
             "warning: phase `{}`: client-bound, its latencies include client-side delay: {}",
-            result.phase,
+            result.header.phase,
             trust.reasons.join("; ")
         ));
     }
     if let Some(warning) = result.until.as_ref().and_then(|u| u.warning.as_ref()) {
-        warnings.push(format!("warning: phase `{}`: {warning}", result.phase));
+        warnings.push(format!(
+            "warning: phase `{}`: {warning}",
+            result.header.phase
+        ));
     }
     warnings.extend(super::calibrate::warning(result));
     warnings

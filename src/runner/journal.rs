@@ -309,9 +309,13 @@ impl Journal {
         line.push(b'\n');
         let mut segments = self.lock();
         segments.writer.write_all(&line)?;
-        match segments.facts.iter_mut().find(|(p, _)| *p == facts.phase) {
+        match segments
+            .facts
+            .iter_mut()
+            .find(|(p, _)| *p == facts.header.phase)
+        {
             Some((_, latest)) => *latest = line,
-            None => segments.facts.push((facts.phase.clone(), line)),
+            None => segments.facts.push((facts.header.phase.clone(), line)),
         }
         segments.writer.flush()
     }

@@ -9,6 +9,7 @@ use tokio::sync::mpsc;
 
 use crate::client::{Client, ClientConfig, RequestRecord};
 use crate::plan::LoadedPlan;
+use crate::report::model::PhaseHeader;
 use crate::report::{Measured, PhaseFacts, ServerMetrics, WarmupResult};
 use crate::schedule::{self, PhaseSettings, ShardSpec};
 use crate::scheduler::live::{Keep, LiveTally, SharedTally};
@@ -147,10 +148,10 @@ impl PhaseRun<'_> {
             self.warn_on_prompt_gap(&collected, tolerance, tokenizer, "measured window");
         }
         let server_metrics = self.server_metrics(scrape_before, scrape_after, window);
-        facts.started_at = outcome
+        facts.header.started_at = outcome
             .started_at
             .to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
-        facts.start_offset_seconds = outcome
+        facts.header.start_offset_seconds = outcome
             .origin
             .saturating_duration_since(origin)
             .as_secs_f64();
@@ -175,7 +176,7 @@ impl PhaseRun<'_> {
         if let Err(e) = self.journal.append_facts(facts, stage) {
             eprintln!(
                 "warning: phase `{}`: the journal could not be written ({e})",
-                facts.phase
+                facts.header.phase
             );
         }
     }
@@ -338,16 +339,19 @@ impl PhaseRun<'_> {
     fn phase_facts(&self) -> PhaseFacts {
         let phase = self.phase;
         PhaseFacts {
-            phase: phase.name.to_string(),
-            route: phase.route.to_string(),
-            target: phase.target_name.to_string(),
-            workload: phase.workload_name.to_string(),
-            concurrency: phase.concurrency(),
-            rate_rps: phase.rate_rps(),
-            recheck_of: phase.recheck_of.map(str::to_string),
+            header: PhaseHeader {
+                phase: phase.name.to_string(),
+                route: phase.route.to_string(),
+                target: phase.target_name.to_string(),
+                workload: phase.workload_name.to_string(),
+                concurrency: phase.concurrency(),
+                rate_rps: phase.rate_rps(),
+                recheck_of: phase.recheck_of.map(str::to_string),
+                work_sha256: super::salt::work_sha256(&self.plan.plan, phase, &self.target.model),
+                prompt_salt: Some(self.salt.used),
+                ..PhaseHeader::default()
+            },
             connection_reuse: self.connection_reuse(),
-            work_sha256: super::salt::work_sha256(&self.plan.plan, phase, &self.target.model),
-            prompt_salt: Some(self.salt.used),
             ..PhaseFacts::default()
         }
     }
@@ -492,11 +496,16 @@ impl PhaseRun<'_> {
     /// A phase that sent nothing (a shard with no share of it, or a `before` action that
     /// failed), with the actions that ran.
     pub(super) fn empty(&self, hooks: Vec<crate::report::HookOutcome>) -> RanPhase {
+        let facts = self.phase_facts();
         RanPhase {
             facts: PhaseFacts {
-                started_at: chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
+                header: PhaseHeader {
+                    started_at: chrono::Utc::now()
+                        .to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
+                    ..facts.header
+                },
                 hooks,
-                ..self.phase_facts()
+                ..facts
             },
             measured: Measured::All(Vec::new()),
         }

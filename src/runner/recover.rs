@@ -15,8 +15,8 @@ use serde::Deserialize;
 use crate::client::RequestRecord;
 use crate::report::formats::records::{Manifest, PARTS_DIR, PartsWriter, RecordRow, RecordsSet};
 use crate::report::{
-    Figures, IMPORT_PROMPT_TOLERANCE, PhaseFacts, Report, WarmupResult, phase_result, read_report,
-    relate_phases,
+    Figures, IMPORT_PROMPT_TOLERANCE, PhaseFacts, PhaseHeader, Report, WarmupResult, phase_result,
+    read_report, relate_phases,
 };
 
 use super::collect::{CollectSettings, PhaseCollector};
@@ -131,7 +131,11 @@ pub fn recover(dir: &Path, keep_records: usize) -> Result<Recovered, String> {
     let mut report = read_report(&dir.join(REPORT_FILE)).map_err(|e| e.to_string())?;
     let killed = report.finished_at.is_none();
     let shard = report.shard.as_ref().map(|s| s.index);
-    let finished: HashSet<String> = report.phases.iter().map(|p| p.phase.clone()).collect();
+    let finished: HashSet<String> = report
+        .phases
+        .iter()
+        .map(|p| p.header.phase.clone())
+        .collect();
     let closed_parts = Manifest::read(&dir.join(PARTS_DIR))?.parts.len();
     let files = journal_files(dir, closed_parts)?;
     if files.is_empty() && closed_parts == 0 {
@@ -173,7 +177,7 @@ pub fn recover(dir: &Path, keep_records: usize) -> Result<Recovered, String> {
         for item in JournalLines::new(BufReader::new(reader), &mut file_notes) {
             let entry = match item.map_err(|e| format!("{name}: {e}"))? {
                 JournalItem::Facts(facts) => {
-                    let phase = facts.phase_facts.phase.clone();
+                    let phase = facts.phase_facts.header.phase.clone();
                     if !finished.contains(&phase) {
                         interrupted_phase(&mut interrupted, &rebuild, &phase).facts = Some(*facts);
                     }
@@ -313,9 +317,15 @@ fn add_interrupted(report: &mut Report, phases: Vec<Interrupted>) -> Result<(), 
                 ..phase_facts
             },
             None => PhaseFacts {
-                phase: phase.name,
-                started_at: report.started_at.clone(),
-                start_offset_seconds: report.phases.last().map_or(0.0, |p| p.end_offset_seconds),
+                header: PhaseHeader {
+                    phase: phase.name,
+                    started_at: report.started_at.clone(),
+                    start_offset_seconds: report
+                        .phases
+                        .last()
+                        .map_or(0.0, |p| p.end_offset_seconds),
+                    ..PhaseHeader::default()
+                },
                 partial: true,
                 warmup: phase.warmup,
                 prompt_tolerance: IMPORT_PROMPT_TOLERANCE,
@@ -328,7 +338,7 @@ fn add_interrupted(report: &mut Report, phases: Vec<Interrupted>) -> Result<(), 
             slo: report.plan.slo.as_ref(),
             previous: report.phases.last(),
         };
-        let name = facts.phase.clone();
+        let name = facts.header.phase.clone();
         let measured = phase
             .measured
             .finish(report.plan.percentile_method, facts.connection_reuse)

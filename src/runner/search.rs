@@ -89,7 +89,7 @@ impl Phases<'_> {
                 }
                 eprintln!(
                     "warning: probe `{}` was client-bound: running it again",
-                    result.phase
+                    result.header.phase
                 );
                 tokio::time::sleep(CLIENT_BOUND_SETTLE).await;
             };

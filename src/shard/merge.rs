@@ -12,8 +12,9 @@ use crate::client::RequestRecord;
 use crate::figure::Figure;
 use crate::metrics::trust::ClientLoad;
 use crate::report::{
-    ClientCeiling, Figures, HookWhen, Measured, MergedShard, PhaseFacts, PhaseMark, PhaseResult,
-    REPORT_SCHEMA, Report, ShardPhaseFacts, ToolInfo, WarmupResult, phase_result, relate_phases,
+    ClientCeiling, Figures, HookWhen, Measured, MergedShard, PhaseFacts, PhaseHeader, PhaseMark,
+    PhaseResult, REPORT_SCHEMA, Report, ShardPhaseFacts, ToolInfo, WarmupResult, phase_result,
+    relate_phases,
 };
 use crate::schedule::plan_sha256;
 
@@ -127,7 +128,7 @@ fn group_by_phase<'a>(shards: &'a [Shard<'a>]) -> ByPhase<'a> {
     for shard in shards {
         for phase in &shard.report.phases {
             by_phase
-                .entry(phase.phase.as_str())
+                .entry(phase.header.phase.as_str())
                 .or_default()
                 .push((shard, phase));
         }
@@ -141,7 +142,7 @@ fn phase_starts(by_phase: &ByPhase<'_>) -> Result<Starts, MergeError> {
     for (name, results) in by_phase {
         for (shard, result) in results {
             let what = format!("phase `{name}` started_at");
-            match parse_time(shard.file, &what, &result.started_at) {
+            match parse_time(shard.file, &what, &result.header.started_at) {
                 Ok(t) => {
                     starts.insert((shard.index, name.to_string()), t);
                 }
@@ -221,25 +222,27 @@ impl PhaseMerge<'_> {
             ));
         }
         let facts = PhaseFacts {
-            phase: name.to_string(),
-            // Every shard ran the same expanded plan, so its prompts carried a salt the same
-            // way (the values themselves may differ: `merged_from[].salt`).
-            work_sha256: lead.work_sha256.clone(),
-            prompt_salt: lead.prompt_salt,
-            route: lead.route.clone(),
-            target: lead.target.clone(),
-            workload: lead.workload.clone(),
-            concurrency: results
-                .iter()
-                .filter_map(|(_, r)| r.concurrency)
-                .reduce(|a, b| a + b),
-            rate_rps: results
-                .iter()
-                .filter_map(|(_, r)| r.rate_rps)
-                .reduce(|a, b| a + b),
-            recheck_of: lead.recheck_of.clone(),
-            started_at: origin.to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
-            start_offset_seconds: ms_between(self.run_origin, origin) / 1e3,
+            header: PhaseHeader {
+                phase: name.to_string(),
+                // Every shard ran the same expanded plan, so its prompts carried a salt the
+                // same way (the values themselves may differ: `merged_from[].salt`).
+                work_sha256: lead.header.work_sha256.clone(),
+                prompt_salt: lead.header.prompt_salt,
+                route: lead.header.route.clone(),
+                target: lead.header.target.clone(),
+                workload: lead.header.workload.clone(),
+                concurrency: results
+                    .iter()
+                    .filter_map(|(_, r)| r.header.concurrency)
+                    .reduce(|a, b| a + b),
+                rate_rps: results
+                    .iter()
+                    .filter_map(|(_, r)| r.header.rate_rps)
+                    .reduce(|a, b| a + b),
+                recheck_of: lead.header.recheck_of.clone(),
+                started_at: origin.to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
+                start_offset_seconds: ms_between(self.run_origin, origin) / 1e3,
+            },
             partial: missing || results.iter().any(|(_, r)| r.partial),
             warmup: WarmupResult {
                 requests: results.iter().map(|(_, r)| r.warmup.requests).sum(),
@@ -565,10 +568,10 @@ fn shard_facts(shard: &Shard<'_>) -> MergedShard {
             .phases
             .iter()
             .map(|p| ShardPhaseFacts {
-                phase: p.phase.clone(),
-                started_at: p.started_at.clone(),
-                concurrency: p.concurrency,
-                rate_rps: p.rate_rps,
+                phase: p.header.phase.clone(),
+                started_at: p.header.started_at.clone(),
+                concurrency: p.header.concurrency,
+                rate_rps: p.header.rate_rps,
                 requests: p.summary.requests,
                 errors: p.summary.errors,
                 warmup: p.warmup.clone(),
@@ -577,7 +580,7 @@ fn shard_facts(shard: &Shard<'_>) -> MergedShard {
                 late_ms: info.and_then(|i| {
                     i.phase_starts
                         .iter()
-                        .find(|s| s.phase == p.phase)
+                        .find(|s| s.phase == p.header.phase)
                         .map(|s| s.late_ms)
                 }),
                 server_metrics: p.server_metrics.clone(),

@@ -46,7 +46,11 @@ async fn embeddings_and_rerank_phases_count_inputs_and_tokens() {
         // Each document is read together with the query.
         ("rerank", 5, 5 * (64 + query_tokens)),
     ] {
-        let p = report.phases.iter().find(|p| p.phase == phase).unwrap();
+        let p = report
+            .phases
+            .iter()
+            .find(|p| p.header.phase == phase)
+            .unwrap();
         let s = &p.summary;
         assert_eq!(s.errors, 0, "{phase}: {:?}", s.errors_by_cause);
         assert_eq!(p.request_timings.len() as u64, s.requests);

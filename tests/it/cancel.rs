@@ -178,7 +178,11 @@ async fn a_server_that_leaks_aborted_slots_is_flagged_and_one_that_frees_them_is
     crate::common::assert_valid_report(&json);
     let report = servebench::report::read_report(&out.join("report.json")).unwrap();
     let finding = |name: &str| {
-        let phase = report.phases.iter().find(|p| p.phase == name).unwrap();
+        let phase = report
+            .phases
+            .iter()
+            .find(|p| p.header.phase == name)
+            .unwrap();
         let share = phase.summary.cancelled as f64 / phase.summary.requests as f64;
         (phase.cancellations.clone().expect("a finding"), share)
     };

@@ -161,13 +161,13 @@ async fn simulator_targets_serve_exactly_the_planned_prompt_tokens() {
     )
     .await;
     for phase in &report.phases {
-        assert_eq!(phase.summary.errors, 0, "{}", phase.phase);
+        assert_eq!(phase.summary.errors, 0, "{}", phase.header.phase);
         for record in &phase.request_timings {
             assert!(record.planned_context_tokens.is_some());
             assert_eq!(
                 record.prompt_tokens, record.planned_context_tokens,
                 "{} request {}",
-                phase.phase, record.request_index
+                phase.header.phase, record.request_index
             );
         }
         assert_eq!(phase.prompt_tokens.relative_error, Some(0.0));
@@ -359,7 +359,11 @@ async fn azure_and_burstgpt_csv_traces_replay_at_their_times_with_their_lengths(
         ),
     ];
     for (name, rows) in expected {
-        let phase = report.phases.iter().find(|p| p.phase == name).unwrap();
+        let phase = report
+            .phases
+            .iter()
+            .find(|p| p.header.phase == name)
+            .unwrap();
         assert_eq!(phase.summary.errors, 0, "{name}");
         assert_eq!(
             phase.summary.requests as usize,

@@ -230,7 +230,13 @@ async fn a_buffering_proxy_is_flagged_and_an_unbuffered_one_matches_the_direct_p
     };
     let [direct, off, on] = [0, 1, 2].map(|i| &report.phases[i]);
     for p in [direct, off, on] {
-        assert_eq!(p.summary.errors, 0, "{}: {:?}", p.phase, error_messages(p));
+        assert_eq!(
+            p.summary.errors,
+            0,
+            "{}: {:?}",
+            p.header.phase,
+            error_messages(p)
+        );
     }
     assert!(warned(on), "{:?}", on.transport.warnings);
     assert!(!warned(off), "{:?}", off.transport.warnings);
@@ -479,7 +485,13 @@ async fn a_proxy_carries_plain_requests_and_tunnels_tls() {
     ];
     let (report, _) = run_plan(dir.path(), &plan(&targets, "concurrency: 2, requests: 8")).await;
     for p in &report.phases {
-        assert_eq!(p.summary.errors, 0, "{}: {:?}", p.phase, error_messages(p));
+        assert_eq!(
+            p.summary.errors,
+            0,
+            "{}: {:?}",
+            p.header.phase,
+            error_messages(p)
+        );
         assert_eq!(p.summary.requests, 8);
     }
     let counts = &proxy.counts;

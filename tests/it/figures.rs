@@ -13,7 +13,7 @@ use servebench::report::compare::compare;
 use servebench::report::compare::gate::Gate;
 use servebench::report::figure_path::{FigurePath, compared_paths};
 use servebench::report::{
-    Figures, Measured, PhaseFacts, PhaseResult, Report, phase_result, read_report,
+    Figures, Measured, PhaseFacts, PhaseHeader, PhaseResult, Report, phase_result, read_report,
 };
 
 fn root() -> PathBuf {
@@ -56,7 +56,10 @@ fn records(tool_ms: f64) -> Vec<RequestRecord> {
 
 fn phase(name: &str, tool_ms: f64) -> PhaseResult {
     let facts = PhaseFacts {
-        phase: name.to_string(),
+        header: PhaseHeader {
+            phase: name.to_string(),
+            ..PhaseHeader::default()
+        },
         prompt_tolerance: 0.1,
         connection_reuse: true,
         ..PhaseFacts::default()

@@ -45,10 +45,14 @@ async fn the_gateway_example_fills_backend_figures_for_every_phase() {
     let value: serde_json::Value = serde_json::from_str(&text).unwrap();
     crate::common::assert_valid_report(&value);
     let report: Report = serde_json::from_value(value).unwrap();
-    let names: Vec<&str> = report.phases.iter().map(|p| p.phase.as_str()).collect();
+    let names: Vec<&str> = report
+        .phases
+        .iter()
+        .map(|p| p.header.phase.as_str())
+        .collect();
     assert_eq!(names, ["gateway-c4", "prefix-random", "prefix-aware"]);
     for phase in &report.phases {
-        let name = &phase.phase;
+        let name = &phase.header.phase;
         assert_eq!(phase.summary.errors, 0, "{name}");
         let m = phase.server_metrics.as_ref().expect("server metrics");
         assert!(m.warnings.is_empty(), "{name}: {:?}", m.warnings);

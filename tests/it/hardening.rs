@@ -138,10 +138,10 @@ fn interrupt_at(
     for phase in &report.phases {
         for r in &phase.request_timings {
             assert!(
-                journaled.contains(&(phase.phase.clone(), r.request_id.clone())),
+                journaled.contains(&(phase.header.phase.clone(), r.request_id.clone())),
                 "{what}: {} of {} is in the report but not the journal",
                 r.request_id,
-                phase.phase
+                phase.header.phase
             );
         }
         assert_eq!(phase.request_timings.len() as u64, phase.summary.requests);
@@ -150,7 +150,11 @@ fn interrupt_at(
 }
 
 fn phase_names(report: &Report) -> Vec<&str> {
-    report.phases.iter().map(|p| p.phase.as_str()).collect()
+    report
+        .phases
+        .iter()
+        .map(|p| p.header.phase.as_str())
+        .collect()
 }
 
 #[test]
@@ -161,7 +165,7 @@ fn sigint_during_warmup_leaves_a_partial_report() {
     assert_eq!(lines_of(&lines, "warm", "measured").count(), 0);
     // The interrupted phase is either listed as partial with no measured request, or left out.
     for phase in &report.phases {
-        assert_eq!(phase.phase, "warm");
+        assert_eq!(phase.header.phase, "warm");
         assert!(phase.partial);
         assert!(phase.request_timings.is_empty());
     }
@@ -185,7 +189,12 @@ fn sigint_during_cooldown_stops_without_waiting_it_out() {
     assert_eq!(lines_of(&lines, "long", "measured").count(), 0);
     assert_eq!(phase_names(&report)[0], "cool");
     assert_eq!(report.phases[0].request_timings.len(), 12);
-    assert!(report.phases.iter().all(|p| p.phase != "long" || p.partial));
+    assert!(
+        report
+            .phases
+            .iter()
+            .all(|p| p.header.phase != "long" || p.partial)
+    );
 }
 
 #[test]
@@ -195,11 +204,11 @@ fn sigterm_between_phases_keeps_the_finished_phase_whole() {
     let (report, _) = interrupt_at("TERM", &["first", "long"], "between phases", |l| {
         lines_of(l, "first", "measured").count() == 12
     });
-    assert_eq!(report.phases[0].phase, "first");
+    assert_eq!(report.phases[0].header.phase, "first");
     assert!(!report.phases[0].partial, "the finished phase is complete");
     assert_eq!(report.phases[0].request_timings.len(), 12);
     for phase in &report.phases[1..] {
-        assert_eq!(phase.phase, "long");
+        assert_eq!(phase.header.phase, "long");
         assert!(phase.partial);
     }
 }

@@ -51,13 +51,13 @@ async fn a_closed_loop_holds_its_concurrency_and_an_open_loop_its_rate_times_lat
     let report = run_example(&out).await;
     let (closed, open) = (&report.phases[0], &report.phases[1]);
     for phase in [closed, open] {
-        assert_eq!(phase.summary.errors, 0, "{}", phase.phase);
+        assert_eq!(phase.summary.errors, 0, "{}", phase.header.phase);
         let held = phase.summary.in_flight.expect("in_flight");
         let swept = swept_mean_in_flight(&phase.request_timings);
         assert!(
             (held.requests - swept).abs() < 1e-6 * swept,
             "{}: {held:?} vs swept {swept}",
-            phase.phase
+            phase.header.phase
         );
         // Every request holds at least its prompt (300 to 500 tokens) while in flight.
         assert!(held.tokens > 300.0 * held.requests, "{held:?}");

@@ -77,13 +77,17 @@ async fn a_concurrency_sweep_reports_its_pareto_frontier() {
     for (i, p) in report.phases.iter().enumerate() {
         let row = section
             .lines()
-            .find(|l| l.starts_with(&format!("| sim / short | {} |", p.phase)))
-            .unwrap_or_else(|| panic!("no row for {}:\n{section}", p.phase));
+            .find(|l| l.starts_with(&format!("| sim / short | {} |", p.header.phase)))
+            .unwrap_or_else(|| panic!("no row for {}:\n{section}", p.header.phase));
         let cells: Vec<&str> = row.split('|').map(str::trim).collect();
         // | group | phase | load | tok/s | per user | TTFT | per-user frontier | TTFT frontier |
-        assert_eq!(cells[3], format!("c={}", p.concurrency.unwrap()), "{row}");
-        assert_eq!(cells[7], flag(&per_user, i), "{}: {row}", p.phase);
-        assert_eq!(cells[8], flag(&ttft, i), "{}: {row}", p.phase);
+        assert_eq!(
+            cells[3],
+            format!("c={}", p.header.concurrency.unwrap()),
+            "{row}"
+        );
+        assert_eq!(cells[7], flag(&per_user, i), "{}: {row}", p.header.phase);
+        assert_eq!(cells[8], flag(&ttft, i), "{}: {row}", p.header.phase);
         on_some_frontier += usize::from(cells[7] == "yes" || cells[8] == "yes");
     }
     // Some trusted phase always survives: the one with the most output tok/s.

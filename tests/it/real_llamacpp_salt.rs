@@ -58,7 +58,7 @@ async fn llamacpp_reruns_keep_their_cached_ratio_and_identical_prompts_are_named
     let salted = plan(dir.path(), &server.base_url(), "auto");
     let first = run_plan(&salted, &dir.path().join("a")).await;
     let second = run_plan(&salted, &dir.path().join("b")).await;
-    assert_eq!(first.phases[0].prompt_salt, Some(SaltUsed::Text));
+    assert_eq!(first.phases[0].header.prompt_salt, Some(SaltUsed::Text));
     let (a, b) = (cached_ratio(&first), cached_ratio(&second));
     assert!(
         (a - b).abs() <= 0.10,

@@ -135,7 +135,7 @@ async fn parquet_holds_every_request_field_by_field() {
     for phase in &report.phases {
         let measured: Vec<RequestRecord> = rows
             .iter()
-            .filter(|r| r.phase == phase.phase && r.window == Window::Measured)
+            .filter(|r| r.phase == phase.header.phase && r.window == Window::Measured)
             .map(|r| r.record.clone())
             .collect();
         assert_eq!(by_index(measured), by_index(phase.request_timings.clone()));
@@ -333,7 +333,11 @@ fn sigkill_mid_phase_then_recover_rebuilds_the_report_and_the_parquet() {
         .collect();
     let report = report(&out);
     assert!(report.partial);
-    let names: Vec<&str> = report.phases.iter().map(|p| p.phase.as_str()).collect();
+    let names: Vec<&str> = report
+        .phases
+        .iter()
+        .map(|p| p.header.phase.as_str())
+        .collect();
     assert_eq!(names, ["first", "long"]);
     assert_eq!(report.phases[0].request_timings.len(), 40);
     assert!(!report.phases[0].partial);

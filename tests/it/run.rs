@@ -74,12 +74,20 @@ async fn quickstart_writes_a_report_that_matches_the_schema() {
     let (value, report) = read_report(out.path());
     assert_valid_report(&value);
     assert!(!report.partial);
-    let names: Vec<&str> = report.phases.iter().map(|p| p.phase.as_str()).collect();
+    let names: Vec<&str> = report
+        .phases
+        .iter()
+        .map(|p| p.header.phase.as_str())
+        .collect();
     assert_eq!(names, ["c1", "c8", "rate-20", "c1-recheck"]);
     assert_eq!(report.rechecks.len(), 1);
     for phase in &report.phases {
-        assert!(phase.summary.requests > 0, "{} ran no request", phase.phase);
-        assert_eq!(phase.summary.errors, 0, "{}", phase.phase);
+        assert!(
+            phase.summary.requests > 0,
+            "{} ran no request",
+            phase.header.phase
+        );
+        assert_eq!(phase.summary.errors, 0, "{}", phase.header.phase);
         assert_eq!(phase.request_timings.len() as u64, phase.summary.requests);
         // Simulator targets are scraped before and after every phase.
         assert!(phase.server_metrics.is_some());
@@ -117,7 +125,11 @@ async fn gateway_plan_runs_fourteen_phases_in_seed_order_with_rechecks_paired() 
         .iter()
         .map(|p| p["phase"].as_str().unwrap())
         .collect();
-    let names: Vec<&str> = report.phases.iter().map(|p| p.phase.as_str()).collect();
+    let names: Vec<&str> = report
+        .phases
+        .iter()
+        .map(|p| p.header.phase.as_str())
+        .collect();
     assert_eq!(names, seed_names);
     let seed_routes: Vec<&str> = seed["phases"]
         .as_array()
@@ -125,7 +137,11 @@ async fn gateway_plan_runs_fourteen_phases_in_seed_order_with_rechecks_paired() 
         .iter()
         .map(|p| p["route"].as_str().unwrap())
         .collect();
-    let routes: Vec<&str> = report.phases.iter().map(|p| p.route.as_str()).collect();
+    let routes: Vec<&str> = report
+        .phases
+        .iter()
+        .map(|p| p.header.route.as_str())
+        .collect();
     assert_eq!(routes, seed_routes);
     let pairs: Vec<(&str, &str)> = report
         .rechecks
@@ -143,12 +159,12 @@ async fn gateway_plan_runs_fourteen_phases_in_seed_order_with_rechecks_paired() 
         ]
     );
     // Phase offsets increase in run order, as seed 004 reports them.
-    assert_eq!(report.phases[0].start_offset_seconds, 0.0);
+    assert_eq!(report.phases[0].header.start_offset_seconds, 0.0);
     assert!(
         report
             .phases
             .windows(2)
-            .all(|w| w[1].start_offset_seconds >= w[0].end_offset_seconds)
+            .all(|w| w[1].header.start_offset_seconds >= w[0].end_offset_seconds)
     );
 }
 
@@ -378,7 +394,11 @@ fn sigint_leaves_a_valid_partial_report_and_an_intact_journal() {
     assert_valid_report(&value);
     assert!(report.partial);
     assert_eq!(report.stop_reason.as_deref(), Some("interrupted"));
-    let names: Vec<&str> = report.phases.iter().map(|p| p.phase.as_str()).collect();
+    let names: Vec<&str> = report
+        .phases
+        .iter()
+        .map(|p| p.header.phase.as_str())
+        .collect();
     assert_eq!(names, ["first", "long"]);
     assert!(report.phases[1].partial);
     let in_report: usize = report.phases.iter().map(|p| p.request_timings.len()).sum();
@@ -436,7 +456,7 @@ fn seed_gateway_recheck_jump_reads_as_drifted() {
         "tests/fixtures/seeds/004_00b102e15ffdad6e.txt",
     ))
     .unwrap();
-    let find = |name: &str| seed.phases.iter().find(|p| p.phase == name).unwrap();
+    let find = |name: &str| seed.phases.iter().find(|p| p.header.phase == name).unwrap();
     let pair = servebench::metrics::recheck_pair(
         "gateway-c4",
         &find("gateway-c4").summary,

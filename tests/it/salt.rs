@@ -84,7 +84,10 @@ async fn two_runs_with_the_default_salt_keep_the_same_cached_ratio() {
     assert!((a - b).abs() <= 0.10, "cached ratio moved: {a} → {b}");
     // The simulator takes `cache_salt`, so the text is the same and only the field differs:
     // equal ratios mean the field reached its cache.
-    assert_eq!(only_phase(&second).prompt_salt, Some(SaltUsed::CacheSalt));
+    assert_eq!(
+        only_phase(&second).header.prompt_salt,
+        Some(SaltUsed::CacheSalt)
+    );
     let (pa, pb) = (
         first.provenance.as_ref().unwrap(),
         second.provenance.as_ref().unwrap(),
@@ -98,8 +101,8 @@ async fn two_runs_with_the_default_salt_keep_the_same_cached_ratio() {
     assert!(pb.servers[0].engine_version.is_some(), "from /version");
     // Same asked-for work, so compare sets them side by side and names no cache change.
     assert_eq!(
-        only_phase(&first).work_sha256,
-        only_phase(&second).work_sha256
+        only_phase(&first).header.work_sha256,
+        only_phase(&second).header.work_sha256
     );
     let c = compare_with(
         ("a", &first),
@@ -160,7 +163,7 @@ async fn byte_identical_prompts_are_cached_and_no_latency_change_is_called_signi
     let plan = plan(dir.path(), addr, "none", 256);
     let first = run(&plan, &dir.path().join("a"), None).await;
     let second = run(&plan, &dir.path().join("b"), None).await;
-    assert_eq!(only_phase(&second).prompt_salt, Some(SaltUsed::None));
+    assert_eq!(only_phase(&second).header.prompt_salt, Some(SaltUsed::None));
     let (a, b) = (cached_ratio(&first), cached_ratio(&second));
     assert!(a < 0.10 && b > 0.80, "cold then cached: {a} → {b}");
 

@@ -49,7 +49,7 @@ fn check_probes(report: &Report) {
     assert_eq!(search.probes.len(), report.phases.len());
     for (i, (name, phase)) in search.probes.iter().zip(&report.phases).enumerate() {
         assert_eq!(name, &format!("capacity/probe-{}", i + 1));
-        assert_eq!(&phase.phase, name);
+        assert_eq!(&phase.header.phase, name);
         let probe = phase.probe.as_ref().expect("a probe outcome");
         assert!(phase.summary.requests > 0, "{name} ran");
         assert_eq!(
@@ -248,7 +248,7 @@ async fn a_search_limits_tool_call_ttft() {
             let probe = p.probe.as_ref().expect("a probe");
             let check = &probe.objectives[0];
             let measured = p.summary.distribution(Figure::TtftTool).map(|d| d.p50);
-            assert!(measured.is_some_and(|ms| ms > 0.001), "{}", p.phase);
+            assert!(measured.is_some_and(|ms| ms > 0.001), "{}", p.header.phase);
             (check.objective.as_str(), check.passed, check.value)
         })
         .collect();

@@ -92,7 +92,7 @@ fn parts(phase: &PhaseResult) -> Vec<&'static str> {
         ("client_trust", phase.client_trust.is_some()),
         ("client_load_share", phase.client_load_share.is_some()),
         ("client_ceiling", phase.client_ceiling.is_some()),
-        ("recheck_of", phase.recheck_of.is_some()),
+        ("recheck_of", phase.header.recheck_of.is_some()),
         ("request_timings", !phase.request_timings.is_empty()),
         ("warmup", phase.warmup.requests > 0),
     ];
@@ -106,7 +106,7 @@ fn parts_by_phase(report: &Report) -> Vec<(String, Vec<&'static str>)> {
     report
         .phases
         .iter()
-        .map(|p| (p.phase.clone(), parts(p)))
+        .map(|p| (p.header.phase.clone(), parts(p)))
         .collect()
 }
 
@@ -186,15 +186,19 @@ async fn live_recovered_and_merged_reports_carry_the_same_sections() {
     assert_eq!(shown_sections(&recovered.report), sections, "recovered");
     for (live_phase, phase) in live.phases.iter().zip(&recovered.report.phases) {
         assert_eq!(phase.summary.requests, live_phase.summary.requests);
-        assert_eq!(phase.hooks, live_phase.hooks, "{}", phase.phase);
-        assert_eq!(phase.marks, live_phase.marks, "{}", phase.phase);
-        assert_eq!(phase.recovery, live_phase.recovery, "{}", phase.phase);
+        assert_eq!(phase.hooks, live_phase.hooks, "{}", phase.header.phase);
+        assert_eq!(phase.marks, live_phase.marks, "{}", phase.header.phase);
+        assert_eq!(
+            phase.recovery, live_phase.recovery,
+            "{}",
+            phase.header.phase
+        );
         assert_eq!(
             phase.client_trust, live_phase.client_trust,
             "{}",
-            phase.phase
+            phase.header.phase
         );
-        assert!(!phase.partial, "its window ended: {}", phase.phase);
+        assert!(!phase.partial, "its window ended: {}", phase.header.phase);
     }
     assert_eq!(
         recovered.report.rechecks.len(),

@@ -7,7 +7,7 @@ use serde_json::Value;
 
 use super::super::HistoryError;
 use super::super::record::{ErrorRow, FigureRow, PhaseRow, RunRow, RunRows, RunSource, SplitRow};
-use super::super::searches::is_capacity;
+use super::super::searches::{SearchAnswer, is_capacity};
 use super::super::series::{Alert, AlertState, Conditions, Point, SeriesKey};
 use super::model::{RunFilter, RunSummary, StoredRun, Table};
 use super::schema::{TABLES, order_by};
@@ -380,26 +380,49 @@ pub fn series(driver: &dyn Driver, key: &SeriesKey) -> Result<Vec<Point>, Histor
     )?;
     rows.iter()
         .map(|r| {
-            let bad = || damaged(driver, "series point");
-            Ok(Point {
-                run: r[0].string().ok_or_else(bad)?,
-                started_at: r[1].string().ok_or_else(bad)?,
-                value: r[2].real().ok_or_else(bad)?,
-                interval: r[3].real().zip(r[4].real()),
-                work: r[5].string().unwrap_or_default(),
-                deployment: r[6].string().ok_or_else(bad)?,
+            let facts = PointFacts {
                 client_bound: r[7].text() == Some(trust_name(TrustVerdict::ClientBound)),
-                partial: r[8].bool().ok_or_else(bad)? || !r[9].bool().ok_or_else(bad)?,
-                excluded: r[10].string(),
                 conditions: Conditions {
                     cached_token_ratio: r[11].real(),
                     server_queue_share: r[12].real(),
                     server_uptime_s: r[13].real(),
                 },
                 search: None,
-            })
+            };
+            point(r, &|| damaged(driver, "series point"), facts)
         })
         .collect()
+}
+
+/// What a point's row says in a column of its own table's (column 7 and after).
+pub(super) struct PointFacts {
+    pub client_bound: bool,
+    pub conditions: Conditions,
+    pub search: Option<SearchAnswer>,
+}
+
+/// One point of a series from a row whose columns 0-6 are the run's id and start, the value,
+/// its interval and the work and deployment hashes, and 8-10 the phase's or search's
+/// `partial` and the run's `complete` and `excluded`: the figures' and the searches' series
+/// queries both select them so.
+pub(super) fn point(
+    r: &[Cell],
+    bad: &dyn Fn() -> HistoryError,
+    facts: PointFacts,
+) -> Result<Point, HistoryError> {
+    Ok(Point {
+        run: r[0].string().ok_or_else(bad)?,
+        started_at: r[1].string().ok_or_else(bad)?,
+        value: r[2].real().ok_or_else(bad)?,
+        interval: r[3].real().zip(r[4].real()),
+        work: r[5].string().unwrap_or_default(),
+        deployment: r[6].string().ok_or_else(bad)?,
+        client_bound: facts.client_bound,
+        partial: r[8].bool().ok_or_else(bad)? || !r[9].bool().ok_or_else(bad)?,
+        excluded: r[10].string(),
+        conditions: facts.conditions,
+        search: facts.search,
+    })
 }
 
 pub fn alerts(driver: &dyn Driver, plan: Option<&str>) -> Result<Vec<Alert>, HistoryError> {

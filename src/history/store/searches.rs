@@ -4,6 +4,7 @@
 use super::super::HistoryError;
 use super::super::searches::{CAPACITY, SearchAnswer, SearchRow, load_name, load_named};
 use super::super::series::{Conditions, Point, SeriesKey};
+use super::read::{PointFacts, point};
 use super::sql::{Cell, Driver};
 
 /// Insert `run`'s searches (inside the recording's transaction).
@@ -123,19 +124,12 @@ pub fn series(driver: &dyn Driver, key: &SeriesKey) -> Result<Vec<Point>, Histor
     rows.iter()
         .map(|r| {
             let bad = || damaged(driver);
-            Ok(Point {
-                run: r[0].string().ok_or_else(bad)?,
-                started_at: r[1].string().ok_or_else(bad)?,
-                value: r[2].real().ok_or_else(bad)?,
-                interval: r[3].real().zip(r[4].real()),
-                work: r[5].string().unwrap_or_default(),
-                deployment: r[6].string().ok_or_else(bad)?,
+            let facts = PointFacts {
                 client_bound: false,
-                partial: r[8].bool().ok_or_else(bad)? || !r[9].bool().ok_or_else(bad)?,
-                excluded: r[10].string(),
                 conditions: Conditions::default(),
                 search: Some(r[7].text().and_then(SearchAnswer::named).ok_or_else(bad)?),
-            })
+            };
+            point(r, &bad, facts)
         })
         .collect()
 }

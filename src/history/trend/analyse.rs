@@ -139,10 +139,17 @@ pub fn analyse(key: &SeriesKey, points: Vec<Point>, settings: &Settings) -> Seri
                 _ => SegmentStart::Deployment,
             },
         };
-        segments.push(if capacity {
-            super::capacity::segment(&points, from, to, start, settings)
+        let (levels, changes) = if capacity {
+            super::capacity::segment(&points, from, to, settings)
         } else {
-            segment(&points, from, to, start, better, latency, settings)
+            segment(&points, from, to, better, latency, settings)
+        };
+        segments.push(Segment {
+            from,
+            to,
+            start,
+            levels,
+            changes,
         });
         from = to;
     }
@@ -160,11 +167,10 @@ fn segment(
     points: &[Point],
     from: usize,
     to: usize,
-    start: SegmentStart,
     better: Better,
     latency: bool,
     settings: &Settings,
-) -> Segment {
+) -> (Vec<Level>, Vec<ChangePoint>) {
     let used: Vec<usize> = (from..to).filter(|&i| eligible(&points[i])).collect();
     let values: Vec<f64> = used.iter().map(|&i| points[i].value).collect();
     let splits = change_points(&values, settings);
@@ -208,13 +214,7 @@ fn segment(
             }
         })
         .collect();
-    Segment {
-        from,
-        to,
-        start,
-        levels,
-        changes,
-    }
+    (levels, changes)
 }
 
 fn verdict(

@@ -4,7 +4,7 @@
 //! level's pooled interval and each new run's, and only when it moves the capacity by at
 //! least the minimum effect.
 
-use super::analyse::{ChangePoint, Evidence, Level, Segment, SegmentStart, Verdict, eligible};
+use super::analyse::{ChangePoint, Evidence, Level, Verdict, eligible};
 use super::detect::Settings;
 use super::stats::{mean, relative};
 use crate::history::series::Point;
@@ -26,9 +26,8 @@ pub fn segment(
     points: &[Point],
     from: usize,
     to: usize,
-    start: SegmentStart,
     settings: &Settings,
-) -> Segment {
+) -> (Vec<Level>, Vec<ChangePoint>) {
     let mut levels = Vec::new();
     let mut changes = Vec::new();
     let mut current: Option<Current> = None;
@@ -90,13 +89,7 @@ pub fn segment(
     for (change, level) in changes.iter_mut().zip(levels.iter().skip(1)) {
         change.after = level.mean;
     }
-    Segment {
-        from,
-        to,
-        start,
-        levels,
-        changes,
-    }
+    (levels, changes)
 }
 
 #[cfg(test)]

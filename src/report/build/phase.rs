@@ -15,7 +15,7 @@ use crate::plan::{HookWhen, MARK_FAULT_OFF, MARK_FAULT_ON, PercentileMethod, Slo
 
 use super::probe::{self, ProbeSpec};
 use crate::report::model::{
-    ClientCeiling, HookOutcome, PhaseMark, PhaseResult, PromptTokenCheck, RecordsKept, SaltUsed,
+    ClientCeiling, HookOutcome, PhaseHeader, PhaseMark, PhaseResult, PromptTokenCheck, RecordsKept,
     SaturationStop, ServerMetrics, WarmupResult,
 };
 
@@ -23,19 +23,10 @@ use crate::report::model::{
 /// ran and what watched it. The journal holds it too, so `recover` rebuilds the same result.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct PhaseFacts {
-    pub phase: String,
-    pub work_sha256: Option<String>,
-    pub prompt_salt: Option<SaltUsed>,
-    pub route: String,
-    pub target: String,
-    pub workload: String,
-    pub concurrency: Option<u32>,
-    pub rate_rps: Option<f64>,
-    pub recheck_of: Option<String>,
-    /// RFC 3339 of the measured window's start.
-    pub started_at: String,
-    /// Seconds from the run's first measured phase start to this phase's measured start.
-    pub start_offset_seconds: f64,
+    /// What the phase was, the load it asked for and when its window began: the result's
+    /// head, as it is.
+    #[serde(flatten)]
+    pub header: PhaseHeader,
     pub partial: bool,
     pub warmup: WarmupResult,
     pub dataset_sha256: Option<String>,
@@ -163,9 +154,12 @@ pub fn phase_result(facts: PhaseFacts, measured: Measured, figures: Figures<'_>)
         }
         Measured::Stated { records, figures } => (records, *figures, None),
     };
-    let end_offset_seconds = facts.start_offset_seconds + tally.last_end_ms / 1e3;
-    let marks = marks(&facts, end_offset_seconds - facts.start_offset_seconds);
-    let recovery = fault_recovery(&facts.phase, &marks, &records, figures.previous);
+    let end_offset_seconds = facts.header.start_offset_seconds + tally.last_end_ms / 1e3;
+    let marks = marks(
+        &facts,
+        end_offset_seconds - facts.header.start_offset_seconds,
+    );
+    let recovery = fault_recovery(&facts.header.phase, &marks, &records, figures.previous);
     let cancellations = cancellation::cancellations(
         &records,
         kept.as_ref()
@@ -188,6 +182,7 @@ pub fn phase_result(facts: PhaseFacts, measured: Measured, figures: Figures<'_>)
         .extend(metrics::buffering_warning(&records));
     transport.connections_warmed = facts.connections_warmed;
     let achieved_rate_ratio = facts
+        .header
         .rate_rps
         .and_then(|rps| tally.achieved_rate.map(|r| r / rps));
     let probe = facts.probe.as_ref().map(|spec| {
@@ -203,17 +198,8 @@ pub fn phase_result(facts: PhaseFacts, measured: Measured, figures: Figures<'_>)
         )
     });
     PhaseResult {
-        work_sha256: facts.work_sha256,
-        prompt_salt: facts.prompt_salt,
-        route: facts.route,
-        target: facts.target,
-        workload: facts.workload,
-        concurrency: facts.concurrency,
+        header: facts.header,
         achieved_rate_ratio,
-        rate_rps: facts.rate_rps,
-        recheck_of: facts.recheck_of,
-        started_at: facts.started_at,
-        start_offset_seconds: facts.start_offset_seconds,
         end_offset_seconds,
         partial: facts.partial,
         prompt_tokens: tally.prompt.check(facts.prompt_tolerance),
@@ -236,7 +222,6 @@ pub fn phase_result(facts: PhaseFacts, measured: Measured, figures: Figures<'_>)
         until: facts.until,
         saturation_stop: facts.saturation_stop,
         client_trust,
-        phase: facts.phase,
     }
 }
 

@@ -28,14 +28,14 @@ pub fn pair_rechecks(
     phases
         .iter()
         .filter_map(|recheck| {
-            let original_name = recheck.recheck_of.as_deref()?;
-            let original = phases.iter().find(|p| p.phase == original_name)?;
+            let original_name = recheck.header.recheck_of.as_deref()?;
+            let original = phases.iter().find(|p| p.header.phase == original_name)?;
             Some(metrics::recheck_pair(
                 original_name,
                 &original.summary,
-                &recheck.phase,
+                &recheck.header.phase,
                 &recheck.summary,
-                &tolerance_of(&recheck.phase),
+                &tolerance_of(&recheck.header.phase),
             ))
         })
         .collect()

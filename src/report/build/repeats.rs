@@ -3,6 +3,7 @@
 
 use super::phase::{Figures, Measured, PhaseFacts, phase_result};
 use crate::client::RequestRecord;
+use crate::report::model::PhaseHeader;
 use crate::report::model::figure_path;
 use crate::report::model::{
     ArmPair, ArmResult, PairFigure, PhaseResult, RepeatResult, Report, RoundSpread,
@@ -54,7 +55,7 @@ fn arm_result(report: &Report, group: &str, arm: &str, figures: Figures<'_>) -> 
             (r.group == group && r.arm == arm).then_some((r.index, name))
         })
         .filter_map(|(index, name)| {
-            let result = report.phases.iter().find(|ph| ph.phase == name)?;
+            let result = report.phases.iter().find(|ph| ph.header.phase == name)?;
             Some((index, result))
         })
         .collect();
@@ -75,7 +76,7 @@ fn arm_result(report: &Report, group: &str, arm: &str, figures: Figures<'_>) -> 
         .collect();
     ArmResult {
         arm: arm.to_string(),
-        phases: rounds.iter().map(|(_, p)| p.phase.clone()).collect(),
+        phases: rounds.iter().map(|(_, p)| p.header.phase.clone()).collect(),
         pooled: pooled.summary,
         spread,
     }
@@ -105,7 +106,10 @@ fn pooled_result(arm: &str, rounds: &[(u32, &PhaseResult)], figures: Figures<'_>
         end_ms = last;
     }
     let facts = PhaseFacts {
-        phase: arm.to_string(),
+        header: PhaseHeader {
+            phase: arm.to_string(),
+            ..PhaseHeader::default()
+        },
         ..PhaseFacts::default()
     };
     phase_result(facts, Measured::All(records), figures)

@@ -270,8 +270,8 @@ fn unrefused_checks(gates: &[Gate], base: &Report, new: &Report) -> Vec<GateChec
         let before = checks.len();
         match &gate.phase {
             Some(name) => {
-                let b = base.phases.iter().find(|p| &p.phase == name);
-                let n = new.phases.iter().find(|p| &p.phase == name);
+                let b = base.phases.iter().find(|p| &p.header.phase == name);
+                let n = new.phases.iter().find(|p| &p.header.phase == name);
                 let mut c = check_gate(gate, name, b, n);
                 if n.is_none() && c.problem.is_some() {
                     c.problem = Some(format!("no phase `{name}` in the new report"));
@@ -280,10 +280,13 @@ fn unrefused_checks(gates: &[Gate], base: &Report, new: &Report) -> Vec<GateChec
             }
             None => {
                 for n in &new.phases {
-                    let b = base.phases.iter().find(|p| p.phase == n.phase);
+                    let b = base
+                        .phases
+                        .iter()
+                        .find(|p| p.header.phase == n.header.phase);
                     // Value gates hold for every new phase; change gates need both sides.
                     if b.is_some() || matches!(gate.threshold, Threshold::Value(_)) {
-                        checks.push(check_gate(gate, &n.phase, b, Some(n)));
+                        checks.push(check_gate(gate, &n.header.phase, b, Some(n)));
                     }
                 }
             }

@@ -155,11 +155,16 @@ pub fn compare_with(
     gates: &[Gate],
     options: CompareOptions,
 ) -> Comparison {
-    let find = |r: &'_ Report, name: &str| r.phases.iter().find(|p| p.phase == name).cloned();
+    let find =
+        |r: &'_ Report, name: &str| r.phases.iter().find(|p| p.header.phase == name).cloned();
     let mut phases = Vec::new();
     let mut refused = Vec::new();
     for nb in &new.phases {
-        if let Some(b) = base.phases.iter().find(|p| p.phase == nb.phase) {
+        if let Some(b) = base
+            .phases
+            .iter()
+            .find(|p| p.header.phase == nb.header.phase)
+        {
             let differs = work_differs(b, nb);
             let forced = differs.is_some() && options.force;
             if let Some(differs) = differs {
@@ -198,14 +203,14 @@ pub fn compare_with(
     let only_in_base = base
         .phases
         .iter()
-        .filter(|p| find(new, &p.phase).is_none())
-        .map(|p| p.phase.clone())
+        .filter(|p| find(new, &p.header.phase).is_none())
+        .map(|p| p.header.phase.clone())
         .collect();
     let only_in_new = new
         .phases
         .iter()
-        .filter(|p| find(base, &p.phase).is_none())
-        .map(|p| p.phase.clone())
+        .filter(|p| find(base, &p.header.phase).is_none())
+        .map(|p| p.header.phase.clone())
         .collect();
 
     let checks = check_gates(gates, base, new, &not_compared);
@@ -251,8 +256,8 @@ fn compare_phase(
             continue;
         };
         let stats: Vec<Stat> = members.iter().filter_map(|m| first_stat(*m)).collect();
-        let seed =
-            BOOTSTRAP_SEED ^ crate::hash::fnv1a_64(format!("{}/{group}", new.phase).as_bytes());
+        let seed = BOOTSTRAP_SEED
+            ^ crate::hash::fnv1a_64(format!("{}/{group}", new.header.phase).as_bytes());
         let cis = bootstrap_diff_cis(&bs, base_method, &ns, new_method, &stats, seed);
         for (m, ci) in members.iter().zip(cis) {
             intervals.insert(*m, (ci, [bs.len() as u64, ns.len() as u64]));
@@ -325,11 +330,11 @@ fn compare_phase(
         out.push(change);
     }
     PhaseComparison {
-        phase: new.phase.clone(),
+        phase: new.header.phase.clone(),
         metrics: out,
         new_error_causes: new_error_causes(base, new),
         conditions,
-        prompt_salt: [base.prompt_salt, new.prompt_salt],
+        prompt_salt: [base.header.prompt_salt, new.header.prompt_salt],
         forced: false,
     }
 }

@@ -19,7 +19,7 @@ pub fn shared_models(base: &PhaseResult, new: &PhaseResult) -> Vec<(PhaseResult,
 /// over the phase's elapsed time, and its records.
 fn view(phase: &PhaseResult, model: &ModelFigures) -> PhaseResult {
     let mut view = phase.clone();
-    view.phase = format!("{} [{}]", phase.phase, model.model);
+    view.header.phase = format!("{} [{}]", phase.header.phase, model.model);
     view.summary = PhaseSummary {
         requests: model.requests,
         success: model.requests - model.errors,

@@ -27,11 +27,11 @@ pub struct ProvenanceDiff {
 
 /// The two work hashes when both phases state one and they differ.
 pub(super) fn work_differs(base: &PhaseResult, new: &PhaseResult) -> Option<RefusedPhase> {
-    let (Some(b), Some(n)) = (&base.work_sha256, &new.work_sha256) else {
+    let (Some(b), Some(n)) = (&base.header.work_sha256, &new.header.work_sha256) else {
         return None;
     };
     (b != n).then(|| RefusedPhase {
-        phase: new.phase.clone(),
+        phase: new.header.phase.clone(),
         base_work_sha256: b.clone(),
         new_work_sha256: n.clone(),
     })

@@ -12,6 +12,7 @@ use crate::client::{OutputTokenSource, RequestRecord};
 use crate::metrics::tally_records;
 use crate::plan::{PercentileMethod, Phase, Plan, Target, TokenCount, Workload};
 use crate::report::build::phase::{Figures, Measured, PhaseFacts, phase_result};
+use crate::report::model::PhaseHeader;
 use crate::report::model::{PhaseResult, PlanSource, Report, ServerMetrics, ToolInfo};
 
 /// Schema tag of the single-run reports (seeds 000, 002).
@@ -274,12 +275,15 @@ fn anvil_phase(run: &AnvilRun, route: &str, phase_name: &str, started_at: &str) 
             ..ServerMetrics::default()
         });
     let facts = PhaseFacts {
-        phase: phase_name.to_string(),
-        route: route.to_string(),
-        target: route.to_string(),
-        workload: "seed".to_string(),
-        concurrency: Some(run.concurrency),
-        started_at: started_at.to_string(),
+        header: PhaseHeader {
+            phase: phase_name.to_string(),
+            route: route.to_string(),
+            target: route.to_string(),
+            workload: "seed".to_string(),
+            concurrency: Some(run.concurrency),
+            started_at: started_at.to_string(),
+            ..PhaseHeader::default()
+        },
         server_metrics,
         prompt_tolerance: IMPORT_PROMPT_TOLERANCE,
         // Older formats record no connections.

@@ -131,12 +131,19 @@ pub fn documents(
     let selected: Vec<&PhaseResult> = match phase {
         None => report.phases.iter().collect(),
         Some(name) => {
-            let found: Vec<&PhaseResult> =
-                report.phases.iter().filter(|p| p.phase == name).collect();
+            let found: Vec<&PhaseResult> = report
+                .phases
+                .iter()
+                .filter(|p| p.header.phase == name)
+                .collect();
             if found.is_empty() {
                 return Err(AnvilError::UnknownPhase {
                     name: name.to_string(),
-                    available: report.phases.iter().map(|p| p.phase.clone()).collect(),
+                    available: report
+                        .phases
+                        .iter()
+                        .map(|p| p.header.phase.clone())
+                        .collect(),
                 });
             }
             found
@@ -145,7 +152,7 @@ pub fn documents(
     let single = report.phases.len() == 1;
     selected
         .into_iter()
-        .map(|p| Ok((p.phase.clone(), document(report, p, single)?)))
+        .map(|p| Ok((p.header.phase.clone(), document(report, p, single)?)))
         .collect()
 }
 
@@ -203,11 +210,11 @@ pub fn document(
     single: bool,
 ) -> Result<AnvilDocument, AnvilError> {
     if phase.request_timings.is_empty() && phase.summary.requests > 0 {
-        return Err(AnvilError::NoRecords(phase.phase.clone()));
+        return Err(AnvilError::NoRecords(phase.header.phase.clone()));
     }
     let meta = &report.metadata;
-    let target = report.plan.targets.get(&phase.target);
-    let workload = report.plan.workloads.get(&phase.workload);
+    let target = report.plan.targets.get(&phase.header.target);
+    let workload = report.plan.workloads.get(&phase.header.workload);
     let records = &phase.request_timings;
     let wall_clock_ms = phase.summary.elapsed * 1000.0;
 
@@ -226,7 +233,7 @@ pub fn document(
     Ok(AnvilDocument {
         base_url: target.and_then(|t| t.base_url.clone()),
         completed: phase.summary.success,
-        concurrency: phase.concurrency,
+        concurrency: phase.header.concurrency,
         context_distribution: context_distribution(records),
         context_seed: meta_u64(meta, "context_seed")
             .or_else(|| workload.and_then(|w| w.seed))
@@ -252,7 +259,7 @@ pub fn document(
         run_id: if single {
             report.run_id.clone()
         } else {
-            format!("{}-{}", report.run_id, phase.phase)
+            format!("{}-{}", report.run_id, phase.header.phase)
         },
         schema: ANVIL_SCHEMA.to_string(),
         serve_flags: serve_flags(meta.get("serve_flags")),
@@ -275,7 +282,7 @@ fn context_distribution(records: &[RequestRecord]) -> BTreeMap<String, u64> {
 
 /// The phase's start and end (start plus its wall clock), to the second.
 fn phase_times(phase: &PhaseResult, wall_clock_ms: f64) -> (Option<String>, Option<String>) {
-    let started = DateTime::parse_from_rfc3339(&phase.started_at)
+    let started = DateTime::parse_from_rfc3339(&phase.header.started_at)
         .ok()
         .map(|t| t.with_timezone(&Utc));
     let finished = started.and_then(|s| {

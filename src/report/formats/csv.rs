@@ -60,13 +60,13 @@ pub fn render_phases(report: &Report) -> String {
     for p in &report.phases {
         let s = &p.summary;
         let mut row = vec![
-            p.phase.clone(),
-            p.route.clone(),
-            p.target.clone(),
-            p.workload.clone(),
-            opt(p.concurrency),
-            opt(p.rate_rps),
-            p.recheck_of.clone().unwrap_or_default(),
+            p.header.phase.clone(),
+            p.header.route.clone(),
+            p.header.target.clone(),
+            p.header.workload.clone(),
+            opt(p.header.concurrency),
+            opt(p.header.rate_rps),
+            p.header.recheck_of.clone().unwrap_or_default(),
             p.partial.to_string(),
             s.requests.to_string(),
             s.success.to_string(),
@@ -101,7 +101,7 @@ pub fn render_phases(report: &Report) -> String {
                 .unwrap_or_default()
                 .to_string(),
         );
-        let recheck = report.rechecks.iter().find(|r| r.recheck == p.phase);
+        let recheck = report.rechecks.iter().find(|r| r.recheck == p.header.phase);
         row.push(recheck.map_or("", |r| r.verdict.as_str()).to_string());
         row.push(
             p.until
@@ -145,7 +145,7 @@ pub fn render_requests(report: &Report) -> String {
     for p in &report.phases {
         for record in &p.request_timings {
             let row = RecordRow {
-                phase: p.phase.clone(),
+                phase: p.header.phase.clone(),
                 window: Window::Measured,
                 shard: None,
                 record: record.clone(),

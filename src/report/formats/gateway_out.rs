@@ -112,10 +112,10 @@ fn phase(p: &PhaseResult, method: PercentileMethod) -> MultiPhaseEntry<GatewayDi
         s.distribution(figure).map(unit)
     };
     MultiPhaseEntry {
-        phase: p.phase.clone(),
-        route: Some(p.route.clone()),
-        workload: Some(p.workload.clone()),
-        concurrency: p.concurrency,
+        phase: p.header.phase.clone(),
+        route: Some(p.header.route.clone()),
+        workload: Some(p.header.workload.clone()),
+        concurrency: p.header.concurrency,
         requests: p.summary.requests,
         success: p.summary.success,
         errors: p.summary.errors,
@@ -127,7 +127,7 @@ fn phase(p: &PhaseResult, method: PercentileMethod) -> MultiPhaseEntry<GatewayDi
         e2e: stats(Figure::E2e, GatewayDistribution::seconds),
         input_tokens: stats(Figure::InputTokens, GatewayDistribution::tokens),
         output_tokens: stats(Figure::OutputTokens, GatewayDistribution::tokens),
-        start_offset_seconds: p.start_offset_seconds,
+        start_offset_seconds: p.header.start_offset_seconds,
         end_offset_seconds: p.end_offset_seconds,
     }
 }

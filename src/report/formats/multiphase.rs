@@ -13,6 +13,7 @@ use crate::metrics::{Distribution, PhaseSummary, tally_records};
 use crate::plan::{PercentileMethod, Phase, Plan, Target, Tolerance, Workload};
 use crate::report::build::phase::{Figures, Measured, PhaseFacts, phase_result};
 use crate::report::build::relate::pair_rechecks;
+use crate::report::model::PhaseHeader;
 use crate::report::model::{PhaseResult, PlanSource, Report, ToolInfo};
 
 /// A multi-phase report in seed 004's layout, its keys in seed 004's order. Read with
@@ -197,14 +198,17 @@ fn entry_result(
         ..PhaseSummary::default()
     };
     let facts = PhaseFacts {
-        phase: entry.phase,
-        target: route.clone(),
-        route,
-        workload,
-        concurrency: entry.concurrency,
-        recheck_of,
-        started_at: "unknown".to_string(),
-        start_offset_seconds: entry.start_offset_seconds,
+        header: PhaseHeader {
+            phase: entry.phase,
+            target: route.clone(),
+            route,
+            workload,
+            concurrency: entry.concurrency,
+            recheck_of,
+            started_at: "unknown".to_string(),
+            start_offset_seconds: entry.start_offset_seconds,
+            ..PhaseHeader::default()
+        },
         prompt_tolerance: IMPORT_PROMPT_TOLERANCE,
         // Older formats record no connections.
         connection_reuse: false,
@@ -239,11 +243,11 @@ fn original_of(
     earlier
         .iter()
         .find(|p| {
-            p.route == route
-                && p.workload == workload
-                && p.concurrency == concurrency
-                && p.recheck_of.is_none()
-                && (p.phase == suffix || p.phase.ends_with(&format!("-{suffix}")))
+            p.header.route == route
+                && p.header.workload == workload
+                && p.header.concurrency == concurrency
+                && p.header.recheck_of.is_none()
+                && (p.header.phase == suffix || p.header.phase.ends_with(&format!("-{suffix}")))
         })
-        .map(|p| p.phase.clone())
+        .map(|p| p.header.phase.clone())
 }

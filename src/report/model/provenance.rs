@@ -168,7 +168,7 @@ pub fn phase_conditions(phase: &PhaseResult, run: &Report) -> Conditions {
     let server_uptime_s = run.provenance.as_ref().and_then(|p| {
         p.servers
             .iter()
-            .find(|s| s.target == phase.target)
+            .find(|s| s.target == phase.header.target)
             .and_then(|s| s.uptime_s)
     });
     Conditions {

@@ -142,9 +142,10 @@ pub struct TimingMethodology {
     pub elapsed: String,
 }
 
-/// One phase's settings, figures and records.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
-pub struct PhaseResult {
+/// The head of a phase's result: what the phase was, the load it asked for and when its
+/// measured window began. The run's facts carry it as it is, and the result copies it whole.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct PhaseHeader {
     /// The phase's name.
     pub phase: String,
     /// sha256 of the work the phase asked for (its expanded settings, workload and target
@@ -170,6 +171,14 @@ pub struct PhaseResult {
     pub started_at: String,
     /// Seconds from the run's first measured phase start to this phase's measured start.
     pub start_offset_seconds: f64,
+}
+
+/// One phase's settings, figures and records.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct PhaseResult {
+    /// What the phase was, the load it asked for and when its window began.
+    #[serde(flatten)]
+    pub header: PhaseHeader,
     pub end_offset_seconds: f64,
     /// True when this phase was cut short (interrupt or fatal error).
     pub partial: bool,

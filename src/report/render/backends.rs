@@ -49,7 +49,7 @@ fn phases(report: &Report) -> impl Iterator<Item = (&str, &ServerMetrics)> {
         p.server_metrics
             .as_ref()
             .filter(|m| !m.backends.is_empty())
-            .map(|m| (p.phase.as_str(), m))
+            .map(|m| (p.header.phase.as_str(), m))
     })
 }
 
@@ -79,7 +79,7 @@ fn per_phase(report: &Report, field: fn(&ServerMetrics) -> &Vec<String>) -> Vec<
             p.server_metrics
                 .iter()
                 .flat_map(move |m| field(m).iter())
-                .map(move |w| format!("{}: {w}", p.phase))
+                .map(move |w| format!("{}: {w}", p.header.phase))
         })
         .collect()
 }

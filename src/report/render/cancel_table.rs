@@ -68,7 +68,7 @@ pub fn table(report: &Report) -> Table {
             _ => Cell::plain(server),
         };
         t.rows.push(vec![
-            Cell::plain(phase.phase.clone()),
+            Cell::plain(phase.header.phase.clone()),
             Cell::plain(c.cancelled.to_string()),
             Cell::plain(format!("{}%", sig3(c.share * 100.0))),
             Cell::plain(sig3(c.mean_tokens_before_cancel)),

@@ -18,11 +18,14 @@ use crate::report::model::{DriftVerdict, PhaseResult, Report};
 pub(crate) fn sweeps(report: &Report) -> IndexMap<String, Vec<&PhaseResult>> {
     let mut groups: IndexMap<String, Vec<&PhaseResult>> = IndexMap::new();
     for p in &report.phases {
-        if p.recheck_of.is_some() || p.concurrency.is_none() || p.rate_rps.is_some() {
+        if p.header.recheck_of.is_some()
+            || p.header.concurrency.is_none()
+            || p.header.rate_rps.is_some()
+        {
             continue;
         }
         groups
-            .entry(format!("{} / {}", p.route, p.workload))
+            .entry(format!("{} / {}", p.header.route, p.header.workload))
             .or_default()
             .push(p);
     }
@@ -30,8 +33,8 @@ pub(crate) fn sweeps(report: &Report) -> IndexMap<String, Vec<&PhaseResult>> {
         // One point per level: the first phase at it in plan order (a later soak or repeat
         // at the same level is not part of the sweep).
         let mut seen = BTreeSet::new();
-        ps.retain(|p| seen.insert(p.concurrency));
-        ps.sort_by_key(|p| p.concurrency);
+        ps.retain(|p| seen.insert(p.header.concurrency));
+        ps.sort_by_key(|p| p.header.concurrency);
     }
     groups.retain(|_, ps| ps.len() >= 2);
     groups
@@ -42,7 +45,7 @@ pub fn concurrency_sweeps(out: &mut String, report: &Report) {
     let (encoding, groups): (IndexMap<_, _>, IndexMap<_, _>) = sweeps(report)
         .into_iter()
         .partition(|(_, ps)| ps.iter().all(|p| p.summary.encodes()));
-    let conc = |p: &PhaseResult| f64::from(p.concurrency.unwrap_or(0));
+    let conc = |p: &PhaseResult| f64::from(p.header.concurrency.unwrap_or(0));
     if !encoding.is_empty() {
         encoding_sweep_charts(out, &encoding, conc);
     }
@@ -158,7 +161,7 @@ pub fn percentile_rows(report: &Report) -> PercentileRows {
             .iter()
             .filter_map(|p| {
                 pick(p).map(|d| RangeRow {
-                    label: p.phase.clone(),
+                    label: p.header.phase.clone(),
                     p50: d.p50 * 1000.0,
                     p95: d.p95 * 1000.0,
                     p99: d.p99 * 1000.0,
@@ -268,11 +271,11 @@ pub fn every_request(out: &mut String, report: &Report) {
         let mut title = if failed > 0 {
             format!(
                 "{}: {} requests ({failed} failed, not shown)",
-                p.phase,
+                p.header.phase,
                 points.len()
             )
         } else {
-            format!("{}: {} requests", p.phase, points.len())
+            format!("{}: {} requests", p.header.phase, points.len())
         };
         if let Some(sampled) = sampling::sampled(p) {
             let _ = write!(title, ", {sampled}");

@@ -41,7 +41,7 @@ pub fn table(report: &Report) -> Table {
             Mark::Warn
         };
         t.rows.push(vec![
-            Cell::plain(phase.phase.clone()),
+            Cell::plain(phase.header.phase.clone()),
             Cell::marked(opened_text(tr), opened_mark),
             Cell::plain(tr.connection_retries.to_string()),
             Cell::plain(gap.map(|g| g.requests.to_string()).unwrap_or_default()),
@@ -75,7 +75,7 @@ pub fn warnings(report: &Report) -> Vec<String> {
         p.transport
             .warnings
             .iter()
-            .map(move |w| format!("{}: {w}", p.phase))
+            .map(move |w| format!("{}: {w}", p.header.phase))
     });
     targets.chain(phases).collect()
 }
@@ -105,7 +105,7 @@ pub fn split_table(report: &Report) -> Table {
             continue;
         };
         t.rows.push(vec![
-            Cell::plain(phase.phase.clone()),
+            Cell::plain(phase.header.phase.clone()),
             Cell::plain(split.requests.to_string()),
             Cell::plain(split.client_queue_ms.map(ms).unwrap_or_default()),
             Cell::plain(ms(split.connect_ms)),

@@ -189,8 +189,8 @@ fn provenance_facts(report: &Report) -> Vec<(String, FactValue)> {
     let identical: Vec<&str> = report
         .phases
         .iter()
-        .filter(|ph| ph.prompt_salt == Some(crate::report::model::SaltUsed::None))
-        .map(|ph| ph.phase.as_str())
+        .filter(|ph| ph.header.prompt_salt == Some(crate::report::model::SaltUsed::None))
+        .map(|ph| ph.header.phase.as_str())
         .collect();
     let per_shard = differing_shard_salts(report);
     let salt = match (&p.salt, per_shard.is_empty()) {

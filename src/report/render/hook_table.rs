@@ -26,7 +26,7 @@ pub fn table(report: &Report) -> Table {
                 HookStatus::Ok | HookStatus::Skipped => Mark::Plain,
             };
             t.rows.push(vec![
-                Cell::plain(phase.phase.clone()),
+                Cell::plain(phase.header.phase.clone()),
                 Cell::plain(hook.when.as_str()),
                 Cell::plain(kind),
                 Cell::plain(target),

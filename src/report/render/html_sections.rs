@@ -33,7 +33,7 @@ fn hook_output_tails(out: &mut String, report: &Report) {
             let _ = writeln!(
                 out,
                 "<details><summary>{} · {} · {}: last {} lines of output</summary><pre>{}</pre></details>",
-                esc(&phase.phase),
+                esc(&phase.header.phase),
                 hook.when,
                 esc(&hook.action),
                 hook.output_tail.len(),

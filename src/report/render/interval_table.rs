@@ -83,7 +83,7 @@ pub fn intervals(report: &Report) -> Intervals {
             let Some(d) = pick(p) else { continue };
             let Some(ci) = d.ci95 else { continue };
             let mut row = vec![
-                Cell::plain(p.phase.clone()),
+                Cell::plain(p.header.phase.clone()),
                 Cell::plain(name),
                 Cell::plain(d.samples.to_string()),
             ];

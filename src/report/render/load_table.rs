@@ -37,7 +37,7 @@ pub fn table(report: &Report) -> Table {
         let Some(held) = &p.summary.in_flight else {
             continue;
         };
-        let planned = planned_requests_in_flight(p.concurrency, p.rate_rps, held);
+        let planned = planned_requests_in_flight(p.header.concurrency, p.header.rate_rps, held);
         let share = planned.filter(|&n| n > 0.0).map(|n| held.requests / n);
         let share_cell = match share {
             Some(s) if s < HELD_SHARE_WARN => {
@@ -47,7 +47,7 @@ pub fn table(report: &Report) -> Table {
             None => Cell::plain("–"),
         };
         t.rows.push(vec![
-            Cell::plain(p.phase.clone()),
+            Cell::plain(p.header.phase.clone()),
             Cell::plain(load_label(p)),
             Cell::plain(sig3(held.requests)),
             Cell::plain(planned.map_or_else(|| "–".to_string(), sig3)),

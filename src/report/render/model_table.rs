@@ -42,7 +42,7 @@ pub fn table(report: &Report) -> Table {
                 Cell::plain("0")
             };
             let mut row = vec![
-                Cell::plain(phase.phase.clone()),
+                Cell::plain(phase.header.phase.clone()),
                 Cell::plain(m.model.clone()),
                 Cell::plain(m.requests.to_string()),
                 Cell::plain(format!("{}%", sig3(m.share * 100.0))),

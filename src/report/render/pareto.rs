@@ -46,7 +46,7 @@ pub fn frontier(points: &[Option<(f64, f64)>]) -> Vec<bool> {
 
 /// A phase's point, when it generated tokens and has both figures.
 fn point(p: &PhaseResult) -> Option<Point<'_>> {
-    if p.recheck_of.is_some() || p.summary.encodes() {
+    if p.header.recheck_of.is_some() || p.summary.encodes() {
         return None;
     }
     let ttft = p.summary.distribution(Figure::Ttft)?;
@@ -68,7 +68,10 @@ pub fn groups(report: &Report) -> IndexMap<String, Vec<Point<'_>>> {
     let mut groups: IndexMap<String, Vec<Point>> = IndexMap::new();
     for p in report.phases.iter().filter_map(point) {
         groups
-            .entry(format!("{} / {}", p.phase.route, p.phase.workload))
+            .entry(format!(
+                "{} / {}",
+                p.phase.header.route, p.phase.header.workload
+            ))
             .or_default()
             .push(p);
     }
@@ -110,7 +113,7 @@ pub fn table(report: &Report) -> Table {
         for p in &ps {
             t.rows.push(vec![
                 Cell::plain(name.clone()),
-                Cell::plain(p.phase.phase.clone()),
+                Cell::plain(p.phase.header.phase.clone()),
                 Cell::plain(load_label(p.phase)),
                 Cell::plain(sig3(p.output_tok_s)),
                 Cell::plain(sig3(p.tok_s_per_user)),

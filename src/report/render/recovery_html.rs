@@ -31,7 +31,7 @@ pub fn timeline(phase: &PhaseResult) -> String {
     let ttft = Scale::fit(&[0.0, ttft_top], false, bottom, TOP, true);
     let title = format!(
         "{}: error rate (bars) and TTFT p50 (line) per {:.0} ms bin",
-        phase.phase,
+        phase.header.phase,
         bin * 1e3
     );
     let mut svg = String::new();

@@ -37,7 +37,7 @@ pub fn recovery(report: &Report) -> Table {
             (None, None) => Cell::plain("no fault-off mark"),
         };
         t.rows.push(vec![
-            Cell::plain(phase.phase.clone()),
+            Cell::plain(phase.header.phase.clone()),
             Cell::plain(baseline),
             Cell::plain(secs(Some(r.fault_on_s))),
             Cell::plain(secs(r.fault_off_s)),
@@ -61,7 +61,7 @@ pub fn marks(report: &Report) -> Table {
     for phase in &report.phases {
         for mark in &phase.marks {
             t.rows.push(vec![
-                Cell::plain(phase.phase.clone()),
+                Cell::plain(phase.header.phase.clone()),
                 Cell::plain(mark.name.clone()),
                 Cell::plain(mark.when.as_str()),
                 Cell::plain(format!("{:.3}", mark.offset_s)),

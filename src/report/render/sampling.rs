@@ -22,7 +22,7 @@ pub fn notes(report: &Report) -> Vec<String> {
             Some(format!(
                 "Phase {}: per-request records {what} ({}); its figures cover every request, \
                  per-request charts and drift windows use the sample.",
-                p.phase,
+                p.header.phase,
                 p.records.as_ref().map_or("", |k| k.sampling.as_str())
             ))
         })

@@ -56,14 +56,14 @@ pub fn notes(report: &Report) -> Vec<String> {
         let client_bound = report
             .phases
             .iter()
-            .filter(|p| s.probes.contains(&p.phase))
+            .filter(|p| s.probes.contains(&p.header.phase))
             .filter(|p| p.client_trust.as_ref().is_some_and(|t| !t.is_trusted()));
         let (held, bound): (Vec<_>, Vec<_>) =
             client_bound.partition(|p| p.probe.as_ref().is_some_and(|o| o.holds_despite_client()));
         let names = |phases: &[&crate::report::model::PhaseResult]| {
             phases
                 .iter()
-                .map(|p| p.phase.as_str())
+                .map(|p| p.header.phase.as_str())
                 .collect::<Vec<_>>()
                 .join(", ")
         };
@@ -168,7 +168,7 @@ pub fn probes(report: &Report) -> Table {
             missed.insert(0, named);
         }
         t.rows.push(vec![
-            Cell::plain(p.phase.clone()),
+            Cell::plain(p.header.phase.clone()),
             Cell::plain(sig3(o.load)),
             match o.verdict {
                 Verdict::Pass => Cell::marked("pass", Mark::Good),

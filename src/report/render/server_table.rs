@@ -56,7 +56,7 @@ pub fn table(report: &Report) -> Table {
             })
         });
         t.rows.push(vec![
-            Cell::plain(phase.phase.clone()),
+            Cell::plain(phase.header.phase.clone()),
             samples(m),
             Cell::plain(level("requests_running", Unit::Count)),
             Cell::plain(level("requests_waiting", Unit::Count)),
@@ -90,7 +90,7 @@ pub fn warnings(report: &Report) -> Vec<String> {
             Some(format!(
                 "{}: failed scrapes during the window: {}, left out of its figures (the first: \
                  {first})",
-                phase.phase, s.failed
+                phase.header.phase, s.failed
             ))
         })
         .collect()

@@ -60,7 +60,7 @@ pub fn table(report: &Report) -> Table {
         };
         for (i, turn) in s.turns.iter().enumerate() {
             let mut row = vec![
-                Cell::plain(phase.phase.clone()),
+                Cell::plain(phase.header.phase.clone()),
                 Cell::plain(turn.turn.to_string()),
                 Cell::plain(turn.requests.to_string()),
                 Cell::plain(turn.errors.to_string()),

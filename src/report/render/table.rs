@@ -85,7 +85,7 @@ const R: Align = Align::Right;
 
 /// How a phase drives load: `c=16` or `5 rps`.
 pub fn load_label(p: &PhaseResult) -> String {
-    match (p.concurrency, p.rate_rps) {
+    match (p.header.concurrency, p.header.rate_rps) {
         (Some(c), None) => format!("c={c}"),
         (None, Some(r)) => format!("{} rps", sig3(r)),
         (Some(c), Some(r)) => format!("{} rps, max c={c}", sig3(r)),
@@ -179,10 +179,10 @@ pub fn phases(report: &Report) -> Table {
     let rate = |v: Option<f64>| Cell::plain(v.map_or_else(|| "–".to_string(), sig3));
     for p in &report.phases {
         let s = &p.summary;
-        let name = match (&p.recheck_of, p.partial) {
-            (_, true) => Cell::marked(format!("{} (partial)", p.phase), Mark::Warn),
-            (Some(orig), false) => Cell::plain(format!("{} (recheck of {orig})", p.phase)),
-            (None, false) => Cell::plain(p.phase.clone()),
+        let name = match (&p.header.recheck_of, p.partial) {
+            (_, true) => Cell::marked(format!("{} (partial)", p.header.phase), Mark::Warn),
+            (Some(orig), false) => Cell::plain(format!("{} (recheck of {orig})", p.header.phase)),
+            (None, false) => Cell::plain(p.header.phase.clone()),
         };
         let errors = if s.errors > 0 {
             Cell::marked(s.errors.to_string(), Mark::Bad)
@@ -191,7 +191,7 @@ pub fn phases(report: &Report) -> Table {
         };
         let mut row = vec![
             name,
-            Cell::plain(p.route.clone()),
+            Cell::plain(p.header.route.clone()),
             Cell::plain(load_label(p)),
             Cell::plain(s.requests.to_string()),
             errors,
@@ -352,7 +352,7 @@ pub fn prompt_tokens(report: &Report) -> Table {
         }
         let opt = |v: Option<f64>| v.map_or_else(|| "–".to_string(), sig3);
         t.rows.push(vec![
-            Cell::plain(p.phase.clone()),
+            Cell::plain(p.header.phase.clone()),
             Cell::plain(opt(c.planned_mean)),
             Cell::plain(opt(c.actual_mean)),
             Cell::marked(
@@ -403,7 +403,7 @@ pub fn errors(report: &Report) -> Table {
                 .and_then(|v| v.as_str().map(str::to_string))
                 .unwrap_or_default();
             t.rows.push(vec![
-                Cell::plain(p.phase.clone()),
+                Cell::plain(p.header.phase.clone()),
                 Cell::plain(kind_name),
                 Cell::marked(count.to_string(), Mark::Bad),
                 Cell::plain(examples.get(kind).cloned().unwrap_or_default()),
@@ -413,7 +413,7 @@ pub fn errors(report: &Report) -> Table {
         let by_kind: u64 = p.summary.errors_by_kind.values().sum();
         if p.summary.errors > by_kind {
             t.rows.push(vec![
-                Cell::plain(p.phase.clone()),
+                Cell::plain(p.header.phase.clone()),
                 Cell::plain("unknown"),
                 Cell::marked((p.summary.errors - by_kind).to_string(), Mark::Bad),
                 Cell::plain(""),
@@ -450,7 +450,7 @@ pub fn error_causes(report: &Report) -> Table {
                 example = format!("{}…", &example[..cut]);
             }
             t.rows.push(vec![
-                Cell::plain(p.phase.clone()),
+                Cell::plain(p.header.phase.clone()),
                 Cell::marked(c.count.to_string(), Mark::Bad),
                 Cell::plain(c.cause),
                 Cell::plain(example),
@@ -466,7 +466,7 @@ pub fn prompt_warnings(report: &Report) -> Vec<&str> {
         .phases
         .iter()
         .filter(|p| p.prompt_tokens.warning)
-        .map(|p| p.phase.as_str())
+        .map(|p| p.header.phase.as_str())
         .collect()
 }
 

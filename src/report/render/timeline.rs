@@ -12,7 +12,7 @@ const MIN_POINTS: usize = 3;
 pub fn plottable(report: &Report) -> impl Iterator<Item = (&str, &[MetricsPoint])> {
     report.phases.iter().filter_map(|p| {
         let points = &p.server_metrics.as_ref()?.timeline;
-        (points.len() >= MIN_POINTS).then_some((p.phase.as_str(), points.as_slice()))
+        (points.len() >= MIN_POINTS).then_some((p.header.phase.as_str(), points.as_slice()))
     })
 }
 

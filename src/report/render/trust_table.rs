@@ -30,7 +30,7 @@ pub fn client_bound(report: &Report) -> Vec<String> {
         .phases
         .iter()
         .filter(|p| p.client_trust.as_ref().is_some_and(|t| !t.is_trusted()))
-        .map(|p| p.phase.clone())
+        .map(|p| p.header.phase.clone())
         .collect()
 }
 
@@ -60,7 +60,7 @@ pub fn table(report: &Report) -> Table {
             ("client-bound", Mark::Warn)
         };
         t.rows.push(vec![
-            Cell::plain(phase.phase.clone()),
+            Cell::plain(phase.header.phase.clone()),
             Cell::marked(verdict, mark),
             Cell::plain(percent(load.late_wake_share)),
             Cell::plain(fixed(load.event_loop_lag_mean_ms)),

@@ -56,7 +56,7 @@ pub fn table(report: &Report) -> Table {
             DriftVerdict::Inconclusive => Cell::marked("inconclusive", Mark::Warn),
         };
         t.rows.push(vec![
-            Cell::plain(phase.phase.clone()),
+            Cell::plain(phase.header.phase.clone()),
             Cell::marked(u.stopped_by.clone(), mark),
             verdict,
             Cell::plain(format!("{:.1}%", u.within * 100.0)),
@@ -75,7 +75,7 @@ pub fn warnings(report: &Report) -> Vec<String> {
         .iter()
         .filter_map(|p| {
             let warning = p.until.as_ref()?.warning.as_ref()?;
-            Some(format!("{}: {warning}", p.phase))
+            Some(format!("{}: {warning}", p.header.phase))
         })
         .collect()
 }

@@ -163,7 +163,7 @@ fn compare_lists_error_causes_the_base_did_not_have() {
     let burst = new
         .phases
         .iter_mut()
-        .find(|p| p.phase == "burst-5rps")
+        .find(|p| p.header.phase == "burst-5rps")
         .unwrap();
     let record = burst
         .request_timings

@@ -92,9 +92,9 @@ fn compare_as_html_holds_what_the_markdown_holds_in_order() {
     let mut new = sample_report(1.5);
     // Provenance that differs, a phase forced across different work, prompts sent unsalted.
     new.metadata.insert("engine".into(), "vllm 0.27".into());
-    base.phases[0].work_sha256 = Some("a".repeat(64));
-    new.phases[0].work_sha256 = Some("b".repeat(64));
-    new.phases[1].prompt_salt = Some(SaltUsed::None);
+    base.phases[0].header.work_sha256 = Some("a".repeat(64));
+    new.phases[0].header.work_sha256 = Some("b".repeat(64));
+    new.phases[1].header.prompt_salt = Some(SaltUsed::None);
     let base = write_json(dir.path(), "base.json", &base);
     let new = write_json(dir.path(), "new.json", &new);
     let (md_path, html_path) = (dir.path().join("c.md"), dir.path().join("c.html"));

@@ -6,7 +6,7 @@ use super::*;
 fn seed_004_imports_with_rechecks_and_renders() {
     let r = report::read_report(Path::new(SEED_004)).expect("seed 004");
     assert_eq!(r.phases.len(), 14);
-    assert_eq!(r.phases[2].phase, "gateway-c4");
+    assert_eq!(r.phases[2].header.phase, "gateway-c4");
     let pairs: Vec<(&str, &str)> = r
         .rechecks
         .iter()

@@ -19,8 +19,8 @@ use servebench::figure::Figure;
 use servebench::metrics::{Distribution, PhaseSummary};
 use servebench::plan::{PercentileMethod, Phase, Plan, Target, TokenCount, Workload};
 use servebench::report::{
-    self, Drift, DriftVerdict, HostFacts, PhaseResult, PlanSource, PromptTokenCheck, RecheckPair,
-    Report, TimingMethodology, ToolInfo, WarmupResult,
+    self, Drift, DriftVerdict, HostFacts, PhaseHeader, PhaseResult, PlanSource, PromptTokenCheck,
+    RecheckPair, Report, TimingMethodology, ToolInfo, WarmupResult,
 };
 
 const FIXTURE: &str = "tests/fixtures/reports/sample.json";
@@ -186,17 +186,19 @@ fn phase(spec: &PhaseSpec, index: usize, slow: f64) -> PhaseResult {
     let start = index as f64 * 70.0;
     PhaseResult {
         hooks: Vec::new(),
-        phase: spec.name.to_string(),
-        work_sha256: None,
-        prompt_salt: None,
-        route: spec.route.to_string(),
-        target: spec.route.to_string(),
-        workload: "short".to_string(),
-        concurrency: spec.concurrency,
-        rate_rps: spec.rate_rps,
-        recheck_of: spec.recheck_of.map(str::to_string),
-        started_at: format!("2026-11-30T10:{:02}:00Z", index + 1),
-        start_offset_seconds: start,
+        header: PhaseHeader {
+            phase: spec.name.to_string(),
+            work_sha256: None,
+            prompt_salt: None,
+            route: spec.route.to_string(),
+            target: spec.route.to_string(),
+            workload: "short".to_string(),
+            concurrency: spec.concurrency,
+            rate_rps: spec.rate_rps,
+            recheck_of: spec.recheck_of.map(str::to_string),
+            started_at: format!("2026-11-30T10:{:02}:00Z", index + 1),
+            start_offset_seconds: start,
+        },
         end_offset_seconds: start + elapsed,
         partial: false,
         summary,
@@ -330,7 +332,7 @@ pub fn sample_report(slow: f64) -> Report {
     let by = |n: &str| {
         phases
             .iter()
-            .find(|p| p.phase == n)
+            .find(|p| p.header.phase == n)
             .cloned()
             .expect("phase")
     };

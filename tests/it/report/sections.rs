@@ -224,7 +224,11 @@ fn report_with_every_section() -> Report {
         }],
     }];
     // A decode rate for the gateway sweep (c1, c4, c16 on one route) gives it a frontier.
-    for p in r.phases.iter_mut().filter(|p| p.route == "least-request") {
+    for p in r
+        .phases
+        .iter_mut()
+        .filter(|p| p.header.route == "least-request")
+    {
         let ttft = *p.summary.distribution(Figure::Ttft).expect("ttft");
         let decode = Distribution {
             mean: 1.0 / ttft.p50,

@@ -46,17 +46,19 @@ fn phase(
 ) -> PhaseResult {
     PhaseResult {
         hooks: Vec::new(),
-        phase: name.to_string(),
-        work_sha256: None,
-        prompt_salt: None,
-        route: "sim".to_string(),
-        target: "sim".to_string(),
-        workload: "chat".to_string(),
-        concurrency: Some(concurrency),
-        rate_rps: None,
-        recheck_of: (name == "c-again").then(|| "c".to_string()),
-        started_at: started_at.to_string(),
-        start_offset_seconds: 0.0,
+        header: PhaseHeader {
+            phase: name.to_string(),
+            work_sha256: None,
+            prompt_salt: None,
+            route: "sim".to_string(),
+            target: "sim".to_string(),
+            workload: "chat".to_string(),
+            concurrency: Some(concurrency),
+            rate_rps: None,
+            recheck_of: (name == "c-again").then(|| "c".to_string()),
+            started_at: started_at.to_string(),
+            start_offset_seconds: 0.0,
+        },
         end_offset_seconds: 0.0,
         partial: false,
         summary: PhaseSummary::default(),
@@ -291,11 +293,15 @@ fn merge_recomputes_figures_from_the_union_of_records() {
     assert_eq!(merged.merged_from.as_ref().map(Vec::len), Some(2));
     assert!(merged.shard.is_none());
     assert!(!merged.partial);
-    let names: Vec<&str> = merged.phases.iter().map(|p| p.phase.as_str()).collect();
+    let names: Vec<&str> = merged
+        .phases
+        .iter()
+        .map(|p| p.header.phase.as_str())
+        .collect();
     assert_eq!(names, ["c", "c-again"]);
     let c = &merged.phases[0];
-    assert_eq!(c.concurrency, Some(4));
-    assert_eq!(c.started_at, "2026-12-02T14:00:00.000Z");
+    assert_eq!(c.header.concurrency, Some(4));
+    assert_eq!(c.header.started_at, "2026-12-02T14:00:00.000Z");
     assert_eq!(c.request_timings.len(), 5);
     let order: Vec<(&str, u64, f64)> = c
         .request_timings

@@ -15,8 +15,8 @@ use servebench::client::RequestRecord;
 use servebench::metrics::{self, PhaseSummary};
 use servebench::plan::{ExpandOptions, PercentileMethod, Plan, prepare_from_value};
 use servebench::report::{
-    HostFacts, PhaseResult, PlanSource, PromptTokenCheck, REPORT_SCHEMA, Report, TimingMethodology,
-    ToolInfo, WarmupResult,
+    HostFacts, PhaseHeader, PhaseResult, PlanSource, PromptTokenCheck, REPORT_SCHEMA, Report,
+    TimingMethodology, ToolInfo, WarmupResult,
 };
 use servebench::shard::{ShardInfo, merge_reports, plan_sha256};
 

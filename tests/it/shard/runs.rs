@@ -250,8 +250,8 @@ async fn two_concurrent_shards_merge_into_the_unsharded_run() {
         |r: &Report| -> Vec<u64> { r.phases.iter().map(|p| p.summary.requests).collect() };
     assert_eq!(requests(&s0), [6, 5, 5, 6]);
     assert_eq!(requests(&s1), [6, 0, 5, 6]);
-    assert_eq!(s1.phases[1].concurrency, Some(0));
-    assert_eq!(s0.phases[2].rate_rps, Some(20.0));
+    assert_eq!(s1.phases[1].header.concurrency, Some(0));
+    assert_eq!(s0.phases[2].header.rate_rps, Some(20.0));
     assert_eq!(
         s0.phases[0].warmup.requests + s1.phases[0].warmup.requests,
         2
@@ -291,15 +291,20 @@ async fn two_concurrent_shards_merge_into_the_unsharded_run() {
     assert_eq!(merged.merged_from.as_ref().map(Vec::len), Some(2));
 
     // Same phases in the same order, same request counts, same loads as the whole run.
-    let names = |r: &Report| -> Vec<String> { r.phases.iter().map(|p| p.phase.clone()).collect() };
+    let names =
+        |r: &Report| -> Vec<String> { r.phases.iter().map(|p| p.header.phase.clone()).collect() };
     assert_eq!(names(&merged), names(&whole));
     assert_eq!(requests(&merged), requests(&whole));
     assert_eq!(requests(&merged), [12, 5, 10, 12]);
     for (m, w) in merged.phases.iter().zip(&whole.phases) {
-        assert_eq!(m.concurrency, w.concurrency, "{}", m.phase);
-        assert_eq!(m.rate_rps, w.rate_rps, "{}", m.phase);
-        assert_eq!(m.summary.errors, 0, "{}", m.phase);
-        assert_eq!(m.recheck_of, w.recheck_of);
+        assert_eq!(
+            m.header.concurrency, w.header.concurrency,
+            "{}",
+            m.header.phase
+        );
+        assert_eq!(m.header.rate_rps, w.header.rate_rps, "{}", m.header.phase);
+        assert_eq!(m.summary.errors, 0, "{}", m.header.phase);
+        assert_eq!(m.header.recheck_of, w.header.recheck_of);
     }
     assert_eq!(merged.rechecks.len(), whole.rechecks.len());
     assert_eq!(merged.rechecks[0].recheck, "c3-recheck");
@@ -322,13 +327,13 @@ async fn two_concurrent_shards_merge_into_the_unsharded_run() {
         assert_close(
             [got.p50, got.p95, got.p99, got.min, got.max],
             percentiles_of(ttft_s),
-            &m.phase,
+            &m.header.phase,
         );
         let got = m.summary.distribution(Figure::E2e).expect("e2e");
         assert_close(
             [got.p50, got.p95, got.p99, got.min, got.max],
             percentiles_of(e2e_s),
-            &m.phase,
+            &m.header.phase,
         );
         // Records stay distinguishable: unique ids and indices 0..n.
         let mut ids: Vec<&str> = m
@@ -338,7 +343,7 @@ async fn two_concurrent_shards_merge_into_the_unsharded_run() {
             .collect();
         ids.sort_unstable();
         ids.dedup();
-        assert_eq!(ids.len(), m.request_timings.len(), "{}", m.phase);
+        assert_eq!(ids.len(), m.request_timings.len(), "{}", m.header.phase);
         let indices: Vec<u64> = m.request_timings.iter().map(|r| r.request_index).collect();
         assert_eq!(
             indices,
@@ -372,7 +377,7 @@ async fn two_concurrent_shards_merge_into_the_unsharded_run() {
     let remerged: Report =
         serde_json::from_str(&std::fs::read_to_string(&remerged).unwrap()).unwrap();
     for (r, m) in remerged.phases.iter().zip(&merged.phases) {
-        assert_eq!(r.summary.figures, m.summary.figures, "{}", m.phase);
+        assert_eq!(r.summary.figures, m.summary.figures, "{}", m.header.phase);
         assert_eq!(r.request_timings.len(), m.request_timings.len());
     }
 
@@ -431,7 +436,8 @@ async fn shards_wait_for_the_common_start() {
     );
     sim.shutdown().await;
     for (_, report) in [report_of(s0), report_of(s1)] {
-        let started = chrono::DateTime::parse_from_rfc3339(&report.phases[0].started_at).unwrap();
+        let started =
+            chrono::DateTime::parse_from_rfc3339(&report.phases[0].header.started_at).unwrap();
         // Not before the common start, and not long after it (generous for a loaded machine).
         let after_ms = (started.with_timezone(&chrono::Utc) - start_at).num_milliseconds();
         assert!(

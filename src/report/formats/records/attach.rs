@@ -20,7 +20,7 @@ pub fn attach_records(report: &mut Report, report_path: &Path) -> Result<Vec<Str
     };
     let mut replaced = Vec::new();
     for (name, mut records) in measured_by_phase(set.rows())? {
-        let mut same_name = report.phases.iter_mut().filter(|p| p.phase == name);
+        let mut same_name = report.phases.iter_mut().filter(|p| p.header.phase == name);
         let (Some(phase), None) = (same_name.next(), same_name.next()) else {
             continue;
         };
