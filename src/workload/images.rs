@@ -13,6 +13,9 @@ use crate::plan::{ImageFormat, Images};
 
 /// JPEG quality of generated images (a common default of photo tools).
 const JPEG_QUALITY: u8 = 85;
+/// Noise added to each channel (a mask): enough that a 512×512 JPEG weighs about what a
+/// photo of that size does (tens of kilobytes), not so much that it is all noise.
+const NOISE: u64 = 0x03;
 
 /// One image as a request carries it: its data URL (shared, not copied, by every request that
 /// sends it) and its size in pixels.
@@ -141,7 +144,7 @@ fn generate(plan: &Images, seed: u64, k: u64) -> Result<Image, WorkloadError> {
             noise ^= noise << 17;
             for c in 0..3 {
                 let along = if c == 1 { y } else { x + y * (c as u32) };
-                let value = base[c] + along * slope[c] + (noise >> (8 * c) & 0x1f) as u32;
+                let value = base[c] + along * slope[c] + (noise >> (8 * c) & NOISE) as u32;
                 pixels.push((value % 256) as u8);
             }
         }
@@ -242,6 +245,19 @@ mod tests {
             let size = imagesize::blob_size(&bytes).unwrap();
             assert_eq!((size.width, size.height), (64, 48));
         }
+    }
+
+    #[test]
+    fn a_generated_jpeg_weighs_about_what_a_photo_does() {
+        let plan = Images {
+            width: 512,
+            height: 512,
+            ..plan(ImageFormat::Jpeg, 2)
+        };
+        let pool = ImagePool::build(&plan, 1).unwrap();
+        let bytes = pool.bytes() / 2;
+        eprintln!("512×512 JPEG data URL: {bytes} bytes");
+        assert!((20_000..120_000).contains(&bytes), "{bytes} bytes");
     }
 
     #[test]
