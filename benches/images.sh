@@ -1,9 +1,9 @@
 #!/bin/sh
 # Run benches/images.yaml (one 512×512 JPEG per request, then none, against a zero-delay
-# simulator at concurrency 64) RUNS times (default 1) with the release build and print, per
-# phase: requests/s, request bytes/s, images/s, the mean body size and whether the phase's
-# client was trusted.
-# Extra arguments go to `servebench run` (e.g. --set duration=30s).
+# simulator: held at `rps`, then at concurrency 64) RUNS times (default 1) with the release
+# build and print, per phase: requests/s, request bytes/s, images/s, the mean body size and
+# whether the phase's client was trusted.
+# Extra arguments go to `servebench run` (e.g. --set rps=1500 --set duration=30s).
 # Usage: benches/images.sh [RUNS] [servebench run args...]
 set -u
 runs=${1:-1}
@@ -22,6 +22,8 @@ for p in r["phases"]:
     images = p.get("images_per_second") or 0
     size = p["request_bytes"]["mean"] / 1e3
     print("  %-10s %8.0f req/s  %7.1f MB/s sent  %7.0f images/s  %6.1f kB/request  %d errors  client %s"
-          % (p["phase"], p["request_rate"], sent, images, size, p["errors"], trust))' "$scratch/run-$i/report.json"
+          % (p["phase"], p["request_rate"], sent, images, size, p["errors"], trust))
+    for reason in (p.get("client_trust") or {}).get("reasons", []):
+        print("      " + reason)' "$scratch/run-$i/report.json"
 done
 rm -rf "$scratch"

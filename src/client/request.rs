@@ -89,7 +89,16 @@ impl RequestTemplate {
     /// [`RequestTemplate::body`] as bytes, as it is sent: checking that it is UTF-8 (it is)
     /// would read it all once more.
     pub fn body_bytes(&self, prompt: &Prompt) -> Vec<u8> {
-        let mut body: Vec<u8> = Vec::with_capacity(self.fixed_body.len() + 256);
+        // Images are most of a body that has them: room for them up front, not by doubling.
+        let image_bytes: usize = match &prompt.input {
+            PromptInput::Messages(messages) => messages
+                .iter()
+                .flat_map(|m| &m.images)
+                .map(|image| image.url.len() + 64)
+                .sum(),
+            PromptInput::Text(_) | PromptInput::Batch { .. } => 0,
+        };
+        let mut body: Vec<u8> = Vec::with_capacity(self.fixed_body.len() + 256 + image_bytes);
         body.push(b'{');
         if !self.body_sets_input {
             let body = &mut body;
