@@ -316,7 +316,12 @@ pub fn did_you_mean<'a, I: IntoIterator<Item = &'a str>>(
     word: &str,
     candidates: I,
 ) -> Option<String> {
-    suggest(word, candidates).map(|c| format!("did you mean `{c}`?"))
+    suggest(word, candidates).map(|c| did_you_mean_text(&c))
+}
+
+/// The hint naming `candidate` as the word meant.
+pub fn did_you_mean_text(candidate: &str) -> String {
+    format!("did you mean `{candidate}`?")
 }
 
 /// What to write after an unknown name: "did you mean `x`?" when a name is close, else the

@@ -323,5 +323,9 @@ fn typos_and_bad_values_are_refused_at_their_key() {
             report.contains(&format!("plan.yaml:6:{column}\n")),
             "{workload}: {report}"
         );
+        // A misspelt required key is one mistake: no second "missing" error beside it.
+        if want.starts_with("did you mean") {
+            assert!(!stderr.contains("is missing"), "{workload}: {stderr}");
+        }
     }
 }

@@ -10,7 +10,7 @@ use serde_json::Value;
 
 pub use generate::{expanded_schema, plan_schema, to_pretty};
 pub use translate::describe_value;
-use translate::{property_names, translate};
+use translate::{drop_missing_keys_hinted_as_typos, property_names, translate};
 
 /// A problem at a JSON pointer of a document, before it is given a source location.
 #[derive(Debug, Clone, PartialEq)]
@@ -81,6 +81,7 @@ pub fn validate(doc: &Value, skip_templates: bool) -> Vec<Issue> {
     }
     issues.sort_by(|a, b| a.pointer.cmp(&b.pointer));
     issues.dedup();
+    drop_missing_keys_hinted_as_typos(&mut issues);
     issues
 }
 

@@ -6,7 +6,7 @@ use serde_json::Value;
 
 use super::{Issue, is_template};
 use crate::duration::DURATION_PATTERN;
-use crate::plan::diag::did_you_mean;
+use crate::plan::diag::{did_you_mean, did_you_mean_text};
 use crate::plan::source::{escape, segments};
 
 fn describe_type(t: JsonType) -> &'static str {
@@ -87,7 +87,7 @@ pub(super) fn translate(
             out.push(
                 Issue::new(
                     format!("{pointer}/{}", escape(name)),
-                    format!("required key `{name}` is missing"),
+                    required_key_missing(name),
                 )
                 .at_key(),
             );
@@ -102,6 +102,32 @@ pub(super) fn translate(
         }
         kind => out.push(plain_issue(error, kind)),
     }
+}
+
+fn required_key_missing(name: &str) -> String {
+    format!("required key `{name}` is missing")
+}
+
+/// A misspelt required key reads as one mistake, not two: the "missing" issue goes where an
+/// unknown key beside it is already hinted as that key.
+pub(super) fn drop_missing_keys_hinted_as_typos(issues: &mut Vec<Issue>) {
+    let hinted: Vec<(String, String)> = issues
+        .iter()
+        .filter_map(|issue| {
+            let (parent, _) = issue.pointer.rsplit_once('/')?;
+            let hint = issue.hint.as_deref()?;
+            Some((parent.to_string(), hint.to_string()))
+        })
+        .collect();
+    issues.retain(|issue| {
+        let Some((parent, key)) = issue.pointer.rsplit_once('/') else {
+            return true;
+        };
+        let key = key.replace("~1", "/").replace("~0", "~");
+        let is_missing = issue.message == required_key_missing(&key);
+        let suggested = did_you_mean_text(&key);
+        !(is_missing && hinted.iter().any(|(p, h)| p == parent && *h == suggested))
+    });
 }
 
 /// The schema holding the keyword that failed, `$ref` resolved.
