@@ -14,7 +14,7 @@ use std::ops::ControlFlow;
 use std::time::Instant;
 
 use servebench::client::sse::{EventKind, Events, SseParser};
-use servebench::client::stream::{StreamState, parse_chunk_serde};
+use servebench::client::stream::{StreamState, parse_chunk};
 
 fn stream(events: usize) -> Vec<u8> {
     let mut s = String::new();
@@ -103,7 +103,7 @@ fn run_serde_path(bytes: &[u8], read_size: usize) -> (u64, f64) {
     let mut events = 0u64;
     for piece in bytes.chunks(read_size) {
         let fed = parser.feed(piece, |_, data| {
-            if data == b"[DONE]" || parse_chunk_serde(data).is_ok() {
+            if data == b"[DONE]" || parse_chunk(data).is_ok() {
                 events += 1;
             }
             ControlFlow::Continue(())

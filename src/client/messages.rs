@@ -12,37 +12,14 @@ use std::borrow::Cow;
 
 use serde::Deserialize;
 
+use super::event_usage::EventUsage;
 use super::record::ErrorKind;
 use super::stream::{EventOutcome, StreamFailure, StreamState, error_message};
 
 #[derive(Debug, Default, Deserialize)]
-struct Usage {
-    #[serde(default)]
-    input_tokens: Option<u64>,
-    #[serde(default)]
-    output_tokens: Option<u64>,
-    #[serde(default)]
-    cache_read_input_tokens: Option<u64>,
-    #[serde(default)]
-    cache_creation_input_tokens: Option<u64>,
-}
-
-impl Usage {
-    /// Every prompt token: the uncached ones and those read from or written to the cache.
-    fn prompt_tokens(&self) -> Option<u64> {
-        let input = self.input_tokens?;
-        Some(
-            input
-                + self.cache_read_input_tokens.unwrap_or(0)
-                + self.cache_creation_input_tokens.unwrap_or(0),
-        )
-    }
-}
-
-#[derive(Debug, Default, Deserialize)]
 struct Message {
     #[serde(default)]
-    usage: Option<Usage>,
+    usage: Option<EventUsage>,
 }
 
 /// A `content_block_delta`'s delta (`message_delta`'s holds the stop reason, read as none of
@@ -64,7 +41,7 @@ struct Event<'a> {
     #[serde(default, borrow)]
     delta: Option<Delta<'a>>,
     #[serde(default)]
-    usage: Option<Usage>,
+    usage: Option<EventUsage>,
     #[serde(default)]
     message: Option<Message>,
 }
@@ -99,8 +76,16 @@ pub(super) fn on_event(state: &mut StreamState, data: &[u8], now_ms: f64) -> Eve
         }
         // The first usage (the prompt, as the stream opens), then the totals as it ends; each
         // field a later event carries replaces the earlier one.
-        "message_start" => take_usage(state, event.message.and_then(|m| m.usage)),
-        "message_delta" => take_usage(state, event.usage),
+        "message_start" => {
+            if let Some(usage) = event.message.and_then(|m| m.usage) {
+                state.take_usage(usage.messages_counts());
+            }
+        }
+        "message_delta" => {
+            if let Some(usage) = event.usage {
+                state.take_usage(usage.messages_counts());
+            }
+        }
         "message_stop" => {
             state.done = true;
             return EventOutcome::Done;
@@ -115,20 +100,6 @@ pub(super) fn on_event(state: &mut StreamState, data: &[u8], now_ms: f64) -> Eve
         _ => {}
     }
     EventOutcome::Continue
-}
-
-fn take_usage(state: &mut StreamState, usage: Option<Usage>) {
-    let Some(usage) = usage else {
-        return;
-    };
-    // A server that has no count yet as the stream opens sends zeros (vLLM does).
-    if let Some(prompt) = usage.prompt_tokens().filter(|&n| n > 0) {
-        state.prompt_tokens = Some(prompt);
-        state.cached_tokens = usage.cache_read_input_tokens.or(state.cached_tokens);
-    }
-    if let Some(output) = usage.output_tokens.filter(|&n| n > 0) {
-        state.completion_tokens = Some(output);
-    }
 }
 
 #[cfg(test)]

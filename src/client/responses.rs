@@ -13,81 +13,69 @@ use std::fmt;
 use serde::Deserialize;
 use serde::de::{self, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 
+use super::event_usage::EventUsage;
 use super::record::ErrorKind;
 use super::stream::{EventOutcome, StreamFailure, StreamState, error_message, excerpt};
 
-/// A `delta` field: whether it is a non-empty string; other shapes (an event type this reader
-/// does not measure may carry any) count as empty.
-#[derive(Debug, Clone, Copy, Default)]
-struct Delta(bool);
+/// A `delta` field's text, borrowed unless it holds escapes; other shapes (an event type this
+/// reader does not measure may carry any) count as empty.
+#[derive(Debug, Clone, Default)]
+struct Delta<'a>(Cow<'a, str>);
 
-impl<'de> Deserialize<'de> for Delta {
+impl<'de: 'a, 'a> Deserialize<'de> for Delta<'a> {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct V;
-        impl<'de> Visitor<'de> for V {
-            type Value = Delta;
+        struct V<'a>(std::marker::PhantomData<Delta<'a>>);
+        impl<'de: 'a, 'a> Visitor<'de> for V<'a> {
+            type Value = Delta<'a>;
             fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
                 f.write_str("any JSON value")
             }
-            fn visit_str<E: de::Error>(self, s: &str) -> Result<Delta, E> {
-                Ok(Delta(!s.is_empty()))
+            fn visit_borrowed_str<E: de::Error>(self, s: &'de str) -> Result<Self::Value, E> {
+                Ok(Delta(Cow::Borrowed(s)))
             }
-            fn visit_bool<E: de::Error>(self, _: bool) -> Result<Delta, E> {
-                Ok(Delta(false))
+            fn visit_str<E: de::Error>(self, s: &str) -> Result<Self::Value, E> {
+                Ok(Delta(Cow::Owned(s.to_owned())))
             }
-            fn visit_i64<E: de::Error>(self, _: i64) -> Result<Delta, E> {
-                Ok(Delta(false))
+            fn visit_bool<E: de::Error>(self, _: bool) -> Result<Self::Value, E> {
+                Ok(Delta::default())
             }
-            fn visit_u64<E: de::Error>(self, _: u64) -> Result<Delta, E> {
-                Ok(Delta(false))
+            fn visit_i64<E: de::Error>(self, _: i64) -> Result<Self::Value, E> {
+                Ok(Delta::default())
             }
-            fn visit_f64<E: de::Error>(self, _: f64) -> Result<Delta, E> {
-                Ok(Delta(false))
+            fn visit_u64<E: de::Error>(self, _: u64) -> Result<Self::Value, E> {
+                Ok(Delta::default())
             }
-            fn visit_unit<E: de::Error>(self) -> Result<Delta, E> {
-                Ok(Delta(false))
+            fn visit_f64<E: de::Error>(self, _: f64) -> Result<Self::Value, E> {
+                Ok(Delta::default())
             }
-            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Delta, A::Error> {
+            fn visit_unit<E: de::Error>(self) -> Result<Self::Value, E> {
+                Ok(Delta::default())
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
                 while seq.next_element::<IgnoredAny>()?.is_some() {}
-                Ok(Delta(false))
+                Ok(Delta::default())
             }
-            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Delta, A::Error> {
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
                 while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
-                Ok(Delta(false))
+                Ok(Delta::default())
             }
         }
-        d.deserialize_any(V)
+        d.deserialize_any(V(std::marker::PhantomData))
     }
-}
-
-#[derive(Debug, Default, Deserialize)]
-struct InputDetails {
-    #[serde(default)]
-    cached_tokens: Option<u64>,
-}
-
-#[derive(Debug, Default, Deserialize)]
-struct Usage {
-    #[serde(default)]
-    input_tokens: Option<u64>,
-    #[serde(default)]
-    output_tokens: Option<u64>,
-    #[serde(default)]
-    input_tokens_details: Option<InputDetails>,
 }
 
 #[derive(Debug, Default, Deserialize)]
 struct Response {
     #[serde(default)]
-    usage: Option<Usage>,
+    usage: Option<EventUsage>,
 }
 
 #[derive(Debug, Deserialize)]
 struct Event<'a> {
     #[serde(rename = "type", borrow)]
     kind: Cow<'a, str>,
-    #[serde(default)]
-    delta: Option<Delta>,
+    #[serde(default, borrow)]
+    delta: Option<Delta<'a>>,
     #[serde(default)]
     response: Option<Response>,
 }
@@ -126,13 +114,14 @@ pub(super) fn on_event(state: &mut StreamState, data: &[u8], now_ms: f64) -> Eve
         Ok(event) => event,
         Err(err) => return EventOutcome::malformed("a Responses API event", &err, data),
     };
-    let non_empty = event.delta.is_some_and(|d| d.0);
+    let delta = event.delta.unwrap_or_default().0;
+    let non_empty = !delta.is_empty();
     match kind(&event.kind) {
         Kind::Text if non_empty => {
             state.content_chunks += 1;
             state.first_content_ms.get_or_insert(now_ms);
             if let Some(reply) = state.reply.as_mut() {
-                reply.push_str(&delta_text(data));
+                reply.push_str(&delta);
             }
             state.output_at(now_ms);
         }
@@ -147,11 +136,7 @@ pub(super) fn on_event(state: &mut StreamState, data: &[u8], now_ms: f64) -> Eve
         }
         Kind::End => {
             if let Some(usage) = event.response.and_then(|r| r.usage) {
-                state.prompt_tokens = usage.input_tokens.or(state.prompt_tokens);
-                state.completion_tokens = usage.output_tokens.or(state.completion_tokens);
-                if let Some(cached) = usage.input_tokens_details.and_then(|d| d.cached_tokens) {
-                    state.cached_tokens = Some(cached);
-                }
+                state.take_usage(usage.responses_counts());
             }
             state.done = true;
             return EventOutcome::Done;
@@ -166,17 +151,6 @@ pub(super) fn on_event(state: &mut StreamState, data: &[u8], now_ms: f64) -> Eve
         Kind::Text | Kind::Reasoning | Kind::ToolCall | Kind::Other => {}
     }
     EventOutcome::Continue
-}
-
-/// A text delta's decoded text (sessions only).
-fn delta_text(data: &[u8]) -> String {
-    #[derive(Deserialize)]
-    struct Text {
-        delta: String,
-    }
-    serde_json::from_slice::<Text>(data)
-        .map(|t| t.delta)
-        .unwrap_or_default()
 }
 
 /// `response.failed` holds its error in `response.error`; an `error` event at the top.

@@ -1,21 +1,21 @@
 //! Reading one streamed completion: typed borrowed chunk parsing and per-request timing state.
 //!
-//! Each SSE `data` payload goes through the hand-written scan in `scan.rs`; what it declines
-//! is parsed by serde into borrowed structs that only note whether a text field
-//! is non-empty (no string is copied, no `serde_json::Value` is built); only the first choice
-//! is read, the rest are skipped without allocating.
+//! Each SSE `data` payload is parsed once: by the scan's shortcut (a stream's template, the
+//! thread's known shapes, or the hand-written scan), or, where it declines, by serde into
+//! borrowed structs that yield everything the stream keeps (flags, usage, the server's
+//! timing, the reply's text and tool calls) in that one pass. Only the first choice is read,
+//! the rest are skipped without allocating.
 
 mod chunk;
 mod reply;
 mod timings;
 
-pub use chunk::{parse_chunk, parse_chunk_serde};
-use reply::append_reply;
+pub use chunk::{FunctionPiece, ParsedChunk, ToolCallPiece, parse_chunk};
+use reply::append_tool_calls;
 pub use timings::ServerTimings;
-use timings::server_timings;
 
 use super::record::ErrorKind;
-use super::scan::{self, ChoiceFlags, ChunkSummary};
+use super::scan::{self, ChoiceFlags, ChunkSummary, UsageCounts};
 use crate::workload::{ChatMessage, ToolCall};
 
 /// A stream ended the request early.
@@ -137,10 +137,19 @@ impl StreamState {
         if let Some(done) = self.count_event(data) {
             return done;
         }
-        match parse_chunk(data, &mut self.chunk_memo) {
-            Ok((event, may_carry_timings)) => {
-                self.take_chunk(event, may_carry_timings, data, now_ms)
-            }
+        // A kept reply needs the chunk's text, which only the full parse decodes.
+        if self.reply.is_none()
+            && let Some(summary) = scan::fast_with_memo(data, &mut self.chunk_memo)
+        {
+            return self.take_summary(summary, data, now_ms);
+        }
+        self.take_parsed(data, now_ms)
+    }
+
+    /// One chunk through the full parser alone, and what it says taken.
+    fn take_parsed(&mut self, data: &[u8], now_ms: f64) -> EventOutcome {
+        match parse_chunk(data) {
+            Ok(chunk) => self.take_chunk(chunk, data, now_ms),
             Err(err) => EventOutcome::Failed(StreamFailure {
                 kind: ErrorKind::MalformedEvent,
                 message: format!("event is not a completion chunk ({err}): {}", excerpt(data)),
@@ -149,21 +158,58 @@ impl StreamState {
         }
     }
 
+    /// [`StreamState::on_event`] without the scan's shortcut: the reference the shortcut
+    /// must agree with.
+    #[cfg(test)]
+    pub(crate) fn on_event_parsed(&mut self, data: &[u8], now_ms: f64) -> EventOutcome {
+        match self.count_event(data) {
+            Some(done) => done,
+            None => self.take_parsed(data, now_ms),
+        }
+    }
+
+    /// What one chunk leaves in a fresh stream's state, taken from the shortcut's `answer`, or
+    /// (`None`) parsed by the full parser: for tests that compare the two whole.
+    #[cfg(test)]
+    pub(crate) fn after_chunk(data: &[u8], answer: Option<ChunkSummary>) -> (Self, EventOutcome) {
+        let mut state = StreamState::default();
+        let outcome = match answer {
+            Some(summary) => state.take_summary(summary, data, 1.0),
+            None => state.take_parsed(data, 1.0),
+        };
+        (state.without_memo(), outcome)
+    }
+
+    /// The whole state but the scan's memo (which only says how the chunks were read): every
+    /// other field, present or added later, is compared.
+    #[cfg(test)]
+    pub(crate) fn without_memo(&self) -> Self {
+        StreamState {
+            chunk_memo: scan::StreamMemo::default(),
+            ..self.clone()
+        }
+    }
+
     /// The whole `data:` events at the start of `bytes` whose chunks are this stream's
     /// template around a plain text, taken without the SSE parser or the scan (what they would
     /// make of them is the same): how many bytes they were, `None` for none. Most of a
     /// stream's events are such, and come several to a read.
     pub fn whole_templated_events(&mut self, bytes: &[u8], now_ms: f64) -> Option<usize> {
-        if self.done || self.format != StreamFormat::Chunks || !self.chunk_memo.has_event_template()
+        if self.done
+            || self.format != StreamFormat::Chunks
+            || self.reply.is_some()
+            || !self.chunk_memo.has_event_template()
         {
             return None;
         }
         // Whatever run is taken here ends where the template misses: the event the parser
         // goes on with need not be tried against it again.
         self.chunk_memo.note_template_missed();
-        let (if_empty, if_text, names_timings) = self.chunk_memo.event_answers();
-        let counted = |answer: &ChunkSummary| !answer.is_error && answer.usage.is_none();
-        if self.reply.is_none() && !names_timings && counted(&if_empty) && counted(&if_text) {
+        let (if_empty, if_text) = self.chunk_memo.event_answers();
+        let counted = |answer: Option<ChunkSummary>| {
+            answer.filter(|answer| !answer.is_error && answer.usage.is_none())
+        };
+        if let (Some(if_empty), Some(if_text)) = (counted(if_empty), counted(if_text)) {
             // Such events change only counts and times, and a run of them shares one time.
             let (len, texts, empties) = self.chunk_memo.event_run(bytes);
             if len == 0 {
@@ -175,26 +221,26 @@ impl StreamState {
             return Some(len);
         }
         let mut taken = 0;
-        while let Some((len, chunk_len, (event, may_carry_timings))) =
+        while let Some((len, chunk_len, Some(summary))) =
             self.chunk_memo.whole_event(&bytes[taken..])
         {
-            if event.is_error {
+            if summary.is_error {
                 break;
             }
             self.events += 1;
             let chunk = &bytes[taken + b"data: ".len()..][..chunk_len];
-            self.take_chunk(event, may_carry_timings, chunk, now_ms);
+            self.take_summary(summary, chunk, now_ms);
             taken += len;
         }
         (taken > 0).then_some(taken)
     }
 
-    /// `n` chunks that say `event` (no error, usage or server timing), all taken at `now_ms`:
+    /// `n` chunks that say `event` (no error or usage), all taken at `now_ms`:
     /// the first two set every time and gap that taking each would (from the third on, each
     /// finds the same times and a gap of zero again), the rest add only to the counts.
     fn take_repeated(&mut self, event: ChunkSummary, n: u64, now_ms: f64) {
         for _ in 0..n.min(2) {
-            self.take_chunk(event, false, &[], now_ms);
+            self.take_summary(event, &[], now_ms);
         }
         let more = n.saturating_sub(2);
         if let Some(choice) = event.choice {
@@ -204,14 +250,31 @@ impl StreamState {
         }
     }
 
-    /// What a parsed chunk says, taken into the stream's figures.
-    fn take_chunk(
-        &mut self,
-        event: ChunkSummary,
-        may_carry_timings: bool,
-        data: &[u8],
-        now_ms: f64,
-    ) -> EventOutcome {
+    /// What the full parser read from a chunk: its summary, then the server's timing (from a
+    /// chunk without text: the last chunk, or the usage chunk) and the kept reply's pieces.
+    fn take_chunk(&mut self, chunk: ParsedChunk<'_>, data: &[u8], now_ms: f64) -> EventOutcome {
+        let outcome = self.take_summary(chunk.summary, data, now_ms);
+        if outcome != EventOutcome::Continue {
+            return outcome;
+        }
+        if let Some(timings) = chunk.timings.filter(|_| !chunk.summary.carries_text()) {
+            self.server = timings;
+        }
+        let choice = chunk.summary.choice.unwrap_or_default();
+        if let Some(reply) = self
+            .reply
+            .as_mut()
+            .filter(|_| choice.content || choice.tool_call)
+        {
+            reply.push_str(chunk.content.as_deref().unwrap_or_default());
+            append_tool_calls(&mut self.reply_tool_calls, chunk.tool_calls);
+        }
+        outcome
+    }
+
+    /// What a chunk's summary says, taken into the stream's figures; `data` is the chunk, for
+    /// an error object's message and body.
+    fn take_summary(&mut self, event: ChunkSummary, data: &[u8], now_ms: f64) -> EventOutcome {
         if event.is_error {
             return EventOutcome::Failed(StreamFailure {
                 kind: ErrorKind::ErrorObject,
@@ -220,19 +283,7 @@ impl StreamState {
             });
         }
         if let Some(usage) = event.usage {
-            // Keep what an earlier chunk reported if a later one omits a field.
-            self.prompt_tokens = usage.prompt_tokens.or(self.prompt_tokens);
-            self.completion_tokens = usage.completion_tokens.or(self.completion_tokens);
-            if let Some(cached) = usage.cached_tokens {
-                self.cached_tokens = Some(cached);
-            }
-        }
-        let carries_text = event.choice.is_some_and(|c| c.reasoning || c.content);
-        if !carries_text
-            && may_carry_timings
-            && let Some(timings) = server_timings(data)
-        {
-            self.server = timings;
+            self.take_usage(usage);
         }
         if let Some(ChoiceFlags {
             reasoning,
@@ -251,14 +302,19 @@ impl StreamState {
                 self.tool_call_chunks += 1;
                 self.first_tool_call_ms.get_or_insert(now_ms);
             }
-            if let Some(reply) = self.reply.as_mut().filter(|_| content || tool_call) {
-                append_reply(reply, &mut self.reply_tool_calls, data);
-            }
             if reasoning || content || tool_call {
                 self.output_at(now_ms);
             }
         }
         EventOutcome::Continue
+    }
+
+    /// A usage object's counts, in any API's stream: a count it omits keeps what an earlier
+    /// event reported.
+    pub(super) fn take_usage(&mut self, usage: UsageCounts) {
+        self.prompt_tokens = usage.prompt_tokens.or(self.prompt_tokens);
+        self.completion_tokens = usage.completion_tokens.or(self.completion_tokens);
+        self.cached_tokens = usage.cached_tokens.or(self.cached_tokens);
     }
 
     /// An output event (reasoning, content or a tool-call fragment) at `now_ms`.

@@ -308,7 +308,14 @@ impl<'a> Cursor<'a> {
                 }
                 Some(())
             }
-            b"timings" | b"metrics" => {
+            // Read from the chunk only by the full parser, which rejects a repeated one.
+            b"timings" => {
+                top.seen.once(4)?;
+                self.names_timings = true;
+                self.skip(1)
+            }
+            b"metrics" => {
+                top.seen.once(5)?;
                 self.names_timings = true;
                 self.skip(1)
             }

@@ -37,22 +37,20 @@ pub struct StreamMemo {
     template_missed: bool,
 }
 
-/// What the chunks of one layout say, with an empty and with a non-empty text, and whether
-/// they name the server's own timing (a top-level `timings` or `metrics` member).
+/// What the chunks of one layout say, with an empty and with a non-empty text; `None` where
+/// the scan declines them (a chunk without text that names the server's timing).
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub(super) struct Answers {
-    if_empty: ChunkSummary,
-    if_text: ChunkSummary,
-    names_timings: bool,
+    if_empty: Option<ChunkSummary>,
+    if_text: Option<ChunkSummary>,
     /// The layout's bytes hold no line break (its holes never do), so its chunks are one SSE
     /// line each.
     one_line: bool,
 }
 
 impl Answers {
-    pub(super) fn pick(&self, empty: bool) -> (ChunkSummary, bool) {
-        let summary = if empty { self.if_empty } else { self.if_text };
-        (summary, self.names_timings)
+    pub(super) fn pick(&self, empty: bool) -> Option<ChunkSummary> {
+        if empty { self.if_empty } else { self.if_text }
     }
 }
 
@@ -87,7 +85,7 @@ impl Template {
     }
 
     /// The answer for `data`, when it is the template's chunk around a plain string.
-    pub(super) fn answer(&self, data: &[u8]) -> Option<(ChunkSummary, bool)> {
+    pub(super) fn answer(&self, data: &[u8]) -> Option<Option<ChunkSummary>> {
         let (head, tail) = self
             .chunk(&self.bytes)
             .split_at(self.text_at - Self::DATA.len());
@@ -106,7 +104,7 @@ impl Template {
     }
 
     /// [`Template::event_text`] with the event's chunk's length and its answer.
-    fn event(&self, bytes: &[u8]) -> Option<(usize, usize, (ChunkSummary, bool))> {
+    fn event(&self, bytes: &[u8]) -> Option<(usize, usize, Option<ChunkSummary>)> {
         let (len, text) = self.event_text(bytes)?;
         let chunk_len = len - Self::DATA.len() - Self::BLANK.len();
         Some((len, chunk_len, self.answers.pick(text == 0)))
@@ -134,11 +132,11 @@ impl StreamMemo {
         self.templated && self.template.answers.one_line
     }
 
-    /// What the template's events say with an empty and with a non-empty text, and whether
-    /// they name the server's timing. Call only when [`StreamMemo::has_event_template`].
-    pub fn event_answers(&self) -> (ChunkSummary, ChunkSummary, bool) {
+    /// What the template's events say with an empty and with a non-empty text (`None`: the
+    /// full parser reads such a chunk). Call only when [`StreamMemo::has_event_template`].
+    pub fn event_answers(&self) -> (Option<ChunkSummary>, Option<ChunkSummary>) {
         let answers = self.template.answers;
-        (answers.if_empty, answers.if_text, answers.names_timings)
+        (answers.if_empty, answers.if_text)
     }
 
     /// The run of whole template events at the start of `bytes` (see
@@ -159,10 +157,10 @@ impl StreamMemo {
 
     /// The whole SSE event at the start of `bytes` when it is `data: `, the stream's template
     /// with a plain text, and a blank line: its length, its chunk's length (the chunk starts
-    /// after `data: `), its answer, and whether it names the server's timing. Call only when
+    /// after `data: `), and its answer (`None`: the full parser reads it). Call only when
     /// [`StreamMemo::has_event_template`].
     #[inline]
-    pub fn whole_event(&self, bytes: &[u8]) -> Option<(usize, usize, (ChunkSummary, bool))> {
+    pub fn whole_event(&self, bytes: &[u8]) -> Option<(usize, usize, Option<ChunkSummary>)> {
         self.template.event(bytes)
     }
 
@@ -220,16 +218,14 @@ enum Hole {
 }
 
 /// [`fast`], answered from the stream's template or a known shape when the chunk fits one; a
-/// scanned chunk's shape is learnt. With the answer comes whether the chunk may carry the
-/// server's own timing: a top-level `timings` or `metrics` member, or, when the scan leaves
-/// the chunk to serde, `true`.
-pub fn fast_with_memo(data: &[u8], memo: &mut StreamMemo) -> Option<(ChunkSummary, bool)> {
+/// scanned chunk's shape is learnt. `None`: the full parser reads the chunk.
+pub fn fast_with_memo(data: &[u8], memo: &mut StreamMemo) -> Option<ChunkSummary> {
     let missed = std::mem::take(&mut memo.template_missed);
     if memo.templated
         && !missed
         && let Some(answer) = memo.template.answer(data)
     {
-        return Some(answer);
+        return answer;
     }
     // A stream's template is its last shape with its own id and `created`: when it misses, so
     // does that shape, and the stream has moved on to the next kind of chunk.
@@ -251,7 +247,7 @@ pub fn fast_with_memo(data: &[u8], memo: &mut StreamMemo) -> Option<(ChunkSummar
         memo.template.set(data, span, answers);
         memo.templated = true;
     }
-    Some(answers.pick(text.is_some_and(|(start, end)| start == end)))
+    answers.pick(text.is_some_and(|(start, end)| start == end))
 }
 
 impl Shapes {
@@ -277,10 +273,12 @@ impl Shapes {
         c: &Cursor<'_>,
         summary: ChunkSummary,
     ) -> (Option<usize>, Answers, Option<(usize, usize)>) {
+        // What the scan says of this layout's chunks with `summary`'s text flags.
+        let answer =
+            |summary: ChunkSummary| (summary.carries_text() || !c.names_timings).then_some(summary);
         let mut answers = Answers {
-            if_empty: summary,
-            if_text: summary,
-            names_timings: c.names_timings,
+            if_empty: answer(summary),
+            if_text: answer(summary),
             one_line: memchr::memchr2(b'\n', b'\r', data).is_none(),
         };
         let text = match c.text_values {
@@ -289,8 +287,8 @@ impl Shapes {
             _ => return (None, answers, None),
         };
         if let Some((.., flag)) = text {
-            answers.if_empty = with_text(summary, flag, false);
-            answers.if_text = with_text(summary, flag, true);
+            answers.if_empty = answer(with_text(summary, flag, false));
+            answers.if_text = answer(with_text(summary, flag, true));
         }
         let mut spans: Vec<(usize, usize, Hole)> = [
             c.id_span.map(|(start, end)| (start, end, Hole::Id)),

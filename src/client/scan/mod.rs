@@ -2,9 +2,11 @@
 //!
 //! [`fast`] reads `choices[0]`'s text flags, `usage`, `error` and `object` in one pass
 //! without building anything. It answers `None` for whatever it does not handle exactly
-//! like the serde reference in `stream/chunk.rs` (`\u` escapes, escaped keys, non-UTF-8 bytes,
-//! duplicate known keys, odd types, deep nesting, invalid JSON), so the caller falls back to
-//! serde, which then decides. A property test checks that the two agree.
+//! like the serde parser in `stream/chunk.rs` (`\u` escapes, escaped keys, non-UTF-8 bytes,
+//! duplicate known keys, odd types, deep nesting, invalid JSON, any non-null `tool_calls`, and
+//! a chunk without text that names the server's timing, which the stream keeps), so the
+//! caller parses the chunk with serde instead, which then decides. Property tests check that
+//! the two agree.
 
 mod cursor;
 mod memo;
@@ -65,7 +67,17 @@ fn scan(data: &[u8]) -> Option<(ChunkSummary, Cursor<'_>)> {
     c.ws();
     let summary = c.chunk()?;
     c.ws();
-    (c.i == data.len()).then_some((summary, c))
+    // The stream keeps the timing a chunk without text names: the full parser reads it.
+    let timing_kept = c.names_timings && !summary.carries_text();
+    (c.i == data.len() && !timing_kept).then_some((summary, c))
+}
+
+impl ChunkSummary {
+    /// The first choice carries reasoning or content text: the stream takes the server's
+    /// timing only from chunks without.
+    pub fn carries_text(&self) -> bool {
+        self.choice.is_some_and(|c| c.reasoning || c.content)
+    }
 }
 
 #[cfg(test)]

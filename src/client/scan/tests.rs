@@ -1,7 +1,7 @@
 //! The fast scan against the serde reference, by example and by property.
 
 use super::*;
-use crate::client::stream::parse_chunk_serde;
+use crate::client::stream::{StreamState, parse_chunk};
 use proptest::prelude::*;
 
 const KEYS: &[&str] = &[
@@ -105,17 +105,30 @@ fn mutate(text: String, edit: (u8, usize, u8)) -> Vec<u8> {
     bytes
 }
 
+/// Where the scan answers, the full parser reads the same summary, and the two leave the same
+/// whole stream state (every field, the server's timing and the tool calls included).
 fn agree(data: &[u8]) -> Result<(), TestCaseError> {
     if let Some(summary) = fast(data) {
-        let reference = parse_chunk_serde(data);
-        prop_assert!(
-            reference.as_ref().ok() == Some(&summary),
-            "scan {:?} but serde {:?} on {:?}",
-            summary,
-            reference,
-            String::from_utf8_lossy(data)
-        );
+        same_as_the_full_parser(data, summary)?;
     }
+    Ok(())
+}
+
+fn same_as_the_full_parser(data: &[u8], answer: ChunkSummary) -> Result<(), TestCaseError> {
+    let reference = parse_chunk(data).map(|chunk| chunk.summary);
+    prop_assert!(
+        reference.as_ref().ok() == Some(&answer),
+        "scan {:?} but serde {:?} on {:?}",
+        answer,
+        reference,
+        String::from_utf8_lossy(data)
+    );
+    prop_assert_eq!(
+        StreamState::after_chunk(data, Some(answer)),
+        StreamState::after_chunk(data, None),
+        "on {:?}",
+        String::from_utf8_lossy(data)
+    );
     Ok(())
 }
 
@@ -215,22 +228,27 @@ fn templated_stream() -> impl Strategy<Value = Vec<Vec<u8>>> {
     prop::collection::vec(chunk, 1..12)
 }
 
-/// A scan from scratch's answer, and whether it saw a top-level `timings` or `metrics`.
-fn scanned(data: &[u8]) -> Option<(ChunkSummary, bool)> {
-    scan(data).map(|(summary, c)| (summary, c.names_timings))
+/// A scan from scratch's answer.
+fn scanned(data: &[u8]) -> Option<ChunkSummary> {
+    fast(data)
 }
 
-/// Each chunk of a stream scanned with the stream's memo gets a scan from scratch's answer.
+/// Each chunk of a stream scanned with the stream's memo gets a scan from scratch's answer,
+/// and where it answers, the full parser's.
 fn same_as_full_scans(chunks: &[Vec<u8>]) -> Result<(), TestCaseError> {
     let mut memo = StreamMemo::default();
     for chunk in chunks {
+        let answer = fast_with_memo(chunk, &mut memo);
         prop_assert_eq!(
-            fast_with_memo(chunk, &mut memo),
+            answer,
             scanned(chunk),
             "on {:?} after {:?}",
             String::from_utf8_lossy(chunk),
             memo
         );
+        if let Some(answer) = answer {
+            same_as_the_full_parser(chunk, answer)?;
+        }
     }
     Ok(())
 }
@@ -332,7 +350,10 @@ fn common_chunks_take_the_fast_path() {
     ];
     for (text, expected) in chunks {
         assert_eq!(fast(text.as_bytes()), Some(*expected), "{text}");
-        assert_eq!(parse_chunk_serde(text.as_bytes()).ok(), Some(*expected));
+        assert_eq!(
+            parse_chunk(text.as_bytes()).ok().map(|c| c.summary),
+            Some(*expected)
+        );
     }
 }
 
@@ -378,7 +399,7 @@ fn tool_calls_go_to_serde_which_reads_the_fragments() {
     ];
     for (text, tool_call) in cases {
         assert_eq!(fast(text.as_bytes()), None, "{text}");
-        let summary = parse_chunk_serde(text.as_bytes()).expect("valid chunk");
+        let summary = parse_chunk(text.as_bytes()).expect("valid chunk").summary;
         assert_eq!(
             summary.choice.map(|c| c.tool_call),
             Some(tool_call),
@@ -389,7 +410,7 @@ fn tool_calls_go_to_serde_which_reads_the_fragments() {
     let text = r#"{"choices":[{"delta":{"content":"a","tool_calls":null}}]}"#;
     assert_eq!(
         fast(text.as_bytes()),
-        parse_chunk_serde(text.as_bytes()).ok()
+        parse_chunk(text.as_bytes()).ok().map(|c| c.summary)
     );
     assert!(fast(text.as_bytes()).is_some());
     // A malformed `tool_calls` is the serde error the stream reports.
@@ -398,7 +419,7 @@ fn tool_calls_go_to_serde_which_reads_the_fragments() {
         r#"{"choices":[{"delta":{"tool_calls":[{"function":{"arguments":7}}]}}]}"#,
     ] {
         assert_eq!(fast(text.as_bytes()), None);
-        assert!(parse_chunk_serde(text.as_bytes()).is_err(), "{text}");
+        assert!(parse_chunk(text.as_bytes()).is_err(), "{text}");
     }
 }
 
@@ -412,7 +433,7 @@ fn shape_answer(data: &str) -> Option<ChunkSummary> {
         let shapes = shapes.borrow();
         let (index, text) = shapes.answer(data.as_bytes(), 0)?;
         let empty = text.is_some_and(|(start, end)| start == end);
-        Some(shapes.list[index].answers.pick(empty).0)
+        shapes.list[index].answers.pick(empty)
     })
 }
 
@@ -512,20 +533,37 @@ fn a_memo_given_back_is_taken_without_its_template_but_with_its_buffers() {
 }
 
 #[test]
-fn only_chunks_naming_the_servers_timing_are_read_for_it() {
+fn a_chunk_without_text_naming_the_servers_timing_goes_to_the_full_parser() {
     let mut memo = StreamMemo::default();
     let plain = br#"{"id":"a","choices":[{"delta":{},"finish_reason":"stop"}]}"#;
     let timed =
         br#"{"id":"a","choices":[{"delta":{},"finish_reason":"stop"}],"timings":{"prompt_ms":2}}"#;
+    let metrics =
+        br#"{"id":"a","choices":[],"usage":{"prompt_tokens":3},"metrics":{"queue_time_ms":1.5}}"#;
     let nested = br#"{"id":"a","choices":[{"delta":{},"timings":1}]}"#;
-    assert_eq!(fast_with_memo(plain, &mut memo).map(|a| a.1), Some(false));
-    assert_eq!(fast_with_memo(timed, &mut memo).map(|a| a.1), Some(true));
-    assert_eq!(fast_with_memo(nested, &mut memo).map(|a| a.1), Some(false));
-    // Answered from the shapes just learnt, with another id: the same.
-    let timed_again =
-        br#"{"id":"b","choices":[{"delta":{},"finish_reason":"stop"}],"timings":{"prompt_ms":2}}"#;
-    assert_eq!(
-        fast_with_memo(timed_again, &mut StreamMemo::default()).map(|a| a.1),
-        Some(true)
+    let with_text =
+        br#"{"id":"a","choices":[{"delta":{"content":"x"}}],"timings":{"prompt_ms":2}}"#;
+    let twice = br#"{"id":"a","choices":[{"delta":{"content":"x"}}],"timings":1,"timings":2}"#;
+    assert!(fast_with_memo(plain, &mut memo).is_some());
+    assert_eq!(fast_with_memo(timed, &mut memo), None);
+    assert_eq!(fast_with_memo(metrics, &mut memo), None);
+    assert!(
+        fast_with_memo(nested, &mut memo).is_some(),
+        "not the top level's"
     );
+    // A text chunk's timing is not kept, so the scan answers it.
+    assert!(fast_with_memo(with_text, &mut memo).is_some());
+    assert_eq!(fast(twice), None, "serde rejects a repeated member");
+    assert!(parse_chunk(twice).is_err());
+    // The shape learnt from the text chunk declines its chunks without text.
+    let without_text =
+        br#"{"id":"b","choices":[{"delta":{"content":""}}],"timings":{"prompt_ms":2}}"#;
+    assert_eq!(
+        fast_with_memo(without_text, &mut StreamMemo::default()),
+        None
+    );
+    let timings = parse_chunk(timed).expect("valid").timings.expect("read");
+    assert_eq!((timings.prompt_ms, timings.queue_ms), (Some(2.0), None));
+    let timings = parse_chunk(metrics).expect("valid").timings.expect("read");
+    assert_eq!(timings.queue_ms, Some(1.5));
 }

@@ -1,12 +1,16 @@
-//! A chat or completions chunk's measured fields parsed by serde into borrowed structs: the
-//! fallback for what the scan declines, and the reference it must agree with.
+//! A chat or completions chunk parsed by serde, in one pass, into everything the stream keeps
+//! from it: the first choice's text flags, the usage, an error mark, the server's timing, and
+//! the reply's text and tool-call pieces. The parser for what the scan declines, and the
+//! reference the scan must agree with.
 
+use std::borrow::Cow;
 use std::fmt;
 
 use serde::Deserialize;
 use serde::de::{self, Deserializer, IgnoredAny, SeqAccess, Visitor};
 
-use super::super::scan::{self, ChoiceFlags, ChunkSummary, UsageCounts};
+use super::super::scan::{ChoiceFlags, ChunkSummary, UsageCounts};
+use super::timings::{ServerTimings, TimingsObject, server_timings};
 
 /// Whether a JSON string is non-empty; `null` deserializes through `Option` as `None`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -33,71 +37,77 @@ pub(super) fn non_empty(field: Option<NonEmpty>) -> bool {
 }
 
 #[derive(Debug, Default, Deserialize)]
-struct Delta {
-    #[serde(default)]
-    content: Option<NonEmpty>,
+struct Delta<'a> {
+    #[serde(default, borrow)]
+    content: Option<Cow<'a, str>>,
     #[serde(default)]
     reasoning_content: Option<NonEmpty>,
     #[serde(default)]
     reasoning: Option<NonEmpty>,
-    #[serde(default)]
-    tool_calls: Option<Vec<ToolCallDelta>>,
+    #[serde(default, borrow)]
+    tool_calls: Option<Vec<ToolCallPiece<'a>>>,
 }
 
-/// One element of `delta.tool_calls`: a call's id, name or an argument fragment.
-#[derive(Debug, Default, Deserialize)]
-struct ToolCallDelta {
+/// One element of `delta.tool_calls`: a call's index, id, name or an argument fragment.
+#[derive(Debug, Default, Clone, PartialEq, Deserialize)]
+pub struct ToolCallPiece<'a> {
     #[serde(default)]
-    function: Option<FunctionDelta>,
+    pub index: Option<usize>,
+    #[serde(default, borrow)]
+    pub id: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    pub function: Option<FunctionPiece<'a>>,
 }
 
-#[derive(Debug, Default, Deserialize)]
-struct FunctionDelta {
-    #[serde(default)]
-    name: Option<NonEmpty>,
-    #[serde(default)]
-    arguments: Option<NonEmpty>,
+#[derive(Debug, Default, Clone, PartialEq, Deserialize)]
+pub struct FunctionPiece<'a> {
+    #[serde(default, borrow)]
+    pub name: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    pub arguments: Option<Cow<'a, str>>,
 }
 
 /// Whether any tool call in a delta carries a name or an argument fragment.
-fn tool_call_output(calls: Option<Vec<ToolCallDelta>>) -> bool {
-    calls.into_iter().flatten().any(|call| {
+fn tool_call_output(calls: &[ToolCallPiece<'_>]) -> bool {
+    let non_empty = |text: &Option<Cow<'_, str>>| text.as_deref().is_some_and(|t| !t.is_empty());
+    calls.iter().any(|call| {
         call.function
-            .is_some_and(|f| non_empty(f.name) || non_empty(f.arguments))
+            .as_ref()
+            .is_some_and(|f| non_empty(&f.name) || non_empty(&f.arguments))
     })
 }
 
 #[derive(Debug, Default, Deserialize)]
-struct Choice {
-    #[serde(default)]
-    delta: Option<Delta>,
+struct Choice<'a> {
+    #[serde(default, borrow)]
+    delta: Option<Delta<'a>>,
     /// Completions API text.
-    #[serde(default)]
-    text: Option<NonEmpty>,
+    #[serde(default, borrow)]
+    text: Option<Cow<'a, str>>,
 }
 
 /// The first element of `choices`, the others skipped.
 #[derive(Debug, Default)]
-struct FirstChoice(Option<Choice>);
+struct FirstChoice<'a>(Option<Choice<'a>>);
 
-impl<'de> Deserialize<'de> for FirstChoice {
+impl<'de: 'a, 'a> Deserialize<'de> for FirstChoice<'a> {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct V;
-        impl<'de> Visitor<'de> for V {
-            type Value = FirstChoice;
+        struct V<'a>(std::marker::PhantomData<Choice<'a>>);
+        impl<'de: 'a, 'a> Visitor<'de> for V<'a> {
+            type Value = FirstChoice<'a>;
             fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
                 f.write_str("an array of choices")
             }
-            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<FirstChoice, A::Error> {
-                let first = seq.next_element::<Choice>()?;
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+                let first = seq.next_element::<Choice<'a>>()?;
                 while seq.next_element::<IgnoredAny>()?.is_some() {}
                 Ok(FirstChoice(first))
             }
-            fn visit_unit<E: de::Error>(self) -> Result<FirstChoice, E> {
+            fn visit_unit<E: de::Error>(self) -> Result<Self::Value, E> {
                 Ok(FirstChoice(None))
             }
         }
-        d.deserialize_any(V)
+        d.deserialize_any(V(std::marker::PhantomData))
     }
 }
 
@@ -117,57 +127,79 @@ struct Usage {
     prompt_tokens_details: Option<PromptTokensDetails>,
 }
 
-/// One streamed chunk, as much of it as the measurement needs.
+/// One streamed chunk, as much of it as the stream keeps.
 #[derive(Debug, Default, Deserialize)]
 struct ChunkEvent<'a> {
-    #[serde(default)]
-    choices: FirstChoice,
+    #[serde(default, borrow)]
+    choices: FirstChoice<'a>,
     #[serde(default)]
     usage: Option<Usage>,
     #[serde(default)]
     error: Option<IgnoredAny>,
     /// vLLM and others mark some error payloads with `"object": "error"`.
     #[serde(default, borrow)]
-    object: Option<std::borrow::Cow<'a, str>>,
+    object: Option<Cow<'a, str>>,
+    #[serde(default)]
+    timings: Option<TimingsObject>,
+    #[serde(default)]
+    metrics: Option<TimingsObject>,
 }
 
-/// One chunk's measured fields: the hand-written scan, or serde when the scan declines.
-pub fn parse_chunk(
-    data: &[u8],
-    memo: &mut scan::StreamMemo,
-) -> Result<(ChunkSummary, bool), serde_json::Error> {
-    match scan::fast_with_memo(data, memo) {
-        Some(answer) => Ok(answer),
-        None => parse_chunk_serde(data).map(|summary| (summary, true)),
-    }
+/// Everything one chunk tells the stream, its strings borrowed from the chunk's bytes unless
+/// they hold escapes.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ParsedChunk<'a> {
+    /// What the measurement reads: the first choice's flags, the usage, an error mark.
+    pub summary: ChunkSummary,
+    /// The server's own timing (`timings` or `metrics`).
+    pub timings: Option<ServerTimings>,
+    /// The first choice's reply text: `delta.content`, or a completion's `text`.
+    pub content: Option<Cow<'a, str>>,
+    /// The first choice's `delta.tool_calls`.
+    pub tool_calls: Vec<ToolCallPiece<'a>>,
 }
 
-/// One chunk's measured fields through serde alone: the reference the scan must agree with.
-pub fn parse_chunk_serde(data: &[u8]) -> Result<ChunkSummary, serde_json::Error> {
+/// One chunk through serde, once: what the scan declines, and the reference it must agree
+/// with.
+pub fn parse_chunk(data: &[u8]) -> Result<ParsedChunk<'_>, serde_json::Error> {
     let event: ChunkEvent<'_> = serde_json::from_slice(data)?;
+    let mut content = None;
+    let mut tool_calls = Vec::new();
     let choice = event.choices.0.map(|choice| {
-        let (reasoning, content, tool_call) = match choice.delta {
-            Some(delta) => (
-                non_empty(delta.reasoning_content) || non_empty(delta.reasoning),
-                non_empty(delta.content) || non_empty(choice.text),
-                tool_call_output(delta.tool_calls),
-            ),
-            None => (false, non_empty(choice.text), false),
+        let text_flag = choice.text.as_deref().is_some_and(|t| !t.is_empty());
+        let flags = match choice.delta {
+            Some(delta) => {
+                let calls = delta.tool_calls.unwrap_or_default();
+                let flags = ChoiceFlags {
+                    reasoning: non_empty(delta.reasoning_content) || non_empty(delta.reasoning),
+                    content: delta.content.as_deref().is_some_and(|t| !t.is_empty()) || text_flag,
+                    tool_call: tool_call_output(&calls),
+                };
+                content = delta.content;
+                tool_calls = calls;
+                flags
+            }
+            None => ChoiceFlags {
+                content: text_flag,
+                ..ChoiceFlags::default()
+            },
         };
-        ChoiceFlags {
-            reasoning,
-            content,
-            tool_call,
-        }
+        content = content.take().or(choice.text);
+        flags
     });
     let usage = event.usage.map(|usage| UsageCounts {
         prompt_tokens: usage.prompt_tokens,
         completion_tokens: usage.completion_tokens,
         cached_tokens: usage.prompt_tokens_details.and_then(|d| d.cached_tokens),
     });
-    Ok(ChunkSummary {
-        choice,
-        usage,
-        is_error: event.error.is_some() || event.object.as_deref() == Some("error"),
+    Ok(ParsedChunk {
+        summary: ChunkSummary {
+            choice,
+            usage,
+            is_error: event.error.is_some() || event.object.as_deref() == Some("error"),
+        },
+        timings: server_timings(event.timings, event.metrics),
+        content,
+        tool_calls,
     })
 }

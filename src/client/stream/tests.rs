@@ -20,17 +20,14 @@ impl Events for Shortcut<'_> {
     }
 }
 
-/// A stream's whole state but the scan's memo (which only says how the chunks were read):
-/// every other field, present or added later, is compared.
+/// A stream's whole state but the scan's memo.
 fn figures(s: &StreamState) -> StreamState {
-    StreamState {
-        chunk_memo: scan::StreamMemo::default(),
-        ..s.clone()
-    }
+    s.without_memo()
 }
 
-/// `bytes` read `read` bytes at a time, the n-th read at `n` ms, by the SSE parser and
-/// `on_event` (the reference) and by the client's way (whole templated events first).
+/// `bytes` read `read` bytes at a time, the n-th read at `n` ms, by the SSE parser and the
+/// full parser alone (the reference) and by the client's way (whole templated events first,
+/// then the SSE parser and `on_event`, each chunk by the scan's shortcut where it answers).
 fn both_ways(bytes: &[u8], read: usize, reply: Option<String>) -> (StreamState, StreamState) {
     let mut reference = StreamState {
         reply: reply.clone(),
@@ -45,9 +42,11 @@ fn both_ways(bytes: &[u8], read: usize, reply: Option<String>) -> (StreamState, 
     for (n, piece) in bytes.chunks(read.max(1)).enumerate() {
         let now_ms = n as f64;
         parser
-            .feed(piece, |_, data| match reference.on_event(data, now_ms) {
-                EventOutcome::Continue => ControlFlow::Continue(()),
-                _ => ControlFlow::Break(()),
+            .feed(piece, |_, data| {
+                match reference.on_event_parsed(data, now_ms) {
+                    EventOutcome::Continue => ControlFlow::Continue(()),
+                    _ => ControlFlow::Break(()),
+                }
             })
             .expect("within cap");
         taking
@@ -122,7 +121,7 @@ fn whole_templated_events_make_the_same_figures_as_the_parser_and_scan() {
 
 /// One event of a random chat stream: text or reasoning deltas of one layout (so the
 /// template takes runs of them), tool-call fragments, vLLM's usage-and-metrics chunk,
-/// llama.cpp's timings.
+/// llama.cpp's timings (on the last chunk, and on text chunks), completions text.
 fn random_event() -> impl Strategy<Value = String> {
     let head = r#"{"id":"c","object":"chat.completion.chunk","created":7,"model":"m","choices":[{"index":0,"delta":{"#;
     let text = prop::sample::select(vec!["", " a", " bb", "c\\\"d", " \\n", " é"]);
@@ -136,6 +135,15 @@ fn random_event() -> impl Strategy<Value = String> {
             r#"{{"choices":[],"usage":{{"prompt_tokens":{p},"completion_tokens":3,"prompt_tokens_details":{{"cached_tokens":{q}}}}},"metrics":{{"queue_time_ms":{q}.5,"time_to_first_token_ms":2.0,"generation_time_ms":3.0}}}}"#
         )),
         1 => Just(format!(r#"{head}}},"finish_reason":"stop"}}],"timings":{{"prompt_ms":4.5,"predicted_ms":6.0}}}}"#)),
+        // llama.cpp's timings on every chunk (`timings_per_token`): kept only from one
+        // without text.
+        1 => text.clone().prop_map(move |t| format!(
+            "{head}\"content\":\"{t}\"}}}}],\"timings\":{{\"prompt_ms\":1.5,\"predicted_ms\":0.5}}}}"
+        )),
+        // A completions stream's chunks.
+        1 => text.prop_map(|t| format!(
+            r#"{{"id":"c","object":"text_completion","created":7,"model":"m","choices":[{{"index":0,"text":"{t}","finish_reason":null}}]}}"#
+        )),
     ]
 }
 

@@ -1,6 +1,9 @@
 //! The server's own timing of a request, read from the chunk that carries it.
 
+use std::fmt;
+
 use serde::Deserialize;
+use serde::de::{self, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 
 /// What a server says it spent on one request.
 ///
@@ -26,58 +29,147 @@ impl ServerTimings {
     }
 }
 
-#[derive(Debug, Default, Deserialize)]
-struct TimingsEvent {
-    #[serde(default)]
-    timings: Option<Timings>,
-    #[serde(default)]
-    metrics: Option<VllmMetrics>,
+/// A chunk's top-level `timings` (llama.cpp) or `metrics` (vLLM) object's figures, by
+/// [`FIGURE_KEYS`], read in the chunk's one parse. Any shape is accepted: a server's odd timing
+/// loses the timing, not the chunk; anything but an object is none.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub(super) struct TimingsObject(Option<[Option<f64>; 5]>);
+
+/// The figures either server's object may hold: llama.cpp's prompt and generation time, and
+/// vLLM's queue, scheduling-to-first-token and generation time.
+const FIGURE_KEYS: [&str; 5] = [
+    "prompt_ms",
+    "predicted_ms",
+    "queue_time_ms",
+    "time_to_first_token_ms",
+    "generation_time_ms",
+];
+
+impl<'de> Deserialize<'de> for TimingsObject {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = TimingsObject;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("any JSON value")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<TimingsObject, A::Error> {
+                let mut figures = [None; 5];
+                while let Some(FigureKey(at)) = map.next_key()? {
+                    match at {
+                        Some(at) => figures[at] = map.next_value::<Figure>()?.0,
+                        None => map.next_value::<IgnoredAny>().map(drop)?,
+                    }
+                }
+                Ok(TimingsObject(Some(figures)))
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<TimingsObject, A::Error> {
+                FigureVisitor.visit_seq(seq).map(|_| TimingsObject(None))
+            }
+            fn visit_unit<E: de::Error>(self) -> Result<TimingsObject, E> {
+                Ok(TimingsObject(None))
+            }
+            fn visit_bool<E: de::Error>(self, _: bool) -> Result<TimingsObject, E> {
+                Ok(TimingsObject(None))
+            }
+            fn visit_str<E: de::Error>(self, _: &str) -> Result<TimingsObject, E> {
+                Ok(TimingsObject(None))
+            }
+            fn visit_i64<E: de::Error>(self, _: i64) -> Result<TimingsObject, E> {
+                Ok(TimingsObject(None))
+            }
+            fn visit_u64<E: de::Error>(self, _: u64) -> Result<TimingsObject, E> {
+                Ok(TimingsObject(None))
+            }
+            fn visit_f64<E: de::Error>(self, _: f64) -> Result<TimingsObject, E> {
+                Ok(TimingsObject(None))
+            }
+        }
+        d.deserialize_any(V)
+    }
 }
 
-/// vLLM's per-request `metrics`; any field may be `null`.
-#[derive(Debug, Default, Deserialize)]
-struct VllmMetrics {
-    #[serde(default)]
-    queue_time_ms: Option<f64>,
-    #[serde(default)]
-    time_to_first_token_ms: Option<f64>,
-    #[serde(default)]
-    generation_time_ms: Option<f64>,
+/// A key's place in [`FIGURE_KEYS`], read without copying it.
+struct FigureKey(Option<usize>);
+
+impl<'de> Deserialize<'de> for FigureKey {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl Visitor<'_> for V {
+            type Value = FigureKey;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a key")
+            }
+            fn visit_str<E: de::Error>(self, key: &str) -> Result<FigureKey, E> {
+                Ok(FigureKey(FIGURE_KEYS.iter().position(|k| *k == key)))
+            }
+        }
+        d.deserialize_str(V)
+    }
 }
 
-#[derive(Debug, Default, Deserialize)]
-struct Timings {
-    #[serde(default)]
-    prompt_ms: Option<f64>,
-    #[serde(default)]
-    predicted_ms: Option<f64>,
+/// One figure: a finite, non-negative number; anything else is no figure.
+struct Figure(Option<f64>);
+
+impl<'de> Deserialize<'de> for Figure {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let value = d.deserialize_any(FigureVisitor)?;
+        Ok(Figure(value.filter(|x| x.is_finite() && *x >= 0.0)))
+    }
 }
 
-/// llama.cpp's `timings` or vLLM's `metrics`, read only from chunks that carry no text (the
-/// last chunk, or the usage chunk), so the per-token path pays nothing.
-pub(super) fn server_timings(data: &[u8]) -> Option<ServerTimings> {
-    // Built once: making a searcher costs more than searching a chunk with it.
-    static KEYS: std::sync::LazyLock<[memchr::memmem::Finder<'static>; 2]> =
-        std::sync::LazyLock::new(|| {
-            [
-                memchr::memmem::Finder::new(b"\"timings\""),
-                memchr::memmem::Finder::new(b"\"metrics\""),
-            ]
-        });
-    KEYS.iter().find_map(|key| key.find(data))?;
-    let event: TimingsEvent = serde_json::from_slice(data).ok()?;
-    let finite = |v: Option<f64>| v.filter(|x| x.is_finite() && *x >= 0.0);
-    if let Some(timings) = event.timings {
+struct FigureVisitor;
+
+impl<'de> Visitor<'de> for FigureVisitor {
+    type Value = Option<f64>;
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("any JSON value")
+    }
+    fn visit_f64<E: de::Error>(self, x: f64) -> Result<Option<f64>, E> {
+        Ok(Some(x))
+    }
+    fn visit_u64<E: de::Error>(self, x: u64) -> Result<Option<f64>, E> {
+        Ok(Some(x as f64))
+    }
+    fn visit_i64<E: de::Error>(self, x: i64) -> Result<Option<f64>, E> {
+        Ok(Some(x as f64))
+    }
+    fn visit_unit<E: de::Error>(self) -> Result<Option<f64>, E> {
+        Ok(None)
+    }
+    fn visit_bool<E: de::Error>(self, _: bool) -> Result<Option<f64>, E> {
+        Ok(None)
+    }
+    fn visit_str<E: de::Error>(self, _: &str) -> Result<Option<f64>, E> {
+        Ok(None)
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Option<f64>, A::Error> {
+        while seq.next_element::<IgnoredAny>()?.is_some() {}
+        Ok(None)
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Option<f64>, A::Error> {
+        while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+        Ok(None)
+    }
+}
+
+/// The server's timing from a chunk's `timings` and `metrics` objects: llama.cpp's when
+/// present (it has no queue figure), else vLLM's; `None` when the chunk has neither object.
+pub(super) fn server_timings(
+    timings: Option<TimingsObject>,
+    metrics: Option<TimingsObject>,
+) -> Option<ServerTimings> {
+    if let Some([prompt_ms, predicted_ms, ..]) = timings.and_then(|t| t.0) {
         return Some(ServerTimings {
             queue_ms: None,
-            prompt_ms: finite(timings.prompt_ms),
-            predicted_ms: finite(timings.predicted_ms),
+            prompt_ms,
+            predicted_ms,
         });
     }
-    let metrics = event.metrics?;
+    let [.., queue_ms, prompt_ms, predicted_ms] = metrics.and_then(|m| m.0)?;
     Some(ServerTimings {
-        queue_ms: finite(metrics.queue_time_ms),
-        prompt_ms: finite(metrics.time_to_first_token_ms),
-        predicted_ms: finite(metrics.generation_time_ms),
+        queue_ms,
+        prompt_ms,
+        predicted_ms,
     })
 }
