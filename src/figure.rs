@@ -27,6 +27,8 @@ pub enum Figure {
     /// Time to the first tool-call delta, among replies that called a tool.
     TtftTool,
     ToolCallChunks,
+    /// Bytes of the request's JSON body as sent.
+    RequestBytes,
 }
 
 /// An order statistic or the mean of a distribution.
@@ -84,6 +86,9 @@ pub enum Unit {
     TokensPerSecond,
     RequestsPerSecond,
     InputsPerSecond,
+    ImagesPerSecond,
+    Bytes,
+    BytesPerSecond,
     Count,
     Tokens,
     /// A fraction in `[0, 1]`.
@@ -243,7 +248,7 @@ use Counted::{Every, FirstOutput, ServerTimed, Succeeded};
 use Stat::{Mean, P50, P95, P99};
 
 /// Every figure, in [`Figure`]'s order.
-pub static FIGURES: [Spec; 16] = [
+pub static FIGURES: [Spec; 17] = [
     row(
         Figure::Ttft,
         "ttft",
@@ -410,6 +415,15 @@ pub static FIGURES: [Spec; 16] = [
     )
     .generated()
     .by_turn(columns("Tool deltas", &[Mean], ShownWhen::Measured)),
+    row(
+        Figure::RequestBytes,
+        "request_bytes",
+        Unit::Bytes,
+        Neither,
+        Every,
+        "Bytes of each request's JSON body as sent (images included), over every request \
+        sent.",
+    ),
 ];
 
 impl Figure {

@@ -361,6 +361,7 @@ impl Client {
     where
         C: Future<Output = ()>,
     {
+        let request_bytes = Some(body.len() as u64);
         let (request_id, sent_id) = self.request_ids(request_index);
         let trace = self.trace_ids.map(|ids| ids.traceparent(request_index));
         let (traceparent, trace_id) = trace.unzip();
@@ -436,6 +437,7 @@ impl Client {
             inputs,
             ttft_tool_ms: state.first_tool_call_ms,
             tool_call_chunks: state.tool_call_chunks,
+            request_bytes,
             ..RequestRecord::default()
         };
         match outcome {

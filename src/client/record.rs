@@ -110,6 +110,12 @@ pub struct RequestRecord {
     /// The served model the request named, when its workload mixes models.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub model: Option<String>,
+    /// Bytes of the request's JSON body as sent (absent when it was never sent).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub request_bytes: Option<u64>,
+    /// Images in the request's messages.
+    #[serde(default, skip_serializing_if = "is_zero_u64")]
+    pub images: u64,
 }
 
 fn is_zero(n: &u32) -> bool {
@@ -156,6 +162,7 @@ impl RequestRecord {
             Figure::TtftTool => self.ttft_tool_ms,
             // Only replies that called a tool count, as for their TTFT.
             Figure::ToolCallChunks => self.ttft_tool_ms.map(|_| self.tool_call_chunks as f64),
+            Figure::RequestBytes => self.request_bytes.map(|b| b as f64),
         };
         value.filter(|v| v.is_finite())
     }

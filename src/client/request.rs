@@ -89,7 +89,16 @@ impl RequestTemplate {
     /// [`RequestTemplate::body`] as bytes, as it is sent: checking that it is UTF-8 (it is)
     /// would read it all once more.
     pub fn body_bytes(&self, prompt: &Prompt) -> Vec<u8> {
-        let mut body: Vec<u8> = Vec::with_capacity(self.fixed_body.len() + 256);
+        // Images are most of a body that has them: room for them up front, not by doubling.
+        let image_bytes: usize = match &prompt.input {
+            PromptInput::Messages(messages) => messages
+                .iter()
+                .flat_map(|m| &m.images)
+                .map(|image| image.url.len() + 64)
+                .sum(),
+            PromptInput::Text(_) | PromptInput::Batch { .. } => 0,
+        };
+        let mut body: Vec<u8> = Vec::with_capacity(self.fixed_body.len() + 256 + image_bytes);
         body.push(b'{');
         if !self.body_sets_input {
             let body = &mut body;
@@ -244,10 +253,32 @@ fn push_messages<'a>(body: &mut Vec<u8>, messages: impl Iterator<Item = &'a Chat
         body.extend_from_slice(b"{\"role\":");
         json_text::push_str(body, &message.role);
         body.extend_from_slice(b",\"content\":");
-        json_text::push_str(body, &message.content);
+        if message.images.is_empty() {
+            json_text::push_str(body, &message.content);
+        } else {
+            push_content_parts(body, message);
+        }
         body.push(b'}');
     }
     body.extend_from_slice(b"],");
+}
+
+/// A message's text and images as OpenAI content parts. Each image's data URL was encoded
+/// ahead (base64 needs no JSON escaping), so sending one is a copy, not an encoding.
+fn push_content_parts(body: &mut Vec<u8>, message: &ChatMessage) {
+    body.extend_from_slice(b"[{\"type\":\"text\",\"text\":");
+    json_text::push_str(body, &message.content);
+    body.push(b'}');
+    for image in &message.images {
+        debug_assert!(
+            !image.url.contains(['"', '\\']),
+            "a data URL needs no escaping"
+        );
+        body.extend_from_slice(b",{\"type\":\"image_url\",\"image_url\":{\"url\":\"");
+        body.extend_from_slice(image.url.as_bytes());
+        body.extend_from_slice(b"\"}}");
+    }
+    body.push(b']');
 }
 
 /// Content type, accept, the API key and the target's headers, secrets marked sensitive.
@@ -415,6 +446,35 @@ mod tests {
         );
         assert_eq!(written(|b| push_messages(b, with_call.iter())), expected);
         assert!(expected.contains("\"content\":null"));
+    }
+
+    #[test]
+    fn images_go_as_content_parts_as_serde_writes_them() {
+        let image = crate::workload::images::Image {
+            url: "data:image/png;base64,iVBORw0KGgo=".into(),
+            width: 1,
+            height: 1,
+        };
+        let messages = vec![
+            ChatMessage::new("system", "Describe."),
+            ChatMessage {
+                images: vec![image.clone(), image],
+                ..ChatMessage::new("user", "what is \"this\"?")
+            },
+        ];
+        let expected = format!(
+            "\"messages\":{},",
+            serde_json::to_string(&messages).unwrap()
+        );
+        assert_eq!(written(|b| push_messages(b, messages.iter())), expected);
+        let body: serde_json::Value =
+            serde_json::from_str(&expected[11..expected.len() - 1]).unwrap();
+        assert_eq!(body[1]["content"][0]["text"], "what is \"this\"?");
+        assert_eq!(body[1]["content"][2]["type"], "image_url");
+        assert_eq!(
+            body[1]["content"][2]["image_url"]["url"],
+            "data:image/png;base64,iVBORw0KGgo="
+        );
     }
 
     #[test]

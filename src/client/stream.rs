@@ -346,7 +346,7 @@ impl StreamState {
             role: "assistant".into(),
             content,
             tool_calls: std::mem::take(&mut self.reply_tool_calls),
-            tool_call_id: None,
+            ..ChatMessage::default()
         })
     }
 

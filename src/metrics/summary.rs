@@ -77,6 +77,19 @@ pub struct PhaseSummary {
     /// `total_input_tokens / elapsed`, beside `total_inputs`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub input_tokens_per_second: Option<f64>,
+    /// Σ request body bytes over the measured requests sent, whatever their outcome (the
+    /// bytes went out); absent in reports written before it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub total_request_bytes: Option<u64>,
+    /// `total_request_bytes / elapsed`: the upload the phase asked of the network and server.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub request_bytes_per_second: Option<f64>,
+    /// Σ images over the measured requests sent; absent when none carried images.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub total_images: Option<u64>,
+    /// `total_images / elapsed`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub images_per_second: Option<f64>,
     /// The load the phase held: mean requests and tokens in flight over `elapsed`; absent
     /// for an empty phase and in reports written before it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -111,6 +124,23 @@ impl PhaseSummary {
                 self.elapsed,
             ));
         }
+    }
+
+    /// Add one sent record's body bytes and images, whatever its outcome.
+    pub(super) fn add_sent(&mut self, record: &crate::client::RequestRecord) {
+        if let Some(bytes) = record.request_bytes {
+            *self.total_request_bytes.get_or_insert(0) += bytes;
+        }
+        if record.images > 0 {
+            *self.total_images.get_or_insert(0) += record.images;
+        }
+    }
+
+    /// The upload rates, once `elapsed` is known.
+    pub(super) fn set_sent_rates(&mut self) {
+        let rate = |n: Option<u64>| n.map(|n| super::per_second(n as f64, self.elapsed));
+        self.request_bytes_per_second = rate(self.total_request_bytes);
+        self.images_per_second = rate(self.total_images);
     }
 
     /// Whether the phase encoded inputs (embeddings, rerank) rather than generated tokens.

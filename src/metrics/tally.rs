@@ -116,6 +116,7 @@ impl PhaseTally {
             *s.errors_by_kind.entry(err.kind).or_insert(0) += 1;
         }
         self.causes.add(r);
+        s.add_sent(r);
         if r.is_cancelled() {
             s.cancelled += 1;
             return;
@@ -178,6 +179,7 @@ impl PhaseTally {
         let models = self.models.finish(method, s.elapsed, &mut column)?;
         s.output_tokens_per_second = per_second(s.total_output_tokens as f64, s.elapsed);
         s.set_input_rates();
+        s.set_sent_rates();
         s.in_flight = self.in_flight.finish(s.elapsed);
         s.cached_token_ratio = self
             .cached

@@ -16,6 +16,7 @@ pub mod diag;
 pub mod expand;
 pub mod fraction;
 pub mod hooks;
+pub mod images;
 pub mod include;
 pub mod metrics_interval;
 pub mod model;
@@ -43,6 +44,7 @@ pub use fraction::Fraction;
 pub use hooks::{
     Hook, HookAction, HookWhen, HttpHook, MARK_FAULT_OFF, MARK_FAULT_ON, OnFailure, WaitHealthy,
 };
+pub use images::{ImageFormat, Images};
 pub use metrics_interval::{DEFAULT_METRICS_INTERVAL, MetricsInterval};
 pub use model::*;
 pub use model_mix::ModelMix;

@@ -23,8 +23,19 @@ pub(crate) enum MessageContent {
 
 #[derive(Debug, Deserialize)]
 pub(crate) struct ContentPart {
+    /// `text`, `image_url`, …
+    #[serde(default, rename = "type")]
+    pub kind: Option<String>,
     #[serde(default)]
     pub text: Option<String>,
+    #[serde(default)]
+    pub image_url: Option<ImageUrl>,
+}
+
+/// An `image_url` part's value.
+#[derive(Debug, Deserialize)]
+pub(crate) struct ImageUrl {
+    pub url: String,
 }
 
 #[derive(Debug, Deserialize)]
@@ -73,6 +84,24 @@ pub(crate) struct FunctionDef {
 }
 
 impl ChatMessage {
+    /// The URLs of the message's `image_url` parts; a part of that type without one is an
+    /// error.
+    pub(crate) fn image_urls(&self) -> impl Iterator<Item = Result<&str, String>> {
+        let parts = match &self.content {
+            Some(MessageContent::Parts(parts)) => parts.as_slice(),
+            Some(MessageContent::Text(_)) | None => &[],
+        };
+        parts
+            .iter()
+            .filter_map(|part| match (&part.image_url, part.kind.as_deref()) {
+                (Some(image), _) => Some(Ok(image.url.as_str())),
+                (None, Some("image_url")) => Some(Err(
+                    "an `image_url` part needs `image_url: {url}`".to_string(),
+                )),
+                (None, _) => None,
+            })
+    }
+
     /// The message's text; an assistant's tool calls add their names and arguments, which a
     /// chat template renders into the prompt too.
     pub(crate) fn text(&self) -> String {

@@ -206,6 +206,7 @@ pub mod config_file;
 mod control;
 mod faults;
 mod generate;
+pub mod images;
 mod keepalive;
 mod prometheus;
 mod rng;

@@ -99,6 +99,11 @@ fn parse_jsonl(path: &Path, text: &str) -> Result<Vec<Entry>, WorkloadError> {
         if matches!(&input, EntryInput::Messages(m) if m.is_empty()) {
             return Err(at("`messages` is empty".into()));
         }
+        let input = match obj.get("images") {
+            None | Some(Value::Null) => input,
+            Some(images) => with_images(input, &read_images(path, images).map_err(at)?)
+                .ok_or_else(|| at("`images` need a user message to go with".into()))?,
+        };
         let output_tokens = match obj.get("output_tokens").or_else(|| obj.get("max_tokens")) {
             None | Some(Value::Null) => None,
             Some(v) => Some(
@@ -115,6 +120,34 @@ fn parse_jsonl(path: &Path, text: &str) -> Result<Vec<Entry>, WorkloadError> {
         });
     }
     Ok(entries)
+}
+
+/// A row's `images`: file paths relative to the dataset file, each read once.
+fn read_images(dataset: &Path, images: &Value) -> Result<Vec<super::images::Image>, String> {
+    let paths = images
+        .as_array()
+        .ok_or("`images` must be an array of file paths")?;
+    let dir = dataset.parent().unwrap_or(Path::new(""));
+    paths
+        .iter()
+        .map(|p| {
+            let p = p
+                .as_str()
+                .ok_or("`images` must be an array of file paths")?;
+            super::images::read_file(&dir.join(p)).map_err(|e| e.0)
+        })
+        .collect()
+}
+
+/// The entry with `images` on its last user message (a prompt becomes one).
+fn with_images(input: EntryInput, images: &[super::images::Image]) -> Option<EntryInput> {
+    let mut messages = match input {
+        EntryInput::Text(text) => vec![ChatMessage::new("user", text)],
+        EntryInput::Messages(messages) => messages,
+    };
+    let user = messages.iter_mut().rev().find(|m| m.role == "user")?;
+    user.images.extend_from_slice(images);
+    Some(EntryInput::Messages(messages))
 }
 
 /// ShareGPT: the first human turn is the prompt and the reply after it sets the output
@@ -278,6 +311,17 @@ pub fn prepare(
     }
     let loaded = load(path, dataset.format, dataset.multi_turn, kit)?;
     let total_entries = loaded.entries.len();
+    let with_images = loaded.entries.iter().find(|e| match &e.input {
+        EntryInput::Messages(m) => m.iter().any(|m| !m.images.is_empty()),
+        EntryInput::Text(_) => false,
+    });
+    if let (Some(entry), false) = (with_images, kit.api == Api::Chat) {
+        return Err(WorkloadError(format!(
+            "{}:{}: images go as chat content parts; this phase's API is not chat",
+            path.display(),
+            entry.origin
+        )));
+    }
     let mut kept = Vec::new();
     for entry in loaded.entries {
         let tokens = kit.count(&to_input(&entry.input, kit.api))?;

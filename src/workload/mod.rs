@@ -2,6 +2,7 @@
 //! and the queue that builds them ahead of the requests.
 
 pub mod dataset;
+pub mod images;
 pub mod queue;
 pub mod synthetic;
 pub mod tokens;
@@ -42,6 +43,16 @@ pub struct Prompt {
     /// The served model this request names, when its workload mixes models (else the
     /// target's `model:`).
     pub model: Option<Arc<str>>,
+}
+
+impl Prompt {
+    /// Images the request carries.
+    pub fn images(&self) -> u32 {
+        match &self.input {
+            PromptInput::Messages(messages) => messages.iter().map(|m| m.images.len() as u32).sum(),
+            PromptInput::Text(_) | PromptInput::Batch { .. } => 0,
+        }
+    }
 }
 
 /// One turn of a session workload.
@@ -91,6 +102,9 @@ pub struct ChatMessage {
     /// A `role: tool` message: the call it answers.
     #[serde(default)]
     pub tool_call_id: Option<String>,
+    /// A user message's images, sent after its text as content parts.
+    #[serde(skip)]
+    pub images: Vec<images::Image>,
 }
 
 impl ChatMessage {
@@ -104,6 +118,17 @@ impl ChatMessage {
     }
 }
 
+impl ChatMessage {
+    /// The text then each image, as OpenAI content parts.
+    pub fn content_parts(&self) -> Vec<serde_json::Value> {
+        let text = serde_json::json!({"type": "text", "text": self.content});
+        let images = self.images.iter().map(
+            |image| serde_json::json!({"type": "image_url", "image_url": {"url": &*image.url}}),
+        );
+        std::iter::once(text).chain(images).collect()
+    }
+}
+
 /// Written as the OpenAI API takes it: `tool_calls` and `tool_call_id` only when set, and an
 /// empty content beside tool calls as `null`.
 impl Serialize for ChatMessage {
@@ -111,7 +136,9 @@ impl Serialize for ChatMessage {
         use serde::ser::SerializeMap;
         let mut map = s.serialize_map(None)?;
         map.serialize_entry("role", &self.role)?;
-        if self.content.is_empty() && !self.tool_calls.is_empty() {
+        if !self.images.is_empty() {
+            map.serialize_entry("content", &self.content_parts())?;
+        } else if self.content.is_empty() && !self.tool_calls.is_empty() {
             map.serialize_entry("content", &())?;
         } else {
             map.serialize_entry("content", &self.content)?;
@@ -209,6 +236,8 @@ pub struct PromptSource {
     forced_sizing: Option<Sizing>,
     /// Each request's model, when the workload mixes models.
     models: Option<ModelChooser>,
+    /// The workload's generated images, built once for the phase.
+    images: Option<Arc<images::ImagePool>>,
 }
 
 impl PromptSource {
@@ -300,6 +329,10 @@ impl PromptSource {
                 .models
                 .as_ref()
                 .map(|mix| ModelChooser::new(mix, context.seed)),
+            images: match &workload.images {
+                Some(plan) => Some(Arc::new(images::ImagePool::build(plan, context.seed)?)),
+                None => None,
+            },
         };
         source.floor_tokens = source.synthetic_floor()?;
         source.check()?;
@@ -445,7 +478,36 @@ impl PromptSource {
             };
             prompt.model = Some(models.pick(key));
         }
+        if let (Some(pool), PromptInput::Messages(messages)) = (&self.images, &mut prompt.input)
+            && let Some(user) = messages.iter_mut().rev().find(|m| m.role == "user")
+        {
+            user.images = pool.for_request(index);
+        }
+        self.count_images(&mut prompt);
         prompt
+    }
+
+    /// Adds a prompt's image tokens to its plan by the simulator's rule when the simulator
+    /// counts; another server's rule is its model's own, so the plan is then unknown.
+    fn count_images(&self, prompt: &mut Prompt) {
+        let PromptInput::Messages(messages) = &prompt.input else {
+            return;
+        };
+        let images = messages.iter().flat_map(|m| &m.images);
+        prompt.planned_prompt_tokens = match self.context.tokenizer.source {
+            TokenizerSource::Simulator => prompt.planned_prompt_tokens.map(|text| {
+                text + images
+                    .map(|i| crate::sim::images::image_tokens(i.width, i.height))
+                    .sum::<u64>()
+            }),
+            _ if images.clone().next().is_some() => None,
+            _ => prompt.planned_prompt_tokens,
+        };
+    }
+
+    /// What a request's images look like, for the report header (`None` without images).
+    pub fn images_description(&self) -> Option<String> {
+        self.images.as_ref().map(|pool| pool.describe())
     }
 
     /// Prompt `index` as built, or one of the planned shape if building fails.
@@ -556,6 +618,9 @@ impl PromptSource {
                 t.block_tokens
             ),
         };
-        format!("{what} ({})", self.kit.counter.description())
+        let images = self.images.as_ref().map_or(String::new(), |pool| {
+            format!(", images {}", pool.describe())
+        });
+        format!("{what}{images} ({})", self.kit.counter.description())
     }
 }

@@ -32,6 +32,7 @@ pub enum Purpose {
     RerankQuery = 6,
     Session = 7,
     Salt = 8,
+    Images = 9,
 }
 
 /// A ChaCha stream for (seed, purpose, index): the same on every machine.

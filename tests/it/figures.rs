@@ -46,6 +46,8 @@ fn records(tool_ms: f64) -> Vec<RequestRecord> {
                 tool_call_chunks: 3 + i,
                 session: Some(i / 2),
                 turn: Some(i % 2),
+                request_bytes: Some(700 + 10 * i),
+                images: i % 2,
                 ..RequestRecord::default()
             };
             derive_record_fields(&mut r);

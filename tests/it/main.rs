@@ -19,6 +19,7 @@ mod goodput_search;
 mod hardening;
 mod history;
 mod hooks;
+mod images;
 mod in_flight;
 mod intervals;
 mod layout;

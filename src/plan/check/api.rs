@@ -49,6 +49,19 @@ pub(super) fn check_apis(plan: &Plan, issues: &mut Vec<Issue>) {
                 .at_key(),
             );
         }
+        if api != Api::Chat && workload.images.is_some() {
+            issues.push(
+                Issue::new(
+                    format!("{p}/images"),
+                    format!(
+                        "`images` go as chat content parts and apply to `api: chat`; target \
+                         `{t}` uses `api: {}`",
+                        api_name(api)
+                    ),
+                )
+                .at_key(),
+            );
+        }
         if typed_events_api(api).is_some() {
             if workloads_seen.insert(w) {
                 check_typed_events(&p, t, api, workload, issues);

@@ -62,6 +62,9 @@ pub(super) fn check_workload(p: &str, w: &Workload, issues: &mut Vec<Issue>) {
     if let Some(t) = &w.tools {
         check_tools(&format!("{p}/tools"), t, issues);
     }
+    if let Some(images) = &w.images {
+        check_images(&format!("{p}/images"), images, w, issues);
+    }
     if let Some(c) = &w.cancel {
         crate::plan::cancel::check_cancel(&format!("{p}/cancel"), c, issues);
         if w.session.is_some() {
@@ -74,6 +77,33 @@ pub(super) fn check_workload(p: &str, w: &Workload, issues: &mut Vec<Issue>) {
                 .at_key(),
             );
         }
+    }
+}
+
+/// Valid sides, pool and count; synthetic prompts without sessions or a trace (a session's
+/// history and a trace's timed requests carry no images).
+fn check_images(p: &str, images: &crate::plan::Images, w: &Workload, issues: &mut Vec<Issue>) {
+    crate::plan::images::check_images(p, images, issues);
+    if let Some(count) = &images.count {
+        check_count(&format!("{p}/count"), count, issues);
+    }
+    let other = match (&w.session, &w.trace, &w.dataset) {
+        (Some(_), _, _) => Some("session"),
+        (None, Some(_), _) => Some("trace"),
+        (None, None, Some(_)) => Some("dataset"),
+        (None, None, None) => None,
+    };
+    if let Some(other) = other {
+        let hint = (other == "dataset")
+            .then(|| "a dataset row names its own image files: `images: [a.jpg, …]`".into());
+        issues.push(
+            Issue::new(
+                p,
+                format!("generated images go with synthetic prompts, not with a `{other}`"),
+            )
+            .at_key()
+            .hint(hint),
+        );
     }
 }
 

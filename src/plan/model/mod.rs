@@ -112,6 +112,9 @@ pub struct Workload {
     /// calls are answered by a synthetic tool result as the next turn.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tools: Option<Tools>,
+    /// Images in each chat request's user message, generated ahead of the phase.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub images: Option<super::images::Images>,
     /// Cancel a share of the requests mid-generation, as impatient users and agents do.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cancel: Option<super::cancel::Cancel>,

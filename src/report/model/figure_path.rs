@@ -39,9 +39,13 @@ pub enum Scalar {
     RequestsInFlight,
     /// Time-weighted mean tokens (prompt + generated so far) in flight.
     TokensInFlight,
+    /// Request body bytes sent per second.
+    RequestBytesPerSecond,
+    /// Images sent per second.
+    ImagesPerSecond,
 }
 
-const SCALARS: [(Scalar, &str); 17] = [
+const SCALARS: [(Scalar, &str); 19] = [
     (Scalar::Requests, "requests"),
     (Scalar::Success, "success"),
     (Scalar::Errors, "errors"),
@@ -59,10 +63,12 @@ const SCALARS: [(Scalar, &str); 17] = [
     (Scalar::TotalInputs, "total_inputs"),
     (Scalar::RequestsInFlight, "in_flight.requests"),
     (Scalar::TokensInFlight, "in_flight.tokens"),
+    (Scalar::RequestBytesPerSecond, "request_bytes_per_second"),
+    (Scalar::ImagesPerSecond, "images_per_second"),
 ];
 
 /// The counts and rates `compare` lists for every matched phase, before the figures.
-const COMPARED_SCALARS: [Scalar; 7] = [
+const COMPARED_SCALARS: [Scalar; 9] = [
     Scalar::Requests,
     Scalar::Errors,
     Scalar::ErrorRate,
@@ -70,6 +76,8 @@ const COMPARED_SCALARS: [Scalar; 7] = [
     Scalar::RequestRate,
     Scalar::InputsPerSecond,
     Scalar::InputTokensPerSecond,
+    Scalar::RequestBytesPerSecond,
+    Scalar::ImagesPerSecond,
 ];
 
 /// What `compare` lists for every matched phase (those either side has): the counts and
@@ -190,6 +198,8 @@ impl FigurePath {
                     Unit::TokensPerSecond
                 }
                 Scalar::InputsPerSecond => Unit::InputsPerSecond,
+                Scalar::RequestBytesPerSecond => Unit::BytesPerSecond,
+                Scalar::ImagesPerSecond => Unit::ImagesPerSecond,
                 Scalar::TotalInputs | Scalar::RequestsInFlight => Unit::Count,
                 Scalar::TokensInFlight => Unit::Tokens,
                 Scalar::RequestRate | Scalar::GoodputRequestRate => Unit::RequestsPerSecond,
@@ -217,7 +227,9 @@ impl FigurePath {
                 | Scalar::TotalInputs
                 | Scalar::TotalOutputTokens
                 | Scalar::RequestsInFlight
-                | Scalar::TokensInFlight => Better::Neither,
+                | Scalar::TokensInFlight
+                | Scalar::RequestBytesPerSecond
+                | Scalar::ImagesPerSecond => Better::Neither,
             },
         }
     }
@@ -252,6 +264,8 @@ impl FigurePath {
                 Scalar::GoodputFraction => s.goodput.as_ref().map(|g| g.fraction),
                 Scalar::RequestsInFlight => s.in_flight.map(|h| h.requests),
                 Scalar::TokensInFlight => s.in_flight.map(|h| h.tokens),
+                Scalar::RequestBytesPerSecond => s.request_bytes_per_second,
+                Scalar::ImagesPerSecond => s.images_per_second,
             },
         }
     }

@@ -56,6 +56,9 @@ pub fn with_unit(value: f64, unit: Unit) -> String {
         Unit::TokensPerSecond => format!("{} tok/s", sig3(value)),
         Unit::RequestsPerSecond => format!("{} req/s", sig3(value)),
         Unit::InputsPerSecond => format!("{} inputs/s", sig3(value)),
+        Unit::ImagesPerSecond => format!("{} images/s", sig3(value)),
+        Unit::Bytes => format!("{} B", sig3(value)),
+        Unit::BytesPerSecond => format!("{} B/s", sig3(value)),
         Unit::Count | Unit::Tokens => {
             if value.fract() == 0.0 && value.abs() < 1e15 {
                 format!("{value:.0}")

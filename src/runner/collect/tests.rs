@@ -40,6 +40,8 @@ fn records(n: u64) -> Vec<RequestRecord> {
                 turn: Some(i % 4),
                 ttft_tool_ms: (i % 3 == 1).then_some(5.0 + jitter),
                 tool_call_chunks: if i % 3 == 1 { 1 + i % 6 } else { 0 },
+                request_bytes: Some(400 + i % 97),
+                images: i % 2,
                 ..RequestRecord::default()
             };
             if i % 97 == 0 {

@@ -332,7 +332,14 @@ async fn read_request(
             }
         },
         Api::Chat | Api::Messages => match parsed.messages.as_deref() {
-            Some(messages) if !messages.is_empty() => api::chat_ids(messages, true),
+            Some(messages) if !messages.is_empty() => {
+                let mut ids = api::chat_ids(messages, true);
+                match crate::sim::images::image_ids(messages) {
+                    Ok(images) => ids.extend(images),
+                    Err(message) => return Err(error_response(StatusCode::BAD_REQUEST, &message)),
+                }
+                ids
+            }
             _ => {
                 let message = "`messages` must be a non-empty list";
                 return Err(error_response(StatusCode::BAD_REQUEST, message));

@@ -308,9 +308,15 @@ async fn capacity_reasoning_run_writes_valid_anvil_that_reads_back_the_same() {
     let back = report::read_report(&anvil_path).expect("read the anvil document back");
     let mut expected = serde_json::to_value(&phase.summary).expect("summary");
     let actual = serde_json::to_value(&back.phases[0].summary).expect("summary");
-    // The seeds' request timings have no field for the largest inter-chunk gap or cached
-    // tokens; everything else comes back.
-    for dropped in ["max_inter_chunk_ms", "cached_tokens"] {
+    // The seeds' request timings have no field for the largest inter-chunk gap, cached
+    // tokens or the request's body size; everything else comes back.
+    for dropped in [
+        "max_inter_chunk_ms",
+        "cached_tokens",
+        "request_bytes",
+        "total_request_bytes",
+        "request_bytes_per_second",
+    ] {
         assert_eq!(actual.get(dropped), None, "{dropped}");
         expected.as_object_mut().expect("an object").remove(dropped);
     }

@@ -395,6 +395,18 @@ pub static COLUMNS: &[Column] = &[
         },
     },
     column!(cancelled_ms: Option<f64>),
+    column!(request_bytes: Option<u64>),
+    // Optional so that files written before images were sent still read (as 0).
+    Column {
+        name: "images",
+        kind: Kind::I64,
+        optional: true,
+        get: |r| u64_cell(Some(r.record.images)),
+        set: |r, c| {
+            r.record.images = c.opt_u64()?.unwrap_or(0);
+            Ok(())
+        },
+    },
 ];
 
 /// The Parquet schema of [`COLUMNS`].

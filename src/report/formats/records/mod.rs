@@ -108,6 +108,8 @@ mod tests {
             inputs: Some(4),
             model: Some("adapter-a".to_string()),
             cancelled_ms: Some(99.5),
+            request_bytes: Some(70_123),
+            images: 2,
         }
     }
 
