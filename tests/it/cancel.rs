@@ -5,17 +5,10 @@
 //! every report format while one that frees them is not. Plus the plan checks.
 
 use std::path::Path;
-use std::process::Command;
 
 use servebench::client::RequestRecord;
 use servebench::report::{PhaseResult, Report};
 use servebench::sim::{SimConfig, serve};
-
-fn servebench() -> Command {
-    let mut cmd = Command::new(assert_cmd::cargo::cargo_bin!("servebench"));
-    cmd.current_dir(env!("CARGO_MANIFEST_DIR"));
-    cmd
-}
 
 fn sim_config(json: &str) -> SimConfig {
     serde_json::from_str(json).expect("simulator settings")
@@ -241,25 +234,11 @@ async fn a_server_that_leaks_aborted_slots_is_flagged_and_one_that_frees_them_is
 }
 
 fn validate(dir: &Path, yaml: &str) -> (i32, String) {
-    let path = dir.join("plan.yaml");
-    std::fs::write(&path, yaml).unwrap();
-    let out = servebench().arg("validate").arg(&path).output().unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr).to_string();
-    (out.status.code().unwrap_or(-1), stderr)
+    crate::common::validate_yaml(dir, yaml)
 }
 
 fn sim_plan(workload: &str, api: &str) -> String {
-    format!(
-        "version: 1
-name: cancel
-targets:
-  sim: {{simulator: {{}}, api: {api}}}
-workloads:
-  w: {workload}
-phases:
-  - {{name: p, target: sim, workload: w, concurrency: 1, requests: 4}}
-"
-    )
+    crate::common::one_phase_sim_plan("cancel", workload, api)
 }
 
 #[test]

@@ -121,3 +121,33 @@ pub fn record_rows(dir: &std::path::Path) -> Vec<servebench::report::formats::re
         .collect::<Result<_, _>>()
         .unwrap()
 }
+
+/// `servebench validate` on `yaml`, written to `dir/plan.yaml`: the exit code and stderr.
+pub fn validate_yaml(dir: &std::path::Path, yaml: &str) -> (i32, String) {
+    let path = dir.join("plan.yaml");
+    std::fs::write(&path, yaml).unwrap();
+    let out = std::process::Command::new(assert_cmd::cargo::cargo_bin!("servebench"))
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .arg("validate")
+        .arg(&path)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr).to_string();
+    (out.status.code().unwrap_or(-1), stderr)
+}
+
+/// A plan named `name` with one four-request phase of `workload` (a YAML flow mapping)
+/// against the simulator on `api`; its sixth line is the workload's.
+pub fn one_phase_sim_plan(name: &str, workload: &str, api: &str) -> String {
+    format!(
+        "version: 1
+name: {name}
+targets:
+  sim: {{simulator: {{}}, api: {api}}}
+workloads:
+  w: {workload}
+phases:
+  - {{name: p, target: sim, workload: w, concurrency: 1, requests: 4}}
+"
+    )
+}

@@ -273,25 +273,11 @@ async fn a_malformed_image_part_gets_a_400() {
 }
 
 fn validate(dir: &Path, yaml: &str) -> (i32, String) {
-    let path = dir.join("plan.yaml");
-    std::fs::write(&path, yaml).unwrap();
-    let out = servebench().arg("validate").arg(&path).output().unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr).to_string();
-    (out.status.code().unwrap_or(-1), stderr)
+    crate::common::validate_yaml(dir, yaml)
 }
 
 fn sim_plan(workload: &str, api: &str) -> String {
-    format!(
-        "version: 1
-name: images
-targets:
-  sim: {{simulator: {{}}, api: {api}}}
-workloads:
-  w: {workload}
-phases:
-  - {{name: p, target: sim, workload: w, concurrency: 1, requests: 4}}
-"
-    )
+    crate::common::one_phase_sim_plan("images", workload, api)
 }
 
 #[test]
