@@ -151,3 +151,24 @@ phases:
 "
     )
 }
+
+/// Each `(workload, api, want, at)`: a one-phase plan of `workload` is refused (exit 2) with an
+/// error holding `want` whose caret is on the workload's line at the column where `at` is.
+pub fn assert_refused_at_their_key(name: &str, cases: &[(&str, &str, &str, &str)]) {
+    let dir = tempfile::tempdir().unwrap();
+    for &(workload, api, want, at) in cases {
+        let yaml = one_phase_sim_plan(name, workload, api);
+        let line = yaml.lines().nth(5).unwrap();
+        let column = line.find(at).unwrap() + 1;
+        let (code, stderr) = validate_yaml(dir.path(), &yaml);
+        assert_eq!(code, 2, "{workload}: {stderr}");
+        let report = stderr
+            .split("error: ")
+            .find(|e| e.contains(want))
+            .unwrap_or_else(|| panic!("{workload}: no `{want}` in {stderr}"));
+        assert!(
+            report.contains(&format!("plan.yaml:6:{column}\n")),
+            "{workload}: {report}"
+        );
+    }
+}

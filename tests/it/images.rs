@@ -289,7 +289,7 @@ fn typos_and_bad_values_are_refused_at_their_key() {
     );
     let (code, stderr) = validate(dir.path(), &ok);
     assert_eq!(code, 0, "{stderr}");
-    for (workload, api, want, at) in [
+    let cases = [
         (
             "{input_tokens: 64, images: {width: 512, heigth: 512}}",
             "chat",
@@ -332,19 +332,6 @@ fn typos_and_bad_values_are_refused_at_their_key() {
             "apply to `api: chat`",
             "images",
         ),
-    ] {
-        let yaml = sim_plan(workload, api);
-        let line = yaml.lines().nth(5).unwrap();
-        let column = line.find(at).unwrap() + 1;
-        let (code, stderr) = validate(dir.path(), &yaml);
-        assert_eq!(code, 2, "{workload}: {stderr}");
-        let report = stderr
-            .split("error: ")
-            .find(|e| e.contains(want))
-            .unwrap_or_else(|| panic!("{workload}: no `{want}` in {stderr}"));
-        assert!(
-            report.contains(&format!("plan.yaml:6:{column}\n")),
-            "{workload}: {report}"
-        );
-    }
+    ];
+    crate::common::assert_refused_at_their_key("images", &cases);
 }
