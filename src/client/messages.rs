@@ -12,15 +12,9 @@ use std::borrow::Cow;
 
 use serde::Deserialize;
 
-use super::event_usage::EventUsage;
 use super::record::ErrorKind;
 use super::stream::{EventOutcome, StreamFailure, StreamState, error_message};
-
-#[derive(Debug, Default, Deserialize)]
-struct Message {
-    #[serde(default)]
-    usage: Option<EventUsage>,
-}
+use super::typed_event::{Event, UsageHolder};
 
 /// A `content_block_delta`'s delta (`message_delta`'s holds the stop reason, read as none of
 /// these).
@@ -34,24 +28,12 @@ struct Delta<'a> {
     partial_json: Option<Cow<'a, str>>,
 }
 
-#[derive(Debug, Deserialize)]
-struct Event<'a> {
-    #[serde(rename = "type", borrow)]
-    kind: Cow<'a, str>,
-    #[serde(default, borrow)]
-    delta: Option<Delta<'a>>,
-    #[serde(default)]
-    usage: Option<EventUsage>,
-    #[serde(default)]
-    message: Option<Message>,
-}
-
 /// Take one Messages API event that arrived `now_ms` after the request start.
 pub(super) fn on_event(state: &mut StreamState, data: &[u8], now_ms: f64) -> EventOutcome {
     if let Some(done) = state.count_event(data) {
         return done;
     }
-    let event: Event<'_> = match serde_json::from_slice(data) {
+    let event: Event<'_, Delta<'_>, UsageHolder> = match serde_json::from_slice(data) {
         Ok(event) => event,
         Err(err) => return EventOutcome::malformed("a Messages API event", &err, data),
     };

@@ -8,14 +8,13 @@
 //!
 //! Files: `endpoint.rs` (a target's resolved connection settings and its side traffic), `config.rs` (settings, secrets), `pool.rs` (connections), `socket.rs` (TCP, Unix, TLS), `request.rs` (headers and
 //! body), `tls.rs` (roots, client certificates, certificate errors), `exchange.rs` (one request and its stream), `failure.rs` (deadlines and error kinds), `stream.rs`/`scan.rs`/
-//! `sse.rs` (parsing), `messages.rs`/`responses.rs`/`event_usage.rs` (typed-event APIs), `error_body.rs` (an error body's code and type), `record.rs` (what a
+//! `sse.rs` (parsing), `messages.rs`/`responses.rs`/`typed_event.rs` (typed-event APIs), `error_body.rs` (an error body's code and type), `record.rs` (what a
 //! request produced), `cancel.rs` (the requests dropped on purpose).
 
 mod cancel;
 mod config;
 mod endpoint;
 pub mod error_body;
-mod event_usage;
 mod exchange;
 mod failure;
 mod json_text;
@@ -33,6 +32,7 @@ pub mod sse;
 pub mod stream;
 mod tls;
 mod trace_context;
+mod typed_event;
 pub mod url_secrets;
 
 pub use cancel::{CancelPoint, CancelSettings};

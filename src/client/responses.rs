@@ -8,76 +8,21 @@
 //! carry nothing measured and are passed over.
 
 use std::borrow::Cow;
-use std::fmt;
 
 use serde::Deserialize;
-use serde::de::{self, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
+use serde::de::IgnoredAny;
 
-use super::event_usage::EventUsage;
 use super::record::ErrorKind;
 use super::stream::{EventOutcome, StreamFailure, StreamState, error_message, excerpt};
+use super::typed_event::Event;
 
-/// A `delta` field's text, borrowed unless it holds escapes; other shapes (an event type this
-/// reader does not measure may carry any) count as empty.
-#[derive(Debug, Clone, Default)]
-struct Delta<'a>(Cow<'a, str>);
-
-impl<'de: 'a, 'a> Deserialize<'de> for Delta<'a> {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct V<'a>(std::marker::PhantomData<Delta<'a>>);
-        impl<'de: 'a, 'a> Visitor<'de> for V<'a> {
-            type Value = Delta<'a>;
-            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str("any JSON value")
-            }
-            fn visit_borrowed_str<E: de::Error>(self, s: &'de str) -> Result<Self::Value, E> {
-                Ok(Delta(Cow::Borrowed(s)))
-            }
-            fn visit_str<E: de::Error>(self, s: &str) -> Result<Self::Value, E> {
-                Ok(Delta(Cow::Owned(s.to_owned())))
-            }
-            fn visit_bool<E: de::Error>(self, _: bool) -> Result<Self::Value, E> {
-                Ok(Delta::default())
-            }
-            fn visit_i64<E: de::Error>(self, _: i64) -> Result<Self::Value, E> {
-                Ok(Delta::default())
-            }
-            fn visit_u64<E: de::Error>(self, _: u64) -> Result<Self::Value, E> {
-                Ok(Delta::default())
-            }
-            fn visit_f64<E: de::Error>(self, _: f64) -> Result<Self::Value, E> {
-                Ok(Delta::default())
-            }
-            fn visit_unit<E: de::Error>(self) -> Result<Self::Value, E> {
-                Ok(Delta::default())
-            }
-            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
-                while seq.next_element::<IgnoredAny>()?.is_some() {}
-                Ok(Delta::default())
-            }
-            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
-                while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
-                Ok(Delta::default())
-            }
-        }
-        d.deserialize_any(V(std::marker::PhantomData))
-    }
-}
-
-#[derive(Debug, Default, Deserialize)]
-struct Response {
-    #[serde(default)]
-    usage: Option<EventUsage>,
-}
-
+/// A `delta` field's text, borrowed unless it holds escapes; any other shape (an event type
+/// this reader does not measure may carry one) counts as empty.
 #[derive(Debug, Deserialize)]
-struct Event<'a> {
-    #[serde(rename = "type", borrow)]
-    kind: Cow<'a, str>,
-    #[serde(default, borrow)]
-    delta: Option<Delta<'a>>,
-    #[serde(default)]
-    response: Option<Response>,
+#[serde(untagged)]
+enum Delta<'a> {
+    Text(#[serde(borrow)] Cow<'a, str>),
+    Other(IgnoredAny),
 }
 
 /// What an event's `type` means to the measurement.
@@ -110,18 +55,21 @@ pub(super) fn on_event(state: &mut StreamState, data: &[u8], now_ms: f64) -> Eve
     if let Some(done) = state.count_event(data) {
         return done;
     }
-    let event: Event<'_> = match serde_json::from_slice(data) {
+    let event: Event<'_, Delta<'_>, IgnoredAny> = match serde_json::from_slice(data) {
         Ok(event) => event,
         Err(err) => return EventOutcome::malformed("a Responses API event", &err, data),
     };
-    let delta = event.delta.unwrap_or_default().0;
+    let delta = match &event.delta {
+        Some(Delta::Text(text)) => text.as_ref(),
+        Some(Delta::Other(_)) | None => "",
+    };
     let non_empty = !delta.is_empty();
     match kind(&event.kind) {
         Kind::Text if non_empty => {
             state.content_chunks += 1;
             state.first_content_ms.get_or_insert(now_ms);
             if let Some(reply) = state.reply.as_mut() {
-                reply.push_str(&delta);
+                reply.push_str(delta);
             }
             state.output_at(now_ms);
         }
@@ -322,5 +270,27 @@ mod tests {
             EventOutcome::Continue
         );
         assert_eq!(s.content_chunks, 0);
+    }
+
+    #[test]
+    fn escaped_text_is_unescaped_and_other_delta_shapes_count_as_empty() {
+        let mut s = state();
+        s.reply = Some(String::new());
+        for (at, data) in [
+            r#"{"type":"response.output_text.delta","delta":"a\"b\n"}"#,
+            r#"{"type":"response.output_text.delta","delta":[1,2]}"#,
+            r#"{"type":"response.output_text.delta","delta":null}"#,
+            r#"{"type":"response.output_text.delta","delta":{"text":"x"}}"#,
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            assert_eq!(
+                on_event(&mut s, data.as_bytes(), at as f64),
+                EventOutcome::Continue
+            );
+        }
+        assert_eq!(s.reply.as_deref(), Some("a\"b\n"));
+        assert_eq!((s.content_chunks, s.first_content_ms), (1, Some(0.0)));
     }
 }

@@ -1,8 +1,34 @@
-//! The usage object of the Responses and Messages APIs' events, read into the stream's counts.
+//! What the Responses and Messages APIs' streamed events share: a `type`, a `delta` whose
+//! shape is each API's own, and a usage object (at the top, in `message` or in `response`)
+//! read into the stream's counts.
+
+use std::borrow::Cow;
 
 use serde::Deserialize;
 
 use super::scan::UsageCounts;
+
+/// One event of either API; the fields the other API uses stay empty (a missing `Option`
+/// field is `None` to serde). `M` is what `message` holds: the Messages API's `message_start`
+/// carries the usage there, the Responses API's `error` event a string.
+#[derive(Debug, Deserialize)]
+pub(super) struct Event<'a, D, M> {
+    #[serde(rename = "type", borrow)]
+    pub kind: Cow<'a, str>,
+    pub delta: Option<D>,
+    /// Messages: `message_delta`'s totals.
+    pub usage: Option<EventUsage>,
+    pub message: Option<M>,
+    /// Responses: the last event's `response.usage`.
+    pub response: Option<UsageHolder>,
+}
+
+/// An object that carries a `usage` among fields not measured.
+#[derive(Debug, Default, Deserialize)]
+pub(super) struct UsageHolder {
+    #[serde(default)]
+    pub usage: Option<EventUsage>,
+}
 
 /// `usage` as either API sends it: input and output tokens, and each API's cached count.
 #[derive(Debug, Default, Deserialize)]
