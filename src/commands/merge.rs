@@ -65,10 +65,11 @@ pub fn run(args: &MergeArgs) -> Exit {
                 .join(", ")
         );
     }
-    if report.partial {
+    if report.span.partial {
         eprintln!(
             "warning: the merged report is partial: {}",
             report
+                .span
                 .stop_reason
                 .as_deref()
                 .unwrap_or("a shard did not finish")

@@ -181,16 +181,16 @@ pub fn rows(report: &Report, report_path: Option<&Path>) -> Result<RunRows, Hist
     }
     .map(|set| set.address().to_path_buf());
     let records_sha256 = records.as_deref().map(sha256_file).transpose()?;
-    let complete = !report.partial && report.finished_at.is_some();
+    let complete = !report.span.partial && report.span.finished_at.is_some();
     let run = RunRow {
-        run_id: report.run_id.clone(),
+        run_id: report.span.run_id.clone(),
         record_key: record_key(report),
         plan: report.plan.name.clone(),
         source: RunSource::Servebench,
-        started_at: report.started_at.clone(),
-        finished_at: report.finished_at.clone(),
+        started_at: report.span.started_at.clone(),
+        finished_at: report.span.finished_at.clone(),
         complete,
-        stop_reason: report.stop_reason.clone(),
+        stop_reason: report.span.stop_reason.clone(),
         tool: format!("{} {}", report.tool.name, report.tool.version),
         hostname: Some(report.host.hostname.clone()).filter(|h| !h.is_empty()),
         plan_sha256: Some(report.plan_source.sha256.clone()),
@@ -230,7 +230,7 @@ pub fn phase_row(report: &Report, phase: &PhaseResult) -> PhaseRow {
         rate_rps: phase.header.rate_rps,
         recheck_of: phase.header.recheck_of.clone(),
         started_at: phase.header.started_at.clone(),
-        partial: phase.partial || report.partial,
+        partial: phase.partial || report.span.partial,
         work_sha256: phase.header.work_sha256.clone(),
         deployment_sha256: deployment_sha256(report, &phase.header.target),
         trust: phase.client_trust.as_ref().map(|t| t.verdict),
@@ -303,10 +303,10 @@ pub fn figures(phase: &PhaseResult) -> Vec<FigureRow> {
 /// of a partial one) gives another.
 fn record_key(report: &Report) -> String {
     let identity = json!({
-        "run_id": report.run_id,
-        "started_at": report.started_at,
-        "finished_at": report.finished_at,
-        "partial": report.partial,
+        "run_id": report.span.run_id,
+        "started_at": report.span.started_at,
+        "finished_at": report.span.finished_at,
+        "partial": report.span.partial,
         "plan_sha256": report.plan_source.sha256,
         "shard": report.shard.as_ref().map(|s| s.index),
         "phases": report.phases.iter().map(|p| (&p.header.phase, &p.header.started_at, p.summary.requests)).collect::<Vec<_>>(),
@@ -418,7 +418,7 @@ mod tests {
         let report = crate::report::sample_report();
         let mut later = report.clone();
         assert_eq!(record_key(&report), record_key(&later));
-        later.finished_at = Some("2099-01-01T00:00:00Z".into());
+        later.span.finished_at = Some("2099-01-01T00:00:00Z".into());
         assert_ne!(record_key(&report), record_key(&later));
     }
 

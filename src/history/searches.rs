@@ -171,7 +171,7 @@ fn search_row(report: &Report, result: &SearchResult) -> SearchRow {
             .unwrap_or_default(),
         goodput: result.goodput,
         probes: result.probes.len() as i64,
-        partial: report.partial,
+        partial: report.span.partial,
     }
 }
 

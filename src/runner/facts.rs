@@ -2,7 +2,7 @@
 //! prose, before any phase has run.
 
 use crate::plan::{self, LoadedPlan};
-use crate::report::{PlanSource, REPORT_SCHEMA, Report, TimingMethodology, ToolInfo};
+use crate::report::{PlanSource, REPORT_SCHEMA, Report, RunSpan, TimingMethodology, ToolInfo};
 
 use super::host;
 
@@ -19,11 +19,13 @@ pub(super) fn new_report(
             name: env!("CARGO_PKG_NAME").to_string(),
             version: env!("CARGO_PKG_VERSION").to_string(),
         },
-        run_id,
-        started_at: started_at.to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
-        finished_at: None,
-        partial: true,
-        stop_reason: None,
+        span: RunSpan {
+            run_id,
+            started_at: started_at.to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
+            finished_at: None,
+            partial: true,
+            stop_reason: None,
+        },
         provenance: None,
         host: host::host_facts(),
         plan_source: PlanSource {

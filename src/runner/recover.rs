@@ -129,7 +129,7 @@ fn journal_files(dir: &Path, closed_parts: usize) -> Result<Vec<JournalFile>, St
 /// `keep_records` records (a seeded sample) and its figures cover every one.
 pub fn recover(dir: &Path, keep_records: usize) -> Result<Recovered, String> {
     let mut report = read_report(&dir.join(REPORT_FILE)).map_err(|e| e.to_string())?;
-    let killed = report.finished_at.is_none();
+    let killed = report.span.finished_at.is_none();
     let shard = report.shard.as_ref().map(|s| s.index);
     let finished: HashSet<String> = report
         .phases
@@ -221,8 +221,8 @@ pub fn recover(dir: &Path, keep_records: usize) -> Result<Recovered, String> {
     if killed {
         add_interrupted(&mut report, interrupted)?;
         relate_phases(&mut report);
-        report.partial = true;
-        report.stop_reason = Some(format!(
+        report.span.partial = true;
+        report.span.stop_reason = Some(format!(
             "killed; recovered from {JOURNAL_FILE} by `servebench recover`"
         ));
         output::write_report(dir, &report)?;
@@ -319,7 +319,7 @@ fn add_interrupted(report: &mut Report, phases: Vec<Interrupted>) -> Result<(), 
             None => PhaseFacts {
                 header: PhaseHeader {
                     phase: phase.name,
-                    started_at: report.started_at.clone(),
+                    started_at: report.span.started_at.clone(),
                     start_offset_seconds: report
                         .phases
                         .last()

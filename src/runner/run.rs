@@ -211,10 +211,10 @@ fn shard_info(plan: &plan::Plan, options: &RunOptions) -> Option<ShardInfo> {
 
 /// The run's end: when it finished, and whether (and why) it stopped before every phase ran.
 fn close(report: &mut Report, failure: Option<&RunError>, interrupted: bool, phases: usize) {
-    report.finished_at =
+    report.span.finished_at =
         Some(chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true));
-    report.partial = interrupted || failure.is_some() || report.phases.len() < phases;
-    report.stop_reason = match (failure, interrupted) {
+    report.span.partial = interrupted || failure.is_some() || report.phases.len() < phases;
+    report.span.stop_reason = match (failure, interrupted) {
         (Some(e), _) => Some(e.to_string()),
         (None, true) => Some("interrupted".to_string()),
         (None, false) => None,

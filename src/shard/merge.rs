@@ -13,8 +13,8 @@ use crate::figure::Figure;
 use crate::metrics::trust::ClientLoad;
 use crate::report::{
     ClientCeiling, Figures, HookWhen, Measured, MergedShard, PhaseFacts, PhaseHeader, PhaseMark,
-    PhaseResult, REPORT_SCHEMA, Report, ShardPhaseFacts, ToolInfo, WarmupResult, phase_result,
-    relate_phases,
+    PhaseResult, REPORT_SCHEMA, Report, RunSpan, ShardPhaseFacts, ToolInfo, WarmupResult,
+    phase_result, relate_phases,
 };
 use crate::schedule::plan_sha256;
 
@@ -363,7 +363,7 @@ impl PhaseMerge<'_> {
         let started_at = self
             .shards
             .iter()
-            .filter_map(|s| parse_time(s.file, "started_at", &s.report.started_at).ok())
+            .filter_map(|s| parse_time(s.file, "started_at", &s.report.span.started_at).ok())
             .min()
             .unwrap_or(self.run_origin);
         let finished_at = self
@@ -371,6 +371,7 @@ impl PhaseMerge<'_> {
             .iter()
             .map(|s| {
                 s.report
+                    .span
                     .finished_at
                     .as_deref()
                     .and_then(|t| parse_time(s.file, "finished_at", t).ok())
@@ -385,15 +386,18 @@ impl PhaseMerge<'_> {
                 name: env!("CARGO_PKG_NAME").to_string(),
                 version: env!("CARGO_PKG_VERSION").to_string(),
             },
-            run_id: format!(
-                "{}-{}-merged",
-                first.plan.name,
-                started_at.format("%Y%m%dT%H%M%SZ")
-            ),
-            started_at: started_at.to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
-            finished_at: finished_at.map(|t| t.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)),
-            partial,
-            stop_reason: (!notes.is_empty()).then(|| notes.join("; ")),
+            span: RunSpan {
+                run_id: format!(
+                    "{}-{}-merged",
+                    first.plan.name,
+                    started_at.format("%Y%m%dT%H%M%SZ")
+                ),
+                started_at: started_at.to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
+                finished_at: finished_at
+                    .map(|t| t.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)),
+                partial,
+                stop_reason: (!notes.is_empty()).then(|| notes.join("; ")),
+            },
             provenance: self.provenance(),
             host: first.host.clone(),
             plan_source: first.plan_source.clone(),
@@ -430,9 +434,9 @@ impl PhaseMerge<'_> {
 
 /// Why a shard did not finish, if it did not.
 fn unfinished_note(shard: &Shard<'_>) -> Option<String> {
-    if let Some(reason) = &shard.report.stop_reason {
+    if let Some(reason) = &shard.report.span.stop_reason {
         Some(format!("shard {} ({}): {reason}", shard.index, shard.file))
-    } else if shard.report.partial {
+    } else if shard.report.span.partial {
         Some(format!(
             "shard {} ({}) did not finish",
             shard.index, shard.file
@@ -556,12 +560,8 @@ fn shard_facts(shard: &Shard<'_>) -> MergedShard {
     MergedShard {
         index: shard.index,
         file: shard.file.to_string(),
-        run_id: report.run_id.clone(),
+        span: report.span.clone(),
         host: report.host.clone(),
-        started_at: report.started_at.clone(),
-        finished_at: report.finished_at.clone(),
-        partial: report.partial,
-        stop_reason: report.stop_reason.clone(),
         start_at: info.and_then(|i| i.start_at.clone()),
         salt: report.provenance.as_ref().and_then(|p| p.salt.clone()),
         phases: report

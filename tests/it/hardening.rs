@@ -120,8 +120,8 @@ fn interrupt_at(
     let value: serde_json::Value = serde_json::from_str(&text).unwrap();
     assert_valid_report(&value);
     let report: Report = serde_json::from_value(value).unwrap();
-    assert!(report.partial, "{what}");
-    let reason = report.stop_reason.as_deref().unwrap_or("");
+    assert!(report.span.partial, "{what}");
+    let reason = report.span.stop_reason.as_deref().unwrap_or("");
     assert!(reason.starts_with("interrupted"), "{what}: {reason}");
     let lines = journal(&out);
     // Journal ⊇ report: every reported request is journaled in its phase's measured window.

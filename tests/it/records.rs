@@ -332,7 +332,7 @@ fn sigkill_mid_phase_then_recover_rebuilds_the_report_and_the_parquet() {
         .map(|r| r.record.clone())
         .collect();
     let report = report(&out);
-    assert!(report.partial);
+    assert!(report.span.partial);
     let names: Vec<&str> = report
         .phases
         .iter()
@@ -413,7 +413,7 @@ fn recover_skips_a_torn_line_and_lines_that_are_not_records() {
     // A finished run's report, as if killed before its only phase was written: phases gone.
     let mut early = report(&out);
     early.phases.clear();
-    early.finished_at = None;
+    early.span.finished_at = None;
     std::fs::write(
         out.join("report.json"),
         serde_json::to_string(&early).unwrap(),

@@ -73,7 +73,7 @@ async fn quickstart_writes_a_report_that_matches_the_schema() {
     assert!(!outcome.interrupted);
     let (value, report) = read_report(out.path());
     assert_valid_report(&value);
-    assert!(!report.partial);
+    assert!(!report.span.partial);
     let names: Vec<&str> = report
         .phases
         .iter()
@@ -392,8 +392,8 @@ fn sigint_leaves_a_valid_partial_report_and_an_intact_journal() {
     assert_eq!(exit.code(), Some(3), "an interrupted run exits 3");
     let (value, report) = read_report(&out);
     assert_valid_report(&value);
-    assert!(report.partial);
-    assert_eq!(report.stop_reason.as_deref(), Some("interrupted"));
+    assert!(report.span.partial);
+    assert_eq!(report.span.stop_reason.as_deref(), Some("interrupted"));
     let names: Vec<&str> = report
         .phases
         .iter()

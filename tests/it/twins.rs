@@ -125,7 +125,7 @@ fn killed_after_first_phase(live: &Path, into: &Path) {
     let mut report: Report = serde_json::from_str(&text).unwrap();
     report.phases.truncate(1);
     report.rechecks.clear();
-    report.finished_at = None;
+    report.span.finished_at = None;
     std::fs::write(
         into.join("report.json"),
         serde_json::to_string(&report).unwrap(),

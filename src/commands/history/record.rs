@@ -78,7 +78,11 @@ pub fn after_run(flag: Option<&str>, report: &Report, report_path: &Path) {
     match recorded {
         Ok(id) => eprintln!(
             "history: recorded {id}{} in {location} ({:.0} ms)",
-            if report.partial { " (partial)" } else { "" },
+            if report.span.partial {
+                " (partial)"
+            } else {
+                ""
+            },
             started.elapsed().as_secs_f64() * 1e3
         ),
         Err(e) => eprintln!("warning: the run was not recorded in the history: {e}"),

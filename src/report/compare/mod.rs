@@ -126,8 +126,8 @@ fn side(path: &str, r: &Report) -> Side {
     Side {
         path: path.to_string(),
         plan: r.plan.name.clone(),
-        run_id: r.run_id.clone(),
-        started_at: r.started_at.clone(),
+        run_id: r.span.run_id.clone(),
+        started_at: r.span.started_at.clone(),
     }
 }
 

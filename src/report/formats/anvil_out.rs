@@ -257,9 +257,9 @@ pub fn document(
         request_timings: records.iter().filter(|r| r.is_ok()).map(timing).collect(),
         requests: phase.summary.requests,
         run_id: if single {
-            report.run_id.clone()
+            report.span.run_id.clone()
         } else {
-            format!("{}-{}", report.run_id, phase.header.phase)
+            format!("{}-{}", report.span.run_id, phase.header.phase)
         },
         schema: ANVIL_SCHEMA.to_string(),
         serve_flags: serve_flags(meta.get("serve_flags")),

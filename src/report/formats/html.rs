@@ -45,11 +45,12 @@ pub fn render(report: &Report) -> String {
 /// The document head and the partial-run banner.
 fn head(out: &mut String, report: &Report) {
     page::open(out, &format!("servebench report: {}", report.plan.name));
-    if report.partial {
+    if report.span.partial {
         let _ = writeln!(
             out,
             "<div class=\"banner\"><b>Partial run:</b> not every phase finished{}.</div>",
             report
+                .span
                 .stop_reason
                 .as_deref()
                 .map(|r| format!(" ({})", esc(r)))

@@ -8,8 +8,8 @@ use serde_json::Value;
 
 use crate::plan::{PercentileMethod, Plan};
 use crate::report::model::{
-    HostFacts, PhaseResult, PlanSource, REPORT_SCHEMA, RecheckPair, Report, TimingMethodology,
-    ToolInfo,
+    HostFacts, PhaseResult, PlanSource, REPORT_SCHEMA, RecheckPair, Report, RunSpan,
+    TimingMethodology, ToolInfo,
 };
 
 /// Prompt-size tolerance applied to imported runs, which carry none of their own.
@@ -34,11 +34,13 @@ pub(super) fn imported_report(imported: Imported) -> Report {
     Report {
         schema: REPORT_SCHEMA.to_string(),
         tool: imported.tool,
-        run_id: imported.run_id,
-        started_at: imported.started_at,
-        finished_at: imported.finished_at,
-        partial: false,
-        stop_reason: None,
+        span: RunSpan {
+            run_id: imported.run_id,
+            started_at: imported.started_at,
+            finished_at: imported.finished_at,
+            partial: false,
+            stop_reason: None,
+        },
         provenance: None,
         host: HostFacts::default(),
         plan_source: imported.source,

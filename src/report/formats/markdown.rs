@@ -22,11 +22,12 @@ pub fn render(report: &Report) -> String {
 /// Title, the partial-run banner and the run's facts.
 fn head(out: &mut String, report: &Report) {
     let _ = writeln!(out, "# servebench report: {}\n", inline(&report.plan.name));
-    if report.partial {
+    if report.span.partial {
         let _ = writeln!(
             out,
             "> **Partial run:** not every phase finished{}.\n",
             report
+                .span
                 .stop_reason
                 .as_deref()
                 .map(|r| format!(" ({})", inline(r)))

@@ -25,16 +25,8 @@ pub struct Report {
     /// Always `servebench.report/v1`.
     pub schema: String,
     pub tool: ToolInfo,
-    pub run_id: String,
-    /// RFC 3339, UTC.
-    pub started_at: String,
-    /// RFC 3339, UTC; `None` while the run is going on.
-    pub finished_at: Option<String>,
-    /// True when the run did not finish every phase (interrupted, or a fatal error).
-    pub partial: bool,
-    /// Why the run stopped early.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub stop_reason: Option<String>,
+    #[serde(flatten)]
+    pub span: RunSpan,
     /// The plan's repository, each server as it states itself, and the prompts' salt;
     /// absent in reports written before provenance.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -77,6 +69,21 @@ pub struct Report {
     #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
     pub endpoints:
         std::collections::BTreeMap<String, crate::report::model::endpoints::EndpointFacts>,
+}
+
+/// A run's identity and extent: a report's, and each shard's in a merged one.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct RunSpan {
+    pub run_id: String,
+    /// RFC 3339, UTC.
+    pub started_at: String,
+    /// RFC 3339, UTC; `None` while the run is going on.
+    pub finished_at: Option<String>,
+    /// True when the run did not finish every phase (interrupted, or a fatal error).
+    pub partial: bool,
+    /// Why the run stopped early.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stop_reason: Option<String>,
 }
 
 /// What the client sustained against a zero-delay in-process simulator on loopback, just
@@ -559,13 +566,10 @@ pub struct MergedShard {
     pub index: u32,
     /// The shard report's path as given to `servebench merge`.
     pub file: String,
-    pub run_id: String,
+    /// The shard report's own span.
+    #[serde(flatten)]
+    pub span: RunSpan,
     pub host: HostFacts,
-    pub started_at: String,
-    pub finished_at: Option<String>,
-    pub partial: bool,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub stop_reason: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub start_at: Option<String>,
     /// The salt this shard's prompts carried (its report's `provenance.salt`). Shards share

@@ -51,9 +51,9 @@ pub fn header_facts(report: &Report) -> Vec<(String, FactValue)> {
     for (key, value) in &report.metadata {
         facts.push((metadata_label(key), metadata_value(value)));
     }
-    facts.push(text("Run", report.run_id.clone()));
-    facts.push(text("Started", report.started_at.clone()));
-    let finished = report.finished_at.clone();
+    facts.push(text("Run", report.span.run_id.clone()));
+    facts.push(text("Started", report.span.started_at.clone()));
+    let finished = report.span.finished_at.clone();
     facts.push(text(
         "Finished",
         finished.unwrap_or_else(|| "not recorded (in progress, or not stated)".to_string()),
@@ -63,7 +63,7 @@ pub fn header_facts(report: &Report) -> Vec<(String, FactValue)> {
         format!("{} {}", report.tool.name, report.tool.version),
     ));
     facts.extend(provenance_facts(report));
-    let status = match (report.partial, &report.stop_reason) {
+    let status = match (report.span.partial, &report.span.stop_reason) {
         (true, Some(r)) => format!("PARTIAL: {r}"),
         (true, None) => "PARTIAL".to_string(),
         (false, _) => "complete".to_string(),

@@ -155,7 +155,7 @@ async fn a_capacity_that_halves_opens_an_alert_and_a_lower_bound_changes_nothing
         "low-bound",
         last_normal,
         1.0,
-        &later(&last_report.started_at, 1),
+        &later(&last_report.span.started_at, 1),
     );
     // A lower bound far above, after the half run: it resolves nothing.
     let high = lower_bound_copy(
@@ -163,7 +163,7 @@ async fn a_capacity_that_halves_opens_an_alert_and_a_lower_bound_changes_nothing
         "high-bound",
         last_normal,
         8.0,
-        &later(half_report.finished_at.as_deref().unwrap(), 1),
+        &later(half_report.span.finished_at.as_deref().unwrap(), 1),
     );
 
     // Creating a fresh PostgreSQL database blocks: off the async test's worker.

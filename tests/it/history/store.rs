@@ -67,7 +67,7 @@ async fn a_real_run_recorded_into_sqlite_and_postgres_exports_the_same_rows() {
         .map(|location| {
             let mut store = open(location, OpenMode::Create).unwrap();
             let id = store.record(&report, Some(&path)).unwrap();
-            assert_eq!(id, report.run_id);
+            assert_eq!(id, report.span.run_id);
             let stored = store.run(&id).unwrap();
             assert_eq!(stored.rows.phases.len(), report.phases.len());
             assert!(stored.rows.run.complete);
@@ -143,7 +143,7 @@ fn stored_rows_read_back_as_recorded_and_a_retry_adds_nothing() {
         );
         // A different report that reuses the run id is kept apart.
         let mut other = report.clone();
-        other.started_at = "2026-12-01T10:00:00Z".to_string();
+        other.span.started_at = "2026-12-01T10:00:00Z".to_string();
         assert_eq!(store.record(&other, None).unwrap(), "run-1-2");
     }
 }

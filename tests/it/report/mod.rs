@@ -412,11 +412,13 @@ pub fn sample_report(slow: f64) -> Report {
             name: "servebench".to_string(),
             version: "0.1.0".to_string(),
         },
-        run_id: "gateway-demo-20261130T100000Z".to_string(),
-        started_at: "2026-11-30T10:00:00Z".to_string(),
-        finished_at: Some("2026-11-30T10:07:30Z".to_string()),
-        partial: false,
-        stop_reason: None,
+        span: report::RunSpan {
+            run_id: "gateway-demo-20261130T100000Z".to_string(),
+            started_at: "2026-11-30T10:00:00Z".to_string(),
+            finished_at: Some("2026-11-30T10:07:30Z".to_string()),
+            partial: false,
+            stop_reason: None,
+        },
         provenance: None,
         host: HostFacts {
             hostname: "bench-1".into(),

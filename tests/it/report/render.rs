@@ -58,9 +58,9 @@ fn markdown_makes_the_drift_and_warnings_obvious() {
 #[test]
 fn a_partial_run_says_so() {
     let mut r = sample_report(1.0);
-    r.partial = true;
-    r.finished_at = None;
-    r.stop_reason = Some("interrupted | Ctrl-C".to_string());
+    r.span.partial = true;
+    r.span.finished_at = None;
+    r.span.stop_reason = Some("interrupted | Ctrl-C".to_string());
     r.phases[5].partial = true;
     let md = report::formats::markdown::render(&r);
     assert!(

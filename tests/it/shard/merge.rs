@@ -92,12 +92,14 @@ fn shard_report(plan: Plan, shard: Option<(u32, u32)>, phases: Vec<PhaseResult>)
             name: "servebench".to_string(),
             version: "test".to_string(),
         },
-        run_id: "sharded-test".to_string(),
-        started_at: "2026-12-02T14:00:00Z".to_string(),
-        finished_at: Some("2026-12-02T14:01:00Z".to_string()),
-        partial: false,
+        span: servebench::report::RunSpan {
+            run_id: "sharded-test".to_string(),
+            started_at: "2026-12-02T14:00:00Z".to_string(),
+            finished_at: Some("2026-12-02T14:01:00Z".to_string()),
+            partial: false,
+            stop_reason: None,
+        },
         provenance: None,
-        stop_reason: None,
         host: HostFacts::default(),
         plan_source: PlanSource {
             path: "plan.yaml".to_string(),
@@ -292,7 +294,7 @@ fn merge_recomputes_figures_from_the_union_of_records() {
     let merged = merge_reports(vec![("s0.json".into(), s0), ("s1.json".into(), s1)]).unwrap();
     assert_eq!(merged.merged_from.as_ref().map(Vec::len), Some(2));
     assert!(merged.shard.is_none());
-    assert!(!merged.partial);
+    assert!(!merged.span.partial);
     let names: Vec<&str> = merged
         .phases
         .iter()
@@ -372,14 +374,14 @@ fn a_phase_missing_from_an_interrupted_shard_makes_the_merge_partial() {
             vec![record(1, 0, 0.0, 20.0)],
         )],
     );
-    cut.partial = true;
-    cut.stop_reason = Some("interrupted".to_string());
+    cut.span.partial = true;
+    cut.span.stop_reason = Some("interrupted".to_string());
     let merged = merge_reports(vec![("s0.json".into(), whole), ("s1.json".into(), cut)]).unwrap();
-    assert!(merged.partial);
+    assert!(merged.span.partial);
     assert!(!merged.phases[0].partial);
     assert!(merged.phases[1].partial);
     assert_eq!(merged.phases[1].summary.requests, 1);
-    let reason = merged.stop_reason.unwrap_or_default();
+    let reason = merged.span.stop_reason.unwrap_or_default();
     assert!(
         reason.contains("phase `c-again` is missing from shard(s) 1 (s1.json)"),
         "{reason}"

@@ -287,7 +287,7 @@ async fn two_concurrent_shards_merge_into_the_unsharded_run() {
         serde_json::from_str(&std::fs::read_to_string(&s0_path).unwrap()).expect("shard JSON");
     assert_valid_report(&s0_json);
     let merged: Report = serde_json::from_value(merged_json).expect("merged report");
-    assert!(!merged.partial, "{:?}", merged.stop_reason);
+    assert!(!merged.span.partial, "{:?}", merged.span.stop_reason);
     assert_eq!(merged.merged_from.as_ref().map(Vec::len), Some(2));
 
     // Same phases in the same order, same request counts, same loads as the whole run.
