@@ -2,6 +2,7 @@
 
 use std::fmt;
 use std::future::Future;
+use std::sync::Arc;
 use std::time::Instant;
 
 use bytes::Bytes;
@@ -16,19 +17,19 @@ use super::failure::{Deadlines, Failure, Waited, Which, ms_since, signed_ms};
 use super::pool::{Lease, Origin, Pool, ServerKeepAlive};
 use super::record::{ErrorKind, RequestRecord};
 use super::request::{RequestTemplate, default_request_id_prefix};
-use super::request_id::RequestIdFormat;
+use super::request_id::{RequestIdFormat, RequestNames};
 use super::scan;
 use super::setup_error::ClientError;
 use super::sse::DEFAULT_MAX_EVENT_BYTES;
 use super::stream::{StreamFormat, StreamState};
-use super::trace_context::{SentIds, TRACEPARENT, TraceContextMode, TraceIds};
-use crate::hash::IdHash;
+use super::trace_context::{SentIds, TRACEPARENT, TraceContextMode};
 use crate::workload::{ChatMessage, Prompt};
 
 mod body;
 mod failures;
 
 /// A connection pool and request builder for one target.
+#[derive(Clone)]
 pub struct Client {
     config: ClientConfig,
     url: reqwest::Url,
@@ -42,13 +43,11 @@ pub struct Client {
     /// request id's, whose value each request sets. Cloned, a map keeps its hashed slots; built
     /// header by header, each request hashed every name again.
     request_headers: HeaderMap,
-    pool: Pool,
+    /// Shared with the clients of the phase's other windows, so a warmup's connections serve
+    /// the measured window.
+    pool: Arc<Pool>,
     redactor: Redactor,
-    request_id_prefix: String,
-    /// The hash of `{request_id_prefix}-`, which each request's UUID carries on.
-    request_id_hash: IdHash,
-    /// The run's half of each request's trace id; `None` when trace context is off.
-    trace_ids: Option<super::trace_context::TraceIds>,
+    names: RequestNames,
     /// Sessions: the header that carries a session's id with each of its turns.
     session_header: Option<HeaderName>,
     max_event_bytes: usize,
@@ -59,7 +58,7 @@ impl fmt::Debug for Client {
         f.debug_struct("Client")
             .field("config", &self.config)
             .field("url", &self.url.as_str())
-            .field("request_id_prefix", &self.request_id_prefix)
+            .field("request_id_prefix", &self.names.prefix())
             .finish()
     }
 }
@@ -115,12 +114,12 @@ impl Client {
                 config.endpoint.base_url
             ))
         })?;
-        let pool = Pool::new(
+        let pool = Arc::new(Pool::new(
             Origin::new(&url, &config)?,
             config.connection,
             config.timeouts.connect,
             config.max_connections,
-        );
+        ));
         let template = RequestTemplate::new(&config)?;
         let request_headers = request_headers(&template.headers, pool.origin(), &config);
         let client = Client {
@@ -132,9 +131,7 @@ impl Client {
             template,
             request_headers,
             pool,
-            request_id_prefix: String::new(),
-            request_id_hash: IdHash::new(),
-            trace_ids: None,
+            names: RequestNames::new(String::new(), false),
             session_header: None,
             max_event_bytes: DEFAULT_MAX_EVENT_BYTES,
         };
@@ -144,13 +141,17 @@ impl Client {
     /// Use `prefix` for request ids (`{prefix}-{request_index}`) instead of a random one, e.g.
     /// the run id plus the phase name.
     pub fn with_request_id_prefix(mut self, prefix: impl Into<String>) -> Self {
-        self.request_id_prefix = prefix.into();
-        self.trace_ids = (self.config.trace_context == TraceContextMode::W3c)
-            .then(|| TraceIds::new(&self.request_id_prefix));
-        self.request_id_hash = IdHash::new()
-            .update(self.request_id_prefix.as_bytes())
-            .update(b"-");
+        let trace_context = self.config.trace_context == TraceContextMode::W3c;
+        self.names = RequestNames::new(prefix.into(), trace_context);
         self
+    }
+
+    /// A client for another window of the same phase (`window`, e.g. `warmup`): the same
+    /// connections and requests, its own request ids (`{prefix}-{window}-{index}`) and trace
+    /// ids, so no request of one window shares an id with one of another.
+    pub fn for_window(&self, window: &str) -> Client {
+        let prefix = format!("{}-{window}", self.names.prefix());
+        self.clone().with_request_id_prefix(prefix)
     }
 
     /// Send each session's id in this header (`{prefix}-s{session}`), so a gateway can keep
@@ -189,19 +190,10 @@ impl Client {
         self.request_ids(request_index).0
     }
 
-    /// The readable id of the request with this index, and its id header's value: the id
-    /// itself, its UUID (`uuid_for` of it, from the prefix's hash carried on), or none.
+    /// The readable id of the request with this index, and its id header's value.
     pub(super) fn request_ids(&self, request_index: u64) -> (String, Option<String>) {
-        let mut digits = itoa::Buffer::new();
-        let digits = digits.format(request_index);
-        let mut id = String::with_capacity(self.request_id_prefix.len() + 1 + digits.len());
-        id.push_str(&self.request_id_prefix);
-        id.push('-');
-        id.push_str(digits);
-        let sent = self.config.endpoint.request_id.header_value_with(&id, || {
-            self.request_id_hash.update(digits.as_bytes()).uuid()
-        });
-        (id, sent)
+        self.names
+            .ids(&self.config.endpoint.request_id, request_index)
     }
 
     /// The names of the request headers servers commonly validate that every request carries:
@@ -313,7 +305,7 @@ impl Client {
         drop(prompt);
         let header = match (&self.session_header, turn) {
             (Some(name), Some(turn)) => {
-                let id = format!("{}-s{}", self.request_id_prefix, turn.session);
+                let id = format!("{}-s{}", self.names.prefix(), turn.session);
                 HeaderValue::from_str(&id)
                     .ok()
                     .map(|value| (name.clone(), value))
@@ -363,7 +355,7 @@ impl Client {
     {
         let request_bytes = Some(body.len() as u64);
         let (request_id, sent_id) = self.request_ids(request_index);
-        let trace = self.trace_ids.map(|ids| ids.traceparent(request_index));
+        let trace = self.names.traceparent(request_index);
         let (traceparent, trace_id) = trace.unzip();
         let sent_ids = SentIds {
             id: sent_id

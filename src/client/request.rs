@@ -11,6 +11,7 @@ use crate::workload::{ChatMessage, Prompt, PromptInput};
 const ANTHROPIC_VERSION: &str = "2023-06-01";
 
 /// Built once per client; each request adds its prompt, `max_tokens` and `x-request-id`.
+#[derive(Clone)]
 pub(crate) struct RequestTemplate {
     /// Content type, accept, authorization and the target's headers.
     pub headers: HeaderMap,

@@ -7,6 +7,8 @@
 
 use hyper::header::{HeaderName, HeaderValue};
 
+use super::trace_context::TraceIds;
+use crate::hash::IdHash;
 pub use crate::hash::{is_uuid, uuid_for};
 
 /// The header name used when a target names none.
@@ -64,6 +66,48 @@ impl RequestIdSettings {
     pub fn header(&self, readable: &str) -> Option<(HeaderName, HeaderValue)> {
         let value = HeaderValue::from_str(&self.header_value(readable)?).ok()?;
         Some((self.header.clone(), value))
+    }
+}
+
+/// How one client names its requests: `{prefix}-{index}`, the UUID derived from it and, with
+/// trace context on, the run's half of its trace id.
+#[derive(Debug, Clone)]
+pub(crate) struct RequestNames {
+    prefix: String,
+    /// The hash of `{prefix}-`, which each request's UUID carries on.
+    hash: IdHash,
+    trace_ids: Option<TraceIds>,
+}
+
+impl RequestNames {
+    pub fn new(prefix: String, trace_context: bool) -> Self {
+        RequestNames {
+            hash: IdHash::new().update(prefix.as_bytes()).update(b"-"),
+            trace_ids: trace_context.then(|| TraceIds::new(&prefix)),
+            prefix,
+        }
+    }
+
+    pub fn prefix(&self) -> &str {
+        &self.prefix
+    }
+
+    /// The readable id of request `index`, and its id header's value: the id itself, its UUID
+    /// (`uuid_for` of it, from the prefix's hash carried on), or none.
+    pub fn ids(&self, settings: &RequestIdSettings, index: u64) -> (String, Option<String>) {
+        let mut digits = itoa::Buffer::new();
+        let digits = digits.format(index);
+        let mut id = String::with_capacity(self.prefix.len() + 1 + digits.len());
+        id.push_str(&self.prefix);
+        id.push('-');
+        id.push_str(digits);
+        let sent = settings.header_value_with(&id, || self.hash.update(digits.as_bytes()).uuid());
+        (id, sent)
+    }
+
+    /// Request `index`'s `traceparent` and trace id; `None` when trace context is off.
+    pub fn traceparent(&self, index: u64) -> Option<(HeaderValue, String)> {
+        self.trace_ids.map(|ids| ids.traceparent(index))
     }
 }
 

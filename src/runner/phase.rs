@@ -290,7 +290,7 @@ impl PhaseRun<'_> {
         let (_, collected) = self
             .window(
                 &spec,
-                prepared.client.clone(),
+                Arc::new(prepared.client.for_window("warmup")),
                 prepared.feed.clone(),
                 (Window::Warmup, format!("{} warmup", phase.name)),
                 (self.stops, LiveTally::shared(&Keep::default())),

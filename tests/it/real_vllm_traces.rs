@@ -62,8 +62,14 @@ pub async fn check_traces(checks: &mut Checks, server: &VllmServer, phases: &[Va
         let vllm_id =
             (phase != "responses-c2").then(|| format!("chatcmpl-{}", sent_id.unwrap_or("?")));
         let candidates = &spans[trace_id];
-        // A phase's warmup requests reuse its first measured indices, so their ids: two spans
-        // may carry one trace id, and one of them must be this request's.
+        // A warmup request has trace and request ids of its own: one span per trace id.
+        checks.check(candidates.len() == 1, || {
+            format!(
+                "{phase} {}: {} spans carry trace {trace_id}",
+                r["request_id"],
+                candidates.len()
+            )
+        });
         let joins = candidates.iter().any(|s| {
             let a = &s.attributes;
             a["gen_ai.usage.prompt_tokens"] == r["prompt_tokens"]

@@ -229,6 +229,17 @@ async fn closed_loop_holds_exactly_n_in_flight_and_warmup_is_not_counted() {
         journal.iter().filter(|l| l["window"] == "warmup").count(),
         12
     );
+    // A warmup request's ids are its own, so a server's logs and traces name one request each.
+    for key in ["request_id", "trace_id"] {
+        let ids: std::collections::HashSet<&str> =
+            journal.iter().filter_map(|l| l[key].as_str()).collect();
+        assert_eq!(ids.len(), 72, "{key}s are unique across the windows");
+    }
+    for line in &journal {
+        let id = line["request_id"].as_str().unwrap();
+        let warmup = line["window"] == "warmup";
+        assert_eq!(id.contains("-c6-warmup-"), warmup, "{id}");
+    }
 }
 
 /// Kolmogorov–Smirnov statistic of `gaps` against an exponential with `rate`.
