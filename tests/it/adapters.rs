@@ -307,8 +307,37 @@ async fn the_simulator_lists_its_adapters_and_refuses_other_names() {
     assert_eq!(body["error"]["code"], "model_not_found");
     let message = body["error"]["message"].as_str().unwrap();
     assert!(message.contains("`adapter-a`"), "{message}");
-    let served = ask("adapter-b").await.unwrap();
-    assert_eq!(served.status(), 200);
+    // A reply names the adapter asked for, as vLLM's does.
+    for model in ["adapter-b", "base"] {
+        let served = ask(model).await.unwrap();
+        assert_eq!(served.status(), 200);
+        let body: serde_json::Value = serde_json::from_str(&served.text().await.unwrap()).unwrap();
+        assert_eq!(body["model"], model, "{body}");
+    }
+    let body = serde_json::json!({
+        "model": "adapter-a",
+        "messages": [{"role": "user", "content": "hi"}],
+        "max_tokens": 3,
+        "stream": true,
+    });
+    let stream = http
+        .post(format!("http://{addr}/v1/chat/completions"))
+        .header("content-type", "application/json")
+        .body(body.to_string())
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    let chunks: Vec<serde_json::Value> = stream
+        .lines()
+        .filter_map(|l| l.strip_prefix("data: "))
+        .filter(|d| *d != "[DONE]")
+        .map(|d| serde_json::from_str(d).unwrap())
+        .collect();
+    assert!(!chunks.is_empty(), "{stream}");
+    assert!(chunks.iter().all(|c| c["model"] == "adapter-a"), "{stream}");
     sim.shutdown().await;
 }
 

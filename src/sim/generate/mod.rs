@@ -49,6 +49,9 @@ pub(crate) struct GenSpec {
     pub include_usage: bool,
     pub seq: u64,
     pub request_id: Option<String>,
+    /// The adapter the request named: its reply names it, as vLLM's does (any other reply
+    /// names the served model).
+    pub adapter: Option<String>,
     pub received: Instant,
     pub created_unix_s: u64,
     /// Prompt token ids, kept only when the prefix cache needs them.

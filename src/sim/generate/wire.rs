@@ -37,11 +37,22 @@ pub(super) fn chunk_head(spec: &GenSpec, shared: &Shared) -> String {
         r#"{{"id":"{prefix}-{:016x}","object":"{object}","created":{},"model":{},"choices":"#,
         crate::sim::rng::mix64(shared.settings.seed ^ spec.seq),
         spec.created_unix_s,
-        shared.settings.model_json
+        match &spec.adapter {
+            Some(adapter) => Value::String(adapter.clone()).to_string(),
+            None => shared.settings.model_json.clone(),
+        }
     )
 }
 
 impl Generation {
+    /// The model the reply names: the adapter asked for, or the served model.
+    fn reply_model(&self) -> &str {
+        self.spec
+            .adapter
+            .as_deref()
+            .unwrap_or(&self.shared.settings.model)
+    }
+
     pub(super) fn usage_json(&self) -> Value {
         let completion = self.emitted();
         json!({
@@ -133,10 +144,7 @@ impl Generation {
         );
         map.insert("object".into(), Value::String(object.into()));
         map.insert("created".into(), json!(self.spec.created_unix_s));
-        map.insert(
-            "model".into(),
-            Value::String(self.shared.settings.model.clone()),
-        );
+        map.insert("model".into(), Value::String(self.reply_model().into()));
         map.insert("choices".into(), choices);
         map
     }
@@ -164,7 +172,7 @@ impl Generation {
             "object": "response",
             "created_at": self.spec.created_unix_s,
             "status": status,
-            "model": self.shared.settings.model,
+            "model": self.reply_model(),
             "output": output,
             "incomplete_details": incomplete,
             "usage": usage,
@@ -221,7 +229,7 @@ impl Generation {
             "type": "message",
             "role": "assistant",
             "content": content,
-            "model": self.shared.settings.model,
+            "model": self.reply_model(),
             "stop_reason": stop_reason,
             "stop_sequence": null,
             "usage": usage,

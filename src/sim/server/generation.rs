@@ -231,6 +231,7 @@ pub(super) async fn generate(
         .adapters
         .as_ref()
         .and_then(|pool| pool.ready_at(parsed.model.as_deref()?, Instant::now()));
+    let adapter = adapter_ready.and(parsed.model.clone());
     if let Some(ready) = adapter_ready {
         tokio::time::sleep_until(ready).await;
     }
@@ -274,6 +275,7 @@ pub(super) async fn generate(
             .unwrap_or(false),
         seq,
         request_id: request_id.clone(),
+        adapter,
         received,
         created_unix_s: unix_now_s(),
         prompt_ids: if keep_ids { prompt_ids } else { Vec::new() },
