@@ -5,7 +5,8 @@
 //! the figure's worse direction) at the first eligible run that made it detectable; it is
 //! resolved by a later change that brings the level back within the minimum effect of
 //! where it was, or when more runs show the change was not one. Acknowledged alerts stay
-//! acknowledged until resolved.
+//! acknowledged until resolved. A change that more runs dismissed and later runs show again
+//! opens a new alert.
 
 use super::analyse::{ChangePoint, SeriesTrend, Verdict, analyse, eligible};
 use super::detect::Settings;
@@ -21,7 +22,10 @@ pub fn update_alerts(trend: &SeriesTrend, prior: &[Alert], settings: &Settings) 
     let mine: Vec<&Alert> = prior.iter().filter(|a| a.key == trend.key).collect();
     let mut out = Vec::new();
     for change in trend.changes().filter(|c| c.verdict == Verdict::Regression) {
-        if mine.iter().any(|a| same_change(trend, a, change)) {
+        if mine
+            .iter()
+            .any(|a| !dismissed(a) && same_change(trend, a, change))
+        {
             continue;
         }
         out.push(Alert {
@@ -55,6 +59,11 @@ pub fn update_alerts(trend: &SeriesTrend, prior: &[Alert], settings: &Settings) 
         }
     }
     out
+}
+
+/// Resolved by no run: more runs showed its change was not one.
+fn dismissed(alert: &Alert) -> bool {
+    alert.state == AlertState::Resolved && alert.resolved_by.is_none()
 }
 
 /// Where a run sits among the eligible runs.
@@ -126,4 +135,58 @@ fn opened_by(trend: &SeriesTrend, change: &ChangePoint, settings: &Settings) -> 
         }
     }
     newest
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::history::series::SeriesKey;
+    use crate::history::synthetic::{Shape, point, values};
+
+    /// A series whose TTFT rose 30% at run 16.
+    fn stepped() -> SeriesTrend {
+        let key = SeriesKey {
+            plan: "p".into(),
+            phase: "steady".into(),
+            target: "default".into(),
+            figure: "ttft.p99".into(),
+        };
+        let shape = Shape {
+            runs: 30,
+            level: 100.0,
+            noise: 0.02,
+            step: Some((16, 0.3)),
+        };
+        let points = values(&shape, 7)
+            .into_iter()
+            .enumerate()
+            .map(|(i, v)| point(i + 1, v))
+            .collect();
+        analyse(&key, points, &Settings::default())
+    }
+
+    #[test]
+    fn a_dismissed_change_seen_again_opens_a_new_alert_a_returned_one_does_not() {
+        let trend = stepped();
+        let settings = Settings::default();
+        let opened = update_alerts(&trend, &[], &settings);
+        assert_eq!(opened.len(), 1, "{opened:?}");
+        assert_eq!(opened[0].state, AlertState::Open);
+        let resolved = |by: Option<&str>| Alert {
+            id: 1,
+            state: AlertState::Resolved,
+            resolved_by: by.map(str::to_string),
+            ..opened[0].clone()
+        };
+        let again = update_alerts(&trend, &[resolved(None)], &settings);
+        assert_eq!(again.len(), 1, "{again:?}");
+        assert_eq!((again[0].id, &again[0].state), (0, &AlertState::Open));
+        assert_eq!(again[0].change_at, opened[0].change_at);
+        assert!(update_alerts(&trend, &[resolved(Some("run-0040"))], &settings).is_empty());
+        let open = Alert {
+            id: 1,
+            ..opened[0].clone()
+        };
+        assert!(update_alerts(&trend, &[open], &settings).is_empty());
+    }
 }
