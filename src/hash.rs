@@ -128,6 +128,14 @@ impl IdHash {
     }
 }
 
+/// Write `value` as 16 lower-case hex digits into `out[..16]`, as `format!("{value:016x}")`
+/// would without its formatting machinery (which costs more per request than the hash).
+pub fn write_hex_u64(out: &mut [u8], value: u64) {
+    for (pair, byte) in out[..16].chunks_exact_mut(2).zip(value.to_be_bytes()) {
+        pair.copy_from_slice(&HEX_PAIRS[usize::from(byte)]);
+    }
+}
+
 /// Each byte's two lower-case hex digits.
 const HEX_PAIRS: [[u8; 2]; 256] = {
     const HEX: &[u8; 16] = b"0123456789abcdef";
