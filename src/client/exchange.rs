@@ -122,7 +122,8 @@ impl Client {
         ));
         let template = RequestTemplate::new(&config)?;
         let request_headers = request_headers(&template.headers, pool.origin(), &config);
-        let client = Client {
+        let trace_context = config.trace_context == TraceContextMode::W3c;
+        Ok(Client {
             redactor: Redactor::new(&config),
             config,
             url,
@@ -131,11 +132,10 @@ impl Client {
             template,
             request_headers,
             pool,
-            names: RequestNames::new(String::new(), false),
+            names: RequestNames::new(default_request_id_prefix(), trace_context),
             session_header: None,
             max_event_bytes: DEFAULT_MAX_EVENT_BYTES,
-        };
-        Ok(client.with_request_id_prefix(default_request_id_prefix()))
+        })
     }
 
     /// Use `prefix` for request ids (`{prefix}-{request_index}`) instead of a random one, e.g.

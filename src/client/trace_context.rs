@@ -52,6 +52,7 @@ impl TraceIds {
     }
 
     /// The request's trace id, 32 lower-case hex digits.
+    #[cfg(test)]
     pub fn trace_id(&self, request_index: u64) -> String {
         self.traceparent(request_index).1
     }
