@@ -6,7 +6,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::plan::{Objective, Search, SearchLoad};
 use crate::report::model::Report;
-use crate::report::model::search::SearchResult;
+use crate::report::model::search::{SearchResult, SearchStop};
 
 /// The figure name of a search's capacity series (no figure path is named so).
 pub const CAPACITY: &str = "capacity";
@@ -30,10 +30,6 @@ pub enum SearchAnswer {
     Indeterminate,
 }
 
-/// The start of the stop reason of a search whose probe could not tell (the runner's
-/// `StopReason::Indeterminate`, as the report writes it).
-const INDETERMINATE_STOP: &str = "stopped: indeterminate";
-
 impl SearchAnswer {
     pub const ALL: [SearchAnswer; 3] = [
         SearchAnswer::Answer,
@@ -44,7 +40,8 @@ impl SearchAnswer {
     /// What `search` says, from its flags, interval and stop reason.
     pub fn of(search: &SearchResult) -> SearchAnswer {
         let closed = matches!(search.capacity_interval, [Some(_), Some(_)]);
-        if search.stop_reason.starts_with(INDETERMINATE_STOP) || search.capacity.is_none() {
+        let indeterminate = matches!(search.stop(), Some(SearchStop::Indeterminate { .. }));
+        if indeterminate || search.capacity.is_none() {
             SearchAnswer::Indeterminate
         } else if search.lower_bound || !closed {
             SearchAnswer::LowerBound
@@ -215,6 +212,8 @@ mod tests {
             goodput: None,
             bracket: interval,
             stop_reason: stop.into(),
+            // Read from the text, as from a report written before `stop`.
+            stop: None,
             probes: Vec::new(),
             work_sha256: None,
         }
@@ -240,6 +239,12 @@ mod tests {
         assert_eq!(SearchAnswer::of(&undecided), SearchAnswer::Indeterminate);
         let min_failed = result(None, [None, Some(1.0)], "min failed");
         assert_eq!(SearchAnswer::of(&min_failed), SearchAnswer::Indeterminate);
+        // A report's `stop` decides, whatever its text says.
+        let stated = SearchResult {
+            stop: Some(SearchStop::Indeterminate { at: 8.0 }),
+            ..result(Some(4.0), [Some(4.0), None], "stopped early")
+        };
+        assert_eq!(SearchAnswer::of(&stated), SearchAnswer::Indeterminate);
         for a in SearchAnswer::ALL {
             assert_eq!(SearchAnswer::named(a.name()), Some(a));
         }

@@ -9,8 +9,8 @@ use crate::metrics;
 use crate::metrics::verdict::Verdict;
 use crate::plan::Search;
 use crate::report::build::capacity::capacity_interval;
-use crate::report::{PhaseResult, ProbeOutcome, ProbeSpec, Report, SearchResult};
-use crate::schedule::search::Course;
+use crate::report::{PhaseResult, ProbeOutcome, ProbeSpec, Report, SearchResult, SearchStop};
+use crate::schedule::search::{Course, StopReason};
 use crate::schedule::{PhaseSettings, probe_load};
 
 use super::options::RunError;
@@ -39,13 +39,13 @@ impl Phases<'_> {
         // The probes at the ends of the bracket, for the capacity's interval.
         let (mut at_pass, mut at_fail): (Option<ProbeOutcome>, Option<ProbeOutcome>) = (None, None);
         let calibration = report.client_calibration.clone();
-        let (stop_reason, lower_bound) = loop {
+        let stop = loop {
             if self.stops.stop_starting.is_cancelled() {
-                break ("interrupted".to_string(), false);
+                break SearchStop::Interrupted;
             }
             let load = match course.next() {
                 Ok(load) => load,
-                Err(reason) => break (reason.describe(search.load), reason.is_inconclusive()),
+                Err(reason) => break search_stop(reason),
             };
             let mut attempt = 0;
             let result = loop {
@@ -114,11 +114,12 @@ impl Phases<'_> {
             phase: phase.name.to_string(),
             load: search.load,
             capacity: course.passed,
-            lower_bound,
+            lower_bound: stop.is_inconclusive(),
             capacity_interval: capacity_interval(at_pass.as_ref(), at_fail.as_ref()),
             goodput: capacity_goodput,
             bracket: [course.passed, course.failed],
-            stop_reason,
+            stop_reason: stop.describe(search.load),
+            stop: Some(stop),
             probes,
             work_sha256: self
                 .targets
@@ -179,6 +180,18 @@ impl Phases<'_> {
 
 /// Successful requests per second whose figures are within each objective's largest limit
 /// (goodput as a plan's `slo` counts it).
+/// The course's stop as the report states it.
+fn search_stop(reason: StopReason) -> SearchStop {
+    match reason {
+        StopReason::PrecisionReached => SearchStop::PrecisionReached,
+        StopReason::MaxMet => SearchStop::MaxMet,
+        StopReason::MinFailed => SearchStop::MinFailed,
+        StopReason::Budget => SearchStop::ProbeBudgetSpent,
+        StopReason::Indeterminate(at) => SearchStop::Indeterminate { at },
+        StopReason::ClientBound(at) => SearchStop::ClientBound { at },
+    }
+}
+
 fn goodput(search: &Search, result: &PhaseResult) -> Option<f64> {
     let limits = search.slo.request_limits();
     let timings = result.request_timings.iter();

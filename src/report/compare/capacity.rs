@@ -93,6 +93,7 @@ mod tests {
             goodput: None,
             bracket: interval,
             stop_reason: "precision reached".into(),
+            stop: None,
             probes: Vec::new(),
             work_sha256: None,
         }

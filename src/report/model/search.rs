@@ -100,13 +100,105 @@ pub struct SearchResult {
     pub goodput: Option<f64>,
     /// Highest passing and lowest failing load.
     pub bracket: [Option<f64>; 2],
-    /// `precision reached`, `max met`, `min failed`, `probe budget spent`, `interrupted`,
-    /// `stopped: client-bound at …` or `stopped: indeterminate at …`.
+    /// Why it stopped, for people: `precision reached`, `max met`, `min failed`,
+    /// `probe budget spent`, `interrupted`, `stopped: client-bound at …` or
+    /// `stopped: indeterminate at …` (`stop` says it for scripts).
     pub stop_reason: String,
+    /// Why it stopped, for scripts. Absent from reports written before it was added: read
+    /// it with [`SearchResult::stop`], which falls back to `stop_reason`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stop: Option<SearchStop>,
     pub probes: Vec<String>,
     /// sha256 of the work the search asked for, hashed as a phase's `work_sha256` is.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub work_sha256: Option<String>,
+}
+
+impl SearchResult {
+    /// Why the search stopped: `stop`, else read from an older report's `stop_reason`.
+    pub fn stop(&self) -> Option<SearchStop> {
+        self.stop
+            .or_else(|| SearchStop::from_text(&self.stop_reason))
+    }
+}
+
+/// Why a capacity search stopped.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum SearchStop {
+    /// The bracket is within `precision` (or one apart, for concurrency).
+    PrecisionReached,
+    /// `max` passed: the capacity is at least `max`.
+    MaxMet,
+    /// `min` failed: the capacity is below the searched range.
+    MinFailed,
+    /// `max_probes` ran out first.
+    ProbeBudgetSpent,
+    /// The run was interrupted.
+    Interrupted,
+    /// A probe could not tell pass from fail by its maximum duration, at load `at`.
+    Indeterminate { at: f64 },
+    /// A probe was client-bound twice at load `at`: its latencies measure the client.
+    ClientBound { at: f64 },
+}
+
+impl SearchStop {
+    /// The search could not answer: its capacity is only a lower bound.
+    pub fn is_inconclusive(self) -> bool {
+        matches!(
+            self,
+            SearchStop::Indeterminate { .. } | SearchStop::ClientBound { .. }
+        )
+    }
+
+    /// As the report states it, e.g. `stopped: client-bound at 16 req/s`.
+    pub fn describe(self, kind: SearchLoad) -> String {
+        let at = |load: f64| match kind {
+            SearchLoad::Rate => {
+                let text = format!("{load:.3}");
+                format!("{} req/s", text.trim_end_matches('0').trim_end_matches('.'))
+            }
+            SearchLoad::Concurrency => format!("concurrency {load}"),
+        };
+        match self {
+            SearchStop::PrecisionReached => "precision reached".into(),
+            SearchStop::MaxMet => "max met".into(),
+            SearchStop::MinFailed => "min failed".into(),
+            SearchStop::ProbeBudgetSpent => "probe budget spent".into(),
+            SearchStop::Interrupted => "interrupted".into(),
+            SearchStop::Indeterminate { at: load } => {
+                format!("stopped: indeterminate at {}", at(load))
+            }
+            SearchStop::ClientBound { at: load } => {
+                format!("stopped: client-bound at {}", at(load))
+            }
+        }
+    }
+
+    /// What [`SearchStop::describe`] wrote, read back; `None` for any other text.
+    pub fn from_text(text: &str) -> Option<SearchStop> {
+        let load = |rest: &str| {
+            let number = rest
+                .strip_suffix(" req/s")
+                .or_else(|| rest.strip_prefix("concurrency "))?;
+            number.parse::<f64>().ok()
+        };
+        Some(match text {
+            "precision reached" => SearchStop::PrecisionReached,
+            "max met" => SearchStop::MaxMet,
+            "min failed" => SearchStop::MinFailed,
+            "probe budget spent" => SearchStop::ProbeBudgetSpent,
+            "interrupted" => SearchStop::Interrupted,
+            _ => {
+                if let Some(rest) = text.strip_prefix("stopped: indeterminate at ") {
+                    SearchStop::Indeterminate { at: load(rest)? }
+                } else {
+                    let rest = text.strip_prefix("stopped: client-bound at ")?;
+                    SearchStop::ClientBound { at: load(rest)? }
+                }
+            }
+        })
+    }
 }
 
 /// What the two capacities say together.
@@ -133,5 +225,45 @@ pub fn by_intervals(base: [f64; 2], new: [f64; 2]) -> CapacityVerdict {
         CapacityVerdict::Lower
     } else {
         CapacityVerdict::Overlapping
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_stop_reads_back_from_its_text_and_serializes_with_its_kind() {
+        let every = [
+            SearchStop::PrecisionReached,
+            SearchStop::MaxMet,
+            SearchStop::MinFailed,
+            SearchStop::ProbeBudgetSpent,
+            SearchStop::Interrupted,
+            SearchStop::Indeterminate { at: 12.5 },
+            SearchStop::ClientBound { at: 16.0 },
+        ];
+        for stop in every {
+            for kind in [SearchLoad::Rate, SearchLoad::Concurrency] {
+                let text = stop.describe(kind);
+                assert_eq!(SearchStop::from_text(&text), Some(stop), "{text}");
+            }
+        }
+        assert_eq!(
+            SearchStop::ClientBound { at: 16.0 }.describe(SearchLoad::Rate),
+            "stopped: client-bound at 16 req/s"
+        );
+        assert_eq!(
+            SearchStop::from_text("stopped: client-bound at lunch"),
+            None
+        );
+        assert_eq!(SearchStop::from_text("killed"), None);
+        let json = serde_json::to_value(SearchStop::Indeterminate { at: 8.0 }).unwrap();
+        assert_eq!(
+            json,
+            serde_json::json!({"kind": "indeterminate", "at": 8.0})
+        );
+        assert!(SearchStop::ClientBound { at: 1.0 }.is_inconclusive());
+        assert!(!SearchStop::MaxMet.is_inconclusive());
     }
 }

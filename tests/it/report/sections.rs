@@ -192,6 +192,7 @@ fn report_with_every_section() -> Report {
         goodput: Some(2.0),
         bracket: [Some(4.0), Some(16.0)],
         stop_reason: "precision reached".into(),
+        stop: None,
         probes: Vec::new(),
         work_sha256: None,
     }];
