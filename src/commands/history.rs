@@ -103,8 +103,31 @@ pub enum OutputFormat {
     Json,
 }
 
+impl HistoryCommand {
+    /// The plan a reading subcommand's `--plan` names (an import's names the plan it
+    /// creates, so it is not here).
+    fn plan(&self) -> Option<&str> {
+        match self {
+            HistoryCommand::List(a) => a.plan.as_deref(),
+            HistoryCommand::Series(a) => Some(&a.plan),
+            HistoryCommand::Trend(a) => a.plan.as_deref(),
+            HistoryCommand::Gate(a) => a.plan.as_deref(),
+            HistoryCommand::Baseline(a) => Some(&a.plan),
+            _ => None,
+        }
+    }
+}
+
 pub fn run(args: &HistoryArgs) -> Exit {
     let location = Location::resolve(args.history.as_deref(), Path::new(RUNS_DIR));
+    // A plan the store holds no run of is a typo, not an empty history: a gate must not pass.
+    if let Some(plan) = args.command.plan() {
+        let known = open(&location, OpenMode::Existing)
+            .and_then(|store| crate::history::require_plan(&store, plan, &location.to_string()));
+        if let Err(e) = known {
+            return fail(&e);
+        }
+    }
     match &args.command {
         HistoryCommand::List(a) => list::run(&location, a),
         HistoryCommand::Show(a) => show::run(&location, a),
@@ -165,6 +188,7 @@ fn fail(e: &HistoryError) -> Exit {
     eprintln!("error: {e}");
     match e {
         HistoryError::UnknownRun(_)
+        | HistoryError::UnknownPlan { .. }
         | HistoryError::UnknownAlert(_)
         | HistoryError::Invalid(_)
         | HistoryError::File { .. } => Exit::InvalidInput,

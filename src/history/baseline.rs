@@ -169,7 +169,16 @@ pub fn resolve(baseline: &Baseline, store: &dyn Store, plan: &str) -> Result<Run
         ..RunFilter::default()
     })?;
     match &baseline.pick {
-        Pick::Run(id) => Ok(store.run(id)?.summary.id),
+        Pick::Run(id) => {
+            let run = store.run(id)?.summary;
+            if run.plan != plan {
+                return Err(unresolved(format!(
+                    "run {id} is of plan `{}`, not `{plan}`",
+                    run.plan
+                )));
+            }
+            Ok(run.id)
+        }
         Pick::Tag(tag) => runs
             .iter()
             .rev()
