@@ -140,6 +140,21 @@ fn against_baseline(args: &GateArgs, name: &str, plan: &str, store: &mut dyn Sto
         &gates,
         CompareOptions { force: args.force },
     );
+    // A baseline with no gates checks only the capacity searches both runs made; with none,
+    // it would pass whatever the latest run measured.
+    if gates.is_empty() {
+        if comparison.capacities.is_empty() {
+            eprintln!(
+                "error: baseline `{name}` has no gates to check: give it `gates:` in {shown} \
+                 or pass --gate EXPR"
+            );
+            return Exit::InvalidInput;
+        }
+        eprintln!(
+            "baseline `{name}` has no gates: only the capacity of {} search(es) is checked",
+            comparison.capacities.len()
+        );
+    }
     for refused in &comparison.refused {
         eprintln!(
             "warning: phase `{}` asked for different work than the baseline: its change \

@@ -53,3 +53,58 @@ fn a_plan_the_store_holds_no_run_of_fails_every_reading_subcommand() {
         );
     }
 }
+
+/// Two copies of the sample report recorded into a fresh SQLite store; the store's path
+/// and the first copy's id.
+fn two_sample_runs(dir: &std::path::Path) -> (String, String) {
+    let store = dir.join("history.sqlite").display().to_string();
+    let mut ids = Vec::new();
+    for (name, run_id) in [("a", "sample-a"), ("b", "sample-b")] {
+        let path = super::support::write_report(dir, name, &super::support::sample(), run_id);
+        let out = history_cmd(&store)
+            .arg("record")
+            .arg(&path)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", text(&out));
+        ids.push(String::from_utf8_lossy(&out.stdout).trim().to_string());
+    }
+    (store, ids.swap_remove(0))
+}
+
+#[test]
+fn a_baseline_with_no_gates_to_check_is_refused_not_passed() {
+    let dir = tempfile::tempdir().unwrap();
+    let (store, first) = two_sample_runs(dir.path());
+    let plan = super::support::sample()["plan"]["name"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let baselines = dir.path().join("baselines.yaml");
+    std::fs::write(&baselines, format!("release: {{run: {first}}}\n")).unwrap();
+    let gate = |extra: &[&str]| {
+        history_cmd(&store)
+            .args([
+                "gate",
+                "--plan",
+                &plan,
+                "--baseline",
+                "release",
+                "--baselines",
+            ])
+            .arg(&baselines)
+            .args(extra)
+            .output()
+            .unwrap()
+    };
+    let out = gate(&[]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(
+        text(&out).contains("baseline `release` has no gates to check"),
+        "{}",
+        text(&out)
+    );
+    // A gate from the command line gives it something to check.
+    let out = gate(&["--gate", "error_rate <= 1"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+}
