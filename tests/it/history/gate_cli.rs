@@ -108,3 +108,34 @@ fn a_baseline_with_no_gates_to_check_is_refused_not_passed() {
     let out = gate(&["--gate", "error_rate <= 1"]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
 }
+
+#[test]
+fn a_quiet_gate_says_how_many_series_it_could_not_test_yet() {
+    let dir = tempfile::tempdir().unwrap();
+    // 4 runs: fewer than the 3 either side a change needs.
+    for location in recorded(dir.path(), "untested series on PostgreSQL", 4) {
+        let out = history_cmd(&address(&location))
+            .args(["gate", "--plan", "nightly"])
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+        assert!(
+            text(&out).contains("no open alerts\n")
+                && text(&out).contains("1 series cannot be tested yet: fewer than 6 eligible runs"),
+            "{location}: {}",
+            text(&out)
+        );
+    }
+    let dir = tempfile::tempdir().unwrap();
+    for location in recorded(dir.path(), "tested series on PostgreSQL", 6) {
+        let out = history_cmd(&address(&location))
+            .args(["gate", "--plan", "nightly"])
+            .output()
+            .unwrap();
+        assert!(
+            !text(&out).contains("cannot be tested"),
+            "{location}: {}",
+            text(&out)
+        );
+    }
+}
