@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 
 use crate::exit::Exit;
 use crate::history::baseline;
+use crate::history::render::alert_change;
 use crate::history::series::AlertState;
 use crate::history::store::{RunFilter, Store};
 use crate::history::trend::{SeriesTrend, Settings};
@@ -54,14 +55,12 @@ fn open_alerts(args: &GateArgs, store: &mut dyn Store) -> Exit {
         .collect();
     for a in &open {
         println!(
-            "alert {} open: {} → {} `{}` {} → {} at {} (opened by {})",
+            "alert {} open: {} → {} `{}` {} (opened by {})",
             a.id,
             a.key.phase,
             a.key.target,
             a.key.figure,
-            a.before,
-            a.after,
-            a.change_at,
+            alert_change(a, &trends),
             a.opened_by
         );
     }

@@ -139,3 +139,34 @@ fn a_quiet_gate_says_how_many_series_it_could_not_test_yet() {
         );
     }
 }
+
+#[test]
+fn the_gate_writes_an_alert_s_change_as_the_trend_report_does() {
+    let dir = tempfile::tempdir().unwrap();
+    for location in recorded(dir.path(), "alert text on PostgreSQL", 30) {
+        let path = address(&location);
+        let gate = history_cmd(&path)
+            .args(["gate", "--plan", "nightly"])
+            .output()
+            .unwrap();
+        assert_eq!(gate.status.code(), Some(5), "{}", text(&gate));
+        let trend = history_cmd(&path)
+            .args(["trend", "--plan", "nightly"])
+            .output()
+            .unwrap();
+        let trend = String::from_utf8_lossy(&trend.stdout).to_string();
+        let row = trend
+            .lines()
+            .find(|l| l.starts_with("| 1 | open |"))
+            .unwrap_or_else(|| panic!("{trend}"));
+        let change = row.split(" | ").nth(4).unwrap();
+        assert!(change.starts_with("regression "), "{row}");
+        assert!(
+            text(&gate).contains(&format!(
+                "alert 1 open: phase-00 → default `ttft.p99` {change} (opened by"
+            )),
+            "{change}\n{}",
+            text(&gate)
+        );
+    }
+}
