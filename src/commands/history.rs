@@ -73,7 +73,8 @@ pub enum HistoryCommand {
     /// Exit 5 while an alert is open, or 1 when the latest run fails the gates against a
     /// named baseline.
     Gate(GateArgs),
-    /// Acknowledge an alert with a reason: it stays listed but no longer fails the gate.
+    /// Acknowledge alerts (by number, or every open one of a plan with --plan P --all) with a
+    /// reason: they stay listed but no longer fail the gate.
     Ack(AckArgs),
     /// List the baselines of a baselines file and the run each names.
     Baseline(BaselineArgs),
@@ -113,6 +114,7 @@ impl HistoryCommand {
             HistoryCommand::Trend(a) => a.plan.as_deref(),
             HistoryCommand::Gate(a) => a.plan.as_deref(),
             HistoryCommand::Baseline(a) => Some(&a.plan),
+            HistoryCommand::Ack(a) => a.plan.as_deref(),
             _ => None,
         }
     }

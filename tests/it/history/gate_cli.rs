@@ -170,3 +170,94 @@ fn the_gate_writes_an_alert_s_change_as_the_trend_report_does() {
         );
     }
 }
+
+#[test]
+fn ack_takes_several_alerts_or_every_open_one_of_a_plan() {
+    use servebench::history::{AlertState, OpenMode, Store as _, open, synthetic};
+    let dir = tempfile::tempdir().unwrap();
+    for location in super::support::backends(dir.path(), "ack on PostgreSQL") {
+        let mut store = open(&location, OpenMode::Create).unwrap();
+        // Phases 0 and 3 step up: an alert per figure of each.
+        for rows in synthetic::runs("nightly", 30, 4, &["ttft.p99", "e2e.p99"]) {
+            store.record_rows(&rows).unwrap();
+        }
+        let path = address(&location);
+        let gate = history_cmd(&path)
+            .args(["gate", "--plan", "nightly"])
+            .output()
+            .unwrap();
+        assert_eq!(gate.status.code(), Some(5), "{}", text(&gate));
+        let ids: Vec<String> = store
+            .alerts(None)
+            .unwrap()
+            .iter()
+            .map(|a| a.id.to_string())
+            .collect();
+        assert!(ids.len() >= 3, "{location}: {ids:?}");
+        let states = || -> Vec<AlertState> {
+            let store = open(&location, OpenMode::Existing).unwrap();
+            store
+                .alerts(None)
+                .unwrap()
+                .into_iter()
+                .map(|a| a.state)
+                .collect()
+        };
+
+        // One unknown number acknowledges nothing.
+        let out = history_cmd(&path)
+            .args(["ack", &ids[0], "999", "--reason", "x"])
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+        assert!(states().iter().all(|s| *s == AlertState::Open));
+
+        let out = history_cmd(&path)
+            .args(["ack", &ids[0], &ids[1], "--reason", "new tokenizer"])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", text(&out));
+        assert!(
+            text(&out).contains(&format!("acknowledged 2 alerts: {}, {}", ids[0], ids[1])),
+            "{}",
+            text(&out)
+        );
+        let out = history_cmd(&path)
+            .args([
+                "ack",
+                "--plan",
+                "nightly",
+                "--all",
+                "--reason",
+                "new engine",
+            ])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", text(&out));
+        assert!(
+            text(&out).contains(&format!(
+                "acknowledged {} alerts of plan `nightly`",
+                ids.len() - 2
+            )),
+            "{}",
+            text(&out)
+        );
+        assert!(states().iter().all(|s| *s == AlertState::Acknowledged));
+        let gate = history_cmd(&path)
+            .args(["gate", "--plan", "nightly"])
+            .output()
+            .unwrap();
+        assert_eq!(gate.status.code(), Some(0), "{}", text(&gate));
+        // --all needs the plan, and the plan must be one the store holds.
+        let out = history_cmd(&path)
+            .args(["ack", "--all", "--reason", "x"])
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2));
+        let out = history_cmd(&path)
+            .args(["ack", "--plan", "nightyl", "--all", "--reason", "x"])
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    }
+}
