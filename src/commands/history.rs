@@ -220,6 +220,23 @@ fn md_table(head: &[&str], rows: &[Vec<String>]) -> String {
     out
 }
 
+/// A time option's value (`--since`, `--started-at`): an RFC 3339 time, or a plain date for
+/// its 00:00 UTC; as the store keeps times (UTC, milliseconds, `Z`).
+fn time_arg(text: &str) -> Result<String, String> {
+    crate::history::store::normalize_time(text)
+        .or_else(|| {
+            let date = chrono::NaiveDate::parse_from_str(text.trim(), "%Y-%m-%d").ok()?;
+            let midnight = date.and_hms_opt(0, 0, 0)?.and_utc();
+            Some(midnight.to_rfc3339_opts(chrono::SecondsFormat::Millis, true))
+        })
+        .ok_or_else(|| {
+            format!(
+                "expected an RFC 3339 time (2026-12-06T09:00:00Z) or a date (2026-12-06, its \
+                 00:00 UTC), found `{text}`"
+            )
+        })
+}
+
 /// The output file argument every subcommand takes.
 #[derive(Debug, Clone, Args)]
 pub struct OutputArgs {
@@ -228,4 +245,20 @@ pub struct OutputArgs {
     /// Write here instead of stdout.
     #[arg(short, long, value_name = "FILE")]
     pub output: Option<PathBuf>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::time_arg;
+
+    #[test]
+    fn a_time_option_takes_a_time_or_a_plain_date() {
+        assert_eq!(time_arg("2026-12-06").unwrap(), "2026-12-06T00:00:00.000Z");
+        assert_eq!(
+            time_arg("2026-12-06T10:00:00+01:00").unwrap(),
+            "2026-12-06T09:00:00.000Z"
+        );
+        assert!(time_arg("2026-13-06").unwrap_err().contains("or a date"));
+        assert!(time_arg("yesterday").is_err());
+    }
 }

@@ -1,5 +1,5 @@
-//! What the history's command line refuses or says plainly, on a synthetic store: a
-//! `--plan` it holds no run of, a baseline with no gates to check.
+//! The history's command line on synthetic stores: what it refuses (a `--plan` it holds no
+//! run of, a baseline with no gates), what the gate says, `ack` of many alerts, time options.
 
 use super::trends::{address, history_cmd, recorded};
 
@@ -259,5 +259,28 @@ fn ack_takes_several_alerts_or_every_open_one_of_a_plan() {
             .output()
             .unwrap();
         assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    }
+}
+
+#[test]
+fn since_takes_a_plain_date_as_its_midnight_utc() {
+    let dir = tempfile::tempdir().unwrap();
+    // Run 1 starts 2023-11-14T23:13:20Z, each next one an hour later.
+    for location in recorded(dir.path(), "--since a date on PostgreSQL", 12) {
+        let path = address(&location);
+        let by_date = super::support::list_runs(&path, &["--since", "2023-11-15"]);
+        let by_time = super::support::list_runs(&path, &["--since", "2023-11-15T00:00:00Z"]);
+        assert_eq!(by_date.len(), 11, "{location}");
+        assert_eq!(by_date, by_time);
+        let out = history_cmd(&path)
+            .args(["list", "--since", "15/11/2023"])
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2));
+        assert!(
+            text(&out).contains("or a date (2026-12-06"),
+            "{}",
+            text(&out)
+        );
     }
 }
