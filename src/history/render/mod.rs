@@ -94,7 +94,8 @@ fn unit_of(figure: &str) -> Unit {
         .map_or(Unit::Count, FigurePath::unit)
 }
 
-fn value(v: f64, figure: &str) -> String {
+/// A figure's value in its unit, as report.md writes it (`14.9 ms`, `240.0`).
+pub fn value(v: f64, figure: &str) -> String {
     numfmt::with_unit(v, unit_of(figure))
 }
 
