@@ -236,6 +236,22 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_pinned_run_of_another_plan_is_refused() {
+        let store = crate::history::synthetic::store("nightly", 2, 1, &["ttft.p99"]);
+        let pinned = Baseline {
+            name: "pinned".into(),
+            pick: Pick::Run("run-0001".into()),
+            gates: Vec::new(),
+        };
+        assert_eq!(resolve(&pinned, &store, "nightly").unwrap(), "run-0001");
+        let err = resolve(&pinned, &store, "weekly").unwrap_err().to_string();
+        assert!(
+            err.contains("run run-0001 is of plan `nightly`, not `weekly`"),
+            "{err}"
+        );
+    }
+
+    #[test]
     fn reads_each_kind_and_refuses_an_ambiguous_entry() {
         let text = "release: {tag: v1.2}\npinned: {run: abc}\nbest: {best_of_last: 5, figure: ttft.p99, gates: ['ttft.p99 < +10%']}\n";
         let b = parse(text, "baselines.yaml").unwrap();
