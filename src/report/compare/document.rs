@@ -99,9 +99,7 @@ pub fn document(c: &Comparison) -> Document {
         c.bootstrap_resamples
     ))]));
     if c.phases.is_empty() {
-        blocks.push(Block::Paragraph(vec![Span::text(
-            "No phase names in common.",
-        )]));
+        blocks.push(Block::Paragraph(vec![Span::text(no_phase_compared(c))]));
     }
     for p in &c.phases {
         phase_changes(&mut blocks, p);
@@ -120,6 +118,20 @@ pub fn document(c: &Comparison) -> Document {
     Document {
         title: "servebench compare".into(),
         blocks,
+    }
+}
+
+/// Why no phase was compared: no name in common, or every shared name asked for other work.
+fn no_phase_compared(c: &Comparison) -> String {
+    match c.refused.len() {
+        0 => "No phase names in common.".to_string(),
+        1 => "No phase compared: the one phase with a matching name asked for different work \
+              (see Not compared)."
+            .to_string(),
+        n => format!(
+            "No phase compared: the {n} phases with matching names asked for different work \
+             (see Not compared)."
+        ),
     }
 }
 
