@@ -17,11 +17,13 @@ fn value(v: Option<f64>, unit: Option<Unit>) -> String {
     }
 }
 
+/// Bad (bold, red) for a significant change for the worse, good (green) for a significant
+/// one for the better; a change that was not tested, or not told from noise, stays plain.
 fn change_mark(m: &MetricChange) -> Mark {
     let (Some(d), Some(better)) = (m.change, m.better) else {
         return Mark::Plain;
     };
-    if d == 0.0 || m.significant == Some(false) {
+    if d == 0.0 || m.significant != Some(true) {
         return Mark::Plain;
     }
     match better {
@@ -94,7 +96,7 @@ pub fn document(c: &Comparison) -> Document {
          the two sides do not overlap and, where both sides hold per-request records, the \
          bootstrap interval ({} resamples) of new − base excludes zero; without intervals \
          (too few samples) it is not tested. The error rate needs records. Bold marks a \
-         change for the worse that is significant, or that cannot be tested.",
+         significant change for the worse.",
         c.confidence * 100.0,
         c.bootstrap_resamples
     ))]));
