@@ -3,8 +3,9 @@
 
 use super::capacity::CapacityVerdict;
 use super::gate::Compared;
+use super::untested::{TooFewSamples, Untested};
 use super::{Comparison, MetricChange, PhaseComparison};
-use crate::report::model::figure_path::{Better, Unit};
+use crate::report::model::figure_path::Unit;
 use crate::report::render::document::{Block, Document, Level, Span, Tone};
 use crate::report::render::numfmt::{pct_change, sig3, signed, with_unit};
 use crate::report::render::table::{Align, Cell, Mark, Table};
@@ -20,17 +21,10 @@ fn value(v: Option<f64>, unit: Option<Unit>) -> String {
 /// Bad (bold, red) for a significant change for the worse, good (green) for a significant
 /// one for the better; a change that was not tested, or not told from noise, stays plain.
 fn change_mark(m: &MetricChange) -> Mark {
-    let (Some(d), Some(better)) = (m.change, m.better) else {
-        return Mark::Plain;
-    };
-    if d == 0.0 || m.significant != Some(true) {
-        return Mark::Plain;
-    }
-    match better {
-        Better::Lower if d > 0.0 => Mark::Bad,
-        Better::Higher if d < 0.0 => Mark::Bad,
-        Better::Lower | Better::Higher => Mark::Good,
-        Better::Neither => Mark::Plain,
+    match (m.significant, m.worse()) {
+        (Some(true), Some(true)) => Mark::Bad,
+        (Some(true), Some(false)) => Mark::Good,
+        _ => Mark::Plain,
     }
 }
 
@@ -60,6 +54,7 @@ pub fn document(c: &Comparison) -> Document {
             })
             .collect(),
     )];
+    blocks.push(Block::Paragraph(vec![Span::strong(tally_line(c))]));
     if !c.provenance.is_empty() {
         provenance_section(&mut blocks, c);
     }
@@ -120,6 +115,44 @@ pub fn document(c: &Comparison) -> Document {
     Document {
         title: "servebench compare".into(),
         blocks,
+    }
+}
+
+/// `N significant regressions, M significant improvements, K figures not testable`.
+fn tally_line(c: &Comparison) -> String {
+    let t = &c.tally;
+    let count = |n: usize, one: &str, many: &str| format!("{n} {}", if n == 1 { one } else { many });
+    format!(
+        "{}, {}, {}.",
+        count(t.regressions, "significant regression", "significant regressions"),
+        count(t.improvements, "significant improvement", "significant improvements"),
+        count(t.not_testable, "figure not testable", "figures not testable"),
+    )
+}
+
+/// Which figures too few samples left untested, and the phase that would test them.
+fn too_few_samples_line(t: &TooFewSamples) -> String {
+    let mut line = format!(
+        "Not testable for too few samples: {}. They need up to {} samples a side",
+        t.figures.join(", "),
+        t.samples_needed
+    );
+    if let (Some(s), Some(r)) = (t.seconds_needed, t.requests_needed) {
+        line.push_str(&format!(
+            "; at these runs' rates, a phase of about {} ({r} requests) would give them",
+            duration_text(s)
+        ));
+    }
+    line.push('.');
+    line
+}
+
+/// Seconds as a phase duration a plan could take: `40 s`, `3.2 min`.
+fn duration_text(seconds: f64) -> String {
+    if seconds < 120.0 {
+        format!("{} s", seconds.ceil())
+    } else {
+        format!("{} min", sig3(seconds / 60.0))
     }
 }
 
@@ -334,10 +367,10 @@ fn phase_changes(blocks: &mut Vec<Block>, p: &PhaseComparison) {
                 _ => "–".to_string(),
             }),
             Cell::plain(match (m.significant, m.note) {
-                (Some(true), _) => "yes".to_string(),
-                (Some(false), _) => "no".to_string(),
-                (None, Some(note)) => format!("n/a ({note})"),
-                (None, None) => "n/a (no records or intervals)".to_string(),
+                (Some(true), _) => "yes",
+                (Some(false), _) => "no",
+                (None, Some(why)) => why.cell(),
+                (None, None) => Untested::NoRecordsOrIntervals.cell(),
             }),
             Cell::plain(
                 m.samples
@@ -346,6 +379,9 @@ fn phase_changes(blocks: &mut Vec<Block>, p: &PhaseComparison) {
         ]);
     }
     blocks.push(Block::Table(t));
+    if let Some(too_few) = &p.too_few_samples {
+        blocks.push(Block::Paragraph(vec![Span::text(too_few_samples_line(too_few))]));
+    }
     if !p.new_error_causes.is_empty() {
         blocks.push(Block::Paragraph(vec![Span::text(
             "New error causes (not in base):",

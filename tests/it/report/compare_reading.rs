@@ -81,3 +81,107 @@ fn only_a_significant_change_for_the_worse_is_bold_and_a_tiny_drop_keeps_its_sig
     assert!(ttft.contains("| **+50.0%** |"), "{ttft}");
     assert!(ttft.contains("| yes |"), "{ttft}");
 }
+
+#[test]
+fn a_tally_leads_and_too_few_samples_says_what_phase_would_test_them() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let base_report = sample_report(1.0);
+    let slow_report = sample_report(1.5);
+    let base = write_json(dir.path(), "base.json", &base_report);
+    let slow = write_json(dir.path(), "slow.json", &slow_report);
+    let json = servebench()
+        .arg("compare")
+        .args([&base, &slow])
+        .args(["--format", "json"])
+        .output()
+        .expect("run");
+    let v: serde_json::Value = serde_json::from_slice(&json.stdout).expect("json");
+    let metrics: Vec<&serde_json::Value> = v["phases"]
+        .as_array()
+        .expect("phases")
+        .iter()
+        .flat_map(|p| p["metrics"].as_array().expect("metrics"))
+        .collect();
+    let by_design = ["a count", "one value per phase"];
+    let not_testable = metrics
+        .iter()
+        .filter(|m| m["significant"].is_null())
+        .filter(|m| !by_design.contains(&m["note"].as_str().expect("a note on every untested")))
+        .count();
+    let tally = &v["tally"];
+    assert_eq!(tally["not_testable"], not_testable, "{tally}");
+    let regressions = tally["regressions"].as_u64().expect("regressions");
+    assert!(regressions > 0, "a 50% slower TTFT is a regression: {tally}");
+    let (code, md) = compare_md(&base, &slow);
+    assert_eq!(code, Some(0), "{md}");
+    let line = format!(
+        "**{regressions} significant regressions, {} significant improvements, {not_testable} \
+         figures not testable.**",
+        tally["improvements"]
+    );
+    assert!(md.contains(&line), "{line}\n{md}");
+
+    // p95 and p99 need 72 and 368 samples a side; at a side's pace, 368 samples of a figure
+    // take 368 × elapsed / samples seconds and 368 × requests / samples requests.
+    let c16 = v["phases"]
+        .as_array()
+        .expect("phases")
+        .iter()
+        .find(|p| p["phase"] == "gateway-c16")
+        .expect("gateway-c16");
+    let gap = &c16["too_few_samples"];
+    let figures: Vec<&str> = gap["figures"]
+        .as_array()
+        .expect("figures")
+        .iter()
+        .filter_map(|f| f.as_str())
+        .collect();
+    assert!(figures.contains(&"ttft.p95") && figures.contains(&"ttft.p99"), "{gap}");
+    assert_eq!(gap["samples_needed"], 368);
+    let summary = |r: &Report| {
+        let p = r.phases.iter().find(|p| p.header.phase == "gateway-c16").expect("phase");
+        (p.summary.elapsed, p.summary.requests as f64)
+    };
+    let sides = [summary(&base_report), summary(&slow_report)];
+    let (mut seconds, mut requests) = (0f64, 0f64);
+    for m in c16["metrics"].as_array().expect("metrics") {
+        if !figures.contains(&m["metric"].as_str().expect("name")) {
+            continue;
+        }
+        for (i, (elapsed, reqs)) in sides.iter().enumerate() {
+            let have = m["samples"][i].as_f64().expect("samples");
+            seconds = seconds.max(368.0 * elapsed / have);
+            requests = requests.max((368.0 * reqs / have).ceil());
+        }
+    }
+    let got = gap["seconds_needed"].as_f64().expect("seconds");
+    assert!((got - seconds).abs() < 1e-6 * seconds, "{got} vs {seconds}");
+    assert_eq!(gap["requests_needed"].as_f64(), Some(requests));
+    assert!(
+        md.contains(&format!(
+            "Not testable for too few samples: {}. They need up to 368 samples a side; at \
+             these runs' rates, a phase of about {} s ({requests} requests) would give them.",
+            figures.join(", "),
+            seconds.ceil()
+        )),
+        "{md}"
+    );
+}
+
+#[test]
+fn counts_and_phase_rates_say_they_are_not_tested_by_design() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let base = write_json(dir.path(), "base.json", &sample_report(1.0));
+    let slow = write_json(dir.path(), "slow.json", &sample_report(1.5));
+    let (_, md) = compare_md(&base, &slow);
+    for (metric, cell) in [
+        ("requests", "| not tested (a count) |"),
+        ("errors", "| not tested (a count) |"),
+        ("output_tokens_per_second", "| not tested (one value per phase) |"),
+        ("request_rate", "| not tested (one value per phase) |"),
+    ] {
+        let row = row(&md, "gateway-c16", metric);
+        assert!(row.contains(cell), "{row}");
+    }
+    assert!(!md.contains("n/a (no records or intervals)"), "{md}");
+}
