@@ -185,3 +185,55 @@ fn counts_and_phase_rates_say_they_are_not_tested_by_design() {
     }
     assert!(!md.contains("n/a (no records or intervals)"), "{md}");
 }
+
+#[test]
+fn a_run_directory_stands_for_its_report_json() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (q1, q2, empty) = (
+        dir.path().join("q1"),
+        dir.path().join("q2"),
+        dir.path().join("empty"),
+    );
+    for d in [&q1, &q2, &empty] {
+        std::fs::create_dir(d).expect("mkdir");
+    }
+    write_json(&q1, "report.json", &sample_report(1.0));
+    write_json(&q2, "report.json", &sample_report(1.5));
+    let (code, md) = compare_md(&q1, &q2);
+    assert_eq!(code, Some(0), "{md}");
+    let base_file = q1.join("report.json");
+    assert!(
+        md.contains(&format!("**Base:** {}", base_file.display())),
+        "{md}"
+    );
+    assert!(md.contains("### gateway-c16"), "{md}");
+
+    let out = servebench()
+        .args(["report", "--format", "md"])
+        .arg(&q1)
+        .output()
+        .expect("run");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{stdout}");
+    assert!(stdout.contains("gateway-c16"), "{stdout}");
+
+    // A directory without a report: exit 2, naming the file looked for.
+    let looked_for = format!("(looked for {})", empty.join("report.json").display());
+    let out = servebench()
+        .arg("compare")
+        .args([&q1, &empty])
+        .output()
+        .expect("run");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains(&looked_for), "{stderr}");
+    assert!(!stderr.contains("Is a directory"), "{stderr}");
+    let out = servebench()
+        .arg("report")
+        .arg(&empty)
+        .output()
+        .expect("run");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains(&looked_for), "{stderr}");
+}
