@@ -3,6 +3,7 @@
 
 use super::capacity::CapacityVerdict;
 use super::gate::Compared;
+use super::plan_diff::PLAN_CHANGES_LISTED;
 use super::untested::{TooFewSamples, Untested};
 use super::{Comparison, MetricChange, PhaseComparison};
 use crate::report::model::figure_path::Unit;
@@ -55,7 +56,7 @@ pub fn document(c: &Comparison) -> Document {
             .collect(),
     )];
     blocks.push(Block::Paragraph(vec![Span::strong(tally_line(c))]));
-    if !c.provenance.is_empty() {
+    if !c.provenance.is_empty() || !c.plan.is_empty() {
         provenance_section(&mut blocks, c);
     }
     if !c.refused.is_empty() {
@@ -221,7 +222,8 @@ fn capacity_section(blocks: &mut Vec<Block>, c: &Comparison) {
     blocks.push(Block::Table(t));
 }
 
-/// The provenance labels that differ between the runs (engine version, host, labels).
+/// The provenance labels that differ between the runs (engine version, host, labels), then
+/// the plan: its file's hash and the expanded plan's keys that differ.
 fn provenance_section(blocks: &mut Vec<Block>, c: &Comparison) {
     blocks.push(Block::Heading(
         Level::Section,
@@ -240,7 +242,42 @@ fn provenance_section(blocks: &mut Vec<Block>, c: &Comparison) {
             Cell::plain(shown(&d.new)),
         ]);
     }
-    blocks.push(Block::Table(t));
+    if let Some([b, n]) = &c.plan.sha256 {
+        let short = |h: &String| h[..12.min(h.len())].to_string();
+        t.rows.push(vec![
+            Cell::plain("plan sha256"),
+            Cell::plain(short(b)),
+            Cell::plain(short(n)),
+        ]);
+    }
+    if !t.rows.is_empty() {
+        blocks.push(Block::Table(t));
+    }
+    if c.plan.changes.is_empty() {
+        return;
+    }
+    blocks.push(Block::Paragraph(vec![Span::text(
+        "Expanded-plan keys that differ:",
+    )]));
+    let mut keys = Table::new(&[
+        ("Plan key", Align::Left),
+        ("Base", Align::Left),
+        ("New", Align::Left),
+    ]);
+    for k in &c.plan.changes {
+        keys.rows.push(vec![
+            Cell::plain(k.key.clone()),
+            Cell::plain(shown(&k.base)),
+            Cell::plain(shown(&k.new)),
+        ]);
+    }
+    blocks.push(Block::Table(keys));
+    if c.plan.more > 0 {
+        blocks.push(Block::Paragraph(vec![Span::text(format!(
+            "… and {} more (the JSON's `plan` lists the first {}).",
+            c.plan.more, PLAN_CHANGES_LISTED
+        ))]));
+    }
 }
 
 /// The gate checks, failures first.

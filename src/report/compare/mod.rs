@@ -6,6 +6,7 @@ pub mod capacity;
 pub(crate) mod document;
 pub mod gate;
 mod models;
+pub mod plan_diff;
 pub mod provenance;
 pub mod untested;
 
@@ -24,6 +25,7 @@ use crate::report::model::figure_path::{self, Better, FigurePath, Scalar, Stat, 
 use crate::report::model::{PhaseResult, Report, SaltUsed};
 use crate::report::render::table::phase_error_causes;
 use gate::{Gate, GateCheck, check_gates, relative};
+use plan_diff::{PlanDiff, plan_diff};
 use provenance::{ProvenanceDiff, RefusedPhase, condition_changes, provenance_diffs, work_differs};
 use untested::{SideRate, Tally, TooFewSamples, Untested, too_few_samples, untested_by_design};
 
@@ -138,6 +140,9 @@ pub struct Comparison {
     /// Provenance that differs between the two runs (engine version, host, labels…).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub provenance: Vec<ProvenanceDiff>,
+    /// How the two runs' plans differ: the file's hash and the expanded plan's keys.
+    #[serde(skip_serializing_if = "PlanDiff::is_empty")]
+    pub plan: PlanDiff,
     pub gates: Vec<GateCheck>,
     /// False when any gate check failed.
     pub passed: bool,
@@ -250,6 +255,7 @@ pub fn compare_with(
         refused,
         capacities: capacity::compare_capacities(&base.searches, &new.searches),
         provenance: provenance_diffs(base, new),
+        plan: plan_diff(base, new),
         gates: checks,
         passed,
         bootstrap_resamples: BOOTSTRAP_RESAMPLES,

@@ -237,3 +237,36 @@ fn a_run_directory_stands_for_its_report_json() {
     assert_eq!(out.status.code(), Some(2), "{stderr}");
     assert!(stderr.contains(&looked_for), "{stderr}");
 }
+
+#[test]
+fn a_changed_plan_shows_its_hash_and_the_keys_that_differ() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let base = sample_report(1.0);
+    let mut new = sample_report(1.0);
+    new.plan_source.sha256 = "f".repeat(64);
+    new.plan.seed = Some(base.plan.seed.unwrap_or(0) + 1);
+    new.plan.description = Some("slower decode".into());
+    let base_seed = base.plan.seed.map_or("–".to_string(), |s| s.to_string());
+    let base_sha = base.plan_source.sha256[..12].to_string();
+    let base = write_json(dir.path(), "base.json", &base);
+    let new_path = write_json(dir.path(), "new.json", &new);
+    let (code, md) = compare_md(&base, &new_path);
+    assert_eq!(code, Some(0), "{md}");
+    assert!(md.contains("## What differs between the runs"), "{md}");
+    assert!(
+        md.contains(&format!("| plan sha256 | {base_sha} | ffffffffffff |")),
+        "{md}"
+    );
+    assert!(
+        md.contains(&format!(
+            "| seed | {base_seed} | {} |",
+            new.plan.seed.expect("seed")
+        )),
+        "{md}"
+    );
+    assert!(md.contains("| description |"), "{md}");
+    // The same plan on both sides: no plan rows.
+    let (_, same) = compare_md(&base, &base);
+    assert!(!same.contains("plan sha256"), "{same}");
+    assert!(!same.contains("Expanded-plan keys"), "{same}");
+}
