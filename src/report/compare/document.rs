@@ -8,12 +8,12 @@ use super::untested::{TooFewSamples, Untested};
 use super::{Comparison, MetricChange, PhaseComparison};
 use crate::report::model::figure_path::Unit;
 use crate::report::render::document::{Block, Document, Level, Span, Tone};
-use crate::report::render::numfmt::{pct_change, sig3, signed, with_unit};
+use crate::report::render::numfmt::{figure_change, figure_value, pct_change, sig3};
 use crate::report::render::table::{Align, Cell, Mark, Table};
 
 fn value(v: Option<f64>, unit: Option<Unit>) -> String {
     match (v, unit) {
-        (Some(v), Some(u)) => with_unit(v, u),
+        (Some(v), Some(u)) => figure_value(v, u),
         (Some(v), None) => sig3(v),
         (None, _) => "–".to_string(),
     }
@@ -317,7 +317,7 @@ fn gates_section(blocks: &mut Vec<Block>, c: &Comparison) {
         let observed = match (g.observed, g.compared, unit) {
             (None, _, _) => "–".to_string(),
             (Some(o), Compared::RelativeChange, _) => pct_change(o),
-            (Some(o), Compared::Change, Some(u)) => signed(o, u),
+            (Some(o), Compared::Change, Some(u)) => figure_change(o, u),
             (Some(o), Compared::Change, None) => sig3(o),
             (Some(o), Compared::Value, u) => value(Some(o), u),
         };
@@ -391,7 +391,7 @@ fn phase_changes(blocks: &mut Vec<Block>, p: &PhaseComparison) {
             Cell::plain(value(m.base, m.unit)),
             Cell::plain(value(m.new, m.unit)),
             Cell::plain(match (m.change, m.unit) {
-                (Some(d), Some(u)) => signed(d, u),
+                (Some(d), Some(u)) => figure_change(d, u),
                 _ => "–".to_string(),
             }),
             Cell::marked(
@@ -400,7 +400,7 @@ fn phase_changes(blocks: &mut Vec<Block>, p: &PhaseComparison) {
                 mark,
             ),
             Cell::plain(match (m.ci95, m.unit) {
-                (Some([lo, hi]), Some(u)) => format!("[{}, {}]", signed(lo, u), signed(hi, u)),
+                (Some([lo, hi]), Some(u)) => format!("[{}, {}]", figure_change(lo, u), figure_change(hi, u)),
                 _ => "–".to_string(),
             }),
             Cell::plain(match (m.significant, m.note) {

@@ -53,7 +53,7 @@ fn a_slower_run_fails_the_ttft_gate() {
     );
     assert!(
         stdout.contains(
-            "| ttft.p95 \\< +10% | gateway-c16 | 0.503 s | 0.754 s | +50.0% | **FAIL** |"
+            "| ttft.p95 \\< +10% | gateway-c16 | 503 ms | 754 ms | +50.0% | **FAIL** |"
         ),
         "{stdout}"
     );

@@ -270,3 +270,34 @@ fn a_changed_plan_shows_its_hash_and_the_keys_that_differ() {
     assert!(!same.contains("plan sha256"), "{same}");
     assert!(!same.contains("Expanded-plan keys"), "{same}");
 }
+
+#[test]
+fn latencies_read_in_milliseconds_in_every_row() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let base = write_json(dir.path(), "base.json", &sample_report(1.0));
+    let slow = write_json(dir.path(), "slow.json", &sample_report(1.5));
+    let (_, md) = compare_md(&base, &slow);
+    // e2e runs to seconds, ttft to tenths of one: one unit all the same.
+    for metric in ["ttft.p50", "ttft.p99", "e2e.p50", "e2e.p99"] {
+        let row = row(&md, "gateway-c16", metric);
+        let cells: Vec<&str> = row.split(" | ").collect();
+        for cell in &cells[1..4] {
+            assert!(cell.ends_with(" ms"), "{metric}: {cell} in {row}");
+        }
+    }
+    // The rechecks table of the report too.
+    let report = servebench()
+        .args(["report", "--format", "md"])
+        .arg(&base)
+        .output()
+        .expect("run");
+    let text = String::from_utf8_lossy(&report.stdout);
+    let rechecks: Vec<&str> = text
+        .lines()
+        .filter(|l| l.contains("→ recheck") && (l.contains("| ttft.") || l.contains("| e2e.")))
+        .collect();
+    assert!(!rechecks.is_empty(), "{text}");
+    for l in rechecks {
+        assert!(!l.contains(" s |"), "{l}");
+    }
+}
