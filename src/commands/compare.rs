@@ -64,10 +64,7 @@ pub fn run(args: &CompareArgs) -> Exit {
                 return Exit::InvalidInput;
             }
         };
-    let (base_path, new_path) = (
-        shown(&args.base),
-        shown(&args.new),
-    );
+    let (base_path, new_path) = (shown(&args.base), shown(&args.new));
     let comparison = compare_with(
         (&base_path, &base_report),
         (&new_path, &new_report),

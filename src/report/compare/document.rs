@@ -122,12 +122,25 @@ pub fn document(c: &Comparison) -> Document {
 /// `N significant regressions, M significant improvements, K figures not testable`.
 fn tally_line(c: &Comparison) -> String {
     let t = &c.tally;
-    let count = |n: usize, one: &str, many: &str| format!("{n} {}", if n == 1 { one } else { many });
+    let count =
+        |n: usize, one: &str, many: &str| format!("{n} {}", if n == 1 { one } else { many });
     format!(
         "{}, {}, {}.",
-        count(t.regressions, "significant regression", "significant regressions"),
-        count(t.improvements, "significant improvement", "significant improvements"),
-        count(t.not_testable, "figure not testable", "figures not testable"),
+        count(
+            t.regressions,
+            "significant regression",
+            "significant regressions"
+        ),
+        count(
+            t.improvements,
+            "significant improvement",
+            "significant improvements"
+        ),
+        count(
+            t.not_testable,
+            "figure not testable",
+            "figures not testable"
+        ),
     )
 }
 
@@ -400,7 +413,9 @@ fn phase_changes(blocks: &mut Vec<Block>, p: &PhaseComparison) {
                 mark,
             ),
             Cell::plain(match (m.ci95, m.unit) {
-                (Some([lo, hi]), Some(u)) => format!("[{}, {}]", figure_change(lo, u), figure_change(hi, u)),
+                (Some([lo, hi]), Some(u)) => {
+                    format!("[{}, {}]", figure_change(lo, u), figure_change(hi, u))
+                }
                 _ => "–".to_string(),
             }),
             Cell::plain(match (m.significant, m.note) {
@@ -417,7 +432,9 @@ fn phase_changes(blocks: &mut Vec<Block>, p: &PhaseComparison) {
     }
     blocks.push(Block::Table(t));
     if let Some(too_few) = &p.too_few_samples {
-        blocks.push(Block::Paragraph(vec![Span::text(too_few_samples_line(too_few))]));
+        blocks.push(Block::Paragraph(vec![Span::text(too_few_samples_line(
+            too_few,
+        ))]));
     }
     if !p.new_error_causes.is_empty() {
         blocks.push(Block::Paragraph(vec![Span::text(

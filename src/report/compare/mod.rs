@@ -244,7 +244,10 @@ pub fn compare_with(
     let checks = check_gates(gates, base, new, &not_compared);
     let passed = checks.iter().all(|c| c.passed);
     let mut tally = Tally::default();
-    phases.iter().flat_map(|p| &p.metrics).for_each(|m| tally.add(m));
+    phases
+        .iter()
+        .flat_map(|p| &p.metrics)
+        .for_each(|m| tally.add(m));
     Comparison {
         base: side(base_path, base),
         new: side(new_path, new),
@@ -351,7 +354,8 @@ fn compare_phase(
             None => excludes_zero,
         };
         if change.significant.is_none() && change.note.is_none() {
-            change.note = Some(untested_by_design(metric).unwrap_or(Untested::NoRecordsOrIntervals));
+            change.note =
+                Some(untested_by_design(metric).unwrap_or(Untested::NoRecordsOrIntervals));
         }
         // A moved cache ratio explains a latency change better than a busy client does.
         let latency = matches!(metric.unit(), Unit::Seconds | Unit::Millis);
@@ -410,7 +414,6 @@ fn first_stat(m: FigurePath) -> Option<Stat> {
         FigurePath::Scalar(_) => None,
     }
 }
-
 
 /// The quantile a percentile metric reads; `None` for other metrics.
 fn percentile_q(metric: FigurePath) -> Option<f64> {

@@ -155,7 +155,11 @@ mod tests {
         assert_eq!(
             keys,
             [
-                ("targets.sim.simulator.decode_ms_per_token", Some("4"), Some("6.5")),
+                (
+                    "targets.sim.simulator.decode_ms_per_token",
+                    Some("4"),
+                    Some("6.5")
+                ),
                 ("phases.c1.duration", Some("3s"), Some("1s")),
                 ("phases.2", None, Some(r#"{"name":"c16"}"#)),
             ]

@@ -72,7 +72,10 @@ fn only_a_significant_change_for_the_worse_is_bold_and_a_tiny_drop_keeps_its_sig
     );
     let throughput = row(&md, "gateway-c16", "output_tokens_per_second");
     assert!(throughput.contains("| −0.0% |"), "{throughput}");
-    assert!(md.contains("Bold marks a significant change for the worse."), "{md}");
+    assert!(
+        md.contains("Bold marks a significant change for the worse."),
+        "{md}"
+    );
 
     // A 50% slower TTFT, significant, is still bold.
     let slow = write_json(dir.path(), "slow.json", &sample_report(1.5));
@@ -111,7 +114,10 @@ fn a_tally_leads_and_too_few_samples_says_what_phase_would_test_them() {
     let tally = &v["tally"];
     assert_eq!(tally["not_testable"], not_testable, "{tally}");
     let regressions = tally["regressions"].as_u64().expect("regressions");
-    assert!(regressions > 0, "a 50% slower TTFT is a regression: {tally}");
+    assert!(
+        regressions > 0,
+        "a 50% slower TTFT is a regression: {tally}"
+    );
     let (code, md) = compare_md(&base, &slow);
     assert_eq!(code, Some(0), "{md}");
     let line = format!(
@@ -136,10 +142,17 @@ fn a_tally_leads_and_too_few_samples_says_what_phase_would_test_them() {
         .iter()
         .filter_map(|f| f.as_str())
         .collect();
-    assert!(figures.contains(&"ttft.p95") && figures.contains(&"ttft.p99"), "{gap}");
+    assert!(
+        figures.contains(&"ttft.p95") && figures.contains(&"ttft.p99"),
+        "{gap}"
+    );
     assert_eq!(gap["samples_needed"], 368);
     let summary = |r: &Report| {
-        let p = r.phases.iter().find(|p| p.header.phase == "gateway-c16").expect("phase");
+        let p = r
+            .phases
+            .iter()
+            .find(|p| p.header.phase == "gateway-c16")
+            .expect("phase");
         (p.summary.elapsed, p.summary.requests as f64)
     };
     let sides = [summary(&base_report), summary(&slow_report)];
@@ -177,7 +190,10 @@ fn counts_and_phase_rates_say_they_are_not_tested_by_design() {
     for (metric, cell) in [
         ("requests", "| not tested (a count) |"),
         ("errors", "| not tested (a count) |"),
-        ("output_tokens_per_second", "| not tested (one value per phase) |"),
+        (
+            "output_tokens_per_second",
+            "| not tested (one value per phase) |",
+        ),
         ("request_rate", "| not tested (one value per phase) |"),
     ] {
         let row = row(&md, "gateway-c16", metric);
