@@ -254,12 +254,20 @@ fn left_out(records: &[RequestRecord], shown: usize, encodes: bool) -> Vec<Strin
         .filter(|r| r.error.is_some() && !r.is_cancelled())
         .count();
     let unmeasured = records.len().saturating_sub(shown + cancelled + failed);
-    let what = if encodes { "no latency" } else { "no first token" };
-    [(failed, "failed"), (cancelled, "cancelled"), (unmeasured, what)]
-        .into_iter()
-        .filter(|(n, _)| *n > 0)
-        .map(|(n, why)| format!("{n} {why}"))
-        .collect()
+    let what = if encodes {
+        "no latency"
+    } else {
+        "no first token"
+    };
+    [
+        (failed, "failed"),
+        (cancelled, "cancelled"),
+        (unmeasured, what),
+    ]
+    .into_iter()
+    .filter(|(n, _)| *n > 0)
+    .map(|(n, why)| format!("{n} {why}"))
+    .collect()
 }
 
 /// Per phase, the latency of every successful request kept against its start time.

@@ -329,8 +329,10 @@ mod tests {
         let report = undecided_search();
         assert_eq!(
             notes(&report),
-            ["Search `rate`: no probe passed; the probe at 5 req/s could not decide \
-              (10 samples, 99 needed for ttft.p95)."]
+            [
+                "Search `rate`: no probe passed; the probe at 5 req/s could not decide \
+              (10 samples, 99 needed for ttft.p95)."
+            ]
         );
         let row = &searches(&report).rows[0];
         assert_eq!(row[2].text, "none: no probe passed");

@@ -562,7 +562,12 @@ mod tests {
         assert_eq!(t.rows[0][0].text, format!("{name} (first turns: 8 of 40)"));
         assert!(prompt_tokens_of_sessions(&report));
         // A single-turn "session" is an ordinary request: its row is the phase's.
-        report.phases[0].sessions.as_mut().unwrap().turns.truncate(1);
+        report.phases[0]
+            .sessions
+            .as_mut()
+            .unwrap()
+            .turns
+            .truncate(1);
         assert_eq!(prompt_tokens(&report).rows[0][0].text, name);
         assert!(!prompt_tokens_of_sessions(&report));
     }
