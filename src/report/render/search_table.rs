@@ -11,6 +11,11 @@ fn opt(v: Option<f64>) -> String {
     v.map_or_else(|| "–".to_string(), sig3)
 }
 
+/// A load, capacity or bracket end: whole numbers as such (concurrency 8, 30 req/s).
+fn opt_load(v: Option<f64>) -> String {
+    v.map_or_else(|| "–".to_string(), load_number)
+}
+
 /// One row per search: capacity, goodput, bracket, why it stopped.
 pub fn searches(report: &Report) -> Table {
     let mut t = Table::new(&[
@@ -32,18 +37,20 @@ pub fn searches(report: &Report) -> Table {
             Cell::plain(s.phase.clone()),
             Cell::plain(load),
             match (s.lower_bound, s.capacity) {
-                (true, Some(c)) => Cell::marked(format!("≥ {} (lower bound)", sig3(c)), Mark::Bad),
+                (true, Some(c)) => {
+                    Cell::marked(format!("≥ {} (lower bound)", load_number(c)), Mark::Bad)
+                }
                 (true, None) => Cell::marked("none: no probe passed", Mark::Bad),
-                (false, c) => Cell::marked(opt(c), Mark::Good),
+                (false, c) => Cell::marked(opt_load(c), Mark::Good),
             },
             Cell::plain(match s.capacity_interval {
                 [None, None] => "–".to_string(),
-                [lo, hi] => format!("{} – {}", opt(lo), opt(hi)),
+                [lo, hi] => format!("{} – {}", opt_load(lo), opt_load(hi)),
             }),
             Cell::plain(opt(s.goodput)),
             Cell::plain(match s.bracket {
                 [None, None] => "–".to_string(),
-                [lo, hi] => format!("{} – {}", opt(lo), opt(hi)),
+                [lo, hi] => format!("{} – {}", opt_load(lo), opt_load(hi)),
             }),
             Cell::plain(s.probes.len().to_string()),
             Cell::plain(s.stop_reason.clone()),
@@ -76,7 +83,7 @@ pub fn notes(report: &Report) -> Vec<String> {
                 "Search `{}` {}: its capacity {} is only a lower bound, not an answer.",
                 s.phase,
                 s.stop_reason,
-                sig3(c)
+                load_number(c)
             )),
             (true, None) => notes.push(no_pass_note(report, s)),
             (false, _) => {}
@@ -247,7 +254,7 @@ pub fn probes(report: &Report) -> Table {
         }
         t.rows.push(vec![
             Cell::plain(p.header.phase.clone()),
-            Cell::plain(sig3(o.load)),
+            Cell::plain(load_number(o.load)),
             match o.verdict {
                 Verdict::Pass => Cell::marked("pass", Mark::Good),
                 Verdict::Fail => Cell::marked("FAIL", Mark::Bad),
@@ -337,6 +344,20 @@ mod tests {
         let row = &searches(&report).rows[0];
         assert_eq!(row[2].text, "none: no probe passed");
         assert_eq!(row[5].text, "–");
+    }
+
+    #[test]
+    fn whole_number_loads_print_as_whole_numbers() {
+        let mut report = undecided_search();
+        let s = &mut report.searches[0];
+        (s.lower_bound, s.capacity, s.load) = (false, Some(7.0), SearchLoad::Concurrency);
+        (s.capacity_interval, s.bracket) = ([Some(7.0), Some(8.0)], [Some(7.0), Some(8.0)]);
+        let row = &searches(&report).rows[0];
+        assert_eq!((row[2].text.as_str(), row[3].text.as_str()), ("7", "7 – 8"));
+        assert_eq!(row[5].text, "7 – 8");
+        assert_eq!(probes(&report).rows[0][1].text, "5");
+        report.phases[0].probe.as_mut().unwrap().load = 42.426;
+        assert_eq!(probes(&report).rows[0][1].text, "42.4");
     }
 
     #[test]

@@ -43,7 +43,12 @@ fn shown(report: &Report) -> Vec<(&'static Spec, Shown)> {
 /// bound stopped.
 fn sessions_complete(s: &SessionSummary) -> String {
     let incomplete = s.sessions.saturating_sub(s.complete);
-    let failed = s.turns.iter().map(|t| t.errors).sum::<u64>().min(incomplete);
+    let failed = s
+        .turns
+        .iter()
+        .map(|t| t.errors)
+        .sum::<u64>()
+        .min(incomplete);
     let cut = incomplete - failed;
     let why: Vec<String> = [(failed, "failed"), (cut, "cut short by the phase's end")]
         .into_iter()

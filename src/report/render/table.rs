@@ -305,12 +305,14 @@ pub fn inconclusive_rechecks(report: &Report) -> usize {
 /// The sentence for rechecks none of which drifted.
 pub fn no_drift_sentence(report: &Report) -> String {
     let n = report.rechecks.len();
-    match inconclusive_rechecks(report) {
-        0 => format!("All {n} rechecks stayed within tolerance."),
-        k => format!(
-            "No recheck drifted; {k} of {n} were inconclusive (the interval of a change \
-             straddles its tolerance, or a side has too few samples for an interval)."
-        ),
+    let why = "(the interval of a change straddles its tolerance, or a side has too few \
+               samples for an interval)";
+    match (inconclusive_rechecks(report), n) {
+        (0, 1) => "The recheck stayed within tolerance.".to_string(),
+        (0, n) => format!("All {n} rechecks stayed within tolerance."),
+        (_, 1) => format!("The recheck did not drift but was inconclusive {why}."),
+        (1, n) => format!("No recheck drifted; 1 of {n} was inconclusive {why}."),
+        (k, n) => format!("No recheck drifted; {k} of {n} were inconclusive {why}."),
     }
 }
 
@@ -570,5 +572,28 @@ mod tests {
             .truncate(1);
         assert_eq!(prompt_tokens(&report).rows[0][0].text, name);
         assert!(!prompt_tokens_of_sessions(&report));
+    }
+
+    #[test]
+    fn the_recheck_sentence_agrees_with_its_count() {
+        let mut report = crate::report::sample_report();
+        report.rechecks.truncate(1);
+        assert_eq!(report.rechecks.len(), 1, "the sample has a recheck");
+        report.rechecks[0].verdict = DriftVerdict::Inconclusive;
+        assert!(
+            no_drift_sentence(&report)
+                .starts_with("The recheck did not drift but was inconclusive (")
+        );
+        let again = report.rechecks[0].clone();
+        report.rechecks.push(again);
+        report.rechecks[1].verdict = DriftVerdict::Stable;
+        assert!(
+            no_drift_sentence(&report).starts_with("No recheck drifted; 1 of 2 was inconclusive (")
+        );
+        report.rechecks[1].verdict = DriftVerdict::Inconclusive;
+        assert!(
+            no_drift_sentence(&report)
+                .starts_with("No recheck drifted; 2 of 2 were inconclusive (")
+        );
     }
 }
