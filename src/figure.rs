@@ -21,6 +21,10 @@ pub enum Figure {
     /// Time the server says the request waited in its scheduler queue (vLLM).
     ServerQueue,
     SendLag,
+    /// Of the send lag, the wait for a free `max_concurrency` slot.
+    SlotWait,
+    /// The send lag less the slot wait: the client's own lateness.
+    ClientSendLag,
     TtftMinusServerPrompt,
     E2eMinusServerTotal,
     CachedTokens,
@@ -248,7 +252,7 @@ use Counted::{Every, FirstOutput, ServerTimed, Succeeded};
 use Stat::{Mean, P50, P95, P99};
 
 /// Every figure, in [`Figure`]'s order.
-pub static FIGURES: [Spec; 17] = [
+pub static FIGURES: [Spec; 19] = [
     row(
         Figure::Ttft,
         "ttft",
@@ -359,7 +363,26 @@ pub static FIGURES: [Spec; 17] = [
         Unit::Millis,
         Lower,
         Every,
-        "Open loop: how far sends lagged their schedule, milliseconds.",
+        "Open loop: how far sends lagged their schedule, milliseconds, any wait for a \
+        max_concurrency slot included.",
+    ),
+    row(
+        Figure::SlotWait,
+        "slot_wait_ms",
+        Unit::Millis,
+        Lower,
+        Every,
+        "Open loop under max_concurrency: of the send lag, milliseconds waiting for a free \
+        slot (the plan's cap held the send back, not the client).",
+    ),
+    row(
+        Figure::ClientSendLag,
+        "client_send_lag_ms",
+        Unit::Millis,
+        Lower,
+        Every,
+        "Open loop: the send lag less any wait for a max_concurrency slot, milliseconds: the \
+        client's own lateness, which its trust verdict is judged on.",
     ),
     row(
         Figure::TtftMinusServerPrompt,

@@ -25,9 +25,14 @@ pub struct RequestRecord {
     /// Open loop: when the schedule wanted the request sent, relative to the phase's start.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub scheduled_offset_ms: Option<f64>,
-    /// Open loop: actual send time minus scheduled time.
+    /// Open loop: actual send time minus scheduled time, any wait for a concurrency slot
+    /// included.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub send_lag_ms: Option<f64>,
+    /// Open loop under `max_concurrency`: of `send_lag_ms`, the wait for a free slot (the
+    /// plan's cap, not the client's own delay).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub slot_wait_ms: Option<f64>,
     /// Request start → first non-empty reasoning or content delta.
     pub time_to_first_output_ms: Option<f64>,
     /// Request start → first non-empty content delta.
@@ -154,6 +159,10 @@ impl RequestRecord {
             Figure::OutputTokens => self.output_tokens.map(|t| t as f64),
             Figure::ServerQueue => self.server_queue_ms,
             Figure::SendLag => self.send_lag_ms,
+            Figure::SlotWait => self.slot_wait_ms,
+            Figure::ClientSendLag => self
+                .send_lag_ms
+                .map(|lag| lag - self.slot_wait_ms.unwrap_or(0.0)),
             Figure::TtftMinusServerPrompt => {
                 self.ttft_ms.zip(self.server_prompt_ms).map(|(a, b)| a - b)
             }

@@ -78,7 +78,8 @@ pub struct ClientTrust {
     pub reasons: Vec<String>,
     #[serde(flatten)]
     pub load: ClientLoad,
-    /// Open loop: p99 of how far sends lagged their schedule, milliseconds.
+    /// Open loop: p99 of how far the client itself sent late, milliseconds: the send lag
+    /// less any wait for a `max_concurrency` slot (`client_send_lag_ms`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub send_lag_p99_ms: Option<f64>,
 }
@@ -89,13 +90,14 @@ impl ClientTrust {
     }
 }
 
-/// Judge a window from the client's load and, for an open loop, its send lag.
+/// Judge a window from the client's load and, for an open loop, its own send lag (a wait for
+/// the plan's concurrency cap left out: that holds load back, but is not the client's delay).
 pub fn judge(load: ClientLoad, send_lag_p99_ms: Option<f64>) -> ClientTrust {
     let mut reasons = Vec::new();
     let mut over = |value: Option<f64>, bound: f64, what: &str, unit: &str| {
         if let Some(v) = value.filter(|v| *v > bound) {
             reasons.push(format!(
-                "{what} {} above {}{unit}",
+                "{what} {}{unit} above {}{unit}",
                 show(v, unit),
                 show(bound, unit)
             ));
@@ -120,7 +122,12 @@ pub fn judge(load: ClientLoad, send_lag_p99_ms: Option<f64>) -> ClientTrust {
         "threads waiting for a core",
         " s/s",
     );
-    over(send_lag_p99_ms, SEND_LAG_P99_MAX_MS, "send lag p99", " ms");
+    over(
+        send_lag_p99_ms,
+        SEND_LAG_P99_MAX_MS,
+        "client send lag p99",
+        " ms",
+    );
     ClientTrust {
         verdict: if reasons.is_empty() {
             TrustVerdict::Trusted
@@ -170,13 +177,13 @@ mod tests {
         let cases: [Case; 4] = [
             (
                 |l| l.late_wake_share = Some(0.05),
-                "5 ms late 5.0 above 2.0%",
+                "5 ms late 5.0% above 2.0%",
             ),
             (
                 |l| l.event_loop_lag_mean_ms = Some(4.0),
                 "mean event-loop lag 4.00",
             ),
-            (|l| l.cpu_share = Some(0.97), "client CPU 97.0 above 90.0%"),
+            (|l| l.cpu_share = Some(0.97), "client CPU 97.0% above 90.0%"),
             (
                 |l| l.runqueue_wait_per_s = Some(0.8),
                 "waiting for a core 0.80",
@@ -191,7 +198,7 @@ mod tests {
             assert!(trust.reasons[0].contains(reason), "{:?}", trust.reasons);
         }
         let trust = judge(quiet(), Some(25.0));
-        assert!(trust.reasons[0].contains("send lag p99 25.00 above 10.00 ms"));
+        assert!(trust.reasons[0].contains("client send lag p99 25.00 ms above 10.00 ms"));
     }
 
     #[test]

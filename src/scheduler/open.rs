@@ -11,6 +11,7 @@ use tokio_util::sync::CancellationToken;
 use super::arrivals::ArrivalGaps;
 use super::session::run_session;
 use super::{Executor, InFlight, PromptFeed, WindowContext};
+use crate::client::RequestRecord;
 use crate::plan::Arrival;
 use crate::workload::Prompt;
 
@@ -65,6 +66,7 @@ pub(super) async fn start<E: Executor, F: PromptFeed>(
         ctx: ctx.clone_for_task(),
         arrivals,
         slots: max_concurrency.map(|n| Arc::new(Semaphore::new(n as usize))),
+        released_ms: None,
         deadline,
         max_requests,
         stop: stop.clone(),
@@ -111,11 +113,30 @@ impl Drop for FineTimerSlack {
     }
 }
 
+/// When an open loop's arrival was due, and how long it waited for a concurrency slot.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Scheduled {
+    scheduled_ms: f64,
+    slot_wait_ms: Option<f64>,
+}
+
+impl Scheduled {
+    /// The arrival's schedule on the record of the request that started it.
+    pub(super) fn stamp(self, record: &mut RequestRecord) {
+        record.scheduled_offset_ms = Some(self.scheduled_ms);
+        let send_lag_ms = record.start_offset_ms - self.scheduled_ms;
+        record.send_lag_ms = Some(send_lag_ms);
+        record.slot_wait_ms = self.slot_wait_ms.map(|w| w.min(send_lag_ms.max(0.0)));
+    }
+}
+
 /// One open-loop window's sending side.
 struct Pacer<E, F> {
     ctx: WindowContext<E, F>,
     arrivals: Arrivals,
     slots: Option<Arc<Semaphore>>,
+    /// When the cap last released the pacer after a wait, milliseconds after the origin.
+    released_ms: Option<f64>,
     deadline: Option<Instant>,
     max_requests: Option<u64>,
     stop: CancellationToken,
@@ -158,11 +179,15 @@ impl<E: Executor, F: PromptFeed> Pacer<E, F> {
                 _ = tokio::time::sleep_until(self.ctx.origin + offset) => {}
                 _ = self.stop.cancelled() => break,
             }
-            let Some(permit) = self.slot().await else {
+            let Some((permit, waited)) = self.slot().await else {
                 break;
             };
+            if waited {
+                self.released_ms = Some(self.ctx.origin.elapsed().as_secs_f64() * 1e3);
+            }
+            let arrival = self.arrival(offset);
             index += prompts.len() as u64;
-            self.spawn(&mut tasks, prompts, offset, permit, None);
+            self.spawn(&mut tasks, prompts, arrival, permit, None);
         }
         self.ctx.bound_reached.cancel();
         InFlight { tasks }
@@ -179,11 +204,15 @@ impl<E: Executor, F: PromptFeed> Pacer<E, F> {
                 break;
             }
 
-            let Some(permit) = handle.block_on(self.slot()) else {
+            let Some((permit, waited)) = handle.block_on(self.slot()) else {
                 break;
             };
+            if waited {
+                self.released_ms = Some(origin.elapsed().as_secs_f64() * 1e3);
+            }
+            let arrival = self.arrival(offset);
             index += prompts.len() as u64;
-            self.spawn(&mut tasks, prompts, offset, permit, Some(handle));
+            self.spawn(&mut tasks, prompts, arrival, permit, Some(handle));
         }
         self.ctx.bound_reached.cancel();
         InFlight { tasks }
@@ -207,15 +236,33 @@ impl<E: Executor, F: PromptFeed> Pacer<E, F> {
         }
     }
 
-    /// A concurrency slot when the window caps concurrency. Waiting for one counts as send
-    /// lag, so client-side queueing stays visible. `None` when stopped first.
-    async fn slot(&self) -> Option<Option<OwnedSemaphorePermit>> {
+    /// A concurrency slot when the window caps concurrency, and whether the pacer had to
+    /// wait for it. Waiting counts as send lag, so client-side queueing stays visible. `None`
+    /// when stopped first.
+    async fn slot(&self) -> Option<(Option<OwnedSemaphorePermit>, bool)> {
         let Some(slots) = &self.slots else {
-            return Some(None);
+            return Some((None, false));
         };
+        if let Ok(permit) = slots.clone().try_acquire_owned() {
+            return Some((Some(permit), false));
+        }
         tokio::select! {
-            permit = slots.clone().acquire_owned() => permit.ok().map(Some),
+            permit = slots.clone().acquire_owned() => permit.ok().map(|p| (Some(p), true)),
             _ = self.stop.cancelled() => None,
+        }
+    }
+
+    /// The arrival due at `offset`. Under a cap, the part of its lag the cap caused: the
+    /// pacer sends in order, so an arrival due before the cap last released the pacer (for it
+    /// or an earlier one) waited for the cap until then.
+    fn arrival(&self, offset: Duration) -> Scheduled {
+        let scheduled_ms = offset.as_secs_f64() * 1e3;
+        Scheduled {
+            scheduled_ms,
+            slot_wait_ms: self.slots.is_some().then(|| {
+                self.released_ms
+                    .map_or(0.0, |released| (released - scheduled_ms).max(0.0))
+            }),
         }
     }
 
@@ -225,13 +272,12 @@ impl<E: Executor, F: PromptFeed> Pacer<E, F> {
         &self,
         tasks: &mut JoinSet<()>,
         mut prompts: Vec<(u64, Prompt)>,
-        offset: Duration,
+        arrival: Scheduled,
         permit: Option<OwnedSemaphorePermit>,
         handle: Option<&tokio::runtime::Handle>,
     ) {
         while tasks.try_join_next().is_some() {}
         let task_ctx = self.ctx.clone_for_task();
-        let scheduled_ms = offset.as_secs_f64() * 1e3;
         let (stop, deadline) = (self.stop.clone(), self.deadline);
         let request = async move {
             if prompts[0].1.session.is_some() {
@@ -240,15 +286,14 @@ impl<E: Executor, F: PromptFeed> Pacer<E, F> {
                         || task_ctx.abort.is_cancelled()
                         || deadline.is_some_and(|d| Instant::now() >= d)
                 };
-                run_session(&task_ctx, prompts, Some(scheduled_ms), &stopped, &stop).await;
+                run_session(&task_ctx, prompts, Some(arrival), &stopped, &stop).await;
                 drop(permit);
                 return;
             }
             let (request_index, prompt) = prompts.swap_remove(0);
             let mut record = task_ctx.send(request_index, prompt).await;
             drop(permit);
-            record.scheduled_offset_ms = Some(scheduled_ms);
-            record.send_lag_ms = Some(record.start_offset_ms - scheduled_ms);
+            arrival.stamp(&mut record);
             task_ctx.deliver(record);
         };
         match handle {

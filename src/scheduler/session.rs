@@ -11,12 +11,12 @@ use crate::workload::{ChatMessage, Prompt, PromptInput};
 /// far: the user messages and the server's own replies. A failed turn ends the session, as
 /// its history would no longer be what a user saw; so does the window's bound.
 ///
-/// `scheduled_ms`: an open loop's arrival time of the session, which its first turn's send
-/// lag is measured against.
+/// `arrival`: an open loop's arrival of the session, which its first turn's send lag is
+/// measured against.
 pub(super) async fn run_session<E: Executor, F: PromptFeed>(
     ctx: &WindowContext<E, F>,
     turns: Vec<(u64, Prompt)>,
-    scheduled_ms: Option<f64>,
+    arrival: Option<super::open::Scheduled>,
     stopped: &impl Fn() -> bool,
     stop: &CancellationToken,
 ) {
@@ -42,9 +42,8 @@ pub(super) async fn run_session<E: Executor, F: PromptFeed>(
         messages.extend(new.iter().cloned());
         prompt.input = PromptInput::Messages(messages);
         let (mut record, reply) = ctx.send_turn(index, prompt).await;
-        if let (0, Some(scheduled_ms)) = (k, scheduled_ms) {
-            record.scheduled_offset_ms = Some(scheduled_ms);
-            record.send_lag_ms = Some(record.start_offset_ms - scheduled_ms);
+        if let (0, Some(arrival)) = (k, arrival) {
+            arrival.stamp(&mut record);
         }
         let failed = !record.is_ok();
         ctx.deliver(record);

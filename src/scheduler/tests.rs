@@ -176,6 +176,42 @@ async fn open_loop_cap_turns_into_visible_send_lag() {
     let last_lag = records.last().and_then(|r| r.send_lag_ms).unwrap();
     // Each request holds the only slot for 50 ms while arrivals come every 10 ms.
     assert!(last_lag > 300.0, "lag {last_lag}");
+    // All of it is the cap's: every arrival after the first waited for the slot (its own
+    // or, queued behind it, an earlier one's) until just before it was sent.
+    for record in &records {
+        let (lag, wait) = (record.send_lag_ms.unwrap(), record.slot_wait_ms.unwrap());
+        assert!(
+            wait <= lag && lag - wait < 1.5,
+            "{}: lag {lag}, slot wait {wait}",
+            record.request_index
+        );
+    }
+    assert_eq!(records[0].slot_wait_ms, Some(0.0));
+    assert!(records[1].slot_wait_ms.unwrap() > 30.0, "{:?}", records[1]);
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_uncapped_open_loop_waits_for_no_slot_and_a_cap_with_room_adds_nothing() {
+    let server = FakeServer::new(25);
+    for (max_concurrency, slot_wait) in [(None, None), (Some(8), Some(0.0))] {
+        let load = Load::Open {
+            rps: 100.0,
+            arrival: Arrival::Constant,
+            burstiness: None,
+            max_concurrency,
+        };
+        let (_, records) = run(
+            &spec(load, None, Some(20)),
+            server.clone(),
+            &Stops::default(),
+        )
+        .await;
+        assert_eq!(records.len(), 20);
+        assert!(
+            records.iter().all(|r| r.slot_wait_ms == slot_wait),
+            "{records:?}"
+        );
+    }
 }
 
 #[tokio::test(start_paused = true)]

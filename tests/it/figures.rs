@@ -21,7 +21,7 @@ fn root() -> PathBuf {
 }
 
 /// Successful requests with every field a figure reads: two sessions of two turns, server
-/// timings, send lag, cached tokens and a tool call; `tool_ms` is the tool-call TTFT.
+/// timings, send lag and slot waits, cached tokens and a tool call; `tool_ms` is the tool-call TTFT.
 fn records(tool_ms: f64) -> Vec<RequestRecord> {
     (0..4u64)
         .map(|i| {
@@ -32,6 +32,7 @@ fn records(tool_ms: f64) -> Vec<RequestRecord> {
                 start_offset_ms: 100.0 * x,
                 scheduled_offset_ms: Some(100.0 * x - 0.5),
                 send_lag_ms: Some(0.5 + x),
+                slot_wait_ms: Some(0.25 * x),
                 time_to_first_output_ms: Some(40.0 + x),
                 ttft_ms: Some(50.0 + x),
                 e2e_ms: 400.0 + 10.0 * x,

@@ -166,7 +166,11 @@ pub fn phase_result(facts: PhaseFacts, measured: Measured, figures: Figures<'_>)
             .map_or(1.0, |k| k.total as f64 / k.kept.max(1) as f64),
         facts.server_metrics.as_ref().and_then(server_aborted),
     );
-    let send_lag_p99 = tally.summary.distribution(Figure::SendLag).map(|d| d.p99);
+    // The client's own lateness: a wait for the plan's concurrency cap is not the client's.
+    let send_lag_p99 = tally
+        .summary
+        .distribution(Figure::ClientSendLag)
+        .map(|d| d.p99);
     let client_trust = facts
         .client_load
         .clone()

@@ -13,8 +13,9 @@ pub fn note() -> String {
         "A phase is client-bound when, during its measured window, more than {:.0}% of the \
          client's 10 ms timer ticks woke over 5 ms late, their mean lateness passed {} ms, the \
          client process used over {:.0}% of all cores (an embedded simulator counts), its \
-         threads waited over {} s per second for a core, or an open loop's send lag p99 passed \
-         {} ms. A client-bound phase's latencies include client-side delay; compare calls none \
+         threads waited over {} s per second for a core, or an open loop's own send lag p99 \
+         (its send lag less any wait for a max_concurrency slot, which is the plan's cap, not \
+         the client) passed {} ms. A client-bound phase's latencies include client-side delay; compare calls none \
          of its changes significant.",
         LATE_WAKE_SHARE_MAX * 100.0,
         EVENT_LOOP_LAG_MEAN_MAX_MS,
@@ -44,7 +45,7 @@ pub fn table(report: &Report) -> Table {
         ("Lag max (ms)", Align::Right),
         ("Client CPU", Align::Right),
         ("Core wait (s/s)", Align::Right),
-        ("Send lag p99 (ms)", Align::Right),
+        ("Client send lag p99 (ms)", Align::Right),
         ("Why", Align::Left),
     ]);
     let percent = |v: Option<f64>| v.map(|v| format!("{:.1}%", v * 100.0)).unwrap_or_default();

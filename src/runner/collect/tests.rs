@@ -20,6 +20,7 @@ fn records(n: u64) -> Vec<RequestRecord> {
                 request_index: i,
                 start_offset_ms: i as f64 * 0.5,
                 send_lag_ms: (i % 3 != 0).then_some(jitter / 10.0),
+                slot_wait_ms: (i % 3 == 1).then_some(jitter / 40.0),
                 ttft_ms: Some(if i % 5 == 0 { 20.0 } else { 10.0 + jitter }),
                 e2e_ms: 50.0 + jitter * 2.0,
                 tpot_ms: (i % 7 != 0).then_some(2.0 + jitter / 50.0),

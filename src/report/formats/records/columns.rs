@@ -253,6 +253,7 @@ pub static COLUMNS: &[Column] = &[
     column!(start_offset_ms: f64),
     column!(scheduled_offset_ms: Option<f64>),
     column!(send_lag_ms: Option<f64>),
+    column!(slot_wait_ms: Option<f64>),
     column!(time_to_first_output_ms: Option<f64>),
     column!(ttft_ms: Option<f64>),
     column!(e2e_ms: f64),

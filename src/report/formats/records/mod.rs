@@ -71,6 +71,7 @@ mod tests {
             start_offset_ms: 1.25 * index as f64,
             scheduled_offset_ms: Some(1.0),
             send_lag_ms: Some(0.125),
+            slot_wait_ms: Some(0.0625),
             time_to_first_output_ms: Some(10.5),
             ttft_ms: Some(11.0),
             e2e_ms: 100.0,
