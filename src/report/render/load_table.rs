@@ -77,13 +77,13 @@ impl HeldBack {
 /// the workload's own pauses, then the server.
 fn held_back(report: &Report, p: &PhaseResult, cap: Option<u32>) -> HeldBack {
     let open_loop = p.header.rate_rps.filter(|_| p.header.concurrency.is_none());
-    if let (Some(_), Some(sent_share)) = (open_loop, p.achieved_rate_ratio) {
-        if sent_share < SENDS_KEPT_PACE {
-            return match cap {
-                Some(cap) => HeldBack::Cap { cap, sent_share },
-                None => HeldBack::SendsBehind { sent_share },
-            };
-        }
+    if let (Some(_), Some(sent_share)) = (open_loop, p.achieved_rate_ratio)
+        && sent_share < SENDS_KEPT_PACE
+    {
+        return match cap {
+            Some(cap) => HeldBack::Cap { cap, sent_share },
+            None => HeldBack::SendsBehind { sent_share },
+        };
     }
     if p.client_trust.as_ref().is_some_and(|t| !t.is_trusted()) {
         return HeldBack::ClientBound;
