@@ -8,7 +8,7 @@
 pub enum Exit {
     /// Everything succeeded.
     Success,
-    /// A threshold or comparison gate failed.
+    /// A threshold or comparison gate failed (`compare --gate`, `history gate --baseline`).
     GateFailed,
     /// The plan, the arguments or another input is invalid; nothing was sent.
     InvalidInput,
@@ -53,7 +53,11 @@ impl Exit {
     pub const fn meaning(self) -> &'static str {
         match self {
             Exit::Success => "success",
-            Exit::GateFailed => "a threshold or comparison gate failed (`compare --gate`)",
+            Exit::GateFailed => {
+                "a threshold or comparison gate failed (`compare --gate`; `history gate \
+                 --baseline` when the latest run fails a gate or a capacity fell below the \
+                 baseline's)"
+            }
             Exit::InvalidInput => "invalid plan, arguments or input file; nothing was sent",
             Exit::RunFailed => {
                 "the run or command failed: a server or simulator failure, an interrupt (the \
@@ -97,5 +101,14 @@ mod tests {
         let codes: Vec<i32> = Exit::ALL.iter().map(|e| e.code()).collect();
         let expected: Vec<i32> = (0..Exit::ALL.len() as i32).collect();
         assert_eq!(codes, expected);
+    }
+
+    #[test]
+    fn the_gate_codes_name_every_command_that_exits_with_them() {
+        // `commands::compare` and `commands::history::gate` return GateFailed.
+        let gate = Exit::GateFailed.meaning();
+        assert!(gate.contains("`compare --gate`"), "{gate}");
+        assert!(gate.contains("`history gate --baseline`"), "{gate}");
+        assert!(Exit::AlertOpen.meaning().contains("`history gate`"));
     }
 }

@@ -1,18 +1,19 @@
 //! `servebench compare`: exit 0 when every gate passes, 1 when one fails, 2 on bad input.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use super::emit;
 use crate::exit::Exit;
 use crate::report::compare::gate::Gate;
 use crate::report::compare::{CompareOptions, compare_with};
-use crate::report::{read_report, render_comparison, render_comparison_html};
+use crate::report::{read_report, render_comparison, render_comparison_html, report_file};
 
 #[derive(Debug, clap::Args)]
 pub struct CompareArgs {
-    /// The baseline report (report.json, or a seed-format report).
+    /// The baseline report (report.json, a run directory holding one, or a seed-format
+    /// report).
     pub base: PathBuf,
-    /// The report compared with it.
+    /// The report compared with it (the same forms).
     pub new: PathBuf,
     /// `[PHASE:]METRIC OP THRESHOLD`, e.g. 'ttft.p95 < +10%', 'errors == 0', 'e2e.p50 < 2s'.
     #[arg(long = "gate", value_name = "EXPR")]
@@ -63,10 +64,7 @@ pub fn run(args: &CompareArgs) -> Exit {
                 return Exit::InvalidInput;
             }
         };
-    let (base_path, new_path) = (
-        args.base.display().to_string(),
-        args.new.display().to_string(),
-    );
+    let (base_path, new_path) = (shown(&args.base), shown(&args.new));
     let comparison = compare_with(
         (&base_path, &base_report),
         (&new_path, &new_report),
@@ -106,8 +104,17 @@ pub fn run(args: &CompareArgs) -> Exit {
 
 /// A report, with every record from the `requests.parquet` beside it when there is one, so
 /// the bootstrap resamples every request even when report.json holds a sample.
-fn read_with_records(path: &std::path::Path) -> Result<crate::report::Report, String> {
-    let mut report = read_report(path).map_err(|e| e.to_string())?;
-    crate::report::formats::records::attach_records(&mut report, path)?;
+fn read_with_records(path: &Path) -> Result<crate::report::Report, String> {
+    let path = report_file(path).map_err(|e| e.to_string())?;
+    let mut report = read_report(&path).map_err(|e| e.to_string())?;
+    crate::report::formats::records::attach_records(&mut report, &path)?;
     Ok(report)
+}
+
+/// The report file a side names, as the comparison shows it (a run directory's report.json).
+fn shown(path: &Path) -> String {
+    report_file(path)
+        .unwrap_or_else(|_| path.to_path_buf())
+        .display()
+        .to_string()
 }

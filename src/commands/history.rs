@@ -73,7 +73,8 @@ pub enum HistoryCommand {
     /// Exit 5 while an alert is open, or 1 when the latest run fails the gates against a
     /// named baseline.
     Gate(GateArgs),
-    /// Acknowledge an alert with a reason: it stays listed but no longer fails the gate.
+    /// Acknowledge alerts (by number, or every open one of a plan with --plan P --all) with a
+    /// reason: they stay listed but no longer fail the gate.
     Ack(AckArgs),
     /// List the baselines of a baselines file and the run each names.
     Baseline(BaselineArgs),
@@ -103,8 +104,32 @@ pub enum OutputFormat {
     Json,
 }
 
+impl HistoryCommand {
+    /// The plan a reading subcommand's `--plan` names (an import's names the plan it
+    /// creates, so it is not here).
+    fn plan(&self) -> Option<&str> {
+        match self {
+            HistoryCommand::List(a) => a.plan.as_deref(),
+            HistoryCommand::Series(a) => Some(&a.plan),
+            HistoryCommand::Trend(a) => a.plan.as_deref(),
+            HistoryCommand::Gate(a) => a.plan.as_deref(),
+            HistoryCommand::Baseline(a) => Some(&a.plan),
+            HistoryCommand::Ack(a) => a.plan.as_deref(),
+            _ => None,
+        }
+    }
+}
+
 pub fn run(args: &HistoryArgs) -> Exit {
     let location = Location::resolve(args.history.as_deref(), Path::new(RUNS_DIR));
+    // A plan the store holds no run of is a typo, not an empty history: a gate must not pass.
+    if let Some(plan) = args.command.plan() {
+        let known = open(&location, OpenMode::Existing)
+            .and_then(|store| crate::history::require_plan(&store, plan, &location.to_string()));
+        if let Err(e) = known {
+            return fail(&e);
+        }
+    }
     match &args.command {
         HistoryCommand::List(a) => list::run(&location, a),
         HistoryCommand::Show(a) => show::run(&location, a),
@@ -165,6 +190,7 @@ fn fail(e: &HistoryError) -> Exit {
     eprintln!("error: {e}");
     match e {
         HistoryError::UnknownRun(_)
+        | HistoryError::UnknownPlan { .. }
         | HistoryError::UnknownAlert(_)
         | HistoryError::Invalid(_)
         | HistoryError::File { .. } => Exit::InvalidInput,
@@ -194,6 +220,23 @@ fn md_table(head: &[&str], rows: &[Vec<String>]) -> String {
     out
 }
 
+/// A time option's value (`--since`, `--started-at`): an RFC 3339 time, or a plain date for
+/// its 00:00 UTC; as the store keeps times (UTC, milliseconds, `Z`).
+fn time_arg(text: &str) -> Result<String, String> {
+    crate::history::store::normalize_time(text)
+        .or_else(|| {
+            let date = chrono::NaiveDate::parse_from_str(text.trim(), "%Y-%m-%d").ok()?;
+            let midnight = date.and_hms_opt(0, 0, 0)?.and_utc();
+            Some(midnight.to_rfc3339_opts(chrono::SecondsFormat::Millis, true))
+        })
+        .ok_or_else(|| {
+            format!(
+                "expected an RFC 3339 time (2026-12-06T09:00:00Z) or a date (2026-12-06, its \
+                 00:00 UTC), found `{text}`"
+            )
+        })
+}
+
 /// The output file argument every subcommand takes.
 #[derive(Debug, Clone, Args)]
 pub struct OutputArgs {
@@ -202,4 +245,20 @@ pub struct OutputArgs {
     /// Write here instead of stdout.
     #[arg(short, long, value_name = "FILE")]
     pub output: Option<PathBuf>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::time_arg;
+
+    #[test]
+    fn a_time_option_takes_a_time_or_a_plain_date() {
+        assert_eq!(time_arg("2026-12-06").unwrap(), "2026-12-06T00:00:00.000Z");
+        assert_eq!(
+            time_arg("2026-12-06T10:00:00+01:00").unwrap(),
+            "2026-12-06T09:00:00.000Z"
+        );
+        assert!(time_arg("2026-13-06").unwrap_err().contains("or a date"));
+        assert!(time_arg("yesterday").is_err());
+    }
 }

@@ -5,11 +5,11 @@ use std::path::{Path, PathBuf};
 use super::emit;
 use crate::exit::Exit;
 use crate::report::formats::anvil_out;
-use crate::report::{Format, Report, exporter, read_report, write_atomic};
+use crate::report::{Format, Report, exporter, read_report, report_file, write_atomic};
 
 #[derive(Debug, clap::Args)]
 pub struct ReportArgs {
-    /// A report.json, or a seed-format report.
+    /// A report.json, a run directory holding one, or a seed-format report.
     pub input: PathBuf,
     #[arg(long, value_enum, default_value = "md")]
     pub format: Format,
@@ -34,7 +34,7 @@ pub fn run(args: &ReportArgs) -> Exit {
         eprintln!("error: --phase applies to --format anvil only");
         return Exit::InvalidInput;
     }
-    let report = match read_report(&args.input) {
+    let report = match report_file(&args.input).and_then(|file| read_report(&file)) {
         Ok(r) => r,
         Err(e) => {
             eprintln!("error: {e}");

@@ -169,7 +169,16 @@ pub fn resolve(baseline: &Baseline, store: &dyn Store, plan: &str) -> Result<Run
         ..RunFilter::default()
     })?;
     match &baseline.pick {
-        Pick::Run(id) => Ok(store.run(id)?.summary.id),
+        Pick::Run(id) => {
+            let run = store.run(id)?.summary;
+            if run.plan != plan {
+                return Err(unresolved(format!(
+                    "run {id} is of plan `{}`, not `{plan}`",
+                    run.plan
+                )));
+            }
+            Ok(run.id)
+        }
         Pick::Tag(tag) => runs
             .iter()
             .rev()
@@ -225,6 +234,22 @@ pub fn resolve(baseline: &Baseline, store: &dyn Store, plan: &str) -> Result<Run
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_pinned_run_of_another_plan_is_refused() {
+        let store = crate::history::synthetic::store("nightly", 2, 1, &["ttft.p99"]);
+        let pinned = Baseline {
+            name: "pinned".into(),
+            pick: Pick::Run("run-0001".into()),
+            gates: Vec::new(),
+        };
+        assert_eq!(resolve(&pinned, &store, "nightly").unwrap(), "run-0001");
+        let err = resolve(&pinned, &store, "weekly").unwrap_err().to_string();
+        assert!(
+            err.contains("run run-0001 is of plan `nightly`, not `weekly`"),
+            "{err}"
+        );
+    }
 
     #[test]
     fn reads_each_kind_and_refuses_an_ambiguous_entry() {

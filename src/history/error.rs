@@ -26,6 +26,13 @@ pub enum HistoryError {
     /// No run with this id.
     #[error("no run `{0}` in the history (see `servebench history list`)")]
     UnknownRun(String),
+    /// No run of this plan (a typo in `--plan`); `hint` names the plans it holds.
+    #[error("no runs of plan `{plan}` in {location}; {hint}")]
+    UnknownPlan {
+        plan: String,
+        location: String,
+        hint: String,
+    },
     /// No alert with this id.
     #[error("no alert {0} in the history")]
     UnknownAlert(i64),

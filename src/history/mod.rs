@@ -12,6 +12,7 @@ pub mod baseline;
 mod error;
 pub mod hook;
 pub mod import;
+pub mod plans;
 pub mod record;
 pub mod render;
 pub mod searches;
@@ -22,6 +23,7 @@ pub mod trend;
 pub mod update;
 
 pub use error::HistoryError;
+pub use plans::require_plan;
 pub use series::{Alert, AlertState, Conditions, Point, RunId, SeriesKey};
 pub use store::{Location, OpenMode, RunFilter, Store, open};
 pub use update::update;

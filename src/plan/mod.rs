@@ -220,18 +220,48 @@ fn raw_diagnostics(doc: &Value, map: &SourceMap, issues: Vec<Issue>) -> PlanErro
 }
 
 fn expanded_diagnostics(expanded: &Expanded, map: &SourceMap, issues: Vec<Issue>) -> PlanErrors {
-    PlanErrors {
-        diagnostics: issues
-            .into_iter()
-            .map(|i| Diagnostic {
-                path: display_path(&expanded.doc, &i.pointer),
-                location: map.locate(&expanded.raw_pointer(&i.pointer), i.at_key),
-                message: i.message,
-                hint: i.hint,
-                note: expanded.note(&i.pointer),
-            })
-            .collect(),
+    let mut diagnostics: Vec<Diagnostic> = Vec::new();
+    // Where several expanded phases got one bad value from the same place (`defaults`, a
+    // template), say it once and list the others.
+    let mut repeats: Vec<Vec<String>> = Vec::new();
+    for i in issues {
+        let location = map.locate(&expanded.raw_pointer(&i.pointer), i.at_key);
+        let note = [
+            expanded.note(&i.pointer),
+            expanded.template_note(&i.pointer, &location),
+        ]
+        .into_iter()
+        .flatten()
+        .collect::<Vec<_>>();
+        let d = Diagnostic {
+            path: display_path(&expanded.doc, &i.pointer),
+            location,
+            message: i.message,
+            hint: i.hint,
+            note: (!note.is_empty()).then(|| note.join("; ")),
+        };
+        let same = diagnostics.iter().position(|seen| {
+            (&seen.location, &seen.message, &seen.hint, &seen.note)
+                == (&d.location, &d.message, &d.hint, &d.note)
+        });
+        match same {
+            Some(k) => repeats[k].push(d.path),
+            None => {
+                diagnostics.push(d);
+                repeats.push(Vec::new());
+            }
+        }
     }
+    for (d, also) in diagnostics.iter_mut().zip(repeats) {
+        if !also.is_empty() {
+            let also = format!("the same in {}", also.join(", "));
+            d.note = Some(match d.note.take() {
+                Some(note) => format!("{note}; {also}"),
+                None => also,
+            });
+        }
+    }
+    PlanErrors { diagnostics }
 }
 
 /// What [`prepare_document`] makes of a document.

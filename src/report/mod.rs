@@ -18,7 +18,7 @@ pub use build::probe::ProbeSpec;
 pub use build::relate::{pair_rechecks, relate_phases};
 pub use compare::document::{html as render_comparison_html, markdown as render_comparison};
 pub use formats::import::IMPORT_PROMPT_TOLERANCE;
-pub use formats::read::{ReadError, read_report};
+pub use formats::read::{ReadError, read_report, report_file};
 pub use formats::write::{REPORT_FILE, ReportFiles, write_all, write_atomic, write_files};
 pub use model::*;
 

@@ -19,7 +19,7 @@ const PAGES: &[(&str, usize, usize)] = &[
     ("docs/workloads.md", 11, 0),
     ("docs/simulator.md", 19, 0),
     ("docs/reports.md", 14, 0),
-    ("docs/history.md", 18, 0),
+    ("docs/history.md", 19, 0),
     ("docs/sharding.md", 11, 0),
     ("docs/performance.md", 5, 2),
     ("docs/hardening.md", 0, 5),

@@ -359,6 +359,41 @@ fn bad_set_arguments_exit_2() {
 }
 
 #[test]
+fn a_bad_value_given_with_set_is_reported_once_naming_the_command_line() {
+    // quickstart.yaml's `defaults` give every phase `duration: "{{ duration }}"`.
+    let out = servebench()
+        .args(["validate", "plans/quickstart.yaml", "--set", "duration=abc"])
+        .assert()
+        .code(2);
+    let stderr = String::from_utf8_lossy(&out.get_output().stderr).to_string();
+    assert_eq!(stderr.matches("error:").count(), 1, "{stderr}");
+    assert!(
+        stderr.contains("= note: `duration` is \"abc\" (from `--set duration=abc`)"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("the same in phases[1].duration, phases[2].duration"),
+        "{stderr}"
+    );
+    // A value from the plan's own `vars` says so.
+    let dir = tempfile::tempdir().unwrap();
+    let plan = std::fs::read_to_string("plans/quickstart.yaml")
+        .unwrap()
+        .replacen("duration: 3s", "duration: 3 parsecs", 1);
+    let path = dir.path().join("plan.yaml");
+    std::fs::write(&path, plan).unwrap();
+    let out = servebench()
+        .args(["validate", path.to_str().unwrap()])
+        .assert()
+        .code(2);
+    let stderr = String::from_utf8_lossy(&out.get_output().stderr).to_string();
+    assert!(
+        stderr.contains("`duration` is \"3 parsecs\" (from the plan's `vars`)"),
+        "{stderr}"
+    );
+}
+
+#[test]
 fn schema_and_completions_commands_print() {
     let out = servebench().args(["schema", "plan"]).assert().success();
     let schema: Value = serde_json::from_slice(&out.get_output().stdout).unwrap();

@@ -120,7 +120,10 @@ async fn llamacpp_reruns_keep_their_cached_ratio_and_identical_prompts_are_named
         .find(|m| m.metric == "ttft.p50")
         .expect("ttft.p50 compared");
     assert_ne!(ttft.significant, Some(true));
-    assert_eq!(ttft.note, Some(servebench::report::compare::CACHE_MOVED));
+    assert_eq!(
+        ttft.note,
+        Some(servebench::report::compare::untested::Untested::CacheMoved)
+    );
     let text = servebench::report::render_comparison(&c);
     assert!(text.contains("cache ratio"), "{text}");
 }

@@ -4,6 +4,7 @@
 
 use std::path::Path;
 
+use servebench::report::compare::untested::Untested;
 use servebench::report::compare::{Comparison, compare};
 use servebench::report::{DriftVerdict, Report};
 use servebench::runner::run;
@@ -77,7 +78,7 @@ async fn same_plan_twice_is_not_significant_and_slower_ttft_is() {
     // 90 samples are too few for a p99 interval: not tested, and said so.
     let p99 = of(&same, "ttft.p99");
     assert_eq!(p99.significant, None);
-    assert_eq!(p99.note, Some("too few samples"));
+    assert_eq!(p99.note, Some(Untested::TooFewSamples));
     // Both runs draw the same seeded delays, so what differs is the machine: on a loaded one,
     // late timer wake-ups moved one run's TPOT p50 by 0.8% and another's e2e p95 by 0.7%, real
     // shifts the tight intervals rightly resolve. A false alarm is a larger one.

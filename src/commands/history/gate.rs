@@ -2,13 +2,15 @@
 //! with `--baseline`, exit 1 when the latest run fails its gates against the named baseline
 //! or a capacity search's interval lies wholly below the baseline's.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use crate::exit::Exit;
 use crate::history::baseline;
+use crate::history::render::alert_change;
 use crate::history::series::AlertState;
 use crate::history::store::{RunFilter, Store};
-use crate::history::trend::Settings;
+use crate::history::trend::{SeriesTrend, Settings};
 use crate::report::compare::capacity::CapacityVerdict;
 use crate::report::compare::{CompareOptions, compare_with, gate::Gate};
 
@@ -39,8 +41,9 @@ pub fn run(args: &GateArgs, store: &mut dyn Store) -> Exit {
 }
 
 fn open_alerts(args: &GateArgs, store: &mut dyn Store) -> Exit {
-    let alerts = match crate::history::update(store, args.plan.as_deref(), &Settings::default()) {
-        Ok((_, alerts)) => alerts,
+    let settings = Settings::default();
+    let (trends, alerts) = match crate::history::update(store, args.plan.as_deref(), &settings) {
+        Ok(updated) => updated,
         Err(e) => {
             eprintln!("error: {e}");
             return Exit::RunFailed;
@@ -52,23 +55,37 @@ fn open_alerts(args: &GateArgs, store: &mut dyn Store) -> Exit {
         .collect();
     for a in &open {
         println!(
-            "alert {} open: {} → {} `{}` {} → {} at {} (opened by {})",
+            "alert {} open: {} → {} `{}` {} (opened by {})",
             a.id,
             a.key.phase,
             a.key.target,
             a.key.figure,
-            a.before,
-            a.after,
-            a.change_at,
+            alert_change(a, &trends),
             a.opened_by
         );
     }
+    untestable(&trends, &settings);
     if open.is_empty() {
         println!("no open alerts");
         Exit::Success
     } else {
         eprintln!("{} open alert(s)", open.len());
         Exit::AlertOpen
+    }
+}
+
+/// One line per number of runs needed, counting the series whose latest segment has too
+/// few eligible runs for a change to be found in it: a quiet gate there means untested.
+fn untestable(trends: &[SeriesTrend], settings: &Settings) {
+    let mut short: BTreeMap<usize, usize> = BTreeMap::new();
+    for t in trends.iter().filter(|t| !t.testable(settings)) {
+        *short.entry(t.runs_to_test(settings)).or_default() += 1;
+    }
+    for (needed, count) in short {
+        println!(
+            "{count} series cannot be tested yet: fewer than {needed} eligible runs since \
+             their first run or their last change of work or deployment"
+        );
     }
 }
 
@@ -140,6 +157,21 @@ fn against_baseline(args: &GateArgs, name: &str, plan: &str, store: &mut dyn Sto
         &gates,
         CompareOptions { force: args.force },
     );
+    // A baseline with no gates checks only the capacity searches both runs made; with none,
+    // it would pass whatever the latest run measured.
+    if gates.is_empty() {
+        if comparison.capacities.is_empty() {
+            eprintln!(
+                "error: baseline `{name}` has no gates to check: give it `gates:` in {shown} \
+                 or pass --gate EXPR"
+            );
+            return Exit::InvalidInput;
+        }
+        eprintln!(
+            "baseline `{name}` has no gates: only the capacity of {} search(es) is checked",
+            comparison.capacities.len()
+        );
+    }
     for refused in &comparison.refused {
         eprintln!(
             "warning: phase `{}` asked for different work than the baseline: its change \

@@ -25,8 +25,9 @@ pub struct ImportArgs {
     /// The target whose series it joins (required for AIPerf and vLLM files).
     #[arg(long)]
     pub target: Option<String>,
-    /// The run's start (RFC 3339), when the file states none or states it without a zone.
-    #[arg(long, value_name = "RFC3339")]
+    /// The run's start (RFC 3339, or a date for its 00:00 UTC), when the file states none or
+    /// states it without a zone.
+    #[arg(long, value_name = "TIME|DATE", value_parser = super::time_arg)]
     pub started_at: Option<String>,
 }
 

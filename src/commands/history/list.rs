@@ -10,8 +10,8 @@ pub struct ListArgs {
     /// Only this plan's runs.
     #[arg(long)]
     pub plan: Option<String>,
-    /// Only runs that started at or after this RFC 3339 time.
-    #[arg(long, value_name = "RFC3339")]
+    /// Only runs that started at or after this time: RFC 3339, or a date for its 00:00 UTC.
+    #[arg(long, value_name = "TIME|DATE", value_parser = super::time_arg)]
     pub since: Option<String>,
     /// Only complete runs.
     #[arg(long, conflicts_with = "partial")]

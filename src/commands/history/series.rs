@@ -6,9 +6,12 @@ use std::path::PathBuf;
 use super::show::format_value;
 use super::{fail, md_table, open, to_json};
 use crate::commands::emit;
-use crate::history::searches::{SearchAnswer, is_capacity};
+use crate::history::searches::{CAPACITY, SearchAnswer, is_capacity};
 use crate::history::{Location, OpenMode, Point, SeriesKey, Store as _};
-use crate::report::model::figure_path::FigurePath;
+use crate::plan::diag::did_you_mean;
+use crate::report::model::figure_path::{
+    FigurePath, FigurePathError, figure_path_names, known_figure_paths,
+};
 
 #[derive(Debug, clap::Args)]
 pub struct SeriesArgs {
@@ -38,13 +41,7 @@ pub enum SeriesFormat {
 }
 
 pub fn run(location: &Location, args: &SeriesArgs) -> Exit {
-    if let Err(e) = args.figure.parse::<FigurePath>().map(|_| ()).or_else(|e| {
-        if is_capacity(&args.figure) {
-            Ok(())
-        } else {
-            Err(e)
-        }
-    }) {
+    if let Err(e) = check_figure(&args.figure) {
         eprintln!("error: --figure: {e}");
         return Exit::InvalidInput;
     }
@@ -70,6 +67,26 @@ pub fn run(location: &Location, args: &SeriesArgs) -> Exit {
         SeriesFormat::Csv => csv(&points),
     };
     emit(&text, args.output.as_deref())
+}
+
+/// `Ok` for a figure path or `capacity`; else why not, with a "did you mean" when a name
+/// is close, as `compare`'s gates give one.
+fn check_figure(figure: &str) -> Result<(), String> {
+    match figure.parse::<FigurePath>() {
+        Ok(_) => Ok(()),
+        Err(_) if is_capacity(figure) => Ok(()),
+        Err(e @ FigurePathError::Unknown(_)) => {
+            let mut names = figure_path_names();
+            names.push(CAPACITY.to_string());
+            Err(
+                match did_you_mean(figure, names.iter().map(String::as_str)) {
+                    Some(hint) => format!("{e}; {hint}"),
+                    None => format!("{e}; known metrics: {}, {CAPACITY}", known_figure_paths()),
+                },
+            )
+        }
+        Err(e) => Err(e.to_string()),
+    }
 }
 
 /// What marks a point: excluded, partial, client-bound, a capacity's lower bound.
@@ -179,4 +196,21 @@ fn csv(points: &[Point]) -> String {
         let _ = writer.write_record(&row);
     }
     String::from_utf8(writer.into_inner().unwrap_or_default()).unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::check_figure;
+
+    #[test]
+    fn an_unknown_figure_gets_the_close_name() {
+        assert!(check_figure("ttft.p99").is_ok());
+        assert!(check_figure("capacity").is_ok());
+        let err = check_figure("ttft_p99").unwrap_err();
+        assert!(err.ends_with("did you mean `ttft.p99`?"), "{err}");
+        let err = check_figure("capacty").unwrap_err();
+        assert!(err.ends_with("did you mean `capacity`?"), "{err}");
+        let err = check_figure("ttft").unwrap_err();
+        assert!(err.contains("name a statistic"), "{err}");
+    }
 }

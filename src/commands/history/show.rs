@@ -6,7 +6,7 @@ use crate::commands::emit;
 use crate::exit::Exit;
 use crate::history::record::PhaseRow;
 use crate::history::searches::{SearchRow, load_name};
-use crate::history::store::{StoredRun, json};
+use crate::history::store::{StoredRun, json, normalize_time};
 use crate::history::{Location, OpenMode, Store as _};
 
 #[derive(Debug, clap::Args)]
@@ -48,8 +48,8 @@ fn markdown(stored: &StoredRun) -> String {
             "Source",
             Some(format!("{} ({})", run.source.name(), run.tool)),
         ),
-        ("Started", Some(run.started_at.clone())),
-        ("Finished", run.finished_at.clone()),
+        ("Started", Some(shown_time(&run.started_at))),
+        ("Finished", run.finished_at.as_deref().map(shown_time)),
         (
             "Complete",
             Some(if run.complete { "yes" } else { "no (partial)" }.to_string()),
@@ -80,7 +80,7 @@ fn markdown(stored: &StoredRun) -> String {
                 )
             }),
         ),
-        ("Recorded", Some(stored.summary.recorded_at.clone())),
+        ("Recorded", Some(shown_time(&stored.summary.recorded_at))),
     ];
     for (label, value) in facts {
         if let Some(value) = value {
@@ -165,9 +165,19 @@ fn phase_line(p: &PhaseRow) -> Vec<String> {
     ];
     for name in HEADLINE {
         let value = p.figures.iter().find(|f| f.figure == name);
-        line.push(value.map(|f| format_value(f.value)).unwrap_or_default());
+        line.push(
+            value
+                .map(|f| crate::history::render::value(f.value, name))
+                .unwrap_or_default(),
+        );
     }
     line
+}
+
+/// A stored time as every line of `show` writes it: UTC, milliseconds, `Z` (the start is
+/// stored so; the finish as the report wrote it).
+fn shown_time(text: &str) -> String {
+    normalize_time(text).unwrap_or_else(|| text.to_string())
 }
 
 fn search_line(s: &SearchRow) -> Vec<String> {

@@ -73,15 +73,7 @@ fn alerts(out: &mut String, report: &TrendReport) {
          <th>Figure</th><th>Change</th><th>Opened by</th><th>Note</th></tr>\n",
     );
     for a in live {
-        let change = report
-            .trends
-            .iter()
-            .find(|t| t.key == a.key)
-            .and_then(|t| t.changes().find(|c| c.run == a.change_at))
-            .map_or_else(
-                || super::level_change(a.before, a.after, &a.key.figure),
-                |c| change_text(c, &a.key.figure),
-            );
+        let change = super::alert_change(a, report.trends);
         let class = if a.state == crate::history::AlertState::Open {
             "bad"
         } else {

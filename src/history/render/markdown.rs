@@ -91,19 +91,7 @@ fn alerts(out: &mut String, report: &TrendReport) {
     }
     out.push_str("### Alerts\n\n| # | state | phase → target | figure | change | opened by | note |\n|---|---|---|---|---|---|---|\n");
     for a in live {
-        let trend = report.trends.iter().find(|t| t.key == a.key);
-        let change = trend
-            .and_then(|t| t.changes().find(|c| c.run == a.change_at))
-            .map_or_else(
-                || {
-                    format!(
-                        "{} at {}",
-                        super::level_change(a.before, a.after, &a.key.figure),
-                        a.change_at
-                    )
-                },
-                |c| change_text(c, &a.key.figure),
-            );
+        let change = super::alert_change(a, report.trends);
         let _ = writeln!(
             out,
             "| {} | {} | {} → {} | `{}` | {} | {} | {} |",

@@ -94,7 +94,8 @@ fn unit_of(figure: &str) -> Unit {
         .map_or(Unit::Count, FigurePath::unit)
 }
 
-fn value(v: f64, figure: &str) -> String {
+/// A figure's value in its unit, as report.md writes it (`14.9 ms`, `240.0`).
+pub fn value(v: f64, figure: &str) -> String {
     numfmt::with_unit(v, unit_of(figure))
 }
 
@@ -146,6 +147,26 @@ fn change_text(c: &ChangePoint, figure: &str) -> String {
         text.push_str(&condition.to_string());
     }
     text
+}
+
+/// What an alert says changed, as the trend report and the gate print it: its change point
+/// with its conditions when `trends` hold it (`regression 5.54 ms → 8.29 ms (+49.6%) at
+/// RUN`), else its stored levels.
+pub fn alert_change(alert: &Alert, trends: &[SeriesTrend]) -> String {
+    trends
+        .iter()
+        .find(|t| t.key == alert.key)
+        .and_then(|t| t.changes().find(|c| c.run == alert.change_at))
+        .map_or_else(
+            || {
+                format!(
+                    "{} at {}",
+                    level_change(alert.before, alert.after, &alert.key.figure),
+                    alert.change_at
+                )
+            },
+            |c| change_text(c, &alert.key.figure),
+        )
 }
 
 /// `[8, 9]`.

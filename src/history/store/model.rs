@@ -27,6 +27,17 @@ pub trait Store {
     fn record_rows(&mut self, rows: &RunRows) -> Result<RunId, HistoryError>;
     fn runs(&self, filter: &RunFilter) -> Result<Vec<RunSummary>, HistoryError>;
     fn run(&self, id: &str) -> Result<StoredRun, HistoryError>;
+    /// Every plan with a run in the store, in name order.
+    fn plans(&self) -> Result<Vec<String>, HistoryError> {
+        let mut plans: Vec<String> = self
+            .runs(&RunFilter::default())?
+            .into_iter()
+            .map(|r| r.plan)
+            .collect();
+        plans.sort();
+        plans.dedup();
+        Ok(plans)
+    }
     fn keys(&self, plan: Option<&str>) -> Result<Vec<SeriesKey>, HistoryError>;
     /// The points of one series, oldest first, every point (excluded, partial and
     /// client-bound ones included and marked: callers decide).

@@ -117,6 +117,10 @@ impl Store for SqlStore {
         read::run(self.driver.as_ref(), id)
     }
 
+    fn plans(&self) -> Result<Vec<String>, HistoryError> {
+        read::plans(self.driver.as_ref())
+    }
+
     fn keys(&self, plan: Option<&str>) -> Result<Vec<SeriesKey>, HistoryError> {
         read::keys(self.driver.as_ref(), plan)
     }

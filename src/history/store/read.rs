@@ -315,6 +315,14 @@ fn errors_by_phase(driver: &dyn Driver, run: &str) -> Result<ByPhase<ErrorRow>, 
     Ok(by_phase)
 }
 
+/// Every plan with a run, in name order.
+pub fn plans(driver: &dyn Driver) -> Result<Vec<String>, HistoryError> {
+    let rows = driver.query("SELECT DISTINCT plan FROM runs ORDER BY 1", &[])?;
+    rows.iter()
+        .map(|r| r[0].string().ok_or_else(|| damaged(driver, "run's plan")))
+        .collect()
+}
+
 /// Every series' key: each figure of each phase, and each search's capacity, in key order.
 pub fn keys(driver: &dyn Driver, plan: Option<&str>) -> Result<Vec<SeriesKey>, HistoryError> {
     let mut keys = figure_keys(driver, plan)?;

@@ -93,6 +93,28 @@ impl SeriesTrend {
         self.segments.iter().flat_map(|s| s.changes.iter())
     }
 
+    /// Eligible runs a change in the latest segment needs before it can be found: the
+    /// runs either side of a change, or for a capacity, one run for the level and one more.
+    pub fn runs_to_test(&self, settings: &Settings) -> usize {
+        if is_capacity(&self.key.figure) {
+            2
+        } else {
+            2 * settings.min_points
+        }
+    }
+
+    /// Whether the latest segment (the runs since the series' first run or its last change
+    /// of work or deployment) has the eligible runs a change needs to be found in it.
+    pub fn testable(&self, settings: &Settings) -> bool {
+        self.segments.last().is_none_or(|s| {
+            self.points[s.from..s.to]
+                .iter()
+                .filter(|p| eligible(p))
+                .count()
+                >= self.runs_to_test(settings)
+        })
+    }
+
     /// The segment holding point `index`.
     pub fn segment_of(&self, index: usize) -> Option<&Segment> {
         self.segments

@@ -43,6 +43,8 @@ pub struct Expanded {
     pub doc: Value,
     pub vars: IndexMap<String, Value>,
     pub origins: Vec<PhaseOrigin>,
+    /// The `--set` arguments, to say where a variable's value came from.
+    pub set: Vec<String>,
 }
 
 impl Expanded {
@@ -69,6 +71,62 @@ impl Expanded {
             .unwrap_or_else(|| format!("/phases/{}/{}", origin.raw_index, escape(field)));
         tail.iter()
             .fold(base, |acc, seg| format!("{acc}/{}", escape(seg)))
+    }
+
+    /// A note naming the variables a template at `location` used, with their values and
+    /// where each was set: a bad value given with `--set` is reported at the plan's template
+    /// that used it, so the note names the command line.
+    pub fn template_note(&self, pointer: &str, location: &super::diag::Location) -> Option<String> {
+        // A phase's matrix values shadow the variables; its own note names them.
+        let matrix = self
+            .origin(pointer)
+            .map(|o| o.matrix.as_slice())
+            .unwrap_or_default();
+        let line = location.source_line.as_deref()?;
+        let text: String = line
+            .chars()
+            .skip(location.col.saturating_sub(1))
+            .take(location.len)
+            .collect();
+        let mut names: Vec<&str> = Vec::new();
+        for (start, _) in text.match_indices("{{") {
+            let rest = &text[start + 2..];
+            let expression = rest.split("}}").next().unwrap_or_default().trim_start();
+            let name_len = expression
+                .find(|c: char| !(c.is_alphanumeric() || c == '_'))
+                .unwrap_or(expression.len());
+            let name = &expression[..name_len];
+            let shadowed = matrix.iter().any(|(key, _)| key == name);
+            if self.vars.contains_key(name) && !shadowed && !names.contains(&name) {
+                names.push(name);
+            }
+        }
+        let said: Vec<String> = names
+            .iter()
+            .map(|name| {
+                let origin = self
+                    .set
+                    .iter()
+                    .rev()
+                    .find(|arg| arg.split_once('=').is_some_and(|(k, _)| k.trim() == *name))
+                    .map_or("the plan's `vars`".to_string(), |arg| {
+                        format!("`--set {arg}`")
+                    });
+                format!("`{name}` is {} (from {origin})", self.vars[*name])
+            })
+            .collect();
+        (!said.is_empty()).then(|| said.join("; "))
+    }
+
+    /// The origin of the expanded phase `pointer` lies in, if it lies in one.
+    fn origin(&self, pointer: &str) -> Option<&PhaseOrigin> {
+        let segs = super::source::segments(pointer);
+        match segs.as_slice() {
+            [first, index, ..] if first == "phases" => {
+                self.origins.get(index.parse::<usize>().ok()?)
+            }
+            _ => None,
+        }
     }
 
     /// A note naming the matrix combination an expanded phase came from, if any.
@@ -152,7 +210,12 @@ pub fn expand(
     out.insert("phases".into(), Value::Array(phases));
     let doc = Value::Object(out);
     if issues.is_empty() {
-        Ok(Expanded { doc, vars, origins })
+        Ok(Expanded {
+            doc,
+            vars,
+            origins,
+            set: input.set.to_vec(),
+        })
     } else {
         Err(issues
             .into_iter()

@@ -3,32 +3,29 @@
 
 use super::capacity::CapacityVerdict;
 use super::gate::Compared;
+use super::plan_diff::PLAN_CHANGES_LISTED;
+use super::untested::{TooFewSamples, Untested};
 use super::{Comparison, MetricChange, PhaseComparison};
-use crate::report::model::figure_path::{Better, Unit};
+use crate::report::model::figure_path::Unit;
 use crate::report::render::document::{Block, Document, Level, Span, Tone};
-use crate::report::render::numfmt::{pct_change, sig3, signed, with_unit};
+use crate::report::render::numfmt::{figure_change, figure_value, pct_change, sig3};
 use crate::report::render::table::{Align, Cell, Mark, Table};
 
 fn value(v: Option<f64>, unit: Option<Unit>) -> String {
     match (v, unit) {
-        (Some(v), Some(u)) => with_unit(v, u),
+        (Some(v), Some(u)) => figure_value(v, u),
         (Some(v), None) => sig3(v),
         (None, _) => "–".to_string(),
     }
 }
 
+/// Bad (bold, red) for a significant change for the worse, good (green) for a significant
+/// one for the better; a change that was not tested, or not told from noise, stays plain.
 fn change_mark(m: &MetricChange) -> Mark {
-    let (Some(d), Some(better)) = (m.change, m.better) else {
-        return Mark::Plain;
-    };
-    if d == 0.0 || m.significant == Some(false) {
-        return Mark::Plain;
-    }
-    match better {
-        Better::Lower if d > 0.0 => Mark::Bad,
-        Better::Higher if d < 0.0 => Mark::Bad,
-        Better::Lower | Better::Higher => Mark::Good,
-        Better::Neither => Mark::Plain,
+    match (m.significant, m.worse()) {
+        (Some(true), Some(true)) => Mark::Bad,
+        (Some(true), Some(false)) => Mark::Good,
+        _ => Mark::Plain,
     }
 }
 
@@ -58,7 +55,8 @@ pub fn document(c: &Comparison) -> Document {
             })
             .collect(),
     )];
-    if !c.provenance.is_empty() {
+    blocks.push(Block::Paragraph(vec![Span::strong(tally_line(c))]));
+    if !c.provenance.is_empty() || !c.plan.is_empty() {
         provenance_section(&mut blocks, c);
     }
     if !c.refused.is_empty() {
@@ -94,14 +92,12 @@ pub fn document(c: &Comparison) -> Document {
          the two sides do not overlap and, where both sides hold per-request records, the \
          bootstrap interval ({} resamples) of new − base excludes zero; without intervals \
          (too few samples) it is not tested. The error rate needs records. Bold marks a \
-         change for the worse that is significant, or that cannot be tested.",
+         significant change for the worse.",
         c.confidence * 100.0,
         c.bootstrap_resamples
     ))]));
     if c.phases.is_empty() {
-        blocks.push(Block::Paragraph(vec![Span::text(
-            "No phase names in common.",
-        )]));
+        blocks.push(Block::Paragraph(vec![Span::text(no_phase_compared(c))]));
     }
     for p in &c.phases {
         phase_changes(&mut blocks, p);
@@ -120,6 +116,71 @@ pub fn document(c: &Comparison) -> Document {
     Document {
         title: "servebench compare".into(),
         blocks,
+    }
+}
+
+/// `N significant regressions, M significant improvements, K figures not testable`.
+fn tally_line(c: &Comparison) -> String {
+    let t = &c.tally;
+    let count =
+        |n: usize, one: &str, many: &str| format!("{n} {}", if n == 1 { one } else { many });
+    format!(
+        "{}, {}, {}.",
+        count(
+            t.regressions,
+            "significant regression",
+            "significant regressions"
+        ),
+        count(
+            t.improvements,
+            "significant improvement",
+            "significant improvements"
+        ),
+        count(
+            t.not_testable,
+            "figure not testable",
+            "figures not testable"
+        ),
+    )
+}
+
+/// Which figures too few samples left untested, and the phase that would test them.
+fn too_few_samples_line(t: &TooFewSamples) -> String {
+    let mut line = format!(
+        "Not testable for too few samples: {}. They need up to {} samples a side",
+        t.figures.join(", "),
+        t.samples_needed
+    );
+    if let (Some(s), Some(r)) = (t.seconds_needed, t.requests_needed) {
+        line.push_str(&format!(
+            "; at these runs' rates, a phase of about {} ({r} requests) would give them",
+            duration_text(s)
+        ));
+    }
+    line.push('.');
+    line
+}
+
+/// Seconds as a phase duration a plan could take: `40 s`, `3.2 min`.
+fn duration_text(seconds: f64) -> String {
+    if seconds < 120.0 {
+        format!("{} s", seconds.ceil())
+    } else {
+        format!("{} min", sig3(seconds / 60.0))
+    }
+}
+
+/// Why no phase was compared: no name in common, or every shared name asked for other work.
+fn no_phase_compared(c: &Comparison) -> String {
+    match c.refused.len() {
+        0 => "No phase names in common.".to_string(),
+        1 => "No phase compared: the one phase with a matching name asked for different work \
+              (see Not compared)."
+            .to_string(),
+        n => format!(
+            "No phase compared: the {n} phases with matching names asked for different work \
+             (see Not compared)."
+        ),
     }
 }
 
@@ -174,7 +235,8 @@ fn capacity_section(blocks: &mut Vec<Block>, c: &Comparison) {
     blocks.push(Block::Table(t));
 }
 
-/// The provenance labels that differ between the runs (engine version, host, labels).
+/// The provenance labels that differ between the runs (engine version, host, labels), then
+/// the plan: its file's hash and the expanded plan's keys that differ.
 fn provenance_section(blocks: &mut Vec<Block>, c: &Comparison) {
     blocks.push(Block::Heading(
         Level::Section,
@@ -193,7 +255,42 @@ fn provenance_section(blocks: &mut Vec<Block>, c: &Comparison) {
             Cell::plain(shown(&d.new)),
         ]);
     }
-    blocks.push(Block::Table(t));
+    if let Some([b, n]) = &c.plan.sha256 {
+        let short = |h: &String| h[..12.min(h.len())].to_string();
+        t.rows.push(vec![
+            Cell::plain("plan sha256"),
+            Cell::plain(short(b)),
+            Cell::plain(short(n)),
+        ]);
+    }
+    if !t.rows.is_empty() {
+        blocks.push(Block::Table(t));
+    }
+    if c.plan.changes.is_empty() {
+        return;
+    }
+    blocks.push(Block::Paragraph(vec![Span::text(
+        "Expanded-plan keys that differ:",
+    )]));
+    let mut keys = Table::new(&[
+        ("Plan key", Align::Left),
+        ("Base", Align::Left),
+        ("New", Align::Left),
+    ]);
+    for k in &c.plan.changes {
+        keys.rows.push(vec![
+            Cell::plain(k.key.clone()),
+            Cell::plain(shown(&k.base)),
+            Cell::plain(shown(&k.new)),
+        ]);
+    }
+    blocks.push(Block::Table(keys));
+    if c.plan.more > 0 {
+        blocks.push(Block::Paragraph(vec![Span::text(format!(
+            "… and {} more (the JSON's `plan` lists the first {}).",
+            c.plan.more, PLAN_CHANGES_LISTED
+        ))]));
+    }
 }
 
 /// The gate checks, failures first.
@@ -233,7 +330,7 @@ fn gates_section(blocks: &mut Vec<Block>, c: &Comparison) {
         let observed = match (g.observed, g.compared, unit) {
             (None, _, _) => "–".to_string(),
             (Some(o), Compared::RelativeChange, _) => pct_change(o),
-            (Some(o), Compared::Change, Some(u)) => signed(o, u),
+            (Some(o), Compared::Change, Some(u)) => figure_change(o, u),
             (Some(o), Compared::Change, None) => sig3(o),
             (Some(o), Compared::Value, u) => value(Some(o), u),
         };
@@ -307,7 +404,7 @@ fn phase_changes(blocks: &mut Vec<Block>, p: &PhaseComparison) {
             Cell::plain(value(m.base, m.unit)),
             Cell::plain(value(m.new, m.unit)),
             Cell::plain(match (m.change, m.unit) {
-                (Some(d), Some(u)) => signed(d, u),
+                (Some(d), Some(u)) => figure_change(d, u),
                 _ => "–".to_string(),
             }),
             Cell::marked(
@@ -316,14 +413,16 @@ fn phase_changes(blocks: &mut Vec<Block>, p: &PhaseComparison) {
                 mark,
             ),
             Cell::plain(match (m.ci95, m.unit) {
-                (Some([lo, hi]), Some(u)) => format!("[{}, {}]", signed(lo, u), signed(hi, u)),
+                (Some([lo, hi]), Some(u)) => {
+                    format!("[{}, {}]", figure_change(lo, u), figure_change(hi, u))
+                }
                 _ => "–".to_string(),
             }),
             Cell::plain(match (m.significant, m.note) {
-                (Some(true), _) => "yes".to_string(),
-                (Some(false), _) => "no".to_string(),
-                (None, Some(note)) => format!("n/a ({note})"),
-                (None, None) => "n/a (no records or intervals)".to_string(),
+                (Some(true), _) => "yes",
+                (Some(false), _) => "no",
+                (None, Some(why)) => why.cell(),
+                (None, None) => Untested::NoRecordsOrIntervals.cell(),
             }),
             Cell::plain(
                 m.samples
@@ -332,6 +431,11 @@ fn phase_changes(blocks: &mut Vec<Block>, p: &PhaseComparison) {
         ]);
     }
     blocks.push(Block::Table(t));
+    if let Some(too_few) = &p.too_few_samples {
+        blocks.push(Block::Paragraph(vec![Span::text(too_few_samples_line(
+            too_few,
+        ))]));
+    }
     if !p.new_error_causes.is_empty() {
         blocks.push(Block::Paragraph(vec![Span::text(
             "New error causes (not in base):",

@@ -6,7 +6,9 @@ pub mod capacity;
 pub(crate) mod document;
 pub mod gate;
 mod models;
+pub mod plan_diff;
 pub mod provenance;
+pub mod untested;
 
 use std::collections::{HashMap, HashSet};
 
@@ -23,7 +25,9 @@ use crate::report::model::figure_path::{self, Better, FigurePath, Scalar, Stat, 
 use crate::report::model::{PhaseResult, Report, SaltUsed};
 use crate::report::render::table::phase_error_causes;
 use gate::{Gate, GateCheck, check_gates, relative};
+use plan_diff::{PlanDiff, plan_diff};
 use provenance::{ProvenanceDiff, RefusedPhase, condition_changes, provenance_diffs, work_differs};
+use untested::{SideRate, Tally, TooFewSamples, Untested, too_few_samples, untested_by_design};
 
 const BOOTSTRAP_SEED: u64 = 0x5e7e_be7c_0000_0001;
 
@@ -66,9 +70,25 @@ pub struct MetricChange {
     pub new_interval: Option<[f64; 2]>,
     /// Samples behind the figure on each side (base, new), when known.
     pub samples: Option<[u64; 2]>,
-    /// Why significance could not be tested, when the reason is not just missing records.
+    /// Why significance was not tested, whenever `significant` is `None`.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub note: Option<&'static str>,
+    pub note: Option<Untested>,
+}
+
+impl MetricChange {
+    /// Whether the change is for the worse (`Some(false)`: for the better); `None` for no
+    /// change, or a figure that is neither better higher nor lower.
+    pub fn worse(&self) -> Option<bool> {
+        let (d, better) = (self.change?, self.better?);
+        if d == 0.0 {
+            return None;
+        }
+        match better {
+            Better::Lower => Some(d > 0.0),
+            Better::Higher => Some(d < 0.0),
+            Better::Neither => None,
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -89,6 +109,9 @@ pub struct PhaseComparison {
     /// The two asked for different work and `--force` set them side by side anyway.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub forced: bool,
+    /// Percentiles not tested for too few samples, and what would make them testable.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub too_few_samples: Option<TooFewSamples>,
 }
 
 /// What `compare` may do beyond the default.
@@ -103,6 +126,8 @@ pub struct CompareOptions {
 pub struct Comparison {
     pub base: Side,
     pub new: Side,
+    /// Significant regressions and improvements, and figures that could not be tested.
+    pub tally: Tally,
     pub phases: Vec<PhaseComparison>,
     pub only_in_base: Vec<String>,
     pub only_in_new: Vec<String>,
@@ -115,6 +140,9 @@ pub struct Comparison {
     /// Provenance that differs between the two runs (engine version, host, labels…).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub provenance: Vec<ProvenanceDiff>,
+    /// How the two runs' plans differ: the file's hash and the expanded plan's keys.
+    #[serde(skip_serializing_if = "PlanDiff::is_empty")]
+    pub plan: PlanDiff,
     pub gates: Vec<GateCheck>,
     /// False when any gate check failed.
     pub passed: bool,
@@ -215,15 +243,22 @@ pub fn compare_with(
 
     let checks = check_gates(gates, base, new, &not_compared);
     let passed = checks.iter().all(|c| c.passed);
+    let mut tally = Tally::default();
+    phases
+        .iter()
+        .flat_map(|p| &p.metrics)
+        .for_each(|m| tally.add(m));
     Comparison {
         base: side(base_path, base),
         new: side(new_path, new),
+        tally,
         phases,
         only_in_base,
         only_in_new,
         refused,
         capacities: capacity::compare_capacities(&base.searches, &new.searches),
         provenance: provenance_diffs(base, new),
+        plan: plan_diff(base, new),
         gates: checks,
         passed,
         bootstrap_resamples: BOOTSTRAP_RESAMPLES,
@@ -312,25 +347,35 @@ fn compare_phase(
             // measure the largest value, which a single hiccup moves.
             Some(q) => {
                 if overlap.is_none() && change.samples.is_some_and(|s| too_few(s, q)) {
-                    change.note = Some(TOO_FEW_SAMPLES);
+                    change.note = Some(Untested::TooFewSamples);
                 }
                 overlap.map(|o| !o && excludes_zero != Some(false))
             }
             None => excludes_zero,
         };
+        if change.significant.is_none() && change.note.is_none() {
+            change.note =
+                Some(untested_by_design(metric).unwrap_or(Untested::NoRecordsOrIntervals));
+        }
         // A moved cache ratio explains a latency change better than a busy client does.
         let latency = matches!(metric.unit(), Unit::Seconds | Unit::Millis);
         if cache_moved && latency {
             change.significant = None;
-            change.note = Some(CACHE_MOVED);
+            change.note = Some(Untested::CacheMoved);
         } else if client_bound {
             change.significant = None;
-            change.note = Some(CLIENT_BOUND);
+            change.note = Some(Untested::ClientBound);
         }
         out.push(change);
     }
+    let rate = |p: &PhaseResult| SideRate {
+        requests: p.summary.requests,
+        elapsed: p.summary.elapsed,
+    };
+    let quantile_of = |name: &str| name.parse::<FigurePath>().ok().and_then(percentile_q);
     PhaseComparison {
         phase: new.header.phase.clone(),
+        too_few_samples: too_few_samples(&out, [rate(base), rate(new)], quantile_of),
         metrics: out,
         new_error_causes: new_error_causes(base, new),
         conditions,
@@ -369,15 +414,6 @@ fn first_stat(m: FigurePath) -> Option<Stat> {
         FigurePath::Scalar(_) => None,
     }
 }
-
-/// Note for a percentile whose sample is too small for an interval on a side.
-pub const TOO_FEW_SAMPLES: &str = "too few samples";
-
-/// The note on every change of a phase where either side was client-bound.
-pub const CLIENT_BOUND: &str = "client-bound: not tested";
-
-/// The note on a latency change across a cache ratio that moved beyond the bound.
-pub const CACHE_MOVED: &str = "cache ratio moved: not tested";
 
 /// The quantile a percentile metric reads; `None` for other metrics.
 fn percentile_q(metric: FigurePath) -> Option<f64> {

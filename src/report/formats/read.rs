@@ -8,6 +8,7 @@ use sha2::{Digest, Sha256};
 
 use super::anvil::{ANVIL_SCHEMA, AnvilRun, anvil_to_report};
 use super::multiphase::{MultiPhaseRun, multiphase_to_report};
+use super::write::REPORT_FILE;
 use crate::report::model::{PlanSource, REPORT_SCHEMA, Report};
 
 /// Why a report file could not be read; names the file and the problem.
@@ -53,6 +54,25 @@ pub fn detect(doc: &Value) -> Result<ReportFormat, String> {
                 "not a known report: no `schema` ({REPORT_SCHEMA:?} or {ANVIL_SCHEMA:?}) and no `phases` list"
             )),
         },
+    }
+}
+
+/// The report file a path names: the path itself, or a run directory's `report.json`.
+pub fn report_file(path: &Path) -> Result<PathBuf, ReadError> {
+    if !path.is_dir() {
+        return Ok(path.to_path_buf());
+    }
+    let file = path.join(REPORT_FILE);
+    if file.is_file() {
+        Ok(file)
+    } else {
+        Err(ReadError {
+            path: path.to_path_buf(),
+            problem: format!(
+                "a directory without a report (looked for {})",
+                file.display()
+            ),
+        })
     }
 }
 

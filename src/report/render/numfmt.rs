@@ -76,7 +76,23 @@ pub fn with_unit(value: f64, unit: Unit) -> String {
     }
 }
 
-/// A relative change as a signed percentage (`+12.3%`, `−97.9%`).
+/// A figure with its unit for a table of mixed figures (rechecks, compare): a time under
+/// 100 s in milliseconds, as the rest of the report reads latencies, so a column never
+/// switches unit between rows (`26.7 ms` above `261 ms`, not `0.261 s`).
+pub fn figure_value(value: f64, unit: Unit) -> String {
+    match unit {
+        Unit::Seconds if value.abs() < 100.0 => format!("{} ms", sig3(value * 1000.0)),
+        _ => with_unit(value, unit),
+    }
+}
+
+/// A signed difference of a figure, in [`figure_value`]'s units; no difference has no sign.
+pub fn figure_change(diff: f64, unit: Unit) -> String {
+    format!("{}{}", sign(diff), figure_value(diff.abs(), unit))
+}
+
+/// A relative change as a signed percentage (`+12.3%`, `−97.9%`). The sign is the change's
+/// even when it rounds to nothing (`−0.0%` beside `−0.180 tok/s`); no change at all is `0.0%`.
 pub fn pct_change(change: f64) -> String {
     if !change.is_finite() {
         return if change > 0.0 { "+∞%" } else { "−∞%" }.to_string();
@@ -87,20 +103,22 @@ pub fn pct_change(change: f64) -> String {
     } else {
         format!("{:.1}", p.abs())
     };
-    if p < 0.0 && !body.trim_start_matches(['0', '.']).is_empty() {
-        format!("−{body}%")
-    } else {
-        format!("+{body}%")
-    }
+    format!("{}{body}%", sign(p))
 }
 
-/// A signed absolute difference with unit.
+/// A signed absolute difference with unit; no difference at all has no sign.
 pub fn signed(diff: f64, unit: Unit) -> String {
-    let body = with_unit(diff.abs(), unit);
-    if diff < 0.0 {
-        format!("−{body}")
+    format!("{}{}", sign(diff), with_unit(diff.abs(), unit))
+}
+
+/// `+`, `−`, or nothing for zero (and −0).
+fn sign(x: f64) -> &'static str {
+    if x > 0.0 {
+        "+"
+    } else if x < 0.0 {
+        "−"
     } else {
-        format!("+{body}")
+        ""
     }
 }
 
@@ -127,10 +145,25 @@ mod tests {
         assert_eq!(ms(9.994), "9.99");
         assert_eq!(pct_change(-0.9785), "−97.9%");
         assert_eq!(pct_change(0.1), "+10.0%");
-        assert_eq!(pct_change(-0.0), "+0.0%");
+        assert_eq!(pct_change(-0.0), "0.0%");
+        assert_eq!(pct_change(0.0), "0.0%");
+        // A tiny change keeps its sign, as its absolute change beside it does.
+        assert_eq!(pct_change(-0.0001), "−0.0%");
+        assert_eq!(pct_change(0.0001), "+0.0%");
+        assert_eq!(signed(-0.18, Unit::TokensPerSecond), "−0.180 tok/s");
+        assert_eq!(signed(0.0, Unit::Count), "0");
         assert_eq!(with_unit(14.9, Unit::Seconds), "14.9 s");
         assert_eq!(with_unit(0.258, Unit::Seconds), "0.258 s");
         assert_eq!(with_unit(0.00645, Unit::Seconds), "6.45 ms");
         assert_eq!(with_unit(0.01, Unit::Ratio), "1.00%");
+        // Figure tables keep latencies in milliseconds up to 100 s.
+        assert_eq!(figure_value(0.0267, Unit::Seconds), "26.7 ms");
+        assert_eq!(figure_value(0.261, Unit::Seconds), "261 ms");
+        assert_eq!(figure_value(14.9, Unit::Seconds), "14900 ms");
+        assert_eq!(figure_value(150.0, Unit::Seconds), "150 s");
+        assert_eq!(figure_value(0.0, Unit::Seconds), "0 ms");
+        assert_eq!(figure_value(6.45, Unit::Millis), "6.45 ms");
+        assert_eq!(figure_change(-0.127, Unit::Seconds), "−127 ms");
+        assert_eq!(figure_change(0.0, Unit::Seconds), "0 ms");
     }
 }

@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use super::numfmt::{ms, ms_from_s, pct_change, sig3, with_unit};
+use super::numfmt::{figure_value, ms, ms_from_s, pct_change, sig3};
 use crate::client::ErrorKind;
 use crate::figure::{FIGURES, Figure, ShownWhen, Spec, Stat};
 use crate::metrics::{Distribution, ErrorCause};
@@ -222,7 +222,7 @@ fn drift_unit(metric: &str) -> Unit {
 }
 
 fn drift_value(v: Option<f64>, metric: &str) -> String {
-    v.map_or_else(|| "–".to_string(), |v| with_unit(v, drift_unit(metric)))
+    v.map_or_else(|| "–".to_string(), |v| figure_value(v, drift_unit(metric)))
 }
 
 /// A change as written in the rechecks table: relative, or absolute points for `error_rate`.

@@ -180,6 +180,28 @@ fn show_series_exclude_and_retain_from_the_command_line() {
         text.contains("client_bound") && text.contains("HTTP 503"),
         "{text}"
     );
+    // Every time in one format; each figure in its unit, as report.md writes it.
+    assert!(
+        text.contains("- Started: 2026-12-02T10:00:00.000Z\n")
+            && text.contains("- Finished: 2026-11-30T10:07:30.000Z\n"),
+        "{text}"
+    );
+    let row = text
+        .lines()
+        .find(|l| l.starts_with("| gateway-c4 |"))
+        .unwrap();
+    let cells: Vec<&str> = row.split(" | ").collect();
+    // ttft.p50, ttft.p99, e2e.p99, output tokens/s, error rate.
+    assert!(
+        cells[6..9]
+            .iter()
+            .all(|c| c.ends_with(" ms") || c.ends_with(" s")),
+        "{row}"
+    );
+    assert!(
+        cells[9].ends_with(" tok/s") && cells[10].ends_with("% |"),
+        "{row}"
+    );
     let json: serde_json::Value =
         serde_json::from_slice(&history(&["show", "r2", "--format", "json"]).stdout).unwrap();
     assert_eq!(json["summary"]["id"], "r2");

@@ -1,10 +1,11 @@
 //! The results history: recording into SQLite and a real PostgreSQL server, the schema's
 //! versions, concurrent recorders, kills at the three points a run can die, imports, the
-//! `history` command, and the trends: detection rates, the trend report, the gate and
+//! `history` command (its refusals of typos and of gates with nothing to check), and the trends: detection rates, the trend report, the gate and
 //! baselines over both backends.
 
 mod cli;
 mod concurrency;
+mod gate_cli;
 mod imports;
 mod kill;
 mod real_aiperf;

@@ -185,7 +185,7 @@ async fn a_capacity_that_halves_opens_an_alert_and_a_lower_bound_changes_nothing
             text(&out)
         );
         assert!(
-            text(&out).contains("`capacity` 4 → 2"),
+            text(&out).contains("`capacity` regression 4 → 2 (−50.0%) at "),
             "{location}: {}",
             text(&out)
         );

@@ -128,14 +128,14 @@ fn markdown_for_a_20_phase_plan_fits_a_pr_comment() {
     );
 }
 
-fn history_cmd(store: &str) -> Command {
+pub(super) fn history_cmd(store: &str) -> Command {
     let mut cmd = super::support::servebench();
     cmd.arg("history").arg("--history").arg(store);
     cmd
 }
 
 /// The store's address as `--history` takes it.
-fn address(location: &Location) -> String {
+pub(super) fn address(location: &Location) -> String {
     match location {
         Location::Sqlite(path) => path.display().to_string(),
         Location::Postgres(url) => url.clone(),
@@ -143,7 +143,7 @@ fn address(location: &Location) -> String {
 }
 
 /// A fresh store per backend holding the synthetic `runs` of a one-phase plan `nightly`.
-fn recorded(dir: &Path, what: &str, runs: usize) -> Vec<Location> {
+pub(super) fn recorded(dir: &Path, what: &str, runs: usize) -> Vec<Location> {
     let backends = super::support::backends(dir, what);
     for location in &backends {
         let mut store = open(location, OpenMode::Create).unwrap();

@@ -24,7 +24,7 @@ fn seed_004_imports_with_rechecks_and_renders() {
     );
     let md = report::formats::markdown::render(&r);
     assert!(
-        md.contains("gateway-c4 → recheck-c4: ttft.p99 14.9 s → 0.32"),
+        md.contains("gateway-c4 → recheck-c4: ttft.p99 14927 ms → 323 ms"),
         "{md}"
     );
     assert!(md.contains("| gateway-c4 | least-request | c=4 |"), "{md}");

@@ -4,6 +4,7 @@
 pub(crate) mod browser;
 mod compare;
 mod compare_page;
+mod compare_reading;
 mod formats;
 mod import;
 mod render;

@@ -31,7 +31,7 @@ fn markdown_makes_the_drift_and_warnings_obvious() {
     let md = report::formats::markdown::render(&sample_report(1.0));
     assert!(md.contains("**⚠ 1 of 1 rechecks drifted:**"), "{md}");
     assert!(
-        md.contains("> - **gateway-c4 → recheck-c4: ttft.p99 14.9 s → 0.258 s (−98.3%)**"),
+        md.contains("> - **gateway-c4 → recheck-c4: ttft.p99 14891 ms → 258 ms (−98.3%)**"),
         "{md}"
     );
     // Pipes and markup in user text cannot break the table.
