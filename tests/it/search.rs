@@ -180,10 +180,18 @@ fn dry_run_shows_the_bounds_and_the_worst_case() {
         ),
         "{stdout}"
     );
-    assert!(stdout.contains("at most 10 probes of 2s"), "{stdout}");
-    // (11 + 10) probes of 2 s.
+    // 30–160 doubling is 4 probes, bisecting a doubling to 10% at most 3 more; a p95 needs
+    // 99 samples, which the lowest rate's 4 s probe holds (120).
     assert!(
-        stdout.contains("estimated duration: at least 42s"),
+        stdout.contains(
+            "rate (req/s, constant arrivals) 30–160, precision 10%, at most 7 probes of 4s \
+             (ttft.p95 passes from 99 samples)"
+        ),
+        "{stdout}"
+    );
+    // 11 probes of 2 s and 7 of 4 s.
+    assert!(
+        stdout.contains("estimated duration: at least 50s"),
         "{stdout}"
     );
 }

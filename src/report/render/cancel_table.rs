@@ -4,7 +4,7 @@
 
 use std::fmt::Write;
 
-use super::numfmt::sig3;
+use super::numfmt::{pct_change, sig3};
 use super::svg::esc;
 use super::table::{Align, Cell, Mark, Table};
 use super::table_text::{html_table, markdown_table};
@@ -70,15 +70,12 @@ pub fn table(report: &Report) -> Table {
         t.rows.push(vec![
             Cell::plain(phase.header.phase.clone()),
             Cell::plain(c.cancelled.to_string()),
-            Cell::plain(format!("{}%", sig3(c.share * 100.0))),
+            Cell::plain(format!("{:.1}%", c.share * 100.0)),
             Cell::plain(sig3(c.mean_tokens_before_cancel)),
             Cell::plain(format!("{:.2}", c.first_cancel_s)),
             Cell::plain(window(c.before.as_ref())),
             Cell::plain(window(c.after.as_ref())),
-            Cell::plain(c.change.map_or_else(
-                || "–".to_string(),
-                |x| format!("{}{}%", if x >= 0.0 { "+" } else { "" }, sig3(x * 100.0)),
-            )),
+            Cell::plain(c.change.map_or_else(|| "–".to_string(), pct_change)),
             server,
             verdict,
         ]);

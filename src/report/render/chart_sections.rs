@@ -10,6 +10,7 @@ use indexmap::IndexMap;
 
 use super::sampling;
 use super::svg::{self, RangeRow, RatioRow, Series};
+use crate::client::RequestRecord;
 use crate::metrics::{Distribution, Interval};
 use crate::report::model::{DriftVerdict, PhaseResult, Report};
 
@@ -245,6 +246,30 @@ pub fn every_request_title(report: &Report) -> &'static str {
     }
 }
 
+/// The records a phase's chart leaves out, by why: `["37 cancelled", "2 failed"]`.
+fn left_out(records: &[RequestRecord], shown: usize, encodes: bool) -> Vec<String> {
+    let cancelled = records.iter().filter(|r| r.is_cancelled()).count();
+    let failed = records
+        .iter()
+        .filter(|r| r.error.is_some() && !r.is_cancelled())
+        .count();
+    let unmeasured = records.len().saturating_sub(shown + cancelled + failed);
+    let what = if encodes {
+        "no latency"
+    } else {
+        "no first token"
+    };
+    [
+        (failed, "failed"),
+        (cancelled, "cancelled"),
+        (unmeasured, what),
+    ]
+    .into_iter()
+    .filter(|(n, _)| *n > 0)
+    .map(|(n, why)| format!("{n} {why}"))
+    .collect()
+}
+
 /// Per phase, the latency of every successful request kept against its start time.
 pub fn every_request(out: &mut String, report: &Report) {
     let mut any = false;
@@ -263,20 +288,11 @@ pub fn every_request(out: &mut String, report: &Report) {
             continue;
         }
         any = true;
-        let failed = p
-            .request_timings
-            .iter()
-            .filter(|r| r.error.is_some())
-            .count();
-        let mut title = if failed > 0 {
-            format!(
-                "{}: {} requests ({failed} failed, not shown)",
-                p.header.phase,
-                points.len()
-            )
-        } else {
-            format!("{}: {} requests", p.header.phase, points.len())
-        };
+        let mut title = format!("{}: {} requests", p.header.phase, points.len());
+        let left_out = left_out(&p.request_timings, points.len(), encodes);
+        if !left_out.is_empty() {
+            let _ = write!(title, " ({} not shown)", left_out.join(", "));
+        }
         if let Some(sampled) = sampling::sampled(p) {
             let _ = write!(title, ", {sampled}");
         }
@@ -293,5 +309,28 @@ pub fn every_request(out: &mut String, report: &Report) {
     }
     if !any {
         out.push_str("<p class=\"note\">This report holds no per-request records.</p>\n");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_phases_chart_title_counts_what_it_plots_and_names_what_it_leaves_out() {
+        let mut report = crate::report::sample_report();
+        let phase = &mut report.phases[0];
+        let total = phase.request_timings.len();
+        for r in &mut phase.request_timings[..2] {
+            r.cancelled_ms = Some(5.0);
+        }
+        let name = phase.header.phase.clone();
+        let mut html = String::new();
+        every_request(&mut html, &report);
+        let title = format!(
+            "<title>{name}: {} requests (2 cancelled not shown)</title>",
+            total - 2
+        );
+        assert!(html.contains(&title), "{title} in {html}");
     }
 }

@@ -143,6 +143,13 @@ pub fn prompt_tokens(out: &mut String, report: &Report) {
         );
     }
     html_table(out, &table::prompt_tokens(report));
+    if table::prompt_tokens_of_sessions(report) {
+        let _ = writeln!(
+            out,
+            "<p class=\"note\">{}</p>",
+            esc(table::SESSION_PROMPT_NOTE)
+        );
+    }
 }
 
 pub fn load_held(out: &mut String, report: &Report) {

@@ -123,6 +123,9 @@ pub fn prompt_tokens(out: &mut String, report: &Report) {
         );
     }
     markdown_table(out, &table::prompt_tokens(report));
+    if table::prompt_tokens_of_sessions(report) {
+        let _ = writeln!(out, "\n{}", inline(table::SESSION_PROMPT_NOTE));
+    }
 }
 
 pub fn load_held(out: &mut String, report: &Report) {

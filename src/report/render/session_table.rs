@@ -4,13 +4,14 @@
 use super::numfmt::sig3;
 use super::table::{Align, Cell, Table, figure_cell, figure_heading};
 use crate::figure::{Figure, Shown, ShownWhen, Spec};
-use crate::metrics::{TurnFigures, turn_figures};
+use crate::metrics::{SessionSummary, TurnFigures, turn_figures};
 use crate::report::model::Report;
 
 /// Under the table: what the columns are.
 pub const NOTE: &str = "One row per phase and turn index. Each turn's prompt holds the \
     session's history with the server's own earlier replies, so prompt tokens grow by turn; \
-    cached tokens are the server's count of reused prefix. A failed turn ends its session.";
+    cached tokens are the server's count of reused prefix. A failed turn ends its session; one \
+    the phase's bound (its requests or duration) stopped before its last turn is cut short.";
 
 /// Under the table when replies called tools: what the tool columns are.
 pub const TOOLS_NOTE: &str = "Tool calls: successful replies that called a tool; tool TTFT is \
@@ -35,6 +36,30 @@ fn shown(report: &Report) -> Vec<(&'static Spec, Shown)> {
         .filter_map(|spec| Some((spec, spec.by_turn?)))
         .filter(|(spec, columns)| columns.when != ShownWhen::Measured || measured(spec.figure))
         .collect()
+}
+
+/// `7 of 8 (1 cut short by the phase's end)`: a failed turn ends its session, so each failed
+/// (or cancelled) turn is one session failed; the rest of the incomplete ones the phase's
+/// bound stopped.
+fn sessions_complete(s: &SessionSummary) -> String {
+    let incomplete = s.sessions.saturating_sub(s.complete);
+    let failed = s
+        .turns
+        .iter()
+        .map(|t| t.errors)
+        .sum::<u64>()
+        .min(incomplete);
+    let cut = incomplete - failed;
+    let why: Vec<String> = [(failed, "failed"), (cut, "cut short by the phase's end")]
+        .into_iter()
+        .filter(|(n, _)| *n > 0)
+        .map(|(n, what)| format!("{n} {what}"))
+        .collect();
+    let mut text = format!("{} of {}", s.complete, s.sessions);
+    if !why.is_empty() {
+        text.push_str(&format!(" ({})", why.join(", ")));
+    }
+    text
 }
 
 pub fn table(report: &Report) -> Table {
@@ -75,7 +100,7 @@ pub fn table(report: &Report) -> Table {
             // Whole-session figures once, on the phase's first row.
             let (complete, duration) = if i == 0 {
                 (
-                    format!("{} of {}", s.complete, s.sessions),
+                    sessions_complete(s),
                     s.duration
                         .as_ref()
                         .map(|d| format!("{} s", sig3(d.p50)))
@@ -89,4 +114,40 @@ pub fn table(report: &Report) -> Table {
         }
     }
     t
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn summary(complete: u64, errors_by_turn: &[u64]) -> SessionSummary {
+        SessionSummary {
+            sessions: 3,
+            complete,
+            duration: None,
+            turns: errors_by_turn
+                .iter()
+                .enumerate()
+                .map(|(turn, &errors)| TurnFigures {
+                    turn: turn as u64,
+                    errors,
+                    ..Default::default()
+                })
+                .collect(),
+        }
+    }
+
+    #[test]
+    fn incomplete_sessions_without_a_failed_turn_were_cut_short_by_the_phase() {
+        assert_eq!(sessions_complete(&summary(3, &[0, 0])), "3 of 3");
+        assert_eq!(
+            sessions_complete(&summary(2, &[0, 0])),
+            "2 of 3 (1 cut short by the phase's end)"
+        );
+        assert_eq!(sessions_complete(&summary(2, &[0, 1])), "2 of 3 (1 failed)");
+        assert_eq!(
+            sessions_complete(&summary(1, &[1, 0])),
+            "1 of 3 (1 failed, 1 cut short by the phase's end)"
+        );
+    }
 }

@@ -179,7 +179,9 @@ pub(crate) fn tick_label(v: f64) -> String {
     } else if a >= 1.0 && v.fract() == 0.0 {
         format!("{v:.0}")
     } else if a >= 1.0 {
-        format!("{v:.1}")
+        // Up to the thousandths, so ticks a narrow range apart stay apart (2.01, 2.02, …).
+        let s = format!("{v:.3}");
+        s.trim_end_matches('0').trim_end_matches('.').to_string()
     } else {
         let s = format!("{v:.4}");
         s.trim_end_matches('0').to_string()
@@ -628,5 +630,8 @@ mod tests {
         let l = Scale::fit(&[0.15, 14.9], true, 0.0, 100.0, false);
         assert!(l.log);
         assert_eq!(l.ticks().first(), Some(&0.1));
+        let narrow = Scale::fit(&[2.01, 2.04], false, 0.0, 100.0, false).ticks();
+        let labels: Vec<String> = narrow.iter().map(|&t| tick_label(t)).collect();
+        assert_eq!(labels, ["2", "2.01", "2.02", "2.03", "2.04"]);
     }
 }

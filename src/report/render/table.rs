@@ -305,12 +305,14 @@ pub fn inconclusive_rechecks(report: &Report) -> usize {
 /// The sentence for rechecks none of which drifted.
 pub fn no_drift_sentence(report: &Report) -> String {
     let n = report.rechecks.len();
-    match inconclusive_rechecks(report) {
-        0 => format!("All {n} rechecks stayed within tolerance."),
-        k => format!(
-            "No recheck drifted; {k} of {n} were inconclusive (the interval of a change \
-             straddles its tolerance, or a side has too few samples for an interval)."
-        ),
+    let why = "(the interval of a change straddles its tolerance, or a side has too few \
+               samples for an interval)";
+    match (inconclusive_rechecks(report), n) {
+        (0, 1) => "The recheck stayed within tolerance.".to_string(),
+        (0, n) => format!("All {n} rechecks stayed within tolerance."),
+        (_, 1) => format!("The recheck did not drift but was inconclusive {why}."),
+        (1, n) => format!("No recheck drifted; 1 of {n} was inconclusive {why}."),
+        (k, n) => format!("No recheck drifted; {k} of {n} were inconclusive {why}."),
     }
 }
 
@@ -351,8 +353,15 @@ pub fn prompt_tokens(report: &Report) -> Table {
             continue;
         }
         let opt = |v: Option<f64>| v.map_or_else(|| "–".to_string(), sig3);
+        let label = match session_first_turns(p) {
+            Some(first) => format!(
+                "{} (first turns: {first} of {})",
+                p.header.phase, p.summary.requests
+            ),
+            None => p.header.phase.clone(),
+        };
         t.rows.push(vec![
-            Cell::plain(p.header.phase.clone()),
+            Cell::plain(label),
             Cell::plain(opt(c.planned_mean)),
             Cell::plain(opt(c.actual_mean)),
             Cell::marked(
@@ -370,6 +379,25 @@ pub fn prompt_tokens(report: &Report) -> Table {
         ]);
     }
     t
+}
+
+/// Under the prompt-token table when a phase ran multi-turn sessions.
+pub const SESSION_PROMPT_NOTE: &str = "First turns: a session's later turns hold the server's \
+    own replies, so only its first turns have a planned size; the row compares those. Sessions \
+    by turn gives every turn's prompt tokens.";
+
+/// A multi-turn session phase's first-turn requests: the only ones its prompt check compares.
+fn session_first_turns(p: &PhaseResult) -> Option<u64> {
+    let sessions = p.sessions.as_ref().filter(|s| s.turns.len() > 1)?;
+    sessions.turns.first().map(|t| t.requests)
+}
+
+/// Whether the prompt-token table has a session phase's first-turn row.
+pub fn prompt_tokens_of_sessions(report: &Report) -> bool {
+    report
+        .phases
+        .iter()
+        .any(|p| session_first_turns(p).is_some() && p.prompt_tokens.planned_mean.is_some())
 }
 
 /// The first error message seen per phase and kind, for the error summary.
@@ -510,5 +538,62 @@ mod tests {
         if report.phases.len() > 1 {
             assert_eq!(after.rows[1][p50].text, "–");
         }
+    }
+
+    #[test]
+    fn a_session_phases_prompt_check_is_labelled_as_its_first_turns() {
+        let mut report = crate::report::sample_report();
+        assert!(!prompt_tokens_of_sessions(&report));
+        let phase = &mut report.phases[0];
+        phase.prompt_tokens.planned_mean = Some(1269.0);
+        phase.prompt_tokens.actual_mean = Some(1269.0);
+        phase.summary.requests = 40;
+        let turn = |turn: u64| crate::metrics::TurnFigures {
+            turn,
+            requests: if turn == 0 { 8 } else { 32 },
+            ..Default::default()
+        };
+        phase.sessions = Some(crate::metrics::SessionSummary {
+            sessions: 8,
+            complete: 8,
+            duration: None,
+            turns: vec![turn(0), turn(1)],
+        });
+        let name = phase.header.phase.clone();
+        let t = prompt_tokens(&report);
+        assert_eq!(t.rows[0][0].text, format!("{name} (first turns: 8 of 40)"));
+        assert!(prompt_tokens_of_sessions(&report));
+        // A single-turn "session" is an ordinary request: its row is the phase's.
+        report.phases[0]
+            .sessions
+            .as_mut()
+            .unwrap()
+            .turns
+            .truncate(1);
+        assert_eq!(prompt_tokens(&report).rows[0][0].text, name);
+        assert!(!prompt_tokens_of_sessions(&report));
+    }
+
+    #[test]
+    fn the_recheck_sentence_agrees_with_its_count() {
+        let mut report = crate::report::sample_report();
+        report.rechecks.truncate(1);
+        assert_eq!(report.rechecks.len(), 1, "the sample has a recheck");
+        report.rechecks[0].verdict = DriftVerdict::Inconclusive;
+        assert!(
+            no_drift_sentence(&report)
+                .starts_with("The recheck did not drift but was inconclusive (")
+        );
+        let again = report.rechecks[0].clone();
+        report.rechecks.push(again);
+        report.rechecks[1].verdict = DriftVerdict::Stable;
+        assert!(
+            no_drift_sentence(&report).starts_with("No recheck drifted; 1 of 2 was inconclusive (")
+        );
+        report.rechecks[1].verdict = DriftVerdict::Inconclusive;
+        assert!(
+            no_drift_sentence(&report)
+                .starts_with("No recheck drifted; 2 of 2 were inconclusive (")
+        );
     }
 }

@@ -171,7 +171,7 @@ fn html_is_self_contained_and_escaped() {
     assert_eq!(html.matches("<svg").count(), 2 + 2 + 1 + 6);
     assert!(html.contains("Output throughput vs concurrency"));
     assert!(html.contains("gateway-c4: 24 requests"));
-    assert!(html.contains("burst-5rps: 21 requests (3 failed, not shown)"));
+    assert!(html.contains("burst-5rps: 21 requests (3 failed not shown)"));
 }
 
 #[test]
