@@ -6,7 +6,7 @@
 //!   with it.
 
 use servebench::figure::Figure;
-use servebench::report::{Report, SearchResult};
+use servebench::report::{Report, SearchResult, SearchStop};
 
 fn plan(simulator: &str, workload: &str, search: &str) -> String {
     format!(
@@ -318,6 +318,13 @@ fn a_probe_at_its_limit_is_indeterminate_after_its_duration() {
             || search.stop_reason == "stopped: client-bound at concurrency 1",
         "{search:#?}"
     );
+    assert!(
+        matches!(
+            search.stop,
+            Some(SearchStop::Indeterminate { at: 1.0 } | SearchStop::ClientBound { at: 1.0 })
+        ),
+        "{search:#?}"
+    );
     for phase in &report.phases {
         let probe = phase.probe.as_ref().unwrap();
         assert_eq!(
@@ -329,9 +336,15 @@ fn a_probe_at_its_limit_is_indeterminate_after_its_duration() {
         // No early look could decide, so the probe ran to its end.
         assert!(phase.summary.elapsed >= 2.5, "{}", phase.summary.elapsed);
     }
+    // No probe passed, so no bound is claimed: the report says why the probe could not answer.
     let md = std::fs::read_to_string(dir.path().join("out/report.md")).unwrap();
-    assert!(md.contains("is only a lower bound"), "{md}");
+    assert!(
+        md.contains("no probe passed; the probe at concurrency 1 could not decide")
+            || md.contains("no probe passed; the probe at concurrency 1 was client-bound twice"),
+        "{md}"
+    );
     assert!(md.contains("indeterminate"));
+    assert!(!md.contains("≥ –"), "{md}");
     let html = std::fs::read_to_string(dir.path().join("out/report.html")).unwrap();
-    assert!(html.contains("is only a lower bound"));
+    assert!(html.contains("no probe passed"));
 }
