@@ -8,10 +8,7 @@ use super::{fail, md_table, open, to_json};
 use crate::commands::emit;
 use crate::history::searches::{CAPACITY, SearchAnswer, is_capacity};
 use crate::history::{Location, OpenMode, Point, SeriesKey, Store as _};
-use crate::plan::diag::did_you_mean;
-use crate::report::model::figure_path::{
-    FigurePath, FigurePathError, figure_path_names, known_figure_paths,
-};
+use crate::report::model::figure_path::{FigurePath, explain};
 
 #[derive(Debug, clap::Args)]
 pub struct SeriesArgs {
@@ -75,17 +72,7 @@ fn check_figure(figure: &str) -> Result<(), String> {
     match figure.parse::<FigurePath>() {
         Ok(_) => Ok(()),
         Err(_) if is_capacity(figure) => Ok(()),
-        Err(e @ FigurePathError::Unknown(_)) => {
-            let mut names = figure_path_names();
-            names.push(CAPACITY.to_string());
-            Err(
-                match did_you_mean(figure, names.iter().map(String::as_str)) {
-                    Some(hint) => format!("{e}; {hint}"),
-                    None => format!("{e}; known metrics: {}, {CAPACITY}", known_figure_paths()),
-                },
-            )
-        }
-        Err(e) => Err(e.to_string()),
+        Err(e) => Err(explain(figure, &e, &[CAPACITY])),
     }
 }
 

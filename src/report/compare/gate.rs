@@ -5,9 +5,7 @@ use std::str::FromStr;
 
 use serde::Serialize;
 
-use crate::report::model::figure_path::{
-    FigurePath, FigurePathError, Unit, figure_path_names, known_figure_paths,
-};
+use crate::report::model::figure_path::{FigurePath, FigurePathError, Unit, explain};
 use crate::report::model::{PhaseResult, Report};
 
 /// A comparison operator.
@@ -123,19 +121,9 @@ impl FromStr for Gate {
             Some(_) => return Err(fail("empty phase name before `:`".to_string())),
             None => (None, lhs),
         };
-        let metric: FigurePath = metric_text.parse().map_err(|e: FigurePathError| match e {
-            FigurePathError::Unknown(_) => {
-                let names = figure_path_names();
-                match crate::plan::diag::did_you_mean(metric_text, names.iter().map(String::as_str))
-                {
-                    Some(hint) => fail(format!("{e}; {hint}")),
-                    None => fail(format!("{e}; known metrics: {}", known_figure_paths())),
-                }
-            }
-            FigurePathError::MissingStat(_) | FigurePathError::UnknownStat { .. } => {
-                fail(e.to_string())
-            }
-        })?;
+        let metric: FigurePath = metric_text
+            .parse()
+            .map_err(|e: FigurePathError| fail(explain(metric_text, &e, &[])))?;
         let threshold = parse_threshold(rhs, metric).map_err(fail)?;
         Ok(Gate {
             text: text.trim().to_string(),

@@ -117,6 +117,26 @@ pub fn figure_path_names() -> Vec<String> {
     names
 }
 
+/// Why `text` is not a figure path, with a did-you-mean among the figure paths and `also`
+/// (names the caller accepts besides them), else the list of what may be written.
+pub fn explain(text: &str, e: &FigurePathError, also: &[&str]) -> String {
+    if !matches!(e, FigurePathError::Unknown(_)) {
+        return e.to_string();
+    }
+    let mut names = figure_path_names();
+    names.extend(also.iter().map(|n| n.to_string()));
+    match crate::plan::diag::did_you_mean(text, names.iter().map(String::as_str)) {
+        Some(hint) => format!("{e}; {hint}"),
+        None => {
+            let known = std::iter::once(known_figure_paths())
+                .chain(also.iter().map(|n| n.to_string()))
+                .collect::<Vec<_>>()
+                .join(", ");
+            format!("{e}; known metrics: {known}")
+        }
+    }
+}
+
 /// Every metric name a user may write, for error messages.
 pub fn known_figure_paths() -> String {
     let mut names: Vec<String> = SCALARS.iter().map(|(_, n)| n.to_string()).collect();
