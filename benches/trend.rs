@@ -210,7 +210,8 @@ fn render() {
     let settings = Settings::default();
     for pass in ["first (alerts opened)", "again (steady)"] {
         let start = Instant::now();
-        let (trends, alerts) = servebench::history::update(&mut store, None, &settings).unwrap();
+        let updated = servebench::history::update(&mut store, None, Some(&settings)).unwrap();
+        let (trends, alerts) = (updated.trends, updated.alerts);
         let analysed = start.elapsed();
         let runs = store.runs(&RunFilter::default()).unwrap();
         let provenance = provenance_changes(&runs);

@@ -24,6 +24,6 @@ pub mod update;
 
 pub use error::HistoryError;
 pub use plans::require_plan;
-pub use series::{Alert, AlertState, Conditions, Point, RunId, SeriesKey};
+pub use series::{Alert, AlertState, Conditions, Moved, Point, RunId, SeriesKey};
 pub use store::{Location, OpenMode, RunFilter, Store, open};
-pub use update::update;
+pub use update::{Updated, update};

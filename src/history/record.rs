@@ -102,6 +102,8 @@ pub struct RunRow {
     /// Where and against what the run ran (client host, plan repository, targets' identity),
     /// JSON; `None` when the report does not say.
     pub provenance: Option<String>,
+    /// The plan's `history:` section, JSON (which figures alert, runs a level needs).
+    pub history: Option<String>,
 }
 
 /// One phase of a run.
@@ -200,6 +202,11 @@ pub fn rows(report: &Report, report_path: Option<&Path>) -> Result<RunRows, Hist
         records_sha256,
         metadata: Value::from_iter(report.metadata.clone()).to_string(),
         provenance: provenance(report).map(|p| p.to_string()),
+        history: report
+            .plan
+            .history
+            .as_ref()
+            .and_then(|h| serde_json::to_string(h).ok()),
     };
     let phases = report
         .phases

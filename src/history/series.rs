@@ -56,27 +56,94 @@ pub struct Point {
 pub use crate::metrics::conditions::Conditions;
 
 /// Where an alert stands.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub enum AlertState {
     Open,
     Acknowledged,
     Resolved,
+    /// Its change moved more than two eligible runs: a newer alert (`superseded_by`) took it
+    /// over, acknowledgement included.
+    Superseded,
 }
 
-/// A change point in a series that someone should look at.
+impl AlertState {
+    /// Open or acknowledged: the change still stands.
+    pub fn live(&self) -> bool {
+        matches!(self, AlertState::Open | AlertState::Acknowledged)
+    }
+}
+
+/// One series an alert's change moved: a phase's figure (or a search's `capacity`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Moved {
+    pub phase: String,
+    pub figure: String,
+    /// This series' own change point, within two eligible runs of the alert's.
+    pub change_at: RunId,
+    /// Its levels either side.
+    pub before: f64,
+    pub after: f64,
+}
+
+impl Moved {
+    pub fn relative(&self) -> f64 {
+        super::trend::relative_change(self.before, self.after)
+    }
+}
+
+/// One change of a plan against one target that someone should look at: every watched
+/// series that moved within two eligible runs of the same run, worse.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Alert {
     pub id: i64,
-    pub key: SeriesKey,
-    /// The first run after the change point.
+    pub plan: String,
+    pub target: String,
+    /// The first eligible run at which the change showed.
     pub opened_by: RunId,
-    /// The change point: the first run of the new level.
+    /// The change point: the first run of the new level (most of its series agree on it).
     pub change_at: RunId,
-    /// Segment means either side.
-    pub before: f64,
-    pub after: f64,
+    /// The series it moved, by phase and figure.
+    pub moved: Vec<Moved>,
     pub state: AlertState,
+    /// The run whose change brought the levels back (`None` when more runs or an exclusion
+    /// showed it was not a change).
     pub resolved_by: Option<RunId>,
+    /// The newest run when it was resolved or superseded.
+    pub closed_at: Option<RunId>,
+    pub superseded_by: Option<i64>,
     /// The acknowledgement's reason.
     pub note: Option<String>,
+    /// Numbers of the per-figure alerts of an older store that it took over; `history ack`
+    /// still accepts them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub former_ids: Vec<i64>,
+}
+
+impl Alert {
+    /// Whether it moved this phase's figure.
+    pub fn moved(&self, key: &SeriesKey) -> Option<&Moved> {
+        (self.plan == key.plan && self.target == key.target)
+            .then(|| {
+                self.moved
+                    .iter()
+                    .find(|m| m.phase == key.phase && m.figure == key.figure)
+            })
+            .flatten()
+    }
+
+    /// Whether `history ack N` means it.
+    pub fn answers_to(&self, number: i64) -> bool {
+        self.id == number || self.former_ids.contains(&number)
+    }
+
+    /// Its phases, in the order first moved.
+    pub fn phases(&self) -> Vec<&str> {
+        let mut phases: Vec<&str> = Vec::new();
+        for m in &self.moved {
+            if !phases.contains(&m.phase.as_str()) {
+                phases.push(&m.phase);
+            }
+        }
+        phases
+    }
 }

@@ -93,6 +93,7 @@ pub fn run_rows(
             records_sha256: None,
             metadata: "{}".into(),
             provenance: Some(provenance.to_string()),
+            history: None,
         },
         phases: phases
             .iter()
@@ -226,7 +227,7 @@ pub fn replay(
     for p in points {
         store.push_point(&key, p);
         // The memory store never fails.
-        let _ = super::update(&mut store, None, settings);
+        let _ = super::update(&mut store, Some("synthetic"), Some(settings));
     }
     let mut alerts = store.alerts(None).unwrap_or_default();
     alerts.sort_by_key(|a| a.id);

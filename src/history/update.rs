@@ -2,27 +2,63 @@
 //! alerts' lifecycle applied, the changed alerts saved. `history trend` and `history gate`
 //! call it, and a run's recording can.
 
-use super::series::Alert;
+use super::series::{Alert, AlertState};
 use super::store::{HistoryError, Store};
-use super::trend::{SeriesTrend, Settings, analyse, update_alerts};
+use super::trend::{SeriesTrend, Settings, analyse, rules, update_alerts};
 
-/// Every series of `plan` (or of every plan) analysed, with the alerts updated in `store`;
-/// returns the trends and every alert of the plan after the update.
+/// A store's trends and alerts after an update, with the detection settings they were
+/// found with.
+#[derive(Debug)]
+pub struct Updated {
+    pub trends: Vec<SeriesTrend>,
+    pub alerts: Vec<Alert>,
+    /// The settings of the plan (of the last plan, when every plan was updated).
+    pub settings: Settings,
+}
+
+/// Every series of `plan` (or of every plan) analysed, with the alerts updated in `store`.
+/// Each plan's settings and watched figures come from its newest run's plan (`history:`);
+/// `settings`, when given, replaces the settings (tests and benchmarks).
 pub fn update(
     store: &mut dyn Store,
     plan: Option<&str>,
-    settings: &Settings,
-) -> Result<(Vec<SeriesTrend>, Vec<Alert>), HistoryError> {
-    let prior = store.alerts(plan)?;
+    settings: Option<&Settings>,
+) -> Result<Updated, HistoryError> {
+    let plans = match plan {
+        Some(p) => vec![p.to_string()],
+        None => store.plans()?,
+    };
     let mut trends = Vec::new();
-    let mut changed = Vec::new();
-    for key in store.keys(plan)? {
-        let trend = analyse(&key, store.series(&key)?, settings);
-        changed.extend(update_alerts(&trend, &prior, settings));
-        trends.push(trend);
+    let mut used = settings.copied().unwrap_or_default();
+    for plan in &plans {
+        let (own, watch) = rules(store.plan_history(plan)?.as_ref());
+        used = settings.copied().unwrap_or(own);
+        let prior = store.alerts(Some(plan))?;
+        let mut mine = Vec::new();
+        for key in store.keys(Some(plan))? {
+            mine.push(analyse(&key, store.series(&key)?, &used));
+        }
+        let changed = update_alerts(plan, &mine, &prior, &watch, &used);
+        if !changed.save.is_empty() {
+            let ids = store.save_alerts(&changed.save)?;
+            let superseded: Vec<Alert> = changed
+                .supersede
+                .into_iter()
+                .map(|(old, by)| Alert {
+                    state: AlertState::Superseded,
+                    superseded_by: ids.get(by).copied(),
+                    ..old
+                })
+                .collect();
+            if !superseded.is_empty() {
+                store.save_alerts(&superseded)?;
+            }
+        }
+        trends.extend(mine);
     }
-    if !changed.is_empty() {
-        store.save_alerts(&changed)?;
-    }
-    Ok((trends, store.alerts(plan)?))
+    Ok(Updated {
+        trends,
+        alerts: store.alerts(plan)?,
+        settings: used,
+    })
 }

@@ -45,16 +45,32 @@ pub fn run(args: &AckArgs, store: &mut dyn Store) -> Exit {
         let mut chosen = Vec::new();
         // Every number is checked before any is acknowledged: a typo acknowledges nothing.
         for id in ids {
-            match alerts.iter().find(|a| a.id == id) {
+            let named = alerts
+                .iter()
+                .find(|a| a.id == id)
+                .or_else(|| alerts.iter().find(|a| a.answers_to(id)));
+            match named {
                 None => {
                     eprintln!("error: no alert {id} in the history; nothing was acknowledged");
                     return Exit::InvalidInput;
                 }
-                Some(a) if a.state == AlertState::Resolved => {
-                    eprintln!("error: alert {id} is already resolved; nothing was acknowledged");
+                Some(a) if !a.state.live() => {
+                    let word = if a.state == AlertState::Superseded {
+                        format!(
+                            "superseded by alert {}",
+                            a.superseded_by.map_or("–".into(), |n| n.to_string())
+                        )
+                    } else {
+                        "already resolved".to_string()
+                    };
+                    eprintln!("error: alert {id} is {word}; nothing was acknowledged");
                     return Exit::InvalidInput;
                 }
-                Some(a) => chosen.push(a.clone()),
+                // An older store's number names the alert it was grouped into.
+                Some(a) if !chosen.iter().any(|c: &crate::history::Alert| c.id == a.id) => {
+                    chosen.push(a.clone());
+                }
+                Some(_) => {}
             }
         }
         chosen
@@ -73,7 +89,7 @@ pub fn run(args: &AckArgs, store: &mut dyn Store) -> Exit {
         return Exit::Success;
     }
     match store.save_alerts(&acked) {
-        Ok(()) => {
+        Ok(_) => {
             let ids: Vec<String> = acked.iter().map(|a| a.id.to_string()).collect();
             let plural = if acked.len() == 1 { "" } else { "s" };
             match &args.plan {

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use crate::exit::Exit;
 use crate::history::baseline;
-use crate::history::render::alert_change;
+use crate::history::render::alert_line;
 use crate::history::series::AlertState;
 use crate::history::store::{RunFilter, Store};
 use crate::history::trend::{SeriesTrend, Settings};
@@ -40,36 +40,55 @@ pub fn run(args: &GateArgs, store: &mut dyn Store) -> Exit {
     }
 }
 
+/// Alert lines the gate prints before it points at the trend report for the rest.
+const ALERT_LINES: usize = 15;
+
 fn open_alerts(args: &GateArgs, store: &mut dyn Store) -> Exit {
-    let settings = Settings::default();
-    let (trends, alerts) = match crate::history::update(store, args.plan.as_deref(), &settings) {
+    let updated = match crate::history::update(store, args.plan.as_deref(), None) {
         Ok(updated) => updated,
         Err(e) => {
             eprintln!("error: {e}");
             return Exit::RunFailed;
         }
     };
-    let open: Vec<_> = alerts
+    let open: Vec<_> = updated
+        .alerts
         .iter()
         .filter(|a| a.state == AlertState::Open)
         .collect();
-    for a in &open {
+    for a in open.iter().take(ALERT_LINES) {
         println!(
-            "alert {} open: {} → {} `{}` {} (opened by {})",
+            "alert {} open: {} (opened by {})",
             a.id,
-            a.key.phase,
-            a.key.target,
-            a.key.figure,
-            alert_change(a, &trends),
+            alert_line(a),
             a.opened_by
         );
     }
-    untestable(&trends, &settings);
+    if open.len() > ALERT_LINES {
+        println!(
+            "… and {} more open alerts (servebench history trend lists them)",
+            open.len() - ALERT_LINES
+        );
+    }
+    let acknowledged = updated
+        .alerts
+        .iter()
+        .filter(|a| a.state == AlertState::Acknowledged)
+        .count();
+    untestable(&updated.trends, &updated.settings);
+    let verdict = if open.is_empty() {
+        "no open alerts".to_string()
+    } else {
+        format!("{} open alert(s)", open.len())
+    };
+    if acknowledged > 0 {
+        println!("{verdict}, {acknowledged} acknowledged");
+    } else {
+        println!("{verdict}");
+    }
     if open.is_empty() {
-        println!("no open alerts");
         Exit::Success
     } else {
-        eprintln!("{} open alert(s)", open.len());
         Exit::AlertOpen
     }
 }

@@ -6,7 +6,7 @@ use crate::commands::emit;
 use crate::exit::Exit;
 use crate::history::render::{self, TrendReport};
 use crate::history::store::{RunFilter, Store};
-use crate::history::trend::{Settings, provenance_changes};
+use crate::history::trend::provenance_changes;
 
 #[derive(Debug, clap::Args)]
 pub struct TrendArgs {
@@ -28,16 +28,15 @@ pub enum TrendFormat {
 }
 
 pub fn run(args: &TrendArgs, store: &mut dyn Store) -> Exit {
-    let settings = Settings::default();
     let plan = args.plan.as_deref();
-    let updated = crate::history::update(store, plan, &settings).and_then(|(trends, alerts)| {
+    let updated = crate::history::update(store, plan, None).and_then(|updated| {
         let runs = store.runs(&RunFilter {
             plan: args.plan.clone(),
             ..RunFilter::default()
         })?;
-        Ok((trends, alerts, runs))
+        Ok((updated, runs))
     });
-    let (trends, alerts, runs) = match updated {
+    let (updated, runs) = match updated {
         Ok(u) => u,
         Err(e) => {
             eprintln!("error: {e}");
@@ -47,10 +46,10 @@ pub fn run(args: &TrendArgs, store: &mut dyn Store) -> Exit {
     let provenance = provenance_changes(&runs);
     let report = TrendReport {
         plan,
-        trends: &trends,
-        alerts: &alerts,
+        trends: &updated.trends,
+        alerts: &updated.alerts,
         provenance: &provenance,
-        settings: &settings,
+        settings: &updated.settings,
     };
     let text = match args.format {
         TrendFormat::Md => render::markdown(&report),

@@ -168,6 +168,7 @@ pub fn rows(
         records_sha256: None,
         metadata: Value::Object(labels.clone()).to_string(),
         provenance: Some(json!({ "imported": summary.settings }).to_string()),
+        history: None,
     };
     let phase = PhaseRow {
         phase: id.phase.to_string(),

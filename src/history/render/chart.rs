@@ -199,7 +199,10 @@ pub fn chart(trend: &SeriesTrend, alerts: &[&Alert], provenance: &[ProvenanceCha
             a.id,
             super::state_word(a),
             esc(&a.opened_by),
-            esc(&super::level_change(a.before, a.after, &a.key.figure)),
+            esc(&a
+                .moved(&trend.key)
+                .map(|m| super::level_change(m.before, m.after, &m.figure))
+                .unwrap_or_default()),
             cx + 9.0,
             cy + 5.0,
             a.id

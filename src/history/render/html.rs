@@ -4,7 +4,10 @@
 use std::fmt::Write as _;
 
 use super::chart::chart;
-use super::{TrendReport, change_text, point_text, provenance_text, state_word};
+use super::{
+    RECENT_RUNS, TrendReport, alert_line, change_text, closed_by, moved_lines, point_text,
+    provenance_text, runs_text, state_word,
+};
 use crate::history::trend::eligible;
 use crate::report::formats::html::CSS;
 use crate::report::render::svg::esc;
@@ -42,7 +45,11 @@ pub fn render(report: &TrendReport) -> String {
     for (phase, target, trends) in report.phases() {
         let _ = writeln!(out, "<h2>{} → {}</h2>", esc(phase), esc(target));
         for t in trends {
-            let alerts: Vec<_> = report.alerts.iter().filter(|a| a.key == t.key).collect();
+            let alerts: Vec<_> = report
+                .alerts
+                .iter()
+                .filter(|a| a.moved(&t.key).is_some())
+                .collect();
             out.push_str(&chart(t, &alerts, report.provenance));
             let latest = t.points.iter().rev().find(|p| eligible(p));
             let _ = writeln!(
@@ -66,30 +73,50 @@ fn alerts(out: &mut String, report: &TrendReport) {
     let live = report.live_alerts();
     if live.is_empty() {
         out.push_str("<p class=\"good\"><b>No open alerts.</b></p>\n");
+    } else {
+        out.push_str(
+            "<h2 id=\"alerts\">Alerts</h2>\n<table><tr><th>#</th><th>State</th><th>Change</th>\
+             <th>Series moved</th><th>Opened by</th><th>Note</th></tr>\n",
+        );
+        for a in live {
+            let class = if a.state == crate::history::AlertState::Open {
+                "bad"
+            } else {
+                "warn"
+            };
+            let moved: Vec<String> = moved_lines(a).iter().map(|l| esc(l)).collect();
+            let _ = writeln!(
+                out,
+                "<tr class=\"alert\"><td>{}</td><td class=\"{class}\">{}</td><td>{}</td>\
+                 <td>{}</td><td>{}</td><td>{}</td></tr>",
+                a.id,
+                state_word(a),
+                esc(&alert_line(a)),
+                moved.join("<br>"),
+                esc(&a.opened_by),
+                esc(a.note.as_deref().unwrap_or(""))
+            );
+        }
+        out.push_str("</table>\n");
+    }
+    let closed = report.recently_closed();
+    if closed.is_empty() {
         return;
     }
-    out.push_str(
-        "<h2 id=\"alerts\">Alerts</h2>\n<table><tr><th>#</th><th>State</th><th>Phase → target</th>\
-         <th>Figure</th><th>Change</th><th>Opened by</th><th>Note</th></tr>\n",
+    let _ = writeln!(
+        out,
+        "<h2 id=\"closed\">Closed in the last {RECENT_RUNS} runs</h2>\n<table><tr><th>#</th>\
+         <th>State</th><th>Change</th><th>Open for</th><th>Closed by</th><th>Note</th></tr>"
     );
-    for a in live {
-        let change = super::alert_change(a, report.trends);
-        let class = if a.state == crate::history::AlertState::Open {
-            "bad"
-        } else {
-            "warn"
-        };
+    for (a, open_for) in closed {
         let _ = writeln!(
             out,
-            "<tr><td>{}</td><td class=\"{class}\">{}</td><td>{} → {}</td><td><code>{}</code></td>\
-             <td>{}</td><td>{}</td><td>{}</td></tr>",
+            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
             a.id,
             state_word(a),
-            esc(&a.key.phase),
-            esc(&a.key.target),
-            esc(&a.key.figure),
-            esc(&change),
-            esc(&a.opened_by),
+            esc(&alert_line(a)),
+            open_for.map_or("–".into(), runs_text),
+            esc(&closed_by(a)),
             esc(a.note.as_deref().unwrap_or(""))
         );
     }

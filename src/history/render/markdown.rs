@@ -3,7 +3,10 @@
 
 use std::fmt::Write as _;
 
-use super::{TrendReport, change_text, point_text, provenance_text, state_word, value};
+use super::{
+    RECENT_RUNS, TrendReport, alert_line, change_text, closed_by, moved_lines, point_text,
+    provenance_text, runs_text, state_word, value,
+};
 use crate::history::trend::SeriesTrend;
 
 /// A PR comment's limit, in characters.
@@ -87,25 +90,55 @@ fn alerts(out: &mut String, report: &TrendReport) {
     let live = report.live_alerts();
     if live.is_empty() {
         out.push_str("**No open alerts.**\n\n");
-        return;
+    } else {
+        out.push_str(
+            "### Alerts\n\n| # | state | change | opened by | note |\n|---|---|---|---|---|\n",
+        );
+        for a in &live {
+            let _ = writeln!(
+                out,
+                "| {} | {} | {} | {} | {} |",
+                a.id,
+                state_word(a),
+                alert_line(a),
+                a.opened_by,
+                a.note.as_deref().unwrap_or("")
+            );
+        }
+        out.push('\n');
+        for a in &live {
+            let _ = writeln!(
+                out,
+                "<details><summary>#{}: {} series moved</summary>\n",
+                a.id,
+                a.moved.len()
+            );
+            for line in moved_lines(a) {
+                let _ = writeln!(out, "- {line}");
+            }
+            out.push_str("\n</details>\n\n");
+        }
     }
-    out.push_str("### Alerts\n\n| # | state | phase → target | figure | change | opened by | note |\n|---|---|---|---|---|---|---|\n");
-    for a in live {
-        let change = super::alert_change(a, report.trends);
+    let closed = report.recently_closed();
+    if !closed.is_empty() {
         let _ = writeln!(
             out,
-            "| {} | {} | {} → {} | `{}` | {} | {} | {} |",
-            a.id,
-            state_word(a),
-            a.key.phase,
-            a.key.target,
-            a.key.figure,
-            change,
-            a.opened_by,
-            a.note.as_deref().unwrap_or("")
+            "### Closed in the last {RECENT_RUNS} runs\n\n| # | state | change | open for | closed by | note |\n|---|---|---|---|---|---|"
         );
+        for (a, open_for) in closed {
+            let _ = writeln!(
+                out,
+                "| {} | {} | {} | {} | {} | {} |",
+                a.id,
+                state_word(a),
+                alert_line(a),
+                open_for.map_or("–".into(), runs_text),
+                closed_by(a),
+                a.note.as_deref().unwrap_or("")
+            );
+        }
+        out.push('\n');
     }
-    out.push('\n');
 }
 
 fn provenance(out: &mut String, report: &TrendReport) {

@@ -13,8 +13,14 @@ use crate::figure::Unit;
 use crate::history::searches::{SearchAnswer, is_capacity};
 use crate::history::series::{Alert, AlertState, Point};
 use crate::history::trend::{
-    ChangePoint, Evidence, ProvenanceChange, SeriesTrend, Settings, Verdict,
+    ChangePoint, Evidence, ProvenanceChange, Ranks, SeriesTrend, Settings, Verdict,
 };
+
+/// How far back the trend report lists closed alerts, in runs of the plan.
+pub const RECENT_RUNS: usize = 10;
+
+/// Figures an alert's line names before it says how many more it moved.
+const FIGURES_NAMED: usize = 6;
 use crate::report::model::figure_path::FigurePath;
 use crate::report::render::numfmt;
 
@@ -31,13 +37,39 @@ pub struct TrendReport<'a> {
 impl TrendReport<'_> {
     /// Alerts not resolved, open ones first.
     fn live_alerts(&self) -> Vec<&Alert> {
-        let mut live: Vec<&Alert> = self
-            .alerts
-            .iter()
-            .filter(|a| a.state != AlertState::Resolved)
-            .collect();
+        let mut live: Vec<&Alert> = self.alerts.iter().filter(|a| a.state.live()).collect();
         live.sort_by_key(|a| (a.state != AlertState::Open, a.id));
         live
+    }
+
+    /// Alerts resolved or superseded within the plan's last [`RECENT_RUNS`] runs, each with
+    /// how many runs it was open, newest first.
+    fn recently_closed(&self) -> Vec<(&Alert, Option<usize>)> {
+        let ranks = Ranks::of(self.trends);
+        let newest = self
+            .trends
+            .iter()
+            .flat_map(|t| t.points.iter())
+            .filter_map(|p| ranks.get(&p.run))
+            .max()
+            .unwrap_or(0);
+        let mut closed: Vec<(&Alert, Option<usize>)> = self
+            .alerts
+            .iter()
+            .filter(|a| !a.state.live())
+            .filter(|a| {
+                a.closed_at
+                    .as_deref()
+                    .and_then(|r| ranks.get(r))
+                    .is_some_and(|r| newest - r < RECENT_RUNS)
+            })
+            .map(|a| {
+                let until = a.resolved_by.as_deref().or(a.closed_at.as_deref());
+                (a, until.and_then(|u| ranks.between(&a.opened_by, u)))
+            })
+            .collect();
+        closed.sort_by_key(|(a, _)| std::cmp::Reverse(a.id));
+        closed
     }
 
     /// Phases in the order their series come, each with its series.
@@ -55,11 +87,11 @@ impl TrendReport<'_> {
         out
     }
 
-    /// The live alert of a series, if any.
+    /// The live alert that moved a series, if any.
     fn alert_of(&self, trend: &SeriesTrend) -> Option<&Alert> {
         self.alerts
             .iter()
-            .filter(|a| a.key == trend.key && a.state != AlertState::Resolved)
+            .filter(|a| a.state.live() && a.moved(&trend.key).is_some())
             .max_by_key(|a| a.id)
     }
 
@@ -123,6 +155,7 @@ fn state_word(a: &Alert) -> &'static str {
         AlertState::Open => "open",
         AlertState::Acknowledged => "acknowledged",
         AlertState::Resolved => "resolved",
+        AlertState::Superseded => "superseded",
     }
 }
 
@@ -149,24 +182,73 @@ fn change_text(c: &ChangePoint, figure: &str) -> String {
     text
 }
 
-/// What an alert says changed, as the trend report and the gate print it: its change point
-/// with its conditions when `trends` hold it (`regression 5.54 ms → 8.29 ms (+49.6%) at
-/// RUN`), else its stored levels.
-pub fn alert_change(alert: &Alert, trends: &[SeriesTrend]) -> String {
-    trends
+/// An alert in one line, as the gate and the trend report print it: `regression in c1, c8
+/// → sim at RUN: tpot.p50 +49.6%, e2e.p99 +31.0%`; each figure with its largest move over
+/// the phases, the largest first, at most six named.
+pub fn alert_line(alert: &Alert) -> String {
+    let mut figures: Vec<(&str, f64)> = Vec::new();
+    for m in &alert.moved {
+        let change = m.relative();
+        match figures.iter_mut().find(|(f, _)| *f == m.figure) {
+            Some((_, largest)) if change.abs() > largest.abs() => *largest = change,
+            Some(_) => {}
+            None => figures.push((&m.figure, change)),
+        }
+    }
+    figures.sort_by(|a, b| b.1.abs().total_cmp(&a.1.abs()));
+    let mut named: Vec<String> = figures
         .iter()
-        .find(|t| t.key == alert.key)
-        .and_then(|t| t.changes().find(|c| c.run == alert.change_at))
-        .map_or_else(
-            || {
-                format!(
-                    "{} at {}",
-                    level_change(alert.before, alert.after, &alert.key.figure),
-                    alert.change_at
-                )
-            },
-            |c| change_text(c, &alert.key.figure),
-        )
+        .take(FIGURES_NAMED)
+        .map(|(f, c)| format!("{f} {}", numfmt::pct_change(*c)))
+        .collect();
+    if figures.len() > FIGURES_NAMED {
+        named.push(format!("{} more", figures.len() - FIGURES_NAMED));
+    }
+    format!(
+        "regression in {} → {} at {}: {}",
+        alert.phases().join(", "),
+        alert.target,
+        alert.change_at,
+        named.join(", ")
+    )
+}
+
+/// `1 run`, `3 runs`.
+pub fn runs_text(n: usize) -> String {
+    if n == 1 {
+        "1 run".to_string()
+    } else {
+        format!("{n} runs")
+    }
+}
+
+/// What closed an alert: the run that brought the level back, the alert that took it over,
+/// or more runs that showed it was not a change.
+fn closed_by(a: &Alert) -> String {
+    match (&a.state, &a.resolved_by, a.superseded_by) {
+        (AlertState::Superseded, _, Some(by)) => format!("superseded by #{by}"),
+        (_, Some(run), _) => format!("back at {run}"),
+        _ => format!(
+            "not a change, seen at {}",
+            a.closed_at.as_deref().unwrap_or("–")
+        ),
+    }
+}
+
+/// Each series an alert moved: `` `tpot.p50` c1 4.00 ms → 6.00 ms (+50.0%) ``.
+pub fn moved_lines(alert: &Alert) -> Vec<String> {
+    alert
+        .moved
+        .iter()
+        .map(|m| {
+            format!(
+                "`{}` {} {}",
+                m.figure,
+                m.phase,
+                level_change(m.before, m.after, &m.figure)
+            )
+        })
+        .collect()
 }
 
 /// `[8, 9]`.

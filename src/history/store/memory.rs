@@ -10,6 +10,7 @@ use crate::history::record::RunRows;
 use crate::history::searches::CAPACITY;
 use crate::history::series::{Alert, Point, RunId, SeriesKey};
 use crate::metrics::trust::TrustVerdict;
+use crate::plan::model::HistorySettings;
 
 /// Runs, series and alerts in memory.
 #[derive(Debug, Clone, Default)]
@@ -191,12 +192,13 @@ impl Store for MemoryStore {
         Ok(self
             .alerts
             .iter()
-            .filter(|a| plan.is_none_or(|p| p == a.key.plan))
+            .filter(|a| plan.is_none_or(|p| p == a.plan))
             .cloned()
             .collect())
     }
 
-    fn save_alerts(&mut self, alerts: &[Alert]) -> Result<(), HistoryError> {
+    fn save_alerts(&mut self, alerts: &[Alert]) -> Result<Vec<i64>, HistoryError> {
+        let mut ids = Vec::with_capacity(alerts.len());
         for alert in alerts {
             if let Some(old) = self
                 .alerts
@@ -204,17 +206,29 @@ impl Store for MemoryStore {
                 .find(|a| a.id == alert.id && a.id != 0)
             {
                 *old = alert.clone();
+                ids.push(alert.id);
             } else if alert.id == 0 {
                 let id = self.alerts.iter().map(|a| a.id).max().unwrap_or(0) + 1;
                 self.alerts.push(Alert {
                     id,
                     ..alert.clone()
                 });
+                ids.push(id);
             } else {
                 return Err(HistoryError::UnknownAlert(alert.id));
             }
         }
-        Ok(())
+        Ok(ids)
+    }
+
+    fn plan_history(&self, plan: &str) -> Result<Option<HistorySettings>, HistoryError> {
+        Ok(self
+            .runs
+            .iter()
+            .filter(|r| r.summary.plan == plan)
+            .max_by(|a, b| a.summary.started_at.cmp(&b.summary.started_at))
+            .and_then(|r| r.rows.run.history.as_deref())
+            .and_then(|t| serde_json::from_str(t).ok()))
     }
 
     fn retain(&mut self, _: &Retention) -> Result<Vec<RunId>, HistoryError> {

@@ -8,6 +8,7 @@ use serde::Serialize;
 use super::super::record::{RunRows, RunSource};
 use super::super::series::{Alert, Point, RunId, SeriesKey};
 use super::super::{HistoryError, record};
+use crate::plan::model::HistorySettings;
 use crate::report::model::Report;
 
 /// The results store: runs recorded one transaction each, series read back, alerts kept.
@@ -47,9 +48,11 @@ pub trait Store {
     /// another run moves it).
     fn tag(&mut self, run: &str, tag: &str) -> Result<(), HistoryError>;
     fn alerts(&self, plan: Option<&str>) -> Result<Vec<Alert>, HistoryError>;
-    /// Insert or update alerts (the trends code computes them; the store keeps them). An
-    /// alert with id 0 is new and gets an id.
-    fn save_alerts(&mut self, alerts: &[Alert]) -> Result<(), HistoryError>;
+    /// Insert or update alerts (the trends code computes them; the store keeps them), in
+    /// one transaction. An alert with id 0 is new and gets an id; the ids, in order.
+    fn save_alerts(&mut self, alerts: &[Alert]) -> Result<Vec<i64>, HistoryError>;
+    /// The `history:` section of the plan of `plan`'s newest run, when it has one.
+    fn plan_history(&self, plan: &str) -> Result<Option<HistorySettings>, HistoryError>;
     /// Delete runs the policy does not keep, with their phases, figures and errors; the
     /// ids deleted.
     fn retain(&mut self, policy: &Retention) -> Result<Vec<RunId>, HistoryError>;

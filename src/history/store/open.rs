@@ -12,6 +12,7 @@ use super::sqlite::Sqlite;
 use super::{read, schema, write};
 use crate::history::record::RunRows;
 use crate::history::series::{Alert, Point, RunId, SeriesKey};
+use crate::plan::model::HistorySettings;
 
 /// The environment variable that names the store when `--history` does not.
 pub const HISTORY_ENV: &str = "SERVEBENCH_HISTORY";
@@ -141,8 +142,12 @@ impl Store for SqlStore {
         read::alerts(self.driver.as_ref(), plan)
     }
 
-    fn save_alerts(&mut self, alerts: &[Alert]) -> Result<(), HistoryError> {
+    fn save_alerts(&mut self, alerts: &[Alert]) -> Result<Vec<i64>, HistoryError> {
         write::save_alerts(self.driver.as_ref(), alerts)
+    }
+
+    fn plan_history(&self, plan: &str) -> Result<Option<HistorySettings>, HistoryError> {
+        read::plan_history(self.driver.as_ref(), plan)
     }
 
     fn retain(&mut self, policy: &Retention) -> Result<Vec<RunId>, HistoryError> {

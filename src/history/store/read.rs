@@ -8,12 +8,13 @@ use serde_json::Value;
 use super::super::HistoryError;
 use super::super::record::{ErrorRow, FigureRow, PhaseRow, RunRow, RunRows, RunSource, SplitRow};
 use super::super::searches::{SearchAnswer, is_capacity};
-use super::super::series::{Alert, AlertState, Conditions, Point, SeriesKey};
+use super::super::series::{Alert, AlertState, Conditions, Moved, Point, SeriesKey};
 use super::model::{RunFilter, RunSummary, StoredRun, Table};
 use super::schema::{TABLES, order_by};
 use super::sql::{Cell, Driver};
 use super::write::normalize_time;
 use crate::metrics::trust::TrustVerdict;
+use crate::plan::model::HistorySettings;
 
 pub fn trust_name(verdict: TrustVerdict) -> &'static str {
     match verdict {
@@ -154,7 +155,7 @@ pub fn run(driver: &dyn Driver, id: &str) -> Result<StoredRun, HistoryError> {
     let rows = driver.query(
         "SELECT id, recorded_at, excluded, run_id, record_key, plan, source, started_at,
             finished_at, complete, stop_reason, tool, hostname, plan_sha256, report_path,
-            report_sha256, records_path, records_sha256, metadata, provenance
+            report_sha256, records_path, records_sha256, metadata, provenance, history
          FROM runs WHERE id = $1",
         &[Cell::from(id)],
     )?;
@@ -180,6 +181,7 @@ pub fn run(driver: &dyn Driver, id: &str) -> Result<StoredRun, HistoryError> {
         records_sha256: r[17].string(),
         metadata: text(18)?,
         provenance: r[19].string(),
+        history: r[20].string(),
     };
     let phases = phases(driver, id)?;
     let searches = super::searches::of_run(driver, id)?;
@@ -437,8 +439,8 @@ pub fn alerts(driver: &dyn Driver, plan: Option<&str>) -> Result<Vec<Alert>, His
     let (filter, params) = plan_filter("plan", plan);
     let rows = driver.query(
         &format!(
-            "SELECT id, plan, phase, target, figure, opened_by, change_at, before_value,
-                after_value, state, resolved_by, note
+            "SELECT id, plan, target, opened_by, change_at, moved, state, resolved_by,
+                closed_at, superseded_by, note, former_ids
              FROM alerts {filter} ORDER BY id"
         ),
         &params,
@@ -447,30 +449,45 @@ pub fn alerts(driver: &dyn Driver, plan: Option<&str>) -> Result<Vec<Alert>, His
         .map(|r| {
             let bad = || damaged(driver, "alert");
             let text = |i: usize| r[i].string().ok_or_else(bad);
-            let state = match r[9].text() {
+            let state = match r[6].text() {
                 Some("open") => AlertState::Open,
                 Some("acknowledged") => AlertState::Acknowledged,
                 Some("resolved") => AlertState::Resolved,
+                Some("superseded") => AlertState::Superseded,
                 _ => return Err(bad()),
             };
+            let moved: Vec<Moved> = serde_json::from_str(&text(5)?).map_err(|_| bad())?;
+            let former_ids: Vec<i64> =
+                serde_json::from_str(r[11].text().unwrap_or("[]")).map_err(|_| bad())?;
             Ok(Alert {
                 id: r[0].int().ok_or_else(bad)?,
-                key: SeriesKey {
-                    plan: text(1)?,
-                    phase: text(2)?,
-                    target: text(3)?,
-                    figure: text(4)?,
-                },
-                opened_by: text(5)?,
-                change_at: text(6)?,
-                before: r[7].real().ok_or_else(bad)?,
-                after: r[8].real().ok_or_else(bad)?,
+                plan: text(1)?,
+                target: text(2)?,
+                opened_by: text(3)?,
+                change_at: text(4)?,
+                moved,
                 state,
-                resolved_by: r[10].string(),
-                note: r[11].string(),
+                resolved_by: r[7].string(),
+                closed_at: r[8].string(),
+                superseded_by: r[9].int(),
+                note: r[10].string(),
+                former_ids,
             })
         })
         .collect()
+}
+
+/// The `history:` section of the plan of `plan`'s newest run.
+pub fn plan_history(
+    driver: &dyn Driver,
+    plan: &str,
+) -> Result<Option<HistorySettings>, HistoryError> {
+    let rows = driver.query(
+        "SELECT history FROM runs WHERE plan = $1 ORDER BY started_at DESC, id DESC LIMIT 1",
+        &[Cell::from(plan)],
+    )?;
+    let text = rows.first().and_then(|r| r[0].string());
+    Ok(text.and_then(|t| serde_json::from_str(&t).ok()))
 }
 
 /// Every table, rows in key order.

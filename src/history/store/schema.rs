@@ -6,7 +6,7 @@ use super::super::HistoryError;
 use super::sql::{Cell, Dialect, Driver, in_write_transaction};
 
 /// The schema version this build writes and reads.
-pub const SCHEMA_VERSION: i64 = 3;
+pub const SCHEMA_VERSION: i64 = 4;
 
 /// The table that holds the version; its presence marks a servebench store.
 const META: &str = "servebench_history";
@@ -149,8 +149,129 @@ fn migration(version: i64, dialect: Dialect) -> Vec<String> {
             .to_string(),
             "CREATE INDEX searches_by_name ON searches (search, target)".to_string(),
         ],
+        // Version 4: one alert per change (the series it moved kept as JSON), the plan's
+        // `history:` section with each run. The per-figure alerts are grouped by
+        // `regroup_alerts` into the new table, which then takes the old one's name.
+        4 => vec![
+            "ALTER TABLE runs ADD COLUMN history TEXT".to_string(),
+            format!(
+                "CREATE TABLE alerts_v4 (
+                id {},
+                plan TEXT NOT NULL,
+                target TEXT NOT NULL,
+                opened_by TEXT NOT NULL,
+                change_at TEXT NOT NULL,
+                moved TEXT NOT NULL,
+                state TEXT NOT NULL,
+                resolved_by TEXT,
+                closed_at TEXT,
+                superseded_by BIGINT,
+                note TEXT,
+                former_ids TEXT NOT NULL DEFAULT '[]'
+            )",
+                match dialect {
+                    // Numbers never reused: an old number stays the alert's it was grouped into.
+                    Dialect::Sqlite => "INTEGER PRIMARY KEY AUTOINCREMENT",
+                    Dialect::Postgres => dialect.serial_key(),
+                }
+            ),
+        ],
         _ => Vec::new(),
     }
+}
+
+/// Version 3's per-figure alerts as one alert per (plan, target, change run): numbered as
+/// the group's lowest number (the others kept as its former numbers), acknowledged when
+/// every unresolved member was, resolved when every member was, the reasons kept.
+fn regroup_alerts(driver: &dyn Driver) -> Result<(), HistoryError> {
+    type Group = Vec<Vec<Cell>>;
+    let rows = driver.query(
+        "SELECT id, plan, target, change_at, phase, figure, opened_by, before_value,
+            after_value, state, resolved_by, note
+         FROM alerts ORDER BY id",
+        &[],
+    )?;
+    let last_number = rows.iter().filter_map(|r| r[0].int()).max();
+    let mut groups: Vec<((String, String, String), Group)> = Vec::new();
+    for row in rows {
+        let key = (
+            row[1].string().unwrap_or_default(),
+            row[2].string().unwrap_or_default(),
+            row[3].string().unwrap_or_default(),
+        );
+        match groups.iter_mut().find(|(k, _)| *k == key) {
+            Some((_, members)) => members.push(row),
+            None => groups.push((key, vec![row])),
+        }
+    }
+    for ((plan, target, change_at), members) in groups {
+        let state_of = |r: &Vec<Cell>| r[9].string().unwrap_or_default();
+        let unresolved: Vec<&Vec<Cell>> = members
+            .iter()
+            .filter(|r| state_of(r) != "resolved")
+            .collect();
+        let state = if unresolved.is_empty() {
+            "resolved"
+        } else if unresolved.iter().all(|r| state_of(r) == "acknowledged") {
+            "acknowledged"
+        } else {
+            "open"
+        };
+        let moved: Vec<serde_json::Value> = members
+            .iter()
+            .map(|r| {
+                serde_json::json!({
+                    "phase": r[4].string(),
+                    "figure": r[5].string(),
+                    "change_at": change_at,
+                    "before": r[7].real(),
+                    "after": r[8].real(),
+                })
+            })
+            .collect();
+        let mut notes: Vec<String> = members.iter().filter_map(|r| r[11].string()).collect();
+        notes.dedup();
+        let ids: Vec<i64> = members.iter().filter_map(|r| r[0].int()).collect();
+        let resolved_by = members.iter().find_map(|r| r[10].string());
+        driver.execute(
+            "INSERT INTO alerts_v4 (id, plan, target, opened_by, change_at, moved, state,
+                resolved_by, note, former_ids)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)",
+            &[
+                Cell::from(ids[0]),
+                Cell::from(plan),
+                Cell::from(target),
+                Cell::from(members[0][6].string().unwrap_or_default()),
+                Cell::from(change_at),
+                Cell::from(serde_json::Value::from(moved).to_string()),
+                Cell::from(state),
+                Cell::from(resolved_by),
+                Cell::from((!notes.is_empty()).then(|| notes.join("; "))),
+                Cell::from(serde_json::Value::from(ids[1..].to_vec()).to_string()),
+            ],
+        )?;
+    }
+    driver.execute("DROP TABLE alerts", &[])?;
+    driver.execute("ALTER TABLE alerts_v4 RENAME TO alerts", &[])?;
+    // New alerts are numbered after every old number, former ones included, so an old
+    // number never names two alerts.
+    if let Some(last) = last_number {
+        match driver.dialect() {
+            Dialect::Postgres => {
+                driver.query(
+                    "SELECT setval(pg_get_serial_sequence('alerts', 'id'), $1)",
+                    &[Cell::from(last)],
+                )?;
+            }
+            Dialect::Sqlite => {
+                driver.execute(
+                    "UPDATE sqlite_sequence SET seq = $1 WHERE name = 'alerts'",
+                    &[Cell::from(last)],
+                )?;
+            }
+        }
+    }
+    Ok(())
 }
 
 /// The store's version: `None` for an empty database.
@@ -248,6 +369,9 @@ pub fn prepare_to(driver: &dyn Driver, target: i64) -> Result<(), HistoryError> 
         for version in current.unwrap_or(0) + 1..=target {
             for statement in migration(version, driver.dialect()) {
                 driver.execute(&statement, &[])?;
+            }
+            if version == 4 {
+                regroup_alerts(driver)?;
             }
         }
         driver.execute(

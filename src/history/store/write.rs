@@ -55,6 +55,13 @@ pub fn record(driver: &dyn Driver, rows: &RunRows) -> Result<RunId, HistoryError
                 Cell::from(now()),
             ],
         )?;
+        // Set apart, so a run without the section records into a store of any version.
+        if let Some(history) = &run.history {
+            driver.execute(
+                "UPDATE runs SET history = $1 WHERE id = $2",
+                &[Cell::from(history), Cell::from(&id)],
+            )?;
+        }
         for (ordinal, phase) in rows.phases.iter().enumerate() {
             insert_phase(driver, &id, ordinal as i64, phase)?;
         }
@@ -230,21 +237,24 @@ pub fn tag(driver: &dyn Driver, run: &str, tag: &str) -> Result<(), HistoryError
     })
 }
 
-pub fn save_alerts(driver: &dyn Driver, alerts: &[Alert]) -> Result<(), HistoryError> {
+pub fn save_alerts(driver: &dyn Driver, alerts: &[Alert]) -> Result<Vec<i64>, HistoryError> {
     in_write_transaction(driver, || {
+        let mut ids = Vec::with_capacity(alerts.len());
         for a in alerts {
+            let moved = serde_json::to_string(&a.moved).unwrap_or_else(|_| "[]".into());
+            let former = serde_json::to_string(&a.former_ids).unwrap_or_else(|_| "[]".into());
             let values = [
-                Cell::from(&a.key.plan),
-                Cell::from(&a.key.phase),
-                Cell::from(&a.key.target),
-                Cell::from(&a.key.figure),
+                Cell::from(&a.plan),
+                Cell::from(&a.target),
                 Cell::from(&a.opened_by),
                 Cell::from(&a.change_at),
-                Cell::from(a.before),
-                Cell::from(a.after),
+                Cell::from(moved),
                 Cell::from(alert_state_name(&a.state)),
                 Cell::from(a.resolved_by.clone()),
+                Cell::from(a.closed_at.clone()),
+                Cell::from(a.superseded_by),
                 Cell::from(a.note.clone()),
+                Cell::from(former),
             ];
             let changed = if a.id == 0 {
                 0
@@ -252,23 +262,30 @@ pub fn save_alerts(driver: &dyn Driver, alerts: &[Alert]) -> Result<(), HistoryE
                 let mut params = values.to_vec();
                 params.push(Cell::from(a.id));
                 driver.execute(
-                    "UPDATE alerts SET plan = $1, phase = $2, target = $3, figure = $4,
-                        opened_by = $5, change_at = $6, before_value = $7, after_value = $8,
-                        state = $9, resolved_by = $10, note = $11
+                    "UPDATE alerts SET plan = $1, target = $2, opened_by = $3, change_at = $4,
+                        moved = $5, state = $6, resolved_by = $7, closed_at = $8,
+                        superseded_by = $9, note = $10, former_ids = $11
                      WHERE id = $12",
                     &params,
                 )?
             };
             if changed == 0 {
-                driver.execute(
-                    "INSERT INTO alerts (plan, phase, target, figure, opened_by, change_at,
-                        before_value, after_value, state, resolved_by, note)
-                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)",
+                let rows = driver.query(
+                    "INSERT INTO alerts (plan, target, opened_by, change_at, moved, state,
+                        resolved_by, closed_at, superseded_by, note, former_ids)
+                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) RETURNING id",
                     &values,
                 )?;
+                let id = rows.first().and_then(|r| r[0].int());
+                ids.push(id.ok_or_else(|| HistoryError::Corrupt {
+                    location: driver.location().to_string(),
+                    detail: "an inserted alert got no number".into(),
+                })?);
+            } else {
+                ids.push(a.id);
             }
         }
-        Ok(())
+        Ok(ids)
     })
 }
 
@@ -277,6 +294,7 @@ pub fn alert_state_name(state: &AlertState) -> &'static str {
         AlertState::Open => "open",
         AlertState::Acknowledged => "acknowledged",
         AlertState::Resolved => "resolved",
+        AlertState::Superseded => "superseded",
     }
 }
 

@@ -1,107 +1,324 @@
-//! Alerts' lifecycle as a pure function: a series' trend and the alerts already kept for it
-//! in, the alerts to insert or update out.
+//! Alerts' lifecycle as a pure function: a plan's trends and the alerts already kept for
+//! it in, the alerts to insert or update out.
 //!
-//! An alert opens for a regression (a significant change, at least the minimum effect, in
-//! the figure's worse direction) at the first eligible run that made it detectable; it is
-//! resolved by a later change that brings the level back within the minimum effect of
-//! where it was, or when more runs show the change was not one. Acknowledged alerts stay
-//! acknowledged until resolved. A change that more runs dismissed and later runs show again
-//! opens a new alert.
+//! One alert per change: the regressions of a target's watched series whose change points
+//! lie within [`SAME_CHANGE`] eligible runs of each other are one alert, listing every phase
+//! and figure they moved. As runs arrive an alert is kept true in place (its change point,
+//! levels and series) while its change moves by at most [`SAME_CHANGE`] runs; a change that
+//! moved further takes over a live alert it shares a series with (`superseded`), its
+//! acknowledgement included. An alert is resolved when later changes bring every series it
+//! moved back within the minimum effect of where it was, or when more runs (or an
+//! exclusion) show it was not a change; the same change seen again re-opens it, with its
+//! acknowledgement.
+
+use std::collections::BTreeMap;
 
 use super::analyse::{ChangePoint, SeriesTrend, Verdict, analyse, eligible};
 use super::detect::Settings;
+use super::watch::Watch;
 use crate::figure::Better;
-use crate::history::series::{Alert, AlertState};
+use crate::history::series::{Alert, AlertState, Moved, RunId};
 
-/// How many eligible runs a change may move, as runs arrive, and still be the same change.
-const SAME_CHANGE: usize = 2;
+/// How many eligible runs a change may move, as runs arrive, and still be the same change;
+/// also how close two series' changes are to be one.
+pub const SAME_CHANGE: usize = 2;
 
-/// The alerts of `trend`'s series to insert (id 0) or update, given the ones kept (`prior`,
-/// any series).
-pub fn update_alerts(trend: &SeriesTrend, prior: &[Alert], settings: &Settings) -> Vec<Alert> {
-    let mine: Vec<&Alert> = prior.iter().filter(|a| a.key == trend.key).collect();
-    let mut out = Vec::new();
-    for change in trend.changes().filter(|c| c.verdict == Verdict::Regression) {
-        if mine
-            .iter()
-            .any(|a| !dismissed(a) && same_change(trend, a, change))
-        {
-            continue;
+/// What to save: alerts to insert (id 0) or update, then live alerts a new one (by its index
+/// in `save`) supersedes.
+#[derive(Debug, Default, PartialEq)]
+pub struct AlertUpdate {
+    pub save: Vec<Alert>,
+    pub supersede: Vec<(Alert, usize)>,
+}
+
+/// Where each run sits among a plan's eligible runs: how many eligible runs started before
+/// it (an excluded run shares the rank of the eligible run after it).
+pub struct Ranks {
+    rank: BTreeMap<RunId, usize>,
+    newest: Option<RunId>,
+}
+
+impl Ranks {
+    pub fn of(trends: &[SeriesTrend]) -> Ranks {
+        let mut runs: BTreeMap<(String, RunId), bool> = BTreeMap::new();
+        for p in trends.iter().flat_map(|t| &t.points) {
+            *runs
+                .entry((p.started_at.clone(), p.run.clone()))
+                .or_default() |= eligible(p);
         }
-        out.push(Alert {
-            id: 0,
-            key: trend.key.clone(),
-            opened_by: opened_by(trend, change, settings),
-            change_at: change.run.clone(),
-            before: change.before,
-            after: change.after,
-            state: AlertState::Open,
+        let mut rank = BTreeMap::new();
+        let mut seen = 0;
+        let mut newest = None;
+        for ((_, run), ok) in runs {
+            rank.insert(run.clone(), seen);
+            if ok {
+                seen += 1;
+                newest = Some(run);
+            }
+        }
+        Ranks { rank, newest }
+    }
+
+    pub fn get(&self, run: &str) -> Option<usize> {
+        self.rank.get(run).copied()
+    }
+
+    /// Eligible runs from `a` to `b`.
+    pub fn between(&self, a: &str, b: &str) -> Option<usize> {
+        Some(self.get(b)?.saturating_sub(self.get(a)?))
+    }
+
+    fn near(&self, a: &str, b: &str) -> bool {
+        match (self.get(a), self.get(b)) {
+            (Some(x), Some(y)) => x.abs_diff(y) <= SAME_CHANGE,
+            _ => a == b,
+        }
+    }
+}
+
+/// One watched series' regression.
+struct Found<'a> {
+    trend: &'a SeriesTrend,
+    change: &'a ChangePoint,
+    rank: usize,
+    /// The run of a later change that brought the level back, if one did.
+    returned: Option<RunId>,
+}
+
+/// The alerts of `plan` to save, given its `trends` and the alerts kept (`prior`).
+pub fn update_alerts(
+    plan: &str,
+    trends: &[SeriesTrend],
+    prior: &[Alert],
+    watch: &Watch,
+    settings: &Settings,
+) -> AlertUpdate {
+    let ranks = Ranks::of(trends);
+    let newest = ranks.newest.clone();
+    let mut by_target: BTreeMap<&str, Vec<Found>> = BTreeMap::new();
+    for trend in trends.iter().filter(|t| watch.watches(&t.key.figure)) {
+        for change in trend.changes().filter(|c| c.verdict == Verdict::Regression) {
+            by_target.entry(&trend.key.target).or_default().push(Found {
+                trend,
+                change,
+                rank: ranks.get(&change.run).unwrap_or(0),
+                returned: returned_by(trend, change, settings),
+            });
+        }
+    }
+    let mut out = AlertUpdate::default();
+    let mut claimed: Vec<i64> = Vec::new();
+    for (target, mut found) in by_target {
+        found.sort_by_key(|f| f.rank);
+        for group in groups(found) {
+            let fresh = group_alert(plan, target, &group, &ranks, settings);
+            let kept = prior
+                .iter()
+                .filter(|a| a.target == target && a.state != AlertState::Superseded)
+                .filter(|a| !claimed.contains(&a.id))
+                .filter(|a| ranks.near(&a.change_at, &fresh.change_at))
+                .min_by_key(|a| {
+                    (
+                        !a.state.live(),
+                        ranks.between(&a.change_at, &fresh.change_at),
+                    )
+                });
+            match kept {
+                Some(old) => {
+                    claimed.push(old.id);
+                    let updated = carried(old, fresh, newest.as_deref());
+                    if updated != *old {
+                        out.save.push(updated);
+                    }
+                }
+                None => {
+                    let taken = prior.iter().find(|a| {
+                        a.target == target
+                            && a.state.live()
+                            && !claimed.contains(&a.id)
+                            && a.moved.iter().any(|m| {
+                                fresh
+                                    .moved
+                                    .iter()
+                                    .any(|n| n.phase == m.phase && n.figure == m.figure)
+                            })
+                    });
+                    let mut alert = fresh;
+                    if let Some(old) = taken {
+                        claimed.push(old.id);
+                        alert.note.clone_from(&old.note);
+                        if old.state == AlertState::Acknowledged && alert.state.live() {
+                            alert.state = AlertState::Acknowledged;
+                        }
+                        out.supersede.push((
+                            Alert {
+                                state: AlertState::Superseded,
+                                closed_at: newest.clone(),
+                                ..old.clone()
+                            },
+                            out.save.len(),
+                        ));
+                    }
+                    if alert.state != AlertState::Open {
+                        alert.closed_at.clone_from(&newest);
+                    }
+                    out.save.push(alert);
+                }
+            }
+        }
+    }
+    // A live alert whose change no series shows any longer was not one.
+    for old in prior
+        .iter()
+        .filter(|a| a.state.live() && !claimed.contains(&a.id))
+    {
+        out.save.push(Alert {
+            state: AlertState::Resolved,
             resolved_by: None,
-            note: None,
+            closed_at: newest.clone(),
+            ..old.clone()
         });
     }
-    for alert in mine.into_iter().filter(|a| a.state != AlertState::Resolved) {
-        let still_there = trend
-            .changes()
-            .any(|c| c.verdict == Verdict::Regression && same_change(trend, alert, c));
-        let resolved_by = if still_there {
-            returned_by(trend, alert, settings)
-        } else {
-            // More runs (or an exclusion) show it was not a change: resolved, by no run.
-            Some(None)
-        };
-        if let Some(by) = resolved_by {
-            out.push(Alert {
-                state: AlertState::Resolved,
-                resolved_by: by,
-                ..(*alert).clone()
-            });
+    out
+}
+
+/// Regressions whose change points lie within [`SAME_CHANGE`] eligible runs of the one
+/// before them, as groups (`found` in rank order).
+fn groups(found: Vec<Found>) -> Vec<Vec<Found>> {
+    let mut out: Vec<Vec<Found>> = Vec::new();
+    for f in found {
+        match out.last_mut() {
+            Some(group) if group.last().is_some_and(|l| f.rank - l.rank <= SAME_CHANGE) => {
+                group.push(f);
+            }
+            _ => out.push(vec![f]),
         }
     }
     out
 }
 
-/// Resolved by no run: more runs showed its change was not one.
-fn dismissed(alert: &Alert) -> bool {
-    alert.state == AlertState::Resolved && alert.resolved_by.is_none()
+/// The alert a group makes on its own: at the run most of its series change at (the
+/// earliest of the most common), open unless every series came back.
+fn group_alert(
+    plan: &str,
+    target: &str,
+    group: &[Found],
+    ranks: &Ranks,
+    settings: &Settings,
+) -> Alert {
+    let mut votes: BTreeMap<(usize, &str), usize> = BTreeMap::new();
+    for f in group {
+        *votes.entry((f.rank, &f.change.run)).or_default() += 1;
+    }
+    let most = votes.values().copied().max().unwrap_or(0);
+    let change_at = votes
+        .iter()
+        .find(|(_, n)| **n == most)
+        .map(|((_, run), _)| run.to_string())
+        .unwrap_or_default();
+    let mut moved: Vec<Moved> = group
+        .iter()
+        .map(|f| Moved {
+            phase: f.trend.key.phase.clone(),
+            figure: f.trend.key.figure.clone(),
+            change_at: f.change.run.clone(),
+            before: f.change.before,
+            after: f.change.after,
+        })
+        .collect();
+    // In the trends' (the store's key) order, so phases read in the same order everywhere.
+    moved.sort_by(|a, b| (&a.phase, &a.figure).cmp(&(&b.phase, &b.figure)));
+    let all_back = group.iter().all(|f| f.returned.is_some());
+    let resolved_by = all_back
+        .then(|| {
+            group
+                .iter()
+                .filter_map(|f| f.returned.clone())
+                .max_by_key(|r| ranks.get(r))
+        })
+        .flatten();
+    let opened_by = group
+        .iter()
+        .map(|f| opened_by(f.trend, f.change, settings))
+        .min_by_key(|r| ranks.get(r))
+        .unwrap_or_else(|| change_at.clone());
+    Alert {
+        id: 0,
+        plan: plan.to_string(),
+        target: target.to_string(),
+        opened_by,
+        change_at,
+        moved,
+        state: if all_back {
+            AlertState::Resolved
+        } else {
+            AlertState::Open
+        },
+        resolved_by,
+        closed_at: None,
+        superseded_by: None,
+        note: None,
+        former_ids: Vec::new(),
+    }
 }
 
-/// Where a run sits among the eligible runs.
+/// A kept alert brought up to date with what its change looks like now: its number,
+/// opening run, acknowledgement and former numbers stay.
+fn carried(old: &Alert, fresh: Alert, newest: Option<&str>) -> Alert {
+    let (state, resolved_by, closed_at) = match (&fresh.state, old.state.live()) {
+        (AlertState::Resolved, true) => (
+            AlertState::Resolved,
+            fresh.resolved_by,
+            newest.map(str::to_string),
+        ),
+        (AlertState::Resolved, false) => (
+            AlertState::Resolved,
+            fresh.resolved_by,
+            old.closed_at.clone(),
+        ),
+        (_, true) => (old.state.clone(), None, None),
+        // Seen again: re-opened, acknowledged still when it was.
+        (_, false) if old.note.is_some() => (AlertState::Acknowledged, None, None),
+        (_, false) => (AlertState::Open, None, None),
+    };
+    Alert {
+        id: old.id,
+        opened_by: old.opened_by.clone(),
+        note: old.note.clone(),
+        former_ids: old.former_ids.clone(),
+        superseded_by: None,
+        state,
+        resolved_by,
+        closed_at,
+        ..fresh
+    }
+}
+
+/// The run of the first later change in `change`'s segment that brings the level back
+/// within the minimum effect of where it was (or better).
+fn returned_by(trend: &SeriesTrend, change: &ChangePoint, settings: &Settings) -> Option<RunId> {
+    let segment = trend.segment_of(change.at)?;
+    let tolerance = settings.min_effect * change.before.abs();
+    let back = |level: f64| match trend.better {
+        Better::Lower => level <= change.before + tolerance,
+        Better::Higher => level >= change.before - tolerance,
+        Better::Neither => (level - change.before).abs() <= tolerance,
+    };
+    segment
+        .changes
+        .iter()
+        .filter(|c| c.at > change.at)
+        .find(|c| back(c.after))
+        .map(|c| c.run.clone())
+}
+
+/// Where a run sits among the series' eligible runs.
 fn eligible_rank(trend: &SeriesTrend, run: &str) -> Option<usize> {
     trend
         .points
         .iter()
         .filter(|p| eligible(p))
         .position(|p| p.run == run)
-}
-
-fn same_change(trend: &SeriesTrend, alert: &Alert, change: &ChangePoint) -> bool {
-    match (
-        eligible_rank(trend, &alert.change_at),
-        eligible_rank(trend, &change.run),
-    ) {
-        (Some(a), Some(c)) => a.abs_diff(c) <= SAME_CHANGE,
-        _ => alert.change_at == change.run,
-    }
-}
-
-/// `Some(run)` when a later change in the alert's segment brings the level back within the
-/// minimum effect of `before` (or better); `None` while it has not.
-fn returned_by(trend: &SeriesTrend, alert: &Alert, settings: &Settings) -> Option<Option<String>> {
-    let at = trend.points.iter().position(|p| p.run == alert.change_at)?;
-    let segment = trend.segment_of(at)?;
-    let tolerance = settings.min_effect * alert.before.abs();
-    let back = |level: f64| match trend.better {
-        Better::Lower => level <= alert.before + tolerance,
-        Better::Higher => level >= alert.before - tolerance,
-        Better::Neither => (level - alert.before).abs() <= tolerance,
-    };
-    segment
-        .changes
-        .iter()
-        .filter(|c| c.at > at)
-        .find(|c| back(c.after))
-        .map(|c| Some(c.run.clone()))
 }
 
 /// The first eligible run at which the series up to it shows `change` as a regression (the
@@ -135,58 +352,4 @@ fn opened_by(trend: &SeriesTrend, change: &ChangePoint, settings: &Settings) -> 
         }
     }
     newest
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::history::series::SeriesKey;
-    use crate::history::synthetic::{Shape, point, values};
-
-    /// A series whose TTFT rose 30% at run 16.
-    fn stepped() -> SeriesTrend {
-        let key = SeriesKey {
-            plan: "p".into(),
-            phase: "steady".into(),
-            target: "default".into(),
-            figure: "ttft.p99".into(),
-        };
-        let shape = Shape {
-            runs: 30,
-            level: 100.0,
-            noise: 0.02,
-            step: Some((16, 0.3)),
-        };
-        let points = values(&shape, 7)
-            .into_iter()
-            .enumerate()
-            .map(|(i, v)| point(i + 1, v))
-            .collect();
-        analyse(&key, points, &Settings::default())
-    }
-
-    #[test]
-    fn a_dismissed_change_seen_again_opens_a_new_alert_a_returned_one_does_not() {
-        let trend = stepped();
-        let settings = Settings::default();
-        let opened = update_alerts(&trend, &[], &settings);
-        assert_eq!(opened.len(), 1, "{opened:?}");
-        assert_eq!(opened[0].state, AlertState::Open);
-        let resolved = |by: Option<&str>| Alert {
-            id: 1,
-            state: AlertState::Resolved,
-            resolved_by: by.map(str::to_string),
-            ..opened[0].clone()
-        };
-        let again = update_alerts(&trend, &[resolved(None)], &settings);
-        assert_eq!(again.len(), 1, "{again:?}");
-        assert_eq!((again[0].id, &again[0].state), (0, &AlertState::Open));
-        assert_eq!(again[0].change_at, opened[0].change_at);
-        assert!(update_alerts(&trend, &[resolved(Some("run-0040"))], &settings).is_empty());
-        let open = Alert {
-            id: 1,
-            ..opened[0].clone()
-        };
-        assert!(update_alerts(&trend, &[open], &settings).is_empty());
-    }
 }

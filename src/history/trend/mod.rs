@@ -11,13 +11,15 @@ mod edivisive;
 mod newest;
 mod provenance;
 mod stats;
+mod watch;
 
 pub use stats::relative as relative_change;
 
-pub use alerts::update_alerts;
+pub use alerts::{AlertUpdate, Ranks, SAME_CHANGE, update_alerts};
 pub use analyse::{
     ChangePoint, Evidence, Level, Segment, SegmentStart, SeriesTrend, Verdict, analyse, eligible,
 };
 pub use conditions::{CACHE_RATIO_BOUND, ConditionChange, QUEUE_SHARE_BOUND};
 pub use detect::{FoundBy, Settings, Split, change_points};
 pub use provenance::{ProvenanceChange, provenance_changes};
+pub use watch::{DEFAULT_WATCH, Watch, rules};

@@ -8,13 +8,13 @@
 //! One or two odd runs still never make a change: the step must fit best (least squares)
 //! with at least `min_points` runs after it.
 
-use super::detect::{FoundBy, Settings, Split};
+use super::detect::{FoundBy, Settings, Split, is_blip};
 use super::stats::{mean, moments, relative, t_test};
 
-/// The newest runs of `values[from..]` as a new level, when Student's t against the runs
-/// before them (at least `newest_min_base`) gives p ≤ `newest_max_p` and the level moves by
-/// at least the minimum effect; of the tails of `min_points..=newest_runs` runs, the one with
-/// the smallest p.
+/// The newest runs of `values[from..]` as a new level: the tail of `min_points..=newest_runs`
+/// runs a single step fits best after (least squares), when Student's t against the runs
+/// before it (at least `newest_min_base`) gives p ≤ `newest_max_p`, the level moves by at
+/// least the minimum effect, and the tail is no blip that came back.
 pub fn newest_change(values: &[f64], from: usize, settings: &Settings) -> Option<Split> {
     let n = values.len();
     if best_tail(&values[from..], settings.newest_runs)? < settings.min_points {
@@ -37,8 +37,16 @@ pub fn newest_change(values: &[f64], from: usize, settings: &Settings) -> Option
         .filter(|s| {
             s.p_value <= settings.newest_max_p
                 && relative(s.before, s.after).abs() >= settings.min_effect
+                && starts_level(values[s.at], s)
+                && !is_blip(values, from, s.at, n, settings.min_points)
         })
         .min_by(|a, b| a.p_value.total_cmp(&b.p_value))
+}
+
+/// Whether a tail's first run is nearer its new level than the level before: a tail that
+/// starts with a run at the old level does not start where the step is.
+fn starts_level(first: f64, split: &Split) -> bool {
+    (first - split.after).abs() < (first - split.before).abs()
 }
 
 /// How many of the newest runs (1..=`most`) a single step fits best after, by least squares.
@@ -71,7 +79,7 @@ mod tests {
     }
 
     #[test]
-    fn the_tail_with_the_smallest_p_is_taken() {
+    fn the_tail_a_step_fits_best_after_is_taken() {
         // Four new runs: the tail of four fits better than the tail of three.
         let v = after_twelve(&[112.0, 111.0, 113.0, 112.5]);
         let s = newest_change(&v, 0, &Settings::default()).expect("a change");
@@ -103,6 +111,25 @@ mod tests {
         let v = after_twelve(&[130.0, 100.0, 101.0]);
         assert!(relative(mean(&v[..12]), mean(&v[12..])) >= 0.10);
         assert_eq!(newest_change(&v, 0, &Settings::default()), None);
+    }
+
+    #[test]
+    fn a_blip_that_came_back_is_not_a_change_whichever_tail_is_tried() {
+        // Two slow runs and a fast one: the tail of three returns (a blip); the tail of
+        // four starts with a fast run, so the step does not fit best there.
+        let v = after_twelve(&[150.0, 150.5, 100.2]);
+        assert!(is_blip(&v, 0, 12, 15, 3));
+        assert_eq!(newest_change(&v, 0, &Settings::default()), None);
+        let mut longer = v.clone();
+        longer.push(100.1);
+        assert_eq!(newest_change(&longer, 0, &Settings::default()), None);
+        // Three slow runs are a level.
+        let v = after_twelve(&[150.0, 150.5, 149.8]);
+        assert!(!is_blip(&v, 0, 12, 15, 3));
+        assert_eq!(
+            newest_change(&v, 0, &Settings::default()).map(|s| s.at),
+            Some(12)
+        );
     }
 
     #[test]

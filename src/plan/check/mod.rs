@@ -40,6 +40,9 @@ pub fn check(plan: &Plan) -> Vec<Issue> {
     if let Some(slo) = &plan.slo {
         super::slo::check_slo("/slo", slo, &mut issues);
     }
+    if let Some(history) = &plan.history {
+        check_history(history, &mut issues);
+    }
     for (name, target) in &plan.targets {
         check_target(&format!("/targets/{}", escape(name)), target, &mut issues);
         models::check_adapters(&format!("/targets/{}", escape(name)), target, &mut issues);
@@ -63,4 +66,23 @@ pub fn check(plan: &Plan) -> Vec<Issue> {
         }
     }
     issues
+}
+
+/// The `history:` section: every watched figure is one a run records.
+fn check_history(history: &HistorySettings, issues: &mut Vec<Issue>) {
+    use crate::report::model::figure_path::{FigurePath, explain};
+    for (i, figure) in history.watch.iter().flatten().enumerate() {
+        if figure == "capacity" {
+            continue;
+        }
+        if let Err(e) = figure.parse::<FigurePath>() {
+            issues.push(Issue::new(
+                format!("/history/watch/{i}"),
+                format!(
+                    "`{figure}` is not a figure: {}",
+                    explain(figure, &e, &["capacity"])
+                ),
+            ));
+        }
+    }
 }

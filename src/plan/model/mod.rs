@@ -45,6 +45,10 @@ pub struct Plan {
     /// counts when it succeeded and each limited figure is within that figure's loosest limit.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub slo: Option<super::slo::Slo>,
+    /// How the results history reads this plan's runs: which figures open alerts and how
+    /// many runs a new level needs. Read from the newest recorded run; enters no work hash.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub history: Option<HistorySettings>,
     /// Endpoints, by name.
     pub targets: IndexMap<String, Target>,
     /// Prompt sources and request shapes, by name.
@@ -57,6 +61,23 @@ pub struct Plan {
 }
 
 pub use crate::quantile::PercentileMethod;
+
+/// The plan's `history:` section.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct HistorySettings {
+    /// Eligible runs a change needs at its new level before it is called (and the level
+    /// before it); a shorter blip never alerts. Default 3.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 2, max = 50))]
+    pub min_runs_after: Option<u32>,
+    /// The figures whose changes open alerts (figure paths such as `ttft.p99`, or
+    /// `capacity` for a search's). Every other series is still analysed and drawn. Default:
+    /// `ttft.p50, ttft.p99, tpot.p50, tpot.p99, e2e.p99, output_tokens_per_second,
+    /// request_rate, error_rate, capacity`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub watch: Option<Vec<String>>,
+}
 
 /// How prompt text is counted in tokens. Also written as one string: `server`, `simulator`,
 /// `builtin`, or the path of a `tokenizer.json` (see [`super::tokenizer_spec`]).

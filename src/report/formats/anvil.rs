@@ -375,6 +375,7 @@ fn anvil_plan(
         seed: run.context_seed,
         percentile_method: PercentileMethod::NearestRank,
         slo: None,
+        history: None,
         targets: IndexMap::from([(route.to_string(), target)]),
         workloads: IndexMap::from([("seed".to_string(), workload)]),
         defaults: Default::default(),

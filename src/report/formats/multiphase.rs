@@ -120,6 +120,7 @@ pub fn multiphase_to_report(run: MultiPhaseRun, name: &str, source: PlanSource) 
         seed: None,
         percentile_method: method,
         slo: None,
+        history: None,
         targets,
         workloads,
         defaults: Default::default(),

@@ -8,6 +8,7 @@ mod concurrency;
 mod gate_cli;
 mod imports;
 mod kill;
+mod nightly;
 mod real_aiperf;
 mod schema;
 mod searches;

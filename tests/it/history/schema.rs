@@ -114,3 +114,97 @@ fn reading_a_missing_store_is_an_error_not_a_new_file() {
     assert!(e.to_string().contains("no history store"), "{e}");
     assert!(!path.exists());
 }
+
+#[test]
+fn a_v3_store_with_per_figure_alerts_migrates_to_one_alert_per_change() {
+    use servebench::history::AlertState;
+    use servebench::history::store::sql::Cell;
+    let dir = tempfile::tempdir().unwrap();
+    for location in backends(dir.path(), "alert migration") {
+        let old = open_at_version(&location, OpenMode::Create, 3).unwrap();
+        // Two changes of plan `p` against `sim`: at run-13 three figures, two acknowledged
+        // and one open; at run-20 two figures, both acknowledged, with their reasons.
+        let rows: [(&str, &str, &str, &str, Option<&str>); 5] = [
+            (
+                "c1",
+                "tpot.p50",
+                "run-13",
+                "acknowledged",
+                Some("decode change"),
+            ),
+            ("c8", "tpot.p50", "run-13", "open", None),
+            (
+                "c1",
+                "e2e.p99",
+                "run-13",
+                "acknowledged",
+                Some("decode change"),
+            ),
+            (
+                "c1",
+                "ttft.p99",
+                "run-20",
+                "acknowledged",
+                Some("new tokenizer"),
+            ),
+            (
+                "c4",
+                "ttft.p99",
+                "run-20",
+                "acknowledged",
+                Some("new tokenizer"),
+            ),
+        ];
+        for (phase, figure, at, state, note) in rows {
+            old.driver()
+                .execute(
+                    "INSERT INTO alerts (plan, phase, target, figure, opened_by, change_at,
+                        before_value, after_value, state, resolved_by, note)
+                     VALUES ('p', $1, 'sim', $2, $3, $3, 4.0, 6.0, $4, NULL, $5)",
+                    &[
+                        Cell::from(phase),
+                        Cell::from(figure),
+                        Cell::from(at),
+                        Cell::from(state),
+                        Cell::from(note),
+                    ],
+                )
+                .unwrap();
+        }
+        drop(old);
+        let store = open(&location, OpenMode::Existing).unwrap();
+        let alerts = store.alerts(None).unwrap();
+        assert_eq!(alerts.len(), 2, "{location}: {alerts:#?}");
+        let (first, second) = (&alerts[0], &alerts[1]);
+        assert_eq!((first.id, first.former_ids.clone()), (1, vec![2, 3]));
+        assert_eq!(first.change_at, "run-13");
+        assert_eq!(first.moved.len(), 3);
+        assert_eq!(first.state, AlertState::Open, "one member was open");
+        assert_eq!(first.note.as_deref(), Some("decode change"));
+        assert_eq!((second.id, second.former_ids.clone()), (4, vec![5]));
+        assert_eq!(second.state, AlertState::Acknowledged);
+        assert_eq!(second.note.as_deref(), Some("new tokenizer"));
+        assert_eq!(second.phases(), ["c1", "c4"]);
+        drop(store);
+        // An old number still acknowledges the alert it was grouped into; new alerts are
+        // numbered after every old one.
+        let out = servebench()
+            .args(["history", "--history", &location.to_string()])
+            .args(["ack", "2", "--reason", "both phases"])
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{location}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let mut store = open(&location, OpenMode::Existing).unwrap();
+        let alerts = store.alerts(None).unwrap();
+        assert_eq!(alerts[0].state, AlertState::Acknowledged);
+        assert_eq!(alerts[0].note.as_deref(), Some("both phases"));
+        let mut fresh = alerts[1].clone();
+        fresh.id = 0;
+        let ids = store.save_alerts(&[fresh]).unwrap();
+        assert_eq!(ids, vec![6], "{location}");
+    }
+}

@@ -185,14 +185,16 @@ async fn a_capacity_that_halves_opens_an_alert_and_a_lower_bound_changes_nothing
             text(&out)
         );
         assert!(
-            text(&out).contains("`capacity` regression 4 → 2 (−50.0%) at "),
+            text(&out).contains("regression in capacity → sim at ")
+                && text(&out).contains(": capacity −50.0% (opened by"),
             "{location}: {}",
             text(&out)
         );
         let alerts = open_alerts(&location);
         assert_eq!(alerts.len(), 1, "{location}: {alerts:?}");
-        assert_eq!(alerts[0].key.figure, "capacity");
-        assert_eq!(alerts[0].key.phase, "capacity");
+        assert_eq!(alerts[0].moved.len(), 1, "{location}: {alerts:?}");
+        assert_eq!(alerts[0].moved[0].figure, "capacity");
+        assert_eq!(alerts[0].moved[0].phase, "capacity");
         assert_eq!(alerts[0].opened_by, half_id);
         assert_eq!(alerts[0].state, AlertState::Open);
 
@@ -201,7 +203,7 @@ async fn a_capacity_that_halves_opens_an_alert_and_a_lower_bound_changes_nothing
         let md = text(&trend);
         assert!(trend.status.success(), "{md}");
         assert!(
-            md.contains("| 1 | open | capacity → sim | `capacity` |"),
+            md.contains("| 1 | open | regression in capacity → sim at "),
             "{md}"
         );
         assert!(
@@ -357,7 +359,7 @@ fn a_version_2_store_upgrades_and_then_keeps_searches() {
         let before = old.record(&report(&rich_sample()), None).unwrap();
         drop(old);
         let mut store = open(&location, OpenMode::Existing).unwrap();
-        assert_eq!(schema::SCHEMA_VERSION, 3);
+        assert_eq!(schema::SCHEMA_VERSION, 4);
         let kept = store.run(&before).unwrap();
         assert!(kept.rows.searches.is_empty(), "{location}");
         assert_eq!(store.runs(&RunFilter::default()).unwrap().len(), 1);

@@ -5,7 +5,7 @@ use servebench::history::record::{self, RunSource};
 use servebench::history::store::sql::Cell;
 use servebench::history::store::{Retention, Table};
 use servebench::history::{
-    Alert, AlertState, Location, OpenMode, RunFilter, SeriesKey, Store, open,
+    Alert, AlertState, Location, Moved, OpenMode, RunFilter, SeriesKey, Store, open,
 };
 
 use super::support::{backends, fresh_database, postgres, report, rich_sample, write_report};
@@ -210,24 +210,28 @@ fn alerts_are_inserted_then_updated() {
     let dir = tempfile::tempdir().unwrap();
     for location in backends(dir.path(), "alerts") {
         let mut store = open(&location, OpenMode::Create).unwrap();
-        let key = SeriesKey {
-            plan: "p".into(),
-            phase: "c1".into(),
-            target: "t".into(),
-            figure: "ttft.p99".into(),
-        };
         let alert = Alert {
             id: 0,
-            key: key.clone(),
+            plan: "p".into(),
+            target: "t".into(),
             opened_by: "r2".into(),
             change_at: "r2".into(),
-            before: 0.1,
-            after: 0.25,
+            moved: vec![Moved {
+                phase: "c1".into(),
+                figure: "ttft.p99".into(),
+                change_at: "r2".into(),
+                before: 0.1,
+                after: 0.25,
+            }],
             state: AlertState::Open,
             resolved_by: None,
+            closed_at: None,
+            superseded_by: None,
             note: None,
+            former_ids: Vec::new(),
         };
-        store.save_alerts(&[alert.clone(), alert.clone()]).unwrap();
+        let ids = store.save_alerts(&[alert.clone(), alert.clone()]).unwrap();
+        assert_eq!(ids.len(), 2);
         let saved = store.alerts(Some("p")).unwrap();
         assert_eq!(saved.len(), 2);
         assert_ne!(saved[0].id, saved[1].id);

@@ -98,7 +98,8 @@ const FIGURES: [&str; 16] = [
 fn rendered(runs: usize, phases: usize) -> (String, String) {
     let mut store = synthetic::store("nightly", runs, phases, &FIGURES);
     let settings = Settings::default();
-    let (trends, alerts) = servebench::history::update(&mut store, None, &settings).unwrap();
+    let updated = servebench::history::update(&mut store, None, Some(&settings)).unwrap();
+    let (trends, alerts) = (updated.trends, updated.alerts);
     let runs = store.runs(&RunFilter::default()).unwrap();
     let provenance = provenance_changes(&runs);
     let report = TrendReport {
@@ -118,7 +119,7 @@ fn markdown_for_a_20_phase_plan_fits_a_pr_comment() {
     assert!(chars < MARKDOWN_LIMIT, "{chars} characters");
     assert!(md.contains("### Alerts"), "{md}");
     assert!(
-        md.contains("| open | phase-00 → default | `ttft.p99` | regression"),
+        md.contains("| open | regression in phase-00, phase-03, phase-06, phase-09,"),
         "{md}"
     );
     assert!(md.contains("engine_version: 0.9.1 → 0.9.2"), "{md}");
@@ -181,9 +182,10 @@ fn the_gate_fails_while_an_alert_is_open_and_passes_once_it_is_acknowledged() {
         );
         let text = String::from_utf8_lossy(&trend.stdout);
         assert!(
-            text.contains("| 1 | open | phase-00 → default | `ttft.p99`"),
+            text.contains("| 1 | open | regression in phase-00 → default at run-00"),
             "{location}: {text}"
         );
+        assert!(text.contains(": ttft.p99 +"), "{location}: {text}");
         assert!(text.contains("engine_version: 0.9.1 → 0.9.2"), "{text}");
 
         let ack = history_cmd(&path)

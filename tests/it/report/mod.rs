@@ -379,6 +379,7 @@ pub fn sample_report(slow: f64) -> Report {
         seed: Some(7),
         percentile_method: PercentileMethod::Linear,
         slo: None,
+        history: None,
         targets: IndexMap::from([
             ("direct".to_string(), target("http://127.0.0.1:8000/v1")),
             (
