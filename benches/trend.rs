@@ -36,17 +36,22 @@ struct Case {
 }
 
 /// Step series that opened an alert by run 23 (pointing at runs 17–21) and none before run
-/// 20, that opened one before run 20, the run of the first alert at or after run 20, and
-/// noise-only series (the same shape without the step) that raised any alert.
+/// 20, that opened one before run 20, the run of the first alert at or after run 20, where
+/// the alerts stand at run 30 (at run 20, within a run of it), and noise-only series (the
+/// same shape without the step) that raised any alert.
 fn rates_of(case: &Case, settings: &Settings) -> String {
     let flat = Shape {
         step: None,
         ..case.step
     };
-    let (mut timely, mut early, mut flat_alerts) = (0, 0, 0);
+    let (mut timely, mut early, mut flat_alerts, mut placed, mut near) = (0, 0, 0, 0, 0);
     let mut first: Vec<usize> = Vec::new();
     for seed in case.seeds.clone() {
         let alerts = replay(&case.step, seed, settings, None);
+        if alerts.iter().all(|a| a.opened_by >= 20) {
+            placed += usize::from(alerts.iter().any(|a| a.change_at == 20));
+            near += usize::from(alerts.iter().any(|a| a.change_at.abs_diff(20) <= 1));
+        }
         if alerts.iter().any(|a| a.opened_by < 20) {
             early += 1;
         } else if alerts
@@ -66,7 +71,7 @@ fn rates_of(case: &Case, settings: &Settings) -> String {
     let by = |run: usize| first.iter().filter(|&&r| r == run).count();
     let percent = |k: usize| 100.0 * k as f64 / n as f64;
     format!(
-        "{}: step series timely {timely}/{n} ({:.1}%), early {early}/{n}; first alert at run 20/21/22/23/later: {}/{}/{}/{}/{}; noise-only series with an alert {flat_alerts}/{n} ({:.1}%)",
+        "{}: step series timely {timely}/{n} ({:.1}%), early {early}/{n}; first alert at run 20/21/22/23/later: {}/{}/{}/{}/{}; placed at run 20 {placed}/{n}, within a run {near}/{n}; noise-only series with an alert {flat_alerts}/{n} ({:.1}%)",
         case.name,
         percent(timely),
         by(20),

@@ -94,6 +94,25 @@ impl ClientTrust {
 /// the plan's concurrency cap left out: that holds load back, but is not the client's delay).
 pub fn judge(load: ClientLoad, send_lag_p99_ms: Option<f64>) -> ClientTrust {
     let mut reasons = Vec::new();
+    if let Some(share) = load.late_wake_share {
+        // A share of a few ticks is a small sample: the bound fails only when even the
+        // Wilson 95% lower bound of the share is above it (3 late of 84 is not, 30 of 84 is).
+        let late = (share * load.ticks as f64).round();
+        let lower = if load.ticks > 0 {
+            wilson_lower(late, load.ticks as f64)
+        } else {
+            share
+        };
+        if lower > LATE_WAKE_SHARE_MAX {
+            reasons.push(format!(
+                "event-loop wakes over 5 ms late {}% ({late} of {} ticks, at least {}%) above {}%",
+                show(share, "%"),
+                load.ticks,
+                show(lower, "%"),
+                show(LATE_WAKE_SHARE_MAX, "%")
+            ));
+        }
+    }
     let mut over = |value: Option<f64>, bound: f64, what: &str, unit: &str| {
         if let Some(v) = value.filter(|v| *v > bound) {
             reasons.push(format!(
@@ -103,12 +122,6 @@ pub fn judge(load: ClientLoad, send_lag_p99_ms: Option<f64>) -> ClientTrust {
             ));
         }
     };
-    over(
-        load.late_wake_share,
-        LATE_WAKE_SHARE_MAX,
-        "event-loop wakes over 5 ms late",
-        "%",
-    );
     over(
         load.event_loop_lag_mean_ms,
         EVENT_LOOP_LAG_MEAN_MAX_MS,
@@ -138,6 +151,16 @@ pub fn judge(load: ClientLoad, send_lag_p99_ms: Option<f64>) -> ClientTrust {
         load,
         send_lag_p99_ms,
     }
+}
+
+/// The lower end of the Wilson score 95% interval of `k` successes in `n` trials.
+pub fn wilson_lower(k: f64, n: f64) -> f64 {
+    const Z: f64 = 1.959_963_984_540_054;
+    let p = k / n;
+    let z2 = Z * Z;
+    let centre = p + z2 / (2.0 * n);
+    let spread = Z * (p * (1.0 - p) / n + z2 / (4.0 * n * n)).sqrt();
+    ((centre - spread) / (1.0 + z2 / n)).max(0.0)
 }
 
 fn show(value: f64, unit: &str) -> String {
@@ -177,7 +200,7 @@ mod tests {
         let cases: [Case; 4] = [
             (
                 |l| l.late_wake_share = Some(0.05),
-                "5 ms late 5.0% above 2.0%",
+                "5 ms late 5.0% (50 of 1000 ticks, at least 3.8%) above 2.0%",
             ),
             (
                 |l| l.event_loop_lag_mean_ms = Some(4.0),
@@ -199,6 +222,27 @@ mod tests {
         }
         let trust = judge(quiet(), Some(25.0));
         assert!(trust.reasons[0].contains("client send lag p99 25.00 ms above 10.00 ms"));
+    }
+
+    #[test]
+    fn a_few_late_wakes_of_a_short_window_are_not_a_starved_loop() {
+        let late = |k: u32, ticks: u64| ClientLoad {
+            ticks,
+            late_wake_share: Some(f64::from(k) / ticks as f64),
+            ..quiet()
+        };
+        // 3 of 84 (3.6%): the Wilson lower bound is 1.2%, under the bound.
+        assert!(wilson_lower(3.0, 84.0) < LATE_WAKE_SHARE_MAX);
+        assert!(judge(late(3, 84), None).is_trusted());
+        // 30 of 84 is a starved loop, and so is 3.6% of many ticks.
+        let starved = judge(late(30, 84), None);
+        assert_eq!(starved.verdict, TrustVerdict::ClientBound);
+        assert!(
+            starved.reasons[0].contains("(30 of 84 ticks, at least"),
+            "{:?}",
+            starved.reasons
+        );
+        assert!(!judge(late(36, 1000), None).is_trusted());
     }
 
     #[test]

@@ -353,3 +353,115 @@ fn opened_by(trend: &SeriesTrend, change: &ChangePoint, settings: &Settings) -> 
     }
     newest
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::history::series::SeriesKey;
+    use crate::history::synthetic::point;
+
+    /// 14 runs at 100 with ±1% noise, then a 30% step at run `at` (1-based) for `phase`'s
+    /// `figure` against `target`.
+    fn stepped(target: &str, phase: &str, figure: &str, at: usize) -> SeriesTrend {
+        let key = SeriesKey {
+            plan: "p".into(),
+            phase: phase.into(),
+            target: target.into(),
+            figure: figure.into(),
+        };
+        let points = (1..=20)
+            .map(|n| {
+                let wobble = [0.0, 1.0, -1.0, 0.5][n % 4];
+                let level = if n >= at { 130.0 } else { 100.0 };
+                point(n, level + wobble)
+            })
+            .collect();
+        analyse(&key, points, &Settings::default())
+    }
+
+    fn update(trends: &[SeriesTrend], prior: &[Alert]) -> AlertUpdate {
+        update_alerts("p", trends, prior, &Watch::default(), &Settings::default())
+    }
+
+    #[test]
+    fn changes_of_one_target_within_two_runs_are_one_alert_and_other_targets_their_own() {
+        let trends = [
+            stepped("a", "c1", "ttft.p99", 15),
+            stepped("a", "c8", "tpot.p50", 16),
+            stepped("a", "c8", "tpot.p95", 15),
+            stepped("b", "c1", "ttft.p99", 15),
+        ];
+        let out = update(&trends, &[]);
+        assert_eq!(out.save.len(), 2, "{:#?}", out.save);
+        let a = &out.save[0];
+        assert_eq!((a.target.as_str(), a.change_at.as_str()), ("a", "run-0015"));
+        // tpot.p95 is not watched.
+        assert_eq!(a.phases(), ["c1", "c8"]);
+        assert_eq!(a.moved.len(), 2);
+        assert_eq!(out.save[1].target, "b");
+    }
+
+    #[test]
+    fn an_alert_whose_change_moved_far_is_superseded_and_its_ack_carries_over() {
+        let acked = Alert {
+            id: 7,
+            state: AlertState::Acknowledged,
+            note: Some("known".into()),
+            ..update(&[stepped("a", "c1", "ttft.p99", 11)], &[]).save[0].clone()
+        };
+        // The same series now steps five runs later.
+        let out = update(
+            &[stepped("a", "c1", "ttft.p99", 16)],
+            std::slice::from_ref(&acked),
+        );
+        assert_eq!(out.save.len(), 1, "{out:#?}");
+        assert_eq!(out.save[0].state, AlertState::Acknowledged);
+        assert_eq!(out.save[0].note.as_deref(), Some("known"));
+        assert_eq!(out.save[0].change_at, "run-0016");
+        assert_eq!(out.supersede.len(), 1);
+        assert_eq!(out.supersede[0].0.id, 7);
+        assert_eq!(out.supersede[0].0.state, AlertState::Superseded);
+        // Within two runs it is the same alert, updated in place.
+        let near = update(
+            &[stepped("a", "c1", "ttft.p99", 13)],
+            std::slice::from_ref(&acked),
+        );
+        assert_eq!(near.save.len(), 1);
+        assert_eq!(
+            (near.save[0].id, near.save[0].change_at.as_str()),
+            (7, "run-0013")
+        );
+        assert!(near.supersede.is_empty());
+    }
+
+    #[test]
+    fn a_dismissed_alert_seen_again_reopens_with_its_ack_and_a_returned_one_stays_closed() {
+        let trend = stepped("a", "c1", "ttft.p99", 15);
+        let first = update(std::slice::from_ref(&trend), &[]).save[0].clone();
+        let dismissed = Alert {
+            id: 3,
+            state: AlertState::Resolved,
+            note: Some("expected".into()),
+            closed_at: Some("run-0016".into()),
+            ..first.clone()
+        };
+        let out = update(
+            std::slice::from_ref(&trend),
+            std::slice::from_ref(&dismissed),
+        );
+        assert_eq!(out.save.len(), 1);
+        assert_eq!(
+            (out.save[0].id, &out.save[0].state),
+            (3, &AlertState::Acknowledged)
+        );
+        assert_eq!(out.save[0].closed_at, None);
+        // An open alert whose change no series shows any longer is resolved by no run.
+        let open = Alert { id: 4, ..first };
+        let flat = stepped("a", "c1", "ttft.p99", 99);
+        let out = update(std::slice::from_ref(&flat), std::slice::from_ref(&open));
+        assert_eq!(out.save.len(), 1);
+        assert_eq!(out.save[0].state, AlertState::Resolved);
+        assert_eq!(out.save[0].resolved_by, None);
+        assert_eq!(out.save[0].closed_at.as_deref(), Some("run-0020"));
+    }
+}

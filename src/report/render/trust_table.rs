@@ -11,7 +11,8 @@ use crate::report::model::Report;
 pub fn note() -> String {
     format!(
         "A phase is client-bound when, during its measured window, more than {:.0}% of the \
-         client's 10 ms timer ticks woke over 5 ms late, their mean lateness passed {} ms, the \
+         client's 10 ms timer ticks woke over 5 ms late (by the Wilson 95% lower bound of \
+         that share), their mean lateness passed {} ms, the \
          client process used over {:.0}% of all cores (an embedded simulator counts), its \
          threads waited over {} s per second for a core, or an open loop's own send lag p99 \
          (its send lag less any wait for a max_concurrency slot, which is the plan's cap, not \

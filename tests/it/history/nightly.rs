@@ -266,3 +266,176 @@ fn the_html_trend_of_the_step_shows_one_alert_row_with_its_phases_and_the_change
         );
     }
 }
+
+// ------------------------------------------------------------ the simulator behind a URL
+
+/// The quickstart plan's simulator as `servebench sim` serves it, with `decode_ms_per_token`.
+fn sim_config(dir: &std::path::Path, decode_ms: u32) -> std::path::PathBuf {
+    let path = dir.join(format!("sim-{decode_ms}.yaml"));
+    std::fs::write(
+        &path,
+        format!(
+            "seed: 7\nmax_running: 16\nprefill_tok_s: 20000\ndecode_ms_per_token: {decode_ms}\n\
+             decode_ms_per_running: 0.2\nchunk_tokens: 1\njitter: 0.05\n\
+             prefix_cache: {{capacity_tokens: 200000}}\n"
+        ),
+    )
+    .unwrap();
+    path
+}
+
+/// `servebench sim` on a free loopback port, answering `/health`.
+async fn serve_sim(config: &std::path::Path) -> (crate::real_support::ChildProcess, u16) {
+    let port = crate::real_support::free_port();
+    let mut command = std::process::Command::new(assert_cmd::cargo::cargo_bin("servebench"));
+    command
+        .args(["sim", "--port", &port.to_string(), "--config"])
+        .arg(config);
+    let mut sim = crate::real_support::ChildProcess::spawn("servebench sim", command, false);
+    sim.wait_healthy(&format!("http://127.0.0.1:{port}/health"))
+        .await;
+    (sim, port)
+}
+
+/// The quickstart plan run against the simulator at `port` (phases of 500 ms), recorded
+/// into `store` as a nightly job records it.
+fn nightly_run(dir: &std::path::Path, store: &str, port: u16, n: usize) {
+    let out = super::support::servebench()
+        .args(["run", "plans/quickstart.yaml", "-q", "--no-calibrate"])
+        .args(["--set", "duration=500ms", "--history", store])
+        .arg("--target")
+        .arg(format!("sim=http://127.0.0.1:{port}/v1"))
+        .arg("-o")
+        .arg(dir.join(format!("night-{n:02}")))
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "night {n}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// Per phase of the quickstart plan, the runs (from `from` on, by id) its TPOT series keeps
+/// for detection: complete and trusted.
+fn kept_slow_runs(store: &str, from: &str) -> Vec<(&'static str, Vec<String>)> {
+    let store = open(&Location::Sqlite(store.into()), OpenMode::Existing).unwrap();
+    ["c1", "c1-recheck", "c8", "rate-20"]
+        .into_iter()
+        .map(|phase| {
+            let series = store
+                .series(&servebench::history::SeriesKey {
+                    plan: PLAN.into(),
+                    phase: phase.into(),
+                    target: "sim".into(),
+                    figure: "tpot.p50".into(),
+                })
+                .unwrap();
+            let start = series
+                .iter()
+                .position(|p| p.run == from)
+                .unwrap_or(series.len());
+            let kept = series[start..]
+                .iter()
+                .filter(|p| servebench::history::trend::eligible(p))
+                .map(|p| p.run.clone())
+                .collect();
+            (phase, kept)
+        })
+        .collect()
+}
+
+/// The id of the newest run in `store`.
+fn newest_run(store: &str) -> String {
+    let mut runs = open(&Location::Sqlite(store.into()), OpenMode::Existing)
+        .unwrap()
+        .runs(&servebench::history::RunFilter::default())
+        .unwrap();
+    runs.sort_by(|a, b| a.started_at.cmp(&b.started_at));
+    runs.last().map(|r| r.id.clone()).unwrap_or_default()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_quickstart_plan_run_nightly_against_a_slower_simulator_raises_one_alert() {
+    let _alone = crate::common::exclusive_run().await;
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("runs/history.sqlite").display().to_string();
+    let (sim, port) = serve_sim(&sim_config(dir.path(), 4)).await;
+    // Six steady nights: the full test sees a step of the simulator's size against them
+    // (twelve, as a team would have, cost a minute more and test nothing more here).
+    for n in 1..=6 {
+        tokio::task::block_in_place(|| nightly_run(dir.path(), &store, port, n));
+    }
+    drop(sim);
+    // Another simulator with a 50% longer decode: the plan is unchanged.
+    let (_slow, port) = serve_sim(&sim_config(dir.path(), 6)).await;
+    // A busy machine may leave a phase's run out as client-bound: what each phase should show
+    // is judged from the runs its own series kept.
+    let mut first_slow = String::new();
+    let mut ready: Vec<&str> = Vec::new();
+    for n in 7..=10 {
+        tokio::task::block_in_place(|| nightly_run(dir.path(), &store, port, n));
+        if n == 7 {
+            first_slow = newest_run(&store);
+        }
+        let gate = tokio::task::block_in_place(|| gate(&store));
+        let alerts = alerts(&Location::Sqlite(store.clone().into()));
+        // Phases whose series kept at least 3 slow runs: the ones a change is due in.
+        let kept = kept_slow_runs(&store, &first_slow);
+        ready = kept
+            .iter()
+            .filter(|(_, runs)| runs.len() >= 3)
+            .map(|(phase, _)| *phase)
+            .collect();
+        assert!(gate.stdout.lines().count() <= 20, "{}", gate.stdout);
+        if ready.is_empty() {
+            // One or two slow runs are never a change.
+            assert_eq!(gate.code, Some(0), "night {n}: {}", gate.stdout);
+            assert!(alerts.is_empty(), "night {n}: {alerts:#?}");
+            continue;
+        }
+        assert_eq!(gate.code, Some(5), "night {n}: {}", gate.stdout);
+        assert_eq!(alerts.len(), 1, "night {n}: {alerts:#?}");
+        assert_eq!(alerts[0].phases(), ready, "night {n}: {kept:?}");
+        // At the first slow run each ready phase kept.
+        let firsts: Vec<&String> = kept
+            .iter()
+            .filter(|(phase, _)| ready.contains(phase))
+            .map(|(_, runs)| &runs[0])
+            .collect();
+        assert!(
+            firsts.contains(&&alerts[0].change_at),
+            "night {n}: {alerts:#?}"
+        );
+        // At concurrency 1 the decode is the simulator's 4 → 6 ms a token (more running
+        // requests add to it at c8 and rate-20).
+        for m in alerts[0]
+            .moved
+            .iter()
+            .filter(|m| m.figure == "tpot.p50" && m.phase.starts_with("c1"))
+        {
+            assert!(
+                (m.after / m.before - 1.5).abs() < 0.08,
+                "TPOT moved 4 → 6 ms: {m:?}"
+            );
+        }
+    }
+    // The plan's `history:` section came with the runs.
+    let rules = open(&Location::Sqlite(store.clone().into()), OpenMode::Existing)
+        .unwrap()
+        .plan_history(PLAN)
+        .unwrap()
+        .expect("the quickstart plan's history section");
+    assert_eq!(rules.min_runs_after, Some(3));
+    assert!(
+        rules
+            .watch
+            .is_some_and(|w| w.contains(&"tpot.p50".to_string()))
+    );
+    assert!(
+        !ready.is_empty(),
+        "every phase left out two or more of 4 slow runs: {:?}",
+        kept_slow_runs(&store, &first_slow)
+    );
+}

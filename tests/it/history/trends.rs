@@ -19,7 +19,7 @@ const SEEDS: std::ops::RangeInclusive<u64> = 1..=200;
 #[test]
 fn a_15_percent_step_opens_an_alert_by_run_23_and_none_before_run_20_in_190_of_200_series() {
     let settings = Settings::default();
-    let mut good = 0;
+    let (mut good, mut placed, mut near) = (0, 0, 0);
     for seed in SEEDS {
         let alerts = replay(&STEP, seed, &settings, None);
         let early = alerts.iter().any(|a| a.opened_by < 20);
@@ -29,11 +29,25 @@ fn a_15_percent_step_opens_an_alert_by_run_23_and_none_before_run_20_in_190_of_2
         if timely && !early {
             good += 1;
         }
+        // Where the alert stands at run 30: at the step's first run, or one run off where
+        // run 19 or 20 lies past the midpoint of the two levels (1.5 noise deviations).
+        if !early && alerts.iter().any(|a| a.change_at == 20) {
+            placed += 1;
+        }
+        if !early && alerts.iter().any(|a| a.change_at.abs_diff(20) <= 1) {
+            near += 1;
+        }
     }
-    // The goal, 95%: these settings reach 193 (see BENCHMARKS.md).
+    // The goal, 95%: these settings reach 190 (see BENCHMARKS.md).
     assert!(
         good >= 190,
         "{good} of 200 seeds opened an alert by run 23 and none before 20"
+    );
+    // Least squares places a 3-sigma step exactly in about 80% of series: a run either side
+    // past the levels' midpoint (6.7% each) moves it one run.
+    assert!(
+        placed >= 150 && near >= good,
+        "{placed} of 200 alerts at run 20 and {near} within a run of it; {good} found"
     );
 }
 
