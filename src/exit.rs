@@ -16,7 +16,8 @@ pub enum Exit {
     /// interrupted (a partial report is still written), or an output could not be written.
     RunFailed,
     /// The run finished but could not answer its question: a capacity search stopped
-    /// client-bound or indeterminate (its capacity is only a lower bound).
+    /// client-bound or indeterminate (its capacity is only a lower bound), or a gate that
+    /// requires tested series found one untested.
     Inconclusive,
     /// An alert is open in the results history (`history gate`).
     AlertOpen,
@@ -66,7 +67,8 @@ impl Exit {
             }
             Exit::Inconclusive => {
                 "the run could not answer: a capacity search stopped client-bound or \
-                 indeterminate, so its capacity is only a lower bound (the report is written)"
+                 indeterminate, so its capacity is only a lower bound (the report is written); \
+                 `history gate --require-tested` when a watched series could not be tested yet"
             }
             Exit::AlertOpen => "an alert is open in the results history (`history gate`)",
             Exit::SelftestFailed => "`selftest` could not measure the client or write its results",

@@ -14,6 +14,8 @@ pub struct Updated {
     pub alerts: Vec<Alert>,
     /// The settings of the plan (of the last plan, when every plan was updated).
     pub settings: Settings,
+    /// Each series' key with whether its plan watches it (opens alerts on it).
+    pub watched: Vec<bool>,
 }
 
 /// Every series of `plan` (or of every plan) analysed, with the alerts updated in `store`.
@@ -29,6 +31,7 @@ pub fn update(
         None => store.plans()?,
     };
     let mut trends = Vec::new();
+    let mut watched = Vec::new();
     let mut used = settings.copied().unwrap_or_default();
     for plan in &plans {
         let (own, watch) = rules(store.plan_history(plan)?.as_ref());
@@ -54,11 +57,13 @@ pub fn update(
                 store.save_alerts(&superseded)?;
             }
         }
+        watched.extend(mine.iter().map(|t| watch.watches(&t.key.figure)));
         trends.extend(mine);
     }
     Ok(Updated {
         trends,
         alerts: store.alerts(plan)?,
         settings: used,
+        watched,
     })
 }

@@ -31,6 +31,10 @@ pub struct GateArgs {
     /// Check change gates even on phases where the baseline asked for different work.
     #[arg(long, requires = "baseline")]
     pub force: bool,
+    /// Exit 4 when a watched series could not be tested (too few eligible runs since its
+    /// first run or its last change of work or deployment), instead of passing untested.
+    #[arg(long, conflicts_with = "baseline")]
+    pub require_tested: bool,
 }
 
 pub fn run(args: &GateArgs, store: &mut dyn Store) -> Exit {
@@ -75,7 +79,18 @@ fn open_alerts(args: &GateArgs, store: &mut dyn Store) -> Exit {
         .iter()
         .filter(|a| a.state == AlertState::Acknowledged)
         .count();
+    if updated.trends.is_empty() {
+        eprintln!("error: the store holds no runs to gate on");
+        return Exit::InvalidInput;
+    }
+    left_out(&updated.trends);
     untestable(&updated.trends, &updated.settings);
+    let untested_watched = updated
+        .trends
+        .iter()
+        .zip(&updated.watched)
+        .filter(|(t, watched)| **watched && !t.testable(&updated.settings))
+        .count();
     let verdict = if open.is_empty() {
         "no open alerts".to_string()
     } else {
@@ -86,10 +101,40 @@ fn open_alerts(args: &GateArgs, store: &mut dyn Store) -> Exit {
     } else {
         println!("{verdict}");
     }
-    if open.is_empty() {
-        Exit::Success
-    } else {
+    if !open.is_empty() {
         Exit::AlertOpen
+    } else if args.require_tested && untested_watched > 0 {
+        eprintln!(
+            "error: {untested_watched} watched series could not be tested yet (--require-tested)"
+        );
+        Exit::Inconclusive
+    } else {
+        Exit::Success
+    }
+}
+
+/// One line saying how many runs detection left out and why (`left out: 5 client-bound, 1
+/// excluded`; a run counts once per reason, client-bound in any of its phases).
+fn left_out(trends: &[SeriesTrend]) {
+    let mut why: BTreeMap<&str, std::collections::BTreeSet<&str>> = BTreeMap::new();
+    for p in trends.iter().flat_map(|t| &t.points) {
+        let reason = if p.excluded.is_some() {
+            "excluded"
+        } else if p.partial {
+            "partial"
+        } else if p.client_bound {
+            "client-bound"
+        } else {
+            continue;
+        };
+        why.entry(reason).or_default().insert(&p.run);
+    }
+    if !why.is_empty() {
+        let parts: Vec<String> = why
+            .iter()
+            .map(|(reason, runs)| format!("{} {reason}", runs.len()))
+            .collect();
+        println!("left out: {}", parts.join(", "));
     }
 }
 

@@ -63,15 +63,11 @@ fn is_seed(path: &Path) -> bool {
 
 /// Record a finished run's report (after `run` wrote it): a failure is a warning and never
 /// changes the run's exit code. The store is `--history`, `SERVEBENCH_HISTORY`, or
-/// `history.sqlite` beside the run directory.
+/// `runs/history.sqlite` under the current directory, wherever `-o` put the run: every
+/// command finds the same store.
 pub fn after_run(flag: Option<&str>, report: &Report, report_path: &Path) {
     pause_at(PausePoint::AfterReport);
-    let runs_dir = report_path
-        .parent()
-        .and_then(Path::parent)
-        .filter(|d| !d.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
-    let location = Location::resolve(flag, runs_dir);
+    let location = Location::resolve(flag, Path::new(super::RUNS_DIR));
     let started = Instant::now();
     let recorded =
         open(&location, OpenMode::Create).and_then(|mut s| s.record(report, Some(report_path)));

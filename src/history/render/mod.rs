@@ -64,7 +64,9 @@ impl TrendReport<'_> {
                     .is_some_and(|r| newest - r < RECENT_RUNS)
             })
             .map(|a| {
-                let until = a.resolved_by.as_deref().or(a.closed_at.as_deref());
+                // From the run that opened it to the newest run when it closed: the runs the
+                // gate failed on it.
+                let until = a.closed_at.as_deref();
                 (a, until.and_then(|u| ranks.between(&a.opened_by, u)))
             })
             .collect();

@@ -1,5 +1,5 @@
-//! Where the store is (`--history PATH|URL`, `SERVEBENCH_HISTORY`, or a file beside the
-//! runs) and opening it: the backend the location names, brought to the current schema.
+//! Where the store is (`--history PATH|URL`, `SERVEBENCH_HISTORY`, or `runs/history.sqlite`
+//! under the current directory) and opening it: the backend the location names, brought to the current schema.
 
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -40,7 +40,7 @@ impl Location {
     }
 
     /// `--history` when given, else `SERVEBENCH_HISTORY`, else `history.sqlite` in
-    /// `runs_dir` (the directory the run directories are in).
+    /// `runs_dir` (`runs/` under the current directory, for every command).
     pub fn resolve(flag: Option<&str>, runs_dir: &Path) -> Location {
         let from_env = std::env::var(HISTORY_ENV)
             .ok()

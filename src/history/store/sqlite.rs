@@ -51,6 +51,12 @@ impl Sqlite {
             }
         } else if path.is_dir() {
             return Err(open_error("is a directory; name a file".into()));
+        } else if !create && std::fs::metadata(path).is_ok_and(|m| m.len() == 0) {
+            // A reader never turns a file into a store.
+            return Err(open_error(
+                "is an empty file, not a history store (a run records into it; or give --history)"
+                    .into(),
+            ));
         }
         let mut flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX;
         if create {

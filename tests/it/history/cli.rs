@@ -60,6 +60,23 @@ fn a_run_records_beside_its_directory_unless_told_otherwise() {
     assert!(out.status.success());
     assert_eq!(list_runs(default.to_str().unwrap(), &[]).len(), 1);
 
+    // A run written elsewhere is recorded into the same store, which `history list` reads
+    // from the same directory without being told where.
+    let out = run_tiny(dir.path(), "elsewhere/x", &[], &[]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(!dir.path().join("elsewhere/history.sqlite").exists());
+    let listed = servebench()
+        .current_dir(dir.path())
+        .args(["history", "list", "--format", "json"])
+        .output()
+        .unwrap();
+    let listed: Vec<serde_json::Value> = serde_json::from_slice(&listed.stdout).unwrap();
+    assert_eq!(listed.len(), 2, "{listed:?}");
+
     // The environment names another store; --history wins over it.
     let env_store = dir.path().join("env.sqlite");
     let out = run_tiny(

@@ -295,3 +295,69 @@ fn since_takes_a_plain_date_as_its_midnight_utc() {
         );
     }
 }
+
+#[test]
+fn the_gate_says_what_it_left_out_and_can_require_tested_series() {
+    use servebench::history::{OpenMode, Store as _, open, synthetic};
+    let dir = tempfile::tempdir().unwrap();
+    for location in super::support::backends(dir.path(), "left out on PostgreSQL") {
+        let mut store = open(&location, OpenMode::Create).unwrap();
+        // Five runs of a quiet phase: too few to test; the second client-bound, the third
+        // excluded.
+        for (n, mut rows) in synthetic::runs("nightly", 5, 2, &["ttft.p99"])
+            .into_iter()
+            .enumerate()
+        {
+            rows.phases.retain(|p| p.phase == "phase-01");
+            if n == 1 {
+                rows.phases[0].trust = Some(servebench::metrics::trust::TrustVerdict::ClientBound);
+            }
+            store.record_rows(&rows).unwrap();
+        }
+        store.exclude("run-0003", "noisy neighbour").unwrap();
+        let path = address(&location);
+        let gate = |extra: &[&str]| {
+            history_cmd(&path)
+                .args(["gate", "--plan", "nightly"])
+                .args(extra)
+                .output()
+                .unwrap()
+        };
+        let out = gate(&[]);
+        assert_eq!(out.status.code(), Some(0), "{location}: {}", text(&out));
+        assert!(
+            text(&out).contains("left out: 1 client-bound, 1 excluded\n"),
+            "{location}: {}",
+            text(&out)
+        );
+        let out = gate(&["--require-tested"]);
+        assert_eq!(out.status.code(), Some(4), "{location}: {}", text(&out));
+        assert!(
+            text(&out).contains("1 watched series could not be tested yet"),
+            "{location}: {}",
+            text(&out)
+        );
+    }
+    // An empty store has nothing to gate on; a read never makes a file into a store.
+    let empty = dir.path().join("empty.sqlite");
+    open(
+        &servebench::history::Location::Sqlite(empty.clone()),
+        OpenMode::Create,
+    )
+    .unwrap();
+    let out = history_cmd(empty.to_str().unwrap())
+        .arg("gate")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(text(&out).contains("holds no runs"), "{}", text(&out));
+    let zero = dir.path().join("zero.sqlite");
+    std::fs::write(&zero, b"").unwrap();
+    let out = history_cmd(zero.to_str().unwrap())
+        .arg("list")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(3), "{}", text(&out));
+    assert!(text(&out).contains("is an empty file"), "{}", text(&out));
+    assert_eq!(std::fs::metadata(&zero).unwrap().len(), 0);
+}

@@ -439,3 +439,52 @@ async fn the_quickstart_plan_run_nightly_against_a_slower_simulator_raises_one_a
         kept_slow_runs(&store, &first_slow)
     );
 }
+
+#[test]
+fn a_slowdown_that_went_away_is_listed_as_closed_with_the_nights_it_was_open() {
+    let mut slow = steady_then(&[true; 4]);
+    slow.extend_from_slice(&[false; 5]);
+    let mut red = Vec::new();
+    let locations = nights(
+        "a closed alert on PostgreSQL",
+        &slow,
+        13,
+        |location, n, gate| {
+            if gate.code == Some(5) && matches!(location, Location::Sqlite(_)) {
+                red.push(n);
+            }
+        },
+    );
+    // Red from the third slow night until three fast ones show the return.
+    assert_eq!(red.first(), Some(&15), "{red:?}");
+    let closed = red.last().map_or(0, |n| n + 1);
+    assert!((19..=20).contains(&closed), "{red:?}");
+    for location in locations {
+        let path = address(&location);
+        let gate_now = gate(&path);
+        assert_eq!(gate_now.code, Some(0), "{location}: {}", gate_now.stdout);
+        let kept = alerts(&location);
+        assert_eq!(kept.len(), 1, "{location}: {kept:#?}");
+        assert_eq!(kept[0].state, AlertState::Resolved);
+        assert_eq!(kept[0].resolved_by.as_deref(), Some("run-0017"));
+        let trend = history_cmd(&path)
+            .args(["trend", "--plan", PLAN])
+            .output()
+            .unwrap();
+        let md = String::from_utf8_lossy(&trend.stdout);
+        let row = md
+            .lines()
+            .skip_while(|l| !l.starts_with("### Closed in the last 10 runs"))
+            .find(|l| l.starts_with("| 1 | resolved |"))
+            .unwrap_or_else(|| panic!("{location}: {md}"));
+        assert!(
+            row.contains("regression in c1, c2, c4, c8 → sim at run-0013"),
+            "{row}"
+        );
+        assert!(row.contains("| back at run-0017 |"), "{row}");
+        assert!(
+            row.contains(&format!("| {} runs |", closed - 15)),
+            "open from night 15 to night {closed}: {row}"
+        );
+    }
+}
