@@ -48,15 +48,18 @@ pub fn run(location: &Location, args: &SeriesArgs) -> Exit {
         target: args.target.clone(),
         figure: args.figure.clone(),
     };
-    let points = match open(location, OpenMode::Existing).and_then(|s| s.series(&key)) {
+    let store = match open(location, OpenMode::Existing) {
+        Ok(store) => store,
+        Err(e) => return fail(&e),
+    };
+    let points = match store.series(&key) {
         Ok(points) => points,
         Err(e) => return fail(&e),
     };
     if points.is_empty() {
-        eprintln!(
-            "warning: no points for {} / {} / {} / {} (see `servebench history list`)",
-            key.plan, key.phase, key.target, key.figure
-        );
+        let known = store.keys(Some(&key.plan)).unwrap_or_default();
+        eprintln!("error: {}", missing_series(&key, &known));
+        return Exit::InvalidInput;
     }
     let text = match args.format {
         SeriesFormat::Json => to_json(&serde_json::json!({ "key": key, "points": points })),
@@ -74,6 +77,41 @@ fn check_figure(figure: &str) -> Result<(), String> {
         Err(_) if is_capacity(figure) => Ok(()),
         Err(e) => Err(explain(figure, &e, &[CAPACITY])),
     }
+}
+
+/// Why a series has no points: the first of its phase, target and figure that the plan's
+/// runs never recorded, with a did-you-mean from the names they did.
+fn missing_series(key: &SeriesKey, known: &[SeriesKey]) -> String {
+    let named = |what: &str, asked: &str, names: Vec<&str>| {
+        let mut names = names;
+        names.sort_unstable();
+        names.dedup();
+        let hint = crate::plan::diag::did_you_mean(asked, names.iter().copied())
+            .unwrap_or_else(|| format!("it has {}", names.join(", ")));
+        format!(
+            "plan `{}` has no {what} `{asked}` in its runs; {hint}",
+            key.plan
+        )
+    };
+    if !known.iter().any(|k| k.phase == key.phase) {
+        return named(
+            "phase",
+            &key.phase,
+            known.iter().map(|k| k.phase.as_str()).collect(),
+        );
+    }
+    let of_phase: Vec<&SeriesKey> = known.iter().filter(|k| k.phase == key.phase).collect();
+    if !of_phase.iter().any(|k| k.target == key.target) {
+        return named(
+            "target",
+            &key.target,
+            of_phase.iter().map(|k| k.target.as_str()).collect(),
+        );
+    }
+    format!(
+        "phase `{}` against `{}` recorded no `{}` in plan `{}`'s runs",
+        key.phase, key.target, key.figure, key.plan
+    )
 }
 
 /// What marks a point: excluded, partial, client-bound, a capacity's lower bound.

@@ -286,6 +286,30 @@ fn show_series_exclude_and_retain_from_the_command_line() {
         "series", "--plan", "p", "--phase", "x", "--target", "t", "--figure", "ttft",
     ]);
     assert_eq!(bad.status.code(), Some(2));
+    // A misspelt phase or target is an error with a did-you-mean, not an empty table.
+    for (flag, typo, hint) in [
+        ("--phase", "direct-c2", "did you mean `direct-c1`?"),
+        ("--target", "drect", "did you mean `direct`?"),
+    ] {
+        let mut args = vec![
+            "series",
+            "--plan",
+            "gateway-demo",
+            "--phase",
+            "direct-c1",
+            "--target",
+            "direct",
+            "--figure",
+            "e2e.p99",
+        ];
+        let at = args.iter().position(|a| *a == flag).unwrap() + 1;
+        args[at] = typo;
+        let out = history(&args);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{stderr}");
+        assert!(stderr.contains(hint), "{stderr}");
+        assert!(out.stdout.is_empty());
+    }
 
     let out_file = dir.path().join("list.json");
     assert!(
