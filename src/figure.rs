@@ -99,6 +99,25 @@ pub enum Unit {
     Ratio,
 }
 
+impl Unit {
+    /// The unit a stored value is in, as a CSV or JSON column names it (`""` for a count).
+    pub fn symbol(self) -> &'static str {
+        match self {
+            Unit::Seconds => "s",
+            Unit::Millis => "ms",
+            Unit::TokensPerSecond => "tok/s",
+            Unit::RequestsPerSecond => "req/s",
+            Unit::InputsPerSecond => "inputs/s",
+            Unit::ImagesPerSecond => "images/s",
+            Unit::Bytes => "B",
+            Unit::BytesPerSecond => "B/s",
+            Unit::Count => "",
+            Unit::Tokens => "tokens",
+            Unit::Ratio => "ratio",
+        }
+    }
+}
+
 /// Which direction is an improvement.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Better {

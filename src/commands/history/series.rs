@@ -3,12 +3,13 @@
 use crate::exit::Exit;
 use std::path::PathBuf;
 
-use super::show::format_value;
 use super::{fail, md_table, open, to_json};
 use crate::commands::emit;
+use crate::figure::Unit;
 use crate::history::searches::{CAPACITY, SearchAnswer, is_capacity};
 use crate::history::{Location, OpenMode, Point, SeriesKey, Store as _};
 use crate::report::model::figure_path::{FigurePath, explain};
+use crate::report::render::numfmt;
 
 #[derive(Debug, clap::Args)]
 pub struct SeriesArgs {
@@ -62,9 +63,11 @@ pub fn run(location: &Location, args: &SeriesArgs) -> Exit {
         return Exit::InvalidInput;
     }
     let text = match args.format {
-        SeriesFormat::Json => to_json(&serde_json::json!({ "key": key, "points": points })),
+        SeriesFormat::Json => to_json(
+            &serde_json::json!({ "key": key, "unit": unit_of(&key.figure).symbol(), "points": points }),
+        ),
         SeriesFormat::Md => markdown(&key, &points),
-        SeriesFormat::Csv => csv(&points),
+        SeriesFormat::Csv => csv(&points, unit_of(&key.figure)),
     };
     emit(&text, args.output.as_deref())
 }
@@ -136,16 +139,26 @@ fn short(hash: &str) -> String {
     hash.chars().take(12).collect()
 }
 
+/// The unit a figure's stored values are in (a capacity's is its search's load: a count).
+fn unit_of(figure: &str) -> Unit {
+    figure
+        .parse::<FigurePath>()
+        .map_or(Unit::Count, FigurePath::unit)
+}
+
 fn markdown(key: &SeriesKey, points: &[Point]) -> String {
+    let unit = unit_of(&key.figure);
+    // One unit down the column: times under 100 s in milliseconds, as reports print them.
+    let shown = |v: f64| numfmt::figure_value(v, unit);
     let rows: Vec<Vec<String>> = points
         .iter()
         .map(|p| {
             vec![
                 p.run.clone(),
                 p.started_at.clone(),
-                format_value(p.value),
+                shown(p.value),
                 p.interval
-                    .map(|(lo, hi)| format!("{} – {}", format_value(lo), format_value(hi)))
+                    .map(|(lo, hi)| format!("{} – {}", shown(lo), shown(hi)))
                     .unwrap_or_default(),
                 short(&p.work),
                 short(&p.deployment),
@@ -178,12 +191,13 @@ fn markdown(key: &SeriesKey, points: &[Point]) -> String {
     )
 }
 
-fn csv(points: &[Point]) -> String {
+fn csv(points: &[Point], unit: Unit) -> String {
     let mut writer = csv::Writer::from_writer(Vec::new());
     let head = [
         "run",
         "started_at",
         "value",
+        "unit",
         "interval_lo",
         "interval_hi",
         "work_sha256",
@@ -203,6 +217,7 @@ fn csv(points: &[Point]) -> String {
             p.run.clone(),
             p.started_at.clone(),
             p.value.to_string(),
+            unit.symbol().to_string(),
             opt(p.interval.map(|i| i.0)),
             opt(p.interval.map(|i| i.1)),
             p.work.clone(),

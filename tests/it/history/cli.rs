@@ -280,8 +280,12 @@ fn show_series_exclude_and_retain_from_the_command_line() {
         doc["phases"][0]["e2e"]["p99"].as_f64().unwrap(),
         "bit for bit"
     );
+    // Every format says the unit: CSV and JSON the stored one, markdown as reports print it.
+    assert_eq!(&rows[0][3], "s");
+    assert!(md.lines().any(|l| l.contains(" ms |")), "{md}");
     let json: serde_json::Value = serde_json::from_slice(&series("json").stdout).unwrap();
     assert_eq!(json["points"][1]["excluded"], "noisy neighbour");
+    assert_eq!(json["unit"], "s");
     let bad = history(&[
         "series", "--plan", "p", "--phase", "x", "--target", "t", "--figure", "ttft",
     ]);
