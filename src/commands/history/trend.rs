@@ -25,6 +25,7 @@ pub struct TrendArgs {
 pub enum TrendFormat {
     Md,
     Html,
+    Json,
 }
 
 pub fn run(args: &TrendArgs, store: &mut dyn Store) -> Exit {
@@ -54,6 +55,7 @@ pub fn run(args: &TrendArgs, store: &mut dyn Store) -> Exit {
     let text = match args.format {
         TrendFormat::Md => render::markdown(&report),
         TrendFormat::Html => render::html(&report),
+        TrendFormat::Json => render::json(&report),
     };
     emit(&text, args.output.as_deref())
 }

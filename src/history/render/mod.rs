@@ -4,9 +4,11 @@
 
 mod chart;
 mod html;
+mod json;
 mod markdown;
 
 pub use html::render as html;
+pub use json::render as json;
 pub use markdown::{MARKDOWN_LIMIT, render as markdown};
 
 use crate::figure::Unit;

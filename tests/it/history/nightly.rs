@@ -240,6 +240,25 @@ fn the_html_trend_of_the_step_shows_one_alert_row_with_its_phases_and_the_change
         |_, _, _| {},
     );
     for location in locations {
+        // For scripts: the same alert, and each series with its unit and changes.
+        let out = history_cmd(&address(&location))
+            .args(["trend", "--plan", PLAN, "--format", "json"])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{location}");
+        let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(doc["alerts"].as_array().map(Vec::len), Some(1), "{doc}");
+        assert_eq!(doc["alerts"][0]["change_at"], "run-0013");
+        let c1_tpot = doc["series"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|s| s["key"]["phase"] == "c1" && s["key"]["figure"] == "tpot.p50")
+            .unwrap();
+        assert_eq!(c1_tpot["unit"], "s");
+        assert_eq!(c1_tpot["alert"], 1);
+        assert_eq!(c1_tpot["changes"][0]["run"], "run-0013");
+        assert_eq!(c1_tpot["changes"][0]["verdict"], "regression");
         let out = history_cmd(&address(&location))
             .args(["trend", "--plan", PLAN, "--format", "html"])
             .output()
