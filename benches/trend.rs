@@ -8,6 +8,7 @@
 //! cargo bench --bench trend -- calibrate
 //! cargo bench --bench trend -- bound
 //! cargo bench --bench trend -- render
+//! cargo bench --bench trend -- store /tmp/trend-store.sqlite   # then time the commands on it
 //! ```
 
 use std::time::Instant;
@@ -245,12 +246,71 @@ fn render() {
     }
 }
 
+/// The figures of a phase in the store benchmark: every statistic of the latencies, as a
+/// real run records them, and the phase's rates.
+const STORE_FIGURES: [&str; 30] = [
+    "ttft.p50",
+    "ttft.p95",
+    "ttft.p99",
+    "ttft.min",
+    "ttft.max",
+    "ttft.mean",
+    "tpot.p50",
+    "tpot.p95",
+    "tpot.p99",
+    "tpot.min",
+    "tpot.max",
+    "tpot.mean",
+    "e2e.p50",
+    "e2e.p95",
+    "e2e.p99",
+    "e2e.min",
+    "e2e.max",
+    "e2e.mean",
+    "mean_inter_token_latency_ms.p50",
+    "mean_inter_token_latency_ms.p99",
+    "decode_tok_s.p50",
+    "decode_tok_s.p99",
+    "output_tokens_per_second",
+    "request_rate",
+    "error_rate",
+    "requests",
+    "errors",
+    "cached_token_ratio",
+    "input_tokens_per_second",
+    "inputs_per_second",
+];
+
+/// A SQLite store of 1,000 runs × 20 phases (30 figures each) at `path`, for timing the
+/// history commands on it: `servebench history --history PATH trend --plan nightly`.
+fn store(path: &str) {
+    use servebench::history::{Location, OpenMode, open};
+    let start = Instant::now();
+    let mut store = open(&Location::Sqlite(path.into()), OpenMode::Create).unwrap();
+    for rows in synthetic::runs("nightly", 1000, 20, &STORE_FIGURES) {
+        store.record_rows(&rows).unwrap();
+    }
+    println!(
+        "recorded 1000 runs × 20 phases × {} figures into {path} in {:.1} s ({:.0} MB)",
+        STORE_FIGURES.len(),
+        start.elapsed().as_secs_f64(),
+        std::fs::metadata(path).map_or(0.0, |m| m.len() as f64 / 1e6)
+    );
+}
+
 fn main() {
     let which: Vec<String> = std::env::args()
         .skip(1)
         .filter(|a| !a.starts_with('-'))
         .collect();
     let all = which.is_empty();
+    if let Some(at) = which.iter().position(|w| w == "store") {
+        let path = which
+            .get(at + 1)
+            .map_or("trend-store.sqlite", String::as_str);
+        store(path);
+        return;
+    }
     if all || which.iter().any(|w| w == "rates") {
         rates();
     }

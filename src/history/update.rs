@@ -38,8 +38,8 @@ pub fn update(
         used = settings.copied().unwrap_or(own);
         let prior = store.alerts(Some(plan))?;
         let mut mine = Vec::new();
-        for key in store.keys(Some(plan))? {
-            mine.push(analyse(&key, store.series(&key)?, &used));
+        for (key, points) in store.plan_series(plan)? {
+            mine.push(analyse(&key, points, &used));
         }
         let changed = update_alerts(plan, &mine, &prior, &watch, &used);
         if !changed.save.is_empty() {

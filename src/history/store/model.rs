@@ -43,6 +43,17 @@ pub trait Store {
     /// The points of one series, oldest first, every point (excluded, partial and
     /// client-bound ones included and marked: callers decide).
     fn series(&self, key: &SeriesKey) -> Result<Vec<Point>, HistoryError>;
+    /// Every series of `plan` with its points, in key order (the SQL stores read them in one
+    /// pass).
+    fn plan_series(&self, plan: &str) -> Result<Vec<(SeriesKey, Vec<Point>)>, HistoryError> {
+        self.keys(Some(plan))?
+            .into_iter()
+            .map(|key| {
+                let points = self.series(&key)?;
+                Ok((key, points))
+            })
+            .collect()
+    }
     fn exclude(&mut self, run: &str, reason: &str) -> Result<(), HistoryError>;
     /// Give a run a name a baseline can pick it by; a tag names one run per plan (tagging
     /// another run moves it).

@@ -130,6 +130,10 @@ impl Store for SqlStore {
         read::series(self.driver.as_ref(), key)
     }
 
+    fn plan_series(&self, plan: &str) -> Result<Vec<(SeriesKey, Vec<Point>)>, HistoryError> {
+        read::plan_series(self.driver.as_ref(), plan)
+    }
+
     fn exclude(&mut self, run: &str, reason: &str) -> Result<(), HistoryError> {
         write::exclude(self.driver.as_ref(), run, reason)
     }

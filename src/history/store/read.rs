@@ -404,6 +404,62 @@ pub fn series(driver: &dyn Driver, key: &SeriesKey) -> Result<Vec<Point>, Histor
         .collect()
 }
 
+/// Every series of `plan`, in key order, read with one query for the phases' figures (and
+/// one per capacity search): a trend over a thousand runs reads in one pass, not one query
+/// per series.
+pub fn plan_series(
+    driver: &dyn Driver,
+    plan: &str,
+) -> Result<Vec<(SeriesKey, Vec<Point>)>, HistoryError> {
+    let rows = driver.query(
+        "SELECT r.id, r.started_at, f.value, f.lo, f.hi, p.work_sha256, p.deployment_sha256,
+            p.trust, p.partial, r.complete, r.excluded, p.cached_token_ratio,
+            p.server_queue_share, p.server_uptime_s, p.phase, p.target, f.figure
+         FROM figures f
+         JOIN phases p ON p.run = f.run AND p.ordinal = f.ordinal
+         JOIN runs r ON r.id = f.run
+         WHERE r.plan = $1
+         ORDER BY p.phase, p.target, f.figure, r.started_at, r.id, p.ordinal",
+        &[Cell::from(plan)],
+    )?;
+    let bad = || damaged(driver, "series point");
+    let mut out: Vec<(SeriesKey, Vec<Point>)> = Vec::new();
+    for r in &rows {
+        let text = |i: usize| r[i].string().ok_or_else(bad);
+        let (phase, target, figure) = (text(14)?, text(15)?, text(16)?);
+        let same = out
+            .last()
+            .is_some_and(|(k, _)| k.phase == phase && k.target == target && k.figure == figure);
+        if !same {
+            let key = SeriesKey {
+                plan: plan.to_string(),
+                phase,
+                target,
+                figure,
+            };
+            out.push((key, Vec::new()));
+        }
+        let facts = PointFacts {
+            client_bound: r[7].text() == Some(trust_name(TrustVerdict::ClientBound)),
+            conditions: Conditions {
+                cached_token_ratio: r[11].real(),
+                server_queue_share: r[12].real(),
+                server_uptime_s: r[13].real(),
+            },
+            search: None,
+        };
+        if let Some((_, points)) = out.last_mut() {
+            points.push(point(r, &bad, facts)?);
+        }
+    }
+    for key in super::searches::keys(driver, Some(plan))? {
+        let points = super::searches::series(driver, &key)?;
+        out.push((key, points));
+    }
+    out.sort_by(|a, b| a.0.cmp(&b.0));
+    Ok(out)
+}
+
 /// What a point's row says in a column of its own table's (column 7 and after).
 pub(super) struct PointFacts {
     pub client_bound: bool,

@@ -307,3 +307,37 @@ fn the_source_names_round_trip() {
         assert_eq!(json, serde_json::Value::from(source.name()));
     }
 }
+
+#[test]
+fn a_plan_s_series_read_in_one_pass_are_the_series_read_one_by_one() {
+    use servebench::history::synthetic;
+    let dir = tempfile::tempdir().unwrap();
+    for location in backends(dir.path(), "one-pass series") {
+        let mut store = open(&location, OpenMode::Create).unwrap();
+        for (n, mut rows) in synthetic::runs("nightly", 8, 3, &["ttft.p99", "e2e.p50"])
+            .into_iter()
+            .enumerate()
+        {
+            if n == 4 {
+                rows.phases[1].trust = Some(servebench::metrics::trust::TrustVerdict::ClientBound);
+            }
+            store.record_rows(&rows).unwrap();
+        }
+        store.exclude("run-0002", "noisy").unwrap();
+        let one_by_one: Vec<(SeriesKey, Vec<servebench::history::Point>)> = store
+            .keys(Some("nightly"))
+            .unwrap()
+            .into_iter()
+            .map(|k| {
+                let points = store.series(&k).unwrap();
+                (k, points)
+            })
+            .collect();
+        assert_eq!(one_by_one.len(), 6, "{location}");
+        assert_eq!(
+            store.plan_series("nightly").unwrap(),
+            one_by_one,
+            "{location}"
+        );
+    }
+}
