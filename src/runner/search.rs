@@ -39,6 +39,8 @@ impl Phases<'_> {
         // The probes at the ends of the bracket, for the capacity's interval.
         let (mut at_pass, mut at_fail): (Option<ProbeOutcome>, Option<ProbeOutcome>) = (None, None);
         let calibration = report.client_calibration.clone();
+        // Set when a probe's target went down: the search and the run end there.
+        let mut down = None;
         let stop = loop {
             if self.stops.stop_starting.is_cancelled() {
                 break SearchStop::Interrupted;
@@ -71,6 +73,10 @@ impl Phases<'_> {
                 });
                 let result = self.add_phase(report, ran)?;
                 probes.push(name);
+                if let Some(why) = &result.target_down {
+                    down = Some(why.clone());
+                    break None;
+                }
                 // A client-bound probe decides only when its verdict would stand without
                 // the client's delay.
                 let client_bound = result
@@ -93,6 +99,10 @@ impl Phases<'_> {
                 );
                 tokio::time::sleep(CLIENT_BOUND_SETTLE).await;
             };
+            if down.is_some() {
+                // Never a verdict: a target that went down says nothing of this load.
+                break SearchStop::TargetDown { at: load };
+            }
             let Some(result) = result else {
                 course.stop_client_bound(load);
                 continue;
@@ -128,7 +138,7 @@ impl Phases<'_> {
                 .and_then(|t| super::salt::work_sha256(&self.loaded.plan, phase, &t.model)),
         });
         super::output::write_report(self.out_dir, report).map_err(RunError::Failed)?;
-        Ok(None)
+        Ok(down.map(RunError::TargetDown))
     }
 
     /// Wait until the target's `/metrics` shows no request running or waiting, so a probe
