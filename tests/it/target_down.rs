@@ -131,6 +131,21 @@ async fn a_target_killed_mid_phase_ends_it_as_down_exit_3_and_out_of_the_trends(
     assert!(last < 7_000.0, "last request at {last} ms");
     let connect = phase.summary.errors_by_kind.get(&ErrorKind::Connect);
     assert!(connect.is_some_and(|n| *n >= 3), "{:?}", phase.summary);
+    // Each refused request says why in the words of the check before the first phase.
+    let refused = phase
+        .request_timings
+        .iter()
+        .filter_map(|r| r.error.as_ref())
+        .filter(|e| e.kind == ErrorKind::Connect);
+    for error in refused {
+        assert!(
+            error.message.ends_with(&format!(
+                "connection refused — is the server running at http://{addr}?"
+            )),
+            "{}",
+            error.message
+        );
+    }
 
     let runs = history_runs(dir.path());
     assert_eq!(runs.len(), 1, "{runs:?}");
@@ -227,4 +242,64 @@ async fn a_429_storm_is_measured_as_rate_limited_errors_never_as_a_target_down()
     assert_eq!(sim.stats().requests_total, phase.summary.requests);
     assert!(phase.summary.requests > 50, "{}", phase.summary.requests);
     sim.shutdown().await;
+}
+
+/// Each `(on_target_down, want, at)`: on a phase or in `defaults`, the plan is refused (exit
+/// 2) with an error holding `want` whose caret is where `at` is on that line.
+#[test]
+fn bad_on_target_down_values_are_refused_at_their_key() {
+    let dir = tempfile::tempdir().unwrap();
+    let plan = |phase: &str, defaults: &str| {
+        format!(
+            "version: 1\nname: v\ntargets:\n  sim: {{simulator: {{}}}}\nworkloads:\n  w: {{input_tokens: 8}}\n\
+             defaults: {{target: sim, workload: w{defaults}}}\n\
+             phases:\n  - {{name: p, concurrency: 1, requests: 4{phase}}}\n"
+        )
+    };
+    let cases = [
+        (
+            "{then: sometimes}",
+            "expected one of `fail`, `wait`, `continue`",
+            "sometimes",
+        ),
+        (
+            "{then: continue, wait_up_to: 5s}",
+            "only applies to `then: wait`",
+            "5s",
+        ),
+        (
+            "{then: wait, wait_up_to: 0s}",
+            "must be longer than zero",
+            "0s",
+        ),
+        (
+            "{then: wait, wait_up_to: 31d}",
+            "longer than the limit of 30 days",
+            "31d",
+        ),
+        (
+            "{then: wait, wait_upto: 5s}",
+            "did you mean `wait_up_to`?",
+            "wait_upto",
+        ),
+    ];
+    for (value, want, at) in cases {
+        let setting = format!(", on_target_down: {value}");
+        for (yaml, line) in [(plan(&setting, ""), 9), (plan("", &setting), 7)] {
+            let (code, stderr) = crate::common::validate_yaml(dir.path(), &yaml);
+            assert_eq!(code, 2, "{value}: {stderr}");
+            let column = yaml.lines().nth(line - 1).unwrap().find(at).unwrap() + 1;
+            let error = stderr
+                .split("error: ")
+                .find(|e| e.contains(want))
+                .unwrap_or_else(|| panic!("{value}: no `{want}` in {stderr}"));
+            assert!(
+                error.contains(&format!("plan.yaml:{line}:{column}\n")),
+                "{value}: {error}"
+            );
+        }
+    }
+    let good = plan(", on_target_down: {then: wait, wait_up_to: 2m}", "");
+    let (code, stderr) = crate::common::validate_yaml(dir.path(), &good);
+    assert_eq!(code, 0, "{stderr}");
 }
