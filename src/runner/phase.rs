@@ -143,26 +143,17 @@ impl PhaseRun<'_> {
         };
         let scrape_after = self.scrape().await;
 
-        let origin = *run_origin.get_or_insert(outcome.origin);
-        let target_down = outcome.target_down.as_ref().map(|d| d.describe());
+        window_facts(
+            &mut facts,
+            &outcome,
+            *run_origin.get_or_insert(outcome.origin),
+        );
         // Requests that reached no server say nothing of the prompts' size.
-        if facts.warmup.requests == 0 && target_down.is_none() {
+        if facts.warmup.requests == 0 && facts.target_down.is_none() {
             let (tolerance, tokenizer) = (prepared.prompt_tolerance, &prepared.tokenizer);
             self.warn_on_prompt_gap(&collected, tolerance, tokenizer, "measured window");
         }
-        let server_metrics = self.server_metrics(scrape_before, scrape_after, window);
-        facts.header.started_at = outcome
-            .started_at
-            .to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
-        facts.header.start_offset_seconds = outcome
-            .origin
-            .saturating_duration_since(origin)
-            .as_secs_f64();
-        facts.partial = outcome.interrupted || target_down.is_some();
-        facts.target_down = target_down;
-        facts.outages = outcome.outages.iter().map(outage_report).collect();
-        facts.withheld = outcome.withheld;
-        facts.server_metrics = server_metrics;
+        facts.server_metrics = self.server_metrics(scrape_before, scrape_after, window);
         facts.during_marks = super::marks::during_marks(&watched.during, outcome.origin);
         facts.hooks.extend(watched.during.outcomes);
         facts.until = watched.until;
@@ -565,6 +556,27 @@ impl PhaseRun<'_> {
             }
         })
     }
+}
+
+/// What the measured window itself tells of the phase: when it began (`run_origin`: the
+/// run's first window), whether it was cut short, and its target's outages.
+fn window_facts(
+    facts: &mut PhaseFacts,
+    outcome: &scheduler::WindowOutcome,
+    run_origin: std::time::Instant,
+) {
+    facts.header.started_at = outcome
+        .started_at
+        .to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
+    facts.header.start_offset_seconds = outcome
+        .origin
+        .saturating_duration_since(run_origin)
+        .as_secs_f64();
+    let target_down = outcome.target_down.as_ref().map(|d| d.describe());
+    facts.partial = outcome.interrupted || target_down.is_some();
+    facts.target_down = target_down;
+    facts.outages = outcome.outages.iter().map(outage_report).collect();
+    facts.withheld = outcome.withheld;
 }
 
 /// A spell the target was down, as the report states it.

@@ -338,26 +338,12 @@ impl Phases<'_> {
                 self.add_phase(report, ran)?;
                 return Ok(Some(RunError::Failed(message)));
             }
-            match run.execute(&mut run_origin, hooks).await {
-                Ok(mut ran) => {
-                    let down = ran.facts.target_down.clone();
-                    let during_error = marks::during_failure(&ran.facts.hooks);
-                    let hook_error = hooks::run_hooks(
-                        HookWhen::After,
-                        phase.after,
-                        &hook_ctx,
-                        &mut ran.facts.hooks,
-                    )
-                    .await;
-                    self.add_phase(report, ran)?;
-                    if let Some(why) = down {
-                        return Ok(Some(RunError::TargetDown(why)));
-                    }
-                    if let Some(message) = during_error.or(hook_error) {
-                        return Ok(Some(RunError::Failed(message)));
-                    }
-                }
-                Err(e) => return Ok(Some(e)),
+            let stop = match run.execute(&mut run_origin, hooks).await {
+                Ok(ran) => self.after_phase(phase, &hook_ctx, ran, report).await?,
+                Err(e) => Some(e),
+            };
+            if stop.is_some() {
+                return Ok(stop);
             }
             if let Some(cooldown) = phase.cooldown {
                 tokio::select! {
@@ -367,6 +353,26 @@ impl Phases<'_> {
             }
         }
         Ok(None)
+    }
+
+    /// A phase that ran: its `after` actions, then its place in the report; why the run
+    /// stops here, if it does (the target went down, or an action failed).
+    async fn after_phase(
+        &self,
+        phase: &PhaseSettings<'_>,
+        hook_ctx: &hooks::HookContext<'_>,
+        mut ran: RanPhase,
+        report: &mut Report,
+    ) -> Result<Option<RunError>, RunError> {
+        let down = ran.facts.target_down.clone();
+        let during_error = marks::during_failure(&ran.facts.hooks);
+        let hook_error =
+            hooks::run_hooks(HookWhen::After, phase.after, hook_ctx, &mut ran.facts.hooks).await;
+        self.add_phase(report, ran)?;
+        if let Some(why) = down {
+            return Ok(Some(RunError::TargetDown(why)));
+        }
+        Ok(during_error.or(hook_error).map(RunError::Failed))
     }
 
     /// How many records a phase keeps: recovery after a mark (of a `before`, `during` or

@@ -77,17 +77,7 @@ impl Phases<'_> {
                     down = Some(why.clone());
                     break None;
                 }
-                // A client-bound probe decides only when its verdict would stand without
-                // the client's delay.
-                let client_bound = result
-                    .client_trust
-                    .as_ref()
-                    .is_some_and(|t| !t.is_trusted())
-                    && !result
-                        .probe
-                        .as_ref()
-                        .is_some_and(|p| p.holds_despite_client());
-                if !client_bound {
+                if !client_bound(result) {
                     break Some(result);
                 }
                 if attempt == 2 || self.stops.stop_starting.is_cancelled() {
@@ -99,11 +89,11 @@ impl Phases<'_> {
                 );
                 tokio::time::sleep(CLIENT_BOUND_SETTLE).await;
             };
-            if down.is_some() {
-                // Never a verdict: a target that went down says nothing of this load.
-                break SearchStop::TargetDown { at: load };
-            }
             let Some(result) = result else {
+                // A target that went down says nothing of this load: never a verdict.
+                if down.is_some() {
+                    break SearchStop::TargetDown { at: load };
+                }
                 course.stop_client_bound(load);
                 continue;
             };
@@ -186,6 +176,20 @@ impl Phases<'_> {
             tokio::time::sleep(DRAIN_POLL).await;
         }
     }
+}
+
+/// A client-bound probe, unless its verdict would stand without the client's delay: it
+/// does not decide.
+fn client_bound(result: &PhaseResult) -> bool {
+    let untrusted = result
+        .client_trust
+        .as_ref()
+        .is_some_and(|t| !t.is_trusted());
+    untrusted
+        && !result
+            .probe
+            .as_ref()
+            .is_some_and(|p| p.holds_despite_client())
 }
 
 /// Successful requests per second whose figures are within each objective's largest limit

@@ -8,6 +8,7 @@
 //! such failures in a row; then the phase fails, waits (one probe at a time) or goes on.
 
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::time::Duration;
 
 use rand::Rng;
@@ -114,7 +115,6 @@ pub enum Admit {
 
 #[derive(Debug)]
 struct State {
-    last_reached: Instant,
     streak: u32,
     streak_from: Option<Instant>,
     /// The spell under way (an index into `spells`) once the target is down.
@@ -133,6 +133,11 @@ struct State {
 pub struct Outage {
     policy: DownPolicy,
     origin: Instant,
+    /// Nothing to watch (no failure streak, not down, no probe out): an answer then only
+    /// moves `last_reached_ns`, without the lock every request would otherwise take.
+    calm: AtomicBool,
+    /// The last answer, nanoseconds after `origin`.
+    last_reached_ns: AtomicU64,
     state: Mutex<State>,
     changed: Notify,
     /// Cancelled when the window must stop starting requests: the target is down.
@@ -144,8 +149,9 @@ impl Outage {
         Outage {
             policy,
             origin,
+            calm: AtomicBool::new(true),
+            last_reached_ns: AtomicU64::new(0),
             state: Mutex::new(State {
-                last_reached: origin,
                 streak: 0,
                 streak_from: None,
                 down: None,
@@ -177,8 +183,11 @@ impl Outage {
 
     /// Whether a sender may send now; only `then: wait` ever holds one back.
     pub fn admit(&self) -> Admit {
+        if !matches!(self.policy, DownPolicy::Wait(_)) || self.calm.load(Ordering::Acquire) {
+            return Admit::Go;
+        }
         let mut state = self.lock();
-        if !matches!(self.policy, DownPolicy::Wait(_)) || state.down.is_none() {
+        if state.down.is_none() {
             return Admit::Go;
         }
         if state.probing {
@@ -214,11 +223,19 @@ impl Outage {
     /// Take in a finished request.
     pub fn note(&self, record: &RequestRecord) {
         let now = Instant::now();
+        let reached = reach(record);
+        if reached == Reach::Reached {
+            let ns = now.saturating_duration_since(self.origin).as_nanos() as u64;
+            self.last_reached_ns.fetch_max(ns, Ordering::AcqRel);
+            if self.calm.load(Ordering::Acquire) {
+                return;
+            }
+        }
         let mut state = self.lock();
         let was_probing = std::mem::take(&mut state.probing);
-        match reach(record) {
+        let changed = was_probing || reached == Reach::Reached && state.down.is_some();
+        match reached {
             Reach::Reached => {
-                state.last_reached = now;
                 state.streak = 0;
                 state.streak_from = None;
                 state.probe_backoff.reset();
@@ -230,10 +247,12 @@ impl Outage {
             Reach::Unreached(why) => {
                 state.streak += 1;
                 let from = *state.streak_from.get_or_insert(now);
+                let last_reached =
+                    Duration::from_nanos(self.last_reached_ns.load(Ordering::Acquire));
                 if state.down.is_none()
                     && state.stopped.is_none()
                     && state.streak >= DOWN_FAILURES
-                    && now.saturating_duration_since(state.last_reached) >= DOWN_AFTER
+                    && now.saturating_duration_since(self.origin + last_reached) >= DOWN_AFTER
                 {
                     self.went_down(&mut state, from, now, why);
                 }
@@ -244,8 +263,14 @@ impl Outage {
             }
             Reach::Unknown => {}
         }
+        let calm = state.streak == 0 && state.down.is_none() && !state.probing;
+        self.calm.store(calm, Ordering::Release);
+        let went_down = state.down.is_some() && state.down_at == Some(now);
         drop(state);
-        self.changed.notify_waiters();
+        // Wake only those who wait on a change: held senders and the `wait` watch.
+        if changed || went_down {
+            self.changed.notify_waiters();
+        }
     }
 
     fn went_down(&self, state: &mut State, from: Instant, now: Instant, cause: Unreached) {
@@ -316,7 +341,11 @@ impl Outage {
 /// never withholds an arrival; only failures to reach it do.
 #[derive(Debug)]
 pub struct Lanes {
-    lanes: Mutex<(usize, Vec<(Instant, Backoff)>)>,
+    count: usize,
+    cursor: AtomicUsize,
+    /// Some lane backs off: only then are the lanes looked at under their lock.
+    troubled: AtomicBool,
+    lanes: Mutex<Vec<(Instant, Backoff)>>,
 }
 
 impl Lanes {
@@ -327,35 +356,46 @@ impl Lanes {
     }
 
     pub fn new(count: usize) -> Lanes {
-        let now = Instant::now();
+        let (now, count) = (Instant::now(), count.max(1));
         Lanes {
-            lanes: Mutex::new((0, vec![(now, Backoff::default()); count.max(1)])),
+            count,
+            cursor: AtomicUsize::new(0),
+            troubled: AtomicBool::new(false),
+            lanes: Mutex::new(vec![(now, Backoff::default()); count]),
         }
     }
 
     /// A lane free to send now, taken round-robin; `None` when every lane backs off.
     pub fn take(&self) -> Option<usize> {
-        let mut guard = self.lanes.lock().unwrap_or_else(|p| p.into_inner());
-        let (cursor, lanes) = &mut *guard;
-        let now = Instant::now();
-        let n = lanes.len();
+        let n = self.count;
+        if !self.troubled.load(Ordering::Acquire) {
+            return Some(self.cursor.fetch_add(1, Ordering::Relaxed) % n);
+        }
+        let lanes = self.lanes.lock().unwrap_or_else(|p| p.into_inner());
+        let (cursor, now) = (self.cursor.load(Ordering::Relaxed), Instant::now());
         let found = (0..n)
-            .map(|k| (*cursor + k) % n)
+            .map(|k| (cursor + k) % n)
             .find(|&i| lanes[i].0 <= now)?;
-        *cursor = (found + 1) % n;
+        self.cursor.store(found + 1, Ordering::Relaxed);
         Some(found)
     }
 
     /// The request on `lane` ended: the lane backs off when it reached no server.
     pub fn settle(&self, lane: usize, unreached: bool) {
-        let mut guard = self.lanes.lock().unwrap_or_else(|p| p.into_inner());
-        let Some((ready_at, backoff)) = guard.1.get_mut(lane) else {
+        if !unreached && !self.troubled.load(Ordering::Acquire) {
+            return;
+        }
+        let mut lanes = self.lanes.lock().unwrap_or_else(|p| p.into_inner());
+        let Some((ready_at, backoff)) = lanes.get_mut(lane) else {
             return;
         };
         if unreached {
             *ready_at = Instant::now() + backoff.next_delay();
+            self.troubled.store(true, Ordering::Release);
         } else {
             backoff.reset();
+            let troubled = lanes.iter().any(|(_, b)| b.failures > 0);
+            self.troubled.store(troubled, Ordering::Release);
         }
     }
 }
