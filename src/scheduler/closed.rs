@@ -34,7 +34,7 @@ pub(super) fn start<E: Executor, F: PromptFeed>(
             };
             let mut backoff = super::outage::Backoff::default();
             loop {
-                if !ctx.admitted(&stop).await {
+                if !ctx.admitted(&stop, deadline).await {
                     break;
                 }
                 // A session's turns are taken together, so its requests have consecutive
@@ -70,7 +70,10 @@ pub(super) fn start<E: Executor, F: PromptFeed>(
                     run_session(&ctx, turns, None, &stopped, &stop).await
                 };
                 // A request that reached no server is not answered by sending the next at once.
-                if !ctx.back_off(unreached, &mut backoff, &stop).await {
+                if !ctx
+                    .back_off(unreached, &mut backoff, (&stop, deadline))
+                    .await
+                {
                     break;
                 }
             }

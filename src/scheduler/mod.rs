@@ -200,7 +200,11 @@ pub async fn run_window<E: Executor, F: PromptFeed>(
         _ = stops.stop_starting.cancelled() => {}
         _ = outage.watch() => {}
     }
-    load_stops.stop_starting.cancel();
+    // A target that is down stops what has started too (a session's later turns); a bound
+    // reached lets them finish.
+    if outage.ended().is_cancelled() {
+        load_stops.stop_starting.cancel();
+    }
     // No more requests start: stragglers get the drain timeout.
     let drain_timer = {
         let abort = drain_stop.clone();
@@ -348,16 +352,15 @@ impl<E: Executor, F: PromptFeed> WindowContext<E, F> {
     }
 
     /// Wait until this sender may send (only a down target under `then: wait` holds one
-    /// back, for its one probe at a time); false once stopped.
-    async fn admitted(&self, stop: &CancellationToken) -> bool {
+    /// back, for its one probe at a time); false once the window starts no more.
+    async fn admitted(&self, stop: &CancellationToken, deadline: Option<Instant>) -> bool {
         loop {
             match self.outage.admit() {
                 outage::Admit::Go | outage::Admit::Probe => return true,
                 outage::Admit::Hold(until) => {
                     tokio::select! {
                         () = self.outage.held(until) => {}
-                        () = stop.cancelled() => return false,
-                        () = self.abort.cancelled() => return false,
+                        () = self.starts_no_more(stop, deadline) => return false,
                     }
                 }
             }
@@ -365,12 +368,12 @@ impl<E: Executor, F: PromptFeed> WindowContext<E, F> {
     }
 
     /// A closed-loop worker's pause after its request: a backoff when it reached no server.
-    /// False when stopped during it.
+    /// False when the window starts no more during it.
     async fn back_off(
         &self,
         unreached: bool,
         backoff: &mut outage::Backoff,
-        stop: &CancellationToken,
+        (stop, deadline): (&CancellationToken, Option<Instant>),
     ) -> bool {
         if !unreached {
             backoff.reset();
@@ -378,8 +381,24 @@ impl<E: Executor, F: PromptFeed> WindowContext<E, F> {
         }
         tokio::select! {
             () = tokio::time::sleep(backoff.next_delay()) => true,
-            () = stop.cancelled() => false,
-            () = self.abort.cancelled() => false,
+            () = self.starts_no_more(stop, deadline) => false,
+        }
+    }
+
+    /// Done once the window starts no more requests: stopped, aborted, its bound reached or
+    /// its deadline passed.
+    async fn starts_no_more(&self, stop: &CancellationToken, deadline: Option<Instant>) {
+        let deadline_passed = async {
+            match deadline {
+                Some(at) => tokio::time::sleep_until(at).await,
+                None => std::future::pending().await,
+            }
+        };
+        tokio::select! {
+            () = stop.cancelled() => {}
+            () = self.abort.cancelled() => {}
+            () = self.bound_reached.cancelled() => {}
+            () = deadline_passed => {}
         }
     }
 }

@@ -303,3 +303,39 @@ fn bad_on_target_down_values_are_refused_at_their_key() {
     let (code, stderr) = crate::common::validate_yaml(dir.path(), &good);
     assert_eq!(code, 0, "{stderr}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_probe_whose_target_goes_down_ends_the_search_without_a_verdict() {
+    let _exclusive = crate::common::exclusive_run().await;
+    let (addr, sim) = servebench::sim::serve(sim_config()).await.unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let child = run_command(
+        dir.path(),
+        &plan(
+            addr,
+            "{name: capacity, search: {load: concurrency, min: 2, max: 16, slo: {ttft: {p95: 10s}}, probe: {duration: 8s}}}",
+        ),
+    );
+    received(&sim, 30).await;
+    sim.shutdown().await;
+    let output = finished(child).await;
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(3), "{stderr}");
+    let report = report(dir.path());
+    assert!(report.span.partial);
+    let search = &report.searches[0];
+    assert_eq!(
+        search.stop,
+        Some(servebench::report::SearchStop::TargetDown { at: 2.0 }),
+        "{search:?}"
+    );
+    assert_eq!(search.stop_reason, "stopped: target down at concurrency 2");
+    assert_eq!(search.capacity, None);
+    let probe = report.phases.last().unwrap();
+    assert!(probe.target_down.is_some(), "{probe:?}");
+    let verdict = probe.probe.as_ref().map(|p| p.verdict);
+    assert_eq!(
+        verdict,
+        Some(servebench::metrics::verdict::Verdict::Indeterminate)
+    );
+}

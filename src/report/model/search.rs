@@ -249,6 +249,7 @@ mod tests {
             SearchStop::Interrupted,
             SearchStop::Indeterminate { at: 12.5 },
             SearchStop::ClientBound { at: 16.0 },
+            SearchStop::TargetDown { at: 4.0 },
         ];
         for stop in every {
             for kind in [SearchLoad::Rate, SearchLoad::Concurrency] {
@@ -272,5 +273,9 @@ mod tests {
         );
         assert!(SearchStop::ClientBound { at: 1.0 }.is_inconclusive());
         assert!(!SearchStop::MaxMet.is_inconclusive());
+        assert_eq!(
+            SearchStop::TargetDown { at: 4.0 }.describe(SearchLoad::Concurrency),
+            "stopped: target down at concurrency 4"
+        );
     }
 }
