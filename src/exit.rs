@@ -61,9 +61,11 @@ impl Exit {
             }
             Exit::InvalidInput => "invalid plan, arguments or input file; nothing was sent",
             Exit::RunFailed => {
-                "the run or command failed: a server or simulator failure, an interrupt (the \
-                 partial report is written), a phase whose every request failed (unless it sets \
-                 `expect_errors: true`) or an output that could not be written"
+                "the run or command failed: a server or simulator failure, a target that is \
+                 down (before the first phase, or during one unless it sets `on_target_down`; \
+                 the partial report is written), an interrupt (the partial report is written), a \
+                 phase whose every request failed (unless it sets `expect_errors: true`) or an \
+                 output that could not be written"
             }
             Exit::Inconclusive => {
                 "the run could not answer: a capacity search stopped client-bound or \

@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 use http_body_util::BodyExt;
 use hyper::body::Incoming;
 
-use super::record::ErrorKind;
+use super::record::{ErrorKind, Unreached};
 use super::stream::{self, StreamFailure};
 
 /// How long an error response body may take to read for its excerpt.
@@ -20,6 +20,8 @@ pub(crate) enum ConnectError {
     Timeout(Duration),
     /// Nothing accepted the connection: the message says where, and what that usually means.
     Refused(String),
+    /// The host name did not resolve.
+    Unresolved(String),
     Failed(String),
 }
 
@@ -52,6 +54,8 @@ pub(crate) struct Failure {
     pub message: String,
     /// The error body (a non-2xx response's, or an error object's); the record redacts it.
     pub body: Option<Vec<u8>>,
+    /// Set when no server was reached.
+    pub unreached: Option<Unreached>,
 }
 
 impl Failure {
@@ -61,6 +65,7 @@ impl Failure {
             status: None,
             message: message.into(),
             body: None,
+            unreached: None,
         }
     }
 
@@ -79,21 +84,30 @@ impl Failure {
     }
 
     pub fn connect(err: ConnectError, url: &str) -> Self {
-        let message = match err {
-            ConnectError::Timeout(limit) => {
-                format!("{url}: no connection within the connect timeout ({limit:?})")
-            }
-            ConnectError::Refused(why) | ConnectError::Failed(why) => format!("{url}: {why}"),
+        let (message, unreached) = match err {
+            ConnectError::Timeout(limit) => (
+                format!("{url}: no connection within the connect timeout ({limit:?})"),
+                None,
+            ),
+            ConnectError::Refused(why) => (format!("{url}: {why}"), Some(Unreached::Refused)),
+            ConnectError::Unresolved(why) => (format!("{url}: {why}"), Some(Unreached::Unresolved)),
+            ConnectError::Failed(why) => (format!("{url}: {why}"), Some(Unreached::Failed)),
         };
-        Failure::new(ErrorKind::Connect, message)
+        Failure {
+            unreached,
+            ..Failure::new(ErrorKind::Connect, message)
+        }
     }
 
     /// The request was written (or the connection dropped) before a whole response head came.
     pub fn before_response(err: &hyper::Error, url: &str) -> Self {
-        Failure::new(
-            ErrorKind::StreamBroken,
-            format!("{url}: {}", error_chain(err)),
-        )
+        Failure {
+            unreached: Some(Unreached::Reset),
+            ..Failure::new(
+                ErrorKind::StreamBroken,
+                format!("{url}: {}", error_chain(err)),
+            )
+        }
     }
 }
 

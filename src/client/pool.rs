@@ -499,6 +499,9 @@ impl Pool {
 fn connect_error(err: &std::io::Error, what: &str, at: &str) -> ConnectError {
     if err.kind() == std::io::ErrorKind::ConnectionRefused {
         ConnectError::Refused(super::failure::refused_message(what, at))
+    } else if err.to_string().contains("lookup address") {
+        // getaddrinfo's failure, which std reports with no kind of its own.
+        ConnectError::Unresolved(format!("connect to {at}: {err}"))
     } else {
         ConnectError::Failed(format!("connect to {at}: {err}"))
     }

@@ -181,6 +181,11 @@ impl RequestRecord {
         self.error.is_none() && self.cancelled_ms.is_none()
     }
 
+    /// How the request failed to reach a server, when it did.
+    pub fn unreached(&self) -> Option<Unreached> {
+        self.error.as_ref().and_then(|e| e.unreached)
+    }
+
     /// Dropped by the client on purpose (the workload's `cancel`).
     pub fn is_cancelled(&self) -> bool {
         self.cancelled_ms.is_some()
@@ -259,6 +264,38 @@ pub struct RequestError {
     /// The server's error type (`error.type`, or the first FastAPI validation error's `type`).
     #[serde(rename = "type", default, skip_serializing_if = "Option::is_none")]
     pub error_type: Option<String>,
+    /// Set when the request never reached a server (refused, reset before a response, name
+    /// not resolved): what the run's backoff and target-down check act on. Live only: a
+    /// record read back from a report or the records has none.
+    #[serde(skip)]
+    #[schemars(skip)]
+    pub unreached: Option<Unreached>,
+}
+
+/// How a request failed to reach any server. A connect timeout is not one: a server that
+/// is slow to accept is measured, not backed off from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Unreached {
+    /// Nothing listened at the address.
+    Refused,
+    /// The connection was reset or closed before a response head came.
+    Reset,
+    /// The host name did not resolve.
+    Unresolved,
+    /// Another connection failure: the TLS or HTTP handshake.
+    Failed,
+}
+
+impl Unreached {
+    /// In plain words, as a stop reason says it: `target down at 3.1 s (connection refused)`.
+    pub fn describe(self) -> &'static str {
+        match self {
+            Unreached::Refused => "connection refused",
+            Unreached::Reset => "connection reset before a response",
+            Unreached::Unresolved => "host name not resolved",
+            Unreached::Failed => "connection failed",
+        }
+    }
 }
 
 /// Separates the parts of [`RequestError::cause`].
@@ -277,6 +314,7 @@ impl RequestError {
             body: None,
             code: None,
             error_type: None,
+            unreached: None,
         }
     }
 

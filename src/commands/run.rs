@@ -179,6 +179,15 @@ pub fn run(args: RunArgs) -> Exit {
         super::history::record::after_run(args.history.as_deref(), report, path);
     }
     match outcome {
+        // A target that went down ended the run; its partial report is written (and recorded
+        // as partial, out of the trends).
+        Ok(crate::runner::RunOutcome {
+            target_down: Some(why),
+            ..
+        }) => {
+            eprintln!("error: {why}; the report is partial");
+            Exit::RunFailed
+        }
         // An interrupted run wrote a partial report; it still did not finish.
         Ok(outcome) if outcome.interrupted => Exit::RunFailed,
         Ok(outcome) if !failed_phases(outcome.report.as_ref()).is_empty() => {
@@ -203,7 +212,9 @@ pub fn run(args: RunArgs) -> Exit {
             match &e {
                 // Plan diagnostics carry their own `error:` lines.
                 RunError::InvalidPlan(errors) => eprintln!("{errors}"),
-                RunError::InvalidInput(_) | RunError::Failed(_) => eprintln!("error: {e}"),
+                RunError::InvalidInput(_) | RunError::Failed(_) | RunError::TargetDown(_) => {
+                    eprintln!("error: {e}")
+                }
             }
             e.exit_code()
         }

@@ -28,6 +28,7 @@ pub mod search;
 pub mod slo;
 pub mod source;
 pub mod starter;
+pub mod target_down;
 pub mod tokenizer_spec;
 pub mod tolerance;
 pub mod until;
@@ -50,6 +51,7 @@ pub use model::*;
 pub use model_mix::ModelMix;
 pub use search::{GoodputObjective, Probe, Search, SearchLoad};
 pub use slo::{Limits, Objective, Slo};
+pub use target_down::{DownAction, DownPolicy, OnTargetDown};
 pub use tolerance::Tolerance;
 pub use until::{StableMetric, Until};
 

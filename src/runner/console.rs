@@ -13,7 +13,7 @@ pub(super) fn phase_line(result: &PhaseResult) -> String {
     };
     if s.encodes() {
         return format!(
-            "{}: {} requests, {} errors, {:.2} req/s, {:.1} inputs/s, {:.1} input tok/s, E2E p50 {} ms p99 {} ms",
+            "{}: {} requests, {} errors, {:.2} req/s, {:.1} inputs/s, {:.1} input tok/s, E2E p50 {} ms p99 {} ms{}",
             result.header.phase,
             s.requests,
             s.errors,
@@ -22,15 +22,17 @@ pub(super) fn phase_line(result: &PhaseResult) -> String {
             s.input_tokens_per_second.unwrap_or(0.0),
             ms(s.distribution(Figure::E2e), |d| d.p50),
             ms(s.distribution(Figure::E2e), |d| d.p99),
+            outage_words(result),
         );
     }
+    let down = outage_words(result);
     let cancelled = if s.cancelled > 0 {
         format!(", {} cancelled", s.cancelled)
     } else {
         String::new()
     };
     format!(
-        "{}: {} requests, {} errors{cancelled}, {:.1} output tok/s, {:.2} req/s, TTFT p50 {} ms p99 {} ms, TPOT p50 {} ms",
+        "{}: {} requests, {} errors{cancelled}, {:.1} output tok/s, {:.2} req/s, TTFT p50 {} ms p99 {} ms, TPOT p50 {} ms{down}",
         result.header.phase,
         s.requests,
         s.errors,
@@ -42,11 +44,29 @@ pub(super) fn phase_line(result: &PhaseResult) -> String {
     )
 }
 
+/// How the phase's target went down, for its line: ` — target down at 3.1 s (connection
+/// refused)`, or each spell it came back from.
+fn outage_words(result: &PhaseResult) -> String {
+    if let Some(down) = &result.target_down {
+        return format!(" — {down}");
+    }
+    result
+        .outages
+        .iter()
+        .map(|o| format!(" — target {}", o.describe()))
+        .collect()
+}
+
 /// The warnings a finished phase earns: a client-bound window, an `until` that ended
 /// without stable estimates, a load near the client's ceiling.
 pub(super) fn phase_warnings(result: &PhaseResult) -> Vec<String> {
     let mut warnings = Vec::new();
-    if let Some(trust) = result.client_trust.as_ref().filter(|t| !t.is_trusted()) {
+    // A phase whose target went down was bound by no client: its requests reached no server.
+    let trust = result
+        .client_trust
+        .as_ref()
+        .filter(|_| result.target_down.is_none());
+    if let Some(trust) = trust.filter(|t| !t.is_trusted()) {
         warnings.push(format!(
             "warning: phase `{}`: client-bound, its latencies include client-side delay: {}",
             result.header.phase,

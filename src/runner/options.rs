@@ -72,13 +72,17 @@ pub enum RunError {
     /// The run could not go on (a simulator did not start, the report could not be written).
     #[error("{0}")]
     Failed(String),
+    /// A phase's target went down and the phase ended (`target down at 3.1 s (connection
+    /// refused)`): the run stops with a partial report, which the history records as such.
+    #[error("{0}")]
+    TargetDown(String),
 }
 
 impl RunError {
     pub fn exit_code(&self) -> crate::exit::Exit {
         match self {
             RunError::InvalidPlan(_) | RunError::InvalidInput(_) => crate::exit::Exit::InvalidInput,
-            RunError::Failed(_) => crate::exit::Exit::RunFailed,
+            RunError::Failed(_) | RunError::TargetDown(_) => crate::exit::Exit::RunFailed,
         }
     }
 }
@@ -90,4 +94,6 @@ pub struct RunOutcome {
     pub report_path: Option<PathBuf>,
     pub report: Option<Report>,
     pub interrupted: bool,
+    /// Why the run stopped early when a phase's target went down (the report is partial).
+    pub target_down: Option<String>,
 }

@@ -114,6 +114,7 @@ impl PhaseRun<'_> {
             drain_timeout: phase.drain_timeout,
             seed,
             precise_pacing: true,
+            on_down: phase.on_target_down,
         };
         let mut facts = PhaseFacts {
             warmup,
@@ -142,21 +143,17 @@ impl PhaseRun<'_> {
         };
         let scrape_after = self.scrape().await;
 
-        let origin = *run_origin.get_or_insert(outcome.origin);
-        if facts.warmup.requests == 0 {
+        window_facts(
+            &mut facts,
+            &outcome,
+            *run_origin.get_or_insert(outcome.origin),
+        );
+        // Requests that reached no server say nothing of the prompts' size.
+        if facts.warmup.requests == 0 && facts.target_down.is_none() {
             let (tolerance, tokenizer) = (prepared.prompt_tolerance, &prepared.tokenizer);
             self.warn_on_prompt_gap(&collected, tolerance, tokenizer, "measured window");
         }
-        let server_metrics = self.server_metrics(scrape_before, scrape_after, window);
-        facts.header.started_at = outcome
-            .started_at
-            .to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
-        facts.header.start_offset_seconds = outcome
-            .origin
-            .saturating_duration_since(origin)
-            .as_secs_f64();
-        facts.partial = outcome.interrupted;
-        facts.server_metrics = server_metrics;
+        facts.server_metrics = self.server_metrics(scrape_before, scrape_after, window);
         facts.during_marks = super::marks::during_marks(&watched.during, outcome.origin);
         facts.hooks.extend(watched.during.outcomes);
         facts.until = watched.until;
@@ -286,8 +283,9 @@ impl PhaseRun<'_> {
             drain_timeout: phase.drain_timeout,
             seed: seed ^ 0x5741_524d,
             precise_pacing: true,
+            on_down: phase.on_target_down,
         };
-        let (_, collected) = self
+        let (outcome, collected) = self
             .window(
                 &spec,
                 Arc::new(prepared.client.for_window("warmup")),
@@ -296,6 +294,13 @@ impl PhaseRun<'_> {
                 (self.stops, LiveTally::shared(&Keep::default())),
             )
             .await;
+        if let Some(down) = outcome.target_down {
+            return Err(RunError::TargetDown(format!(
+                "{} in the warmup of phase `{}`",
+                down.describe(),
+                phase.name
+            )));
+        }
         let warmup = WarmupResult {
             requests: collected.requests(),
             errors: collected.errors(),
@@ -550,6 +555,38 @@ impl PhaseRun<'_> {
                 None
             }
         })
+    }
+}
+
+/// What the measured window itself tells of the phase: when it began (`run_origin`: the
+/// run's first window), whether it was cut short, and its target's outages.
+fn window_facts(
+    facts: &mut PhaseFacts,
+    outcome: &scheduler::WindowOutcome,
+    run_origin: std::time::Instant,
+) {
+    facts.header.started_at = outcome
+        .started_at
+        .to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
+    facts.header.start_offset_seconds = outcome
+        .origin
+        .saturating_duration_since(run_origin)
+        .as_secs_f64();
+    let target_down = outcome.target_down.as_ref().map(|d| d.describe());
+    facts.partial = outcome.interrupted || target_down.is_some();
+    facts.target_down = target_down;
+    facts.outages = outcome.outages.iter().map(outage_report).collect();
+    facts.withheld = outcome.withheld;
+}
+
+/// A spell the target was down, as the report states it.
+fn outage_report(spell: &scheduler::outage::OutageSpell) -> crate::report::TargetOutage {
+    crate::report::TargetOutage {
+        from_s: spell.from_s,
+        down_at_s: spell.down_at_s,
+        until_s: spell.until_s,
+        recovered_after_s: spell.until_s.map(|until| until - spell.from_s),
+        cause: spell.cause.describe().to_string(),
     }
 }
 

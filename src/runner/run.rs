@@ -21,7 +21,8 @@ use super::options::{LongRunOptions, RunError, RunOptions, RunOutcome};
 use super::output::{self, Journal};
 use super::phase::{PhaseRun, RanPhase};
 use super::targets::{
-    PhaseTarget, Simulators, Targets, check_client_settings, discover_models, start_simulators,
+    PhaseTarget, Simulators, Targets, check_client_settings, check_reachable, discover_models,
+    start_simulators,
 };
 
 /// Run a plan end to end.
@@ -46,6 +47,7 @@ pub async fn run(options: RunOptions) -> Result<RunOutcome, RunError> {
             report_path: None,
             report: None,
             interrupted: false,
+            target_down: None,
         });
     };
     check_client_settings(&schedule.phases, &targets)?;
@@ -111,13 +113,17 @@ pub async fn run(options: RunOptions) -> Result<RunOutcome, RunError> {
         handle.shutdown().await;
     }
     eprintln!("report: {}", report_path.display());
-    if let Some(e) = failure {
-        return Err(e);
-    }
+    // A target that went down leaves a partial report worth keeping (and recording).
+    let target_down = match failure {
+        Some(RunError::TargetDown(why)) => Some(why),
+        Some(e) => return Err(e),
+        None => None,
+    };
     Ok(RunOutcome {
         report_path: Some(report_path),
         report: Some(report),
         interrupted,
+        target_down,
     })
 }
 
@@ -170,6 +176,7 @@ async fn preflight(
     super::preflight::check_inputs(&preliminary.phases, &plan_dir, problems)?;
     let used = preliminary.phases.iter().map(|p| p.target_name);
     let targets = Targets::resolve(&loaded.plan, used, &plan_dir)?;
+    check_reachable(&preliminary.phases, &targets).await?;
     drop(preliminary);
     discover_models(&mut loaded.plan, &targets).await?;
     Ok(targets)
@@ -331,22 +338,12 @@ impl Phases<'_> {
                 self.add_phase(report, ran)?;
                 return Ok(Some(RunError::Failed(message)));
             }
-            match run.execute(&mut run_origin, hooks).await {
-                Ok(mut ran) => {
-                    let during_error = marks::during_failure(&ran.facts.hooks);
-                    let hook_error = hooks::run_hooks(
-                        HookWhen::After,
-                        phase.after,
-                        &hook_ctx,
-                        &mut ran.facts.hooks,
-                    )
-                    .await;
-                    self.add_phase(report, ran)?;
-                    if let Some(message) = during_error.or(hook_error) {
-                        return Ok(Some(RunError::Failed(message)));
-                    }
-                }
-                Err(e) => return Ok(Some(e)),
+            let stop = match run.execute(&mut run_origin, hooks).await {
+                Ok(ran) => self.after_phase(phase, &hook_ctx, ran, report).await?,
+                Err(e) => Some(e),
+            };
+            if stop.is_some() {
+                return Ok(stop);
             }
             if let Some(cooldown) = phase.cooldown {
                 tokio::select! {
@@ -356,6 +353,26 @@ impl Phases<'_> {
             }
         }
         Ok(None)
+    }
+
+    /// A phase that ran: its `after` actions, then its place in the report; why the run
+    /// stops here, if it does (the target went down, or an action failed).
+    async fn after_phase(
+        &self,
+        phase: &PhaseSettings<'_>,
+        hook_ctx: &hooks::HookContext<'_>,
+        mut ran: RanPhase,
+        report: &mut Report,
+    ) -> Result<Option<RunError>, RunError> {
+        let down = ran.facts.target_down.clone();
+        let during_error = marks::during_failure(&ran.facts.hooks);
+        let hook_error =
+            hooks::run_hooks(HookWhen::After, phase.after, hook_ctx, &mut ran.facts.hooks).await;
+        self.add_phase(report, ran)?;
+        if let Some(why) = down {
+            return Ok(Some(RunError::TargetDown(why)));
+        }
+        Ok(during_error.or(hook_error).map(RunError::Failed))
     }
 
     /// How many records a phase keeps: recovery after a mark (of a `before`, `during` or

@@ -39,6 +39,8 @@ impl Phases<'_> {
         // The probes at the ends of the bracket, for the capacity's interval.
         let (mut at_pass, mut at_fail): (Option<ProbeOutcome>, Option<ProbeOutcome>) = (None, None);
         let calibration = report.client_calibration.clone();
+        // Set when a probe's target went down: the search and the run end there.
+        let mut down = None;
         let stop = loop {
             if self.stops.stop_starting.is_cancelled() {
                 break SearchStop::Interrupted;
@@ -71,17 +73,11 @@ impl Phases<'_> {
                 });
                 let result = self.add_phase(report, ran)?;
                 probes.push(name);
-                // A client-bound probe decides only when its verdict would stand without
-                // the client's delay.
-                let client_bound = result
-                    .client_trust
-                    .as_ref()
-                    .is_some_and(|t| !t.is_trusted())
-                    && !result
-                        .probe
-                        .as_ref()
-                        .is_some_and(|p| p.holds_despite_client());
-                if !client_bound {
+                if let Some(why) = &result.target_down {
+                    down = Some(why.clone());
+                    break None;
+                }
+                if !client_bound(result) {
                     break Some(result);
                 }
                 if attempt == 2 || self.stops.stop_starting.is_cancelled() {
@@ -94,6 +90,10 @@ impl Phases<'_> {
                 tokio::time::sleep(CLIENT_BOUND_SETTLE).await;
             };
             let Some(result) = result else {
+                // A target that went down says nothing of this load: never a verdict.
+                if down.is_some() {
+                    break SearchStop::TargetDown { at: load };
+                }
                 course.stop_client_bound(load);
                 continue;
             };
@@ -128,7 +128,7 @@ impl Phases<'_> {
                 .and_then(|t| super::salt::work_sha256(&self.loaded.plan, phase, &t.model)),
         });
         super::output::write_report(self.out_dir, report).map_err(RunError::Failed)?;
-        Ok(None)
+        Ok(down.map(RunError::TargetDown))
     }
 
     /// Wait until the target's `/metrics` shows no request running or waiting, so a probe
@@ -176,6 +176,20 @@ impl Phases<'_> {
             tokio::time::sleep(DRAIN_POLL).await;
         }
     }
+}
+
+/// A client-bound probe, unless its verdict would stand without the client's delay: it
+/// does not decide.
+fn client_bound(result: &PhaseResult) -> bool {
+    let untrusted = result
+        .client_trust
+        .as_ref()
+        .is_some_and(|t| !t.is_trusted());
+    untrusted
+        && !result
+            .probe
+            .as_ref()
+            .is_some_and(|p| p.holds_despite_client())
 }
 
 /// Successful requests per second whose figures are within each objective's largest limit

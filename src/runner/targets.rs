@@ -103,6 +103,45 @@ pub(super) async fn discover_models(
     Ok(())
 }
 
+/// Before the first phase, every server target the phases use is connected to (TCP, TLS
+/// where the URL says so, the HTTP handshake) with the phase's own client settings, sending
+/// nothing: a target that cannot be reached stops the run before anything is sent.
+pub(super) async fn check_reachable(
+    phases: &[PhaseSettings<'_>],
+    targets: &Targets,
+) -> Result<(), RunError> {
+    let mut checked = std::collections::HashSet::new();
+    for phase in phases {
+        if phase.target.simulator.is_some() || !checked.insert(phase.target_name) {
+            continue;
+        }
+        let endpoint = &targets.get(phase.target_name)?.endpoint;
+        // The check opens a connection only: the model it would name is never sent.
+        let mut target = phase.target.clone();
+        target
+            .model
+            .get_or_insert_with(|| "reachability".to_string());
+        let invalid = |e: client::ClientError| {
+            RunError::InvalidInput(format!("target `{}`: {e}", phase.target_name))
+        };
+        let mut config = super::endpoint::request_config(endpoint, &target, phase.workload, 1)
+            .map_err(invalid)?;
+        config
+            .timeouts
+            .connect
+            .get_or_insert(super::phase::DEFAULT_CONNECT_TIMEOUT);
+        let client = client::Client::new(config).map_err(invalid)?;
+        if let Err(why) = client.warm_connections(1).await {
+            let secrets = super::redact::url_secrets(&endpoint.base_url);
+            return Err(RunError::Failed(super::redact::redact_text(
+                format!("target `{}`: {why}", phase.target_name),
+                &secrets,
+            )));
+        }
+    }
+    Ok(())
+}
+
 /// Client settings are checked for every phase (a model named, the body and headers usable)
 /// before anything is sent; a target that skips certificate checks is warned about once.
 pub(super) fn check_client_settings(

@@ -43,6 +43,8 @@ pub struct PhaseSettings<'p> {
     pub recheck_of: Option<&'p str>,
     /// The plan expects this phase's requests may all fail.
     pub expect_errors: bool,
+    /// What the phase does when its target goes down.
+    pub on_target_down: crate::plan::DownPolicy,
     pub tags: &'p [String],
     pub before: &'p [crate::plan::Hook],
     pub after: &'p [crate::plan::Hook],
@@ -232,6 +234,10 @@ fn resolve_phase<'p>(plan: &'p Plan, phase: &'p Phase) -> Result<PhaseSettings<'
         tolerance: phase.tolerance.clone().unwrap_or_default(),
         recheck_of: phase.recheck.as_deref(),
         expect_errors: phase.expect_errors,
+        on_target_down: crate::plan::DownPolicy::of(
+            phase.on_target_down.as_ref(),
+            phase.expect_errors,
+        ),
         tags: &phase.tags,
         before: &phase.before,
         after: &phase.after,

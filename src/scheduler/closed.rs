@@ -32,7 +32,11 @@ pub(super) fn start<E: Executor, F: PromptFeed>(
                     || ctx.abort.is_cancelled()
                     || deadline.is_some_and(|d| Instant::now() >= d)
             };
+            let mut backoff = super::outage::Backoff::default();
             loop {
+                if !ctx.admitted(&stop, deadline).await {
+                    break;
+                }
                 // A session's turns are taken together, so its requests have consecutive
                 // indices whatever the other workers do.
                 let turns = {
@@ -56,13 +60,22 @@ pub(super) fn start<E: Executor, F: PromptFeed>(
                     }
                     turns
                 };
-                if turns[0].1.session.is_none() {
+                let unreached = if turns[0].1.session.is_none() {
                     let (index, prompt) = turns.into_iter().next().expect("one prompt");
                     let record = ctx.send(index, prompt).await;
+                    let unreached = record.unreached().is_some();
                     ctx.deliver(record);
-                    continue;
+                    unreached
+                } else {
+                    run_session(&ctx, turns, None, &stopped, &stop).await
+                };
+                // A request that reached no server is not answered by sending the next at once.
+                if !ctx
+                    .back_off(unreached, &mut backoff, (&stop, deadline))
+                    .await
+                {
+                    break;
                 }
-                run_session(&ctx, turns, None, &stopped, &stop).await;
             }
             ctx.bound_reached.cancel();
         });

@@ -10,6 +10,7 @@ mod busy;
 mod closed;
 pub mod live;
 mod open;
+pub mod outage;
 pub mod progress;
 pub mod rolling;
 mod session;
@@ -108,6 +109,8 @@ pub struct WindowSpec {
     /// Open loop: spin the last moment before each send for sub-millisecond pacing. Off only
     /// where the clock is virtual (tokio's paused test clock never advances while spinning).
     pub precise_pacing: bool,
+    /// What the window does once its target is down.
+    pub on_down: crate::plan::DownPolicy,
 }
 
 /// Live counts a progress display reads while a window runs.
@@ -144,6 +147,12 @@ pub struct WindowOutcome {
     pub interrupted: bool,
     /// Requests started.
     pub started: u64,
+    /// Set when the window ended early because its target went down.
+    pub target_down: Option<outage::TargetDown>,
+    /// Every spell the target was down, recovered or not.
+    pub outages: Vec<outage::OutageSpell>,
+    /// Open-loop arrivals not sent while every sender backed off from an unreachable target.
+    pub withheld: u64,
 }
 
 /// Run one window; records go to `records` as requests finish (in completion order).
@@ -158,6 +167,7 @@ pub async fn run_window<E: Executor, F: PromptFeed>(
     let origin = Instant::now();
     let started_at = chrono::Utc::now();
     let drain_stop = stops.abort_in_flight.child_token();
+    let outage = Arc::new(outage::Outage::new(spec.on_down, origin));
     let ctx = WindowContext {
         origin,
         executor,
@@ -166,11 +176,18 @@ pub async fn run_window<E: Executor, F: PromptFeed>(
         counters: counters.clone(),
         abort: drain_stop.clone(),
         bound_reached: CancellationToken::new(),
+        outage: outage.clone(),
     };
     let deadline = spec.duration.map(|d| origin + d);
+    // The load models stop starting on an interrupt or once the target is down; only the
+    // first marks the window interrupted.
+    let load_stops = Stops {
+        stop_starting: stops.stop_starting.child_token(),
+        abort_in_flight: stops.abort_in_flight.clone(),
+    };
 
     let started_before = counters.started.load(Ordering::Relaxed);
-    let in_flight = start_load(spec, &ctx, deadline, stops).await;
+    let in_flight = start_load(spec, &ctx, deadline, &load_stops).await;
     let deadline_passed = async {
         match deadline {
             Some(deadline) => tokio::time::sleep_until(deadline).await,
@@ -181,6 +198,12 @@ pub async fn run_window<E: Executor, F: PromptFeed>(
         _ = ctx.bound_reached.cancelled() => {}
         _ = deadline_passed => {}
         _ = stops.stop_starting.cancelled() => {}
+        _ = outage.watch() => {}
+    }
+    // A target that is down stops what has started too (a session's later turns); a bound
+    // reached lets them finish.
+    if outage.ended().is_cancelled() {
+        load_stops.stop_starting.cancel();
     }
     // No more requests start: stragglers get the drain timeout.
     let drain_timer = {
@@ -193,11 +216,15 @@ pub async fn run_window<E: Executor, F: PromptFeed>(
     };
     in_flight.wait().await;
     drain_timer.abort();
+    let (target_down, outages, withheld) = outage.finish();
     WindowOutcome {
         origin: origin.into_std(),
         started_at,
         interrupted: stops.stop_starting.is_cancelled(),
         started: counters.started.load(Ordering::Relaxed) - started_before,
+        target_down,
+        outages,
+        withheld,
     }
 }
 
@@ -223,9 +250,10 @@ async fn start_load<E: Executor, F: PromptFeed>(
             max_concurrency,
         } => {
             let arrivals = open::Arrivals::drawn(*arrival, *rps, *burstiness, spec.seed);
+            let lanes = outage::Lanes::for_rate(*rps, *max_concurrency);
             open::start(
                 ctx,
-                arrivals,
+                (arrivals, lanes),
                 *max_concurrency,
                 deadline,
                 spec.requests,
@@ -237,7 +265,7 @@ async fn start_load<E: Executor, F: PromptFeed>(
         Load::Replay => {
             open::start(
                 ctx,
-                open::Arrivals::from_prompts(),
+                (open::Arrivals::from_prompts(), outage::Lanes::new(256)),
                 None,
                 deadline,
                 spec.requests,
@@ -259,6 +287,8 @@ struct WindowContext<E, F> {
     abort: CancellationToken,
     /// Cancelled by a load model once it stops starting requests.
     bound_reached: CancellationToken,
+    /// The target's reachability, which every finished request updates.
+    outage: Arc<outage::Outage>,
 }
 
 impl<E: Executor, F: PromptFeed> WindowContext<E, F> {
@@ -271,6 +301,7 @@ impl<E: Executor, F: PromptFeed> WindowContext<E, F> {
             counters: self.counters.clone(),
             abort: self.abort.clone(),
             bound_reached: self.bound_reached.clone(),
+            outage: self.outage.clone(),
         }
     }
 
@@ -315,8 +346,60 @@ impl<E: Executor, F: PromptFeed> WindowContext<E, F> {
     }
 
     fn deliver(&self, record: RequestRecord) {
+        self.outage.note(&record);
         // The receiver lives as long as the run; if it is gone, the run is over anyway.
         let _ = self.records.send(record);
+    }
+
+    /// Wait until this sender may send (only a down target under `then: wait` holds one
+    /// back, for its one probe at a time); false once the window starts no more.
+    async fn admitted(&self, stop: &CancellationToken, deadline: Option<Instant>) -> bool {
+        loop {
+            match self.outage.admit() {
+                outage::Admit::Go | outage::Admit::Probe => return true,
+                outage::Admit::Hold(until) => {
+                    tokio::select! {
+                        () = self.outage.held(until) => {}
+                        () = self.starts_no_more(stop, deadline) => return false,
+                    }
+                }
+            }
+        }
+    }
+
+    /// A closed-loop worker's pause after its request: a backoff when it reached no server.
+    /// False when the window starts no more during it.
+    async fn back_off(
+        &self,
+        unreached: bool,
+        backoff: &mut outage::Backoff,
+        (stop, deadline): (&CancellationToken, Option<Instant>),
+    ) -> bool {
+        if !unreached {
+            backoff.reset();
+            return true;
+        }
+        tokio::select! {
+            () = tokio::time::sleep(backoff.next_delay()) => true,
+            () = self.starts_no_more(stop, deadline) => false,
+        }
+    }
+
+    /// Done once the window starts no more requests: stopped, aborted, its bound reached or
+    /// its deadline passed.
+    async fn starts_no_more(&self, stop: &CancellationToken, deadline: Option<Instant>) {
+        let deadline_passed = async {
+            match deadline {
+                Some(at) => tokio::time::sleep_until(at).await,
+                None => std::future::pending().await,
+            }
+        };
+        tokio::select! {
+            () = stop.cancelled() => {}
+            () = self.abort.cancelled() => {}
+            () = self.bound_reached.cancelled() => {}
+            () = deadline_passed => {}
+        }
     }
 }
 

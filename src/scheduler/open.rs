@@ -9,6 +9,7 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use super::arrivals::ArrivalGaps;
+use super::outage::{Admit, Lanes};
 use super::session::run_session;
 use super::{Executor, InFlight, PromptFeed, WindowContext};
 use crate::client::RequestRecord;
@@ -55,7 +56,7 @@ impl Arrivals {
 
 pub(super) async fn start<E: Executor, F: PromptFeed>(
     ctx: &WindowContext<E, F>,
-    arrivals: Arrivals,
+    (arrivals, lanes): (Arrivals, Lanes),
     max_concurrency: Option<u32>,
     deadline: Option<Instant>,
     max_requests: Option<u64>,
@@ -64,6 +65,7 @@ pub(super) async fn start<E: Executor, F: PromptFeed>(
 ) -> InFlight {
     let pacer = Pacer {
         ctx: ctx.clone_for_task(),
+        lanes: Arc::new(lanes),
         arrivals,
         slots: max_concurrency.map(|n| Arc::new(Semaphore::new(n as usize))),
         released_ms: None,
@@ -133,6 +135,8 @@ impl Scheduled {
 /// One open-loop window's sending side.
 struct Pacer<E, F> {
     ctx: WindowContext<E, F>,
+    /// The senders that back off from an unreachable target.
+    lanes: Arc<Lanes>,
     arrivals: Arrivals,
     slots: Option<Arc<Semaphore>>,
     /// When the cap last released the pacer after a wait, milliseconds after the origin.
@@ -179,6 +183,9 @@ impl<E: Executor, F: PromptFeed> Pacer<E, F> {
                 _ = tokio::time::sleep_until(self.ctx.origin + offset) => {}
                 _ = self.stop.cancelled() => break,
             }
+            let Some(lane) = self.lane() else {
+                continue;
+            };
             let Some((permit, waited)) = self.slot().await else {
                 break;
             };
@@ -187,7 +194,7 @@ impl<E: Executor, F: PromptFeed> Pacer<E, F> {
             }
             let arrival = self.arrival(offset);
             index += prompts.len() as u64;
-            self.spawn(&mut tasks, prompts, arrival, permit, None);
+            self.spawn(&mut tasks, prompts, (arrival, lane), permit, None);
         }
         self.ctx.bound_reached.cancel();
         InFlight { tasks }
@@ -203,7 +210,9 @@ impl<E: Executor, F: PromptFeed> Pacer<E, F> {
             if !self.wait_until(origin + offset) {
                 break;
             }
-
+            let Some(lane) = self.lane() else {
+                continue;
+            };
             let Some((permit, waited)) = handle.block_on(self.slot()) else {
                 break;
             };
@@ -212,7 +221,7 @@ impl<E: Executor, F: PromptFeed> Pacer<E, F> {
             }
             let arrival = self.arrival(offset);
             index += prompts.len() as u64;
-            self.spawn(&mut tasks, prompts, arrival, permit, Some(handle));
+            self.spawn(&mut tasks, prompts, (arrival, lane), permit, Some(handle));
         }
         self.ctx.bound_reached.cancel();
         InFlight { tasks }
@@ -234,6 +243,22 @@ impl<E: Executor, F: PromptFeed> Pacer<E, F> {
                 std::hint::spin_loop();
             }
         }
+    }
+
+    /// The lane an arrival due now goes out on; `None` withholds it (not sent, not
+    /// recorded) while every lane backs off from an unreachable target, or while a down
+    /// target's one probe is out (`then: wait`).
+    fn lane(&self) -> Option<usize> {
+        let lane = match self.ctx.outage.admit() {
+            Admit::Go => self.lanes.take(),
+            // The probe goes whatever the lanes say; its answer settles no lane.
+            Admit::Probe => Some(usize::MAX),
+            Admit::Hold(_) => None,
+        };
+        if lane.is_none() {
+            self.ctx.outage.withhold();
+        }
+        lane
     }
 
     /// A concurrency slot when the window caps concurrency, and whether the pacer had to
@@ -272,12 +297,13 @@ impl<E: Executor, F: PromptFeed> Pacer<E, F> {
         &self,
         tasks: &mut JoinSet<()>,
         mut prompts: Vec<(u64, Prompt)>,
-        arrival: Scheduled,
+        (arrival, lane): (Scheduled, usize),
         permit: Option<OwnedSemaphorePermit>,
         handle: Option<&tokio::runtime::Handle>,
     ) {
         while tasks.try_join_next().is_some() {}
         let task_ctx = self.ctx.clone_for_task();
+        let lanes = self.lanes.clone();
         let (stop, deadline) = (self.stop.clone(), self.deadline);
         let request = async move {
             if prompts[0].1.session.is_some() {
@@ -286,13 +312,16 @@ impl<E: Executor, F: PromptFeed> Pacer<E, F> {
                         || task_ctx.abort.is_cancelled()
                         || deadline.is_some_and(|d| Instant::now() >= d)
                 };
-                run_session(&task_ctx, prompts, Some(arrival), &stopped, &stop).await;
+                let unreached =
+                    run_session(&task_ctx, prompts, Some(arrival), &stopped, &stop).await;
+                lanes.settle(lane, unreached);
                 drop(permit);
                 return;
             }
             let (request_index, prompt) = prompts.swap_remove(0);
             let mut record = task_ctx.send(request_index, prompt).await;
             drop(permit);
+            lanes.settle(lane, record.unreached().is_some());
             arrival.stamp(&mut record);
             task_ctx.deliver(record);
         };

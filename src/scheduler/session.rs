@@ -12,30 +12,30 @@ use crate::workload::{ChatMessage, Prompt, PromptInput};
 /// its history would no longer be what a user saw; so does the window's bound.
 ///
 /// `arrival`: an open loop's arrival of the session, which its first turn's send lag is
-/// measured against.
+/// measured against. True when the session ended on a turn that reached no server.
 pub(super) async fn run_session<E: Executor, F: PromptFeed>(
     ctx: &WindowContext<E, F>,
     turns: Vec<(u64, Prompt)>,
     arrival: Option<super::open::Scheduled>,
     stopped: &impl Fn() -> bool,
     stop: &CancellationToken,
-) {
+) -> bool {
     let mut history: Vec<ChatMessage> = Vec::new();
     for (k, (index, mut prompt)) in turns.into_iter().enumerate() {
         let think = prompt.session.map(|s| s.think).unwrap_or_default();
         if k > 0 && !think.is_zero() {
             tokio::select! {
                 () = tokio::time::sleep(think) => {}
-                () = stop.cancelled() => return,
-                () = ctx.abort.cancelled() => return,
+                () = stop.cancelled() => return false,
+                () = ctx.abort.cancelled() => return false,
             }
         }
         if k > 0 && stopped() {
-            return;
+            return false;
         }
         let PromptInput::Messages(planned) = &prompt.input else {
             // Sessions need chat messages; `validate` refuses other targets.
-            return;
+            return false;
         };
         let new = turn_messages(planned, history.last());
         let mut messages = history.clone();
@@ -46,13 +46,15 @@ pub(super) async fn run_session<E: Executor, F: PromptFeed>(
             arrival.stamp(&mut record);
         }
         let failed = !record.is_ok();
+        let unreached = record.unreached().is_some();
         ctx.deliver(record);
         if failed {
-            return;
+            return unreached;
         }
         history.extend(new);
         history.push(reply);
     }
+    false
 }
 
 /// The messages a turn adds to the history. A turn plans a user message and, with tools, a

@@ -68,6 +68,7 @@ fn spec(load: Load, duration_ms: Option<u64>, requests: Option<u64>) -> WindowSp
         drain_timeout: Duration::from_secs(30),
         seed: 1,
         precise_pacing: false,
+        on_down: crate::plan::DownPolicy::Fail,
     }
 }
 
@@ -361,4 +362,162 @@ async fn closed_loop_request_i_gets_prompt_i_and_takes_no_more_than_it_sends() {
     }
     // The next window (a warmup's measured window) starts at prompt 100.
     assert_eq!(feed.taken.load(Ordering::SeqCst), 100);
+}
+
+/// Refuses every connection (at once) until `up_after`, then answers after 10 ms; counts
+/// the attempts made while down.
+struct FlakyServer {
+    origin: Instant,
+    up_after: Option<Duration>,
+    refused: AtomicU64,
+}
+
+impl FlakyServer {
+    fn new(up_after: Option<Duration>) -> Arc<Self> {
+        Arc::new(FlakyServer {
+            origin: Instant::now(),
+            up_after,
+            refused: AtomicU64::new(0),
+        })
+    }
+}
+
+impl Executor for FlakyServer {
+    async fn execute(&self, index: u64, _prompt: Prompt, origin: StdInstant) -> RequestRecord {
+        let start = Instant::now().into_std();
+        let up = self.up_after.is_some_and(|t| self.origin.elapsed() >= t);
+        let error = if up {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+            None
+        } else {
+            self.refused.fetch_add(1, Ordering::SeqCst);
+            Some(RequestError {
+                unreached: Some(crate::client::Unreached::Refused),
+                ..RequestError::new(ErrorKind::Connect, None, "connection refused")
+            })
+        };
+        RequestRecord {
+            request_index: index,
+            start_offset_ms: start.saturating_duration_since(origin).as_secs_f64() * 1e3,
+            error,
+            ..RequestRecord::default()
+        }
+    }
+}
+
+fn with_policy(spec: WindowSpec, on_down: crate::plan::DownPolicy) -> WindowSpec {
+    WindowSpec { on_down, ..spec }
+}
+
+async fn run_flaky(
+    spec: &WindowSpec,
+    server: Arc<FlakyServer>,
+) -> (WindowOutcome, Vec<RequestRecord>) {
+    let (tx, mut rx) = mpsc::unbounded_channel();
+    let outcome = run_window(
+        spec,
+        server,
+        Arc::new(FixedPrompts),
+        tx,
+        Arc::new(LiveCounters::default()),
+        &Stops::default(),
+    )
+    .await;
+    let mut records = Vec::new();
+    while let Ok(record) = rx.try_recv() {
+        records.push(record);
+    }
+    (outcome, records)
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_dead_target_ends_a_closed_loop_after_two_seconds_with_few_attempts() {
+    let server = FlakyServer::new(None);
+    let spec = spec(Load::Closed { concurrency: 4 }, Some(8_000), None);
+    let (outcome, records) = run_flaky(&spec, server.clone()).await;
+    let down = outcome.target_down.expect("the target is down");
+    assert_eq!(down.describe(), "target down at 0.0 s (connection refused)");
+    // Four workers backing off 10 ms doubling to 1 s: a few dozen attempts, not thousands.
+    let attempts = server.refused.load(Ordering::SeqCst);
+    assert!((12..=60).contains(&attempts), "{attempts} attempts");
+    assert_eq!(records.len() as u64, attempts);
+    assert_eq!(outcome.started, attempts);
+    let last = records
+        .iter()
+        .map(|r| r.start_offset_ms)
+        .fold(0.0, f64::max);
+    assert!(
+        (2_000.0..3_200.0).contains(&last),
+        "last attempt at {last} ms"
+    );
+    assert!(!outcome.interrupted);
+}
+
+#[tokio::test(start_paused = true)]
+async fn continue_keeps_a_closed_loop_to_about_one_attempt_a_second_per_worker() {
+    let server = FlakyServer::new(None);
+    let spec = with_policy(
+        spec(Load::Closed { concurrency: 2 }, Some(10_000), None),
+        crate::plan::DownPolicy::Continue,
+    );
+    let (outcome, records) = run_flaky(&spec, server.clone()).await;
+    assert!(outcome.target_down.is_none());
+    assert_eq!(outcome.outages.len(), 1);
+    assert_eq!(outcome.outages[0].until_s, None);
+    // Per worker: 8 growing waits in the first ~1.3 s, then at most two a second.
+    let attempts = records.len();
+    assert!((16..=2 * 30).contains(&attempts), "{attempts} attempts");
+}
+
+#[tokio::test(start_paused = true)]
+async fn wait_resumes_when_the_target_answers_and_records_the_outage() {
+    let server = FlakyServer::new(Some(Duration::from_secs(4)));
+    let spec = with_policy(
+        spec(Load::Closed { concurrency: 4 }, Some(6_000), None),
+        crate::plan::DownPolicy::Wait(Duration::from_secs(10)),
+    );
+    let (outcome, records) = run_flaky(&spec, server.clone()).await;
+    assert!(outcome.target_down.is_none());
+    let spell = &outcome.outages[0];
+    let until = spell.until_s.expect("it answered again");
+    assert!((4.0..5.2).contains(&until), "answered at {until} s");
+    assert!(spell.down_at_s >= 2.0);
+    // After the answer all four workers send again: 10 ms requests for about a second.
+    let after = records.iter().filter(|r| r.is_ok()).count();
+    assert!(after > 200, "{after} requests after the outage");
+}
+
+#[tokio::test(start_paused = true)]
+async fn wait_fails_once_wait_up_to_passes() {
+    let server = FlakyServer::new(None);
+    let spec = with_policy(
+        spec(Load::Closed { concurrency: 4 }, Some(30_000), None),
+        crate::plan::DownPolicy::Wait(Duration::from_secs(3)),
+    );
+    let (outcome, _) = run_flaky(&spec, server).await;
+    let down = outcome.target_down.expect("gave up");
+    assert!(
+        down.describe()
+            .ends_with("(connection refused, no answer within 3s)")
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_open_loop_withholds_arrivals_while_every_lane_backs_off() {
+    let server = FlakyServer::new(None);
+    let load = Load::Open {
+        rps: 100.0,
+        arrival: Arrival::Constant,
+        burstiness: None,
+        max_concurrency: Some(2),
+    };
+    let spec = with_policy(
+        spec(load, Some(5_000), None),
+        crate::plan::DownPolicy::Continue,
+    );
+    let (outcome, records) = run_flaky(&spec, server.clone()).await;
+    // Sent = records; the rest of the 500 arrivals were withheld, not sent.
+    assert_eq!(outcome.started, records.len() as u64);
+    assert_eq!(outcome.started + outcome.withheld, 500);
+    assert!(outcome.withheld > 400, "{} withheld", outcome.withheld);
 }

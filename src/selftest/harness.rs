@@ -182,6 +182,8 @@ pub(super) async fn window_with_feed<F: PromptFeed>(
         drain_timeout: Duration::from_secs(30),
         seed: 7,
         precise_pacing: true,
+        // The selftest's own server: every request is measured, none backed off from.
+        on_down: crate::plan::DownPolicy::Continue,
     };
     let (tx, mut rx) = mpsc::unbounded_channel();
     let collector = tokio::spawn(async move {

@@ -60,6 +60,7 @@ mod shard;
 mod significance;
 mod sim;
 mod surface;
+mod target_down;
 mod tools;
 mod trace_context;
 mod twins;

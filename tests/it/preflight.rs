@@ -105,3 +105,44 @@ async fn a_rerun_of_a_report_with_redacted_headers_asks_for_them() {
     assert!(supplied.status.success(), "{supplied:?}");
     assert_eq!(sim.stats().requests_total, sent + 2);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_named_model_with_nothing_listening_stops_before_any_request_and_records_nothing() {
+    // A port nothing listens on: bound, then let go.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let dir = tempfile::tempdir().unwrap();
+    let plan = dir.path().join("plan.yaml");
+    std::fs::write(
+        &plan,
+        format!(
+            "version: 1\nname: nobody\ntargets:\n  t: {{base_url: http://127.0.0.1:{port}/v1, model: m}}\nworkloads:\n  w: {{input_tokens: 32, output_tokens: 2}}\ndefaults: {{target: t, workload: w}}\nphases:\n  - {{name: one, concurrency: 4, duration: 2s, warmup: {{duration: 1s}}}}\n"
+        ),
+    )
+    .unwrap();
+    let history = dir.path().join("history.sqlite");
+    let output = tokio::process::Command::new(env!("CARGO_BIN_EXE_servebench"))
+        .args(["run", "--quiet", "--no-calibrate", "--output"])
+        .arg(dir.path().join("out"))
+        .arg("--history")
+        .arg(&history)
+        .arg(&plan)
+        .output()
+        .await
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(3), "{stderr}");
+    assert!(
+        stderr.contains(&format!(
+            "connection refused — is the server running at http://127.0.0.1:{port}?"
+        )),
+        "{stderr}"
+    );
+    // No warmup, no phase: nothing measured, no report, nothing recorded.
+    assert!(!dir.path().join("out/report.json").exists());
+    assert!(!dir.path().join("out/journal.jsonl").exists());
+    assert!(!history.exists(), "{stderr}");
+}

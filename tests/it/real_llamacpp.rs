@@ -511,3 +511,66 @@ async fn responses_plan_against_llamacpp_has_no_errors() {
 async fn messages_plan_against_llamacpp_has_no_errors() {
     typed_events_plan_against_llamacpp("plans/messages.yaml", "messages", false).await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn llamacpp_killed_mid_phase_ends_the_phase_as_target_down() {
+    let Some(engines) = RealEngines::find("llama.cpp (xllamacpp) with SmolLM2-135M") else {
+        return;
+    };
+    let _exclusive = crate::common::exclusive_run().await;
+    // A server of its own: this test kills it.
+    let mut server = LlamaServer::start(&engines, CTX_PER_SLOT).await;
+    let dir = tempfile::tempdir().unwrap();
+    let plan = dir.path().join("down.yaml");
+    std::fs::write(
+        &plan,
+        format!(
+            "version: 1\nname: llama-down\nseed: 5\ntargets:\n  llama: {{base_url: {}}}\n\
+             workloads:\n  w: {{input_tokens: 32, output_tokens: {OUTPUT_TOKENS}, ignore_eos: true}}\n\
+             phases:\n  - {{name: c4, target: llama, workload: w, concurrency: 4, duration: 60s}}\n",
+            server.base_url()
+        ),
+    )
+    .unwrap();
+    let out = dir.path().join("out");
+    let running = tokio::spawn(run(crate::common::quiet_run_options(plan, &out)));
+    // Killed once a few measured requests are in the journal (whole lines only: one may be
+    // half written).
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(180);
+    let measured = || {
+        let text = std::fs::read_to_string(out.join("journal.jsonl")).unwrap_or_default();
+        text.lines()
+            .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+            .filter(|l| l["window"] == "measured" && l["request_id"].is_string())
+            .count()
+    };
+    while measured() < 8 {
+        assert!(std::time::Instant::now() < deadline, "no requests in 180 s");
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    server.kill();
+    let outcome = tokio::time::timeout(std::time::Duration::from_secs(60), running)
+        .await
+        .expect("the run ends well before its 60 s phase")
+        .unwrap()
+        .expect("a partial report");
+    let why = outcome.target_down.expect("the target went down");
+    assert!(why.starts_with("target down at "), "{why}");
+    let report = read_report(&out);
+    assert_eq!(report["span"]["partial"], true, "{report}");
+    let phase = &report["phases"][0];
+    assert_eq!(phase["partial"], true);
+    assert_eq!(phase["target_down"].as_str(), Some(why.as_str()));
+    let timings = phase["request_timings"].as_array().expect("records");
+    let failed = timings.iter().filter(|r| r["error"].is_object()).count();
+    assert!(
+        (1..=100).contains(&failed),
+        "{failed} attempts after the kill"
+    );
+    let last = timings
+        .iter()
+        .filter_map(|r| r["start_offset_ms"].as_f64())
+        .fold(0.0, f64::max);
+    assert!(last < 55_000.0, "requests went on until {last} ms");
+    crate::common::assert_valid_report(&report);
+}

@@ -350,6 +350,14 @@ impl ChildProcess {
     }
 }
 
+impl ChildProcess {
+    /// SIGKILL, and reap it: a server that dies with no chance to close its connections.
+    pub fn kill(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
 impl Drop for ChildProcess {
     fn drop(&mut self) {
         let _ = self.child.kill();
@@ -368,7 +376,7 @@ impl Drop for ChildProcess {
 
 /// llama.cpp's HTTP server with SmolLM2-135M-Instruct, sized for a 2-core machine.
 pub struct LlamaServer {
-    _process: ChildProcess,
+    process: ChildProcess,
     /// `http://127.0.0.1:PORT`
     pub root: String,
 }
@@ -400,14 +408,16 @@ impl LlamaServer {
         let mut process = ChildProcess::spawn("llama-server", command, true);
         let root = process.listening_root().await;
         process.wait_healthy(&format!("{root}/health")).await;
-        LlamaServer {
-            _process: process,
-            root,
-        }
+        LlamaServer { process, root }
     }
 
     pub fn base_url(&self) -> String {
         format!("{}/v1", self.root)
+    }
+
+    /// Kill the server with SIGKILL (a crash, mid-request).
+    pub fn kill(&mut self) {
+        self.process.kill();
     }
 }
 

@@ -97,8 +97,31 @@ async fn a_password_in_base_url_leaks_from_no_run_that_fails_to_connect() {
     let out = dir.path().join("out");
     let out_arg = out.display().to_string();
     let run = servebench(&["run", "--output", &out_arg], &plan).await;
+    // The check before the first phase stops it: nothing sent, no report, no secret.
+    assert_eq!(run.status.code(), Some(3), "{run:?}");
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert!(stderr.contains("connection refused"), "{stderr}");
+    assert!(!out.join("report.json").exists());
+    for text in [&run.stdout, &run.stderr].map(|b| String::from_utf8_lossy(b)) {
+        assert!(!text.contains("SENTINEL"), "the password leaked: {text}");
+    }
+
+    // A server that accepts and resets every request: each record's error names the URL.
+    let resets: servebench::sim::SimConfig = serde_json::from_value(serde_json::json!({
+        "faults": [{"kind": "reset_before_headers", "probability": 1.0}]
+    }))
+    .unwrap();
+    let (addr, sim) = servebench::sim::serve(resets).await.unwrap();
+    let plan = write_plan(
+        dir.path(),
+        &format!("http://bench:{SENTINEL_PASS}@{addr}/v1"),
+    );
+    let out = dir.path().join("reset");
+    let out_arg = out.display().to_string();
+    let run = servebench(&["run", "--output", &out_arg], &plan).await;
     let report: Report =
         serde_json::from_str(&std::fs::read_to_string(out.join("report.json")).unwrap()).unwrap();
     assert_eq!(report.phases[0].summary.errors, 3, "{run:?}");
     assert_no_sentinel(&out, &[&run]);
+    sim.shutdown().await;
 }

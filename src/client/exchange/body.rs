@@ -156,6 +156,7 @@ impl Client {
                 status: Some(status.as_u16()),
                 message: stream::error_message(&bytes),
                 body: Some(self.redactor.bytes(bytes)),
+                unreached: None,
             };
             return (Err(failure), true);
         }

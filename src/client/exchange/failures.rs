@@ -55,6 +55,7 @@ impl Client {
             message,
             // An empty body that did not end in time is unknown, not empty.
             body: (ended || !bytes.is_empty()).then_some(bytes),
+            unreached: None,
         }
     }
 
@@ -87,6 +88,7 @@ impl Client {
             status: Some(status.as_u16()),
             message,
             body: is_error.then_some(bytes),
+            unreached: None,
         }
     }
 
@@ -117,6 +119,7 @@ impl Client {
                 .map(|b| self.redactor.text(error_body::kept_body(b))),
             code: server.code.map(|c| self.redactor.text(c)),
             error_type: server.error_type.map(|t| self.redactor.text(t)),
+            unreached: failure.unreached,
         }
     }
 }

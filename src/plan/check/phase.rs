@@ -216,6 +216,9 @@ fn check_phase(plan: &Plan, p: &str, phase: &Phase, issues: &mut Vec<Issue>) {
     if let Some(t) = &phase.tolerance {
         check_tolerance(&format!("{p}/tolerance"), t, issues);
     }
+    if let Some(on) = &phase.on_target_down {
+        on.check(p, issues);
+    }
     if phase.tags.iter().any(|t| t.trim().is_empty()) {
         issues.push(Issue::new(format!("{p}/tags"), "tags must not be empty"));
     }

@@ -428,6 +428,9 @@ pub struct PhaseDefaults {
     pub drain_timeout: Option<HumanDuration>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tolerance: Option<Tolerance>,
+    /// What a phase does when its target goes down (default `then: fail`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub on_target_down: Option<super::target_down::OnTargetDown>,
     /// Actions run before the phase starts.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub before: Vec<super::hooks::Hook>,
@@ -458,6 +461,10 @@ pub struct Phase {
     /// a phase whose every request failed does not then fail the run.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub expect_errors: bool,
+    /// What the phase does when its target goes down: `then: fail` (default; `continue`
+    /// with `expect_errors`), `wait` (up to `wait_up_to`) or `continue`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub on_target_down: Option<super::target_down::OnTargetDown>,
     /// Name of the target this phase runs against (from `targets`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub target: Option<String>,

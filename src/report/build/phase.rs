@@ -56,6 +56,15 @@ pub struct PhaseFacts {
     pub connections_warmed: u64,
     /// A capacity-search probe: what it was judged against.
     pub probe: Option<ProbeSpec>,
+    /// Set when the window ended because its target went down, in words.
+    #[serde(default)]
+    pub target_down: Option<String>,
+    /// Each spell the target was down during the measured window.
+    #[serde(default)]
+    pub outages: Vec<crate::report::model::TargetOutage>,
+    /// Open-loop arrivals withheld while the target could not be reached.
+    #[serde(default)]
+    pub withheld: u64,
 }
 
 /// How a phase's figures are computed, and what they are compared with.
@@ -190,7 +199,7 @@ pub fn phase_result(facts: PhaseFacts, measured: Measured, figures: Figures<'_>)
         .rate_rps
         .and_then(|rps| tally.achieved_rate.map(|r| r / rps));
     let probe = facts.probe.as_ref().map(|spec| {
-        probe::judge(
+        let mut outcome = probe::judge(
             spec,
             &tally.summary,
             &records,
@@ -199,13 +208,22 @@ pub fn phase_result(facts: PhaseFacts, measured: Measured, figures: Figures<'_>)
                 trust: client_trust.as_ref(),
                 achieved_rate_ratio,
             },
-        )
+        );
+        // A target that went down says nothing about the load it was probed at.
+        if facts.target_down.is_some() {
+            outcome.verdict = crate::metrics::verdict::Verdict::Indeterminate;
+            outcome.passed = false;
+        }
+        outcome
     });
     PhaseResult {
         header: facts.header,
         achieved_rate_ratio,
         end_offset_seconds,
         partial: facts.partial,
+        target_down: facts.target_down,
+        outages: facts.outages,
+        withheld: facts.withheld,
         prompt_tokens: tally.prompt.check(facts.prompt_tolerance),
         sessions: tally.sessions,
         models: tally.models,

@@ -4,6 +4,7 @@
 pub mod endpoints;
 pub mod figure_path;
 mod hooks;
+mod outage;
 pub mod provenance;
 mod report;
 pub mod schema;
@@ -12,6 +13,7 @@ mod server_window;
 
 pub use endpoints::EndpointFacts;
 pub use hooks::{HookOutcome, HookStatus, HookWhen};
+pub use outage::TargetOutage;
 pub use provenance::{Provenance, RepositoryState, SaltUsed, ServerIdentity};
 pub use report::*;
 pub use search::*;

@@ -187,8 +187,20 @@ pub struct PhaseResult {
     #[serde(flatten)]
     pub header: PhaseHeader,
     pub end_offset_seconds: f64,
-    /// True when this phase was cut short (interrupt or fatal error).
+    /// True when this phase was cut short (interrupt, target down or fatal error).
     pub partial: bool,
+    /// Why the phase ended before its bound when its target went down:
+    /// `target down at 3.1 s (connection refused)`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target_down: Option<String>,
+    /// Every spell the target was down during the measured window, and when it answered
+    /// again.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub outages: Vec<super::TargetOutage>,
+    /// Open-loop arrivals not sent while the target could not be reached (backoff, or a
+    /// down target's one probe at a time): neither requests nor records.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub withheld: u64,
     #[serde(flatten)]
     pub summary: PhaseSummary,
     /// Outcomes of the phase's `before` and `after` actions, in the order they ran.
@@ -601,4 +613,8 @@ pub struct ShardPhaseFacts {
     pub late_ms: Option<f64>,
     /// The shard's own scrape of the server's metrics around its phase.
     pub server_metrics: Option<ServerMetrics>,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }

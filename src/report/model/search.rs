@@ -140,6 +140,8 @@ pub enum SearchStop {
     Indeterminate { at: f64 },
     /// A probe was client-bound twice at load `at`: its latencies measure the client.
     ClientBound { at: f64 },
+    /// The target went down during the probe at load `at`: the run stopped there.
+    TargetDown { at: f64 },
 }
 
 impl SearchStop {
@@ -172,6 +174,9 @@ impl SearchStop {
             SearchStop::ClientBound { at: load } => {
                 format!("stopped: client-bound at {}", at(load))
             }
+            SearchStop::TargetDown { at: load } => {
+                format!("stopped: target down at {}", at(load))
+            }
         }
     }
 
@@ -192,6 +197,8 @@ impl SearchStop {
             _ => {
                 if let Some(rest) = text.strip_prefix("stopped: indeterminate at ") {
                     SearchStop::Indeterminate { at: load(rest)? }
+                } else if let Some(rest) = text.strip_prefix("stopped: target down at ") {
+                    SearchStop::TargetDown { at: load(rest)? }
                 } else {
                     let rest = text.strip_prefix("stopped: client-bound at ")?;
                     SearchStop::ClientBound { at: load(rest)? }
@@ -242,6 +249,7 @@ mod tests {
             SearchStop::Interrupted,
             SearchStop::Indeterminate { at: 12.5 },
             SearchStop::ClientBound { at: 16.0 },
+            SearchStop::TargetDown { at: 4.0 },
         ];
         for stop in every {
             for kind in [SearchLoad::Rate, SearchLoad::Concurrency] {
@@ -265,5 +273,9 @@ mod tests {
         );
         assert!(SearchStop::ClientBound { at: 1.0 }.is_inconclusive());
         assert!(!SearchStop::MaxMet.is_inconclusive());
+        assert_eq!(
+            SearchStop::TargetDown { at: 4.0 }.describe(SearchLoad::Concurrency),
+            "stopped: target down at concurrency 4"
+        );
     }
 }

@@ -69,6 +69,18 @@ pub fn header_facts(report: &Report) -> Vec<(String, FactValue)> {
         (false, _) => "complete".to_string(),
     };
     facts.push(text("Status", status));
+    let outages: Vec<String> = report
+        .phases
+        .iter()
+        .flat_map(|p| {
+            p.outages
+                .iter()
+                .map(move |o| format!("phase `{}`: target {}", p.header.phase, o.describe()))
+        })
+        .collect();
+    if !outages.is_empty() {
+        facts.push(("Target outages".to_string(), FactValue::List(outages)));
+    }
     if let Some(client) = client_fact(report) {
         facts.push(text("Client", client));
     }

@@ -187,6 +187,9 @@ fn phase(spec: &PhaseSpec, index: usize, slow: f64) -> PhaseResult {
     let start = index as f64 * 70.0;
     PhaseResult {
         hooks: Vec::new(),
+        target_down: None,
+        outages: Vec::new(),
+        withheld: 0,
         header: PhaseHeader {
             phase: spec.name.to_string(),
             work_sha256: None,

@@ -46,6 +46,9 @@ fn phase(
 ) -> PhaseResult {
     PhaseResult {
         hooks: Vec::new(),
+        target_down: None,
+        outages: Vec::new(),
+        withheld: 0,
         header: PhaseHeader {
             phase: name.to_string(),
             work_sha256: None,

@@ -180,6 +180,7 @@ fn report_of(
             report_path: Some(path),
             report: Some(report),
             interrupted: false,
+            target_down: None,
         }) => (path, report),
         Ok(other) => panic!("the run did not finish: {other:?}"),
         Err(e) => panic!("the run failed: {e}"),
