@@ -556,21 +556,26 @@ async fn llamacpp_killed_mid_phase_ends_the_phase_as_target_down() {
         .expect("a partial report");
     let why = outcome.target_down.expect("the target went down");
     assert!(why.starts_with("target down at "), "{why}");
-    let report = read_report(&out);
-    assert_eq!(report["span"]["partial"], true, "{report}");
-    let phase = &report["phases"][0];
-    assert_eq!(phase["partial"], true);
-    assert_eq!(phase["target_down"].as_str(), Some(why.as_str()));
-    let timings = phase["request_timings"].as_array().expect("records");
-    let failed = timings.iter().filter(|r| r["error"].is_object()).count();
+    let value = read_report(&out);
+    crate::common::assert_valid_report(&value);
+    let report: servebench::report::Report = serde_json::from_value(value).unwrap();
+    assert!(report.span.partial);
+    let phase = &report.phases[0];
+    assert!(phase.partial);
+    assert_eq!(phase.target_down.as_deref(), Some(why.as_str()));
+    let failed = phase
+        .request_timings
+        .iter()
+        .filter(|r| r.error.is_some())
+        .count();
     assert!(
         (1..=100).contains(&failed),
         "{failed} attempts after the kill"
     );
-    let last = timings
+    let last = phase
+        .request_timings
         .iter()
-        .filter_map(|r| r["start_offset_ms"].as_f64())
+        .map(|r| r.start_offset_ms)
         .fold(0.0, f64::max);
     assert!(last < 55_000.0, "requests went on until {last} ms");
-    crate::common::assert_valid_report(&report);
 }
