@@ -2,6 +2,8 @@
 //! Doubling from `min` until a probe fails (or `max` passes), then geometric bisection of
 //! the bracket until it is within `precision`. Pure; the runner runs the probes.
 
+use std::time::Duration;
+
 use crate::metrics::verdict::Verdict;
 use crate::plan::{Search, SearchLoad};
 
@@ -27,7 +29,8 @@ pub enum StopReason {
 #[derive(Debug, Clone)]
 pub struct Course {
     kind: SearchLoad,
-    min: f64,
+    /// The first load: `min`, or a rate search's lowest decidable rate above it.
+    first: f64,
     max: f64,
     precision: f64,
     budget: u32,
@@ -43,14 +46,14 @@ impl Course {
     pub fn new(search: &Search) -> Self {
         Course {
             kind: search.load,
-            min: search.min,
+            first: search.first_load(),
             max: search.max,
             precision: search.precision.0,
             budget: search.worst_case_probes(),
             probes: 0,
             passed: None,
             failed: None,
-            next: Ok(search.min),
+            next: Ok(search.first_load()),
         }
     }
 
@@ -79,7 +82,7 @@ impl Course {
             (Some(p), None) if p >= self.max => Err(StopReason::MaxMet),
             (Some(p), None) => Ok(self.round((p * 2.0).min(self.max))),
             (Some(lo), Some(hi)) => self.bisect(lo, hi),
-            (None, None) => Ok(self.min),
+            (None, None) => Ok(self.first),
         };
     }
 
@@ -106,6 +109,19 @@ impl Course {
             SearchLoad::Rate => v,
         }
     }
+}
+
+/// How long to run again a probe that ran `ran` and held `effective` of the `needed`
+/// samples: long enough to hold them with a quarter to spare, in whole seconds, up to the
+/// search's longest probe; `None` when it already ran that long.
+pub fn longer_probe(search: &Search, ran: Duration, effective: f64, needed: u64) -> Option<Duration> {
+    let longest = search.longest_probe();
+    if ran >= longest {
+        return None;
+    }
+    let scale = (needed as f64 / effective.max(1.0) * 1.25).max(1.25);
+    let wanted = Duration::from_secs(ran.mul_f64(scale).as_secs_f64().ceil() as u64);
+    Some(wanted.min(longest))
 }
 
 #[cfg(test)]
