@@ -83,16 +83,22 @@ impl Search {
     /// Why the first probe is above `min`, when it is: `started at 5 req/s: below it a 20s
     /// probe holds fewer than the 99 samples a p95 needs`.
     pub fn start_note(&self) -> Option<String> {
+        let (first, why) = self.start_reason()?;
+        Some(format!("started at {} req/s: {why}", number(first)))
+    }
+
+    /// The first load when it is above `min`, and why.
+    pub fn start_reason(&self) -> Option<(f64, String)> {
         let need = self.largest_need()?;
         let first = self.first_load();
         (first > self.min).then(|| {
-            format!(
-                "started at {} req/s: below it a {} probe holds fewer than the {} samples {} needs",
-                number(first),
+            let why = format!(
+                "below it a {} probe holds fewer than the {} samples {} needs",
                 humantime::format_duration(self.longest_probe()),
                 need.samples,
                 need.what()
-            )
+            );
+            (first, why)
         })
     }
 

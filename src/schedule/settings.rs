@@ -120,7 +120,9 @@ impl PhaseSettings<'_> {
             } else {
                 format!(" ({})", needs.join(", "))
             };
-            let start = s.start_note().map_or(String::new(), |note| format!("; {note}"));
+            let start = s.start_reason().map_or(String::new(), |(first, why)| {
+                format!("; first probe at {first} req/s: {why}")
+            });
             return format!(
                 "capacity search over {kind} {}–{}, precision {}%, at most {} probes of {}{needs}{start}",
                 s.min,

@@ -59,8 +59,8 @@ pub fn searches(report: &Report) -> Table {
     t
 }
 
-/// A line per search that could not answer or that ran a client-bound probe, so the section
-/// itself says what the trust section knows.
+/// A line per search that started above its `min`, could not answer or ran a client-bound
+/// probe, so the section itself says what the probes and the trust section know.
 pub fn notes(report: &Report) -> Vec<String> {
     let mut notes = Vec::new();
     for s in &report.searches {
@@ -78,6 +78,9 @@ pub fn notes(report: &Report) -> Vec<String> {
                 .collect::<Vec<_>>()
                 .join(", ")
         };
+        if let Some(start) = &s.start {
+            notes.push(format!("Search `{}` {start}.", s.phase));
+        }
         match (s.lower_bound, s.capacity) {
             (true, Some(c)) => notes.push(format!(
                 "Search `{}` {}: its capacity {} is only a lower bound, not an answer.",
