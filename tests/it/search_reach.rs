@@ -64,7 +64,7 @@ async fn a_p95_rate_search_starts_where_a_probe_can_decide_and_brackets_the_knee
     if let Some(SearchStop::Indeterminate { at }) = search.stop() {
         assert!(lo < at && at < hi, "undecided outside the bracket: {search:#?}");
     }
-    let md = std::fs::read_to_string(dir.path().join("report.md")).unwrap();
+    let md = std::fs::read_to_string(dir.path().join("out/report.md")).unwrap();
     assert!(md.contains("started at 5 req/s"), "{md}");
 }
 
@@ -162,12 +162,15 @@ async fn an_under_sampled_concurrency_probe_runs_again_longer_up_to_max_duration
         return;
     }
     let search = &report.searches[0];
-    // A client-bound probe runs again at the same load with the same duration: only the
-    // trusted ones tell the lengthening.
+    // A client-bound probe that did not decide runs again at the same load with the same
+    // duration: only the probes that could decide tell the lengthening.
     let outcomes: Vec<(f64, Verdict, u64, f64)> = report
         .phases
         .iter()
-        .filter(|p| p.client_trust.as_ref().is_none_or(|t| t.is_trusted()))
+        .filter(|p| {
+            p.client_trust.as_ref().is_none_or(|t| t.is_trusted())
+                || p.probe.as_ref().is_some_and(|o| o.holds_despite_client())
+        })
         .map(|p| {
             let probe = p.probe.as_ref().unwrap();
             let samples = probe.objectives[0].bounds.unwrap().samples;
