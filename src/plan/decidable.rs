@@ -65,7 +65,9 @@ impl Search {
         self.probe
             .until
             .as_ref()
-            .map_or(self.probe.duration.0, |u| u.max_duration.0.max(self.probe.duration.0))
+            .map_or(self.probe.duration.0, |u| {
+                u.max_duration.0.max(self.probe.duration.0)
+            })
     }
 
     /// The first load probed: `min`, or for a rate search the lowest whole rate at which
@@ -106,7 +108,10 @@ impl Search {
     /// samples in it, long enough to hold them, up to the longest probe.
     pub fn probe_duration(&self, load: f64) -> Duration {
         let base = self.probe.duration.0;
-        let Some(need) = self.largest_need().filter(|_| self.load == SearchLoad::Rate) else {
+        let Some(need) = self
+            .largest_need()
+            .filter(|_| self.load == SearchLoad::Rate)
+        else {
             return base;
         };
         let wanted = Duration::from_secs_f64((need.samples as f64 / load).ceil());
@@ -133,7 +138,10 @@ pub fn check_decidable(p: &str, s: &Search, issues: &mut Vec<Issue>) {
         } else {
             format!("`duration: {shortest}s`")
         };
-        let mut hint = format!("probes of at least {shortest}s decide it at {} req/s ({key})", number(s.max));
+        let mut hint = format!(
+            "probes of at least {shortest}s decide it at {} req/s ({key})",
+            number(s.max)
+        );
         if let Some((stat, samples)) = lower_percentile(need.objective, holds) {
             hint.push_str(&format!(
                 ", or ask for a {} (it passes from {samples} samples, which {} probes hold from {} req/s)",

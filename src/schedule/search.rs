@@ -114,7 +114,12 @@ impl Course {
 /// How long to run again a probe that ran `ran` and held `effective` of the `needed`
 /// samples: long enough to hold them with a quarter to spare, in whole seconds, up to the
 /// search's longest probe; `None` when it already ran that long.
-pub fn longer_probe(search: &Search, ran: Duration, effective: f64, needed: u64) -> Option<Duration> {
+pub fn longer_probe(
+    search: &Search,
+    ran: Duration,
+    effective: f64,
+    needed: u64,
+) -> Option<Duration> {
     let longest = search.longest_probe();
     if ran >= longest {
         return None;

@@ -38,7 +38,9 @@ async fn a_p95_rate_search_starts_where_a_probe_can_decide_and_brackets_the_knee
     let search = &report.searches[0];
     assert_eq!(
         search.start.as_deref(),
-        Some("started at 5 req/s: below it a 20s probe holds fewer than the 99 samples a p95 needs"),
+        Some(
+            "started at 5 req/s: below it a 20s probe holds fewer than the 99 samples a p95 needs"
+        ),
         "{search:#?}"
     );
     // The first probe is at 5 req/s, holds the 99 samples (5 × 20 s) and decides.
@@ -60,9 +62,15 @@ async fn a_p95_rate_search_starts_where_a_probe_can_decide_and_brackets_the_knee
     }
     let [lo, hi] = search.capacity_interval;
     let (lo, hi) = (lo.expect("a passing end"), hi.expect("a failing end"));
-    assert!(lo <= 14.0 && hi >= 10.0, "[{lo}, {hi}] misses [10, 14]: {search:#?}");
+    assert!(
+        lo <= 14.0 && hi >= 10.0,
+        "[{lo}, {hi}] misses [10, 14]: {search:#?}"
+    );
     if let Some(SearchStop::Indeterminate { at }) = search.stop() {
-        assert!(lo < at && at < hi, "undecided outside the bracket: {search:#?}");
+        assert!(
+            lo < at && at < hi,
+            "undecided outside the bracket: {search:#?}"
+        );
     }
     let md = std::fs::read_to_string(dir.path().join("out/report.md")).unwrap();
     assert!(md.contains("started at 5 req/s"), "{md}");
@@ -178,11 +186,18 @@ async fn an_under_sampled_concurrency_probe_runs_again_longer_up_to_max_duration
         })
         .collect();
     let (load, verdict, samples, elapsed) = outcomes[0];
-    assert_eq!((load, verdict), (1.0, Verdict::Indeterminate), "{outcomes:?}");
+    assert_eq!(
+        (load, verdict),
+        (1.0, Verdict::Indeterminate),
+        "{outcomes:?}"
+    );
     assert!(samples < 99 && elapsed < 1.5, "{outcomes:?}");
     let (load, verdict, samples, elapsed) = outcomes[1];
     assert_eq!((load, verdict), (1.0, Verdict::Pass), "{outcomes:?}");
-    assert!(samples >= 99 && elapsed > 2.0 && elapsed < 9.0, "{outcomes:?}");
+    assert!(
+        samples >= 99 && elapsed > 2.0 && elapsed < 9.0,
+        "{outcomes:?}"
+    );
     assert!(!search.lower_bound, "{search:#?}");
     assert_eq!(search.stop(), Some(SearchStop::MaxMet), "{search:#?}");
     assert_eq!(search.capacity, Some(2.0), "{search:#?}");
