@@ -207,6 +207,35 @@ mod tests {
     }
 
     #[test]
+    fn an_under_sampled_probe_runs_longer_up_to_max_duration() {
+        let secs = std::time::Duration::from_secs;
+        let mut s = search(SearchLoad::Concurrency, 1.0, 8.0, 0.05);
+        // Without `until.max_duration` a probe never runs past its `duration`.
+        assert_eq!(longer_probe(&s, secs(1), 25.0, 99), None);
+        s.probe.until = Some(
+            serde_json::from_str(r#"{"stable": ["ttft.p95"], "within": 0.05, "max_duration": "8s"}"#)
+                .unwrap(),
+        );
+        // 25 of 99 samples in 1 s: 99 / 25 × 1.25 = 4.95 s, in whole seconds.
+        assert_eq!(longer_probe(&s, secs(1), 25.0, 99), Some(secs(5)));
+        assert_eq!(longer_probe(&s, secs(5), 90.0, 99), Some(secs(7)));
+        assert_eq!(longer_probe(&s, secs(1), 0.0, 505), Some(secs(8)));
+        assert_eq!(longer_probe(&s, secs(8), 50.0, 99), None);
+    }
+
+    #[test]
+    fn a_rate_search_starts_where_its_probe_can_decide() {
+        let mut s = search(SearchLoad::Rate, 1.0, 64.0, 0.05);
+        s.slo = serde_json::from_str(r#"{"ttft": {"p95": "400ms"}}"#).unwrap();
+        s.probe.duration = crate::plan::HumanDuration(std::time::Duration::from_secs(20));
+        let (_, _, probed) = find(&s, 12.0);
+        assert_eq!(probed[..3], [5.0, 10.0, 20.0], "{probed:?}");
+        // Found below the first load: the search says `min` failed, not a capacity.
+        let (found, reason, probed) = find(&s, 3.0);
+        assert_eq!((found, reason, probed), (None, StopReason::MinFailed, vec![5.0]));
+    }
+
+    #[test]
     fn an_indeterminate_or_client_bound_probe_ends_the_search_inconclusive() {
         let s = search(SearchLoad::Rate, 1.0, 64.0, 0.05);
         let mut course = Course::new(&s);
