@@ -213,8 +213,10 @@ mod tests {
         // Without `until.max_duration` a probe never runs past its `duration`.
         assert_eq!(longer_probe(&s, secs(1), 25.0, 99), None);
         s.probe.until = Some(
-            serde_json::from_str(r#"{"stable": ["ttft.p95"], "within": 0.05, "max_duration": "8s"}"#)
-                .unwrap(),
+            serde_json::from_str(
+                r#"{"stable": ["ttft.p95"], "within": 0.05, "max_duration": "8s"}"#,
+            )
+            .unwrap(),
         );
         // 25 of 99 samples in 1 s: 99 / 25 × 1.25 = 4.95 s, in whole seconds.
         assert_eq!(longer_probe(&s, secs(1), 25.0, 99), Some(secs(5)));
@@ -232,7 +234,10 @@ mod tests {
         assert_eq!(probed[..3], [5.0, 10.0, 20.0], "{probed:?}");
         // Found below the first load: the search says `min` failed, not a capacity.
         let (found, reason, probed) = find(&s, 3.0);
-        assert_eq!((found, reason, probed), (None, StopReason::MinFailed, vec![5.0]));
+        assert_eq!(
+            (found, reason, probed),
+            (None, StopReason::MinFailed, vec![5.0])
+        );
     }
 
     #[test]
