@@ -128,10 +128,12 @@ impl Phases<'_> {
                 Ok(Some(probed)) => probed,
                 other => return Ok(other),
             };
+            // An interrupted probe is short of samples because it was cut: never rerun it.
             let longer = probed
                 .outcome
                 .as_ref()
                 .filter(|o| o.verdict == Verdict::Indeterminate)
+                .filter(|_| !self.stops.stop_starting.is_cancelled())
                 .and_then(|o| lengthen(search, probed.duration, o));
             let Some((longer, why)) = longer else {
                 return Ok(Ok(Some(probed)));
