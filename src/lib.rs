@@ -17,6 +17,7 @@ pub mod hash;
 pub mod history;
 pub mod metrics;
 pub mod plan;
+pub mod probe_samples;
 pub mod quantile;
 pub mod report;
 pub mod runner;

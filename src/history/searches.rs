@@ -211,6 +211,7 @@ mod tests {
             capacity_interval: interval,
             goodput: None,
             bracket: interval,
+            start: None,
             stop_reason: stop.into(),
             // Read from the text, as from a report written before `stop`.
             stop: None,

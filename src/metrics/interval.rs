@@ -103,14 +103,7 @@ pub fn bound_ranks(n: u64, p: f64, tail: f64) -> (Option<u64>, Option<u64>) {
     ((l > 0).then_some(l), u)
 }
 
-/// The fewest samples whose `p`-quantile has an upper bound with at most `tail` above it:
-/// `p^n ≤ tail`.
-pub fn min_samples_for_upper_bound(p: f64, tail: f64) -> u64 {
-    if !(0.0..1.0).contains(&p) || tail <= 0.0 {
-        return u64::MAX;
-    }
-    (tail.ln() / p.ln()).ceil().max(1.0) as u64
-}
+pub use crate::probe_samples::min_samples_for_upper_bound;
 
 /// The fewest samples with a two-sided interval for the `p`-quantile: both tails bounded
 /// needs `(1−p)^n ≤ 0.025` and `p^n ≤ 0.025`.

@@ -15,12 +15,9 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::interval::{binomial_cdf, bound_ranks, min_samples_for_upper_bound};
+use super::interval::{binomial_cdf, bound_ranks};
 
-/// Chance each side of a verdict's interval may miss, over all of a probe's looks.
-pub const VERDICT_TAIL: f64 = 0.025;
-/// Looks a probe takes at its data: at 1/8, 1/4, 1/2 and all of its duration.
-pub const PROBE_LOOKS: u32 = 4;
+pub use crate::probe_samples::{PROBE_LOOKS, VERDICT_TAIL, look_tail, samples_to_pass};
 
 /// A verdict that says when it could not tell.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
@@ -60,17 +57,6 @@ impl Verdict {
             Verdict::Indeterminate
         }
     }
-}
-
-/// Each side's tail at one of `looks` looks.
-pub fn look_tail(looks: u32) -> f64 {
-    VERDICT_TAIL / f64::from(looks.max(1))
-}
-
-/// The fewest (effective) samples with which a probe can pass a `q`-quantile objective: below
-/// them the quantile has no upper bound at a look's tail.
-pub fn samples_to_pass(q: f64) -> u64 {
-    min_samples_for_upper_bound(q, look_tail(PROBE_LOOKS))
 }
 
 /// How much autocorrelation inflates the variance of `series`' mean, by batch means:

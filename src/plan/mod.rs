@@ -12,6 +12,7 @@
 
 pub mod cancel;
 pub mod check;
+pub mod decidable;
 pub mod diag;
 pub mod expand;
 pub mod fraction;

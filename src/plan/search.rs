@@ -60,10 +60,13 @@ pub enum SearchLoad {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Probe {
+    /// How long a probe runs; a rate search runs a probe longer where this is too short to
+    /// hold the samples its objectives need, up to `until.max_duration`.
     pub duration: HumanDuration,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub warmup: Option<Warmup>,
-    /// End a probe early once its estimates are stable; `max_duration` replaces `duration`.
+    /// End a probe early once its estimates are stable; `max_duration` is the longest a probe
+    /// may run when it needs more samples than `duration` holds.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub until: Option<super::until::Until>,
 }
@@ -80,10 +83,10 @@ impl Search {
         objectives
     }
 
-    /// The most probes the search runs: doubling from `min` to `max`, then bisecting the last
+    /// The most probes the search runs: doubling from the first load to `max`, then bisecting the last
     /// doubling (a ratio of 2) geometrically down to `precision`; capped by `max_probes`.
     pub fn worst_case_probes(&self) -> u32 {
-        let ratio = (self.max / self.min).max(1.0);
+        let ratio = (self.max / self.first_load()).max(1.0);
         let doublings = ratio.log2().ceil().max(0.0) as u32 + 1;
         let halvings = (2f64.ln() / self.precision.0.ln_1p())
             .log2()
@@ -169,4 +172,5 @@ pub fn check_search(p: &str, phase: &Phase, issues: &mut Vec<Issue>) {
     if s.probe.duration.0.is_zero() {
         issues.push(Issue::new(at("probe/duration"), "must be longer than zero"));
     }
+    super::decidable::check_decidable(&format!("{p}/search"), s, issues);
 }

@@ -1,7 +1,8 @@
 //! A capacity-search phase: probes run one after another through the normal phase runner,
 //! each a phase of its own in the report, until the course (`schedule::search`) stops. Each
 //! probe starts from a drained server, and a client-bound probe never decides: it runs once
-//! more, and a second client-bound run ends the search.
+//! more, and a second client-bound run ends the search. A probe that could not decide for
+//! too few samples runs again longer, up to the plan's `until.max_duration`.
 
 use std::time::{Duration, Instant};
 
@@ -9,8 +10,10 @@ use crate::metrics;
 use crate::metrics::verdict::Verdict;
 use crate::plan::Search;
 use crate::report::build::capacity::capacity_interval;
-use crate::report::{PhaseResult, ProbeOutcome, ProbeSpec, Report, SearchResult, SearchStop};
-use crate::schedule::search::{Course, StopReason};
+use crate::report::{
+    PhaseResult, ProbeOutcome, ProbeSpec, Report, SamplesShort, SearchResult, SearchStop,
+};
+use crate::schedule::search::{Course, StopReason, longer_probe};
 use crate::schedule::{PhaseSettings, probe_load};
 
 use super::options::RunError;
@@ -22,6 +25,16 @@ const CLIENT_BOUND_SETTLE: Duration = Duration::from_secs(2);
 /// Longest wait for the server to drain before a probe.
 const DRAIN_WAIT: Duration = Duration::from_secs(60);
 const DRAIN_POLL: Duration = Duration::from_millis(200);
+
+/// One probe's run as the search reads it: its outcome (absent when it ran without one),
+/// goodput, and how long it was planned to run.
+struct Probed {
+    outcome: Option<ProbeOutcome>,
+    goodput: Option<f64>,
+    duration: Duration,
+    /// Why the probe's target went down: the search and the run end there.
+    target_down: Option<String>,
+}
 
 impl Phases<'_> {
     /// Run `phase`'s search; its probes and result go into `report`. The error that stopped
@@ -38,7 +51,10 @@ impl Phases<'_> {
         let mut capacity_goodput = None;
         // The probes at the ends of the bracket, for the capacity's interval.
         let (mut at_pass, mut at_fail): (Option<ProbeOutcome>, Option<ProbeOutcome>) = (None, None);
-        let calibration = report.client_calibration.clone();
+        let start = search.start_note();
+        if let Some(note) = &start {
+            eprintln!("note: search `{}` {note}", phase.name);
+        }
         // Set when a probe's target went down: the search and the run end there.
         let mut down = None;
         let stop = loop {
@@ -49,61 +65,29 @@ impl Phases<'_> {
                 Ok(load) => load,
                 Err(reason) => break search_stop(reason),
             };
-            let mut attempt = 0;
-            let result = loop {
-                attempt += 1;
-                let name = format!("{}/probe-{}", phase.name, probes.len() + 1);
-                let settings = PhaseSettings {
-                    name: &name,
-                    load: probe_load(search.load, load),
-                    ..phase.clone()
-                };
-                self.wait_drained(&settings).await?;
-                let mut ran = match self
-                    .probe(&settings, calibration.as_ref(), run_origin)
-                    .await
-                {
-                    Ok(ran) => ran,
-                    Err(e) => return Ok(Some(e)),
-                };
-                ran.facts.probe = Some(ProbeSpec {
-                    search_phase: phase.name.to_string(),
-                    search: search.clone(),
-                    load,
-                });
-                let result = self.add_phase(report, ran)?;
-                probes.push(name);
-                if let Some(why) = &result.target_down {
-                    down = Some(why.clone());
-                    break None;
-                }
-                if !client_bound(result) {
-                    break Some(result);
-                }
-                if attempt == 2 || self.stops.stop_starting.is_cancelled() {
-                    break None;
-                }
-                eprintln!(
-                    "warning: probe `{}` was client-bound: running it again",
-                    result.header.phase
-                );
-                tokio::time::sleep(CLIENT_BOUND_SETTLE).await;
+            let ran = match self
+                .probe_until_sampled(phase, search, load, &mut probes, report, run_origin)
+                .await?
+            {
+                Ok(ran) => ran,
+                Err(e) => return Ok(Some(e)),
             };
-            let Some(result) = result else {
-                // A target that went down says nothing of this load: never a verdict.
-                if down.is_some() {
-                    break SearchStop::TargetDown { at: load };
-                }
+            let Some(probed) = ran else {
                 course.stop_client_bound(load);
                 continue;
             };
-            let Some(outcome) = result.probe.clone() else {
+            // A target that went down says nothing of this load: never a verdict.
+            if let Some(why) = probed.target_down {
+                down = Some(why);
+                break SearchStop::TargetDown { at: load };
+            }
+            let Some(outcome) = probed.outcome else {
                 continue;
             };
             course.record(load, outcome.verdict);
             match outcome.verdict {
                 Verdict::Pass if course.passed == Some(load) => {
-                    capacity_goodput = goodput(search, result);
+                    capacity_goodput = probed.goodput;
                     at_pass = Some(outcome);
                 }
                 Verdict::Fail if course.failed == Some(load) => at_fail = Some(outcome),
@@ -118,6 +102,7 @@ impl Phases<'_> {
             capacity_interval: capacity_interval(at_pass.as_ref(), at_fail.as_ref()),
             goodput: capacity_goodput,
             bracket: [course.passed, course.failed],
+            start,
             stop_reason: stop.describe(search.load),
             stop: Some(stop),
             probes,
@@ -129,6 +114,102 @@ impl Phases<'_> {
         });
         super::output::write_report(self.out_dir, report).map_err(RunError::Failed)?;
         Ok(down.map(RunError::TargetDown))
+    }
+
+    /// The probe at `load`, run again longer while it could not decide for too few samples
+    /// and the plan's `until.max_duration` allows a longer one. `None` when it was
+    /// client-bound twice; the inner error is the one that stopped the run.
+    async fn probe_until_sampled(
+        &self,
+        phase: &PhaseSettings<'_>,
+        search: &Search,
+        load: f64,
+        probes: &mut Vec<String>,
+        report: &mut Report,
+        run_origin: &mut Option<std::time::Instant>,
+    ) -> Result<Result<Option<Probed>, RunError>, RunError> {
+        let mut duration = search.probe_duration(load);
+        loop {
+            let probed = match self
+                .probe_at(phase, search, (load, duration), probes, report, run_origin)
+                .await?
+            {
+                Ok(Some(probed)) => probed,
+                other => return Ok(other),
+            };
+            // An interrupted probe is short of samples because it was cut: never rerun it.
+            let longer = probed
+                .outcome
+                .as_ref()
+                .filter(|_| probed.target_down.is_none())
+                .filter(|o| o.verdict == Verdict::Indeterminate)
+                .filter(|_| !self.stops.stop_starting.is_cancelled())
+                .and_then(|o| lengthen(search, probed.duration, o));
+            let Some((longer, why)) = longer else {
+                return Ok(Ok(Some(probed)));
+            };
+            eprintln!(
+                "note: probe `{}` {why}: running it again for {}",
+                probes.last().map_or("", String::as_str),
+                humantime::format_duration(longer)
+            );
+            duration = longer;
+        }
+    }
+
+    /// One probe at `load` for `duration`, run once more after a settle when its client was
+    /// the bottleneck. `None` when it was client-bound twice.
+    async fn probe_at(
+        &self,
+        phase: &PhaseSettings<'_>,
+        search: &Search,
+        (load, duration): (f64, Duration),
+        probes: &mut Vec<String>,
+        report: &mut Report,
+        run_origin: &mut Option<std::time::Instant>,
+    ) -> Result<Result<Option<Probed>, RunError>, RunError> {
+        let calibration = report.client_calibration.clone();
+        for attempt in 1..=2 {
+            let name = format!("{}/probe-{}", phase.name, probes.len() + 1);
+            let settings = PhaseSettings {
+                name: &name,
+                load: probe_load(search.load, load),
+                duration: Some(duration),
+                ..phase.clone()
+            };
+            self.wait_drained(&settings).await?;
+            let mut ran = match self
+                .probe(&settings, calibration.as_ref(), run_origin)
+                .await
+            {
+                Ok(ran) => ran,
+                Err(e) => return Ok(Err(e)),
+            };
+            ran.facts.probe = Some(ProbeSpec {
+                search_phase: phase.name.to_string(),
+                search: search.clone(),
+                load,
+            });
+            let result = self.add_phase(report, ran)?;
+            probes.push(name);
+            if result.target_down.is_some() || !client_bound(result) {
+                return Ok(Ok(Some(Probed {
+                    outcome: result.probe.clone(),
+                    goodput: goodput(search, result),
+                    duration,
+                    target_down: result.target_down.clone(),
+                })));
+            }
+            if attempt == 2 || self.stops.stop_starting.is_cancelled() {
+                break;
+            }
+            eprintln!(
+                "warning: probe `{}` was client-bound: running it again",
+                result.header.phase
+            );
+            tokio::time::sleep(CLIENT_BOUND_SETTLE).await;
+        }
+        Ok(Ok(None))
     }
 
     /// Wait until the target's `/metrics` shows no request running or waiting, so a probe
@@ -178,6 +259,29 @@ impl Phases<'_> {
     }
 }
 
+/// How much longer to run a probe that ran `ran` and could not decide for too few samples,
+/// and why; `None` when none of its objectives was short of samples or it ran the longest
+/// the plan allows.
+fn lengthen(search: &Search, ran: Duration, outcome: &ProbeOutcome) -> Option<(Duration, String)> {
+    let (objective, short) = outcome
+        .objectives
+        .iter()
+        .filter(|o| o.verdict == Verdict::Indeterminate)
+        .filter_map(|o| Some((o, o.samples_short()?)))
+        .max_by(|(_, a), (_, b)| {
+            let shortfall = |s: &SamplesShort| s.needed as f64 / s.effective.max(1.0);
+            shortfall(a).total_cmp(&shortfall(b))
+        })?;
+    let longer = longer_probe(search, ran, short.effective, short.needed)?;
+    let why = format!(
+        "held {} effective of the {} samples {} needs",
+        short.effective.floor(),
+        short.needed,
+        objective.objective
+    );
+    Some((longer, why))
+}
+
 /// A client-bound probe, unless its verdict would stand without the client's delay: it
 /// does not decide.
 fn client_bound(result: &PhaseResult) -> bool {
@@ -192,8 +296,6 @@ fn client_bound(result: &PhaseResult) -> bool {
             .is_some_and(|p| p.holds_despite_client())
 }
 
-/// Successful requests per second whose figures are within each objective's largest limit
-/// (goodput as a plan's `slo` counts it).
 /// The course's stop as the report states it.
 fn search_stop(reason: StopReason) -> SearchStop {
     match reason {
@@ -206,6 +308,8 @@ fn search_stop(reason: StopReason) -> SearchStop {
     }
 }
 
+/// Successful requests per second whose figures are within each objective's largest limit
+/// (goodput as a plan's `slo` counts it).
 fn goodput(search: &Search, result: &PhaseResult) -> Option<f64> {
     let limits = search.slo.request_limits();
     let timings = result.request_timings.iter();

@@ -2,6 +2,8 @@
 //! Doubling from `min` until a probe fails (or `max` passes), then geometric bisection of
 //! the bracket until it is within `precision`. Pure; the runner runs the probes.
 
+use std::time::Duration;
+
 use crate::metrics::verdict::Verdict;
 use crate::plan::{Search, SearchLoad};
 
@@ -27,7 +29,8 @@ pub enum StopReason {
 #[derive(Debug, Clone)]
 pub struct Course {
     kind: SearchLoad,
-    min: f64,
+    /// The first load: `min`, or a rate search's lowest decidable rate above it.
+    first: f64,
     max: f64,
     precision: f64,
     budget: u32,
@@ -43,14 +46,14 @@ impl Course {
     pub fn new(search: &Search) -> Self {
         Course {
             kind: search.load,
-            min: search.min,
+            first: search.first_load(),
             max: search.max,
             precision: search.precision.0,
             budget: search.worst_case_probes(),
             probes: 0,
             passed: None,
             failed: None,
-            next: Ok(search.min),
+            next: Ok(search.first_load()),
         }
     }
 
@@ -79,7 +82,7 @@ impl Course {
             (Some(p), None) if p >= self.max => Err(StopReason::MaxMet),
             (Some(p), None) => Ok(self.round((p * 2.0).min(self.max))),
             (Some(lo), Some(hi)) => self.bisect(lo, hi),
-            (None, None) => Ok(self.min),
+            (None, None) => Ok(self.first),
         };
     }
 
@@ -106,6 +109,24 @@ impl Course {
             SearchLoad::Rate => v,
         }
     }
+}
+
+/// How long to run again a probe that ran `ran` and held `effective` of the `needed`
+/// samples: long enough to hold them with a quarter to spare, in whole seconds, up to the
+/// search's longest probe; `None` when it already ran that long.
+pub fn longer_probe(
+    search: &Search,
+    ran: Duration,
+    effective: f64,
+    needed: u64,
+) -> Option<Duration> {
+    let longest = search.longest_probe();
+    if ran >= longest {
+        return None;
+    }
+    let scale = (needed as f64 / effective.max(1.0) * 1.25).max(1.25);
+    let wanted = Duration::from_secs(ran.mul_f64(scale).as_secs_f64().ceil() as u64);
+    Some(wanted.min(longest))
 }
 
 #[cfg(test)]
@@ -183,6 +204,40 @@ mod tests {
         s.max_probes = Some(3);
         let (_, reason, probed) = find(&s, 50.0);
         assert_eq!((reason, probed.len()), (StopReason::Budget, 3));
+    }
+
+    #[test]
+    fn an_under_sampled_probe_runs_longer_up_to_max_duration() {
+        let secs = std::time::Duration::from_secs;
+        let mut s = search(SearchLoad::Concurrency, 1.0, 8.0, 0.05);
+        // Without `until.max_duration` a probe never runs past its `duration`.
+        assert_eq!(longer_probe(&s, secs(1), 25.0, 99), None);
+        s.probe.until = Some(
+            serde_json::from_str(
+                r#"{"stable": ["ttft.p95"], "within": 0.05, "max_duration": "8s"}"#,
+            )
+            .unwrap(),
+        );
+        // 25 of 99 samples in 1 s: 99 / 25 × 1.25 = 4.95 s, in whole seconds.
+        assert_eq!(longer_probe(&s, secs(1), 25.0, 99), Some(secs(5)));
+        assert_eq!(longer_probe(&s, secs(5), 90.0, 99), Some(secs(7)));
+        assert_eq!(longer_probe(&s, secs(1), 0.0, 505), Some(secs(8)));
+        assert_eq!(longer_probe(&s, secs(8), 50.0, 99), None);
+    }
+
+    #[test]
+    fn a_rate_search_starts_where_its_probe_can_decide() {
+        let mut s = search(SearchLoad::Rate, 1.0, 64.0, 0.05);
+        s.slo = serde_json::from_str(r#"{"ttft": {"p95": "400ms"}}"#).unwrap();
+        s.probe.duration = crate::plan::HumanDuration(std::time::Duration::from_secs(20));
+        let (_, _, probed) = find(&s, 12.0);
+        assert_eq!(probed[..3], [5.0, 10.0, 20.0], "{probed:?}");
+        // Found below the first load: the search says `min` failed, not a capacity.
+        let (found, reason, probed) = find(&s, 3.0);
+        assert_eq!(
+            (found, reason, probed),
+            (None, StopReason::MinFailed, vec![5.0])
+        );
     }
 
     #[test]

@@ -97,19 +97,24 @@ impl PhaseSettings<'_> {
                 crate::plan::SearchLoad::Rate => "rate (req/s, constant arrivals)",
             };
             let needs: Vec<String> = s
-                .objectives()
-                .into_iter()
-                .filter_map(|o| match o {
-                    crate::plan::Objective::Stat(_, stat, _) => Some((o.name(), stat.quantile()?)),
-                    // A share above `min` passes from the same count as a `min`-quantile.
-                    crate::plan::Objective::Goodput(min) => Some((o.name(), min)),
-                    crate::plan::Objective::ErrorRate(_) => None,
-                })
-                .map(|(name, q)| {
-                    format!(
-                        "{name} passes from {} samples",
-                        crate::metrics::verdict::samples_to_pass(q)
-                    )
+                .sample_needs()
+                .iter()
+                .map(|need| {
+                    let mut text = format!(
+                        "{} passes from {} samples",
+                        need.objective.name(),
+                        need.samples
+                    );
+                    // A rate search knows each objective's lowest decidable load up front.
+                    if s.load == crate::plan::SearchLoad::Rate {
+                        let longest = s.longest_probe();
+                        text.push_str(&format!(
+                            ", which a {} probe holds from {} req/s",
+                            humantime::format_duration(longest),
+                            need.rate_for(longest).ceil()
+                        ));
+                    }
+                    text
                 })
                 .collect();
             let needs = if needs.is_empty() {
@@ -117,8 +122,11 @@ impl PhaseSettings<'_> {
             } else {
                 format!(" ({})", needs.join(", "))
             };
+            let start = s.start_reason().map_or(String::new(), |(first, why)| {
+                format!("; first probe at {first} req/s: {why}")
+            });
             return format!(
-                "capacity search over {kind} {}–{}, precision {}%, at most {} probes of {}{needs}",
+                "capacity search over {kind} {}–{}, precision {}%, at most {} probes of {}{needs}{start}",
                 s.min,
                 s.max,
                 s.precision.0 * 100.0,
@@ -202,9 +210,11 @@ fn resolve_phase<'p>(plan: &'p Plan, phase: &'p Phase) -> Result<PhaseSettings<'
         Some(s) => s.probe.until.as_ref(),
         None => phase.until.as_ref(),
     };
+    // A probe runs its `duration`; the runner lengthens one that needs more samples, up to
+    // its `until.max_duration`.
     let duration = match (&phase.search, until) {
-        (_, Some(until)) => Some(until.max_duration.0),
-        (Some(s), None) => Some(s.probe.duration.0),
+        (Some(s), _) => Some(s.probe.duration.0),
+        (None, Some(until)) => Some(until.max_duration.0),
         (None, None) => phase.duration.map(|d| d.0),
     };
     if duration.is_none() && phase.requests.is_none() && !replays_trace {
@@ -250,7 +260,7 @@ fn resolve_phase<'p>(plan: &'p Plan, phase: &'p Phase) -> Result<PhaseSettings<'
 /// A phase's load: its concurrency or rate, a search's first probe, or a trace's own pace.
 fn phase_load(phase: &Phase, name: &str, replays_trace: bool) -> Result<Load, String> {
     if let Some(search) = &phase.search {
-        return Ok(probe_load(search.load, search.min));
+        return Ok(probe_load(search.load, search.first_load()));
     }
     match (&phase.concurrency, &phase.rate) {
         (None, None) if replays_trace => Ok(Load::Replay),

@@ -54,6 +54,7 @@ mod run;
 mod salt;
 mod saturation;
 mod search;
+mod search_reach;
 mod server_window;
 mod sessions;
 mod shard;

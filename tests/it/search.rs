@@ -181,11 +181,11 @@ fn dry_run_shows_the_bounds_and_the_worst_case() {
         "{stdout}"
     );
     // 30–160 doubling is 4 probes, bisecting a doubling to 10% at most 3 more; a p95 needs
-    // 99 samples, which the lowest rate's 4 s probe holds (120).
+    // 99 samples, which a 4 s probe holds from 25 req/s, below the lowest rate.
     assert!(
         stdout.contains(
             "rate (req/s, constant arrivals) 30–160, precision 10%, at most 7 probes of 4s \
-             (ttft.p95 passes from 99 samples)"
+             (ttft.p95 passes from 99 samples, which a 4s probe holds from 25 req/s)"
         ),
         "{stdout}"
     );

@@ -92,6 +92,7 @@ mod tests {
             capacity_interval: interval,
             goodput: None,
             bracket: interval,
+            start: None,
             stop_reason: "precision reached".into(),
             stop: None,
             probes: Vec::new(),

@@ -78,6 +78,37 @@ pub struct ObjectiveCheck {
     pub passed: bool,
 }
 
+/// An objective's probe held too few samples for it to pass.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct SamplesShort {
+    pub samples: u64,
+    /// What the verdict rested on (at most `samples`).
+    pub effective: f64,
+    /// The fewest effective samples with which it can pass.
+    pub needed: u64,
+}
+
+impl ObjectiveCheck {
+    /// A percentile or goodput objective whose probe held fewer effective samples than it
+    /// needs to pass; `None` for one with enough, or judged on its value.
+    pub fn samples_short(&self) -> Option<SamplesShort> {
+        let quantile = match self.objective.parse::<super::figure_path::FigurePath>() {
+            Ok(super::figure_path::FigurePath::Dist(_, stat)) => stat.quantile(),
+            _ => self.share.map(|_| self.limit),
+        }?;
+        let (samples, effective) = self
+            .bounds
+            .map(|b| (b.samples, b.effective_samples))
+            .or(self.share.map(|b| (b.samples, b.effective_samples)))?;
+        let needed = crate::probe_samples::samples_to_pass(quantile);
+        ((effective.floor() as u64) < needed).then_some(SamplesShort {
+            samples,
+            effective,
+            needed,
+        })
+    }
+}
+
 /// A capacity search's result.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct SearchResult {
@@ -100,6 +131,10 @@ pub struct SearchResult {
     pub goodput: Option<f64>,
     /// Highest passing and lowest failing load.
     pub bracket: [Option<f64>; 2],
+    /// Why the first probe was above `min`: `started at 5 req/s: below it a 20s probe holds
+    /// fewer than the 99 samples a p95 needs`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub start: Option<String>,
     /// Why it stopped, for people: `precision reached`, `max met`, `min failed`,
     /// `probe budget spent`, `interrupted`, `stopped: client-bound at …` or
     /// `stopped: indeterminate at …` (`stop` says it for scripts).

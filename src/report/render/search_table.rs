@@ -2,9 +2,9 @@
 
 use super::numfmt::{sig3, with_unit};
 use super::table::{Align, Cell, Mark, Table};
-use crate::metrics::verdict::{Verdict, samples_to_pass};
+use crate::metrics::verdict::Verdict;
 use crate::plan::SearchLoad;
-use crate::report::model::figure_path::{FigurePath, Unit};
+use crate::report::model::figure_path::Unit;
 use crate::report::model::{ObjectiveCheck, Report, SearchResult, SearchStop};
 
 fn opt(v: Option<f64>) -> String {
@@ -59,8 +59,8 @@ pub fn searches(report: &Report) -> Table {
     t
 }
 
-/// A line per search that could not answer or that ran a client-bound probe, so the section
-/// itself says what the trust section knows.
+/// A line per search that started above its `min`, could not answer or ran a client-bound
+/// probe, so the section itself says what the probes and the trust section know.
 pub fn notes(report: &Report) -> Vec<String> {
     let mut notes = Vec::new();
     for s in &report.searches {
@@ -78,6 +78,9 @@ pub fn notes(report: &Report) -> Vec<String> {
                 .collect::<Vec<_>>()
                 .join(", ")
         };
+        if let Some(start) = &s.start {
+            notes.push(format!("Search `{}` {start}.", s.phase));
+        }
         match (s.lower_bound, s.capacity) {
             (true, Some(c)) => notes.push(format!(
                 "Search `{}` {}: its capacity {} is only a lower bound, not an answer.",
@@ -144,24 +147,14 @@ fn no_pass_note(report: &Report, s: &SearchResult) -> String {
 /// Why an objective stayed undecided: too few samples for its percentile to pass, or bounds
 /// that straddle its limit.
 fn undecided(c: &ObjectiveCheck) -> String {
-    let quantile = match c.objective.parse::<FigurePath>() {
-        Ok(FigurePath::Dist(_, stat)) => stat.quantile(),
-        _ => c.share.map(|_| c.limit),
-    };
-    let samples = c
-        .bounds
-        .map(|b| (b.samples, b.effective_samples))
-        .or(c.share.map(|b| (b.samples, b.effective_samples)));
-    if let (Some(q), Some((n, effective))) = (quantile, samples) {
-        let needed = samples_to_pass(q);
-        if (effective.floor() as u64) < needed {
-            let have = if effective < n as f64 {
-                format!("{n} samples, {} effective", effective.floor())
-            } else {
-                format!("{n} samples")
-            };
-            return format!("{have}, {needed} needed for {}", c.objective);
-        }
+    if let Some(short) = c.samples_short() {
+        let n = short.samples;
+        let have = if short.effective < n as f64 {
+            format!("{n} samples, {} effective", short.effective.floor())
+        } else {
+            format!("{n} samples")
+        };
+        return format!("{have}, {} needed for {}", short.needed, c.objective);
     }
     let value = c.value.map_or_else(|| "–".to_string(), |v| show(c, v));
     format!(
@@ -323,6 +316,7 @@ mod tests {
             capacity_interval: [None, None],
             goodput: None,
             bracket: [None, None],
+            start: None,
             stop_reason: stop.describe(SearchLoad::Rate),
             stop: Some(stop),
             probes: vec![name],

@@ -191,6 +191,7 @@ fn report_with_every_section() -> Report {
         capacity_interval: [Some(4.0), Some(16.0)],
         goodput: Some(2.0),
         bracket: [Some(4.0), Some(16.0)],
+        start: None,
         stop_reason: "precision reached".into(),
         stop: None,
         probes: Vec::new(),
