@@ -389,19 +389,22 @@ pub fn series(driver: &dyn Driver, key: &SeriesKey) -> Result<Vec<Point>, Histor
         ],
     )?;
     rows.iter()
-        .map(|r| {
-            let facts = PointFacts {
-                client_bound: r[7].text() == Some(trust_name(TrustVerdict::ClientBound)),
-                conditions: Conditions {
-                    cached_token_ratio: r[11].real(),
-                    server_queue_share: r[12].real(),
-                    server_uptime_s: r[13].real(),
-                },
-                search: None,
-            };
-            point(r, &|| damaged(driver, "series point"), facts)
-        })
+        .map(|r| figure_point(r, &|| damaged(driver, "series point")))
         .collect()
+}
+
+/// A phase figure's point from a row of the series queries (columns 0-13).
+fn figure_point(r: &[Cell], bad: &dyn Fn() -> HistoryError) -> Result<Point, HistoryError> {
+    let facts = PointFacts {
+        client_bound: r[7].text() == Some(trust_name(TrustVerdict::ClientBound)),
+        conditions: Conditions {
+            cached_token_ratio: r[11].real(),
+            server_queue_share: r[12].real(),
+            server_uptime_s: r[13].real(),
+        },
+        search: None,
+    };
+    point(r, bad, facts)
 }
 
 /// Every series of `plan`, in key order, read with one query for the phases' figures (and
@@ -439,17 +442,8 @@ pub fn plan_series(
             };
             out.push((key, Vec::new()));
         }
-        let facts = PointFacts {
-            client_bound: r[7].text() == Some(trust_name(TrustVerdict::ClientBound)),
-            conditions: Conditions {
-                cached_token_ratio: r[11].real(),
-                server_queue_share: r[12].real(),
-                server_uptime_s: r[13].real(),
-            },
-            search: None,
-        };
         if let Some((_, points)) = out.last_mut() {
-            points.push(point(r, &bad, facts)?);
+            points.push(figure_point(r, &bad)?);
         }
     }
     for key in super::searches::keys(driver, Some(plan))? {
