@@ -54,7 +54,12 @@ pub fn run(args: &InitArgs) -> Exit {
             }
         }
     };
-    let text = starter_plan(&discovery);
+    let file = args
+        .output
+        .file_name()
+        .map(|f| f.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let text = starter_plan(&discovery, &file);
     // `create_new` so a file that appeared since the check is not overwritten either.
     let written = std::fs::OpenOptions::new()
         .write(true)

@@ -64,9 +64,39 @@ fn yaml_name(name: &str) -> String {
     }
 }
 
-/// A starter plan: a warmup, a short closed-loop concurrency sweep and a recheck of its
-/// first point, with comments saying why each setting is there.
-pub fn starter_plan(d: &Discovery) -> String {
+/// The plan's name for a file: its stem, or for the default `plan.yaml` the server's model
+/// (else `starter`); kept to letters, digits, `.`, `_` and `-` (a run directory starts with it).
+pub fn plan_name(file: &str, model: Option<&str>) -> String {
+    let stem = std::path::Path::new(file)
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let base = match (stem.as_str(), model) {
+        ("plan" | "", Some(model)) => model.rsplit('/').next().unwrap_or(model).to_string(),
+        ("plan" | "", None) => "starter".to_string(),
+        (stem, _) => stem.to_string(),
+    };
+    let name: String = base
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-') {
+                c
+            } else {
+                '-'
+            }
+        })
+        .collect();
+    let name = name.trim_matches(|c| c == '-' || c == '.').to_string();
+    if name.is_empty() {
+        "starter".to_string()
+    } else {
+        name
+    }
+}
+
+/// A starter plan written to `file`: a warmup, a short closed-loop concurrency sweep and a
+/// recheck of its first point, with comments saying why each setting is there.
+pub fn starter_plan(d: &Discovery, file: &str) -> String {
     let simulated = d.base_url.is_none();
     let (duration, concurrencies) = if simulated {
         ("3s", "[1, 4, 8]")
@@ -75,6 +105,7 @@ pub fn starter_plan(d: &Discovery) -> String {
     };
     let target = target_section(d);
     let name = yaml_name(&d.target_name);
+    let plan_name = plan_name(file, d.model.as_deref());
     let about = match &d.base_url {
         Some(url) => format!("against {url}"),
         None => "against the embedded simulator".into(),
@@ -82,13 +113,13 @@ pub fn starter_plan(d: &Discovery) -> String {
     format!(
         "\
 # A starter plan written by `servebench init`. Check it, then run it:
-#   servebench validate plan.yaml
-#   servebench run plan.yaml --set duration=5s     # a quick first pass
+#   servebench validate {file}
+#   servebench run {file} --set duration=5s     # a quick first pass
 # For hover help and checking in an editor, save the schema next to it
 # (servebench schema plan > plan.schema.json) and add this line at the top:
 #   # yaml-language-server: $schema=plan.schema.json
 version: 1
-name: starter
+name: {plan_name}
 description: A warmup, a short closed-loop concurrency sweep and a recheck {about}.
 
 vars:
@@ -165,6 +196,14 @@ mod tests {
     use crate::plan::{ExpandOptions, prepare_from_str, source::Format};
 
     #[test]
+    fn the_plan_is_named_from_its_file_or_the_model() {
+        assert_eq!(plan_name("nightly.yaml", Some("m")), "nightly");
+        assert_eq!(plan_name("plans/gpu box.yaml", None), "gpu-box");
+        assert_eq!(plan_name("plan.yaml", Some("Qwen/Qwen3-8B")), "Qwen3-8B");
+        assert_eq!(plan_name("plan.yaml", None), "starter");
+    }
+
+    #[test]
     fn starter_plans_load() {
         let remote = Discovery {
             target_name: "vllm".into(),
@@ -177,7 +216,7 @@ mod tests {
             metrics_note: "found".into(),
         };
         for d in [Discovery::simulator("server"), remote] {
-            let text = starter_plan(&d);
+            let text = starter_plan(&d, "plan.yaml");
             let loaded =
                 prepare_from_str(&text, Format::Yaml, "plan.yaml", &ExpandOptions::default())
                     .unwrap_or_else(|e| panic!("{e}\n{text}"));

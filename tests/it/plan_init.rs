@@ -22,6 +22,18 @@ fn init_without_a_target_writes_a_simulator_plan_and_never_overwrites() {
         .args(["validate", "plan.yaml"])
         .assert()
         .success();
+    // Another file name names the plan, and its header says how to run that file.
+    servebench_in(dir.path())
+        .args(["init", "-o", "nightly.yaml"])
+        .assert()
+        .success();
+    let text = std::fs::read_to_string(dir.path().join("nightly.yaml")).unwrap();
+    assert!(text.contains("\nname: nightly\n"), "{text}");
+    assert!(
+        text.contains("#   servebench run nightly.yaml --set duration=5s"),
+        "{text}"
+    );
+    assert!(!text.contains("plan.yaml"), "{text}");
     std::fs::write(dir.path().join("plan.yaml"), "mine\n").unwrap();
     servebench_in(dir.path()).arg("init").assert().code(2);
     assert_eq!(
@@ -60,6 +72,10 @@ fn init_against_the_simulator_finds_tokenize_and_metrics_and_runs() {
         "{text}"
     );
     assert!(text.contains("model: \""), "{text}");
+    assert!(
+        text.contains("#   servebench validate starter.yaml\n"),
+        "{text}"
+    );
     servebench_in(dir.path())
         .args(["validate", "starter.yaml"])
         .assert()
