@@ -120,8 +120,8 @@ pub struct Alert {
 }
 
 impl Alert {
-    /// Whether it moved this phase's figure.
-    pub fn moved(&self, key: &SeriesKey) -> Option<&Moved> {
+    /// What it moved of this series, if it moved it.
+    pub fn moved_in(&self, key: &SeriesKey) -> Option<&Moved> {
         (self.plan == key.plan && self.target == key.target)
             .then(|| {
                 self.moved

@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use super::{fail, md_table, open, to_json};
 use crate::commands::emit;
 use crate::figure::Unit;
+use crate::history::render::unit_of;
 use crate::history::searches::{CAPACITY, SearchAnswer, is_capacity};
 use crate::history::{Location, OpenMode, Point, SeriesKey, Store as _};
 use crate::report::model::figure_path::{FigurePath, explain};
@@ -137,13 +138,6 @@ fn marks(p: &Point) -> String {
 
 fn short(hash: &str) -> String {
     hash.chars().take(12).collect()
-}
-
-/// The unit a figure's stored values are in (a capacity's is its search's load: a count).
-fn unit_of(figure: &str) -> Unit {
-    figure
-        .parse::<FigurePath>()
-        .map_or(Unit::Count, FigurePath::unit)
 }
 
 fn markdown(key: &SeriesKey, points: &[Point]) -> String {

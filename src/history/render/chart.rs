@@ -200,7 +200,7 @@ pub fn chart(trend: &SeriesTrend, alerts: &[&Alert], provenance: &[ProvenanceCha
             super::state_word(a),
             esc(&a.opened_by),
             esc(&a
-                .moved(&trend.key)
+                .moved_in(&trend.key)
                 .map(|m| super::level_change(m.before, m.after, &m.figure))
                 .unwrap_or_default()),
             cx + 9.0,

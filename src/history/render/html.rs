@@ -48,7 +48,7 @@ pub fn render(report: &TrendReport) -> String {
             let alerts: Vec<_> = report
                 .alerts
                 .iter()
-                .filter(|a| a.moved(&t.key).is_some())
+                .filter(|a| a.moved_in(&t.key).is_some())
                 .collect();
             out.push_str(&chart(t, &alerts, report.provenance));
             let latest = t.points.iter().rev().find(|p| eligible(p));

@@ -95,7 +95,7 @@ impl TrendReport<'_> {
     fn alert_of(&self, trend: &SeriesTrend) -> Option<&Alert> {
         self.alerts
             .iter()
-            .filter(|a| a.state.live() && a.moved(&trend.key).is_some())
+            .filter(|a| a.state.live() && a.moved_in(&trend.key).is_some())
             .max_by_key(|a| a.id)
     }
 
@@ -124,7 +124,7 @@ impl TrendReport<'_> {
 }
 
 /// A figure's unit, `Count` when its name is not a figure path.
-fn unit_of(figure: &str) -> Unit {
+pub fn unit_of(figure: &str) -> Unit {
     figure
         .parse::<FigurePath>()
         .map_or(Unit::Count, FigurePath::unit)

@@ -232,10 +232,19 @@ const BLIP_MARGIN: f64 = 4.0;
 /// first `1..min_points` runs, to the level before fits the stretch better than one level
 /// does, by [`BLIP_MARGIN`].
 pub(super) fn is_blip(values: &[f64], lo: usize, at: usize, hi: usize, min_points: usize) -> bool {
+    blip_with(values, &SquaredError::new(values), (lo, at, hi), min_points)
+}
+
+/// [`is_blip`] with the values' prefix sums already built (the merge asks of every change).
+fn blip_with(
+    values: &[f64],
+    sse: &SquaredError,
+    (lo, at, hi): (usize, usize, usize),
+    min_points: usize,
+) -> bool {
     if at <= lo || hi <= at + 1 {
         return false;
     }
-    let sse = SquaredError::new(values);
     let before = mean(&values[lo..at]);
     let noise = if at - lo > 1 {
         sse.of(lo, at) / (at - lo - 1) as f64
@@ -281,6 +290,7 @@ fn bisect(
 /// Drop the weakest change (one above `max_p` or a blip, else the smallest effect below
 /// `min_effect`) and test its neighbours again, until every change passes.
 fn merge(values: &[f64], mut at: Vec<usize>, settings: &Settings) -> Vec<Split> {
+    let sse = SquaredError::new(values);
     loop {
         let splits = splits_at(values, &at);
         // Of the changes that fail, the one whose removal costs the fit least goes first:
@@ -289,7 +299,7 @@ fn merge(values: &[f64], mut at: Vec<usize>, settings: &Settings) -> Vec<Split> 
         let blip = |i: usize| {
             let lo = if i == 0 { 0 } else { at[i - 1] };
             let hi = at.get(i + 1).copied().unwrap_or(values.len());
-            is_blip(values, lo, at[i], hi, settings.min_points)
+            blip_with(values, &sse, (lo, at[i], hi), settings.min_points)
         };
         let weakest = splits
             .iter()
