@@ -1,21 +1,21 @@
 //! The report data model and its writers and readers.
 //!
 //! By role: [`model`] holds the data ([`Report`]) and the paths that name a figure in it;
-//! [`build`] makes phase results from records ([`phase_result`]); [`render`] holds the table
+//! [`assemble`] makes phase results from records ([`phase_result`]); [`render`] holds the table
 //! content, number formats and SVG charts the human-readable formats share; [`formats`] has
 //! one writer or reader per format (markdown, HTML, CSV, Parquet records, the seeds' anvil,
 //! gateway and multi-phase formats, and [`write_files`]); [`compare`] matches two reports'
 //! phases and checks gates.
 
-pub mod build;
+pub mod assemble;
 pub mod compare;
 pub mod formats;
 pub mod model;
 pub mod render;
 
-pub use build::phase::{Figures, Measured, PhaseFacts, phase_result};
-pub use build::probe::ProbeSpec;
-pub use build::relate::{pair_rechecks, relate_phases};
+pub use assemble::phase::{Figures, Measured, PhaseFacts, phase_result};
+pub use assemble::probe::ProbeSpec;
+pub use assemble::relate::{pair_rechecks, relate_phases};
 pub use compare::document::{html as render_comparison_html, markdown as render_comparison};
 pub use formats::import::IMPORT_PROMPT_TOLERANCE;
 pub use formats::read::{ReadError, read_report, report_file};

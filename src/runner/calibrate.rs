@@ -167,7 +167,7 @@ mod tests {
             ..PhaseSummary::default()
         };
         let share = |p: &QueueStats| {
-            crate::report::build::phase::load_share(&summary, &phase_ceiling(&ceiling, p))
+            crate::report::assemble::phase::load_share(&summary, &phase_ceiling(&ceiling, p))
                 .expect("share")
         };
         assert!((share(&cheap) - 0.15).abs() < 1e-9, "{}", share(&cheap));

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use tokio_util::sync::CancellationToken;
 
 use crate::report::SaturationStop;
-use crate::report::build::probe::SATURATED_BELOW;
+use crate::report::assemble::probe::SATURATED_BELOW;
 use crate::scheduler::live::{LiveTally, SharedTally};
 use crate::scheduler::{Load, Stops};
 

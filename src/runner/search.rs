@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use crate::metrics;
 use crate::metrics::verdict::Verdict;
 use crate::plan::Search;
-use crate::report::build::capacity::capacity_interval;
+use crate::report::assemble::capacity::capacity_interval;
 use crate::report::{
     PhaseResult, ProbeOutcome, ProbeSpec, Report, SamplesShort, SearchResult, SearchStop,
 };

@@ -11,7 +11,7 @@ use super::import::{IMPORT_PROMPT_TOLERANCE, Imported, imported_report, methodol
 use crate::client::{OutputTokenSource, RequestRecord};
 use crate::metrics::tally_records;
 use crate::plan::{PercentileMethod, Phase, Plan, Target, TokenCount, Workload};
-use crate::report::build::phase::{Figures, Measured, PhaseFacts, phase_result};
+use crate::report::assemble::phase::{Figures, Measured, PhaseFacts, phase_result};
 use crate::report::model::PhaseHeader;
 use crate::report::model::{PhaseResult, PlanSource, Report, ServerMetrics, ToolInfo};
 

@@ -11,8 +11,8 @@ use super::import::{IMPORT_PROMPT_TOLERANCE, Imported, imported_report, methodol
 use crate::figure::Figure;
 use crate::metrics::{Distribution, PhaseSummary, tally_records};
 use crate::plan::{PercentileMethod, Phase, Plan, Target, Tolerance, Workload};
-use crate::report::build::phase::{Figures, Measured, PhaseFacts, phase_result};
-use crate::report::build::relate::pair_rechecks;
+use crate::report::assemble::phase::{Figures, Measured, PhaseFacts, phase_result};
+use crate::report::assemble::relate::pair_rechecks;
 use crate::report::model::PhaseHeader;
 use crate::report::model::{PhaseResult, PlanSource, Report, ToolInfo};
 
