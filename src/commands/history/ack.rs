@@ -2,6 +2,7 @@
 //! open alert of a plan.
 
 use crate::exit::Exit;
+use crate::history::Alert;
 use crate::history::series::AlertState;
 use crate::history::store::Store;
 
@@ -39,45 +40,17 @@ pub fn run(args: &AckArgs, store: &mut dyn Store) -> Exit {
             .filter(|a| a.state == AlertState::Open)
             .collect()
     } else {
-        let mut ids = args.alerts.clone();
-        ids.sort_unstable();
-        ids.dedup();
-        let mut chosen = Vec::new();
-        // Every number is checked before any is acknowledged: a typo acknowledges nothing.
-        for id in ids {
-            let named = alerts
-                .iter()
-                .find(|a| a.id == id)
-                .or_else(|| alerts.iter().find(|a| a.answers_to(id)));
-            match named {
-                None => {
-                    eprintln!("error: no alert {id} in the history; nothing was acknowledged");
-                    return Exit::InvalidInput;
-                }
-                Some(a) if !a.state.live() => {
-                    let word = if a.state == AlertState::Superseded {
-                        format!(
-                            "superseded by alert {}",
-                            a.superseded_by.map_or("–".into(), |n| n.to_string())
-                        )
-                    } else {
-                        "already resolved".to_string()
-                    };
-                    eprintln!("error: alert {id} is {word}; nothing was acknowledged");
-                    return Exit::InvalidInput;
-                }
-                // An older store's number names the alert it was grouped into.
-                Some(a) if !chosen.iter().any(|c: &crate::history::Alert| c.id == a.id) => {
-                    chosen.push(a.clone());
-                }
-                Some(_) => {}
+        match named(&args.alerts, &alerts) {
+            Ok(chosen) => chosen,
+            Err(message) => {
+                eprintln!("error: {message}; nothing was acknowledged");
+                return Exit::InvalidInput;
             }
         }
-        chosen
     };
     let acked: Vec<_> = chosen
         .into_iter()
-        .map(|alert| crate::history::Alert {
+        .map(|alert| Alert {
             state: AlertState::Acknowledged,
             note: Some(args.reason.clone()),
             ..alert
@@ -90,24 +63,62 @@ pub fn run(args: &AckArgs, store: &mut dyn Store) -> Exit {
     }
     match store.save_alerts(&acked) {
         Ok(_) => {
-            let ids: Vec<String> = acked.iter().map(|a| a.id.to_string()).collect();
-            let plural = if acked.len() == 1 { "" } else { "s" };
-            match &args.plan {
-                Some(plan) => println!(
-                    "acknowledged {} alert{plural} of plan `{plan}`",
-                    acked.len()
-                ),
-                None => println!(
-                    "acknowledged {} alert{plural}: {}",
-                    acked.len(),
-                    ids.join(", ")
-                ),
-            }
+            println!("{}", acknowledged(&acked, args.plan.as_deref()));
             Exit::Success
         }
         Err(e) => {
             eprintln!("error: {e}");
             Exit::RunFailed
+        }
+    }
+}
+
+/// The live alerts `ids` name, each once. Every number is checked before any is
+/// acknowledged, so a typo acknowledges nothing.
+fn named(ids: &[i64], alerts: &[Alert]) -> Result<Vec<Alert>, String> {
+    let mut ids = ids.to_vec();
+    ids.sort_unstable();
+    ids.dedup();
+    let mut chosen: Vec<Alert> = Vec::new();
+    for id in ids {
+        // An older store's number names the alert it was grouped into.
+        let alert = alerts
+            .iter()
+            .find(|a| a.id == id)
+            .or_else(|| alerts.iter().find(|a| a.answers_to(id)))
+            .ok_or_else(|| format!("no alert {id} in the history"))?;
+        if !alert.state.live() {
+            let word = if alert.state == AlertState::Superseded {
+                format!(
+                    "superseded by alert {}",
+                    alert.superseded_by.map_or("–".into(), |n| n.to_string())
+                )
+            } else {
+                "already resolved".to_string()
+            };
+            return Err(format!("alert {id} is {word}"));
+        }
+        if !chosen.iter().any(|c| c.id == alert.id) {
+            chosen.push(alert.clone());
+        }
+    }
+    Ok(chosen)
+}
+
+fn acknowledged(acked: &[Alert], plan: Option<&str>) -> String {
+    let plural = if acked.len() == 1 { "" } else { "s" };
+    match plan {
+        Some(plan) => format!(
+            "acknowledged {} alert{plural} of plan `{plan}`",
+            acked.len()
+        ),
+        None => {
+            let ids: Vec<String> = acked.iter().map(|a| a.id.to_string()).collect();
+            format!(
+                "acknowledged {} alert{plural}: {}",
+                acked.len(),
+                ids.join(", ")
+            )
         }
     }
 }

@@ -88,6 +88,14 @@ pub fn summary(doc: &Value) -> Result<PeerSummary, String> {
         }),
         ..PeerSummary::default()
     };
+    add_figures(&mut summary, metrics);
+    summary.errors_by_cause = error_rows(doc);
+    Ok(summary)
+}
+
+/// Each metric's statistics, then the throughputs and totals, as servebench figures.
+fn add_figures(summary: &mut PeerSummary, metrics: &Value) {
+    let avg = |name: &str| metrics.get(name).and_then(|m| number(m, "avg"));
     for (metric, figure, scale, note) in METRICS {
         let Some(stats) = metrics.get(metric) else {
             continue;
@@ -122,8 +130,11 @@ pub fn summary(doc: &Value) -> Result<PeerSummary, String> {
         Some(THROUGHPUT_NOTE),
     );
     summary.count_figures();
-    summary.errors_by_cause = doc
-        .get("error_summary")
+}
+
+/// `error_summary`'s entries, one row per cause.
+fn error_rows(doc: &Value) -> Vec<ErrorRow> {
+    doc.get("error_summary")
         .and_then(Value::as_array)
         .into_iter()
         .flatten()
@@ -146,8 +157,7 @@ pub fn summary(doc: &Value) -> Result<PeerSummary, String> {
                 example: message.chars().take(300).collect(),
             })
         })
-        .collect();
-    Ok(summary)
+        .collect()
 }
 
 /// AIPerf writes local ISO 8601 times without an offset; they are read as UTC.

@@ -94,7 +94,33 @@ pub fn update_alerts(
     settings: &Settings,
 ) -> AlertUpdate {
     let ranks = Ranks::of(trends);
-    let newest = ranks.newest.clone();
+    let mut update = Update {
+        prior,
+        newest: ranks.newest.clone(),
+        claimed: Vec::new(),
+        out: AlertUpdate::default(),
+    };
+    for (target, mut found) in regressions_by_target(trends, watch, settings, &ranks) {
+        found.sort_by_key(|f| f.rank);
+        for group in groups(found) {
+            let fresh = group_alert(plan, target, &group, &ranks, settings);
+            match update.kept(target, &fresh, &ranks) {
+                Some(old) => update.carry(old, fresh),
+                None => update.open(target, fresh),
+            }
+        }
+    }
+    update.resolve_unclaimed();
+    update.out
+}
+
+/// Every regression of a watched series, by target.
+fn regressions_by_target<'a>(
+    trends: &'a [SeriesTrend],
+    watch: &Watch,
+    settings: &Settings,
+    ranks: &Ranks,
+) -> BTreeMap<&'a str, Vec<Found<'a>>> {
     let mut by_target: BTreeMap<&str, Vec<Found>> = BTreeMap::new();
     for trend in trends.iter().filter(|t| watch.watches(&t.key.figure)) {
         for change in trend.changes().filter(|c| c.verdict == Verdict::Regression) {
@@ -106,80 +132,93 @@ pub fn update_alerts(
             });
         }
     }
-    let mut out = AlertUpdate::default();
-    let mut claimed: Vec<i64> = Vec::new();
-    for (target, mut found) in by_target {
-        found.sort_by_key(|f| f.rank);
-        for group in groups(found) {
-            let fresh = group_alert(plan, target, &group, &ranks, settings);
-            let kept = prior
-                .iter()
-                .filter(|a| a.target == target && a.state != AlertState::Superseded)
-                .filter(|a| !claimed.contains(&a.id))
-                .filter(|a| ranks.near(&a.change_at, &fresh.change_at))
-                .min_by_key(|a| {
-                    (
-                        !a.state.live(),
-                        ranks.between(&a.change_at, &fresh.change_at),
-                    )
-                });
-            match kept {
-                Some(old) => {
-                    claimed.push(old.id);
-                    let updated = carried(old, fresh, newest.as_deref());
-                    if updated != *old {
-                        out.save.push(updated);
-                    }
-                }
-                None => {
-                    let taken = prior.iter().find(|a| {
-                        a.target == target
-                            && a.state.live()
-                            && !claimed.contains(&a.id)
-                            && a.moved.iter().any(|m| {
-                                fresh
-                                    .moved
-                                    .iter()
-                                    .any(|n| n.phase == m.phase && n.figure == m.figure)
-                            })
-                    });
-                    let mut alert = fresh;
-                    if let Some(old) = taken {
-                        claimed.push(old.id);
-                        alert.note.clone_from(&old.note);
-                        if old.state == AlertState::Acknowledged && alert.state.live() {
-                            alert.state = AlertState::Acknowledged;
-                        }
-                        out.supersede.push((
-                            Alert {
-                                state: AlertState::Superseded,
-                                closed_at: newest.clone(),
-                                ..old.clone()
-                            },
-                            out.save.len(),
-                        ));
-                    }
-                    if alert.state != AlertState::Open {
-                        alert.closed_at.clone_from(&newest);
-                    }
-                    out.save.push(alert);
-                }
-            }
+    by_target
+}
+
+/// The alerts being written: the kept ones, which of them a change has claimed, and what to
+/// save.
+struct Update<'a> {
+    prior: &'a [Alert],
+    newest: Option<RunId>,
+    claimed: Vec<i64>,
+    out: AlertUpdate,
+}
+
+impl<'a> Update<'a> {
+    /// The kept alert that is this change: of the target, not claimed yet, near it, a live
+    /// one before a closed one, then the nearest.
+    fn kept(&self, target: &str, fresh: &Alert, ranks: &Ranks) -> Option<&'a Alert> {
+        self.prior
+            .iter()
+            .filter(|a| a.target == target && a.state != AlertState::Superseded)
+            .filter(|a| !self.claimed.contains(&a.id))
+            .filter(|a| ranks.near(&a.change_at, &fresh.change_at))
+            .min_by_key(|a| {
+                (
+                    !a.state.live(),
+                    ranks.between(&a.change_at, &fresh.change_at),
+                )
+            })
+    }
+
+    fn carry(&mut self, old: &Alert, fresh: Alert) {
+        self.claimed.push(old.id);
+        let updated = carried(old, fresh, self.newest.as_deref());
+        if updated != *old {
+            self.out.save.push(updated);
         }
     }
-    // A live alert whose change no series shows any longer was not one.
-    for old in prior
-        .iter()
-        .filter(|a| a.state.live() && !claimed.contains(&a.id))
-    {
-        out.save.push(Alert {
-            state: AlertState::Resolved,
-            resolved_by: None,
-            closed_at: newest.clone(),
-            ..old.clone()
+
+    /// A new alert; when a live one of the same series moved too far to be this change,
+    /// the new one supersedes it and takes over its ack and reason.
+    fn open(&mut self, target: &str, mut alert: Alert) {
+        let taken = self.prior.iter().find(|a| {
+            a.target == target
+                && a.state.live()
+                && !self.claimed.contains(&a.id)
+                && a.moved.iter().any(|m| {
+                    alert
+                        .moved
+                        .iter()
+                        .any(|n| n.phase == m.phase && n.figure == m.figure)
+                })
         });
+        if let Some(old) = taken {
+            self.claimed.push(old.id);
+            alert.note.clone_from(&old.note);
+            if old.state == AlertState::Acknowledged && alert.state.live() {
+                alert.state = AlertState::Acknowledged;
+            }
+            self.out.supersede.push((
+                Alert {
+                    state: AlertState::Superseded,
+                    closed_at: self.newest.clone(),
+                    ..old.clone()
+                },
+                self.out.save.len(),
+            ));
+        }
+        if alert.state != AlertState::Open {
+            alert.closed_at.clone_from(&self.newest);
+        }
+        self.out.save.push(alert);
     }
-    out
+
+    /// A live alert whose change no series shows any longer was not one.
+    fn resolve_unclaimed(&mut self) {
+        for old in self
+            .prior
+            .iter()
+            .filter(|a| a.state.live() && !self.claimed.contains(&a.id))
+        {
+            self.out.save.push(Alert {
+                state: AlertState::Resolved,
+                resolved_by: None,
+                closed_at: self.newest.clone(),
+                ..old.clone()
+            });
+        }
+    }
 }
 
 /// Regressions whose change points lie within [`SAME_CHANGE`] eligible runs of the one
