@@ -11,7 +11,9 @@
 pub mod baseline;
 mod error;
 pub mod hook;
+pub mod gate;
 pub mod import;
+pub mod kept;
 pub mod plans;
 pub mod record;
 pub mod render;
