@@ -157,7 +157,10 @@ mod tests {
         let bands = late_bands(&phase(100, 0.25), PercentileMethod::NearestRank);
         // p50 ± 25%: the 25th and 75th of 1..100 ms, in seconds.
         let (lo, hi) = bands["ttft.p50"];
-        assert!((lo - 0.025).abs() < 1e-12 && (hi - 0.075).abs() < 1e-12, "{lo} {hi}");
+        assert!(
+            (lo - 0.025).abs() < 1e-12 && (hi - 0.075).abs() < 1e-12,
+            "{lo} {hi}"
+        );
         // p99 + 25% is past the top: the largest value.
         assert!((bands["ttft.p99"].1 - 0.100).abs() < 1e-12);
         assert!(!bands.contains_key("ttft.mean"), "a mean has no band");

@@ -10,8 +10,8 @@
 
 pub mod baseline;
 mod error;
-pub mod hook;
 pub mod gate;
+pub mod hook;
 pub mod import;
 pub mod kept;
 pub mod plans;

@@ -268,6 +268,9 @@ mod tests {
         assert!(judge(short(RUNQUEUE_WAIT_MAX * 0.9), None).is_trusted());
         let busy = judge(short(RUNQUEUE_WAIT_MAX * 1.2), None);
         assert!(!busy.is_trusted());
-        assert!(busy.reasons[0].contains("threads waiting for a core"), "{busy:?}");
+        assert!(
+            busy.reasons[0].contains("threads waiting for a core"),
+            "{busy:?}"
+        );
     }
 }

@@ -189,7 +189,9 @@ fn against_baseline(args: &GateArgs, name: &str, plan: &str, store: &mut dyn Sto
             );
             return Exit::InvalidInput;
         }
-        eprintln!("baseline `{name}` has no gates: only the capacity of {capacities} search(es) is checked");
+        eprintln!(
+            "baseline `{name}` has no gates: only the capacity of {capacities} search(es) is checked"
+        );
     }
     match &found.outcome {
         Outcome::Compared(comparison) => {

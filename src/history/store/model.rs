@@ -5,9 +5,9 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
+use super::super::kept::{self, Kept};
 use super::super::record::{RunRows, RunSource};
 use super::super::series::{Alert, Point, RunId, SeriesKey};
-use super::super::kept::{self, Kept};
 use super::super::{HistoryError, record};
 use crate::plan::model::HistorySettings;
 use crate::report::model::Report;

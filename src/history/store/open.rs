@@ -10,8 +10,8 @@ use super::postgres::{Postgres, redact};
 use super::sql::Driver;
 use super::sqlite::Sqlite;
 use super::{read, schema, write};
-use crate::history::record::RunRows;
 use crate::history::kept::Kept;
+use crate::history::record::RunRows;
 use crate::history::series::{Alert, Point, RunId, SeriesKey};
 use crate::plan::model::HistorySettings;
 

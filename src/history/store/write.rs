@@ -195,10 +195,7 @@ fn insert_figures(
             ]);
             if let Some(bands) = bands {
                 let band = bands.get(&f.figure);
-                params.extend([
-                    Cell::from(band.map(|b| b.0)),
-                    Cell::from(band.map(|b| b.1)),
-                ]);
+                params.extend([Cell::from(band.map(|b| b.0)), Cell::from(band.map(|b| b.1))]);
             }
         }
         driver.execute(

@@ -141,15 +141,18 @@ pub fn eligible(p: &Point) -> bool {
 /// the minimum effect: both ends of its late band lie that close to its value.
 pub fn late_band_narrow(p: &Point, min_effect: f64) -> bool {
     let tolerance = min_effect / 10.0 * p.value.abs();
-    p.conditions
-        .late_band
-        .is_some_and(|(lo, hi)| (lo - p.value).abs() <= tolerance && (hi - p.value).abs() <= tolerance)
+    p.conditions.late_band.is_some_and(|(lo, hi)| {
+        (lo - p.value).abs() <= tolerance && (hi - p.value).abs() <= tolerance
+    })
 }
 
 /// The trend of one series.
 pub fn analyse(key: &SeriesKey, mut points: Vec<Point>, settings: &Settings) -> SeriesTrend {
     // Only a narrow band keeps a client-bound point eligible; a wide one is dropped here.
-    for p in points.iter_mut().filter(|p| !late_band_narrow(p, settings.min_effect)) {
+    for p in points
+        .iter_mut()
+        .filter(|p| !late_band_narrow(p, settings.min_effect))
+    {
         p.conditions.late_band = None;
     }
     let capacity = is_capacity(&key.figure);

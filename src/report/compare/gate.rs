@@ -5,8 +5,8 @@ use std::str::FromStr;
 
 use serde::Serialize;
 
-use crate::report::model::figure_path::{FigurePath, FigurePathError, Unit, explain};
 use crate::report::model::Report;
+use crate::report::model::figure_path::{FigurePath, FigurePathError, Unit, explain};
 
 /// A comparison operator.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -240,7 +240,10 @@ pub trait GateSide {
 
 impl GateSide for Report {
     fn phase_names(&self) -> Vec<&str> {
-        self.phases.iter().map(|p| p.header.phase.as_str()).collect()
+        self.phases
+            .iter()
+            .map(|p| p.header.phase.as_str())
+            .collect()
     }
 
     fn figure_at(&self, index: usize, metric: FigurePath) -> Option<f64> {

@@ -67,15 +67,21 @@ fn two_runs(dir: &Path, store: &str) -> (std::path::PathBuf, [std::path::PathBuf
         format!("release: {{run: {base}, gates: [{}]}}\n", gates.join(", ")),
     )
     .unwrap();
-    let reports = ["a", "b"].map(|r| {
-        std::path::absolute(dir.join("runs").join(r).join("report.json")).unwrap()
-    });
+    let reports = ["a", "b"]
+        .map(|r| std::path::absolute(dir.join("runs").join(r).join("report.json")).unwrap());
     (baselines, reports)
 }
 
 fn gate(store: &str, baselines: &Path) -> std::process::Output {
     history_cmd(store)
-        .args(["gate", "--plan", "gated", "--baseline", "release", "--baselines"])
+        .args([
+            "gate",
+            "--plan",
+            "gated",
+            "--baseline",
+            "release",
+            "--baselines",
+        ])
         .arg(baselines)
         .output()
         .unwrap()
@@ -87,8 +93,14 @@ fn verdicts(out: &std::process::Output) -> BTreeMap<(String, String), bool> {
     let mut found = BTreeMap::new();
     for line in stdout.lines().filter(|l| l.starts_with('|')) {
         // Markdown escapes `<` and `_` in cells.
-        let cells: Vec<String> = line.split('|').map(|c| c.trim().replace('\\', "")).collect();
-        if let Some(g) = GATES.iter().find(|g| cells.get(1).map(String::as_str) == Some(**g)) {
+        let cells: Vec<String> = line
+            .split('|')
+            .map(|c| c.trim().replace('\\', ""))
+            .collect();
+        if let Some(g) = GATES
+            .iter()
+            .find(|g| cells.get(1).map(String::as_str) == Some(**g))
+        {
             let passed = !line.contains("FAIL");
             found.insert((g.to_string(), cells[2].to_string()), passed);
         }
@@ -133,7 +145,12 @@ fn the_baseline_gate_gives_the_same_verdicts_with_both_run_directories_deleted()
 
         remove_runs(&here);
         let after = gate(&store, &baselines);
-        assert_eq!(after.status.code(), before.status.code(), "{}", text(&after));
+        assert_eq!(
+            after.status.code(),
+            before.status.code(),
+            "{}",
+            text(&after)
+        );
         assert_eq!(verdicts(&after), found, "{location}");
         assert_eq!(after.stdout, before.stdout, "{location}: the same table");
         assert!(!text(&after).contains("cannot read"), "{}", text(&after));
@@ -174,7 +191,9 @@ fn a_run_recorded_before_version_5_reads_its_file_then_its_figures_and_says_so()
         assert_eq!(from_file.status.code(), Some(1), "{}", text(&from_file));
         let said = String::from_utf8_lossy(&from_file.stderr).to_string();
         assert!(
-            said.contains(&format!("run {base} was recorded before schema v5: read from its report file")),
+            said.contains(&format!(
+                "run {base} was recorded before schema v5: read from its report file"
+            )),
             "{said}"
         );
         remove_runs(&here);
@@ -183,7 +202,9 @@ fn a_run_recorded_before_version_5_reads_its_file_then_its_figures_and_says_so()
         assert_eq!(verdicts(&from_figures), verdicts(&from_file), "{location}");
         let said = String::from_utf8_lossy(&from_figures.stderr).to_string();
         assert!(
-            said.contains(&format!("run {base} was recorded before schema v5 and its report file is gone")),
+            said.contains(&format!(
+                "run {base} was recorded before schema v5 and its report file is gone"
+            )),
             "{said}"
         );
     }
@@ -223,7 +244,13 @@ fn a_client_bound_run_is_left_out_only_when_its_late_band_is_wide() {
             let band = (value * (1.0 - spread), value * (1.0 + spread));
             let bands = vec![BTreeMap::from([("ttft.p99".to_string(), band)])];
             store
-                .record_kept(&rows, &Kept { report: None, bands })
+                .record_kept(
+                    &rows,
+                    &Kept {
+                        report: None,
+                        bands,
+                    },
+                )
                 .unwrap();
         }
         let key = SeriesKey {
@@ -241,7 +268,10 @@ fn a_client_bound_run_is_left_out_only_when_its_late_band_is_wide() {
             .output()
             .unwrap();
         let stdout = String::from_utf8_lossy(&out.stdout);
-        assert!(stdout.contains("left out: 1 client-bound"), "{location}: {stdout}");
+        assert!(
+            stdout.contains("left out: 1 client-bound"),
+            "{location}: {stdout}"
+        );
     }
 }
 
@@ -258,7 +288,10 @@ fn a_version_4_store_migrates_to_5_and_keeps_reports_from_then_on() {
         let mut store = open(&location, OpenMode::Existing).unwrap();
         assert_eq!(servebench::history::store::schema::SCHEMA_VERSION, 5);
         assert_eq!(store.kept_report(&before).unwrap(), None, "{location}");
-        assert_eq!(store.run(&before).unwrap().rows.phases.len(), report.phases.len());
+        assert_eq!(
+            store.run(&before).unwrap().rows.phases.len(),
+            report.phases.len()
+        );
         let mut doc = sample.clone();
         doc["run_id"] = serde_json::json!("after-v5");
         // Started a day before the first, so retention of the newest one drops it.
