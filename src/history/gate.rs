@@ -138,8 +138,8 @@ pub fn against_baseline(
 /// One side of the gate: a report (its label as compare shows it), or only the run's
 /// stored figures.
 enum Side {
-    Report(String, Report),
-    Figures(StoredRun),
+    Report(String, Box<Report>),
+    Figures(Box<StoredRun>),
 }
 
 fn side(store: &dyn Store, id: &str, notes: &mut Vec<String>) -> Result<Side, GateError> {
@@ -154,7 +154,7 @@ fn side(store: &dyn Store, id: &str, notes: &mut Vec<String>) -> Result<Side, Ga
     if let Some(text) = store.kept_report(id).map_err(|e| failed(&e))? {
         let report = serde_json::from_str::<Report>(&text)
             .map_err(|e| failed(&format!("the report kept in the store does not read: {e}")))?;
-        return Ok(Side::Report(label, report));
+        return Ok(Side::Report(label, Box::new(report)));
     }
     if let Some(path) = run.report_path.clone().filter(|p| p.exists()) {
         notes.push(format!(
@@ -162,13 +162,13 @@ fn side(store: &dyn Store, id: &str, notes: &mut Vec<String>) -> Result<Side, Ga
             path.display()
         ));
         let report = read(&path).map_err(GateError::Input)?;
-        return Ok(Side::Report(label, report));
+        return Ok(Side::Report(label, Box::new(report)));
     }
     notes.push(format!(
         "run {id} was recorded before schema v5 and its report file is gone: its gates read \
          its stored figures (no table of changes, no capacity check)"
     ));
-    Ok(Side::Figures(run))
+    Ok(Side::Figures(Box::new(run)))
 }
 
 /// A report with every record beside it, as `compare` reads one.
@@ -207,8 +207,8 @@ fn figure_checks(gates: &[Gate], base: &Side, new: &Side, force: bool) -> Vec<Ga
 
 fn gate_side(side: &Side) -> &dyn GateSide {
     match side {
-        Side::Report(_, r) => r,
-        Side::Figures(run) => run,
+        Side::Report(_, r) => &**r,
+        Side::Figures(run) => &**run,
     }
 }
 

@@ -176,22 +176,26 @@ fn migration(version: i64, dialect: Dialect) -> Vec<String> {
                 }
             ),
         ],
-        // Version 5: what a baseline gate needs without the run's files (the report with
-        // a bounded sample of each phase's records), and what decides whether a
-        // client-bound run's percentile still enters trends: the client's late share per
-        // phase and each percentile's band of quantiles at q ± that share.
-        5 => vec![
-            "CREATE TABLE reports (
-                run TEXT PRIMARY KEY,
-                report TEXT NOT NULL
-            )"
-            .to_string(),
-            "ALTER TABLE phases ADD COLUMN late_share DOUBLE PRECISION".to_string(),
-            "ALTER TABLE figures ADD COLUMN band_lo DOUBLE PRECISION".to_string(),
-            "ALTER TABLE figures ADD COLUMN band_hi DOUBLE PRECISION".to_string(),
-        ],
+        5 => version_5(),
         _ => Vec::new(),
     }
+}
+
+/// Version 5: what a baseline gate needs without the run's files (the report with
+/// a bounded sample of each phase's records), and what decides whether a
+/// client-bound run's percentile still enters trends: the client's late share per
+/// phase and each percentile's band of quantiles at q ± that share.
+fn version_5() -> Vec<String> {
+    vec![
+        "CREATE TABLE reports (
+            run TEXT PRIMARY KEY,
+            report TEXT NOT NULL
+        )"
+        .to_string(),
+        "ALTER TABLE phases ADD COLUMN late_share DOUBLE PRECISION".to_string(),
+        "ALTER TABLE figures ADD COLUMN band_lo DOUBLE PRECISION".to_string(),
+        "ALTER TABLE figures ADD COLUMN band_hi DOUBLE PRECISION".to_string(),
+    ]
 }
 
 /// Version 3's per-figure alerts as one alert per (plan, target, change run): numbered as
