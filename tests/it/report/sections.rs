@@ -1,5 +1,6 @@
 //! The report's sections declared once: each declared body writes, markdown and HTML print the
-//! sections in the declared order, and `shown_sections` agrees with the headings printed.
+//! sections in the declared order, `shown_sections` agrees with the headings printed, and both
+//! markups say what each section's blocks say.
 
 use super::*;
 use servebench::figure::Figure;
@@ -9,6 +10,7 @@ use servebench::metrics::trust::{ClientLoad, ClientTrust, TrustVerdict};
 use servebench::metrics::{InFlight, Interval, LatencySplit, PercentileIntervals, ServerTimingGap};
 use servebench::metrics::{SessionSummary, TurnFigures};
 use servebench::plan::SearchLoad;
+use servebench::report::render::document::{html_body, markdown_body};
 use servebench::report::render::sections::{Markup, SECTIONS, SectionId, shown_sections};
 use servebench::report::{
     ArmPair, ArmResult, BackendShare, GaugeRange, GaugesFrom, HookOutcome, HookStatus, HookWhen,
@@ -17,7 +19,7 @@ use servebench::report::{
 };
 
 /// The sample report with something for every section to show.
-fn report_with_every_section() -> Report {
+pub(crate) fn report_with_every_section() -> Report {
     let mut r = sample_report(1.0);
     let p = &mut r.phases[0];
     p.marks = vec![
@@ -297,23 +299,30 @@ fn the_full_report_shows_every_declared_section() {
 fn every_section_has_a_body_that_writes_in_each_markup_it_claims() {
     let report = report_with_every_section();
     for s in &SECTIONS {
-        let html = s
-            .body(Markup::Html)
-            .expect("every section is in the HTML page");
-        let mut out = String::new();
-        html(&mut out, &report);
-        assert!(!out.trim().is_empty(), "{:?} wrote no HTML", s.id);
-        if let Some(markdown) = s.body(Markup::Markdown) {
-            let mut out = String::new();
-            markdown(&mut out, &report);
-            assert!(!out.trim().is_empty(), "{:?} wrote no markdown", s.id);
-            assert!(!out.contains("<svg"), "{:?}: a chart in markdown", s.id);
+        assert!(
+            s.printed_in(Markup::Html),
+            "{:?} is not in the HTML page",
+            s.id
+        );
+        let blocks = (s.body)(&report);
+        let mut html = String::new();
+        html_body(&mut html, &blocks);
+        assert!(!html.trim().is_empty(), "{:?} wrote no HTML", s.id);
+        if s.printed_in(Markup::Markdown) {
+            let mut markdown = String::new();
+            markdown_body(&mut markdown, &blocks);
+            assert!(!markdown.trim().is_empty(), "{:?} wrote no markdown", s.id);
+            assert!(
+                !markdown.contains("<svg"),
+                "{:?}: a chart in markdown",
+                s.id
+            );
         }
     }
     // The chart sections are the ones markdown leaves out.
     let html_only: Vec<SectionId> = SECTIONS
         .iter()
-        .filter(|s| s.body(Markup::Markdown).is_none())
+        .filter(|s| !s.printed_in(Markup::Markdown))
         .map(|s| s.id)
         .collect();
     assert_eq!(
@@ -333,10 +342,7 @@ fn anchors_are_unique_and_markdown_sections_keep_githubs() {
     anchors.sort_unstable();
     anchors.dedup();
     assert_eq!(anchors.len(), SECTIONS.len(), "an anchor used twice");
-    for s in SECTIONS
-        .iter()
-        .filter(|s| s.body(Markup::Markdown).is_some())
-    {
+    for s in SECTIONS.iter().filter(|s| s.printed_in(Markup::Markdown)) {
         assert_eq!(s.anchor, github_anchor(s.title(&report)), "{:?}", s.id);
     }
 }
@@ -367,7 +373,7 @@ fn both_markups_print_the_shown_sections_in_the_declared_order() {
         let in_markdown: Vec<&str> = shown
             .iter()
             .map(|&id| section(id))
-            .filter(|s| s.body(Markup::Markdown).is_some())
+            .filter(|s| s.printed_in(Markup::Markdown))
             .map(|s| s.title(&report))
             .collect();
         assert_eq!(
@@ -463,9 +469,10 @@ fn the_docs_list_every_section_in_order_with_its_markup() {
     let declared: Vec<(String, String)> = SECTIONS
         .iter()
         .map(|s| {
-            let markup = match s.body(Markup::Markdown) {
-                Some(_) => "both",
-                None => "HTML",
+            let markup = if s.printed_in(Markup::Markdown) {
+                "both"
+            } else {
+                "HTML"
             };
             (format!("#{}", s.anchor), markup.to_string())
         })
