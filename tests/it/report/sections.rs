@@ -22,6 +22,43 @@ use servebench::report::{
 pub(crate) fn report_with_every_section() -> Report {
     let mut r = sample_report(1.0);
     let p = &mut r.phases[0];
+    add_marks_and_recovery(p);
+    add_stability_and_trust(p);
+    add_transport_hooks_and_mixes(p);
+    p.server_metrics = Some(server_metrics());
+    r.searches = vec![SearchResult {
+        phase: "find".into(),
+        load: SearchLoad::Concurrency,
+        capacity: Some(4.0),
+        lower_bound: false,
+        capacity_interval: [Some(4.0), Some(16.0)],
+        goodput: Some(2.0),
+        bracket: [Some(4.0), Some(16.0)],
+        start: None,
+        stop_reason: "precision reached".into(),
+        stop: None,
+        probes: Vec::new(),
+        work_sha256: None,
+    }];
+    r.repeats = vec![repeat_group()];
+    // A decode rate for the gateway sweep (c1, c4, c16 on one route) gives it a frontier.
+    for p in r
+        .phases
+        .iter_mut()
+        .filter(|p| p.header.route == "least-request")
+    {
+        let ttft = *p.summary.distribution(Figure::Ttft).expect("ttft");
+        let decode = Distribution {
+            mean: 1.0 / ttft.p50,
+            ..ttft
+        };
+        p.summary.figures.set(Figure::DecodeTokS, Some(decode));
+    }
+    r
+}
+
+/// Two marks around a fault and the recovery measured between them.
+fn add_marks_and_recovery(p: &mut PhaseResult) {
     p.marks = vec![
         PhaseMark {
             name: "fault-on".into(),
@@ -59,6 +96,10 @@ pub(crate) fn report_with_every_section() -> Report {
             .map(|i| bin(f64::from(i) * 0.25, u64::from((4..9).contains(&i))))
             .collect(),
     });
+}
+
+/// A `run until stable` outcome, load in flight, a TTFT interval and a client-bound verdict.
+fn add_stability_and_trust(p: &mut PhaseResult) {
     p.until = Some(UntilOutcome {
         stopped_by: "stable".into(),
         within: 0.05,
@@ -104,6 +145,10 @@ pub(crate) fn report_with_every_section() -> Report {
         },
         send_lag_p99_ms: None,
     });
+}
+
+/// Connections with a latency split, a hook with output, sessions, models and cancellations.
+fn add_transport_hooks_and_mixes(p: &mut PhaseResult) {
     p.transport.connections_opened = 3;
     p.transport.server_timing_gap = Some(ServerTimingGap {
         requests: 20,
@@ -150,7 +195,11 @@ pub(crate) fn report_with_every_section() -> Report {
         capacity_lost: false,
         server_aborted: None,
     });
-    p.server_metrics = Some(ServerMetrics {
+}
+
+/// Two backends sharing the load and the server sampled over the window.
+fn server_metrics() -> ServerMetrics {
+    ServerMetrics {
         backends: ["a", "b"]
             .iter()
             .map(|name| BackendShare {
@@ -184,21 +233,11 @@ pub(crate) fn report_with_every_section() -> Report {
             ..WindowSampling::default()
         }),
         ..ServerMetrics::default()
-    });
-    r.searches = vec![SearchResult {
-        phase: "find".into(),
-        load: SearchLoad::Concurrency,
-        capacity: Some(4.0),
-        lower_bound: false,
-        capacity_interval: [Some(4.0), Some(16.0)],
-        goodput: Some(2.0),
-        bracket: [Some(4.0), Some(16.0)],
-        start: None,
-        stop_reason: "precision reached".into(),
-        stop: None,
-        probes: Vec::new(),
-        work_sha256: None,
-    }];
+    }
+}
+
+/// Two arms over two rounds whose difference exceeds their spread.
+fn repeat_group() -> RepeatResult {
     let spread = RoundSpread {
         metric: "ttft.p50".into(),
         pooled: Some(0.16),
@@ -212,7 +251,7 @@ pub(crate) fn report_with_every_section() -> Report {
         pooled: Default::default(),
         spread: vec![spread.clone()],
     };
-    r.repeats = vec![RepeatResult {
+    RepeatResult {
         group: "speed".into(),
         rounds: 2,
         arms: vec![arm("fast"), arm("slow")],
@@ -226,21 +265,7 @@ pub(crate) fn report_with_every_section() -> Report {
                 exceeds_spread: true,
             }],
         }],
-    }];
-    // A decode rate for the gateway sweep (c1, c4, c16 on one route) gives it a frontier.
-    for p in r
-        .phases
-        .iter_mut()
-        .filter(|p| p.header.route == "least-request")
-    {
-        let ttft = *p.summary.distribution(Figure::Ttft).expect("ttft");
-        let decode = Distribution {
-            mean: 1.0 / ttft.p50,
-            ..ttft
-        };
-        p.summary.figures.set(Figure::DecodeTokS, Some(decode));
     }
-    r
 }
 
 /// Every report the checks below run on: the sample, every seed, one with every section.
