@@ -412,4 +412,40 @@ mod tests {
         assert!(html.contains("<td class=\"r bad\">+12%</td>"), "{html}");
         assert!(!html.contains("http"), "nothing from the network: {html}");
     }
+
+    /// A section body: a warning, a note, a chart and folded output between the text.
+    fn body() -> Vec<Block> {
+        vec![
+            Block::Warning(vec![Span::text("ttft <late>")]),
+            Block::Note(vec![Span::Markdown("see `models`".into())]),
+            Block::Figure("<svg></svg>".into()),
+            Block::Heading(Level::Subsection, "Hooks".into()),
+            Block::Folded {
+                summary: "c1 · before".into(),
+                text: "a\nb".into(),
+            },
+        ]
+    }
+
+    #[test]
+    fn a_markdown_body_has_a_blank_line_between_blocks_and_leaves_out_html_only_ones() {
+        let mut md = String::new();
+        markdown_body(&mut md, &body());
+        assert_eq!(
+            md,
+            "> **Warning:** ttft \\<late\\>\n\nsee `models`\n\n### Hooks\n"
+        );
+    }
+
+    #[test]
+    fn an_html_body_prints_charts_as_they_are_and_its_headings_without_anchors() {
+        let mut html = String::new();
+        html_body(&mut html, &body());
+        assert_eq!(
+            html,
+            "<div class=\"banner warn\"><b>ttft &lt;late&gt;</b></div>\n\
+             <p class=\"note\">see `models`</p>\n<svg></svg><h3>Hooks</h3>\n\
+             <details><summary>c1 · before</summary><pre>a\nb</pre></details>\n"
+        );
+    }
 }
