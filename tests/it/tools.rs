@@ -86,9 +86,14 @@ async fn tool_call_sessions_answer_each_call_with_a_tool_result() {
     let md = servebench::report::formats::markdown::render(&report);
     assert!(md.contains("Tool TTFT p50 (ms)"), "{md}");
 
-    // The Parquet parts keep the new columns.
+    assert_parquet_keeps_tool_calls(&out);
+    sim.shutdown().await;
+}
+
+/// The Parquet parts keep the tool-call columns: the calling turns' TTFT and fragments.
+fn assert_parquet_keeps_tool_calls(out: &std::path::Path) {
     let phases = servebench::report::formats::records::measured_by_phase(
-        crate::common::record_rows(&out).into_iter().map(Ok),
+        crate::common::record_rows(out).into_iter().map(Ok),
     )
     .unwrap();
     let called: Vec<_> = phases[0]
@@ -102,7 +107,6 @@ async fn tool_call_sessions_answer_each_call_with_a_tool_result() {
             .iter()
             .all(|record| record.tool_call_chunks == OUTPUT_TOKENS)
     );
-    sim.shutdown().await;
 }
 
 /// The server's requests by the session their affinity header names, in order.
