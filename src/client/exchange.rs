@@ -363,16 +363,7 @@ impl Client {
                 .and_then(|id| HeaderValue::from_str(id).ok()),
             traceparent,
         };
-        let mut state = StreamState {
-            reply: extras.capture_reply.then(String::new),
-            format: match self.config.api {
-                Api::Responses => StreamFormat::Responses,
-                Api::Messages => StreamFormat::Messages,
-                _ => StreamFormat::Chunks,
-            },
-            chunk_memo: scan::StreamMemo::take(),
-            ..StreamState::default()
-        };
+        let mut state = self.stream_state(extras.capture_reply);
         let mut used = ConnectionUse::default();
         let start = Instant::now();
         let cancel_point = self
@@ -411,27 +402,40 @@ impl Client {
             request_id,
             trace_id,
             start_offset_ms: signed_ms(origin, start),
-            time_to_first_output_ms: state.first_output_ms,
-            ttft_ms: state.first_content_ms,
             planned_context_tokens: planned,
-            prompt_tokens: state.prompt_tokens,
-            cached_tokens: state.cached_tokens,
-            content_chunks: state.content_chunks,
-            reasoning_chunks: state.reasoning_chunks,
-            max_inter_chunk_ms: state.max_inter_chunk_ms,
-            connection_retries: used.retries,
-            new_connection: used.new_connection,
-            connect_ms: used.setup.map(|s| s.connect_ms),
-            tls_ms: used.setup.and_then(|s| s.tls_ms),
-            server_queue_ms: state.server.queue_ms,
-            server_prompt_ms: state.server.prompt_ms,
-            server_total_ms: state.server.total_ms(),
             inputs,
-            ttft_tool_ms: state.first_tool_call_ms,
-            tool_call_chunks: state.tool_call_chunks,
             request_bytes,
-            ..RequestRecord::default()
+            ..measured_record(&state, &used)
         };
+        self.settle(&mut record, outcome, cancelled, start);
+        super::derive_record_fields(&mut record);
+        std::mem::take(&mut state.chunk_memo).give_back();
+        (record, state.take_reply())
+    }
+
+    /// A request's stream state: the API's event format, and room for the reply's text when
+    /// it is to be kept.
+    fn stream_state(&self, capture_reply: bool) -> StreamState {
+        StreamState {
+            reply: capture_reply.then(String::new),
+            format: match self.config.api {
+                Api::Responses => StreamFormat::Responses,
+                Api::Messages => StreamFormat::Messages,
+                _ => StreamFormat::Chunks,
+            },
+            chunk_memo: scan::StreamMemo::take(),
+            ..StreamState::default()
+        }
+    }
+
+    /// The record's end: its time to the end (or to its cancellation) or its error.
+    fn settle(
+        &self,
+        record: &mut RequestRecord,
+        outcome: Result<f64, Failure>,
+        cancelled: bool,
+        start: Instant,
+    ) {
         match outcome {
             Ok(end_ms) if cancelled => {
                 record.e2e_ms = end_ms;
@@ -443,15 +447,6 @@ impl Client {
                 record.error = Some(self.request_error(failure));
             }
         }
-        let chunks = state.content_chunks + state.reasoning_chunks + state.tool_call_chunks;
-        if state.completion_tokens.is_some() || chunks > 0 {
-            let (tokens, source) = state.output_tokens();
-            record.output_tokens = Some(tokens);
-            record.output_token_source = Some(source);
-        }
-        super::derive_record_fields(&mut record);
-        std::mem::take(&mut state.chunk_memo).give_back();
-        (record, state.take_reply())
     }
 
     /// The request and its stream (or JSON body); on success, ms from `start` to its end.
@@ -631,4 +626,34 @@ fn request_headers(template: &HeaderMap, origin: &Origin, config: &ClientConfig)
         headers.insert(TRACEPARENT, HeaderValue::from_static(""));
     }
     headers
+}
+
+/// The record's figures that the stream and the connection measured.
+fn measured_record(state: &StreamState, used: &ConnectionUse) -> RequestRecord {
+    let mut record = RequestRecord {
+        time_to_first_output_ms: state.first_output_ms,
+        ttft_ms: state.first_content_ms,
+        prompt_tokens: state.prompt_tokens,
+        cached_tokens: state.cached_tokens,
+        content_chunks: state.content_chunks,
+        reasoning_chunks: state.reasoning_chunks,
+        max_inter_chunk_ms: state.max_inter_chunk_ms,
+        connection_retries: used.retries,
+        new_connection: used.new_connection,
+        connect_ms: used.setup.map(|s| s.connect_ms),
+        tls_ms: used.setup.and_then(|s| s.tls_ms),
+        server_queue_ms: state.server.queue_ms,
+        server_prompt_ms: state.server.prompt_ms,
+        server_total_ms: state.server.total_ms(),
+        ttft_tool_ms: state.first_tool_call_ms,
+        tool_call_chunks: state.tool_call_chunks,
+        ..RequestRecord::default()
+    };
+    let chunks = state.content_chunks + state.reasoning_chunks + state.tool_call_chunks;
+    if state.completion_tokens.is_some() || chunks > 0 {
+        let (tokens, source) = state.output_tokens();
+        record.output_tokens = Some(tokens);
+        record.output_token_source = Some(source);
+    }
+    record
 }

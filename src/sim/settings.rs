@@ -112,30 +112,7 @@ impl Settings {
         }
         let (prefill_tok_s, decode_ms_per_token, decode_ms_per_running) =
             latency_settings(config, &mut problems);
-        let chunk_tokens = config.chunk_tokens.unwrap_or(DEFAULT_CHUNK_TOKENS);
-        if chunk_tokens == 0 {
-            problems.push("chunk_tokens must be at least 1".to_string());
-        }
-        let mean_output_tokens = config
-            .mean_output_tokens
-            .unwrap_or(DEFAULT_MEAN_OUTPUT_TOKENS);
-        if mean_output_tokens == 0 {
-            problems.push("mean_output_tokens must be at least 1".to_string());
-        }
-        let jitter = config.jitter.unwrap_or(DEFAULT_JITTER);
-        if !(0.0..1.0).contains(&jitter) {
-            problems.push(format!("jitter must be in [0, 1), found {jitter}"));
-        }
-        let max_model_len = config.max_model_len.unwrap_or(DEFAULT_MAX_MODEL_LEN);
-        if max_model_len < 2 {
-            problems.push("max_model_len must be at least 2".to_string());
-        }
-        let embedding_dim = config.embedding_dim.unwrap_or(DEFAULT_EMBEDDING_DIM);
-        if !(1..=MAX_EMBEDDING_DIM).contains(&embedding_dim) {
-            problems.push(format!(
-                "embedding_dim must be between 1 and {MAX_EMBEDDING_DIM}, found {embedding_dim}"
-            ));
-        }
+        let shape = reply_shape(config, &mut problems);
         let tool_call_fraction = config
             .tool_call_fraction
             .unwrap_or(DEFAULT_TOOL_CALL_FRACTION);
@@ -152,12 +129,7 @@ impl Settings {
             ));
         }
         let prefix_cache = cache_settings(config, &mut problems);
-        for (index, fault) in config.faults.iter().enumerate() {
-            check_fault(&mut problems, index, fault);
-        }
-        if config.keep_alive_timeout.is_some_and(|d| d.0.is_zero()) {
-            problems.push("keep_alive_timeout must be above zero".to_string());
-        }
+        check_faults_and_keep_alive(config, &mut problems);
         let dialect = config.dialect.clone().unwrap_or_default();
         let adapters = super::adapters::resolve(config.adapters.as_ref(), &model, &mut problems);
         if !problems.is_empty() {
@@ -176,12 +148,12 @@ impl Settings {
             },
             decode_ms_per_token,
             decode_ms_per_running,
-            chunk_tokens,
+            chunk_tokens: shape.chunk_tokens,
             reasoning_tokens: config.reasoning_tokens.unwrap_or(DEFAULT_REASONING_TOKENS),
-            mean_output_tokens,
-            jitter,
-            max_model_len,
-            embedding_dim,
+            mean_output_tokens: shape.mean_output_tokens,
+            jitter: shape.jitter,
+            max_model_len: shape.max_model_len,
+            embedding_dim: shape.embedding_dim,
             tool_call_fraction,
             leak_aborted_slots,
             prefix_cache,
@@ -201,6 +173,60 @@ impl Settings {
             accept_any_model: config.accept_any_model.unwrap_or(false),
             adapters,
         })
+    }
+}
+
+/// How replies are cut and sized.
+struct ReplyShape {
+    chunk_tokens: u32,
+    mean_output_tokens: u32,
+    jitter: f64,
+    max_model_len: u64,
+    embedding_dim: u32,
+}
+
+/// Tokens per event, reply lengths and their spread, context length and embedding size.
+fn reply_shape(config: &SimConfig, problems: &mut Vec<String>) -> ReplyShape {
+    let chunk_tokens = config.chunk_tokens.unwrap_or(DEFAULT_CHUNK_TOKENS);
+    if chunk_tokens == 0 {
+        problems.push("chunk_tokens must be at least 1".to_string());
+    }
+    let mean_output_tokens = config
+        .mean_output_tokens
+        .unwrap_or(DEFAULT_MEAN_OUTPUT_TOKENS);
+    if mean_output_tokens == 0 {
+        problems.push("mean_output_tokens must be at least 1".to_string());
+    }
+    let jitter = config.jitter.unwrap_or(DEFAULT_JITTER);
+    if !(0.0..1.0).contains(&jitter) {
+        problems.push(format!("jitter must be in [0, 1), found {jitter}"));
+    }
+    let max_model_len = config.max_model_len.unwrap_or(DEFAULT_MAX_MODEL_LEN);
+    if max_model_len < 2 {
+        problems.push("max_model_len must be at least 2".to_string());
+    }
+    let embedding_dim = config.embedding_dim.unwrap_or(DEFAULT_EMBEDDING_DIM);
+    if !(1..=MAX_EMBEDDING_DIM).contains(&embedding_dim) {
+        problems.push(format!(
+            "embedding_dim must be between 1 and {MAX_EMBEDDING_DIM}, found {embedding_dim}"
+        ));
+    }
+    ReplyShape {
+        chunk_tokens,
+        mean_output_tokens,
+        jitter,
+        max_model_len,
+        embedding_dim,
+    }
+}
+
+/// Each fault, and a keep-alive timeout above zero.
+fn check_faults_and_keep_alive(config: &SimConfig, problems: &mut Vec<String>) {
+    for (index, fault) in config.faults.iter().enumerate() {
+        check_fault(problems, index, fault);
+    }
+    if config.keep_alive_timeout.is_some_and(|d| d.0.is_zero()) {
+        problems.push("keep_alive_timeout must be above zero".to_string());
     }
 }
 

@@ -242,80 +242,10 @@ pub struct PromptSource {
 
 impl PromptSource {
     pub fn new(workload: &Workload, context: &WorkloadContext) -> Result<Self, WorkloadError> {
-        let sources =
-            usize::from(workload.dataset.is_some()) + usize::from(workload.trace.is_some());
-        if sources > 1 {
-            return Err(WorkloadError(
-                "a workload takes a dataset or a trace, not both".into(),
-            ));
-        }
-        if let Some(count) = &workload.input_tokens {
-            synthetic::validate_count(count, "input_tokens")?;
-        }
-        if let Some(count) = &workload.output_tokens {
-            synthetic::validate_count(count, "output_tokens")?;
-        }
-        if let Some(p) = &workload.shared_prefix {
-            if p.groups == 0 || p.tokens == 0 {
-                return Err(WorkloadError(
-                    "shared_prefix: tokens and groups must be at least 1".into(),
-                ));
-            }
-            if sources > 0 {
-                return Err(WorkloadError(
-                    "shared_prefix applies to synthetic prompts, not to a dataset or trace".into(),
-                ));
-            }
-        }
-        if let Some(s) = &workload.session {
-            if s.turns == 0 {
-                return Err(WorkloadError("session: turns must be at least 1".into()));
-            }
-            if sources > 0 || workload.conversation.is_some() {
-                return Err(WorkloadError(
-                    "session applies to synthetic prompts, not to a dataset, trace or conversation"
-                        .into(),
-                ));
-            }
-            if let Some(count) = &s.user_tokens {
-                synthetic::validate_count(count, "session.user_tokens")?;
-            }
-        }
-        if let Some(c) = &workload.conversation {
-            if c.turns == 0 {
-                return Err(WorkloadError(
-                    "conversation: turns must be at least 1".into(),
-                ));
-            }
-            if sources > 0 {
-                return Err(WorkloadError(
-                    "conversation applies to synthetic prompts, not to a dataset or trace".into(),
-                ));
-            }
-        }
-        if let Some(t) = workload
-            .prompt_tolerance
-            .filter(|t| !(t.is_finite() && *t >= 0.0))
-        {
-            return Err(WorkloadError(format!(
-                "prompt_tolerance must be a non-negative fraction, got {t}"
-            )));
-        }
+        validate(workload)?;
         let counter = tokens::counter_for(&context.tokenizer, &context.plan_dir)?;
         let kit = TextKit::new(counter, context.api)?;
-        let kind = if let Some(d) = &workload.dataset {
-            let path = tokens::resolve(&context.plan_dir, &d.path);
-            let salt = context
-                .text_salt
-                .as_deref()
-                .map(|s| kit.salt_words(s).join(" "));
-            Kind::Dataset(dataset::prepare(d, &path, &kit, context.seed, salt)?)
-        } else if let Some(t) = &workload.trace {
-            let path = tokens::resolve(&context.plan_dir, &t.path);
-            Kind::Trace(trace::load(&path, t.format, t.time_scale, t.block_tokens)?)
-        } else {
-            Kind::Synthetic
-        };
+        let kind = prompt_kind(workload, context, &kit)?;
         let mut source = PromptSource {
             workload: workload.clone(),
             context: context.clone(),
@@ -623,4 +553,97 @@ impl PromptSource {
         });
         format!("{what}{images} ({})", self.kit.counter.description())
     }
+}
+
+/// The workload's settings, each alone and against the others: one prompt source, counts,
+/// the synthetic-only settings and the tolerance.
+fn validate(workload: &Workload) -> Result<(), WorkloadError> {
+    let sources = usize::from(workload.dataset.is_some()) + usize::from(workload.trace.is_some());
+    if sources > 1 {
+        return Err(WorkloadError(
+            "a workload takes a dataset or a trace, not both".into(),
+        ));
+    }
+    if let Some(count) = &workload.input_tokens {
+        synthetic::validate_count(count, "input_tokens")?;
+    }
+    if let Some(count) = &workload.output_tokens {
+        synthetic::validate_count(count, "output_tokens")?;
+    }
+    validate_synthetic_only(workload, sources)?;
+    if let Some(t) = workload
+        .prompt_tolerance
+        .filter(|t| !(t.is_finite() && *t >= 0.0))
+    {
+        return Err(WorkloadError(format!(
+            "prompt_tolerance must be a non-negative fraction, got {t}"
+        )));
+    }
+    Ok(())
+}
+
+/// A shared prefix, sessions and conversations: each well formed, and only on synthetic
+/// prompts (`sources` counts the dataset and trace).
+fn validate_synthetic_only(workload: &Workload, sources: usize) -> Result<(), WorkloadError> {
+    if let Some(p) = &workload.shared_prefix {
+        if p.groups == 0 || p.tokens == 0 {
+            return Err(WorkloadError(
+                "shared_prefix: tokens and groups must be at least 1".into(),
+            ));
+        }
+        if sources > 0 {
+            return Err(WorkloadError(
+                "shared_prefix applies to synthetic prompts, not to a dataset or trace".into(),
+            ));
+        }
+    }
+    if let Some(s) = &workload.session {
+        if s.turns == 0 {
+            return Err(WorkloadError("session: turns must be at least 1".into()));
+        }
+        if sources > 0 || workload.conversation.is_some() {
+            return Err(WorkloadError(
+                "session applies to synthetic prompts, not to a dataset, trace or conversation"
+                    .into(),
+            ));
+        }
+        if let Some(count) = &s.user_tokens {
+            synthetic::validate_count(count, "session.user_tokens")?;
+        }
+    }
+    if let Some(c) = &workload.conversation {
+        if c.turns == 0 {
+            return Err(WorkloadError(
+                "conversation: turns must be at least 1".into(),
+            ));
+        }
+        if sources > 0 {
+            return Err(WorkloadError(
+                "conversation applies to synthetic prompts, not to a dataset or trace".into(),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Where prompts come from: the dataset (with the run's salt words), the trace, or the
+/// synthetic generator.
+fn prompt_kind(
+    workload: &Workload,
+    context: &WorkloadContext,
+    kit: &TextKit,
+) -> Result<Kind, WorkloadError> {
+    Ok(if let Some(d) = &workload.dataset {
+        let path = tokens::resolve(&context.plan_dir, &d.path);
+        let salt = context
+            .text_salt
+            .as_deref()
+            .map(|s| kit.salt_words(s).join(" "));
+        Kind::Dataset(dataset::prepare(d, &path, kit, context.seed, salt)?)
+    } else if let Some(t) = &workload.trace {
+        let path = tokens::resolve(&context.plan_dir, &t.path);
+        Kind::Trace(trace::load(&path, t.format, t.time_scale, t.block_tokens)?)
+    } else {
+        Kind::Synthetic
+    })
 }

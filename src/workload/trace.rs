@@ -125,20 +125,7 @@ fn csv_entries(
         .trim(csv::Trim::All)
         .from_reader(text.as_bytes());
     let wanted = csv_columns(format);
-    let headers = reader
-        .headers()
-        .map_err(|e| WorkloadError(format!("{}: no CSV header: {e}", path.display())))?
-        .clone();
-    let mut index = [0usize; 3];
-    for (slot, name) in index.iter_mut().zip(wanted) {
-        *slot = headers.iter().position(|h| h == name).ok_or_else(|| {
-            WorkloadError(format!(
-                "{}: no `{name}` column; a {format:?} trace has {}",
-                path.display(),
-                wanted.join(", ")
-            ))
-        })?;
-    }
+    let index = column_indexes(path, &mut reader, format)?;
     let mut entries = Vec::new();
     let mut skipped = 0u64;
     let mut first_time: Option<chrono::NaiveDateTime> = None;
@@ -161,34 +148,7 @@ fn csv_entries(
                 })
         };
         let (input_length, output_length) = (count(1)?, count(2)?);
-        let timestamp = match format {
-            TraceFormat::Azure => {
-                let text = field(0);
-                let time = chrono::NaiveDateTime::parse_from_str(text, "%Y-%m-%d %H:%M:%S%.f")
-                    .map_err(|_| {
-                        at(format!(
-                            "`TIMESTAMP` must read like 2023-11-16 18:15:46.6805900, found {text:?}"
-                        ))
-                    })?;
-                let first = *first_time.get_or_insert(time);
-                // Milliseconds from the first row; an earlier row gives a negative offset,
-                // which the sort below places first.
-                (time - first).num_microseconds().unwrap_or(i64::MAX) as f64 / 1000.0
-            }
-            _ => {
-                let text = field(0);
-                let seconds = text
-                    .parse::<f64>()
-                    .ok()
-                    .filter(|s| s.is_finite() && *s >= 0.0)
-                    .ok_or_else(|| {
-                        at(format!(
-                            "`Timestamp` must be a non-negative number of seconds, found {text:?}"
-                        ))
-                    })?;
-                seconds * 1000.0
-            }
-        };
+        let timestamp = row_timestamp_ms(format, field(0), &mut first_time).map_err(at)?;
         if input_length == 0 || output_length == 0 {
             skipped += 1;
             continue;
@@ -208,6 +168,62 @@ fn csv_entries(
         );
     }
     Ok(entries)
+}
+
+/// Where the format's columns are in the CSV's header.
+fn column_indexes(
+    path: &Path,
+    reader: &mut csv::Reader<&[u8]>,
+    format: TraceFormat,
+) -> Result<[usize; 3], WorkloadError> {
+    let wanted = csv_columns(format);
+    let headers = reader
+        .headers()
+        .map_err(|e| WorkloadError(format!("{}: no CSV header: {e}", path.display())))?;
+    let mut index = [0usize; 3];
+    for (slot, name) in index.iter_mut().zip(wanted) {
+        *slot = headers.iter().position(|h| h == name).ok_or_else(|| {
+            WorkloadError(format!(
+                "{}: no `{name}` column; a {format:?} trace has {}",
+                path.display(),
+                wanted.join(", ")
+            ))
+        })?;
+    }
+    Ok(index)
+}
+
+/// A row's arrival in ms: Azure's date and time from the first row's (`first_time`), or
+/// BurstGPT's seconds.
+fn row_timestamp_ms(
+    format: TraceFormat,
+    text: &str,
+    first_time: &mut Option<chrono::NaiveDateTime>,
+) -> Result<f64, String> {
+    match format {
+        TraceFormat::Azure => {
+            let time = chrono::NaiveDateTime::parse_from_str(text, "%Y-%m-%d %H:%M:%S%.f")
+                .map_err(|_| {
+                    format!(
+                        "`TIMESTAMP` must read like 2023-11-16 18:15:46.6805900, found {text:?}"
+                    )
+                })?;
+            let first = *first_time.get_or_insert(time);
+            // Milliseconds from the first row; an earlier row gives a negative offset, which
+            // the load's sort places first.
+            Ok((time - first).num_microseconds().unwrap_or(i64::MAX) as f64 / 1000.0)
+        }
+        _ => {
+            let seconds = text
+                .parse::<f64>()
+                .ok()
+                .filter(|s| s.is_finite() && *s >= 0.0)
+                .ok_or_else(|| {
+                    format!("`Timestamp` must be a non-negative number of seconds, found {text:?}")
+                })?;
+            Ok(seconds * 1000.0)
+        }
+    }
 }
 
 impl TraceSource {

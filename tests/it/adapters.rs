@@ -9,8 +9,9 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use assert_cmd::Command;
+use servebench::client::RequestRecord;
 use servebench::report::Report;
-use servebench::sim::{SimConfig, serve};
+use servebench::sim::{SeenRequest, SimConfig, serve};
 
 fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -109,23 +110,7 @@ async fn a_first_use_adapter_waits_its_load_and_the_shares_follow_the_weights() 
     assert_eq!(phase.summary.errors, 0);
     assert_eq!(phase.request_timings.len(), 100);
 
-    // Each record's model is the one its request carried to the server.
-    let seen: BTreeMap<String, Option<String>> = sim
-        .requests()
-        .iter()
-        .map(|s| {
-            let id = s.headers.iter().find(|(k, _)| k == "x-request-id");
-            (
-                id.map(|(_, v)| v.clone()).unwrap_or_default(),
-                s.model.clone(),
-            )
-        })
-        .collect();
-    assert_eq!(seen.len(), 100);
-    for r in &phase.request_timings {
-        let sent = r.sent_request_id.as_ref().unwrap_or(&r.request_id);
-        assert_eq!(seen[sent], r.model, "{sent}");
-    }
+    assert_records_name_the_models_sent(&sim.requests(), &phase.request_timings);
     let mut records = phase.request_timings.clone();
     records.sort_by_key(|r| r.request_index);
     let models: Vec<&str> = records
@@ -144,32 +129,8 @@ async fn a_first_use_adapter_waits_its_load_and_the_shares_follow_the_weights() 
         assert!((by_model.share - share).abs() < 1e-9);
     }
 
-    // One request at a time: exactly the requests that found their adapter unloaded waited
-    // the load delay, the first use of each adapter among them.
-    let loads = expected_loads(&models, 1);
-    for name in ["adapter-a", "adapter-b"] {
-        let first = models.iter().position(|&m| m == name).unwrap();
-        assert!(loads[first], "the first {name} request loads it");
-    }
-    let load_ms = LOAD.as_secs_f64() * 1e3;
-    for ((record, model), loaded) in records.iter().zip(&models).zip(&loads) {
-        let ttft = record.ttft_ms.expect("a TTFT");
-        if *loaded {
-            assert!(
-                ttft >= load_ms,
-                "{model} #{} loaded: TTFT {ttft} ms",
-                record.request_index
-            );
-        } else {
-            assert!(
-                ttft < load_ms - 100.0,
-                "{model} #{}: TTFT {ttft} ms",
-                record.request_index
-            );
-        }
-    }
-    let load_count = loads.iter().filter(|l| **l).count();
-    assert!(load_count >= 2);
+    // Loads: each counted by the server.
+    let load_count = assert_loaded_requests_waited(&records, &models);
     let metrics = get(&format!("http://{addr}/metrics")).await;
     assert_eq!(
         counter(&metrics, "servebench_sim:lora_adapter_loads_total"),
@@ -193,6 +154,64 @@ async fn a_first_use_adapter_waits_its_load_and_the_shares_follow_the_weights() 
     assert_eq!(requests, 100);
 
     // The same breakdown in markdown and HTML, and the model in every Parquet row.
+    assert_reports_break_down_by_model(&out, &records);
+
+    // `compare` sets each model beside the same model: its own requests and TTFT.
+    assert_compare_by_model(&report);
+    sim.shutdown().await;
+}
+
+/// Each record's model is the one its request carried to the server.
+fn assert_records_name_the_models_sent(requests: &[SeenRequest], records: &[RequestRecord]) {
+    let seen: BTreeMap<String, Option<String>> = requests
+        .iter()
+        .map(|s| {
+            let id = s.headers.iter().find(|(k, _)| k == "x-request-id");
+            (
+                id.map(|(_, v)| v.clone()).unwrap_or_default(),
+                s.model.clone(),
+            )
+        })
+        .collect();
+    assert_eq!(seen.len(), 100);
+    for r in records {
+        let sent = r.sent_request_id.as_ref().unwrap_or(&r.request_id);
+        assert_eq!(seen[sent], r.model, "{sent}");
+    }
+}
+
+/// One request at a time: exactly the requests that found their adapter unloaded waited the
+/// load delay, the first use of each adapter among them. Returns how many loaded.
+fn assert_loaded_requests_waited(records: &[RequestRecord], models: &[&str]) -> usize {
+    let loads = expected_loads(models, 1);
+    for name in ["adapter-a", "adapter-b"] {
+        let first = models.iter().position(|&m| m == name).unwrap();
+        assert!(loads[first], "the first {name} request loads it");
+    }
+    let load_ms = LOAD.as_secs_f64() * 1e3;
+    for ((record, model), loaded) in records.iter().zip(models).zip(&loads) {
+        let ttft = record.ttft_ms.expect("a TTFT");
+        if *loaded {
+            assert!(
+                ttft >= load_ms,
+                "{model} #{} loaded: TTFT {ttft} ms",
+                record.request_index
+            );
+        } else {
+            assert!(
+                ttft < load_ms - 100.0,
+                "{model} #{}: TTFT {ttft} ms",
+                record.request_index
+            );
+        }
+    }
+    let load_count = loads.iter().filter(|l| **l).count();
+    assert!(load_count >= 2);
+    load_count
+}
+
+/// The markdown's and HTML's by-model sections, and each Parquet row's model.
+fn assert_reports_break_down_by_model(out: &Path, records: &[RequestRecord]) {
     let md = std::fs::read_to_string(out.join("report.md")).unwrap();
     let section = md.split("## By model").nth(1).expect("a By model section");
     for (name, _) in WEIGHTS {
@@ -203,21 +222,24 @@ async fn a_first_use_adapter_waits_its_load_and_the_shares_follow_the_weights() 
         html.contains("id=\"by-model\""),
         "no by-model section in the HTML"
     );
-    let rows = crate::common::record_rows(&out);
+    let rows = crate::common::record_rows(out);
     let row_models: BTreeMap<u64, Option<String>> = rows
         .iter()
         .map(|r| (r.record.request_index, r.record.model.clone()))
         .collect();
-    for r in &records {
+    for r in records {
         assert_eq!(
             row_models[&r.request_index], r.model,
             "#{}",
             r.request_index
         );
     }
+}
 
-    // `compare` sets each model beside the same model: its own requests and TTFT.
-    let cmp = servebench::report::compare::compare("a", &report, "b", &report, &[]);
+/// `compare` of the report with itself: each model beside the same model.
+fn assert_compare_by_model(report: &Report) {
+    let phase = &report.phases[0];
+    let cmp = servebench::report::compare::compare("a", report, "b", report, &[]);
     let names: Vec<&str> = cmp.phases.iter().map(|p| p.phase.as_str()).collect();
     assert_eq!(
         names,
@@ -237,7 +259,6 @@ async fn a_first_use_adapter_waits_its_load_and_the_shares_follow_the_weights() 
             .p99;
         assert_eq!(metric("ttft.p99").new, Some(p99), "{}", compared.phase);
     }
-    sim.shutdown().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -8,7 +8,7 @@ use std::time::Instant;
 use servebench::client::{Client, ErrorKind};
 use servebench::figure::Figure;
 use servebench::plan::{Api, TokenizerSource, TokenizerSpec, Workload};
-use servebench::report::Report;
+use servebench::report::{PhaseResult, Report};
 use servebench::runner::endpoint::client_config;
 use servebench::workload::{PromptInput, PromptSource, RERANK_QUERY_WORDS, WorkloadContext};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -51,45 +51,7 @@ async fn embeddings_and_rerank_phases_count_inputs_and_tokens() {
             .iter()
             .find(|p| p.header.phase == phase)
             .unwrap();
-        let s = &p.summary;
-        assert_eq!(s.errors, 0, "{phase}: {:?}", s.errors_by_cause);
-        assert_eq!(p.request_timings.len() as u64, s.requests);
-        for r in &p.request_timings {
-            assert_eq!(r.inputs, Some(batch), "{phase} {}", r.request_index);
-            assert_eq!(r.prompt_tokens, Some(tokens_per_request), "{phase}");
-            assert_eq!(r.ttft_ms, None);
-            assert_eq!(r.output_tokens, None);
-            // Nothing answers before the request's own prefill is done.
-            let prefill_ms = tokens_per_request as f64 / PREFILL_TOK_S * 1e3;
-            assert!(r.e2e_ms >= prefill_ms * 0.95, "{phase}: {} ms", r.e2e_ms);
-        }
-        if phase == "embed" {
-            assert!(
-                p.request_timings
-                    .iter()
-                    .all(|r| r.planned_context_tokens == r.prompt_tokens)
-            );
-        }
-        assert_eq!(s.total_inputs, Some(s.requests * batch));
-        assert_eq!(s.total_input_tokens, s.requests * tokens_per_request);
-        let inputs_s = s.inputs_per_second.unwrap();
-        let tokens_s = s.input_tokens_per_second.unwrap();
-        assert!((inputs_s - (s.requests * batch) as f64 / s.elapsed).abs() < 1e-6 * inputs_s);
-        assert!((tokens_s - s.total_input_tokens as f64 / s.elapsed).abs() < 1e-6 * tokens_s);
-        assert!((s.request_rate * batch as f64 - inputs_s).abs() < 1e-6 * inputs_s);
-        // One prefill lane: the simulator cannot encode faster than its prefill rate.
-        assert!(
-            tokens_s <= PREFILL_TOK_S * 1.06,
-            "{phase}: {tokens_s} tok/s"
-        );
-        assert!(
-            s.distribution(Figure::Ttft).is_none() && s.distribution(Figure::Tpot).is_none(),
-            "{phase}"
-        );
-        assert!(
-            s.distribution(Figure::E2e)
-                .is_some_and(|d| d.samples == s.requests)
-        );
+        assert_encoding_phase(p, batch, tokens_per_request);
     }
     let markdown = servebench::report::formats::markdown::render(&report);
     let phases_table: Vec<&str> = markdown
@@ -105,12 +67,67 @@ async fn embeddings_and_rerank_phases_count_inputs_and_tokens() {
     assert!(!phases_table[0].contains("TTFT") && !phases_table[0].contains("Output tok/s"));
     // Compare lists the encoding figures and none of the generation ones; a TTFT gate says
     // there is no TTFT rather than passing on a zero.
+    assert_compare_has_encoding_figures_only(&report);
+    let html = servebench::report::formats::html::render(&report);
+    assert!(html.contains("E2E p50 / p95 / p99"));
+    assert!(html.contains("E2E latency of every request over each phase"));
+    assert!(!html.contains("TTFT p50 / p95 / p99"));
+}
+
+/// An embeddings or rerank phase: every request's inputs and prompt tokens, no output, and
+/// the phase's input rates from its totals.
+fn assert_encoding_phase(p: &PhaseResult, batch: u64, tokens_per_request: u64) {
+    let phase = p.header.phase.as_str();
+    let s = &p.summary;
+    assert_eq!(s.errors, 0, "{phase}: {:?}", s.errors_by_cause);
+    assert_eq!(p.request_timings.len() as u64, s.requests);
+    for r in &p.request_timings {
+        assert_eq!(r.inputs, Some(batch), "{phase} {}", r.request_index);
+        assert_eq!(r.prompt_tokens, Some(tokens_per_request), "{phase}");
+        assert_eq!(r.ttft_ms, None);
+        assert_eq!(r.output_tokens, None);
+        // Nothing answers before the request's own prefill is done.
+        let prefill_ms = tokens_per_request as f64 / PREFILL_TOK_S * 1e3;
+        assert!(r.e2e_ms >= prefill_ms * 0.95, "{phase}: {} ms", r.e2e_ms);
+    }
+    if phase == "embed" {
+        assert!(
+            p.request_timings
+                .iter()
+                .all(|r| r.planned_context_tokens == r.prompt_tokens)
+        );
+    }
+    assert_eq!(s.total_inputs, Some(s.requests * batch));
+    assert_eq!(s.total_input_tokens, s.requests * tokens_per_request);
+    let inputs_s = s.inputs_per_second.unwrap();
+    let tokens_s = s.input_tokens_per_second.unwrap();
+    assert!((inputs_s - (s.requests * batch) as f64 / s.elapsed).abs() < 1e-6 * inputs_s);
+    assert!((tokens_s - s.total_input_tokens as f64 / s.elapsed).abs() < 1e-6 * tokens_s);
+    assert!((s.request_rate * batch as f64 - inputs_s).abs() < 1e-6 * inputs_s);
+    // One prefill lane: the simulator cannot encode faster than its prefill rate.
+    assert!(
+        tokens_s <= PREFILL_TOK_S * 1.06,
+        "{phase}: {tokens_s} tok/s"
+    );
+    assert!(
+        s.distribution(Figure::Ttft).is_none() && s.distribution(Figure::Tpot).is_none(),
+        "{phase}"
+    );
+    assert!(
+        s.distribution(Figure::E2e)
+            .is_some_and(|d| d.samples == s.requests)
+    );
+}
+
+/// A report compared with itself: the encoding figures and none of the generation ones,
+/// and a TTFT gate that fails for want of a TTFT.
+fn assert_compare_has_encoding_figures_only(report: &Report) {
     let gates: Vec<servebench::report::compare::gate::Gate> =
         ["inputs_per_second > -5%", "ttft.p99 < 2s"]
             .iter()
             .map(|g| g.parse().unwrap())
             .collect();
-    let comparison = servebench::report::compare::compare("a", &report, "b", &report, &gates);
+    let comparison = servebench::report::compare::compare("a", report, "b", report, &gates);
     for phase in &comparison.phases {
         let names: Vec<&str> = phase.metrics.iter().map(|m| m.metric.as_str()).collect();
         assert!(names.contains(&"inputs_per_second") && names.contains(&"input_tokens_per_second"));
@@ -140,10 +157,6 @@ async fn embeddings_and_rerank_phases_count_inputs_and_tokens() {
             .filter(|g| g.gate.starts_with("inputs"))
             .all(|g| g.passed)
     );
-    let html = servebench::report::formats::html::render(&report);
-    assert!(html.contains("E2E p50 / p95 / p99"));
-    assert!(html.contains("E2E latency of every request over each phase"));
-    assert!(!html.contains("TTFT p50 / p95 / p99"));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

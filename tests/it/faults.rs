@@ -536,7 +536,16 @@ async fn a_forced_400_keeps_its_body_code_type_and_cause_in_every_report() {
     assert_valid_report(&value);
     let phase = &value["phases"][0];
 
-    // The record: the body as the simulator sent it, its code and type.
+    assert_failed_records_keep_their_errors(phase);
+    assert_causes_in_summary(phase);
+    assert_causes_rendered(faulty.parent().unwrap());
+    let clean = run_into(dir.path(), "clean", &cause_plan("")).await;
+    assert_compare_names_new_causes(&clean, &faulty);
+}
+
+/// The failed records keep the body as the simulator sent it, its code and type; the
+/// successful ones carry no error fields at all.
+fn assert_failed_records_keep_their_errors(phase: &serde_json::Value) {
     let failed: Vec<&serde_json::Value> = phase["request_timings"]
         .as_array()
         .unwrap()
@@ -566,9 +575,11 @@ async fn a_forced_400_keeps_its_body_code_type_and_cause_in_every_report() {
         .find(|r| r.get("error").is_none())
         .expect("a request succeeded");
     assert!(ok.get("body").is_none());
+}
 
-    // The summary groups them by cause, most frequent first.
-    // The summary is flattened into the phase object.
+/// The summary (flattened into the phase object) groups the errors by cause, most frequent
+/// first.
+fn assert_causes_in_summary(phase: &serde_json::Value) {
     let causes = phase["errors_by_cause"].as_array().unwrap();
     assert_eq!(causes.len(), 2, "{causes:?}");
     assert_eq!(causes[0]["cause"], "HTTP 400 · BadRequestError");
@@ -599,9 +610,10 @@ async fn a_forced_400_keeps_its_body_code_type_and_cause_in_every_report() {
             .contains("simulated error inside a 200 response"),
         "{event}"
     );
+}
 
-    // Both renderings show the causes.
-    let out = faulty.parent().unwrap();
+/// The markdown and the HTML in `out` show the causes.
+fn assert_causes_rendered(out: &Path) {
     let markdown = std::fs::read_to_string(out.join("report.md")).unwrap();
     assert!(markdown.contains("### Errors by cause"), "{markdown}");
     assert!(
@@ -618,11 +630,13 @@ async fn a_forced_400_keeps_its_body_code_type_and_cause_in_every_report() {
         html.contains("<td>HTTP 400 · BadRequestError</td>"),
         "{html}"
     );
+}
 
-    // Against a clean run, compare names both causes as new; the other way round, none.
-    let clean = run_into(dir.path(), "clean", &cause_plan("")).await;
+/// Compared against the clean run, the faulty one's causes are new; the other way round,
+/// none are.
+fn assert_compare_names_new_causes(clean: &Path, faulty: &Path) {
     let read = |p: &Path| servebench::report::read_report(p).unwrap();
-    let (clean_report, faulty_report) = (read(&clean), read(&faulty));
+    let (clean_report, faulty_report) = (read(clean), read(faulty));
     let comparison =
         servebench::report::compare::compare("clean", &clean_report, "faulty", &faulty_report, &[]);
     let new: Vec<&str> = comparison.phases[0]

@@ -2,7 +2,7 @@
 //! markdown flags each phase as report.json's own figures say, and the HTML draws the charts.
 
 use servebench::figure::Figure;
-use servebench::report::Report;
+use servebench::report::{PhaseResult, Report};
 
 const PLAN: &str = "\
 version: 1
@@ -20,8 +20,11 @@ phases:
       concurrency: [1, 2, 4, 8]
 ";
 
+/// A phase on a frontier chart: its two axes (higher is better on both) and its trust.
+type Point = (f64, f64, bool);
+
 /// Whether some other trusted point is at least as good on both axes and better on one.
-fn dominated(points: &[(f64, f64, bool)], i: usize) -> bool {
+fn dominated(points: &[Point], i: usize) -> bool {
     let (x, y, _) = points[i];
     points.iter().enumerate().any(|(j, &(ox, oy, trusted))| {
         j != i && trusted && ox >= x && oy >= y && (ox > x || oy > y)
@@ -37,29 +40,8 @@ async fn a_concurrency_sweep_reports_its_pareto_frontier() {
     assert_eq!(report.phases.len(), 4);
 
     // Expected flags, from the figures report.json holds.
-    let trusted = |p: &servebench::report::PhaseResult| {
-        p.client_trust.as_ref().is_none_or(|t| t.is_trusted())
-    };
-    let figure = |p: &servebench::report::PhaseResult, f: Figure| {
-        *p.summary.distribution(f).expect("a generated figure")
-    };
-    let per_user: Vec<(f64, f64, bool)> = report
-        .phases
-        .iter()
-        .map(|p| {
-            let decode = figure(p, Figure::DecodeTokS).mean;
-            (p.summary.output_tokens_per_second, decode, trusted(p))
-        })
-        .collect();
-    let ttft: Vec<(f64, f64, bool)> = report
-        .phases
-        .iter()
-        .map(|p| {
-            let ttft = figure(p, Figure::Ttft).p50;
-            (p.summary.output_tokens_per_second, -ttft, trusted(p))
-        })
-        .collect();
-    let flag = |points: &[(f64, f64, bool)], i: usize| match (points[i].2, dominated(points, i)) {
+    let (per_user, ttft) = frontier_points(&report);
+    let flag = |points: &[Point], i: usize| match (points[i].2, dominated(points, i)) {
         (false, _) => "**client-bound**",
         (true, false) => "yes",
         (true, true) => "no",
@@ -96,6 +78,41 @@ async fn a_concurrency_sweep_reports_its_pareto_frontier() {
     }
 
     let html = std::fs::read_to_string(out.join("report.html")).unwrap();
+    assert_pareto_charts(&html, dir.path());
+}
+
+/// A phase whose client kept up (or was not judged).
+fn trusted(p: &PhaseResult) -> bool {
+    p.client_trust.as_ref().is_none_or(|t| t.is_trusted())
+}
+
+/// Each phase's point on the two frontiers, with its trust: output tok/s against tok/s per
+/// user, and against TTFT p50 (negated, so higher is better on both axes).
+fn frontier_points(report: &Report) -> (Vec<Point>, Vec<Point>) {
+    let figure =
+        |p: &PhaseResult, f: Figure| *p.summary.distribution(f).expect("a generated figure");
+    let per_user = report
+        .phases
+        .iter()
+        .map(|p| {
+            let decode = figure(p, Figure::DecodeTokS).mean;
+            (p.summary.output_tokens_per_second, decode, trusted(p))
+        })
+        .collect();
+    let ttft = report
+        .phases
+        .iter()
+        .map(|p| {
+            let ttft = figure(p, Figure::Ttft).p50;
+            (p.summary.output_tokens_per_second, -ttft, trusted(p))
+        })
+        .collect();
+    (per_user, ttft)
+}
+
+/// The HTML's Pareto section: its heading, both charts with one frontier line each and
+/// every load's point labelled; the page loads cleanly in a browser when one is at hand.
+fn assert_pareto_charts(html: &str, dir: &std::path::Path) {
     assert!(
         html.contains("<h2 id=\"pareto-frontier\">Pareto frontier</h2>"),
         "no section heading"
@@ -120,6 +137,6 @@ async fn a_concurrency_sweep_reports_its_pareto_frontier() {
     // The page, charts and all, loads cleanly in a browser.
     if let Some(browser) = crate::report::browser::chromium() {
         let charts = html.matches("<svg").count();
-        crate::report::browser::check_in_browser(browser, &html, charts, dir.path());
+        crate::report::browser::check_in_browser(browser, html, charts, dir);
     }
 }

@@ -339,13 +339,32 @@ async fn vllm_runs_the_quickstart_prefix_session_responses_and_messages_phases()
     // The Messages API's prompt is its `input_tokens` plus the cache read: as planned.
     check_sizes(&mut checks, messages, None);
     check_responses(&mut checks, messages);
-    // vLLM names itself, so the default salt goes in `cache_salt`, which it takes (no errors
-    // above) while prefixes shared within the run stay cached (`check_prefix_cache`).
+    check_salts(
+        &mut checks,
+        &report,
+        [quickstart, shared, responses],
+        messages,
+    );
+    let markdown = std::fs::read_to_string(out.path().join("report.md")).expect("report.md");
+    check_markdown(&mut checks, &markdown);
+    for phase in [quickstart, shared] {
+        println!(
+            "{}: latency split {}",
+            phase["phase"], phase["server_timing_gap"]["split"]
+        );
+    }
+    check_traces(&mut checks, &server, phases).await;
+    checks.finish("plans/real-vllm.yaml against vLLM");
+}
+
+/// vLLM names itself, so the default salt goes in `cache_salt`, which it takes (no errors
+/// above) while prefixes shared within the run stay cached (`check_prefix_cache`).
+fn check_salts(checks: &mut Checks, report: &Value, salted: [&Value; 3], messages: &Value) {
     checks.check(
         report["provenance"]["servers"][0]["engine"] == "vllm",
         || format!("provenance: {}", report["provenance"]),
     );
-    for phase in [quickstart, shared, responses] {
+    for phase in salted {
         checks.check(phase["prompt_salt"] == "cache_salt", || {
             format!("{}: prompt_salt {}", phase["phase"], phase["prompt_salt"])
         });
@@ -354,13 +373,15 @@ async fn vllm_runs_the_quickstart_prefix_session_responses_and_messages_phases()
     checks.check(messages["prompt_salt"] == "text", || {
         format!("messages-c2: prompt_salt {}", messages["prompt_salt"])
     });
-    // The markdown report names the remainder for what it is, per phase.
-    let markdown = std::fs::read_to_string(out.path().join("report.md")).expect("report.md");
+}
+
+/// The markdown report names the remainder for what it is, per phase, and shows the
+/// server's own view of the window: requests running at some sample.
+fn check_markdown(checks: &mut Checks, markdown: &str) {
     checks.check(
         markdown.contains("Frontend + network |") && markdown.contains("| quickstart-c2 | 8 |"),
         || "report.md has no latency split naming the frontend".to_string(),
     );
-    // And shows the server's own view of the window: requests running at some sample.
     let server_row = markdown
         .split("\n## Server\n")
         .nth(1)
@@ -373,14 +394,6 @@ async fn vllm_runs_the_quickstart_prefix_session_responses_and_messages_phases()
     checks.check(running_max.is_some_and(|m| m >= 1.0), || {
         format!("report.md's Server section, quickstart-c2: {server_row:?}")
     });
-    for phase in [quickstart, shared] {
-        println!(
-            "{}: latency split {}",
-            phase["phase"], phase["server_timing_gap"]["split"]
-        );
-    }
-    check_traces(&mut checks, &server, phases).await;
-    checks.finish("plans/real-vllm.yaml against vLLM");
 }
 
 /// plans/embeddings-sweep.yaml's first embeddings phases against vLLM serving the same model

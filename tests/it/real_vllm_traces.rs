@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 
+use crate::real_otlp::Span;
 use crate::real_support::{Checks, VLLM_MODEL, VllmServer};
 use crate::real_vllm::records;
 
@@ -19,18 +20,7 @@ const SPAN_DEADLINE: Duration = Duration::from_secs(60);
 /// child), and joins the record on its token counts and, where vLLM takes the `x-request-id`
 /// (chat and the Messages API: `chatcmpl-<id>`; `/v1/responses` names its own), the request id.
 pub async fn check_traces(checks: &mut Checks, server: &VllmServer, phases: &[Value]) {
-    let mut joined = Vec::new();
-    for phase in phases {
-        let name = phase["phase"].as_str().unwrap_or("?").to_string();
-        for r in records(phase) {
-            match r["trace_id"].as_str() {
-                Some(id) => joined.push((name.clone(), id.to_string(), r)),
-                None => checks.check(false, || {
-                    format!("{name}: a record without a trace id: {r}")
-                }),
-            }
-        }
-    }
+    let joined = traced_records(checks, phases);
     let wanted: BTreeSet<String> = joined.iter().map(|(_, id, _)| id.clone()).collect();
     let spans = match server
         .traces
@@ -58,46 +48,7 @@ pub async fn check_traces(checks: &mut Checks, server: &VllmServer, phases: &[Va
         }
     };
     for (phase, trace_id, r) in &joined {
-        let sent_id = r["sent_request_id"].as_str().or(r["request_id"].as_str());
-        let vllm_id =
-            (phase != "responses-c2").then(|| format!("chatcmpl-{}", sent_id.unwrap_or("?")));
-        let candidates = &spans[trace_id];
-        // A warmup request has trace and request ids of its own: one span per trace id.
-        checks.check(candidates.len() == 1, || {
-            format!(
-                "{phase} {}: {} spans carry trace {trace_id}",
-                r["request_id"],
-                candidates.len()
-            )
-        });
-        let joins = candidates.iter().any(|s| {
-            let a = &s.attributes;
-            a["gen_ai.usage.prompt_tokens"] == r["prompt_tokens"]
-                && a["gen_ai.usage.completion_tokens"] == r["output_tokens"]
-                && vllm_id
-                    .as_ref()
-                    .is_none_or(|id| a["gen_ai.request.id"] == id.as_str())
-        });
-        checks.check(joins, || {
-            format!(
-                "{phase} {}: no span of trace {trace_id} joins it (want request id {vllm_id:?}, prompt tokens {}, output tokens {}): {:?}",
-                r["request_id"],
-                r["prompt_tokens"],
-                r["output_tokens"],
-                candidates.iter().map(|s| &s.attributes).collect::<Vec<_>>()
-            )
-        });
-        checks.check(
-            candidates
-                .iter()
-                .all(|s| s.parent_span_id.len() == 16 && s.span_id != s.parent_span_id),
-            || {
-                format!(
-                    "{phase} {}: a root span, not the traceparent's child: {candidates:?}",
-                    r["request_id"]
-                )
-            },
-        );
+        check_record_spans(checks, phase, trace_id, r, &spans[trace_id]);
     }
     let shared = spans.values().filter(|s| s.len() > 1).count();
     if let Some((_, trace_id, _)) = joined.first() {
@@ -111,6 +62,73 @@ pub async fn check_traces(checks: &mut Checks, server: &VllmServer, phases: &[Va
             Value::Object(example.attributes.clone())
         );
     }
+}
+
+/// Every record of the phases with its phase's name and trace id; one without a trace id
+/// fails the check.
+fn traced_records(checks: &mut Checks, phases: &[Value]) -> Vec<(String, String, Value)> {
+    let mut joined = Vec::new();
+    for phase in phases {
+        let name = phase["phase"].as_str().unwrap_or("?").to_string();
+        for r in records(phase) {
+            match r["trace_id"].as_str() {
+                Some(id) => joined.push((name.clone(), id.to_string(), r)),
+                None => checks.check(false, || {
+                    format!("{name}: a record without a trace id: {r}")
+                }),
+            }
+        }
+    }
+    joined
+}
+
+/// One record's spans (`candidates`, those with its trace id): exactly one, joined to the
+/// record on its token counts and request id, and the child of the record's `traceparent`.
+fn check_record_spans(
+    checks: &mut Checks,
+    phase: &str,
+    trace_id: &str,
+    r: &Value,
+    candidates: &[Span],
+) {
+    let sent_id = r["sent_request_id"].as_str().or(r["request_id"].as_str());
+    let vllm_id = (phase != "responses-c2").then(|| format!("chatcmpl-{}", sent_id.unwrap_or("?")));
+    // A warmup request has trace and request ids of its own: one span per trace id.
+    checks.check(candidates.len() == 1, || {
+        format!(
+            "{phase} {}: {} spans carry trace {trace_id}",
+            r["request_id"],
+            candidates.len()
+        )
+    });
+    let joins = candidates.iter().any(|s| {
+        let a = &s.attributes;
+        a["gen_ai.usage.prompt_tokens"] == r["prompt_tokens"]
+            && a["gen_ai.usage.completion_tokens"] == r["output_tokens"]
+            && vllm_id
+                .as_ref()
+                .is_none_or(|id| a["gen_ai.request.id"] == id.as_str())
+    });
+    checks.check(joins, || {
+        format!(
+            "{phase} {}: no span of trace {trace_id} joins it (want request id {vllm_id:?}, prompt tokens {}, output tokens {}): {:?}",
+            r["request_id"],
+            r["prompt_tokens"],
+            r["output_tokens"],
+            candidates.iter().map(|s| &s.attributes).collect::<Vec<_>>()
+        )
+    });
+    checks.check(
+        candidates
+            .iter()
+            .all(|s| s.parent_span_id.len() == 16 && s.span_id != s.parent_span_id),
+        || {
+            format!(
+                "{phase} {}: a root span, not the traceparent's child: {candidates:?}",
+                r["request_id"]
+            )
+        },
+    );
 }
 
 /// vLLM exports its `llm_request` span when a request finishes, not when it is aborted: each

@@ -140,7 +140,17 @@ async fn parquet_holds_every_request_field_by_field() {
             .collect();
         assert_eq!(by_index(measured), by_index(phase.request_timings.clone()));
     }
-    let leftovers: Vec<_> = crate::common::files_under(&out)
+    assert_no_leftovers(&out);
+    csv_matches_parquet(&out.join("requests/part-000000.parquet"), &report, &rows);
+
+    // A report.json holding a sample of each phase's records: compare still bootstraps
+    // every request, read from the parts.
+    compare_reads_every_record(&out, report, &rows);
+}
+
+/// No part still being written and no journal of an unfinished window is left behind.
+fn assert_no_leftovers(out: &Path) {
+    let leftovers: Vec<_> = crate::common::files_under(out)
         .into_iter()
         .map(|(path, _)| path)
         .filter(|p| {
@@ -149,11 +159,11 @@ async fn parquet_holds_every_request_field_by_field() {
         })
         .collect();
     assert!(leftovers.is_empty(), "{leftovers:?}");
-    csv_matches_parquet(&out.join("requests/part-000000.parquet"), &report, &rows);
+}
 
-    // A report.json holding a sample of each phase's records: compare still bootstraps
-    // every request, read from the parts.
-    let mut sampled = report;
+/// `compare` of a report.json that keeps 5 records a phase counts every measured request of
+/// the parts (`rows`): latencies the successful ones, rates every one.
+fn compare_reads_every_record(out: &Path, mut sampled: Report, rows: &[RecordRow]) {
     for phase in &mut sampled.phases {
         phase.request_timings.truncate(5);
     }
@@ -266,7 +276,7 @@ fn sigkill_mid_phase_then_recover_rebuilds_the_report_and_the_parquet() {
         "  - {name: first, concurrency: 4, requests: 40}\n  - {name: long, concurrency: 4, duration: 120s, warmup: {requests: 8}}\n",
     );
     let out = dir.path().join("out");
-    let mut child = Command::new(env!("CARGO_BIN_EXE_servebench"))
+    let child = Command::new(env!("CARGO_BIN_EXE_servebench"))
         .args(["run", "--quiet", "--no-calibrate", "--part-rows"])
         .arg(PART_ROWS.to_string())
         .arg("--output")
@@ -276,23 +286,7 @@ fn sigkill_mid_phase_then_recover_rebuilds_the_report_and_the_parquet() {
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    // Poll (bounded) until eight parts are closed, the journal's size sampled throughout: it
-    // holds at most the open part's rows, those in flight to the writer (at most a part's)
-    // and the one being appended: never more than two parts' worth and two.
-    let deadline = Instant::now() + Duration::from_secs(60);
-    let mut most_lines = 0;
-    while Manifest::read(&out.join("requests")).map_or(0, |m| m.parts.len()) < 8 {
-        assert!(Instant::now() < deadline, "the long phase never got going");
-        most_lines = most_lines.max(journal_record_lines(&out));
-        assert!(
-            most_lines <= 2 * PART_ROWS + 2,
-            "the journal held {most_lines} records"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    child.kill().unwrap(); // SIGKILL: nothing runs after it.
-    child.wait().unwrap();
-    assert!(journal_record_lines(&out) <= 2 * PART_ROWS + 2);
+    kill_after_eight_parts(child, &out);
 
     // What the killed run left: its closed parts, then the journal's tail.
     let closed = parquet_rows(&out);
@@ -326,12 +320,22 @@ fn sigkill_mid_phase_then_recover_rebuilds_the_report_and_the_parquet() {
         "every record is in a part now"
     );
 
+    let report = assert_partial_report(&out, &left, &stdout);
+
+    // Recovering again adds nothing twice; a rebuilt phase past `--keep-records` keeps a
+    // sample and the same figures, over every record.
+    recover_again_keeping_a_sample(&out, &report, &left);
+}
+
+/// The recovered report: partial, its first phase whole, and the killed phase's records
+/// exactly the measured ones of `left`, the parts and the journal's tail.
+fn assert_partial_report(out: &Path, left: &[RecordRow], stdout: &str) -> Report {
     let long_measured: Vec<RequestRecord> = left
         .iter()
         .filter(|r| r.phase == "long" && r.window == Window::Measured)
         .map(|r| r.record.clone())
         .collect();
-    let report = report(&out);
+    let report = report(out);
     assert!(report.span.partial);
     let names: Vec<&str> = report
         .phases
@@ -351,9 +355,34 @@ fn sigkill_mid_phase_then_recover_rebuilds_the_report_and_the_parquet() {
     assert_eq!(long.warmup.requests, 8);
     assert!(stdout.contains(&format!("phase `long`: {} measured", long.summary.requests)));
     assert!(out.join("report.md").exists() && out.join("report.html").exists());
+    report
+}
 
-    // Recovering again adds nothing twice; a rebuilt phase past `--keep-records` keeps a
-    // sample and the same figures, over every record.
+/// Kills the run (SIGKILL: nothing runs after it) once eight parts are closed, polling
+/// (bounded) with the journal's size sampled throughout: it holds at most the open part's
+/// rows, those in flight to the writer (at most a part's) and the one being appended: never
+/// more than two parts' worth and two.
+fn kill_after_eight_parts(mut child: std::process::Child, out: &Path) {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let mut most_lines = 0;
+    while Manifest::read(&out.join("requests")).map_or(0, |m| m.parts.len()) < 8 {
+        assert!(Instant::now() < deadline, "the long phase never got going");
+        most_lines = most_lines.max(journal_record_lines(out));
+        assert!(
+            most_lines <= 2 * PART_ROWS + 2,
+            "the journal held {most_lines} records"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert!(journal_record_lines(out) <= 2 * PART_ROWS + 2);
+}
+
+/// A second `recover` with `--keep-records 50`, of the report with its last phase dropped:
+/// the parts keep exactly `left`, and the rebuilt phase a sample with `report`'s figures.
+fn recover_again_keeping_a_sample(out: &Path, report: &Report, left: &[RecordRow]) {
+    let long = &report.phases[1];
     let mut killed = report.clone();
     killed.phases.truncate(1);
     std::fs::write(
@@ -363,12 +392,12 @@ fn sigkill_mid_phase_then_recover_rebuilds_the_report_and_the_parquet() {
     .unwrap();
     let again = Command::new(env!("CARGO_BIN_EXE_servebench"))
         .args(["recover", "--keep-records", "50"])
-        .arg(&out)
+        .arg(out)
         .output()
         .unwrap();
     assert!(again.status.success());
-    assert_eq!(parquet_rows(&out), left);
-    let sampled = self::report(&out);
+    assert_eq!(parquet_rows(out), left);
+    let sampled = self::report(out);
     let rebuilt = &sampled.phases[1];
     assert_eq!(rebuilt.request_timings.len(), 50);
     let kept = rebuilt.records.as_ref().expect("a sampled phase says so");

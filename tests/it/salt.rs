@@ -303,6 +303,17 @@ fn served_tokens(prompt: &Prompt) -> u64 {
 
 #[test]
 fn a_text_salt_leads_every_prompt_and_keeps_sizes_and_shared_prefixes() {
+    for (what, workload) in salt_workloads() {
+        for api in [Api::Chat, Api::Completions] {
+            assert_salted_prompts(what, &workload, api);
+        }
+    }
+}
+
+/// A synthetic workload with a shared prefix, one without (the nonce carries the salt: no
+/// token more, so the smallest prompt a plan could ask for before salts still fits), a
+/// dataset and a trace.
+fn salt_workloads() -> [(&'static str, Workload); 4] {
     let target = 300u64;
     let synthetic = Workload {
         input_tokens: Some(TokenCount::Fixed(target as u32)),
@@ -332,62 +343,61 @@ fn a_text_salt_leads_every_prompt_and_keeps_sizes_and_shared_prefixes() {
         }),
         ..Workload::default()
     };
-    // Without a shared prefix the nonce carries the salt: no token more, so the smallest
-    // prompt a plan could ask for before salts still fits.
     let small = Workload {
         input_tokens: Some(TokenCount::Fixed(16)),
         ..Workload::default()
     };
-    for (what, workload) in [
-        ("small", &small),
-        ("synthetic", &synthetic),
-        ("dataset", &dataset),
-        ("trace", &trace),
-    ] {
-        for api in [Api::Chat, Api::Completions] {
-            let source = |salt| PromptSource::new(workload, &salted_context(api, salt)).unwrap();
-            let (plain, a, a_again, b) = (
-                source(None),
-                source(Some("a")),
-                source(Some("a")),
-                source(Some("b")),
+    [
+        ("small", small),
+        ("synthetic", synthetic),
+        ("dataset", dataset),
+        ("trace", trace),
+    ]
+}
+
+/// The workload's prompts for `api` under no salt and two: the same salt gives the same
+/// prompt, another salt another; sizes hold and (synthetic) the shared prefix stays shared.
+fn assert_salted_prompts(what: &str, workload: &Workload, api: Api) {
+    let source = |salt| PromptSource::new(workload, &salted_context(api, salt)).unwrap();
+    let (plain, a, a_again, b) = (
+        source(None),
+        source(Some("a")),
+        source(Some("a")),
+        source(Some("b")),
+    );
+    for i in 0..4 {
+        let (p, pa, pb) = (plain.prompt(i), a.prompt(i), b.prompt(i));
+        assert_eq!(pa, a_again.prompt(i), "{what}: one salt, one prompt");
+        assert_ne!(text_of(&pa), text_of(&pb), "{what}: salts differ");
+        assert_ne!(text_of(&pa), text_of(&p), "{what}: salted");
+        for prompt in [&p, &pa, &pb] {
+            // The salt is counted: prompts still hit their planned sizes.
+            assert_eq!(
+                Some(served_tokens(prompt)),
+                prompt.planned_prompt_tokens,
+                "{what} {api:?}"
             );
-            for i in 0..4 {
-                let (p, pa, pb) = (plain.prompt(i), a.prompt(i), b.prompt(i));
-                assert_eq!(pa, a_again.prompt(i), "{what}: one salt, one prompt");
-                assert_ne!(text_of(&pa), text_of(&pb), "{what}: salts differ");
-                assert_ne!(text_of(&pa), text_of(&p), "{what}: salted");
-                for prompt in [&p, &pa, &pb] {
-                    // The salt is counted: prompts still hit their planned sizes.
-                    assert_eq!(
-                        Some(served_tokens(prompt)),
-                        prompt.planned_prompt_tokens,
-                        "{what} {api:?}"
-                    );
-                }
-                if what != "dataset" {
-                    assert_eq!(pa.planned_prompt_tokens, p.planned_prompt_tokens);
-                }
-                // Another run's prompt differs from the first word of the user's text.
-                let first_word =
-                    |p: &Prompt| text_of(p).split_whitespace().next().map(str::to_string);
-                if what != "dataset" {
-                    assert_ne!(first_word(&pa), first_word(&pb), "{what} {api:?}");
-                }
-            }
-            if what == "synthetic" {
-                // One group: every prompt of a run starts with the same salt and prefix.
-                let head = |p: &Prompt| -> Vec<String> {
-                    text_of(p)
-                        .split_whitespace()
-                        .take(100)
-                        .map(str::to_string)
-                        .collect()
-                };
-                assert_eq!(head(&a.prompt(0)), head(&a.prompt(1)));
-                assert_ne!(head(&a.prompt(0)), head(&b.prompt(0)));
-            }
         }
+        if what != "dataset" {
+            assert_eq!(pa.planned_prompt_tokens, p.planned_prompt_tokens);
+        }
+        // Another run's prompt differs from the first word of the user's text.
+        let first_word = |p: &Prompt| text_of(p).split_whitespace().next().map(str::to_string);
+        if what != "dataset" {
+            assert_ne!(first_word(&pa), first_word(&pb), "{what} {api:?}");
+        }
+    }
+    if what == "synthetic" {
+        // One group: every prompt of a run starts with the same salt and prefix.
+        let head = |p: &Prompt| -> Vec<String> {
+            text_of(p)
+                .split_whitespace()
+                .take(100)
+                .map(str::to_string)
+                .collect()
+        };
+        assert_eq!(head(&a.prompt(0)), head(&a.prompt(1)));
+        assert_ne!(head(&a.prompt(0)), head(&b.prompt(0)));
     }
 }
 

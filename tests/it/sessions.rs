@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 
 use servebench::figure::Figure;
-use servebench::report::Report;
+use servebench::report::{PhaseResult, Report};
 use servebench::runner::run;
 use servebench::sim::{SimConfig, SimPrefixCache, serve};
 
@@ -51,9 +51,39 @@ async fn each_turn_carries_the_servers_real_replies_after_its_think_time() {
     assert_eq!(phase.summary.requests, 12);
     assert_eq!(phase.summary.errors, 0);
 
-    // The server's view: four sessions of three turns, told apart by the affinity header.
+    // The server's view.
+    assert_each_turn_carries_its_session(sim.requests());
+    // The client's view.
+    assert_turns_follow_think_time(phase);
+
+    // Figures by turn: the history grows, and the prefix cache serves more of it each turn.
+    let sessions = phase.sessions.as_ref().expect("sessions summary");
+    assert_eq!((sessions.sessions, sessions.complete), (4, 4));
+    assert_eq!(sessions.turns.len(), 3);
+    let mean = |t: usize, f| sessions.turns[t].figures.get(f).expect("by turn").mean;
+    let prompt = |t: usize| mean(t, Figure::InputTokens);
+    let cached = |t: usize| mean(t, Figure::CachedTokens);
+    assert!(
+        prompt(0) < prompt(1) && prompt(1) < prompt(2),
+        "{sessions:?}"
+    );
+    assert!(
+        cached(1) > cached(0) && cached(2) > cached(1),
+        "{sessions:?}"
+    );
+    assert!(
+        sessions.duration.as_ref().unwrap().min >= 0.06,
+        "two think times at least"
+    );
+    let md = servebench::report::formats::markdown::render(&report);
+    assert!(md.contains("## Sessions by turn"), "{md}");
+    sim.shutdown().await;
+}
+
+/// Four sessions of three turns as the server saw them, told apart by the affinity header.
+fn assert_each_turn_carries_its_session(requests: Vec<servebench::sim::SeenRequest>) {
     let mut by_session: BTreeMap<String, Vec<servebench::sim::SeenRequest>> = BTreeMap::new();
-    for seen in sim.requests() {
+    for seen in requests {
         let session = seen
             .headers
             .iter()
@@ -81,9 +111,11 @@ async fn each_turn_carries_the_servers_real_replies_after_its_think_time() {
             assert_eq!(after.messages[n + 1].0, "user");
         }
     }
+}
 
-    // The client's view: turns in order, each sent at least the think time after the reply
-    // before it ended.
+/// The records: turns in order, each sent at least the think time after the reply before it
+/// ended.
+fn assert_turns_follow_think_time(phase: &PhaseResult) {
     let mut records: Vec<_> = phase.request_timings.iter().collect();
     records.sort_by_key(|r| r.request_index);
     for r in &records {
@@ -100,29 +132,6 @@ async fn each_turn_carries_the_servers_real_replies_after_its_think_time() {
             );
         }
     }
-
-    // Figures by turn: the history grows, and the prefix cache serves more of it each turn.
-    let sessions = phase.sessions.as_ref().expect("sessions summary");
-    assert_eq!((sessions.sessions, sessions.complete), (4, 4));
-    assert_eq!(sessions.turns.len(), 3);
-    let mean = |t: usize, f| sessions.turns[t].figures.get(f).expect("by turn").mean;
-    let prompt = |t: usize| mean(t, Figure::InputTokens);
-    let cached = |t: usize| mean(t, Figure::CachedTokens);
-    assert!(
-        prompt(0) < prompt(1) && prompt(1) < prompt(2),
-        "{sessions:?}"
-    );
-    assert!(
-        cached(1) > cached(0) && cached(2) > cached(1),
-        "{sessions:?}"
-    );
-    assert!(
-        sessions.duration.as_ref().unwrap().min >= 0.06,
-        "two think times at least"
-    );
-    let md = servebench::report::formats::markdown::render(&report);
-    assert!(md.contains("## Sessions by turn"), "{md}");
-    sim.shutdown().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -65,16 +65,7 @@ async fn tool_call_sessions_answer_each_call_with_a_tool_result() {
     );
 
     // The server's view, session by session.
-    let mut by_session: BTreeMap<String, Vec<SeenRequest>> = BTreeMap::new();
-    for seen in sim.requests() {
-        let session = seen
-            .headers
-            .iter()
-            .find(|(k, _)| k == "x-session-id")
-            .map(|(_, v)| v.clone())
-            .expect("every turn names its session");
-        by_session.entry(session).or_default().push(seen);
-    }
+    let by_session = by_session(sim.requests());
     assert_eq!(by_session.len() as u64, SESSIONS);
     for (session, turns) in &by_session {
         assert_eq!(turns.len() as u64, TURNS, "{session}");
@@ -85,40 +76,91 @@ async fn tool_call_sessions_answer_each_call_with_a_tool_result() {
             assert_eq!(called, k % 2 == 0, "{session} turn {k}: {seen:?}");
         }
         for pair in turns.windows(2) {
-            let (before, after) = (&pair[0], &pair[1]);
-            let n = before.messages.len();
-            assert_eq!(after.messages[..n], before.messages[..], "{session}");
-            match &before.reply_tool_call {
-                Some(call) => {
-                    // The assistant's tool-call message, as the client reassembled it from
-                    // the streamed fragments, then the tool's result for that call.
-                    assert_eq!(after.messages.len(), n + 2, "{session}");
-                    let (role, text) = &after.messages[n];
-                    assert_eq!(role, "assistant");
-                    assert_eq!(*text, format!("{} {}", call.name, call.arguments));
-                    assert!(call.arguments.starts_with("{\"") && call.arguments.ends_with("\"}"));
-                    assert_eq!(after.history_tool_calls.last(), Some(&call.id));
-                    assert_eq!(after.messages[n + 1].0, "tool");
-                    let words = after.messages[n + 1].1.split_whitespace().count();
-                    assert_eq!(words, 24, "the planned result length");
-                    assert_eq!(after.tool_results.last(), Some(&call.id));
-                }
-                None => {
-                    let reply = before.reply.as_deref().expect("a text reply");
-                    assert_eq!(after.messages.len(), n + 2, "{session}");
-                    assert_eq!(
-                        after.messages[n],
-                        ("assistant".to_string(), reply.to_string())
-                    );
-                    assert_eq!(after.messages[n + 1].0, "user");
-                    assert_eq!(after.tool_results.len(), before.tool_results.len());
-                }
-            }
+            assert_next_turn(session, &pair[0], &pair[1]);
         }
     }
 
     // The client's view: every argument fragment is an output event.
-    for r in &phase.request_timings {
+    assert_tool_call_records(&phase.request_timings);
+    assert_tool_figures_by_turn(phase.sessions.as_ref().expect("sessions summary"));
+    let md = servebench::report::formats::markdown::render(&report);
+    assert!(md.contains("Tool TTFT p50 (ms)"), "{md}");
+
+    assert_parquet_keeps_tool_calls(&out);
+    sim.shutdown().await;
+}
+
+/// The Parquet parts keep the tool-call columns: the calling turns' TTFT and fragments.
+fn assert_parquet_keeps_tool_calls(out: &std::path::Path) {
+    let phases = servebench::report::formats::records::measured_by_phase(
+        crate::common::record_rows(out).into_iter().map(Ok),
+    )
+    .unwrap();
+    let called: Vec<_> = phases[0]
+        .1
+        .iter()
+        .filter(|record| record.ttft_tool_ms.is_some())
+        .collect();
+    assert_eq!(called.len() as u64, SESSIONS * TURNS / 2);
+    assert!(
+        called
+            .iter()
+            .all(|record| record.tool_call_chunks == OUTPUT_TOKENS)
+    );
+}
+
+/// The server's requests by the session their affinity header names, in order.
+fn by_session(requests: Vec<SeenRequest>) -> BTreeMap<String, Vec<SeenRequest>> {
+    let mut by_session: BTreeMap<String, Vec<SeenRequest>> = BTreeMap::new();
+    for seen in requests {
+        let session = seen
+            .headers
+            .iter()
+            .find(|(k, _)| k == "x-session-id")
+            .map(|(_, v)| v.clone())
+            .expect("every turn names its session");
+        by_session.entry(session).or_default().push(seen);
+    }
+    by_session
+}
+
+/// The turn after `before`: its whole history, then the tool's result for `before`'s call or,
+/// after a text reply, that reply and a new user message.
+fn assert_next_turn(session: &str, before: &SeenRequest, after: &SeenRequest) {
+    let n = before.messages.len();
+    assert_eq!(after.messages[..n], before.messages[..], "{session}");
+    match &before.reply_tool_call {
+        Some(call) => {
+            // The assistant's tool-call message, as the client reassembled it from
+            // the streamed fragments, then the tool's result for that call.
+            assert_eq!(after.messages.len(), n + 2, "{session}");
+            let (role, text) = &after.messages[n];
+            assert_eq!(role, "assistant");
+            assert_eq!(*text, format!("{} {}", call.name, call.arguments));
+            assert!(call.arguments.starts_with("{\"") && call.arguments.ends_with("\"}"));
+            assert_eq!(after.history_tool_calls.last(), Some(&call.id));
+            assert_eq!(after.messages[n + 1].0, "tool");
+            let words = after.messages[n + 1].1.split_whitespace().count();
+            assert_eq!(words, 24, "the planned result length");
+            assert_eq!(after.tool_results.last(), Some(&call.id));
+        }
+        None => {
+            let reply = before.reply.as_deref().expect("a text reply");
+            assert_eq!(after.messages.len(), n + 2, "{session}");
+            assert_eq!(
+                after.messages[n],
+                ("assistant".to_string(), reply.to_string())
+            );
+            assert_eq!(after.messages[n + 1].0, "user");
+            assert_eq!(after.tool_results.len(), before.tool_results.len());
+        }
+    }
+}
+
+/// Each record: a call's turn measured by its argument fragments, a text turn by its
+/// content.
+fn assert_tool_call_records(records: &[servebench::client::RequestRecord]) {
+    for r in records {
         let turn = r.turn.expect("a session turn");
         assert_eq!(r.output_tokens, Some(OUTPUT_TOKENS), "{r:?}");
         if turn % 2 == 0 {
@@ -134,7 +176,10 @@ async fn tool_call_sessions_answer_each_call_with_a_tool_result() {
             assert_eq!(r.content_chunks, OUTPUT_TOKENS);
         }
     }
-    let sessions = phase.sessions.as_ref().expect("sessions summary");
+}
+
+/// Figures by turn: tool TTFT and fragments on the turns that call, none on the others.
+fn assert_tool_figures_by_turn(sessions: &servebench::metrics::SessionSummary) {
     assert_eq!(sessions.complete, SESSIONS);
     for t in &sessions.turns {
         let expected = if t.turn % 2 == 0 { SESSIONS } else { 0 };
@@ -145,26 +190,6 @@ async fn tool_call_sessions_answer_each_call_with_a_tool_result() {
             assert_eq!(chunks, Some(OUTPUT_TOKENS as f64));
         }
     }
-    let md = servebench::report::formats::markdown::render(&report);
-    assert!(md.contains("Tool TTFT p50 (ms)"), "{md}");
-
-    // The Parquet parts keep the new columns.
-    let phases = servebench::report::formats::records::measured_by_phase(
-        crate::common::record_rows(&out).into_iter().map(Ok),
-    )
-    .unwrap();
-    let called: Vec<_> = phases[0]
-        .1
-        .iter()
-        .filter(|record| record.ttft_tool_ms.is_some())
-        .collect();
-    assert_eq!(called.len() as u64, SESSIONS * TURNS / 2);
-    assert!(
-        called
-            .iter()
-            .all(|record| record.tool_call_chunks == OUTPUT_TOKENS)
-    );
-    sim.shutdown().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -4,7 +4,7 @@
 
 use std::path::Path;
 
-use servebench::report::{DriftVerdict, Report};
+use servebench::report::{DriftVerdict, RecheckPair, Report};
 use servebench::runner::run;
 
 async fn run_plan(dir: &Path, yaml: &str) -> (Report, String, String) {
@@ -22,13 +22,21 @@ async fn run_plan(dir: &Path, yaml: &str) -> (Report, String, String) {
     (report, md, csv)
 }
 
-fn verdict_of(report: &Report, recheck: &str, metric: &str) -> DriftVerdict {
-    let pair = report
+/// The recheck named `recheck` with its original.
+fn recheck_pair<'a>(report: &'a Report, recheck: &str) -> &'a RecheckPair {
+    report
         .rechecks
         .iter()
         .find(|p| p.recheck == recheck)
+        .unwrap()
+}
+
+fn verdict_of(report: &Report, recheck: &str, metric: &str) -> DriftVerdict {
+    let m = recheck_pair(report, recheck)
+        .metrics
+        .iter()
+        .find(|m| m.metric == metric)
         .unwrap();
-    let m = pair.metrics.iter().find(|m| m.metric == metric).unwrap();
     m.verdict
 }
 
@@ -41,14 +49,10 @@ fn csv_cell(csv: &str, phase: &str, column: &str) -> String {
     row.split(',').nth(at).unwrap().to_string()
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn rechecks_read_stable_drifted_and_inconclusive() {
-    let _exclusive = crate::common::exclusive_run().await;
-    let dir = tempfile::tempdir().unwrap();
-    // One request at a time per worker pair, fixed prefill and decode: the recheck of a
-    // steady phase repeats its figures closely. `base`'s after-hook switches on a 60 ms stall
-    // in every stream, so its recheck runs slower. `few` has 24 requests: no p99 interval.
-    let yaml = "version: 1
+/// One request at a time per worker pair, fixed prefill and decode: the recheck of a
+/// steady phase repeats its figures closely. `base`'s after-hook switches on a 60 ms stall
+/// in every stream, so its recheck runs slower. `few` has 24 requests: no p99 interval.
+const RECHECK_PLAN: &str = "version: 1
 name: verdicts
 seed: 5
 targets:
@@ -69,16 +73,17 @@ phases:
     after: [{fault_on: {kind: stall, probability: 1.0, seconds: 0.06, after_tokens: 2}}]
   - {recheck: base, name: stalled}
 ";
-    let (report, md, csv) = run_plan(dir.path(), yaml).await;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rechecks_read_stable_drifted_and_inconclusive() {
+    let _exclusive = crate::common::exclusive_run().await;
+    let dir = tempfile::tempdir().unwrap();
+    let (report, md, csv) = run_plan(dir.path(), RECHECK_PLAN).await;
 
     let e2e = |recheck| verdict_of(&report, recheck, "e2e.p50");
     assert_eq!(e2e("steady-again"), DriftVerdict::Stable, "{md}");
     assert_eq!(e2e("stalled"), DriftVerdict::Drifted, "{md}");
-    let stalled = report
-        .rechecks
-        .iter()
-        .find(|p| p.recheck == "stalled")
-        .unwrap();
+    let stalled = recheck_pair(&report, "stalled");
     let e2e_stalled = stalled
         .metrics
         .iter()
@@ -94,11 +99,7 @@ phases:
     // 420 samples give every percentile an interval, and the medians of the steady pair are
     // stable. Its tails are not asserted: a p99 interval from 420 samples reaches the largest
     // values, which one stall of a loaded machine's scheduler can multiply.
-    let steady = report
-        .rechecks
-        .iter()
-        .find(|p| p.recheck == "steady-again")
-        .unwrap();
+    let steady = recheck_pair(&report, "steady-again");
     for metric in ["ttft.p50", "tpot.p50", "e2e.p50"] {
         assert_eq!(
             verdict_of(&report, "steady-again", metric),
@@ -119,11 +120,7 @@ phases:
         verdict_of(&report, "few-again", "ttft.p99"),
         DriftVerdict::Inconclusive
     );
-    let few = report
-        .rechecks
-        .iter()
-        .find(|p| p.recheck == "few-again")
-        .unwrap();
+    let few = recheck_pair(&report, "few-again");
     assert_eq!(few.verdict, DriftVerdict::Inconclusive, "{few:#?}");
 
     // Every format says which.

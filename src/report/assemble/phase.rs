@@ -9,14 +9,14 @@ use crate::figure::Figure;
 use crate::metrics::cancellation;
 use crate::metrics::recovery::{self, Recovery, RecoverySample, RecoverySettings};
 use crate::metrics::stability::UntilOutcome;
-use crate::metrics::trust::{self, ClientLoad};
-use crate::metrics::{self, TallyFigures};
+use crate::metrics::trust::{self, ClientLoad, ClientTrust};
+use crate::metrics::{self, PhaseSummary, TallyFigures, TransportSummary};
 use crate::plan::{HookWhen, MARK_FAULT_OFF, MARK_FAULT_ON, PercentileMethod, Slo};
 
 use super::probe::{self, ProbeSpec};
 use crate::report::model::{
-    ClientCeiling, HookOutcome, PhaseHeader, PhaseMark, PhaseResult, PromptTokenCheck, RecordsKept,
-    SaturationStop, ServerMetrics, WarmupResult,
+    ClientCeiling, HookOutcome, PhaseHeader, PhaseMark, PhaseResult, ProbeOutcome,
+    PromptTokenCheck, RecordsKept, SaturationStop, ServerMetrics, WarmupResult,
 };
 
 /// Everything that describes a phase apart from its records: what was asked, how its window
@@ -143,26 +143,7 @@ impl Measured {
 /// A phase's result: its facts, and every figure computed from its records (which it keeps,
 /// or a sample of).
 pub fn phase_result(facts: PhaseFacts, measured: Measured, figures: Figures<'_>) -> PhaseResult {
-    let (records, tally, kept) = match measured {
-        Measured::All(records) => {
-            let tally = metrics::tally_records(
-                &records,
-                figures.method,
-                figures.slo,
-                facts.connection_reuse,
-            );
-            (records, tally, None)
-        }
-        Measured::Sampled { sample, figures } => {
-            let kept = RecordsKept {
-                kept: sample.len() as u64,
-                total: figures.summary.requests,
-                sampling: "reservoir".to_string(),
-            };
-            (sample, *figures, Some(kept))
-        }
-        Measured::Stated { records, figures } => (records, *figures, None),
-    };
+    let (records, tally, kept) = tallied(measured, &figures, facts.connection_reuse);
     let end_offset_seconds = facts.header.start_offset_seconds + tally.last_end_ms / 1e3;
     let marks = marks(
         &facts,
@@ -175,47 +156,25 @@ pub fn phase_result(facts: PhaseFacts, measured: Measured, figures: Figures<'_>)
             .map_or(1.0, |k| k.total as f64 / k.kept.max(1) as f64),
         facts.server_metrics.as_ref().and_then(server_aborted),
     );
-    // The client's own lateness: a wait for the plan's concurrency cap is not the client's.
-    let send_lag_p99 = tally
-        .summary
-        .distribution(Figure::ClientSendLag)
-        .map(|d| d.p99);
-    let client_trust = facts
-        .client_load
-        .clone()
-        .map(|load| trust::judge(load, send_lag_p99));
+    let client_trust = client_trust(&facts, &tally.summary);
     let client_load_share = facts
         .client_ceiling
         .as_ref()
         .and_then(|c| load_share(&tally.summary, c));
-    let mut transport = tally.transport;
-    // A sample is uniform, so the share of streams that arrived at once holds for the phase.
-    transport
-        .warnings
-        .extend(metrics::buffering_warning(&records));
-    transport.connections_warmed = facts.connections_warmed;
     let achieved_rate_ratio = facts
         .header
         .rate_rps
         .and_then(|rps| tally.achieved_rate.map(|r| r / rps));
-    let probe = facts.probe.as_ref().map(|spec| {
-        let mut outcome = probe::judge(
-            spec,
-            &tally.summary,
-            &records,
-            facts.saturation_stop.as_ref(),
-            probe::ProbeClient {
-                trust: client_trust.as_ref(),
-                achieved_rate_ratio,
-            },
-        );
-        // A target that went down says nothing about the load it was probed at.
-        if facts.target_down.is_some() {
-            outcome.verdict = crate::metrics::verdict::Verdict::Indeterminate;
-            outcome.passed = false;
-        }
-        outcome
-    });
+    let probe = probe_outcome(
+        &facts,
+        &tally.summary,
+        &records,
+        probe::ProbeClient {
+            trust: client_trust.as_ref(),
+            achieved_rate_ratio,
+        },
+    );
+    let transport = transport(tally.transport, &records, facts.connections_warmed);
     PhaseResult {
         header: facts.header,
         achieved_rate_ratio,
@@ -245,6 +204,80 @@ pub fn phase_result(facts: PhaseFacts, measured: Measured, figures: Figures<'_>)
         saturation_stop: facts.saturation_stop,
         client_trust,
     }
+}
+
+/// The records the result keeps, the figures over every record (tallied here unless they
+/// came with a sample or were stated) and, for a sample, how many it kept of how many.
+fn tallied(
+    measured: Measured,
+    figures: &Figures<'_>,
+    connection_reuse: bool,
+) -> (Vec<RequestRecord>, TallyFigures, Option<RecordsKept>) {
+    match measured {
+        Measured::All(records) => {
+            let tally =
+                metrics::tally_records(&records, figures.method, figures.slo, connection_reuse);
+            (records, tally, None)
+        }
+        Measured::Sampled { sample, figures } => {
+            let kept = RecordsKept {
+                kept: sample.len() as u64,
+                total: figures.summary.requests,
+                sampling: "reservoir".to_string(),
+            };
+            (sample, *figures, Some(kept))
+        }
+        Measured::Stated { records, figures } => (records, *figures, None),
+    }
+}
+
+/// The client's load judged with its send lag.
+fn client_trust(facts: &PhaseFacts, summary: &PhaseSummary) -> Option<ClientTrust> {
+    // The client's own lateness: a wait for the plan's concurrency cap is not the client's.
+    let send_lag_p99 = summary.distribution(Figure::ClientSendLag).map(|d| d.p99);
+    facts
+        .client_load
+        .clone()
+        .map(|load| trust::judge(load, send_lag_p99))
+}
+
+/// A capacity-search probe's verdict, when the phase was one.
+fn probe_outcome(
+    facts: &PhaseFacts,
+    summary: &PhaseSummary,
+    records: &[RequestRecord],
+    client: probe::ProbeClient<'_>,
+) -> Option<ProbeOutcome> {
+    facts.probe.as_ref().map(|spec| {
+        let mut outcome = probe::judge(
+            spec,
+            summary,
+            records,
+            facts.saturation_stop.as_ref(),
+            client,
+        );
+        // A target that went down says nothing about the load it was probed at.
+        if facts.target_down.is_some() {
+            outcome.verdict = crate::metrics::verdict::Verdict::Indeterminate;
+            outcome.passed = false;
+        }
+        outcome
+    })
+}
+
+/// The tally's transport figures with the warnings and counts only the records and the
+/// facts tell.
+fn transport(
+    mut transport: TransportSummary,
+    records: &[RequestRecord],
+    connections_warmed: u64,
+) -> TransportSummary {
+    // A sample is uniform, so the share of streams that arrived at once holds for the phase.
+    transport
+        .warnings
+        .extend(metrics::buffering_warning(records));
+    transport.connections_warmed = connections_warmed;
+    transport
 }
 
 /// Every mark of the phase in time order: the `during` actions' where they finished, a

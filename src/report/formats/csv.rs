@@ -3,7 +3,7 @@
 use super::records::{COLUMNS, Cell, RecordRow, Window};
 use crate::figure::{FIGURES, Spec, Stat, Unit};
 use crate::metrics::ServerTimingGap;
-use crate::report::model::Report;
+use crate::report::model::{PhaseResult, Report};
 
 /// A figure's CSV column for one statistic: times in milliseconds with the unit after the
 /// statistic (`ttft_p50_ms`), other figures in their own unit (`server_queue_ms_p99`,
@@ -18,6 +18,16 @@ fn figure_column(spec: &Spec, stat: Stat) -> (String, f64) {
 /// One row per phase: every figure of the figure table with every statistic (empty where a
 /// phase has none), latencies in milliseconds.
 pub fn render_phases(report: &Report) -> String {
+    let mut out = String::new();
+    push_row(&mut out, &phase_header());
+    for p in &report.phases {
+        push_row(&mut out, &phase_row(report, p));
+    }
+    out
+}
+
+/// The phase rows' column names.
+fn phase_header() -> Vec<String> {
     let mut header: Vec<String> = [
         "phase",
         "route",
@@ -55,64 +65,64 @@ pub fn render_phases(report: &Report) -> String {
         .chain(&SPLIT_COLUMNS)
         .map(|s| s.to_string()),
     );
-    let mut out = String::new();
-    push_row(&mut out, &header);
-    for p in &report.phases {
-        let s = &p.summary;
-        let mut row = vec![
-            p.header.phase.clone(),
-            p.header.route.clone(),
-            p.header.target.clone(),
-            p.header.workload.clone(),
-            opt(p.header.concurrency),
-            opt(p.header.rate_rps),
-            p.header.recheck_of.clone().unwrap_or_default(),
-            p.partial.to_string(),
-            s.requests.to_string(),
-            s.success.to_string(),
-            s.errors.to_string(),
-            s.elapsed.to_string(),
-            s.output_tokens_per_second.to_string(),
-            s.request_rate.to_string(),
-        ];
-        for spec in &FIGURES {
-            let d = s.distribution(spec.figure);
-            row.extend(Stat::ALL.map(|stat| {
-                let scale = figure_column(spec, stat).1;
-                d.map(|d| (stat.of(d) * scale).to_string())
-                    .unwrap_or_default()
-            }));
-        }
-        row.push(s.total_input_tokens.to_string());
-        row.push(s.total_output_tokens.to_string());
-        row.push(opt(p.prompt_tokens.planned_mean));
-        row.push(opt(p.prompt_tokens.actual_mean));
-        row.push(p.prompt_tokens.warning.to_string());
-        row.push(
-            p.client_trust
-                .as_ref()
-                .map(|t| {
-                    if t.is_trusted() {
-                        "trusted"
-                    } else {
-                        "client_bound"
-                    }
-                })
+    header
+}
+
+/// One phase's row; its recheck verdict from the report's rechecks.
+fn phase_row(report: &Report, p: &PhaseResult) -> Vec<String> {
+    let s = &p.summary;
+    let mut row = vec![
+        p.header.phase.clone(),
+        p.header.route.clone(),
+        p.header.target.clone(),
+        p.header.workload.clone(),
+        opt(p.header.concurrency),
+        opt(p.header.rate_rps),
+        p.header.recheck_of.clone().unwrap_or_default(),
+        p.partial.to_string(),
+        s.requests.to_string(),
+        s.success.to_string(),
+        s.errors.to_string(),
+        s.elapsed.to_string(),
+        s.output_tokens_per_second.to_string(),
+        s.request_rate.to_string(),
+    ];
+    for spec in &FIGURES {
+        let d = s.distribution(spec.figure);
+        row.extend(Stat::ALL.map(|stat| {
+            let scale = figure_column(spec, stat).1;
+            d.map(|d| (stat.of(d) * scale).to_string())
                 .unwrap_or_default()
-                .to_string(),
-        );
-        let recheck = report.rechecks.iter().find(|r| r.recheck == p.header.phase);
-        row.push(recheck.map_or("", |r| r.verdict.as_str()).to_string());
-        row.push(
-            p.until
-                .as_ref()
-                .map_or("", |u| u.verdict.as_str())
-                .to_string(),
-        );
-        row.extend(split_ms(p.transport.server_timing_gap.as_ref()));
-        push_row(&mut out, &row);
+        }));
     }
-    out
+    row.push(s.total_input_tokens.to_string());
+    row.push(s.total_output_tokens.to_string());
+    row.push(opt(p.prompt_tokens.planned_mean));
+    row.push(opt(p.prompt_tokens.actual_mean));
+    row.push(p.prompt_tokens.warning.to_string());
+    row.push(
+        p.client_trust
+            .as_ref()
+            .map(|t| {
+                if t.is_trusted() {
+                    "trusted"
+                } else {
+                    "client_bound"
+                }
+            })
+            .unwrap_or_default()
+            .to_string(),
+    );
+    let recheck = report.rechecks.iter().find(|r| r.recheck == p.header.phase);
+    row.push(recheck.map_or("", |r| r.verdict.as_str()).to_string());
+    row.push(
+        p.until
+            .as_ref()
+            .map_or("", |u| u.verdict.as_str())
+            .to_string(),
+    );
+    row.extend(split_ms(p.transport.server_timing_gap.as_ref()));
+    row
 }
 
 /// The latency split's means (empty where the server reported no timings): the server's

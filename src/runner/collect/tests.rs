@@ -2,7 +2,7 @@ use std::path::Path;
 
 use super::*;
 use crate::client::{ErrorKind, RequestError};
-use crate::metrics::{Distribution, Distributions, PhaseSummary, SessionSummary};
+use crate::metrics::{Distribution, Distributions, PhaseSummary, SessionSummary, TransportSummary};
 use crate::plan::Slo;
 use crate::workload::PromptTokenCheck;
 
@@ -112,31 +112,8 @@ fn same_figures(got: &mut Distributions, want: &Distributions, what: &str) {
     assert_eq!(got, want, "{what}");
 }
 
-#[test]
-fn a_sampled_window_gives_the_full_windows_figures() {
-    let dir = tempfile::tempdir().unwrap();
-    let all = records(20_000);
-    let slo: Slo = serde_json::from_value(serde_json::json!({"ttft": {"max": "50ms"}})).unwrap();
-    let want = crate::metrics::summarize(&all, PercentileMethod::Linear, Some(&slo));
-    let Measured::Sampled { sample, figures } = collect(&all, 50, dir.path(), Some(slo)) else {
-        panic!("20,000 records with keep 50 are sampled");
-    };
-    assert_eq!(sample.len(), 50);
-    assert!(
-        sample
-            .windows(2)
-            .all(|w| w[0].request_index < w[1].request_index)
-    );
-    let mut got: PhaseSummary = figures.summary.clone();
-    same_figures(&mut got.figures, &want.figures, "summary");
-    assert_eq!(got, want);
-    let ttft = want.distribution(Figure::Ttft).unwrap();
-    assert!(ttft.ci95.unwrap().p99.is_some());
-    // Every figure of the table had values, so each one's slot was compared.
-    for figure in Figure::all() {
-        let d = want.distribution(figure);
-        assert!(d.is_some_and(|d| d.samples > 0), "{}", figure.name());
-    }
+/// The error causes of the records, in the summary's order.
+fn same_error_causes(want: &PhaseSummary) {
     let causes: Vec<&str> = want
         .errors_by_cause
         .iter()
@@ -153,9 +130,11 @@ fn a_sampled_window_gives_the_full_windows_figures() {
         "{:?}",
         want.errors_by_cause
     );
+}
 
-    let mut want_transport = crate::metrics::transport(&all, PercentileMethod::Linear, true);
-    let mut got_transport = figures.transport.clone();
+/// The transport summary tallied in arrival order against the one over the records: equal,
+/// but for the split's means up to rounding.
+fn same_transport(mut got_transport: TransportSummary, mut want_transport: TransportSummary) {
     let (g, w) = (
         got_transport.server_timing_gap.as_mut().unwrap(),
         want_transport.server_timing_gap.as_mut().unwrap(),
@@ -186,6 +165,38 @@ fn a_sampled_window_gives_the_full_windows_figures() {
         }
     }
     assert_eq!(got_transport, want_transport);
+}
+
+#[test]
+fn a_sampled_window_gives_the_full_windows_figures() {
+    let dir = tempfile::tempdir().unwrap();
+    let all = records(20_000);
+    let slo: Slo = serde_json::from_value(serde_json::json!({"ttft": {"max": "50ms"}})).unwrap();
+    let want = crate::metrics::summarize(&all, PercentileMethod::Linear, Some(&slo));
+    let Measured::Sampled { sample, figures } = collect(&all, 50, dir.path(), Some(slo)) else {
+        panic!("20,000 records with keep 50 are sampled");
+    };
+    assert_eq!(sample.len(), 50);
+    assert!(
+        sample
+            .windows(2)
+            .all(|w| w[0].request_index < w[1].request_index)
+    );
+    let mut got: PhaseSummary = figures.summary.clone();
+    same_figures(&mut got.figures, &want.figures, "summary");
+    assert_eq!(got, want);
+    let ttft = want.distribution(Figure::Ttft).unwrap();
+    assert!(ttft.ci95.unwrap().p99.is_some());
+    // Every figure of the table had values, so each one's slot was compared.
+    for figure in Figure::all() {
+        let d = want.distribution(figure);
+        assert!(d.is_some_and(|d| d.samples > 0), "{}", figure.name());
+    }
+    same_error_causes(&want);
+    same_transport(
+        figures.transport.clone(),
+        crate::metrics::transport(&all, PercentileMethod::Linear, true),
+    );
     let lags: Vec<f64> = all.iter().filter_map(|r| r.send_lag_ms).collect();
     let mut lag = figures.summary.distribution(Figure::SendLag).copied();
     let want_lag = crate::metrics::distribution(&lags, PercentileMethod::Linear);

@@ -18,17 +18,17 @@ use bytes::{BufMut, Bytes, BytesMut};
 use tokio::sync::{AcquireError, OwnedSemaphorePermit};
 use tokio::time::{Instant, Sleep};
 
+use super::RoleChunk;
 use super::api::Api;
 use super::cache::block_hashes;
 use super::rng::{STREAM_TIMING, STREAM_WORDS, SimRng};
 use super::state::{SendTimes, Shared};
-use super::{ReasoningField, RoleChunk};
 
 pub(crate) use body::SimBody;
 use guards::{InFlight, Running, Waiting};
 use vocab::next_word;
 pub(crate) use vocab::seconds;
-use wire::{Templates, chunk_head};
+use wire::Templates;
 
 /// Batched events are handed to hyper once this many bytes are ready.
 const FLUSH_BYTES: usize = 16 * 1024;
@@ -133,67 +133,7 @@ pub(crate) struct Generation {
 
 impl Generation {
     pub fn new(shared: Arc<Shared>, spec: GenSpec) -> Self {
-        let head = chunk_head(&spec, &shared);
-        let reasoning_key = match shared.settings.reasoning_field {
-            ReasoningField::ReasoningContent => "reasoning_content",
-            ReasoningField::Reasoning => "reasoning",
-        };
-        let mut first_content_prefix = None;
-        let mut last_suffix = None;
-        let response_id = format!(
-            "{:016x}",
-            crate::sim::rng::mix64(shared.settings.seed ^ spec.seq)
-        );
-        let (content_prefix, reasoning_prefix, suffix): (String, String, &'static [u8]) = match (
-            spec.api,
-            &spec.tool_call,
-        ) {
-            (Api::Chat, Some(tool)) => {
-                let (before, _) = tool.arguments_around();
-                first_content_prefix = Some(
-                        format!(
-                            r#"data: {head}[{{"index":0,"delta":{{"tool_calls":[{{"index":0,"id":"{}","type":"function","function":{{"name":{},"arguments":"{}"#,
-                            tool.id,
-                            serde_json::Value::String(tool.name.clone()),
-                            json_inner(&before)
-                        )
-                        .into_bytes(),
-                    );
-                last_suffix =
-                    Some(&b"\\\"}\"}}]},\"logprobs\":null,\"finish_reason\":null}]}\n\n"[..]);
-                (
-                    format!(
-                        r#"data: {head}[{{"index":0,"delta":{{"tool_calls":[{{"index":0,"function":{{"arguments":""#
-                    ),
-                    format!(r#"data: {head}[{{"index":0,"delta":{{"{reasoning_key}":""#),
-                    b"\"}}]},\"logprobs\":null,\"finish_reason\":null}]}\n\n",
-                )
-            }
-            (Api::Responses, _) => (
-                format!(
-                    "event: response.output_text.delta\ndata: {{\"type\":\"response.output_text.delta\",\"item_id\":\"msg_{response_id}\",\"output_index\":0,\"content_index\":0,\"delta\":\""
-                ),
-                format!(
-                    "event: response.reasoning_text.delta\ndata: {{\"type\":\"response.reasoning_text.delta\",\"item_id\":\"rs_{response_id}\",\"output_index\":0,\"content_index\":0,\"delta\":\""
-                ),
-                b"\"}\n\n",
-            ),
-            (Api::Messages, _) => (
-                "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"".to_string(),
-                "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"thinking_delta\",\"thinking\":\"".to_string(),
-                b"\"}}\n\n",
-            ),
-            (Api::Chat, None) => (
-                format!(r#"data: {head}[{{"index":0,"delta":{{"content":""#),
-                format!(r#"data: {head}[{{"index":0,"delta":{{"{reasoning_key}":""#),
-                b"\"},\"logprobs\":null,\"finish_reason\":null}]}\n\n",
-            ),
-            (Api::Completions, _) => (
-                format!(r#"data: {head}[{{"index":0,"text":""#),
-                format!(r#"data: {head}[{{"index":0,"text":""#),
-                b"\",\"logprobs\":null,\"finish_reason\":null,\"stop_reason\":null}]}\n\n",
-            ),
-        };
+        let templates = Templates::new(&spec, &shared);
         let now = Instant::now();
         Generation {
             words: SimRng::new(shared.settings.seed, spec.seq, STREAM_WORDS),
@@ -202,15 +142,7 @@ impl Generation {
             shared,
             spec,
             state: State::Start,
-            templates: Templates {
-                head,
-                content_prefix: content_prefix.into_bytes(),
-                reasoning_prefix: reasoning_prefix.into_bytes(),
-                suffix,
-                first_content_prefix,
-                last_suffix,
-                response_id,
-            },
+            templates,
             buf: BytesMut::new(),
             timer: None,
             deadline: now,
@@ -342,74 +274,17 @@ impl Generation {
                 .ttft
                 .observe(Instant::now().saturating_duration_since(self.spec.received));
             self.first_output = stamp;
-            if self.spec.stream && self.spec.api == Api::Responses {
-                let created = self.response_object("in_progress", serde_json::Value::Null);
-                let event = serde_json::json!({"type": "response.created", "response": created});
-                self.buf.put_slice(b"event: response.created\ndata: ");
-                self.buf.put_slice(event.to_string().as_bytes());
-                self.buf.put_slice(b"\n\n");
-            }
-            if self.spec.stream && self.spec.api == Api::Messages {
-                self.put_message_start();
-            }
-            if self.spec.stream && self.spec.api == Api::Chat {
-                let role = match self.shared.settings.role_chunk {
-                    RoleChunk::Empty => Some("\"\""),
-                    RoleChunk::Null => Some("null"),
-                    RoleChunk::None => None,
-                };
-                if let Some(content) = role {
-                    let head = &self.templates.head;
-                    let chunk = format!(
-                        "data: {head}[{{\"index\":0,\"delta\":{{\"role\":\"assistant\",\"content\":{content}}},\"logprobs\":null,\"finish_reason\":null}}]}}\n\n"
-                    );
-                    self.buf.put_slice(chunk.as_bytes());
-                }
+            if self.spec.stream {
+                self.put_opening_events();
             }
         }
         if !reasoning && self.emitted_content == 0 {
             self.first_content = stamp;
         }
         if self.spec.stream {
-            let first_of_call = self.emitted_content == 0;
-            let last_of_call = self.emitted_content + tokens == self.spec.content_tokens;
-            let prefix = match (&self.templates.first_content_prefix, reasoning) {
-                (_, true) => &self.templates.reasoning_prefix,
-                (Some(first), false) if first_of_call => first,
-                (_, false) => &self.templates.content_prefix,
-            };
-            self.buf
-                .reserve(prefix.len() + self.templates.suffix.len() + 12 * tokens as usize);
-            self.buf.put_slice(prefix);
-            // The reply's text is kept only for `record_requests` (and a Responses API
-            // reply's last event).
-            let keep =
-                !reasoning && (self.shared.requests.is_some() || self.spec.api == Api::Responses);
-            for _ in 0..tokens {
-                let word = next_word(&mut self.words);
-                self.buf.put_u8(b' ');
-                self.buf.put_slice(word.as_bytes());
-                if keep {
-                    self.content_text.push(' ');
-                    self.content_text.push_str(word);
-                }
-            }
-            let suffix = match self.templates.last_suffix {
-                Some(last) if !reasoning && last_of_call => last,
-                _ => self.templates.suffix,
-            };
-            self.buf.put_slice(suffix);
+            self.put_token_event(tokens, reasoning);
         } else {
-            let text = if reasoning {
-                &mut self.reasoning_text
-            } else {
-                &mut self.content_text
-            };
-            for _ in 0..tokens {
-                let word = next_word(&mut self.words);
-                text.push(' ');
-                text.push_str(word);
-            }
+            self.push_words(tokens, reasoning);
         }
         if reasoning {
             self.emitted_reasoning += tokens;
@@ -424,6 +299,82 @@ impl Generation {
         if next > 0 {
             let delay = self.decode_delay(next);
             self.deadline += delay;
+        }
+    }
+
+    /// A stream's events before its first token: the Responses API's `response.created`,
+    /// the Messages API's `message_start`, or chat's role chunk.
+    fn put_opening_events(&mut self) {
+        if self.spec.api == Api::Responses {
+            let created = self.response_object("in_progress", serde_json::Value::Null);
+            let event = serde_json::json!({"type": "response.created", "response": created});
+            self.buf.put_slice(b"event: response.created\ndata: ");
+            self.buf.put_slice(event.to_string().as_bytes());
+            self.buf.put_slice(b"\n\n");
+        }
+        if self.spec.api == Api::Messages {
+            self.put_message_start();
+        }
+        if self.spec.api == Api::Chat {
+            let role = match self.shared.settings.role_chunk {
+                RoleChunk::Empty => Some("\"\""),
+                RoleChunk::Null => Some("null"),
+                RoleChunk::None => None,
+            };
+            if let Some(content) = role {
+                let head = &self.templates.head;
+                let chunk = format!(
+                    "data: {head}[{{\"index\":0,\"delta\":{{\"role\":\"assistant\",\"content\":{content}}},\"logprobs\":null,\"finish_reason\":null}}]}}\n\n"
+                );
+                self.buf.put_slice(chunk.as_bytes());
+            }
+        }
+    }
+
+    /// One streamed event of `tokens` words: the tool call's first and last events carry its
+    /// opening and closing.
+    fn put_token_event(&mut self, tokens: u64, reasoning: bool) {
+        let first_of_call = self.emitted_content == 0;
+        let last_of_call = self.emitted_content + tokens == self.spec.content_tokens;
+        let prefix = match (&self.templates.first_content_prefix, reasoning) {
+            (_, true) => &self.templates.reasoning_prefix,
+            (Some(first), false) if first_of_call => first,
+            (_, false) => &self.templates.content_prefix,
+        };
+        self.buf
+            .reserve(prefix.len() + self.templates.suffix.len() + 12 * tokens as usize);
+        self.buf.put_slice(prefix);
+        // The reply's text is kept only for `record_requests` (and a Responses API
+        // reply's last event).
+        let keep =
+            !reasoning && (self.shared.requests.is_some() || self.spec.api == Api::Responses);
+        for _ in 0..tokens {
+            let word = next_word(&mut self.words);
+            self.buf.put_u8(b' ');
+            self.buf.put_slice(word.as_bytes());
+            if keep {
+                self.content_text.push(' ');
+                self.content_text.push_str(word);
+            }
+        }
+        let suffix = match self.templates.last_suffix {
+            Some(last) if !reasoning && last_of_call => last,
+            _ => self.templates.suffix,
+        };
+        self.buf.put_slice(suffix);
+    }
+
+    /// A whole-body reply: `tokens` words onto its reasoning or content text.
+    fn push_words(&mut self, tokens: u64, reasoning: bool) {
+        let text = if reasoning {
+            &mut self.reasoning_text
+        } else {
+            &mut self.content_text
+        };
+        for _ in 0..tokens {
+            let word = next_word(&mut self.words);
+            text.push(' ');
+            text.push_str(word);
         }
     }
 

@@ -6,7 +6,7 @@ use bytes::BufMut;
 use serde_json::{Value, json};
 use tokio::time::Instant;
 
-use super::{GenSpec, Generation, MidFault};
+use super::{GenSpec, Generation, MidFault, ToolPlan, json_inner};
 use crate::sim::api::Api;
 use crate::sim::state::Shared;
 use crate::sim::{ReasoningField, UsagePlacement};
@@ -25,7 +25,85 @@ pub(super) struct Templates {
     pub(super) response_id: String,
 }
 
-pub(super) fn chunk_head(spec: &GenSpec, shared: &Shared) -> String {
+impl Templates {
+    /// The request's event pieces, for its API and (chat) its tool call.
+    pub(super) fn new(spec: &GenSpec, shared: &Shared) -> Self {
+        let head = chunk_head(spec, shared);
+        let reasoning_key = match shared.settings.reasoning_field {
+            ReasoningField::ReasoningContent => "reasoning_content",
+            ReasoningField::Reasoning => "reasoning",
+        };
+        let response_id = format!(
+            "{:016x}",
+            crate::sim::rng::mix64(shared.settings.seed ^ spec.seq)
+        );
+        if let (Api::Chat, Some(tool)) = (spec.api, &spec.tool_call) {
+            return Self::tool_call(head, reasoning_key, tool, response_id);
+        }
+        let (content_prefix, reasoning_prefix, suffix): (String, String, &'static [u8]) = match spec.api {
+            Api::Responses => (
+                format!(
+                    "event: response.output_text.delta\ndata: {{\"type\":\"response.output_text.delta\",\"item_id\":\"msg_{response_id}\",\"output_index\":0,\"content_index\":0,\"delta\":\""
+                ),
+                format!(
+                    "event: response.reasoning_text.delta\ndata: {{\"type\":\"response.reasoning_text.delta\",\"item_id\":\"rs_{response_id}\",\"output_index\":0,\"content_index\":0,\"delta\":\""
+                ),
+                b"\"}\n\n",
+            ),
+            Api::Messages => (
+                "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"".to_string(),
+                "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"thinking_delta\",\"thinking\":\"".to_string(),
+                b"\"}}\n\n",
+            ),
+            Api::Chat => (
+                format!(r#"data: {head}[{{"index":0,"delta":{{"content":""#),
+                format!(r#"data: {head}[{{"index":0,"delta":{{"{reasoning_key}":""#),
+                b"\"},\"logprobs\":null,\"finish_reason\":null}]}\n\n",
+            ),
+            Api::Completions => (
+                format!(r#"data: {head}[{{"index":0,"text":""#),
+                format!(r#"data: {head}[{{"index":0,"text":""#),
+                b"\",\"logprobs\":null,\"finish_reason\":null,\"stop_reason\":null}]}\n\n",
+            ),
+        };
+        Templates {
+            head,
+            content_prefix: content_prefix.into_bytes(),
+            reasoning_prefix: reasoning_prefix.into_bytes(),
+            suffix,
+            first_content_prefix: None,
+            last_suffix: None,
+            response_id,
+        }
+    }
+
+    /// A chat reply that is a tool call: its first event names the call, the rest carry its
+    /// arguments' words, and the last closes them.
+    fn tool_call(head: String, reasoning_key: &str, tool: &ToolPlan, response_id: String) -> Self {
+        let (before, _) = tool.arguments_around();
+        let first_content_prefix = format!(
+            r#"data: {head}[{{"index":0,"delta":{{"tool_calls":[{{"index":0,"id":"{}","type":"function","function":{{"name":{},"arguments":"{}"#,
+            tool.id,
+            serde_json::Value::String(tool.name.clone()),
+            json_inner(&before)
+        );
+        let content_prefix = format!(
+            r#"data: {head}[{{"index":0,"delta":{{"tool_calls":[{{"index":0,"function":{{"arguments":""#
+        );
+        let reasoning_prefix = format!(r#"data: {head}[{{"index":0,"delta":{{"{reasoning_key}":""#);
+        Templates {
+            head,
+            content_prefix: content_prefix.into_bytes(),
+            reasoning_prefix: reasoning_prefix.into_bytes(),
+            suffix: b"\"}}]},\"logprobs\":null,\"finish_reason\":null}]}\n\n",
+            first_content_prefix: Some(first_content_prefix.into_bytes()),
+            last_suffix: Some(&b"\\\"}\"}}]},\"logprobs\":null,\"finish_reason\":null}]}\n\n"[..]),
+            response_id,
+        }
+    }
+}
+
+fn chunk_head(spec: &GenSpec, shared: &Shared) -> String {
     let (prefix, object) = match (spec.api, spec.stream) {
         (Api::Chat, true) => ("chatcmpl", "chat.completion.chunk"),
         (Api::Chat, false) => ("chatcmpl", "chat.completion"),
@@ -303,106 +381,122 @@ impl Generation {
     pub(super) fn write_tail(&mut self) {
         let end = Instant::now();
         match self.spec.api {
-            Api::Responses => {
-                self.put_responses_tail();
-                return self.end_tail(end);
-            }
-            Api::Messages => {
-                self.put_messages_tail();
-                return self.end_tail(end);
-            }
-            Api::Chat | Api::Completions => {}
-        }
-        let settings = &self.shared.settings;
-        let with_usage = settings.usage != UsagePlacement::None
-            && (self.spec.include_usage || !self.spec.stream);
-        let timings = settings.llama_timings.then(|| self.timings_json(end));
-        // vLLM sends its per-request metrics with the usage, and only there.
-        let metrics = settings.vllm_metrics.then(|| self.vllm_metrics_json(end));
-        let finish_reason = self.spec.finish_reason;
-        if self.spec.stream {
-            let finish_choice = match self.spec.api {
-                Api::Chat => json!([{"index": 0, "delta": {}, "logprobs": null,
-                    "finish_reason": finish_reason}]),
-                Api::Completions => json!([{"index": 0, "text": "", "logprobs": null,
-                    "finish_reason": finish_reason, "stop_reason": null}]),
-                Api::Responses | Api::Messages => {
-                    unreachable!("the typed events' tails are written above")
-                }
-            };
-            let mut finish = self.chunk_object(finish_choice);
-            let separate = with_usage && settings.usage == UsagePlacement::Separate;
-            if with_usage && settings.usage == UsagePlacement::FinishChunk {
-                finish.insert("usage".into(), self.usage_json());
-                if let Some(metrics) = &metrics {
-                    finish.insert("metrics".into(), metrics.clone());
+            Api::Responses => self.put_responses_tail(),
+            Api::Messages => self.put_messages_tail(),
+            Api::Chat | Api::Completions => {
+                let settings = &self.shared.settings;
+                let with_usage = settings.usage != UsagePlacement::None
+                    && (self.spec.include_usage || !self.spec.stream);
+                let timings = settings.llama_timings.then(|| self.timings_json(end));
+                // vLLM sends its per-request metrics with the usage, and only there.
+                let metrics = settings.vllm_metrics.then(|| self.vllm_metrics_json(end));
+                if self.spec.stream {
+                    self.put_stream_tail(with_usage, timings, metrics);
+                } else {
+                    self.put_body_tail(with_usage, timings, metrics);
                 }
             }
-            if let (false, Some(timings)) = (separate, &timings) {
-                finish.insert("timings".into(), timings.clone());
-            }
-            self.put_event(&finish);
-            if separate {
-                let mut usage = self.chunk_object(json!([]));
-                usage.insert("usage".into(), self.usage_json());
-                if let Some(metrics) = &metrics {
-                    usage.insert("metrics".into(), metrics.clone());
-                }
-                if let Some(timings) = timings {
-                    usage.insert("timings".into(), timings);
-                }
-                self.put_event(&usage);
-            }
-            if !self.spec.missing_done {
-                self.buf.put_slice(b"data: [DONE]\n\n");
-            }
-        } else {
-            let choice = match self.spec.api {
-                Api::Chat => {
-                    let mut message = serde_json::Map::new();
-                    message.insert("role".into(), json!("assistant"));
-                    match self.tool_call_json() {
-                        Some((call, _)) => {
-                            message.insert("content".into(), Value::Null);
-                            message.insert("tool_calls".into(), json!([call]));
-                        }
-                        None => {
-                            message.insert("content".into(), json!(self.content_text));
-                        }
-                    }
-                    if self.spec.reasoning_tokens > 0 {
-                        let key = match settings.reasoning_field {
-                            ReasoningField::ReasoningContent => "reasoning_content",
-                            ReasoningField::Reasoning => "reasoning",
-                        };
-                        message.insert(key.into(), json!(self.reasoning_text));
-                    }
-                    json!([{"index": 0, "message": message, "logprobs": null,
-                        "finish_reason": finish_reason}])
-                }
-                Api::Completions => json!([{"index": 0, "text": self.content_text,
-                    "logprobs": null, "finish_reason": finish_reason, "stop_reason": null}]),
-                Api::Responses | Api::Messages => {
-                    unreachable!("the typed events' tails are written above")
-                }
-            };
-            let mut body = self.chunk_object(choice);
-            if with_usage {
-                body.insert("usage".into(), self.usage_json());
-                if let Some(metrics) = metrics {
-                    body.insert("metrics".into(), metrics);
-                }
-            }
-            if let Some(timings) = timings {
-                body.insert("timings".into(), timings);
-            }
-            let mut text = Value::Object(body).to_string();
-            if self.fault_fired && matches!(self.spec.fault, Some((MidFault::Malformed, _))) {
-                text.truncate(text.len() / 2);
-            }
-            self.buf.put_slice(text.as_bytes());
         }
         self.end_tail(end);
+    }
+
+    /// A chat or completions stream's finish chunk, its usage (in that chunk or one of its
+    /// own) and `[DONE]`.
+    fn put_stream_tail(
+        &mut self,
+        with_usage: bool,
+        timings: Option<Value>,
+        metrics: Option<Value>,
+    ) {
+        let finish_reason = self.spec.finish_reason;
+        let finish_choice = match self.spec.api {
+            Api::Chat => json!([{"index": 0, "delta": {}, "logprobs": null,
+                "finish_reason": finish_reason}]),
+            Api::Completions => json!([{"index": 0, "text": "", "logprobs": null,
+                "finish_reason": finish_reason, "stop_reason": null}]),
+            Api::Responses | Api::Messages => {
+                unreachable!("the typed events' tails are written apart")
+            }
+        };
+        let mut finish = self.chunk_object(finish_choice);
+        let usage_placement = self.shared.settings.usage;
+        let separate = with_usage && usage_placement == UsagePlacement::Separate;
+        if with_usage && usage_placement == UsagePlacement::FinishChunk {
+            finish.insert("usage".into(), self.usage_json());
+            if let Some(metrics) = &metrics {
+                finish.insert("metrics".into(), metrics.clone());
+            }
+        }
+        if let (false, Some(timings)) = (separate, &timings) {
+            finish.insert("timings".into(), timings.clone());
+        }
+        self.put_event(&finish);
+        if separate {
+            let mut usage = self.chunk_object(json!([]));
+            usage.insert("usage".into(), self.usage_json());
+            if let Some(metrics) = &metrics {
+                usage.insert("metrics".into(), metrics.clone());
+            }
+            if let Some(timings) = timings {
+                usage.insert("timings".into(), timings);
+            }
+            self.put_event(&usage);
+        }
+        if !self.spec.missing_done {
+            self.buf.put_slice(b"data: [DONE]\n\n");
+        }
+    }
+
+    /// A chat or completions reply's whole JSON body (cut in half by a malformed fault).
+    fn put_body_tail(&mut self, with_usage: bool, timings: Option<Value>, metrics: Option<Value>) {
+        let finish_reason = self.spec.finish_reason;
+        let choice = match self.spec.api {
+            Api::Chat => json!([{"index": 0, "message": self.chat_message(), "logprobs": null,
+                "finish_reason": finish_reason}]),
+            Api::Completions => json!([{"index": 0, "text": self.content_text,
+                "logprobs": null, "finish_reason": finish_reason, "stop_reason": null}]),
+            Api::Responses | Api::Messages => {
+                unreachable!("the typed events' tails are written apart")
+            }
+        };
+        let mut body = self.chunk_object(choice);
+        if with_usage {
+            body.insert("usage".into(), self.usage_json());
+            if let Some(metrics) = metrics {
+                body.insert("metrics".into(), metrics);
+            }
+        }
+        if let Some(timings) = timings {
+            body.insert("timings".into(), timings);
+        }
+        let mut text = Value::Object(body).to_string();
+        if self.fault_fired && matches!(self.spec.fault, Some((MidFault::Malformed, _))) {
+            text.truncate(text.len() / 2);
+        }
+        self.buf.put_slice(text.as_bytes());
+    }
+
+    /// A chat reply's message: its text or tool call, and its reasoning.
+    fn chat_message(&self) -> serde_json::Map<String, Value> {
+        let mut message = serde_json::Map::new();
+        message.insert("role".into(), json!("assistant"));
+        match self.tool_call_json() {
+            Some((call, _)) => {
+                message.insert("content".into(), Value::Null);
+                message.insert("tool_calls".into(), json!([call]));
+            }
+            None => {
+                message.insert("content".into(), json!(self.content_text));
+            }
+        }
+        if self.spec.reasoning_tokens > 0 {
+            let key = match self.shared.settings.reasoning_field {
+                ReasoningField::ReasoningContent => "reasoning_content",
+                ReasoningField::Reasoning => "reasoning",
+            };
+            message.insert(key.into(), json!(self.reasoning_text));
+        }
+        message
     }
 
     /// Counters, the request log and the send timestamps, once the tail is written.

@@ -7,7 +7,7 @@ use std::sync::atomic::Ordering::Relaxed;
 use hyper::body::Incoming;
 use hyper::{Request, StatusCode};
 use serde::Deserialize;
-use serde_json::json;
+use serde_json::{Value, json};
 use tokio::time::Instant;
 
 use super::generation::{Injected, inject_fault};
@@ -15,6 +15,7 @@ use super::response::{
     Reply, echo_request_id, error_response, json_response, model_not_served, read_body,
 };
 use crate::sim::rng::{STREAM_TIMING, SimRng, mix64};
+use crate::sim::settings::Settings;
 use crate::sim::state::Shared;
 use crate::sim::tokenizer::count_text_tokens;
 
@@ -81,23 +82,10 @@ pub(super) async fn encode(
         Ok(inputs) => inputs,
         Err(message) => return Ok(error_response(StatusCode::BAD_REQUEST, message)),
     };
-    let settings = &shared.settings;
-    let query_tokens = query.as_deref().map_or(0, count_text_tokens);
-    // A rerank model reads each query–document pair as one sequence.
-    let lengths: Vec<u64> = texts
-        .iter()
-        .map(|t| query_tokens + count_text_tokens(t))
-        .collect();
-    if let Some(&longest) = lengths.iter().max()
-        && longest > settings.max_model_len
-    {
-        let message = format!(
-            "This model's maximum context length is {} tokens. However, your request has {longest} input tokens.",
-            settings.max_model_len
-        );
-        return Ok(error_response(StatusCode::BAD_REQUEST, &message));
-    }
-    let prompt_tokens: u64 = lengths.iter().sum();
+    let prompt_tokens = match prompt_tokens(&shared.settings, query.as_deref(), &texts) {
+        Ok(tokens) => tokens,
+        Err(message) => return Ok(error_response(StatusCode::BAD_REQUEST, &message)),
+    };
     if let Injected::Reply(reply) = inject_fault(
         &shared,
         reset,
@@ -110,6 +98,49 @@ pub(super) async fn encode(
     }
     // A slot, then the single prefill lane, as a generation's prefill takes them.
     let _permit = shared.slots.clone().acquire_owned().await;
+    prefill(&shared, seq, prompt_tokens).await;
+    let settings = &shared.settings;
+    let usage = json!({"prompt_tokens": prompt_tokens, "total_tokens": prompt_tokens});
+    let value = match what {
+        Encode::Embeddings => embeddings(settings, &texts, usage),
+        Encode::Rerank => rerank(
+            settings,
+            seq,
+            (&query.unwrap_or_default(), &texts, parsed.top_n),
+            usage,
+        ),
+    };
+    let mut response = json_response(StatusCode::OK, &value);
+    echo_request_id(&mut response, request_id.as_deref());
+    Ok(response)
+}
+
+/// The request's prompt tokens over every text, or why they do not fit the context.
+fn prompt_tokens(
+    settings: &Settings,
+    query: Option<&str>,
+    texts: &[String],
+) -> Result<u64, String> {
+    let query_tokens = query.map_or(0, count_text_tokens);
+    // A rerank model reads each query–document pair as one sequence.
+    let lengths: Vec<u64> = texts
+        .iter()
+        .map(|t| query_tokens + count_text_tokens(t))
+        .collect();
+    if let Some(&longest) = lengths.iter().max()
+        && longest > settings.max_model_len
+    {
+        return Err(format!(
+            "This model's maximum context length is {} tokens. However, your request has {longest} input tokens.",
+            settings.max_model_len
+        ));
+    }
+    Ok(lengths.iter().sum())
+}
+
+/// The prompt's prefill time, in turn on the single prefill lane.
+async fn prefill(shared: &Shared, seq: u64, prompt_tokens: u64) {
+    let settings = &shared.settings;
     shared
         .counters
         .prompt_tokens
@@ -129,38 +160,41 @@ pub(super) async fn encode(
         };
         tokio::time::sleep_until(end).await;
     }
-    let usage = json!({"prompt_tokens": prompt_tokens, "total_tokens": prompt_tokens});
-    let value = match what {
-        Encode::Embeddings => {
-            let dim = settings.embedding_dim as usize;
-            let data: Vec<_> = texts
-                .iter()
-                .enumerate()
-                .map(|(index, text)| {
-                    json!({"object": "embedding", "index": index, "embedding": vector(settings.seed, text, dim)})
-                })
-                .collect();
-            json!({"object": "list", "model": settings.model, "data": data, "usage": usage})
-        }
-        Encode::Rerank => {
-            let query = query.unwrap_or_default();
-            let mut results: Vec<(usize, f64)> = texts
-                .iter()
-                .enumerate()
-                .map(|(index, text)| (index, relevance(settings.seed, &query, text)))
-                .collect();
-            results.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
-            results.truncate(parsed.top_n.unwrap_or(results.len()));
-            let results: Vec<_> = results
-                .iter()
-                .map(|(index, score)| json!({"index": index, "relevance_score": score}))
-                .collect();
-            json!({"id": format!("rerank-{seq:016x}"), "model": settings.model, "results": results, "usage": usage})
-        }
-    };
-    let mut response = json_response(StatusCode::OK, &value);
-    echo_request_id(&mut response, request_id.as_deref());
-    Ok(response)
+}
+
+/// The embeddings answer: a seeded vector per text.
+fn embeddings(settings: &Settings, texts: &[String], usage: Value) -> Value {
+    let dim = settings.embedding_dim as usize;
+    let data: Vec<_> = texts
+        .iter()
+        .enumerate()
+        .map(|(index, text)| {
+            json!({"object": "embedding", "index": index, "embedding": vector(settings.seed, text, dim)})
+        })
+        .collect();
+    json!({"object": "list", "model": settings.model, "data": data, "usage": usage})
+}
+
+/// The rerank answer: the documents by seeded relevance to the query, best first, the
+/// first `top_n` of them.
+fn rerank(
+    settings: &Settings,
+    seq: u64,
+    (query, texts, top_n): (&str, &[String], Option<usize>),
+    usage: Value,
+) -> Value {
+    let mut results: Vec<(usize, f64)> = texts
+        .iter()
+        .enumerate()
+        .map(|(index, text)| (index, relevance(settings.seed, query, text)))
+        .collect();
+    results.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+    results.truncate(top_n.unwrap_or(results.len()));
+    let results: Vec<_> = results
+        .iter()
+        .map(|(index, score)| json!({"index": index, "relevance_score": score}))
+        .collect();
+    json!({"id": format!("rerank-{seq:016x}"), "model": settings.model, "results": results, "usage": usage})
 }
 
 /// The query (rerank) and the texts to encode, or why the request is bad.

@@ -164,25 +164,10 @@ pub(super) async fn generate(
     api: Api,
 ) -> Reply {
     let received = Instant::now();
-    let request_id = request
-        .headers()
-        .get("x-request-id")
-        .and_then(|value| value.to_str().ok())
-        .map(str::to_string);
-    if shared.settings.require_uuid_request_id
-        && request_id.as_deref().is_some_and(|id| !is_uuid(id))
-    {
-        return Ok(empty_response(StatusCode::BAD_REQUEST));
-    }
-    if let Some(id) = &request_id
-        && was_reset(&shared, id)
-    {
-        reset.store(true, Relaxed);
-        return Err(io::Error::new(
-            io::ErrorKind::ConnectionReset,
-            "simulated reset before headers, again",
-        ));
-    }
+    let request_id = match checked_request_id(&shared, reset, &request) {
+        Ok(id) => id,
+        Err(reply) => return *reply,
+    };
     let seq = shared.next_seq.fetch_add(1, Relaxed) + 1;
     shared.counters.requests_total.fetch_add(1, Relaxed);
     let headers: Option<Vec<(String, String)>> = shared.requests.as_ref().map(|_| {
@@ -196,58 +181,17 @@ pub(super) async fn generate(
         Ok(read) => read,
         Err(response) => return Ok(response),
     };
-    if let (Some(log), Some(headers)) = (&shared.requests, headers) {
-        let history = parsed.messages.iter().flatten();
-        let messages = history
-            .clone()
-            .map(|m| (m.role.clone().unwrap_or_default(), m.text()))
-            .collect();
-        let history_tool_calls = history
-            .clone()
-            .flat_map(|m| m.tool_calls.iter().flatten())
-            .map(|call| call.id.clone().unwrap_or_default())
-            .collect();
-        let tool_results = history
-            .filter(|m| m.role.as_deref() == Some("tool"))
-            .map(|m| m.tool_call_id.clone().unwrap_or_default())
-            .collect();
-        let mut log = log.lock().unwrap_or_else(|poison| poison.into_inner());
-        if log.len() < crate::sim::state::MAX_RECORDED_REQUESTS {
-            log.push(crate::sim::SeenRequest {
-                seq,
-                headers,
-                messages,
-                model: parsed.model.clone(),
-                reply: None,
-                tools: parsed.tools.as_ref().map_or(0, Vec::len),
-                history_tool_calls,
-                tool_results,
-                reply_tool_call: None,
-            });
-        }
+    if let Some(headers) = headers {
+        log_request(&shared, seq, headers, &parsed);
     }
     // A request for an adapter that is not resident waits for its load, as on vLLM.
-    let adapter_ready = shared
-        .adapters
-        .as_ref()
-        .and_then(|pool| pool.ready_at(parsed.model.as_deref()?, Instant::now()));
-    let adapter = adapter_ready.and(parsed.model.clone());
-    if let Some(ready) = adapter_ready {
-        tokio::time::sleep_until(ready).await;
-    }
+    let adapter = adapter_loaded(&shared, &parsed).await;
     let prompt_tokens = prompt_ids.len() as u64;
     let settings = &shared.settings;
-    let mut output = match plan_output(settings, &parsed, api, prompt_tokens, seq) {
-        Ok(output) => output,
+    let (output, tool_call) = match plan_reply(settings, &parsed, api, prompt_tokens, seq) {
+        Ok(planned) => planned,
         Err(message) => return Ok(error_response(StatusCode::BAD_REQUEST, &message)),
     };
-    let tool_call = match api {
-        Api::Chat => plan_tool_call(settings, &parsed, seq),
-        Api::Completions | Api::Responses | Api::Messages => None,
-    };
-    if tool_call.is_some() {
-        output.finish_reason = "tool_calls";
-    }
     let stream = parsed.stream.unwrap_or(false);
     let total_tokens = output.reasoning_tokens + output.content_tokens;
     let (mid_fault, missing_done) = match inject_fault(
@@ -290,6 +234,109 @@ pub(super) async fn generate(
     };
     let body = SimBody::Generation(Box::new(Generation::new(shared.clone(), spec)));
     respond(body, stream, request_id.as_deref()).await
+}
+
+/// The request's `x-request-id`; or the reply instead, when the id is not the UUID the
+/// simulator requires or names a request that was reset before its headers.
+fn checked_request_id(
+    shared: &Shared,
+    reset: &AtomicBool,
+    request: &Request<Incoming>,
+) -> Result<Option<String>, Box<Reply>> {
+    let request_id = request
+        .headers()
+        .get("x-request-id")
+        .and_then(|value| value.to_str().ok())
+        .map(str::to_string);
+    if shared.settings.require_uuid_request_id
+        && request_id.as_deref().is_some_and(|id| !is_uuid(id))
+    {
+        return Err(Box::new(Ok(empty_response(StatusCode::BAD_REQUEST))));
+    }
+    if let Some(id) = &request_id
+        && was_reset(shared, id)
+    {
+        reset.store(true, Relaxed);
+        return Err(Box::new(Err(io::Error::new(
+            io::ErrorKind::ConnectionReset,
+            "simulated reset before headers, again",
+        ))));
+    }
+    Ok(request_id)
+}
+
+/// The request's output and, for chat, the tool its reply calls.
+fn plan_reply(
+    settings: &Settings,
+    request: &GenerationRequest,
+    api: Api,
+    prompt_tokens: u64,
+    seq: u64,
+) -> Result<(OutputPlan, Option<ToolPlan>), String> {
+    let mut output = plan_output(settings, request, api, prompt_tokens, seq)?;
+    let tool_call = match api {
+        Api::Chat => plan_tool_call(settings, request, seq),
+        Api::Completions | Api::Responses | Api::Messages => None,
+    };
+    if tool_call.is_some() {
+        output.finish_reason = "tool_calls";
+    }
+    Ok((output, tool_call))
+}
+
+/// The adapter the request named, once it is resident: a request for one that is not waits
+/// for its load, as on vLLM.
+async fn adapter_loaded(shared: &Shared, parsed: &GenerationRequest) -> Option<String> {
+    let adapter_ready = shared
+        .adapters
+        .as_ref()
+        .and_then(|pool| pool.ready_at(parsed.model.as_deref()?, Instant::now()));
+    let adapter = adapter_ready.and(parsed.model.clone());
+    if let Some(ready) = adapter_ready {
+        tokio::time::sleep_until(ready).await;
+    }
+    adapter
+}
+
+/// The request as `record_requests` keeps it: its headers, its history's messages, tool
+/// calls and tool results (up to the log's limit).
+fn log_request(
+    shared: &Shared,
+    seq: u64,
+    headers: Vec<(String, String)>,
+    parsed: &GenerationRequest,
+) {
+    let Some(log) = &shared.requests else {
+        return;
+    };
+    let history = parsed.messages.iter().flatten();
+    let messages = history
+        .clone()
+        .map(|m| (m.role.clone().unwrap_or_default(), m.text()))
+        .collect();
+    let history_tool_calls = history
+        .clone()
+        .flat_map(|m| m.tool_calls.iter().flatten())
+        .map(|call| call.id.clone().unwrap_or_default())
+        .collect();
+    let tool_results = history
+        .filter(|m| m.role.as_deref() == Some("tool"))
+        .map(|m| m.tool_call_id.clone().unwrap_or_default())
+        .collect();
+    let mut log = log.lock().unwrap_or_else(|poison| poison.into_inner());
+    if log.len() < crate::sim::state::MAX_RECORDED_REQUESTS {
+        log.push(crate::sim::SeenRequest {
+            seq,
+            headers,
+            messages,
+            model: parsed.model.clone(),
+            reply: None,
+            tools: parsed.tools.as_ref().map_or(0, Vec::len),
+            history_tool_calls,
+            tool_results,
+            reply_tool_call: None,
+        });
+    }
 }
 
 /// A resend of a request that was reset before its headers: it is reset again.

@@ -69,18 +69,7 @@ pub(super) async fn route(
         },
         "/metrics" => match known(Method::GET) {
             Some(reply) => reply,
-            None => {
-                let mut text = shared.counters.render(&shared.settings.model);
-                if let Some(adapters) = &shared.adapters {
-                    adapters.render(&mut text);
-                }
-                let mut response = Response::new(SimBody::full(text));
-                response.headers_mut().insert(
-                    CONTENT_TYPE,
-                    HeaderValue::from_static("text/plain; version=0.0.4; charset=utf-8"),
-                );
-                Ok(response)
-            }
+            None => Ok(metrics(&shared)),
         },
         // vLLM's and SGLang's cache-reset endpoints: both just POST, empty body.
         "/reset_prefix_cache" | "/flush_cache" => match known(Method::POST) {
@@ -90,10 +79,7 @@ pub(super) async fn route(
         // vLLM's version endpoint: the engine's release, for the run's provenance.
         "/version" => match known(Method::GET) {
             Some(reply) => reply,
-            None => Ok(json_response(
-                StatusCode::OK,
-                &json!({"version": env!("CARGO_PKG_VERSION")}),
-            )),
+            None => Ok(version()),
         },
         "/health" => match known(Method::GET) {
             Some(reply) => reply,
@@ -105,6 +91,28 @@ pub(super) async fn route(
             &format!("no route for {path}"),
         )),
     }
+}
+
+/// The Prometheus text of the simulator's counters, and its adapters'.
+fn metrics(shared: &Shared) -> Response<SimBody> {
+    let mut text = shared.counters.render(&shared.settings.model);
+    if let Some(adapters) = &shared.adapters {
+        adapters.render(&mut text);
+    }
+    let mut response = Response::new(SimBody::full(text));
+    response.headers_mut().insert(
+        CONTENT_TYPE,
+        HeaderValue::from_static("text/plain; version=0.0.4; charset=utf-8"),
+    );
+    response
+}
+
+/// The engine's release, as vLLM's `/version` states it.
+fn version() -> Response<SimBody> {
+    json_response(
+        StatusCode::OK,
+        &json!({"version": env!("CARGO_PKG_VERSION")}),
+    )
 }
 
 fn clear_cache(shared: &Shared) -> Response<SimBody> {

@@ -107,83 +107,12 @@ struct PhaseSpec {
 }
 
 fn phase(spec: &PhaseSpec, index: usize, slow: f64) -> PhaseResult {
-    let c = spec.concurrency.unwrap_or(2);
-    let mut recs = records(
-        24,
-        c,
-        spec.ttft_ms * slow,
-        spec.spike_ms.map(|s| s * slow),
-        spec.errors,
-    );
-    for r in &mut recs {
-        if slow != 1.0 && r.is_ok() {
-            // Keep e2e consistent with the slower TTFT.
-            r.e2e_ms = r.ttft_ms.unwrap_or(0.0) + r.visible_generation_ms.unwrap_or(0.0);
-        }
-    }
-    let ok: Vec<&RequestRecord> = recs.iter().filter(|r| r.is_ok()).collect();
-    let secs = |f: fn(&RequestRecord) -> Option<f64>| -> Vec<f64> {
-        ok.iter().filter_map(|r| f(r)).map(|v| v / 1000.0).collect()
-    };
-    let elapsed = recs
-        .iter()
-        .map(|r| r.start_offset_ms + r.e2e_ms)
-        .fold(0.0, f64::max)
-        / 1000.0;
-    let total_out: u64 = ok.iter().filter_map(|r| r.output_tokens).sum();
-    let total_in: u64 = ok.iter().filter_map(|r| r.prompt_tokens).sum();
-    let mut errors_by_kind = std::collections::BTreeMap::new();
-    for r in &recs {
-        if let Some(e) = &r.error {
-            *errors_by_kind.entry(e.kind).or_insert(0) += 1;
-        }
-    }
-    let summary = PhaseSummary {
-        requests: recs.len() as u64,
-        success: ok.len() as u64,
-        errors: spec.errors,
-        elapsed,
-        output_tokens_per_second: total_out as f64 / elapsed,
-        request_rate: recs.len() as f64 / elapsed,
-        figures: [
-            (Figure::Ttft, dist(&secs(|r| r.ttft_ms))),
-            (Figure::Tpot, dist(&secs(|r| r.tpot_ms))),
-            (Figure::E2e, dist(&secs(|r| Some(r.e2e_ms)))),
-            (
-                Figure::TimeToFirstOutput,
-                dist(&secs(|r| r.time_to_first_output_ms)),
-            ),
-            (
-                Figure::InputTokens,
-                dist(
-                    &ok.iter()
-                        .filter_map(|r| r.prompt_tokens)
-                        .map(|v| v as f64)
-                        .collect::<Vec<_>>(),
-                ),
-            ),
-            (
-                Figure::OutputTokens,
-                dist(
-                    &ok.iter()
-                        .filter_map(|r| r.output_tokens)
-                        .map(|v| v as f64)
-                        .collect::<Vec<_>>(),
-                ),
-            ),
-        ]
-        .into_iter()
-        .filter_map(|(figure, d)| Some((figure, d?)))
-        .collect(),
-        total_input_tokens: total_in,
-        total_output_tokens: total_out,
-        content_chunks: ok.iter().map(|r| r.content_chunks).sum(),
-        output_token_sources: [(OutputTokenSource::Usage, ok.len() as u64)].into(),
-        errors_by_kind,
-        ..PhaseSummary::default()
-    };
+    let recs = phase_records(spec, slow);
+    let summary = summary_of(&recs, spec.errors);
+    let (elapsed, total_in) = (summary.elapsed, summary.total_input_tokens);
+    let ok = summary.success;
     let planned = spec.planned_prompt;
-    let actual = total_in as f64 / ok.len() as f64;
+    let actual = total_in as f64 / ok as f64;
     let rel = (actual - planned) / planned;
     let start = index as f64 * 70.0;
     PhaseResult {
@@ -236,6 +165,90 @@ fn phase(spec: &PhaseSpec, index: usize, slow: f64) -> PhaseResult {
         client_trust: None,
         sessions: None,
         models: Vec::new(),
+    }
+}
+
+/// The phase's 24 records, slowed by `slow` (their e2e kept consistent with the TTFT).
+fn phase_records(spec: &PhaseSpec, slow: f64) -> Vec<RequestRecord> {
+    let c = spec.concurrency.unwrap_or(2);
+    let mut recs = records(
+        24,
+        c,
+        spec.ttft_ms * slow,
+        spec.spike_ms.map(|s| s * slow),
+        spec.errors,
+    );
+    for r in &mut recs {
+        if slow != 1.0 && r.is_ok() {
+            // Keep e2e consistent with the slower TTFT.
+            r.e2e_ms = r.ttft_ms.unwrap_or(0.0) + r.visible_generation_ms.unwrap_or(0.0);
+        }
+    }
+    recs
+}
+
+/// The summary the runner would tally over `recs`, for the figures the tests read.
+fn summary_of(recs: &[RequestRecord], errors: u64) -> PhaseSummary {
+    let ok: Vec<&RequestRecord> = recs.iter().filter(|r| r.is_ok()).collect();
+    let secs = |f: fn(&RequestRecord) -> Option<f64>| -> Vec<f64> {
+        ok.iter().filter_map(|r| f(r)).map(|v| v / 1000.0).collect()
+    };
+    let elapsed = recs
+        .iter()
+        .map(|r| r.start_offset_ms + r.e2e_ms)
+        .fold(0.0, f64::max)
+        / 1000.0;
+    let total_out: u64 = ok.iter().filter_map(|r| r.output_tokens).sum();
+    let total_in: u64 = ok.iter().filter_map(|r| r.prompt_tokens).sum();
+    let mut errors_by_kind = std::collections::BTreeMap::new();
+    for r in recs {
+        if let Some(e) = &r.error {
+            *errors_by_kind.entry(e.kind).or_insert(0) += 1;
+        }
+    }
+    PhaseSummary {
+        requests: recs.len() as u64,
+        success: ok.len() as u64,
+        errors,
+        elapsed,
+        output_tokens_per_second: total_out as f64 / elapsed,
+        request_rate: recs.len() as f64 / elapsed,
+        figures: [
+            (Figure::Ttft, dist(&secs(|r| r.ttft_ms))),
+            (Figure::Tpot, dist(&secs(|r| r.tpot_ms))),
+            (Figure::E2e, dist(&secs(|r| Some(r.e2e_ms)))),
+            (
+                Figure::TimeToFirstOutput,
+                dist(&secs(|r| r.time_to_first_output_ms)),
+            ),
+            (
+                Figure::InputTokens,
+                dist(
+                    &ok.iter()
+                        .filter_map(|r| r.prompt_tokens)
+                        .map(|v| v as f64)
+                        .collect::<Vec<_>>(),
+                ),
+            ),
+            (
+                Figure::OutputTokens,
+                dist(
+                    &ok.iter()
+                        .filter_map(|r| r.output_tokens)
+                        .map(|v| v as f64)
+                        .collect::<Vec<_>>(),
+                ),
+            ),
+        ]
+        .into_iter()
+        .filter_map(|(figure, d)| Some((figure, d?)))
+        .collect(),
+        total_input_tokens: total_in,
+        total_output_tokens: total_out,
+        content_chunks: ok.iter().map(|r| r.content_chunks).sum(),
+        output_token_sources: [(OutputTokenSource::Usage, ok.len() as u64)].into(),
+        errors_by_kind,
+        ..PhaseSummary::default()
     }
 }
 
@@ -334,6 +347,53 @@ pub fn sample_report(slow: f64) -> Report {
         .enumerate()
         .map(|(i, s)| phase(s, i, slow))
         .collect();
+    let recheck = sample_recheck(&phases);
+    Report {
+        schema: report::REPORT_SCHEMA.to_string(),
+        tool: ToolInfo {
+            name: "servebench".to_string(),
+            version: "0.1.0".to_string(),
+        },
+        span: report::RunSpan {
+            run_id: "gateway-demo-20261130T100000Z".to_string(),
+            started_at: "2026-11-30T10:00:00Z".to_string(),
+            finished_at: Some("2026-11-30T10:07:30Z".to_string()),
+            partial: false,
+            stop_reason: None,
+        },
+        provenance: None,
+        host: HostFacts {
+            hostname: "bench-1".into(),
+            os: "linux".into(),
+            arch: "x86_64".into(),
+            cpus: 2,
+            cpu_model: None,
+            kernel: None,
+            memory_bytes: None,
+            cpu_latency_hint: None,
+        },
+        plan_source: PlanSource {
+            path: "plans/gateway-demo.yaml".into(),
+            sha256: "ab".repeat(32),
+        },
+        vars: IndexMap::new(),
+        plan: sample_plan(),
+        metadata: IndexMap::from([("engine".to_string(), "vllm 0.26".into())]),
+        timing_methodology: timing_methodology(),
+        phases,
+        repeats: Vec::new(),
+        rechecks: vec![recheck],
+        client_calibration: None,
+        client_busy_poll: false,
+        searches: Vec::new(),
+        endpoints: Default::default(),
+        shard: None,
+        merged_from: None,
+    }
+}
+
+/// The recheck of `gateway-c4`, stable unless a figure drifted.
+fn sample_recheck(phases: &[PhaseResult]) -> RecheckPair {
     let by = |n: &str| {
         phases
             .iter()
@@ -369,12 +429,22 @@ pub fn sample_report(slow: f64) -> Report {
     } else {
         DriftVerdict::Stable
     };
+    RecheckPair {
+        original: "gateway-c4".into(),
+        recheck: "recheck-c4".into(),
+        metrics,
+        verdict,
+    }
+}
+
+/// The gateway plan the sample report ran: a direct target and one behind a gateway.
+fn sample_plan() -> Plan {
     let target = |url: &str| Target {
         base_url: Some(url.to_string()),
         model: Some("demo-model".to_string()),
         ..Target::default()
     };
-    let plan = Plan {
+    Plan {
         version: 1,
         name: "gateway-demo".to_string(),
         description: Some("Direct vs <gateway> | least-request & friends".to_string()),
@@ -410,65 +480,23 @@ pub fn sample_report(slow: f64) -> Report {
                 ..Phase::default()
             })
             .collect(),
-    };
+    }
+}
+
+/// The timing definitions the report states.
+fn timing_methodology() -> TimingMethodology {
     let words = |s: &str| s.to_string();
-    Report {
-        schema: report::REPORT_SCHEMA.to_string(),
-        tool: ToolInfo {
-            name: "servebench".to_string(),
-            version: "0.1.0".to_string(),
-        },
-        span: report::RunSpan {
-            run_id: "gateway-demo-20261130T100000Z".to_string(),
-            started_at: "2026-11-30T10:00:00Z".to_string(),
-            finished_at: Some("2026-11-30T10:07:30Z".to_string()),
-            partial: false,
-            stop_reason: None,
-        },
-        provenance: None,
-        host: HostFacts {
-            hostname: "bench-1".into(),
-            os: "linux".into(),
-            arch: "x86_64".into(),
-            cpus: 2,
-            cpu_model: None,
-            kernel: None,
-            memory_bytes: None,
-            cpu_latency_hint: None,
-        },
-        plan_source: PlanSource {
-            path: "plans/gateway-demo.yaml".into(),
-            sha256: "ab".repeat(32),
-        },
-        vars: IndexMap::new(),
-        plan,
-        metadata: IndexMap::from([("engine".to_string(), "vllm 0.26".into())]),
-        timing_methodology: TimingMethodology {
-            clock: words("monotonic client clock"),
-            percentile_method: PercentileMethod::Linear,
-            time_to_first_output: words("start to first reasoning or content delta"),
-            ttft: words("start to first content delta"),
-            generation: words("e2e minus time to first output"),
-            decode: words("(output tokens - 1) / generation"),
-            mean_inter_token_latency: words("generation / (output tokens - 1)"),
-            tpot: words("(e2e - ttft) / (output tokens - 1)"),
-            effective_prefill: words("prompt tokens / time to first output"),
-            elapsed: words("first measured start to last end"),
-        },
-        phases,
-        repeats: Vec::new(),
-        rechecks: vec![RecheckPair {
-            original: "gateway-c4".into(),
-            recheck: "recheck-c4".into(),
-            metrics,
-            verdict,
-        }],
-        client_calibration: None,
-        client_busy_poll: false,
-        searches: Vec::new(),
-        endpoints: Default::default(),
-        shard: None,
-        merged_from: None,
+    TimingMethodology {
+        clock: words("monotonic client clock"),
+        percentile_method: PercentileMethod::Linear,
+        time_to_first_output: words("start to first reasoning or content delta"),
+        ttft: words("start to first content delta"),
+        generation: words("e2e minus time to first output"),
+        decode: words("(output tokens - 1) / generation"),
+        mean_inter_token_latency: words("generation / (output tokens - 1)"),
+        tpot: words("(e2e - ttft) / (output tokens - 1)"),
+        effective_prefill: words("prompt tokens / time to first output"),
+        elapsed: words("first measured start to last end"),
     }
 }
 

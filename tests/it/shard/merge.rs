@@ -250,10 +250,10 @@ fn merge_refuses_mixed_shard_counts_unsharded_and_foreign_files() {
     assert!(err.contains("notes.txt: not a JSON file"), "{err}");
 }
 
-#[test]
-fn merge_recomputes_figures_from_the_union_of_records() {
+/// Two shards of a phase and its recheck. Shard 1 started its phase 100 ms after shard 0:
+/// its offsets move by 100 ms.
+fn two_shards_of_two_phases() -> (Report, Report) {
     let plan = small_plan(4);
-    // Shard 1 started its phase 100 ms after shard 0: its offsets move by 100 ms.
     let s0 = shard_report(
         plan.clone(),
         Some((0, 2)),
@@ -294,6 +294,12 @@ fn merge_recomputes_figures_from_the_union_of_records() {
             ),
         ],
     );
+    (s0, s1)
+}
+
+#[test]
+fn merge_recomputes_figures_from_the_union_of_records() {
+    let (s0, s1) = two_shards_of_two_phases();
     let merged = merge_reports(vec![("s0.json".into(), s0), ("s1.json".into(), s1)]).unwrap();
     assert_eq!(merged.merged_from.as_ref().map(Vec::len), Some(2));
     assert!(merged.shard.is_none());

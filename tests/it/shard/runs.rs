@@ -245,12 +245,31 @@ async fn two_concurrent_shards_merge_into_the_unsharded_run() {
     .1;
     sim.shutdown().await;
 
-    // Each shard ran its share: c3 splits 2 + 1 workers and 6 + 6 requests; c1's single
-    // worker and all 5 requests are shard 0's; r40 is 20 req/s and 5 requests each.
-    let requests =
-        |r: &Report| -> Vec<u64> { r.phases.iter().map(|p| p.summary.requests).collect() };
-    assert_eq!(requests(&s0), [6, 5, 5, 6]);
-    assert_eq!(requests(&s1), [6, 0, 5, 6]);
+    assert_each_shard_ran_its_share(&s0, &s1);
+    let merged = merge_checked(&s0_path, &s1_path, &dir.path().join("merged.json"));
+    assert_like_the_whole_run(&merged, &whole);
+    assert_union_percentiles(&merged, &s0, &s1);
+    let remerged = dir.path().join("remerged.json");
+    assert_sampled_shards_merge_the_same([&s0_path, &s1_path], &merged, &remerged);
+
+    // Per-shard facts survive the merge.
+    let facts = &merged.merged_from.as_ref().unwrap()[1];
+    assert_eq!(facts.index, 1);
+    assert_eq!(facts.phases[1].requests, 0);
+    assert_eq!(facts.phases[2].rate_rps, Some(20.0));
+    assert!(facts.phases[2].send_lag_ms.is_some());
+}
+
+/// Each phase's request count.
+fn requests(r: &Report) -> Vec<u64> {
+    r.phases.iter().map(|p| p.summary.requests).collect()
+}
+
+/// Each shard ran its share: c3 splits 2 + 1 workers and 6 + 6 requests; c1's single worker
+/// and all 5 requests are shard 0's; r40 is 20 req/s and 5 requests each.
+fn assert_each_shard_ran_its_share(s0: &Report, s1: &Report) {
+    assert_eq!(requests(s0), [6, 5, 5, 6]);
+    assert_eq!(requests(s1), [6, 0, 5, 6]);
     assert_eq!(s1.phases[1].header.concurrency, Some(0));
     assert_eq!(s0.phases[2].header.rate_rps, Some(20.0));
     assert_eq!(
@@ -265,38 +284,42 @@ async fn two_concurrent_shards_merge_into_the_unsharded_run() {
             .map(|t| t.scheduled_offset_ms)
             .collect()
     };
-    assert!(schedule(&s0).iter().all(Option::is_some));
-    assert_ne!(schedule(&s0), schedule(&s1));
+    assert!(schedule(s0).iter().all(Option::is_some));
+    assert_ne!(schedule(s0), schedule(s1));
     let info = s1.shard.as_ref().expect("shard section");
     assert_eq!((info.index, info.count), (1, 2));
     assert_eq!(info.plan_sha256, plan_sha256(&s1.plan));
+}
 
-    let out = dir.path().join("merged.json");
-    let status = servebench()
+/// `servebench merge` of the two shard reports into `out`, both valid reports.
+fn merge_checked(s0_path: &Path, s1_path: &Path, out: &Path) -> Report {
+    servebench()
         .arg("merge")
-        .arg(&s0_path)
-        .arg(&s1_path)
+        .arg(s0_path)
+        .arg(s1_path)
         .arg("-o")
-        .arg(&out)
+        .arg(out)
         .assert()
         .success();
-    let _ = status;
     let merged_json: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).expect("merged JSON");
+        serde_json::from_str(&std::fs::read_to_string(out).unwrap()).expect("merged JSON");
     assert_valid_report(&merged_json);
     let s0_json: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&s0_path).unwrap()).expect("shard JSON");
+        serde_json::from_str(&std::fs::read_to_string(s0_path).unwrap()).expect("shard JSON");
     assert_valid_report(&s0_json);
     let merged: Report = serde_json::from_value(merged_json).expect("merged report");
     assert!(!merged.span.partial, "{:?}", merged.span.stop_reason);
     assert_eq!(merged.merged_from.as_ref().map(Vec::len), Some(2));
+    merged
+}
 
-    // Same phases in the same order, same request counts, same loads as the whole run.
+/// Same phases in the same order, same request counts, same loads as the whole run.
+fn assert_like_the_whole_run(merged: &Report, whole: &Report) {
     let names =
         |r: &Report| -> Vec<String> { r.phases.iter().map(|p| p.header.phase.clone()).collect() };
-    assert_eq!(names(&merged), names(&whole));
-    assert_eq!(requests(&merged), requests(&whole));
-    assert_eq!(requests(&merged), [12, 5, 10, 12]);
+    assert_eq!(names(merged), names(whole));
+    assert_eq!(requests(merged), requests(whole));
+    assert_eq!(requests(merged), [12, 5, 10, 12]);
     for (m, w) in merged.phases.iter().zip(&whole.phases) {
         assert_eq!(
             m.header.concurrency, w.header.concurrency,
@@ -309,8 +332,10 @@ async fn two_concurrent_shards_merge_into_the_unsharded_run() {
     }
     assert_eq!(merged.rechecks.len(), whole.rechecks.len());
     assert_eq!(merged.rechecks[0].recheck, "c3-recheck");
+}
 
-    // Merged percentiles are those of the union of the shards' records.
+/// Merged percentiles are those of the union of the shards' records.
+fn assert_union_percentiles(merged: &Report, s0: &Report, s1: &Report) {
     for (i, m) in merged.phases.iter().enumerate() {
         let union: Vec<&RequestRecord> = s0.phases[i]
             .request_timings
@@ -351,9 +376,12 @@ async fn two_concurrent_shards_merge_into_the_unsharded_run() {
             (0..m.request_timings.len() as u64).collect::<Vec<_>>()
         );
     }
-    // Shard reports holding a sample of their records merge the same: every record comes
-    // from each shard's records, whose `shard` column names the shard.
-    for (i, shard_path) in [&s0_path, &s1_path].into_iter().enumerate() {
+}
+
+/// Shard reports holding a sample of their records merge the same: every record comes from
+/// each shard's records, whose `shard` column names the shard.
+fn assert_sampled_shards_merge_the_same(shard_paths: [&Path; 2], merged: &Report, remerged: &Path) {
+    for (i, shard_path) in shard_paths.into_iter().enumerate() {
         let rows = crate::common::record_rows(shard_path.parent().unwrap());
         assert!(!rows.is_empty());
         for row in rows {
@@ -366,28 +394,20 @@ async fn two_concurrent_shards_merge_into_the_unsharded_run() {
         }
         std::fs::write(shard_path, serde_json::to_string(&sampled).unwrap()).unwrap();
     }
-    let remerged = dir.path().join("remerged.json");
     servebench()
         .arg("merge")
-        .arg(&s0_path)
-        .arg(&s1_path)
+        .arg(shard_paths[0])
+        .arg(shard_paths[1])
         .arg("-o")
-        .arg(&remerged)
+        .arg(remerged)
         .assert()
         .success();
     let remerged: Report =
-        serde_json::from_str(&std::fs::read_to_string(&remerged).unwrap()).unwrap();
+        serde_json::from_str(&std::fs::read_to_string(remerged).unwrap()).unwrap();
     for (r, m) in remerged.phases.iter().zip(&merged.phases) {
         assert_eq!(r.summary.figures, m.summary.figures, "{}", m.header.phase);
         assert_eq!(r.request_timings.len(), m.request_timings.len());
     }
-
-    // Per-shard facts survive the merge.
-    let facts = &merged.merged_from.as_ref().unwrap()[1];
-    assert_eq!(facts.index, 1);
-    assert_eq!(facts.phases[1].requests, 0);
-    assert_eq!(facts.phases[2].rate_rps, Some(20.0));
-    assert!(facts.phases[2].send_lag_ms.is_some());
 }
 
 const ALIGNED_PLAN: &str = r#"

@@ -19,50 +19,7 @@ async fn metrics_are_prometheus_text() {
             .is_some_and(|v| v.starts_with("text/plain"))
     );
     let text = response.text().await.expect("text");
-    let name_ok = |name: &str| {
-        let mut chars = name.chars();
-        chars
-            .next()
-            .is_some_and(|c| c.is_ascii_alphabetic() || c == '_' || c == ':')
-            && chars.all(|c| c.is_ascii_alphanumeric() || c == '_' || c == ':')
-    };
-    let mut typed = std::collections::HashSet::new();
-    let mut samples = std::collections::HashMap::new();
-    for line in text.lines() {
-        if let Some(rest) = line.strip_prefix("# TYPE ") {
-            let mut parts = rest.split(' ');
-            let name = parts.next().unwrap_or("");
-            let kind = parts.next().unwrap_or("");
-            assert!(name_ok(name), "{line}");
-            assert!(["counter", "gauge", "histogram"].contains(&kind), "{line}");
-            typed.insert(name.to_string());
-            continue;
-        }
-        if let Some(rest) = line.strip_prefix("# HELP ") {
-            assert!(name_ok(rest.split(' ').next().unwrap_or("")), "{line}");
-            continue;
-        }
-        let (series, value) = line.rsplit_once(' ').expect("sample line");
-        let value: f64 = value.parse().expect("numeric sample");
-        let name = series.split('{').next().unwrap_or("");
-        assert!(name_ok(name), "{line}");
-        if let Some(labels) = series.strip_prefix(name)
-            && !labels.is_empty()
-        {
-            assert!(labels.starts_with('{') && labels.ends_with('}'), "{line}");
-            for pair in labels[1..labels.len() - 1].split(',') {
-                let (key, val) = pair.split_once('=').expect("label pair");
-                assert!(name_ok(key), "{line}");
-                assert!(val.starts_with('"') && val.ends_with('"'), "{line}");
-            }
-        }
-        let family = ["_bucket", "_count", "_sum"]
-            .iter()
-            .find_map(|s| name.strip_suffix(s).filter(|f| typed.contains(*f)))
-            .unwrap_or(name);
-        assert!(typed.contains(family), "sample before its TYPE: {line}");
-        samples.insert(series.to_string(), value);
-    }
+    let (typed, samples) = prometheus_text(&text);
     let get = |series: &str| samples.get(series).copied();
     assert_eq!(
         get("vllm:num_requests_running{model_name=\"sim\"}"),
@@ -96,6 +53,66 @@ async fn metrics_are_prometheus_text() {
         assert!(typed.contains(name), "{name}");
     }
     handle.shutdown().await;
+}
+
+/// A Prometheus metric or label name.
+fn metric_name_ok(name: &str) -> bool {
+    let mut chars = name.chars();
+    chars
+        .next()
+        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_' || c == ':')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_' || c == ':')
+}
+
+/// The families `# TYPE` names and each sample's value by series, checking every line is
+/// well formed Prometheus text and every sample follows its family's `TYPE`.
+fn prometheus_text(
+    text: &str,
+) -> (
+    std::collections::HashSet<String>,
+    std::collections::HashMap<String, f64>,
+) {
+    let mut typed = std::collections::HashSet::new();
+    let mut samples = std::collections::HashMap::new();
+    for line in text.lines() {
+        if let Some(rest) = line.strip_prefix("# TYPE ") {
+            let mut parts = rest.split(' ');
+            let name = parts.next().unwrap_or("");
+            let kind = parts.next().unwrap_or("");
+            assert!(metric_name_ok(name), "{line}");
+            assert!(["counter", "gauge", "histogram"].contains(&kind), "{line}");
+            typed.insert(name.to_string());
+            continue;
+        }
+        if let Some(rest) = line.strip_prefix("# HELP ") {
+            assert!(
+                metric_name_ok(rest.split(' ').next().unwrap_or("")),
+                "{line}"
+            );
+            continue;
+        }
+        let (series, value) = line.rsplit_once(' ').expect("sample line");
+        let value: f64 = value.parse().expect("numeric sample");
+        let name = series.split('{').next().unwrap_or("");
+        assert!(metric_name_ok(name), "{line}");
+        if let Some(labels) = series.strip_prefix(name)
+            && !labels.is_empty()
+        {
+            assert!(labels.starts_with('{') && labels.ends_with('}'), "{line}");
+            for pair in labels[1..labels.len() - 1].split(',') {
+                let (key, val) = pair.split_once('=').expect("label pair");
+                assert!(metric_name_ok(key), "{line}");
+                assert!(val.starts_with('"') && val.ends_with('"'), "{line}");
+            }
+        }
+        let family = ["_bucket", "_count", "_sum"]
+            .iter()
+            .find_map(|s| name.strip_suffix(s).filter(|f| typed.contains(*f)))
+            .unwrap_or(name);
+        assert!(typed.contains(family), "sample before its TYPE: {line}");
+        samples.insert(series.to_string(), value);
+    }
+    (typed, samples)
 }
 
 #[tokio::test]
