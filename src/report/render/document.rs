@@ -55,6 +55,12 @@ pub enum Block {
     /// A bulleted list, one item per entry.
     List(Vec<Vec<Span>>),
     Table(Table),
+    /// An inline SVG chart: the HTML page draws it, markdown has no room for it.
+    Svg(String),
+    /// The start of a folded part (`<details>`) with its one-line summary; what follows up
+    /// to [`Block::FoldEnd`] shows when opened.
+    FoldStart(String),
+    FoldEnd,
 }
 
 /// A page: its title, then its blocks in print order.
@@ -93,6 +99,12 @@ impl Document {
                     markdown_table(&mut out, table);
                     out.push('\n');
                 }
+                Block::Svg(_) => {}
+                // GitHub folds raw `<details>`; a blank line lets markdown inside render.
+                Block::FoldStart(summary) => {
+                    let _ = write!(out, "<details><summary>{}</summary>\n\n", esc(summary));
+                }
+                Block::FoldEnd => out.push_str("</details>\n\n"),
             }
         }
         out
@@ -132,6 +144,14 @@ impl Document {
                     out.push_str("</ul>\n");
                 }
                 Block::Table(table) => html_table(&mut out, table),
+                Block::Svg(svg) => {
+                    out.push_str(svg);
+                    out.push('\n');
+                }
+                Block::FoldStart(summary) => {
+                    let _ = writeln!(out, "<details><summary>{}</summary>", esc(summary));
+                }
+                Block::FoldEnd => out.push_str("</details>\n"),
             }
         }
         out.push_str(page::CLOSE);
