@@ -228,7 +228,8 @@ fn line(out: &mut String, frame: &Frame, changed: &[(usize, Vec<&ProvenanceChang
     for piece in pieces(points.len(), &drawn, &breaks) {
         let coords: Vec<String> = piece
             .iter()
-            .map(|&i| format!("{:.1},{:.1}", frame.px(i), frame.py(points[i].value)))
+            // Whole pixels: a finer line is not visible at the chart's width.
+            .map(|&i| format!("{:.0},{:.0}", frame.px(i), frame.py(points[i].value)))
             .collect();
         let _ = write!(
             out,
@@ -240,34 +241,40 @@ fn line(out: &mut String, frame: &Frame, changed: &[(usize, Vec<&ProvenanceChang
 }
 
 /// Each run's mark: excluded, lower-bound and client-bound runs always; plain runs (with
-/// their interval) only among the newest, which are drawn point by point.
+/// their interval) only among the newest, which are drawn point by point. A plain run is a
+/// round dot (a zero-length stroke), which keeps a long page small.
 fn points(out: &mut String, frame: &Frame) {
     let recent = recent_from(frame.trend.points.len());
-    let mut plain = String::new();
+    let (mut dots, mut whiskers) = (String::new(), String::new());
     for (i, p) in frame.trend.points.iter().enumerate() {
         if !p.value.is_finite() {
             continue;
         }
         let (cx, cy) = (frame.px(i), frame.py(p.value));
         let tip = format!("{}: {}", p.run, value(p.value, frame.figure()));
-        if !special_mark(out, p, cx, cy, &tip) && i >= recent {
-            if let Some((lo, hi)) = p.interval {
-                let _ = write!(
-                    plain,
-                    "<line x1=\"{cx:.1}\" x2=\"{cx:.1}\" y1=\"{:.1}\" y2=\"{:.1}\" stroke=\"{}\" stroke-opacity=\"0.5\"/>",
-                    frame.py(lo),
-                    frame.py(hi),
-                    PALETTE[0]
-                );
-            }
+        if special_mark(out, p, cx, cy, &tip) || i < recent {
+            continue;
+        }
+        if let Some((lo, hi)) = p.interval {
             let _ = write!(
-                plain,
-                "<circle cx=\"{cx:.1}\" cy=\"{cy:.1}\" r=\"2.8\"><title>{}</title></circle>",
-                esc(&tip)
+                whiskers,
+                "<path d=\"M{cx:.1} {:.1}V{:.1}\"/>",
+                frame.py(lo),
+                frame.py(hi)
             );
         }
+        let _ = write!(
+            dots,
+            "<path d=\"M{cx:.1} {cy:.1}h0\"><title>{}</title></path>",
+            esc(&tip)
+        );
     }
-    let _ = write!(out, "<g fill=\"{}\">{plain}</g>", PALETTE[0]);
+    let color = PALETTE[0];
+    let _ = write!(
+        out,
+        "<g stroke=\"{color}\" stroke-opacity=\"0.5\">{whiskers}</g>\
+         <g class=\"runs\" stroke=\"{color}\" stroke-width=\"5.6\" stroke-linecap=\"round\">{dots}</g>"
+    );
 }
 
 /// The mark of a run left out of detection; whether it had one.

@@ -163,7 +163,10 @@ mod tests {
         assert!(md.contains("| 196 | 190 – 200 |"), "{md}");
         assert!(!md.contains(" s |"), "{md}");
         let rate = markdown(&key("output_tokens_per_second"), &[point(1, 812.0)]);
-        assert!(rate.contains("| Value (tok/s) |") && rate.contains("| 812 |"), "{rate}");
+        assert!(
+            rate.contains("| Value (tok/s) |") && rate.contains("| 812 |"),
+            "{rate}"
+        );
     }
 
     #[test]

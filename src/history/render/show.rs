@@ -101,13 +101,19 @@ fn facts(stored: &StoredRun) -> Vec<(&'static str, String)> {
     let facts = [
         ("Plan", Some(run.plan.clone())),
         ("Run id", Some(run.run_id.clone())),
-        ("Source", Some(format!("{} ({})", run.source.name(), run.tool))),
+        (
+            "Source",
+            Some(format!("{} ({})", run.source.name(), run.tool)),
+        ),
         ("Started", Some(shown_time(&run.started_at))),
         ("Finished", run.finished_at.as_deref().map(shown_time)),
         ("Complete", Some(complete.to_string())),
         ("Stop reason", run.stop_reason.clone()),
         ("Excluded", stored.summary.excluded.clone()),
-        ("Tags", Some(stored.summary.tags.join(", ")).filter(|t| !t.is_empty())),
+        (
+            "Tags",
+            Some(stored.summary.tags.join(", ")).filter(|t| !t.is_empty()),
+        ),
         ("Host", run.hostname.clone()),
         ("Plan sha256", run.plan_sha256.clone()),
         ("Report", file(&run.report_path, &run.report_sha256)),
@@ -139,12 +145,8 @@ fn provenance(blocks: &mut Vec<Block>, stored: &StoredRun) {
 
 /// One row per phase: its counts and trust, then each headline figure in its column's unit.
 fn phases(phases: &[PhaseRow]) -> Table {
-    let value = |p: &PhaseRow, name: &str| {
-        p.figures
-            .iter()
-            .find(|f| f.figure == name)
-            .map(|f| f.value)
-    };
+    let value =
+        |p: &PhaseRow, name: &str| p.figures.iter().find(|f| f.figure == name).map(|f| f.value);
     let shown: Vec<Shown> = HEADLINE
         .iter()
         .map(|name| Shown::for_values(name, phases.iter().filter_map(|p| value(p, name))))
@@ -170,12 +172,18 @@ fn phases(phases: &[PhaseRow]) -> Table {
             Cell::plain(p.target.clone()),
             Cell::plain(p.requests.to_string()),
             Cell::plain(p.errors.to_string()),
-            Cell::plain(p.trust.map(|t| trust_name(t).to_string()).unwrap_or_default()),
+            Cell::plain(
+                p.trust
+                    .map(|t| trust_name(t).to_string())
+                    .unwrap_or_default(),
+            ),
             Cell::plain(if p.partial { "yes" } else { "" }),
         ];
-        row.extend(HEADLINE.iter().zip(&shown).map(|(name, s)| {
-            Cell::plain(value(p, name).map(|v| s.number(v)).unwrap_or_default())
-        }));
+        row.extend(
+            HEADLINE.iter().zip(&shown).map(|(name, s)| {
+                Cell::plain(value(p, name).map(|v| s.number(v)).unwrap_or_default())
+            }),
+        );
         table.rows.push(row);
     }
     table

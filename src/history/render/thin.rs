@@ -65,10 +65,7 @@ mod tests {
     #[test]
     fn a_break_starts_a_new_piece_and_left_out_runs_are_skipped() {
         let drawn = [0, 1, 2, 4, 5, 6];
-        assert_eq!(
-            pieces(7, &drawn, &[4]),
-            vec![vec![0, 1, 2], vec![4, 5, 6]]
-        );
+        assert_eq!(pieces(7, &drawn, &[4]), vec![vec![0, 1, 2], vec![4, 5, 6]]);
         // A break at a run left off the line still splits there.
         assert_eq!(pieces(7, &drawn, &[3]), vec![vec![0, 1, 2], vec![4, 5, 6]]);
     }

@@ -60,7 +60,10 @@ pub(super) fn document(report: &TrendReport, extent: Extent) -> (Document, usize
     }
     let phases = report.phases();
     for (phase, target, trends) in phases.iter().take(extent.phases) {
-        blocks.push(Block::Heading(Level::Section, format!("{phase} → {target}")));
+        blocks.push(Block::Heading(
+            Level::Section,
+            format!("{phase} → {target}"),
+        ));
         phase_table(&mut blocks, report, trends, extent.every_series);
         if extent.charts {
             charts(&mut blocks, report, trends);
@@ -245,10 +248,7 @@ fn alert_cell(alert: Option<&Alert>, t: &SeriesTrend) -> Cell {
     };
     let mut text = format!("#{} {}", a.id, state_word(a));
     if let Some(m) = a.moved_in(&t.key) {
-        text.push_str(&format!(
-            ": {}",
-            level_change(m.before, m.after, &m.figure)
-        ));
+        text.push_str(&format!(": {}", level_change(m.before, m.after, &m.figure)));
     }
     let mark = if a.state == AlertState::Open {
         Mark::Bad

@@ -221,7 +221,10 @@ fn show_series_exclude_and_retain_from_the_command_line() {
     let cells: Vec<&str> = row.trim_matches(['|', ' ']).split(" | ").collect();
     assert_eq!(cells.len(), 12, "{row}");
     for cell in &cells[6..] {
-        assert!(cell.parse::<f64>().is_ok(), "a bare number under its unit: {row}");
+        assert!(
+            cell.parse::<f64>().is_ok(),
+            "a bare number under its unit: {row}"
+        );
     }
     let ttft_p50: f64 = cells[6].parse().unwrap();
     let stored = json_of_r2["phases"]

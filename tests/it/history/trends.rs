@@ -143,10 +143,7 @@ fn markdown_for_a_20_phase_plan_fits_a_pr_comment() {
     );
     // Markdown text escapes underscores, so the name reads as written once rendered.
     assert!(md.contains("engine\\_version: 0.9.1 → 0.9.2"), "{md}");
-    assert!(
-        md.contains("## phase-19 → default"),
-        "every phase is there"
-    );
+    assert!(md.contains("## phase-19 → default"), "every phase is there");
     // Charts are the HTML page's; the PR comment has none.
     assert!(!md.contains("<svg"), "{md}");
 }
@@ -204,11 +201,11 @@ fn the_gate_fails_while_an_alert_is_open_and_passes_once_it_is_acknowledged() {
         );
         let text = String::from_utf8_lossy(&trend.stdout);
         assert!(
-            text.contains("| 1 | open | regression in phase-00 → default at run-00"),
+            text.contains("| 1 | **open** | regression in phase-00 → default at run-00"),
             "{location}: {text}"
         );
         assert!(text.contains(": ttft.p99 +"), "{location}: {text}");
-        assert!(text.contains("engine_version: 0.9.1 → 0.9.2"), "{text}");
+        assert!(text.contains("engine\\_version: 0.9.1 → 0.9.2"), "{text}");
 
         let ack = history_cmd(&path)
             .args(["ack", "1", "--reason", "new tokenizer, expected"])
