@@ -205,43 +205,7 @@ fn show_series_exclude_and_retain_from_the_command_line() {
             && text.contains("- Finished: 2026-11-30T10:07:30.000Z\n"),
         "{text}"
     );
-    // One unit per column, named in its heading; TPOT beside TTFT and E2E.
-    let head = text.lines().find(|l| l.starts_with("| Phase |")).unwrap();
-    assert!(
-        head.ends_with(
-            "| ttft.p50 (ms) | ttft.p99 (ms) | tpot.p50 (ms) | e2e.p99 (ms) | \
-             output\\_tokens\\_per\\_second (tok/s) | error\\_rate (%) |"
-        ),
-        "{head}"
-    );
-    let row = text
-        .lines()
-        .find(|l| l.starts_with("| gateway-c4 |"))
-        .unwrap();
-    let cells: Vec<&str> = row.trim_matches(['|', ' ']).split(" | ").collect();
-    assert_eq!(cells.len(), 12, "{row}");
-    for cell in &cells[6..] {
-        assert!(
-            cell.parse::<f64>().is_ok(),
-            "a bare number under its unit: {row}"
-        );
-    }
-    let ttft_p50: f64 = cells[6].parse().unwrap();
-    let stored = json_of_r2["phases"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|p| p["phase"] == "gateway-c4")
-        .and_then(|p| p["figures"].as_array())
-        .and_then(|f| f.iter().find(|f| f["figure"] == "ttft.p50"))
-        .unwrap()
-        .clone();
-    assert_eq!(stored["unit"], "s");
-    let seconds = stored["value"].as_f64().unwrap();
-    assert!(
-        (ttft_p50 - seconds * 1000.0).abs() <= seconds * 1000.0 * 0.01,
-        "{ttft_p50} ms for {seconds} s"
-    );
+    show_columns_have_units(&text, &json_of_r2);
     let json: serde_json::Value =
         serde_json::from_slice(&history(&["show", "r2", "--format", "json"]).stdout).unwrap();
     assert_eq!(json["summary"]["id"], "r2");
@@ -376,4 +340,45 @@ fn show_series_exclude_and_retain_from_the_command_line() {
         };
         assert_eq!(rows, want, "{table}");
     }
+}
+
+/// `history show`'s phase table: one unit per column, named in its heading, TPOT beside
+/// TTFT and E2E, and the stored value (in JSON with its unit) converted to it.
+fn show_columns_have_units(text: &str, json_of_r2: &serde_json::Value) {
+    let head = text.lines().find(|l| l.starts_with("| Phase |")).unwrap();
+    assert!(
+        head.ends_with(
+            "| ttft.p50 (ms) | ttft.p99 (ms) | tpot.p50 (ms) | e2e.p99 (ms) | \
+             output\\_tokens\\_per\\_second (tok/s) | error\\_rate (%) |"
+        ),
+        "{head}"
+    );
+    let row = text
+        .lines()
+        .find(|l| l.starts_with("| gateway-c4 |"))
+        .unwrap();
+    let cells: Vec<&str> = row.trim_matches(['|', ' ']).split(" | ").collect();
+    assert_eq!(cells.len(), 12, "{row}");
+    for cell in &cells[6..] {
+        assert!(
+            cell.parse::<f64>().is_ok(),
+            "a bare number under its unit: {row}"
+        );
+    }
+    let ttft_p50: f64 = cells[6].parse().unwrap();
+    let stored = json_of_r2["phases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["phase"] == "gateway-c4")
+        .and_then(|p| p["figures"].as_array())
+        .and_then(|f| f.iter().find(|f| f["figure"] == "ttft.p50"))
+        .unwrap()
+        .clone();
+    assert_eq!(stored["unit"], "s");
+    let seconds = stored["value"].as_f64().unwrap();
+    assert!(
+        (ttft_p50 - seconds * 1000.0).abs() <= seconds * 1000.0 * 0.01,
+        "{ttft_p50} ms for {seconds} s"
+    );
 }

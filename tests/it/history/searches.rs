@@ -316,7 +316,7 @@ async fn a_capacity_that_halves_opens_an_alert_and_a_lower_bound_changes_nothing
         assert!(shown.contains("## Capacity searches"), "{shown}");
         assert!(
             shown.contains(
-                "| capacity | sim | concurrency | 2 | [2, 3] | answer | precision reached \
+                "| capacity | sim | concurrency | 2 | \\[2, 3\\] | answer | precision reached \
                  | tpot.p50 ≤ 0.018 s |"
             ),
             "{shown}"
