@@ -271,4 +271,27 @@ mod tests {
         assert!(html.contains("<td class=\"r bad\">+12%</td>"), "{html}");
         assert!(!html.contains("http"), "nothing from the network: {html}");
     }
+
+    #[test]
+    fn a_chart_is_html_only_and_a_fold_is_details_in_both() {
+        let doc = Document {
+            title: "t".into(),
+            blocks: vec![
+                Block::FoldStart("3 more <charts>".into()),
+                Block::Svg("<svg class=\"chart\"></svg>".into()),
+                Block::FoldEnd,
+            ],
+        };
+        assert_eq!(
+            doc.markdown(),
+            "# t\n\n<details><summary>3 more &lt;charts&gt;</summary>\n\n</details>\n\n"
+        );
+        let html = doc.html();
+        assert!(
+            html.contains(
+                "<details><summary>3 more &lt;charts&gt;</summary>\n<svg class=\"chart\"></svg>\n</details>"
+            ),
+            "{html}"
+        );
+    }
 }
