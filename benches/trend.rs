@@ -217,7 +217,7 @@ fn render() {
     for pass in ["first (alerts opened)", "again (steady)"] {
         let start = Instant::now();
         let updated = servebench::history::update(&mut store, None, Some(&settings)).unwrap();
-        let (trends, alerts) = (updated.trends, updated.alerts);
+        let (trends, alerts, watched) = (updated.trends, updated.alerts, updated.watched);
         let analysed = start.elapsed();
         let runs = store.runs(&RunFilter::default()).unwrap();
         let provenance = provenance_changes(&runs);
@@ -227,6 +227,7 @@ fn render() {
             alerts: &alerts,
             provenance: &provenance,
             settings: &settings,
+            watched: &watched,
         };
         let md = markdown(&report);
         let after_md = start.elapsed();

@@ -1,16 +1,14 @@
-//! `history series`: one figure of one phase across runs, every point with its marks.
+//! `history series`: one figure of one phase across runs, every point with its marks;
+//! written out by `history::render::series`.
 
 use crate::exit::Exit;
 use std::path::PathBuf;
 
-use super::{fail, md_table, open, to_json};
+use super::{fail, open, to_json};
 use crate::commands::emit;
-use crate::figure::Unit;
-use crate::history::render::unit_of;
-use crate::history::searches::{CAPACITY, SearchAnswer, is_capacity};
-use crate::history::{Location, OpenMode, Point, SeriesKey, Store as _};
+use crate::history::searches::{CAPACITY, is_capacity};
+use crate::history::{Location, OpenMode, SeriesKey, Store as _, render};
 use crate::report::model::figure_path::{FigurePath, explain};
-use crate::report::render::numfmt;
 
 #[derive(Debug, clap::Args)]
 pub struct SeriesArgs {
@@ -64,11 +62,9 @@ pub fn run(location: &Location, args: &SeriesArgs) -> Exit {
         return Exit::InvalidInput;
     }
     let text = match args.format {
-        SeriesFormat::Json => to_json(
-            &serde_json::json!({ "key": key, "unit": unit_of(&key.figure).symbol(), "points": points }),
-        ),
-        SeriesFormat::Md => markdown(&key, &points),
-        SeriesFormat::Csv => csv(&points, unit_of(&key.figure)),
+        SeriesFormat::Json => to_json(&render::series_json(&key, &points)),
+        SeriesFormat::Md => render::series_markdown(&key, &points),
+        SeriesFormat::Csv => render::series_csv(&key, &points),
     };
     emit(&text, args.output.as_deref())
 }
@@ -116,120 +112,6 @@ fn missing_series(key: &SeriesKey, known: &[SeriesKey]) -> String {
         "phase `{}` against `{}` recorded no `{}` in plan `{}`'s runs",
         key.phase, key.target, key.figure, key.plan
     )
-}
-
-/// What marks a point: excluded, partial, client-bound, a capacity's lower bound.
-fn marks(p: &Point) -> String {
-    let mut marks = Vec::new();
-    if let Some(reason) = &p.excluded {
-        marks.push(format!("excluded: {reason}"));
-    }
-    if p.partial {
-        marks.push("partial".to_string());
-    }
-    if p.client_bound {
-        marks.push("client-bound".to_string());
-    }
-    if let Some(mark) = p.search.and_then(SearchAnswer::mark) {
-        marks.push(mark.to_string());
-    }
-    marks.join("; ")
-}
-
-fn short(hash: &str) -> String {
-    hash.chars().take(12).collect()
-}
-
-fn markdown(key: &SeriesKey, points: &[Point]) -> String {
-    let unit = unit_of(&key.figure);
-    // One unit down the column: times under 100 s in milliseconds, as reports print them.
-    let shown = |v: f64| numfmt::figure_value(v, unit);
-    let rows: Vec<Vec<String>> = points
-        .iter()
-        .map(|p| {
-            vec![
-                p.run.clone(),
-                p.started_at.clone(),
-                shown(p.value),
-                p.interval
-                    .map(|(lo, hi)| format!("{} – {}", shown(lo), shown(hi)))
-                    .unwrap_or_default(),
-                short(&p.work),
-                short(&p.deployment),
-                marks(p),
-            ]
-        })
-        .collect();
-    format!(
-        "# {} of {} on {} ({})\n\n{}",
-        key.figure,
-        key.phase,
-        key.target,
-        key.plan,
-        md_table(
-            &[
-                "Run",
-                "Started",
-                "Value",
-                if is_capacity(&key.figure) {
-                    "Interval (from its probes)"
-                } else {
-                    "95% interval"
-                },
-                "Work",
-                "Deployment",
-                "Marks"
-            ],
-            &rows
-        )
-    )
-}
-
-fn csv(points: &[Point], unit: Unit) -> String {
-    let mut writer = csv::Writer::from_writer(Vec::new());
-    let head = [
-        "run",
-        "started_at",
-        "value",
-        "unit",
-        "interval_lo",
-        "interval_hi",
-        "work_sha256",
-        "deployment_sha256",
-        "client_bound",
-        "partial",
-        "excluded",
-        "cached_token_ratio",
-        "server_queue_share",
-        "server_uptime_s",
-        "search",
-    ];
-    let opt = |v: Option<f64>| v.map(|v| v.to_string()).unwrap_or_default();
-    let mut rows = vec![head.iter().map(|s| s.to_string()).collect::<Vec<_>>()];
-    rows.extend(points.iter().map(|p| {
-        vec![
-            p.run.clone(),
-            p.started_at.clone(),
-            p.value.to_string(),
-            unit.symbol().to_string(),
-            opt(p.interval.map(|i| i.0)),
-            opt(p.interval.map(|i| i.1)),
-            p.work.clone(),
-            p.deployment.clone(),
-            p.client_bound.to_string(),
-            p.partial.to_string(),
-            p.excluded.clone().unwrap_or_default(),
-            opt(p.conditions.cached_token_ratio),
-            opt(p.conditions.server_queue_share),
-            opt(p.conditions.server_uptime_s),
-            p.search.map(|a| a.name().to_string()).unwrap_or_default(),
-        ]
-    }));
-    for row in rows {
-        // Writing to memory cannot fail.
-        let _ = writer.write_record(&row);
-    }
-    String::from_utf8(writer.into_inner().unwrap_or_default()).unwrap_or_default()
 }
 
 #[cfg(test)]

@@ -51,6 +51,7 @@ pub fn run(args: &TrendArgs, store: &mut dyn Store) -> Exit {
         alerts: &updated.alerts,
         provenance: &provenance,
         settings: &updated.settings,
+        watched: &updated.watched,
     };
     let text = match args.format {
         TrendFormat::Md => render::markdown(&report),

@@ -6,10 +6,16 @@ mod chart;
 mod html;
 mod json;
 mod markdown;
+mod series;
+mod show;
+mod thin;
+mod trend;
 
 pub use html::render as html;
 pub use json::render as json;
 pub use markdown::{MARKDOWN_LIMIT, render as markdown};
+pub use series::{csv as series_csv, json as series_json, markdown as series_markdown};
+pub use show::{json as show_json, markdown as show_markdown};
 
 use crate::figure::Unit;
 use crate::history::searches::{SearchAnswer, is_capacity};
@@ -34,6 +40,9 @@ pub struct TrendReport<'a> {
     pub alerts: &'a [Alert],
     pub provenance: &'a [ProvenanceChange],
     pub settings: &'a Settings,
+    /// Beside each of `trends`, whether its plan watches it: watched figures are charted
+    /// first, the rest folded.
+    pub watched: &'a [bool],
 }
 
 impl TrendReport<'_> {
@@ -130,9 +139,65 @@ pub fn unit_of(figure: &str) -> Unit {
         .map_or(Unit::Count, FigurePath::unit)
 }
 
-/// A figure's value in its unit, as report.md writes it (`14.9 ms`, `240.0`).
+/// A figure's value in its unit, as report.md writes it: times under 100 s in milliseconds
+/// (`14.9 ms`, `196 ms`), so one figure never switches unit between runs.
 pub fn value(v: f64, figure: &str) -> String {
-    numfmt::with_unit(v, unit_of(figure))
+    numfmt::figure_value(v, unit_of(figure))
+}
+
+/// How a column (or a chart's axis) of one figure shows its values: stored values times
+/// `factor`, in `symbol`. Times are milliseconds, as reports print them, unless the column
+/// holds 100 s or more; ratios are percentages.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Shown {
+    pub factor: f64,
+    pub symbol: &'static str,
+    unit: Unit,
+}
+
+impl Shown {
+    /// The display of `unit` for a column whose largest magnitude is `largest`.
+    pub fn of(unit: Unit, largest: f64) -> Shown {
+        let (factor, symbol) = match unit {
+            Unit::Seconds if largest < 100.0 => (1000.0, "ms"),
+            Unit::Ratio => (100.0, "%"),
+            other => (1.0, other.symbol()),
+        };
+        Shown {
+            factor,
+            symbol,
+            unit,
+        }
+    }
+
+    /// The display of `figure` for the stored `values`.
+    pub fn for_values(figure: &str, values: impl IntoIterator<Item = f64>) -> Shown {
+        let largest = values
+            .into_iter()
+            .filter(|v| v.is_finite())
+            .fold(0.0, |m: f64, v| m.max(v.abs()));
+        Shown::of(unit_of(figure), largest)
+    }
+
+    /// A column heading or axis label: `ttft.p50 (ms)`, `requests` for a count.
+    pub fn label(&self, name: &str) -> String {
+        if self.symbol.is_empty() {
+            name.to_string()
+        } else {
+            format!("{name} ({})", self.symbol)
+        }
+    }
+
+    /// A stored value as a number in this display, without the unit.
+    pub fn number(&self, v: f64) -> String {
+        let shown = v * self.factor;
+        match self.unit {
+            Unit::Count | Unit::Tokens if shown.fract() == 0.0 && shown.abs() < 1e15 => {
+                format!("{shown:.0}")
+            }
+            _ => numfmt::sig3(shown),
+        }
+    }
 }
 
 /// `before → after (+15.0%)`.
@@ -237,22 +302,6 @@ fn closed_by(a: &Alert) -> String {
             a.closed_at.as_deref().unwrap_or("–")
         ),
     }
-}
-
-/// Each series an alert moved: `` `tpot.p50` c1 4.00 ms → 6.00 ms (+50.0%) ``.
-pub fn moved_lines(alert: &Alert) -> Vec<String> {
-    alert
-        .moved
-        .iter()
-        .map(|m| {
-            format!(
-                "`{}` {} {}",
-                m.figure,
-                m.phase,
-                level_change(m.before, m.after, &m.figure)
-            )
-        })
-        .collect()
 }
 
 /// `[8, 9]`.

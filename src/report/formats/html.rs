@@ -9,9 +9,6 @@ use crate::report::render::page;
 use crate::report::render::sections::{Markup, printed};
 use crate::report::render::svg::esc;
 
-/// The stylesheet, where the trend report has always read it.
-pub(crate) use crate::report::render::page::CSS;
-
 /// Render `report` as one HTML document that needs nothing from the network: the head, a
 /// table of contents, then each section it shows.
 pub fn render(report: &Report) -> String {

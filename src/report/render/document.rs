@@ -92,6 +92,10 @@ pub enum Block {
         summary: String,
         text: String,
     },
+    /// The start of a folded part (`<details>`) with its one-line summary; what follows up
+    /// to [`Block::FoldEnd`] shows when opened, in both markups.
+    FoldStart(String),
+    FoldEnd,
 }
 
 impl Block {
@@ -187,6 +191,11 @@ fn markdown_block(out: &mut String, block: &Block) {
             markdown_quoted_lines(out, Some(title), items);
         }
         Block::Figure(_) | Block::Folded { .. } => {}
+        // GitHub folds raw `<details>`; a blank line lets markdown inside render.
+        Block::FoldStart(summary) => {
+            let _ = write!(out, "<details><summary>{}</summary>\n\n", esc(summary));
+        }
+        Block::FoldEnd => out.push_str("</details>\n\n"),
     }
 }
 
@@ -269,6 +278,10 @@ fn html_block(out: &mut String, block: &Block, anchors: Option<&mut HashSet<Stri
                 esc(text)
             );
         }
+        Block::FoldStart(summary) => {
+            let _ = writeln!(out, "<details><summary>{}</summary>", esc(summary));
+        }
+        Block::FoldEnd => out.push_str("</details>\n"),
     }
 }
 
@@ -446,6 +459,29 @@ mod tests {
             "<div class=\"banner warn\"><b>ttft &lt;late&gt;</b></div>\n\
              <p class=\"note\">see `models`</p>\n<svg></svg><h3>Hooks</h3>\n\
              <details><summary>c1 · before</summary><pre>a\nb</pre></details>\n"
+        );
+    }
+
+    #[test]
+    fn a_chart_is_html_only_and_a_fold_is_details_in_both() {
+        let doc = Document {
+            title: "t".into(),
+            blocks: vec![
+                Block::FoldStart("3 more <charts>".into()),
+                Block::Figure("<svg class=\"chart\"></svg>".into()),
+                Block::FoldEnd,
+            ],
+        };
+        assert_eq!(
+            doc.markdown(),
+            "# t\n\n<details><summary>3 more &lt;charts&gt;</summary>\n\n</details>\n\n"
+        );
+        let html = doc.html();
+        assert!(
+            html.contains(
+                "<details><summary>3 more &lt;charts&gt;</summary>\n<svg class=\"chart\"></svg></details>"
+            ),
+            "{html}"
         );
     }
 }

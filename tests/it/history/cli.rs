@@ -188,13 +188,15 @@ fn show_series_exclude_and_retain_from_the_command_line() {
             .unwrap()
     };
     let show = history(&["show", "r2"]);
+    let json_of_r2: serde_json::Value =
+        serde_json::from_slice(&history(&["show", "r2", "--format", "json"]).stdout).unwrap();
     let text = String::from_utf8_lossy(&show.stdout);
     assert!(
         text.contains("# Run r2") && text.contains("| gateway-c4 |"),
         "{text}"
     );
     assert!(
-        text.contains("client_bound") && text.contains("HTTP 503"),
+        text.contains("client\\_bound") && text.contains("HTTP 503"),
         "{text}"
     );
     // Every time in one format; each figure in its unit, as report.md writes it.
@@ -203,22 +205,7 @@ fn show_series_exclude_and_retain_from_the_command_line() {
             && text.contains("- Finished: 2026-11-30T10:07:30.000Z\n"),
         "{text}"
     );
-    let row = text
-        .lines()
-        .find(|l| l.starts_with("| gateway-c4 |"))
-        .unwrap();
-    let cells: Vec<&str> = row.split(" | ").collect();
-    // ttft.p50, ttft.p99, e2e.p99, output tokens/s, error rate.
-    assert!(
-        cells[6..9]
-            .iter()
-            .all(|c| c.ends_with(" ms") || c.ends_with(" s")),
-        "{row}"
-    );
-    assert!(
-        cells[9].ends_with(" tok/s") && cells[10].ends_with("% |"),
-        "{row}"
-    );
+    show_columns_have_units(&text, &json_of_r2);
     let json: serde_json::Value =
         serde_json::from_slice(&history(&["show", "r2", "--format", "json"]).stdout).unwrap();
     assert_eq!(json["summary"]["id"], "r2");
@@ -282,7 +269,14 @@ fn show_series_exclude_and_retain_from_the_command_line() {
     );
     // Every format says the unit: CSV and JSON the stored one, markdown as reports print it.
     assert_eq!(&rows[0][3], "s");
-    assert!(md.lines().any(|l| l.contains(" ms |")), "{md}");
+    assert!(md.contains("| Value (ms) | 95% interval (ms) |"), "{md}");
+    let first: f64 = md
+        .lines()
+        .find(|l| l.starts_with("| r1 |"))
+        .and_then(|l| l.split(" | ").nth(2))
+        .and_then(|v| v.parse().ok())
+        .unwrap();
+    assert!((first - value * 1000.0).abs() <= value * 10.0, "{md}");
     let json: serde_json::Value = serde_json::from_slice(&series("json").stdout).unwrap();
     assert_eq!(json["points"][1]["excluded"], "noisy neighbour");
     assert_eq!(json["unit"], "s");
@@ -346,4 +340,45 @@ fn show_series_exclude_and_retain_from_the_command_line() {
         };
         assert_eq!(rows, want, "{table}");
     }
+}
+
+/// `history show`'s phase table: one unit per column, named in its heading, TPOT beside
+/// TTFT and E2E, and the stored value (in JSON with its unit) converted to it.
+fn show_columns_have_units(text: &str, json_of_r2: &serde_json::Value) {
+    let head = text.lines().find(|l| l.starts_with("| Phase |")).unwrap();
+    assert!(
+        head.ends_with(
+            "| ttft.p50 (ms) | ttft.p99 (ms) | tpot.p50 (ms) | e2e.p99 (ms) | \
+             output\\_tokens\\_per\\_second (tok/s) | error\\_rate (%) |"
+        ),
+        "{head}"
+    );
+    let row = text
+        .lines()
+        .find(|l| l.starts_with("| gateway-c4 |"))
+        .unwrap();
+    let cells: Vec<&str> = row.trim_matches(['|', ' ']).split(" | ").collect();
+    assert_eq!(cells.len(), 12, "{row}");
+    for cell in &cells[6..] {
+        assert!(
+            cell.parse::<f64>().is_ok(),
+            "a bare number under its unit: {row}"
+        );
+    }
+    let ttft_p50: f64 = cells[6].parse().unwrap();
+    let stored = json_of_r2["phases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["phase"] == "gateway-c4")
+        .and_then(|p| p["figures"].as_array())
+        .and_then(|f| f.iter().find(|f| f["figure"] == "ttft.p50"))
+        .unwrap()
+        .clone();
+    assert_eq!(stored["unit"], "s");
+    let seconds = stored["value"].as_f64().unwrap();
+    assert!(
+        (ttft_p50 - seconds * 1000.0).abs() <= seconds * 1000.0 * 0.01,
+        "{ttft_p50} ms for {seconds} s"
+    );
 }

@@ -157,7 +157,7 @@ fn the_gate_writes_an_alert_s_change_as_the_trend_report_does() {
         let trend = String::from_utf8_lossy(&trend.stdout).to_string();
         let row = trend
             .lines()
-            .find(|l| l.starts_with("| 1 | open |"))
+            .find(|l| l.starts_with("| 1 | **open** |"))
             .unwrap_or_else(|| panic!("{trend}"));
         let change = row.split(" | ").nth(2).unwrap();
         assert!(

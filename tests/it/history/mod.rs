@@ -15,4 +15,5 @@ mod schema;
 mod searches;
 mod store;
 mod support;
+mod trend_html;
 mod trends;

@@ -203,11 +203,11 @@ async fn a_capacity_that_halves_opens_an_alert_and_a_lower_bound_changes_nothing
         let md = text(&trend);
         assert!(trend.status.success(), "{md}");
         assert!(
-            md.contains("| 1 | open | regression in capacity → sim at "),
+            md.contains("| 1 | **open** | regression in capacity → sim at "),
             "{md}"
         );
         assert!(
-            md.contains("interval [2, 3] apart from the level's [4, 5]"),
+            md.contains("interval \\[2, 3\\] apart from the level's \\[4, 5\\]"),
             "{md}"
         );
         let html_path = dir.path().join("trend.html");
@@ -316,7 +316,7 @@ async fn a_capacity_that_halves_opens_an_alert_and_a_lower_bound_changes_nothing
         assert!(shown.contains("## Capacity searches"), "{shown}");
         assert!(
             shown.contains(
-                "| capacity | sim | concurrency | 2 | [2, 3] | answer | precision reached \
+                "| capacity | sim | concurrency | 2 | \\[2, 3\\] | answer | precision reached \
                  | tpot.p50 ≤ 0.018 s |"
             ),
             "{shown}"

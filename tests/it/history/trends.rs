@@ -89,7 +89,7 @@ use servebench::history::trend::provenance_changes;
 use servebench::history::{AlertState, Location, OpenMode, open};
 
 /// The figures a phase's series cover in these tests.
-const FIGURES: [&str; 16] = [
+pub(super) const FIGURES: [&str; 16] = [
     "requests",
     "errors",
     "error_rate",
@@ -109,19 +109,24 @@ const FIGURES: [&str; 16] = [
 ];
 
 /// Markdown and HTML of a synthetic store of `phases` phases and `runs` runs.
-fn rendered(runs: usize, phases: usize) -> (String, String) {
+pub(super) fn rendered(runs: usize, phases: usize) -> (String, String) {
     let mut store = synthetic::store("nightly", runs, phases, &FIGURES);
     let settings = Settings::default();
-    let updated = servebench::history::update(&mut store, None, Some(&settings)).unwrap();
-    let (trends, alerts) = (updated.trends, updated.alerts);
+    render_store(&mut store, &settings)
+}
+
+/// Markdown and HTML of the `nightly` plan in `store`.
+pub(super) fn render_store(store: &mut dyn Store, settings: &Settings) -> (String, String) {
+    let updated = servebench::history::update(store, None, Some(settings)).unwrap();
     let runs = store.runs(&RunFilter::default()).unwrap();
     let provenance = provenance_changes(&runs);
     let report = TrendReport {
         plan: Some("nightly"),
-        trends: &trends,
-        alerts: &alerts,
+        trends: &updated.trends,
+        alerts: &updated.alerts,
         provenance: &provenance,
-        settings: &settings,
+        settings,
+        watched: &updated.watched,
     };
     (markdown(&report), html(&report))
 }
@@ -131,16 +136,16 @@ fn markdown_for_a_20_phase_plan_fits_a_pr_comment() {
     let (md, _) = rendered(40, 20);
     let chars = md.chars().count();
     assert!(chars < MARKDOWN_LIMIT, "{chars} characters");
-    assert!(md.contains("### Alerts"), "{md}");
+    assert!(md.contains("## Alerts"), "{md}");
     assert!(
-        md.contains("| open | regression in phase-00, phase-03, phase-06, phase-09,"),
+        md.contains("| **open** | regression in phase-00, phase-03, phase-06, phase-09,"),
         "{md}"
     );
-    assert!(md.contains("engine_version: 0.9.1 → 0.9.2"), "{md}");
-    assert!(
-        md.contains("### phase-19 → default"),
-        "every phase is there"
-    );
+    // Markdown text escapes underscores, so the name reads as written once rendered.
+    assert!(md.contains("engine\\_version: 0.9.1 → 0.9.2"), "{md}");
+    assert!(md.contains("## phase-19 → default"), "every phase is there");
+    // Charts are the HTML page's; the PR comment has none.
+    assert!(!md.contains("<svg"), "{md}");
 }
 
 pub(super) fn history_cmd(store: &str) -> Command {
@@ -196,11 +201,11 @@ fn the_gate_fails_while_an_alert_is_open_and_passes_once_it_is_acknowledged() {
         );
         let text = String::from_utf8_lossy(&trend.stdout);
         assert!(
-            text.contains("| 1 | open | regression in phase-00 → default at run-00"),
+            text.contains("| 1 | **open** | regression in phase-00 → default at run-00"),
             "{location}: {text}"
         );
         assert!(text.contains(": ttft.p99 +"), "{location}: {text}");
-        assert!(text.contains("engine_version: 0.9.1 → 0.9.2"), "{text}");
+        assert!(text.contains("engine\\_version: 0.9.1 → 0.9.2"), "{text}");
 
         let ack = history_cmd(&path)
             .args(["ack", "1", "--reason", "new tokenizer, expected"])
@@ -338,7 +343,7 @@ fn a_baseline_file_names_runs_by_id_tag_and_best_of_last() {
 fn trend_html_shows_the_alert_and_the_provenance_change_in_headless_chromium() {
     let (_, page) = rendered(30, 2);
     assert!(page.contains("class=\"alert\""));
-    assert!(page.contains("engine_version → 0.9.2"));
+    assert!(page.contains("1 at run-0016: target.default.engine_version: 0.9.1 → 0.9.2"));
     let Some(browser) = crate::report::browser::chromium() else {
         return;
     };

@@ -71,6 +71,8 @@ fn kind_and_texts(block: &Block) -> (&'static str, Vec<String>) {
         }
         Block::Figure(_) => ("figure", Vec::new()),
         Block::Folded { summary, text } => ("folded", vec![summary.clone(), text.clone()]),
+        Block::FoldStart(summary) => ("fold start", vec![summary.clone()]),
+        Block::FoldEnd => ("fold end", Vec::new()),
     }
 }
 
@@ -132,7 +134,8 @@ fn both_markups_print_every_text_of_every_sections_blocks() {
             kinds.extend(check_section(&id, &blocks, s.printed_in(Markup::Markdown)));
         }
     }
-    // Every kind of block a section can use is checked above: only the comparison's lists are not.
+    // Every kind of block a section can use is checked above: the comparison's lists and the
+    // trend's folds are not a section's.
     let all = [
         "heading",
         "paragraph",
