@@ -18,6 +18,7 @@ pub mod render;
 pub mod searches;
 pub mod series;
 pub mod store;
+#[cfg(any(test, feature = "testing"))]
 pub mod synthetic;
 pub mod trend;
 pub mod update;
