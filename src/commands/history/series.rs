@@ -9,7 +9,8 @@ use crate::figure::Unit;
 use crate::history::render::unit_of;
 use crate::history::searches::{CAPACITY, SearchAnswer, is_capacity};
 use crate::history::{Location, OpenMode, Point, SeriesKey, Store as _};
-use crate::report::model::figure_path::{FigurePath, explain};
+use crate::plan::diag::explain_figure_path as explain;
+use crate::report::model::figure_path::FigurePath;
 use crate::report::render::numfmt;
 
 #[derive(Debug, clap::Args)]
