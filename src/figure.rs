@@ -5,6 +5,9 @@
 //! groups). The tally, the summaries and their schema, figure paths, `compare`, `until`,
 //! search and SLO objectives, the CSV and the tables read it; adding a figure is a variant
 //! and a row here and its per-request value in `client::record` (`RequestRecord::value`).
+//! [`path`] names one figure of a phase as plans, `compare` and gates write it.
+
+pub mod path;
 
 /// A per-request figure with a per-phase distribution.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]

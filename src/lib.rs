@@ -1,11 +1,23 @@
 //! servebench: declarative benchmark plans for OpenAI-compatible LLM serving endpoints.
 //!
-//! Data flows one way: [`plan`] → [`workload`] → [`client`] → [`schedule`] → [`scheduler`] →
-//! [`metrics`] → [`report`] → [`runner`] → [`shard`], with [`sim`] standing in for a real
-//! server. [`commands`] is the command line: argument types, printing and exit codes; [`hash`]
-//! holds the stable hashes and seeded streams that reports and the simulator depend on, and
-//! [`duration`] the human-readable durations plans and simulator settings are written in, and
-//! [`quantile`] the one percentile every figure is read with.
+//! Data flows one way. Each module imports only modules of the steps before its own, and
+//! modules that share a step import none of each other (`tests/it/layout.rs` reads this flow
+//! and holds the code to it):
+//!
+//! [`hash`], [`duration`], [`quantile`], [`probe_samples`], [`figure`], [`api`], [`exit`] →
+//! [`sim`], [`wakeup`] → [`plan`] → [`workload`] → [`client`] → [`schedule`] → [`scheduler`] →
+//! [`metrics`] → [`report`], [`selftest`] → [`runner`], [`history`] → [`shard`] → [`commands`]
+//!
+//! The first step is what every layer reads: [`hash`] the stable hashes and seeded streams
+//! that reports and the simulator depend on, [`duration`] the human-readable durations plans
+//! and simulator settings are written in, [`quantile`] the one percentile every figure is read
+//! with, [`probe_samples`] a probe's verdict and the samples it needs, [`figure`] the
+//! per-request figures and the paths that name them, [`api`] the APIs requests go to, and
+//! [`exit`] the exit codes. [`sim`] stands in for a real server (a plan's target may be one);
+//! [`wakeup`] measures how late this machine wakes a sleeping thread. [`selftest`] measures
+//! the client on this machine, [`history`] keeps results across runs, [`shard`] merges the
+//! shards of a run, and [`commands`] is the command line: argument types, printing and exit
+//! codes.
 
 pub mod api;
 pub mod client;

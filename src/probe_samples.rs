@@ -1,6 +1,38 @@
-//! The fewest samples with which a capacity-search probe can pass a quantile objective. It
-//! sits below `plan` (as `quantile` does) so that a plan check can refuse a search no probe
-//! could decide without importing `metrics`, which comes after `plan` in the data flow.
+//! A probe's verdict and the fewest samples with which a capacity-search probe can pass a
+//! quantile objective. It sits below `plan` (as `quantile` does) so that a plan check can
+//! refuse a search no probe could decide, and the search's course can weigh verdicts, without
+//! importing `metrics`, which comes after both in the data flow (and reaches its verdicts).
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+/// A verdict that says when it could not tell.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Verdict {
+    /// The interval lies wholly within the limit.
+    Pass,
+    /// The interval lies wholly beyond the limit.
+    Fail,
+    /// The interval straddles the limit, or the sample is too small to bound the side that
+    /// would decide.
+    Indeterminate,
+}
+
+impl Verdict {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Verdict::Pass => "pass",
+            Verdict::Fail => "fail",
+            Verdict::Indeterminate => "indeterminate",
+        }
+    }
+
+    /// `Pass` when `ok`, else `Fail`: a verdict on a figure with no interval.
+    pub fn of(ok: bool) -> Verdict {
+        if ok { Verdict::Pass } else { Verdict::Fail }
+    }
+}
 
 /// Chance each side of a verdict's interval may miss, over all of a probe's looks.
 pub const VERDICT_TAIL: f64 = 0.025;

@@ -114,8 +114,9 @@ pub fn probe(samples: u32) -> WakeLatency {
         late_ms.push(Instant::now().saturating_duration_since(due).as_secs_f64() * 1e3);
     }
     late_ms.sort_by(f64::total_cmp);
-    let rank =
-        |q| crate::metrics::percentile(&late_ms, q, crate::plan::PercentileMethod::NearestRank);
+    let rank = |q| {
+        crate::quantile::percentile(&late_ms, q, crate::quantile::PercentileMethod::NearestRank)
+    };
     WakeLatency {
         samples,
         p50_ms: rank(0.50),

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 pub use crate::api::Api;
 
-use super::endpoint::Endpoint;
+use super::endpoint::{Endpoint, REDACTED, is_secret_header};
 
 /// How long a pooled connection may sit idle by default: below the 5 s keep-alive timeout of
 /// uvicorn (vLLM, SGLang, llama-cpp-python) and of llama.cpp's server.
@@ -27,17 +27,6 @@ impl Default for ConnectionSettings {
             idle_timeout: DEFAULT_CONNECTION_IDLE_TIMEOUT,
         }
     }
-}
-
-/// Which HTTP the client speaks.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum HttpVersion {
-    /// HTTP/1.1: one request at a time per connection, idle connections pooled.
-    #[default]
-    Http1,
-    /// HTTP/2 (ALPN `h2` over TLS, prior knowledge in clear): every request a stream on one
-    /// shared connection.
-    Http2,
 }
 
 /// Everything the client needs to talk to one target for one phase.
@@ -88,35 +77,6 @@ pub struct Sampling {
     pub min_tokens: Option<u32>,
     pub seed: Option<u64>,
 }
-
-/// `headers` as `Debug` output shows them: secret values redacted.
-pub(crate) fn shown_headers(headers: &[(String, String)]) -> Vec<(&str, &str)> {
-    headers
-        .iter()
-        .map(|(name, value)| {
-            let shown = if is_secret_header(name) {
-                REDACTED
-            } else {
-                value.as_str()
-            };
-            (name.as_str(), shown)
-        })
-        .collect()
-}
-
-/// Header names whose values are secret: redacted in `Debug` output, error messages and the
-/// report's copy of the plan.
-pub fn is_secret_header(name: &str) -> bool {
-    let name = name.to_ascii_lowercase();
-    [
-        "auth", "key", "token", "secret", "cookie", "password", "session",
-    ]
-    .iter()
-    .any(|s| name.contains(s))
-}
-
-/// What stands in for a secret wherever one would have been shown.
-pub const REDACTED: &str = "<redacted>";
 
 /// Merge `over` into `base`: objects merge key by key (so a workload can add one
 /// `chat_template_kwargs` entry to the target's), anything else replaces.

@@ -7,8 +7,8 @@ use std::fmt;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use super::config::{HttpVersion, REDACTED, shown_headers};
-use super::request::access_headers;
+use hyper::header::{self, HeaderMap, HeaderName, HeaderValue};
+
 use super::request_id::RequestIdSettings;
 use super::setup_error::ClientError;
 use super::tls::TlsSettings;
@@ -34,6 +34,86 @@ pub struct Endpoint {
     pub http: HttpVersion,
     /// Which header carries each request's id, and in what form.
     pub request_id: RequestIdSettings,
+}
+
+/// Which HTTP the client speaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum HttpVersion {
+    /// HTTP/1.1: one request at a time per connection, idle connections pooled.
+    #[default]
+    Http1,
+    /// HTTP/2 (ALPN `h2` over TLS, prior knowledge in clear): every request a stream on one
+    /// shared connection.
+    Http2,
+}
+
+/// `headers` as `Debug` output shows them: secret values redacted.
+pub(crate) fn shown_headers(headers: &[(String, String)]) -> Vec<(&str, &str)> {
+    headers
+        .iter()
+        .map(|(name, value)| {
+            let shown = if is_secret_header(name) {
+                REDACTED
+            } else {
+                value.as_str()
+            };
+            (name.as_str(), shown)
+        })
+        .collect()
+}
+
+/// Header names whose values are secret: redacted in `Debug` output, error messages and the
+/// report's copy of the plan.
+pub fn is_secret_header(name: &str) -> bool {
+    let name = name.to_ascii_lowercase();
+    [
+        "auth", "key", "token", "secret", "cookie", "password", "session",
+    ]
+    .iter()
+    .any(|s| name.contains(s))
+}
+
+/// What stands in for a secret wherever one would have been shown.
+pub const REDACTED: &str = "<redacted>";
+
+/// The headers that give a request access to a target: its API key (as `Authorization: Bearer`
+/// or in `api_key_header`) and its own headers, secrets marked sensitive. Benchmark requests
+/// and side traffic (model discovery, `/tokenize`) send the same ones.
+pub fn access_headers(
+    api_key: Option<&str>,
+    api_key_header: Option<&str>,
+    extra: &[(String, String)],
+) -> Result<HeaderMap, ClientError> {
+    let mut headers = HeaderMap::new();
+    if let Some(key) = api_key {
+        let (name, text) = match api_key_header {
+            Some(name) => (
+                HeaderName::from_bytes(name.as_bytes())
+                    .map_err(|_| ClientError(format!("invalid api_key_header {name:?}")))?,
+                key.to_string(),
+            ),
+            None => (header::AUTHORIZATION, format!("Bearer {key}")),
+        };
+        let mut value = HeaderValue::from_str(&text).map_err(|_| {
+            ClientError("the API key holds characters not allowed in a header".into())
+        })?;
+        value.set_sensitive(true);
+        headers.insert(name, value);
+    }
+    for (name, value) in extra {
+        let header_name = HeaderName::from_bytes(name.as_bytes())
+            .map_err(|_| ClientError(format!("invalid header name {name:?}")))?;
+        let mut header_value = HeaderValue::from_str(value).map_err(|_| {
+            ClientError(format!(
+                "header {name:?} has a value not allowed in a header"
+            ))
+        })?;
+        if is_secret_header(name) {
+            header_value.set_sensitive(true);
+        }
+        headers.insert(header_name, header_value);
+    }
+    Ok(headers)
 }
 
 impl Endpoint {

@@ -37,14 +37,15 @@ pub mod url_secrets;
 
 pub use cancel::{CancelPoint, CancelSettings};
 pub use config::{
-    Api, ClientConfig, ConnectionSettings, DEFAULT_CONNECTION_IDLE_TIMEOUT, HttpVersion, REDACTED,
-    ResolvedTimeouts, Sampling, ToolSettings, is_secret_header, merge_body,
+    Api, ClientConfig, ConnectionSettings, DEFAULT_CONNECTION_IDLE_TIMEOUT, ResolvedTimeouts,
+    Sampling, ToolSettings, merge_body,
 };
-pub use endpoint::{Endpoint, ModelsError};
+pub use endpoint::{
+    Endpoint, HttpVersion, ModelsError, REDACTED, access_headers, is_secret_header,
+};
 pub use exchange::Client;
 pub use pool::{ServerKeepAlive, parse_keep_alive};
 pub use record::*;
-pub use request::access_headers;
 pub use request_id::{
     DEFAULT_REQUEST_ID_HEADER, RequestIdFormat, RequestIdSettings, empty_body_hint, is_uuid,
     uuid_for,

@@ -22,7 +22,8 @@ use hyper::{HeaderMap, Request, Response};
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use tokio::net::{TcpStream, UnixStream};
 
-use super::config::{ClientConfig, ConnectionSettings, HttpVersion};
+use super::config::{ClientConfig, ConnectionSettings};
+use super::endpoint::HttpVersion;
 use super::failure::{ConnectError, ms_since};
 use super::proxy::{Proxy, tunnel};
 use super::setup_error::ClientError;

@@ -2,7 +2,8 @@
 
 use hyper::header::{self, HeaderMap, HeaderName, HeaderValue};
 
-use super::config::{Api, ClientConfig, is_secret_header};
+use super::config::{Api, ClientConfig};
+use super::endpoint::access_headers;
 use super::json_text;
 use super::setup_error::ClientError;
 use crate::workload::{ChatMessage, Prompt, PromptInput};
@@ -319,46 +320,6 @@ fn default_headers(config: &ClientConfig) -> Result<HeaderMap, ClientError> {
     }
     if !config.connection.reuse {
         headers.insert(header::CONNECTION, HeaderValue::from_static("close"));
-    }
-    Ok(headers)
-}
-
-/// The headers that give a request access to a target: its API key (as `Authorization: Bearer`
-/// or in `api_key_header`) and its own headers, secrets marked sensitive. Benchmark requests
-/// and side traffic (model discovery, `/tokenize`) send the same ones.
-pub fn access_headers(
-    api_key: Option<&str>,
-    api_key_header: Option<&str>,
-    extra: &[(String, String)],
-) -> Result<HeaderMap, ClientError> {
-    let mut headers = HeaderMap::new();
-    if let Some(key) = api_key {
-        let (name, text) = match api_key_header {
-            Some(name) => (
-                HeaderName::from_bytes(name.as_bytes())
-                    .map_err(|_| ClientError(format!("invalid api_key_header {name:?}")))?,
-                key.to_string(),
-            ),
-            None => (header::AUTHORIZATION, format!("Bearer {key}")),
-        };
-        let mut value = HeaderValue::from_str(&text).map_err(|_| {
-            ClientError("the API key holds characters not allowed in a header".into())
-        })?;
-        value.set_sensitive(true);
-        headers.insert(name, value);
-    }
-    for (name, value) in extra {
-        let header_name = HeaderName::from_bytes(name.as_bytes())
-            .map_err(|_| ClientError(format!("invalid header name {name:?}")))?;
-        let mut header_value = HeaderValue::from_str(value).map_err(|_| {
-            ClientError(format!(
-                "header {name:?} has a value not allowed in a header"
-            ))
-        })?;
-        if is_secret_header(name) {
-            header_value.set_sensitive(true);
-        }
-        headers.insert(header_name, header_value);
     }
     Ok(headers)
 }

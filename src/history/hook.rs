@@ -1,13 +1,14 @@
-//! A test hook: `SERVEBENCH_HISTORY_TEST_PAUSE=after-report|in-commit` makes the process say
-//! so on stderr and wait there (up to a minute), so a test can SIGKILL it at that point and
-//! check from a fresh process that no complete row was left. Unset, it does nothing.
-
-use std::time::Duration;
+//! A test hook, built only with the `testing` feature (as the tests build the binary):
+//! `SERVEBENCH_HISTORY_TEST_PAUSE=after-report|in-commit` makes the process say so on stderr
+//! and wait there (up to a minute), so a test can SIGKILL it at that point and check from a
+//! fresh process that no complete row was left. Unset, or in a release build, it does nothing.
 
 /// The environment variable that names the point to pause at.
+#[cfg(feature = "testing")]
 pub const PAUSE_ENV: &str = "SERVEBENCH_HISTORY_TEST_PAUSE";
 
 /// The line printed to stderr once paused; the point's name follows.
+#[cfg(feature = "testing")]
 pub const PAUSED_LINE: &str = "history test hook: paused at";
 
 /// Where the hook can pause.
@@ -19,6 +20,7 @@ pub enum PausePoint {
     InCommit,
 }
 
+#[cfg(feature = "testing")]
 impl PausePoint {
     pub fn name(self) -> &'static str {
         match self {
@@ -29,9 +31,15 @@ impl PausePoint {
 }
 
 /// Pause at `point` when the hook names it.
+#[cfg(feature = "testing")]
 pub fn pause_at(point: PausePoint) {
     if std::env::var(PAUSE_ENV).is_ok_and(|v| v == point.name()) {
         eprintln!("{PAUSED_LINE} {}", point.name());
-        std::thread::sleep(Duration::from_secs(60));
+        std::thread::sleep(std::time::Duration::from_secs(60));
     }
 }
+
+/// Without the `testing` feature there is nothing to pause for.
+#[cfg(not(feature = "testing"))]
+#[inline(always)]
+pub fn pause_at(_: PausePoint) {}

@@ -4,11 +4,13 @@
 //!
 //! Reads `report::model` (and the pure `figure` and `metrics` functions); called by
 //! `commands` after a run or by `servebench history …`, never by the runner or anything
-//! below it. [`record`] turns a report into rows (a search's with [`searches`]), [`store`] keeps them (SQLite or
+//! below it. [`record`] turns a report into rows (a search's with [`searches`], each phase's
+//! deployment hashed by [`deployment`]), [`store`] keeps them (SQLite or
 //! PostgreSQL), [`import`] turns other tools' result files into the same rows, [`series`]
 //! is the model the trend analysis ([`trend`], [`update`], [`baseline`], [`render`]) reads.
 
 pub mod baseline;
+pub mod deployment;
 mod error;
 pub mod gate;
 pub mod hook;
@@ -20,6 +22,7 @@ pub mod render;
 pub mod searches;
 pub mod series;
 pub mod store;
+#[cfg(any(test, feature = "testing"))]
 pub mod synthetic;
 pub mod trend;
 pub mod update;

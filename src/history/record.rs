@@ -12,6 +12,7 @@ use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
 use super::HistoryError;
+use super::deployment::deployment_sha256;
 use super::searches::{SearchRow, search_rows};
 use super::series::Conditions;
 use crate::metrics::trust::TrustVerdict;
@@ -321,34 +322,6 @@ fn record_key(report: &Report) -> String {
     sha256_hex(identity.to_string().as_bytes())
 }
 
-/// The deployment a phase ran against: the plan's labels and the target's identity (what
-/// serves it and which model). A change starts a new segment of every series.
-pub(super) fn deployment_sha256(report: &Report, target: &str) -> String {
-    let plan_target = report.plan.targets.get(target);
-    deployment_sha256_of(
-        &Value::from_iter(report.metadata.clone()),
-        target,
-        plan_target.and_then(|t| t.model.as_deref()),
-        plan_target.is_some_and(|t| t.simulator.is_some()),
-    )
-}
-
-/// [`deployment_sha256`] from its parts (imports state them directly).
-pub fn deployment_sha256_of(
-    labels: &Value,
-    target: &str,
-    model: Option<&str>,
-    simulated: bool,
-) -> String {
-    let identity = json!({
-        "labels": labels,
-        "target": target,
-        "model": model,
-        "simulated": simulated,
-    });
-    sha256_hex(identity.to_string().as_bytes())
-}
-
 /// What the report states about where and against what it ran: the labels `compare` diffs
 /// (tool, host, plan commit, each server as it stated itself), so the trends mark the same
 /// changes. The plan's `metadata` is stored on its own (`metadata`), not twice.
@@ -427,17 +400,5 @@ mod tests {
         assert_eq!(record_key(&report), record_key(&later));
         later.span.finished_at = Some("2099-01-01T00:00:00Z".into());
         assert_ne!(record_key(&report), record_key(&later));
-    }
-
-    #[test]
-    fn the_deployment_changes_with_a_label_or_the_model() {
-        let labels = json!({"gpu": "H100"});
-        let base = deployment_sha256_of(&labels, "t", Some("m"), false);
-        assert_eq!(base, deployment_sha256_of(&labels, "t", Some("m"), false));
-        assert_ne!(
-            base,
-            deployment_sha256_of(&json!({"gpu": "H200"}), "t", Some("m"), false)
-        );
-        assert_ne!(base, deployment_sha256_of(&labels, "t", Some("m2"), false));
     }
 }

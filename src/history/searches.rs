@@ -4,6 +4,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::deployment::deployment_sha256;
 use crate::plan::{Objective, Search, SearchLoad};
 use crate::report::model::Report;
 use crate::report::model::search::{SearchResult, SearchStop};
@@ -153,7 +154,7 @@ fn search_row(report: &Report, result: &SearchResult) -> SearchRow {
         .unwrap_or_default();
     SearchRow {
         search: result.phase.clone(),
-        deployment_sha256: super::record::deployment_sha256(report, &target),
+        deployment_sha256: deployment_sha256(report, &target),
         work_sha256: result.work_sha256.clone(),
         target,
         load: result.load,

@@ -41,7 +41,8 @@ pub use transport::*;
 pub use crate::quantile::{interpolate, percentile, percentile_ranks};
 
 use crate::client::RequestRecord;
-use crate::plan::{PercentileMethod, Slo};
+use crate::plan::Slo;
+use crate::quantile::PercentileMethod;
 
 use crate::figure::Figure;
 pub use crate::figure::Stat;

@@ -17,45 +17,18 @@ use serde::{Deserialize, Serialize};
 
 use super::interval::{binomial_cdf, bound_ranks};
 
-pub use crate::probe_samples::{PROBE_LOOKS, VERDICT_TAIL, look_tail, samples_to_pass};
+pub use crate::probe_samples::{PROBE_LOOKS, VERDICT_TAIL, Verdict, look_tail, samples_to_pass};
 
-/// A verdict that says when it could not tell.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "snake_case")]
-pub enum Verdict {
-    /// The interval lies wholly within the limit.
-    Pass,
-    /// The interval lies wholly beyond the limit.
-    Fail,
-    /// The interval straddles the limit, or the sample is too small to bound the side that
-    /// would decide.
-    Indeterminate,
-}
-
-impl Verdict {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Verdict::Pass => "pass",
-            Verdict::Fail => "fail",
-            Verdict::Indeterminate => "indeterminate",
-        }
-    }
-
-    /// `Pass` when `ok`, else `Fail`: a verdict on a figure with no interval.
-    pub fn of(ok: bool) -> Verdict {
-        if ok { Verdict::Pass } else { Verdict::Fail }
-    }
-
-    /// `within` (effective) values met the limit, against the bound ranks `(l, u)` of the
-    /// share asked for: `Pass` at or above the upper rank, `Fail` below the lower one.
-    fn of_ranks(within: f64, (l, u): (Option<u64>, Option<u64>)) -> Verdict {
-        if u.is_some_and(|u| within >= u as f64) {
-            Verdict::Pass
-        } else if l.is_some_and(|l| within < l as f64) {
-            Verdict::Fail
-        } else {
-            Verdict::Indeterminate
-        }
+/// The verdict when `within` (effective) values met the limit, against the bound ranks
+/// `(l, u)` of the share asked for: `Pass` at or above the upper rank, `Fail` below the lower
+/// one.
+fn of_ranks(within: f64, (l, u): (Option<u64>, Option<u64>)) -> Verdict {
+    if u.is_some_and(|u| within >= u as f64) {
+        Verdict::Pass
+    } else if l.is_some_and(|l| within < l as f64) {
+        Verdict::Fail
+    } else {
+        Verdict::Indeterminate
     }
 }
 
@@ -122,7 +95,7 @@ impl PercentileBounds {
         let at = |rank: f64| sorted[(rank as usize).clamp(1, n) - 1];
         let (k_limit, scale_limit) = effective(series, limit);
         let within = series.iter().filter(|x| **x <= limit).count() as f64 / scale_limit;
-        let verdict = Verdict::of_ranks(within, bound_ranks(k_limit, q, tail));
+        let verdict = of_ranks(within, bound_ranks(k_limit, q, tail));
         Some(PercentileBounds {
             lo: l.map(|l| at((l as f64 * scale).floor())),
             hi: u.map(|u| at((u as f64 * scale).ceil())),
@@ -165,7 +138,7 @@ impl ShareBounds {
         let k = (n as f64 / inflation).floor().max(1.0) as u64;
         let scale = n as f64 / k as f64;
         let within_effective = within / scale;
-        let verdict = Verdict::of_ranks(within_effective, bound_ranks(k, min, tail));
+        let verdict = of_ranks(within_effective, bound_ranks(k, min, tail));
         let x = within_effective.round() as u64;
         Some(ShareBounds {
             share: within / n as f64,

@@ -3,6 +3,8 @@
 
 use std::fmt;
 
+use crate::figure::path::{FigurePathError, figure_path_names, known_figure_paths};
+
 /// Where in a source a diagnostic points: 1-based line and column (in characters).
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct Location {
@@ -329,6 +331,26 @@ pub fn did_you_mean_text(candidate: &str) -> String {
 pub fn did_you_mean_or_list(word: &str, names: &[&str]) -> String {
     did_you_mean(word, names.iter().copied())
         .unwrap_or_else(|| format!("use one of {}", names.join(", ")))
+}
+
+/// Why `text` is not a figure path, with a did-you-mean among the figure paths and `also`
+/// (names the caller accepts besides them), else the list of what may be written.
+pub fn explain_figure_path(text: &str, e: &FigurePathError, also: &[&str]) -> String {
+    if !matches!(e, FigurePathError::Unknown(_)) {
+        return e.to_string();
+    }
+    let mut names = figure_path_names();
+    names.extend(also.iter().map(|n| n.to_string()));
+    match did_you_mean(text, names.iter().map(String::as_str)) {
+        Some(hint) => format!("{e}; {hint}"),
+        None => {
+            let known = std::iter::once(known_figure_paths())
+                .chain(also.iter().map(|n| n.to_string()))
+                .collect::<Vec<_>>()
+                .join(", ");
+            format!("{e}; known metrics: {known}")
+        }
+    }
 }
 
 #[cfg(test)]

@@ -4,7 +4,7 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::model::TokenCount;
+use super::count::TokenCount;
 use super::schema::Issue;
 
 /// Distinct images built ahead of a phase when the plan sets no `pool`.

@@ -12,6 +12,7 @@
 
 pub mod cancel;
 pub mod check;
+pub mod count;
 pub mod decidable;
 pub mod diag;
 pub mod expand;
@@ -19,6 +20,7 @@ pub mod fraction;
 pub mod hooks;
 pub mod images;
 pub mod include;
+pub mod limits;
 pub mod metrics_interval;
 pub mod model;
 pub mod model_mix;
@@ -39,6 +41,7 @@ pub mod untrusted;
 pub use crate::duration;
 
 pub use cancel::{Cancel, CancelAfter};
+pub use count::{ChoiceLength, LogNormalLength, NormalLength, TokenCount, UniformLength};
 pub use diag::{Diagnostic, Location, PlanErrors, Warning, WarningKind};
 pub use duration::HumanDuration;
 pub use expand::DEFAULT_TEMPLATE_FUEL;

@@ -172,5 +172,4 @@ pub fn check_search(p: &str, phase: &Phase, issues: &mut Vec<Issue>) {
     if s.probe.duration.0.is_zero() {
         issues.push(Issue::new(at("probe/duration"), "must be longer than zero"));
     }
-    super::decidable::check_decidable(&format!("{p}/search"), s, issues);
 }

@@ -76,7 +76,7 @@ impl OnTargetDown {
             );
         } else if up_to.0.is_zero() {
             issues.push(Issue::new(at, "`wait_up_to` must be longer than zero"));
-        } else if up_to.0.as_secs() > super::check::MAX_PHASE_DURATION_S {
+        } else if up_to.0.as_secs() > super::limits::MAX_PHASE_DURATION_S {
             issues.push(Issue::new(
                 at,
                 format!(

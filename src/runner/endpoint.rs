@@ -4,6 +4,7 @@
 
 use std::collections::BTreeMap;
 use std::path::Path;
+use std::time::Duration;
 
 use hyper::header::HeaderName;
 use indexmap::IndexMap;
@@ -15,6 +16,13 @@ use crate::client::{
 };
 use crate::plan::{self, Plan, Target, Workload};
 use crate::report::EndpointFacts;
+
+/// Longest a connection may take to open unless the target sets `timeout.connect`: without
+/// it a dead server would hold a phase forever.
+pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Longest silence allowed inside a stream unless the target sets `timeout.idle`.
+pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(120);
 
 /// The model requests name: the target's, else a simulator's own (default `sim`); `None` for
 /// a remote target without one (the runner then asks its `/v1/models`).

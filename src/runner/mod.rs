@@ -33,9 +33,9 @@ mod stable;
 mod targets;
 mod watch;
 
+pub use endpoint::{DEFAULT_CONNECT_TIMEOUT, DEFAULT_IDLE_TIMEOUT};
 pub use interrupt::INTERRUPT_GRACE;
 pub use options::{LongRunOptions, RunError, RunOptions, RunOutcome};
-pub use phase::{DEFAULT_CONNECT_TIMEOUT, DEFAULT_IDLE_TIMEOUT};
 pub use run::run;
 
 /// Each phase draws its own prompts and arrivals: a recheck repeats its original's settings,

@@ -21,6 +21,7 @@ use crate::workload::{PromptQueue, PromptSource, WorkloadContext};
 use super::calibrate;
 use super::collect::{CollectSettings, PhaseCollector};
 use super::decide::Decide;
+use super::endpoint::{DEFAULT_CONNECT_TIMEOUT, DEFAULT_IDLE_TIMEOUT};
 use super::options::LongRunOptions;
 use super::options::RunError;
 use super::output::{FactsStage, Journal, Window};
@@ -31,12 +32,8 @@ use super::stable::Stable;
 use super::targets::PhaseTarget;
 use super::watch::{Watched, WindowWatch, window_stops};
 
-pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 /// Longest a `/tokenize` calibration request may take.
 const CALIBRATION_TIMEOUT: Duration = Duration::from_secs(30);
-
-/// Longest silence allowed inside a stream unless the target sets `timeout.idle`.
-pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(120);
 
 /// Everything one phase needs.
 pub(super) struct PhaseRun<'a> {

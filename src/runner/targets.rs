@@ -129,7 +129,7 @@ pub(super) async fn check_reachable(
         config
             .timeouts
             .connect
-            .get_or_insert(super::phase::DEFAULT_CONNECT_TIMEOUT);
+            .get_or_insert(super::endpoint::DEFAULT_CONNECT_TIMEOUT);
         let client = client::Client::new(config).map_err(invalid)?;
         if let Err(why) = client.warm_connections(1).await {
             let secrets = super::redact::url_secrets(&endpoint.base_url);

@@ -4,8 +4,8 @@
 
 use std::time::Duration;
 
-use crate::metrics::verdict::Verdict;
 use crate::plan::{Search, SearchLoad};
+use crate::probe_samples::Verdict;
 
 /// Why a search stopped.
 #[derive(Debug, Clone, Copy, PartialEq)]

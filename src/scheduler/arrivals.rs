@@ -1,10 +1,29 @@
-//! Seeded open-loop arrival times: constant, Poisson and gamma (bursty) inter-arrival gaps.
+//! Seeded open-loop arrival times: constant, Poisson and gamma (bursty) inter-arrival gaps,
+//! and when each arrival was due, as its request's record says.
 
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use rand_distr::{Distribution, Exp, Gamma};
 
+use crate::client::RequestRecord;
 use crate::plan::Arrival;
+
+/// When an open loop's arrival was due, and how long it waited for a concurrency slot.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Scheduled {
+    pub(super) scheduled_ms: f64,
+    pub(super) slot_wait_ms: Option<f64>,
+}
+
+impl Scheduled {
+    /// The arrival's schedule on the record of the request that started it.
+    pub(super) fn stamp(self, record: &mut RequestRecord) {
+        record.scheduled_offset_ms = Some(self.scheduled_ms);
+        let send_lag_ms = record.start_offset_ms - self.scheduled_ms;
+        record.send_lag_ms = Some(send_lag_ms);
+        record.slot_wait_ms = self.slot_wait_ms.map(|w| w.min(send_lag_ms.max(0.0)));
+    }
+}
 
 /// Yields inter-arrival gaps in seconds, independent of response times.
 pub struct ArrivalGaps {

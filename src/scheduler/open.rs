@@ -8,11 +8,10 @@ use tokio::task::JoinSet;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use super::arrivals::ArrivalGaps;
+use super::arrivals::{ArrivalGaps, Scheduled};
 use super::outage::{Admit, Lanes};
 use super::session::run_session;
 use super::{Executor, InFlight, PromptFeed, WindowContext};
-use crate::client::RequestRecord;
 use crate::plan::Arrival;
 use crate::workload::Prompt;
 
@@ -112,23 +111,6 @@ impl Drop for FineTimerSlack {
     fn drop(&mut self) {
         // SAFETY: as above; 0 restores the thread's default slack.
         unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, DEFAULT_SLACK) };
-    }
-}
-
-/// When an open loop's arrival was due, and how long it waited for a concurrency slot.
-#[derive(Debug, Clone, Copy)]
-pub(super) struct Scheduled {
-    scheduled_ms: f64,
-    slot_wait_ms: Option<f64>,
-}
-
-impl Scheduled {
-    /// The arrival's schedule on the record of the request that started it.
-    pub(super) fn stamp(self, record: &mut RequestRecord) {
-        record.scheduled_offset_ms = Some(self.scheduled_ms);
-        let send_lag_ms = record.start_offset_ms - self.scheduled_ms;
-        record.send_lag_ms = Some(send_lag_ms);
-        record.slot_wait_ms = self.slot_wait_ms.map(|w| w.min(send_lag_ms.max(0.0)));
     }
 }
 

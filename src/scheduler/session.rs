@@ -4,6 +4,7 @@
 
 use tokio_util::sync::CancellationToken;
 
+use super::arrivals::Scheduled;
 use super::{Executor, PromptFeed, WindowContext};
 use crate::workload::{ChatMessage, Prompt, PromptInput};
 
@@ -16,7 +17,7 @@ use crate::workload::{ChatMessage, Prompt, PromptInput};
 pub(super) async fn run_session<E: Executor, F: PromptFeed>(
     ctx: &WindowContext<E, F>,
     turns: Vec<(u64, Prompt)>,
-    arrival: Option<super::open::Scheduled>,
+    arrival: Option<Scheduled>,
     stopped: &impl Fn() -> bool,
     stop: &CancellationToken,
 ) -> bool {

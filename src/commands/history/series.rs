@@ -8,7 +8,8 @@ use super::{fail, open, to_json};
 use crate::commands::emit;
 use crate::history::searches::{CAPACITY, is_capacity};
 use crate::history::{Location, OpenMode, SeriesKey, Store as _, render};
-use crate::report::model::figure_path::{FigurePath, explain};
+use crate::plan::diag::explain_figure_path as explain;
+use crate::report::model::figure_path::FigurePath;
 
 #[derive(Debug, clap::Args)]
 pub struct SeriesArgs {

@@ -6,9 +6,8 @@ use std::path::Path;
 use serde_json::{Value, json};
 
 use super::super::HistoryError;
-use super::super::record::{
-    self, ErrorRow, FigureRow, PhaseRow, RunRow, RunRows, RunSource, deployment_sha256_of,
-};
+use super::super::deployment::deployment_sha256_of;
+use super::super::record::{self, ErrorRow, FigureRow, PhaseRow, RunRow, RunRows, RunSource};
 use super::super::series::Conditions;
 
 /// A peer tool's result format.

@@ -1,9 +1,10 @@
 //! The results store: the [`Store`] trait, its SQLite (default) and PostgreSQL backends over
 //! one SQL text (the `searches` table in a module of its own), the versioned schema and its
-//! migrations, and export; `memory` is a store
-//! held in memory that the trend tests and benchmarks fill point by point.
+//! migrations, and export; `memory` (with the `testing` feature) is a store held in memory
+//! that the trend tests and benchmarks fill point by point.
 
 mod export;
+#[cfg(any(test, feature = "testing"))]
 mod memory;
 mod model;
 mod open;
@@ -17,6 +18,7 @@ mod write;
 
 pub use super::HistoryError;
 pub use export::{ExportFormat, export};
+#[cfg(any(test, feature = "testing"))]
 pub use memory::MemoryStore;
 pub use model::{Retention, RunFilter, RunSummary, Store, StoredRun, Table};
 pub use open::{DEFAULT_FILE, HISTORY_ENV, Location, OpenMode, SqlStore, open, open_at_version};

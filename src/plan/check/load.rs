@@ -1,14 +1,8 @@
-//! Checks on a phase's load model and the limits no real plan reaches.
+//! Checks on a phase's load model and the limits no real plan reaches (`plan::limits`).
 
+use crate::plan::limits::{MAX_CONCURRENCY, MAX_PHASE_DURATION_S, MAX_RPS};
 use crate::plan::model::*;
 use crate::plan::schema::Issue;
-
-/// Longest duration a phase, warmup, cooldown or drain may have: 30 days.
-pub const MAX_PHASE_DURATION_S: u64 = 30 * 24 * 3600;
-/// Most concurrent requests (closed loop) or in-flight cap (open loop) a phase may ask for.
-pub const MAX_CONCURRENCY: u32 = 1_000_000;
-/// Highest open-loop request rate, requests per second.
-pub const MAX_RPS: f64 = 1_000_000.0;
 
 /// Values that parse but cannot be meant: a run of months, a million connections.
 pub(super) fn check_limits(p: &str, phase: &Phase, issues: &mut Vec<Issue>) {

@@ -11,7 +11,6 @@ use super::model::*;
 use super::schema::Issue;
 use super::source::escape;
 
-pub use load::{MAX_CONCURRENCY, MAX_PHASE_DURATION_S, MAX_RPS};
 use phase::check_phases;
 use target::check_target;
 use workload::check_workload;
@@ -70,7 +69,8 @@ pub fn check(plan: &Plan) -> Vec<Issue> {
 
 /// The `history:` section: every watched figure is one a run records.
 fn check_history(history: &HistorySettings, issues: &mut Vec<Issue>) {
-    use crate::report::model::figure_path::{FigurePath, explain};
+    use crate::figure::path::FigurePath;
+    use crate::plan::diag::explain_figure_path;
     for (i, figure) in history.watch.iter().flatten().enumerate() {
         if figure == "capacity" {
             continue;
@@ -80,7 +80,7 @@ fn check_history(history: &HistorySettings, issues: &mut Vec<Issue>) {
                 format!("/history/watch/{i}"),
                 format!(
                     "`{figure}` is not a figure: {}",
-                    explain(figure, &e, &["capacity"])
+                    explain_figure_path(figure, &e, &["capacity"])
                 ),
             ));
         }

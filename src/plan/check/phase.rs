@@ -169,8 +169,9 @@ fn check_phase(plan: &Plan, p: &str, phase: &Phase, issues: &mut Vec<Issue>) {
                 )),
             );
         }
-    } else if phase.search.is_some() {
+    } else if let Some(search) = &phase.search {
         crate::plan::search::check_search(p, phase, issues);
+        crate::plan::decidable::check_decidable(&format!("{p}/search"), search, issues);
     } else {
         let sessions = phase
             .workload

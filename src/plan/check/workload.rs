@@ -1,5 +1,6 @@
 //! Checks on one workload: its prompt source, token counts, shared prefix and dataset.
 
+use crate::plan::count::{ChoiceLength, TokenCount};
 use crate::plan::model::*;
 use crate::plan::schema::Issue;
 

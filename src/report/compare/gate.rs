@@ -5,8 +5,9 @@ use std::str::FromStr;
 
 use serde::Serialize;
 
+use crate::plan::diag::explain_figure_path;
 use crate::report::model::Report;
-use crate::report::model::figure_path::{FigurePath, FigurePathError, Unit, explain};
+use crate::report::model::figure_path::{FigurePath, FigurePathError, Unit};
 
 /// A comparison operator.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -123,7 +124,7 @@ impl FromStr for Gate {
         };
         let metric: FigurePath = metric_text
             .parse()
-            .map_err(|e: FigurePathError| fail(explain(metric_text, &e, &[])))?;
+            .map_err(|e: FigurePathError| fail(explain_figure_path(metric_text, &e, &[])))?;
         let threshold = parse_threshold(rhs, metric).map_err(fail)?;
         Ok(Gate {
             text: text.trim().to_string(),
