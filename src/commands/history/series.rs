@@ -149,7 +149,7 @@ fn markdown(key: &SeriesKey, points: &[Point]) -> String {
         .map(|p| {
             vec![
                 p.run.clone(),
-                p.started_at.clone(),
+                p.started_at.to_string(),
                 shown(p.value),
                 p.interval
                     .map(|(lo, hi)| format!("{} – {}", shown(lo), shown(hi)))
@@ -209,13 +209,13 @@ fn csv(points: &[Point], unit: Unit) -> String {
     rows.extend(points.iter().map(|p| {
         vec![
             p.run.clone(),
-            p.started_at.clone(),
+            p.started_at.to_string(),
             p.value.to_string(),
             unit.symbol().to_string(),
             opt(p.interval.map(|i| i.0)),
             opt(p.interval.map(|i| i.1)),
-            p.work.clone(),
-            p.deployment.clone(),
+            p.work.to_string(),
+            p.deployment.to_string(),
             p.client_bound.to_string(),
             p.partial.to_string(),
             p.excluded.clone().unwrap_or_default(),
