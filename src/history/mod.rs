@@ -10,8 +10,10 @@
 
 pub mod baseline;
 mod error;
+pub mod gate;
 pub mod hook;
 pub mod import;
+pub mod kept;
 pub mod plans;
 pub mod record;
 pub mod render;

@@ -129,6 +129,9 @@ pub fn judge(load: ClientLoad, send_lag_p99_ms: Option<f64>) -> ClientTrust {
         " ms",
     );
     over(load.cpu_share, CPU_SHARE_MAX, "client CPU", "%");
+    // Not a sample, unlike the wakes: the kernel adds up every nanosecond each thread waited
+    // (schedstat, read at the window's start and end), so a short window's wait is exact and
+    // compared as it is: there is no sampling error to allow for.
     over(
         load.runqueue_wait_per_s,
         RUNQUEUE_WAIT_MAX,
@@ -251,5 +254,23 @@ mod tests {
         assert_eq!(value["verdict"], "trusted");
         assert_eq!(value["ticks"], 1000);
         assert!(value.get("reasons").is_none());
+    }
+
+    #[test]
+    fn run_queue_wait_is_measured_not_sampled_so_a_short_window_is_judged_as_it_is() {
+        // 84 ticks (0.84 s): the same short window a few late wakes are forgiven in.
+        let short = |wait: f64| ClientLoad {
+            wall_s: 0.84,
+            ticks: 84,
+            runqueue_wait_per_s: Some(wait),
+            ..quiet()
+        };
+        assert!(judge(short(RUNQUEUE_WAIT_MAX * 0.9), None).is_trusted());
+        let busy = judge(short(RUNQUEUE_WAIT_MAX * 1.2), None);
+        assert!(!busy.is_trusted());
+        assert!(
+            busy.reasons[0].contains("threads waiting for a core"),
+            "{busy:?}"
+        );
     }
 }

@@ -3,16 +3,15 @@
 //! or a capacity search's interval lies wholly below the baseline's.
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use crate::exit::Exit;
-use crate::history::baseline;
+use crate::history::gate::{self, GateError, GateRequest, Outcome};
 use crate::history::render::alert_line;
 use crate::history::series::AlertState;
-use crate::history::store::{RunFilter, Store};
-use crate::history::trend::{SeriesTrend, Settings};
-use crate::report::compare::capacity::CapacityVerdict;
-use crate::report::compare::{CompareOptions, compare_with, gate::Gate};
+use crate::history::store::Store;
+use crate::history::trend::{SeriesTrend, Settings, eligible};
+use crate::report::compare::document::gates_markdown;
 
 #[derive(Debug, clap::Args)]
 pub struct GateArgs {
@@ -114,7 +113,8 @@ fn open_alerts(args: &GateArgs, store: &mut dyn Store) -> Exit {
 }
 
 /// One line saying how many runs detection left out and why (`left out: 5 client-bound, 1
-/// excluded`; a run counts once per reason, client-bound in any of its phases).
+/// excluded`; a run counts once per reason, client-bound where a figure of it was left out
+/// for it: a narrow late band keeps a client-bound percentile in).
 fn left_out(trends: &[SeriesTrend]) {
     let mut why: BTreeMap<&str, std::collections::BTreeSet<&str>> = BTreeMap::new();
     for p in trends.iter().flat_map(|t| &t.points) {
@@ -122,7 +122,7 @@ fn left_out(trends: &[SeriesTrend]) {
             "excluded"
         } else if p.partial {
             "partial"
-        } else if p.client_bound {
+        } else if p.client_bound && !eligible(p) {
             "client-bound"
         } else {
             continue;
@@ -154,77 +154,35 @@ fn untestable(trends: &[SeriesTrend], settings: &Settings) {
 }
 
 fn against_baseline(args: &GateArgs, name: &str, plan: &str, store: &mut dyn Store) -> Exit {
-    let shown = args.baselines.display().to_string();
-    let resolved = baseline::load(&args.baselines).and_then(|list| {
-        let b = baseline::find(&list, name, &shown)?.clone();
-        let run = baseline::resolve(&b, store, plan)?;
-        Ok((b, run))
-    });
-    let (chosen, base_id) = match resolved {
-        Ok(r) => r,
+    let request = GateRequest {
+        baselines: &args.baselines,
+        name,
+        plan,
+        extra_gates: &args.gates,
+        force: args.force,
+    };
+    let found = match gate::against_baseline(store, &request) {
+        Ok(found) => found,
         Err(e) => {
             eprintln!("error: {e}");
-            return Exit::InvalidInput;
+            return match e {
+                GateError::Input(_) => Exit::InvalidInput,
+                GateError::Store(_) => Exit::RunFailed,
+            };
         }
     };
-    let mut gates = Vec::new();
-    for text in chosen.gates.iter().chain(&args.gates) {
-        match text.parse::<Gate>() {
-            Ok(g) => gates.push(g),
-            Err(e) => {
-                eprintln!("error: {e}");
-                return Exit::InvalidInput;
-            }
-        }
+    for note in &found.notes {
+        eprintln!("{note}");
     }
-    let latest = store.runs(&RunFilter {
-        plan: Some(plan.to_string()),
-        ..RunFilter::default()
-    });
-    let latest = match latest {
-        Ok(runs) => runs
-            .into_iter()
-            .rev()
-            .find(|r| r.complete && r.excluded.is_none()),
-        Err(e) => {
-            eprintln!("error: {e}");
-            return Exit::RunFailed;
-        }
+    let capacities = match &found.outcome {
+        Outcome::Compared(c) => c.capacities.len(),
+        Outcome::Figures(_) => 0,
     };
-    let Some(latest) = latest else {
-        eprintln!("error: no complete run of `{plan}` in the history");
-        return Exit::InvalidInput;
-    };
-    let paths = [&base_id, &latest.id].map(|id| store.run(id).map(|r| r.report_path));
-    let (base_path, new_path) = match paths {
-        [Ok(Some(b)), Ok(Some(n))] => (b, n),
-        _ => {
-            eprintln!(
-                "error: the history holds no report file for run {base_id} or {}",
-                latest.id
-            );
-            return Exit::InvalidInput;
-        }
-    };
-    let (base, new) = match (read(&base_path), read(&new_path)) {
-        (Ok(b), Ok(n)) => (b, n),
-        (b, n) => {
-            for e in [b.err(), n.err()].into_iter().flatten() {
-                eprintln!("error: {e}");
-            }
-            return Exit::InvalidInput;
-        }
-    };
-    let comparison = compare_with(
-        (&base_path.display().to_string(), &base),
-        (&new_path.display().to_string(), &new),
-        &gates,
-        CompareOptions { force: args.force },
-    );
     // A baseline with no gates checks only the capacity searches both runs made; with none,
     // it would pass whatever the latest run measured.
-    if gates.is_empty() {
-        if comparison.capacities.is_empty() {
+    if found.gates.is_empty() {
+        let shown = args.baselines.display();
+        if capacities == 0 {
             eprintln!(
                 "error: baseline `{name}` has no gates to check: give it `gates:` in {shown} \
                  or pass --gate EXPR"
@@ -232,43 +190,35 @@ fn against_baseline(args: &GateArgs, name: &str, plan: &str, store: &mut dyn Sto
             return Exit::InvalidInput;
         }
         eprintln!(
-            "baseline `{name}` has no gates: only the capacity of {} search(es) is checked",
-            comparison.capacities.len()
+            "baseline `{name}` has no gates: only the capacity of {capacities} search(es) is checked"
         );
     }
-    for refused in &comparison.refused {
-        eprintln!(
-            "warning: phase `{}` asked for different work than the baseline: its change \
-             gates fail (--force checks them anyway)",
-            refused.phase
-        );
+    match &found.outcome {
+        Outcome::Compared(comparison) => {
+            for refused in &comparison.refused {
+                eprintln!(
+                    "warning: phase `{}` asked for different work than the baseline: its \
+                     change gates fail (--force checks them anyway)",
+                    refused.phase
+                );
+            }
+            print!("{}", crate::report::render_comparison(comparison));
+        }
+        Outcome::Figures(checks) => print!("{}", gates_markdown(checks)),
     }
-    print!("{}", crate::report::render_comparison(&comparison));
-    // A capacity whose interval lies wholly below the baseline's fell, as `compare` calls it.
-    let fallen: Vec<_> = comparison
-        .capacities
-        .iter()
-        .filter(|c| c.verdict == CapacityVerdict::Lower)
-        .collect();
-    for c in &fallen {
+    for c in found.fallen() {
         eprintln!(
             "capacity of search `{}` fell: its interval lies below the baseline's",
             c.search
         );
     }
-    if comparison.passed && fallen.is_empty() {
+    if found.passed() {
         Exit::Success
     } else {
         eprintln!(
-            "the latest run {} fails baseline `{name}` ({base_id})",
-            latest.id
+            "the latest run {} fails baseline `{name}` ({})",
+            found.latest_run, found.base_run
         );
         Exit::GateFailed
     }
-}
-
-fn read(path: &Path) -> Result<crate::report::Report, String> {
-    let mut report = crate::report::read_report(path).map_err(|e| e.to_string())?;
-    crate::report::formats::records::attach_records(&mut report, path)?;
-    Ok(report)
 }

@@ -5,6 +5,7 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
+use super::super::kept::{self, Kept};
 use super::super::record::{RunRows, RunSource};
 use super::super::series::{Alert, Point, RunId, SeriesKey};
 use super::super::{HistoryError, record};
@@ -21,7 +22,17 @@ pub trait Store {
         report_path: Option<&Path>,
     ) -> Result<RunId, HistoryError> {
         let rows = record::rows(report, report_path)?;
-        self.record_rows(&rows)
+        self.record_kept(&rows, &kept::kept_from(report, report_path))
+    }
+    /// [`Store::record_rows`] with what a store of schema v5 keeps beside the rows, in the
+    /// same transaction; a store that keeps no more records the rows alone.
+    fn record_kept(&mut self, rows: &RunRows, _kept: &Kept) -> Result<RunId, HistoryError> {
+        self.record_rows(rows)
+    }
+    /// The report kept with run `id` (JSON, records bounded), when its store keeps one:
+    /// `None` for a run recorded before schema v5.
+    fn kept_report(&self, _id: &str) -> Result<Option<String>, HistoryError> {
+        Ok(None)
     }
     /// Record rows built from a report or an import, in one transaction. Recording the same
     /// rows again (a retry) returns the first recording's id and adds nothing.

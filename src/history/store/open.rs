@@ -10,6 +10,7 @@ use super::postgres::{Postgres, redact};
 use super::sql::Driver;
 use super::sqlite::Sqlite;
 use super::{read, schema, write};
+use crate::history::kept::Kept;
 use crate::history::record::RunRows;
 use crate::history::series::{Alert, Point, RunId, SeriesKey};
 use crate::plan::model::HistorySettings;
@@ -86,12 +87,16 @@ pub fn open_at_version(
         Location::Postgres(url) => Box::new(Postgres::connect(url)?),
     };
     schema::prepare_to(driver.as_ref(), version)?;
-    Ok(SqlStore { driver })
+    let version = schema::stored_version(driver.as_ref())?.unwrap_or(version);
+    Ok(SqlStore { driver, version })
 }
 
 /// A store on either backend: the one SQL text over a driver.
 pub struct SqlStore {
     driver: Box<dyn Driver>,
+    /// Its schema version: a store older than 5 (tests build them) keeps no reports or
+    /// late bands.
+    version: i64,
 }
 
 impl SqlStore {
@@ -107,7 +112,16 @@ impl SqlStore {
 
 impl Store for SqlStore {
     fn record_rows(&mut self, rows: &RunRows) -> Result<RunId, HistoryError> {
-        write::record(self.driver.as_ref(), rows)
+        self.record_kept(rows, &Kept::default())
+    }
+
+    fn record_kept(&mut self, rows: &RunRows, kept: &Kept) -> Result<RunId, HistoryError> {
+        let kept = (self.version >= 5).then_some(kept);
+        write::record(self.driver.as_ref(), rows, kept)
+    }
+
+    fn kept_report(&self, id: &str) -> Result<Option<String>, HistoryError> {
+        read::kept_report(self.driver.as_ref(), id)
     }
 
     fn runs(&self, filter: &RunFilter) -> Result<Vec<RunSummary>, HistoryError> {
@@ -155,7 +169,7 @@ impl Store for SqlStore {
     }
 
     fn retain(&mut self, policy: &Retention) -> Result<Vec<RunId>, HistoryError> {
-        write::retain(self.driver.as_ref(), policy)
+        write::retain(self.driver.as_ref(), policy, self.version)
     }
 
     fn tables(&self) -> Result<Vec<Table>, HistoryError> {

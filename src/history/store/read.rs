@@ -203,7 +203,7 @@ fn phases(driver: &dyn Driver, run: &str) -> Result<Vec<PhaseRow>, HistoryError>
             errors, elapsed_s, cached_token_ratio, server_queue_share, server_uptime_s,
             split_requests, split_client_queue_ms, split_connect_ms, split_tls_ms,
             split_server_queue_ms, split_server_prefill_ms, split_server_decode_ms,
-            split_frontend_network_ms, split_e2e_ms
+            split_frontend_network_ms, split_e2e_ms, late_share
          FROM phases WHERE run = $1 ORDER BY ordinal",
         &[Cell::from(run)],
     )?;
@@ -253,6 +253,8 @@ fn phases(driver: &dyn Driver, run: &str) -> Result<Vec<PhaseRow>, HistoryError>
                     cached_token_ratio: r[17].real(),
                     server_queue_share: r[18].real(),
                     server_uptime_s: r[19].real(),
+                    late_share: r[29].real(),
+                    late_band: None,
                 },
                 split,
                 figures: figures.remove(&ordinal).unwrap_or_default(),
@@ -375,7 +377,7 @@ pub fn series(driver: &dyn Driver, key: &SeriesKey) -> Result<Vec<Point>, Histor
     let rows = driver.query(
         "SELECT r.id, r.started_at, f.value, f.lo, f.hi, p.work_sha256, p.deployment_sha256,
             p.trust, p.partial, r.complete, r.excluded, p.cached_token_ratio,
-            p.server_queue_share, p.server_uptime_s
+            p.server_queue_share, p.server_uptime_s, p.late_share, f.band_lo, f.band_hi
          FROM figures f
          JOIN phases p ON p.run = f.run AND p.ordinal = f.ordinal
          JOIN runs r ON r.id = f.run
@@ -393,7 +395,7 @@ pub fn series(driver: &dyn Driver, key: &SeriesKey) -> Result<Vec<Point>, Histor
         .collect()
 }
 
-/// A phase figure's point from a row of the series queries (columns 0-13).
+/// A phase figure's point from a row of the series queries (columns 0-16).
 fn figure_point(r: &[Cell], bad: &dyn Fn() -> HistoryError) -> Result<Point, HistoryError> {
     let facts = PointFacts {
         client_bound: r[7].text() == Some(trust_name(TrustVerdict::ClientBound)),
@@ -401,6 +403,8 @@ fn figure_point(r: &[Cell], bad: &dyn Fn() -> HistoryError) -> Result<Point, His
             cached_token_ratio: r[11].real(),
             server_queue_share: r[12].real(),
             server_uptime_s: r[13].real(),
+            late_share: r[14].real(),
+            late_band: r[15].real().zip(r[16].real()),
         },
         search: None,
     };
@@ -420,7 +424,7 @@ pub fn plan_series(
     driver.each_row(
         "SELECT r.id, r.started_at, f.value, f.lo, f.hi, p.work_sha256, p.deployment_sha256,
             p.trust, p.partial, r.complete, r.excluded, p.cached_token_ratio,
-            p.server_queue_share, p.server_uptime_s, p.phase, p.target, f.figure
+            p.server_queue_share, p.server_uptime_s, p.late_share, f.band_lo, f.band_hi, p.phase, p.target, f.figure
          FROM figures f
          JOIN phases p ON p.run = f.run AND p.ordinal = f.ordinal
          JOIN runs r ON r.id = f.run
@@ -429,7 +433,7 @@ pub fn plan_series(
         &[Cell::from(plan)],
         &mut |r| {
             let text = |i: usize| r[i].text().ok_or_else(bad);
-            let (phase, target, figure) = (text(14)?, text(15)?, text(16)?);
+            let (phase, target, figure) = (text(17)?, text(18)?, text(19)?);
             let same = out
                 .last()
                 .is_some_and(|(k, _)| k.phase == phase && k.target == target && k.figure == figure);
@@ -508,6 +512,15 @@ pub(super) fn point(
         conditions: facts.conditions,
         search: facts.search,
     })
+}
+
+/// The report kept with run `id`, when it was recorded at schema v5 or later.
+pub fn kept_report(driver: &dyn Driver, id: &str) -> Result<Option<String>, HistoryError> {
+    let rows = driver.query(
+        "SELECT report FROM reports WHERE run = $1",
+        &[Cell::from(id)],
+    )?;
+    Ok(rows.first().and_then(|r| r[0].string()))
 }
 
 pub fn alerts(driver: &dyn Driver, plan: Option<&str>) -> Result<Vec<Alert>, HistoryError> {

@@ -6,7 +6,7 @@ use super::super::HistoryError;
 use super::sql::{Cell, Dialect, Driver, in_write_transaction};
 
 /// The schema version this build writes and reads.
-pub const SCHEMA_VERSION: i64 = 4;
+pub const SCHEMA_VERSION: i64 = 5;
 
 /// The table that holds the version; its presence marks a servebench store.
 const META: &str = "servebench_history";
@@ -176,8 +176,26 @@ fn migration(version: i64, dialect: Dialect) -> Vec<String> {
                 }
             ),
         ],
+        5 => version_5(),
         _ => Vec::new(),
     }
+}
+
+/// Version 5: what a baseline gate needs without the run's files (the report with
+/// a bounded sample of each phase's records), and what decides whether a
+/// client-bound run's percentile still enters trends: the client's late share per
+/// phase and each percentile's band of quantiles at q ± that share.
+fn version_5() -> Vec<String> {
+    vec![
+        "CREATE TABLE reports (
+            run TEXT PRIMARY KEY,
+            report TEXT NOT NULL
+        )"
+        .to_string(),
+        "ALTER TABLE phases ADD COLUMN late_share DOUBLE PRECISION".to_string(),
+        "ALTER TABLE figures ADD COLUMN band_lo DOUBLE PRECISION".to_string(),
+        "ALTER TABLE figures ADD COLUMN band_hi DOUBLE PRECISION".to_string(),
+    ]
 }
 
 /// Version 3's per-figure alerts as one alert per (plan, target, change run): numbered as
@@ -275,7 +293,7 @@ fn regroup_alerts(driver: &dyn Driver) -> Result<(), HistoryError> {
 }
 
 /// The store's version: `None` for an empty database.
-fn stored_version(driver: &dyn Driver) -> Result<Option<i64>, HistoryError> {
+pub(super) fn stored_version(driver: &dyn Driver) -> Result<Option<i64>, HistoryError> {
     let tables = user_tables(driver)?;
     if tables.is_empty() {
         return Ok(None);

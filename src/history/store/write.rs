@@ -1,16 +1,24 @@
 //! Writing to the store: a run's rows in one transaction, exclusions, alerts, retention.
 
+use std::collections::BTreeMap;
+
+use super::super::kept::Kept;
 use super::super::record::{PhaseRow, RunRows};
 use super::super::series::{Alert, AlertState, RunId};
 use super::super::{HistoryError, hook};
 use super::model::Retention;
 use super::sql::{Cell, Driver, in_write_transaction};
 
-/// Figures written by one INSERT (7 parameters each, well under either database's limit).
+/// Figures written by one INSERT (9 parameters each, well under either database's limit).
 const FIGURES_PER_STATEMENT: usize = 100;
 
-/// Record `rows` in one transaction; a retry of the same recording returns its id.
-pub fn record(driver: &dyn Driver, rows: &RunRows) -> Result<RunId, HistoryError> {
+/// Record `rows`, with what is `kept` beside them, in one transaction; a retry of the same
+/// recording returns its id.
+pub fn record(
+    driver: &dyn Driver,
+    rows: &RunRows,
+    kept: Option<&Kept>,
+) -> Result<RunId, HistoryError> {
     let run = &rows.run;
     let started_at = normalize_time(&run.started_at).ok_or_else(|| {
         HistoryError::Invalid(format!(
@@ -62,10 +70,19 @@ pub fn record(driver: &dyn Driver, rows: &RunRows) -> Result<RunId, HistoryError
                 &[Cell::from(history), Cell::from(&id)],
             )?;
         }
+        let no_bands = BTreeMap::new();
         for (ordinal, phase) in rows.phases.iter().enumerate() {
-            insert_phase(driver, &id, ordinal as i64, phase)?;
+            // `None` for a store older than version 5 (no late share or band columns).
+            let bands = kept.map(|k| k.bands.get(ordinal).unwrap_or(&no_bands));
+            insert_phase(driver, &id, ordinal as i64, phase, bands)?;
         }
         super::searches::insert(driver, &id, &rows.searches)?;
+        if let Some(report) = kept.and_then(|k| k.report.as_ref()) {
+            driver.execute(
+                "INSERT INTO reports (run, report) VALUES ($1, $2)",
+                &[Cell::from(&id), Cell::from(report)],
+            )?;
+        }
         hook::pause_at(hook::PausePoint::InCommit);
         Ok(id)
     })
@@ -76,6 +93,7 @@ fn insert_phase(
     run: &str,
     ordinal: i64,
     p: &PhaseRow,
+    bands: Option<&BTreeMap<String, (f64, f64)>>,
 ) -> Result<(), HistoryError> {
     let split = p.split.as_ref();
     driver.execute(
@@ -120,40 +138,14 @@ fn insert_phase(
             Cell::from(split.map(|s| s.e2e_ms)),
         ],
     )?;
-    // Many rows per statement: one round trip per hundred figures, not one per figure.
-    for chunk in p.figures.chunks(FIGURES_PER_STATEMENT) {
-        let mut values = Vec::with_capacity(chunk.len());
-        let mut params = Vec::with_capacity(chunk.len() * 7);
-        for f in chunk {
-            let n = params.len();
-            values.push(format!(
-                "(${}, ${}, ${}, ${}, ${}, ${}, ${})",
-                n + 1,
-                n + 2,
-                n + 3,
-                n + 4,
-                n + 5,
-                n + 6,
-                n + 7
-            ));
-            params.extend([
-                Cell::from(run),
-                Cell::from(ordinal),
-                Cell::from(&f.figure),
-                Cell::from(f.value),
-                Cell::from(f.interval.map(|i| i.0)),
-                Cell::from(f.interval.map(|i| i.1)),
-                Cell::from(f.note.clone()),
-            ]);
-        }
+    // Set apart, as `history` is, so rows record into a store older than version 5.
+    if let (Some(_), Some(share)) = (bands, p.conditions.late_share) {
         driver.execute(
-            &format!(
-                "INSERT INTO figures (run, ordinal, figure, value, lo, hi, note) VALUES {}",
-                values.join(", ")
-            ),
-            &params,
+            "UPDATE phases SET late_share = $1 WHERE run = $2 AND ordinal = $3",
+            &[Cell::from(share), Cell::from(run), Cell::from(ordinal)],
         )?;
     }
+    insert_figures(driver, run, ordinal, p, bands)?;
     for e in &p.errors_by_cause {
         driver.execute(
             "INSERT INTO errors (run, ordinal, cause, kind, status, count, example)
@@ -167,6 +159,52 @@ fn insert_phase(
                 Cell::from(e.count),
                 Cell::from(&e.example),
             ],
+        )?;
+    }
+    Ok(())
+}
+
+/// A phase's figures, each percentile with its late band when it has one.
+fn insert_figures(
+    driver: &dyn Driver,
+    run: &str,
+    ordinal: i64,
+    p: &PhaseRow,
+    bands: Option<&BTreeMap<String, (f64, f64)>>,
+) -> Result<(), HistoryError> {
+    let (columns, band_columns) = match bands {
+        Some(_) => (9, ", band_lo, band_hi"),
+        None => (7, ""),
+    };
+    // Many rows per statement: one round trip per hundred figures, not one per figure.
+    for chunk in p.figures.chunks(FIGURES_PER_STATEMENT) {
+        let mut values = Vec::with_capacity(chunk.len());
+        let mut params = Vec::with_capacity(chunk.len() * columns);
+        for f in chunk {
+            let n = params.len();
+            let marks: Vec<String> = (n + 1..=n + columns).map(|i| format!("${i}")).collect();
+            values.push(format!("({})", marks.join(", ")));
+            params.extend([
+                Cell::from(run),
+                Cell::from(ordinal),
+                Cell::from(&f.figure),
+                Cell::from(f.value),
+                Cell::from(f.interval.map(|i| i.0)),
+                Cell::from(f.interval.map(|i| i.1)),
+                Cell::from(f.note.clone()),
+            ]);
+            if let Some(bands) = bands {
+                let band = bands.get(&f.figure);
+                params.extend([Cell::from(band.map(|b| b.0)), Cell::from(band.map(|b| b.1))]);
+            }
+        }
+        driver.execute(
+            &format!(
+                "INSERT INTO figures (run, ordinal, figure, value, lo, hi, note{band_columns})
+                 VALUES {}",
+                values.join(", ")
+            ),
+            &params,
         )?;
     }
     Ok(())
@@ -300,7 +338,12 @@ pub fn alert_state_name(state: &AlertState) -> &'static str {
 
 /// Delete the runs `policy` drops (with their phases, figures, errors and searches); their
 /// ids, oldest first.
-pub fn retain(driver: &dyn Driver, policy: &Retention) -> Result<Vec<RunId>, HistoryError> {
+/// `version` is the store's schema version (the reports table is version 5's).
+pub fn retain(
+    driver: &dyn Driver,
+    policy: &Retention,
+    version: i64,
+) -> Result<Vec<RunId>, HistoryError> {
     in_write_transaction(driver, || {
         let rows = driver.query(
             "SELECT id, plan, started_at FROM runs ORDER BY plan, started_at DESC, id DESC",
@@ -334,7 +377,8 @@ pub fn retain(driver: &dyn Driver, policy: &Retention) -> Result<Vec<RunId>, His
         drop.sort();
         if !policy.dry_run {
             for (_, id) in &drop {
-                for table in ["figures", "errors", "searches", "phases"] {
+                let tables = ["figures", "errors", "searches", "phases", "reports"];
+                for table in &tables[..if version >= 5 { 5 } else { 4 }] {
                     driver.execute(
                         &format!("DELETE FROM {table} WHERE run = $1"),
                         &[Cell::from(id)],

@@ -126,18 +126,35 @@ impl SeriesTrend {
 /// How many runs either side of a change count as next to it.
 const NEARBY: usize = 3;
 
-/// Whether a point enters detection: not excluded, not partial, not client-bound, a number,
-/// and for a capacity, a search that answered (not a lower bound, not indeterminate).
+/// Whether a point enters detection: not excluded, not partial, not client-bound (unless
+/// [`analyse`] kept its late band as too narrow to matter), a number, and for a capacity, a
+/// search that answered (not a lower bound, not indeterminate).
 pub fn eligible(p: &Point) -> bool {
     p.excluded.is_none()
         && !p.partial
-        && !p.client_bound
+        && (!p.client_bound || p.conditions.late_band.is_some())
         && p.value.is_finite()
         && p.search.is_none_or(|a| a == SearchAnswer::Answer)
 }
 
+/// Whether the client's late share could have moved a percentile by no more than a tenth of
+/// the minimum effect: both ends of its late band lie that close to its value.
+pub fn late_band_narrow(p: &Point, min_effect: f64) -> bool {
+    let tolerance = min_effect / 10.0 * p.value.abs();
+    p.conditions.late_band.is_some_and(|(lo, hi)| {
+        (lo - p.value).abs() <= tolerance && (hi - p.value).abs() <= tolerance
+    })
+}
+
 /// The trend of one series.
-pub fn analyse(key: &SeriesKey, points: Vec<Point>, settings: &Settings) -> SeriesTrend {
+pub fn analyse(key: &SeriesKey, mut points: Vec<Point>, settings: &Settings) -> SeriesTrend {
+    // Only a narrow band keeps a client-bound point eligible; a wide one is dropped here.
+    for p in points
+        .iter_mut()
+        .filter(|p| !late_band_narrow(p, settings.min_effect))
+    {
+        p.conditions.late_band = None;
+    }
     let capacity = is_capacity(&key.figure);
     let path = key.figure.parse::<FigurePath>().ok();
     let better = match path {
@@ -254,5 +271,63 @@ fn verdict(
         Better::Lower if after > before => Verdict::Regression,
         Better::Higher if after < before => Verdict::Regression,
         Better::Lower | Better::Higher => Verdict::Improvement,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::history::synthetic::point;
+
+    fn key() -> SeriesKey {
+        SeriesKey {
+            plan: "p".into(),
+            phase: "c4".into(),
+            target: "sim".into(),
+            figure: "ttft.p99".into(),
+        }
+    }
+
+    /// Run `n` at `value`, client-bound with its late band `spread` either side.
+    fn client_bound(n: usize, value: f64, spread: f64) -> Point {
+        let mut p = point(n, value);
+        p.client_bound = true;
+        p.conditions.late_band = Some((value * (1.0 - spread), value * (1.0 + spread)));
+        p
+    }
+
+    #[test]
+    fn a_client_bound_run_stays_in_only_while_its_late_band_is_narrow() {
+        let settings = Settings::default();
+        let tenth = settings.min_effect / 10.0;
+        let points = vec![
+            point(0, 1.0),
+            client_bound(1, 1.0, tenth * 0.5),
+            client_bound(2, 1.0, tenth * 2.0),
+            // Narrow on one side is not enough.
+            Point {
+                conditions: crate::history::Conditions {
+                    late_band: Some((1.0, 1.0 + tenth * 3.0)),
+                    ..Default::default()
+                },
+                ..client_bound(3, 1.0, 0.0)
+            },
+        ];
+        let trend = analyse(&key(), points, &settings);
+        let kept: Vec<bool> = trend.points.iter().map(eligible).collect();
+        assert_eq!(kept, [true, true, false, false]);
+        // The kept point is still marked client-bound.
+        assert!(trend.points[1].client_bound);
+        // Analysed again (as alerts do with a prefix), the verdicts stand.
+        let again = analyse(&key(), trend.points.clone(), &settings);
+        assert_eq!(again.points.iter().map(eligible).collect::<Vec<_>>(), kept);
+    }
+
+    #[test]
+    fn a_client_bound_run_without_a_band_is_left_out() {
+        let mut p = point(0, 1.0);
+        p.client_bound = true;
+        let trend = analyse(&key(), vec![p], &Settings::default());
+        assert!(!eligible(&trend.points[0]));
     }
 }

@@ -19,6 +19,7 @@ pub fn across(before: &[&Point], after: &[&Point], around: &[Point]) -> Vec<Cond
         cached_token_ratio: mean_of(points, |p| p.conditions.cached_token_ratio),
         server_queue_share: mean_of(points, |p| p.conditions.server_queue_share),
         server_uptime_s: uptime.and_then(|p| p.conditions.server_uptime_s),
+        ..Conditions::default()
     };
     let client_bound = around.iter().filter(|p| p.client_bound).count();
     changes(

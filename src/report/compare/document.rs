@@ -2,7 +2,7 @@
 //! PR comment and an offline HTML page print the same blocks.
 
 use super::capacity::CapacityVerdict;
-use super::gate::Compared;
+use super::gate::{Compared, GateCheck};
 use super::plan_diff::PLAN_CHANGES_LISTED;
 use super::untested::{TooFewSamples, Untested};
 use super::{Comparison, MetricChange, PhaseComparison};
@@ -80,7 +80,7 @@ pub fn document(c: &Comparison) -> Document {
         ));
     }
     if !c.gates.is_empty() {
-        gates_section(&mut blocks, c);
+        gates_section(&mut blocks, &c.gates);
     }
     if !c.capacities.is_empty() {
         capacity_section(&mut blocks, c);
@@ -293,21 +293,33 @@ fn provenance_section(blocks: &mut Vec<Block>, c: &Comparison) {
     }
 }
 
+/// Gate checks alone as markdown, where no comparison was possible (a side known only by
+/// its stored figures).
+pub fn gates_markdown(gates: &[GateCheck]) -> String {
+    let mut blocks = Vec::new();
+    gates_section(&mut blocks, gates);
+    Document {
+        title: "servebench gate".into(),
+        blocks,
+    }
+    .markdown()
+}
+
 /// The gate checks, failures first.
-fn gates_section(blocks: &mut Vec<Block>, c: &Comparison) {
-    let failed = c.gates.iter().filter(|g| !g.passed).count();
+fn gates_section(blocks: &mut Vec<Block>, gates: &[GateCheck]) {
+    let failed = gates.iter().filter(|g| !g.passed).count();
     blocks.push(Block::Heading(Level::Section, "Gates".into()));
     blocks.push(if failed == 0 {
         Block::Paragraph(vec![Span::text(format!(
             "All {} gate checks passed.",
-            c.gates.len()
+            gates.len()
         ))])
     } else {
         Block::Callout(
             Tone::Bad,
             vec![Span::strong(format!(
                 "✗ {failed} of {} gate checks failed.",
-                c.gates.len()
+                gates.len()
             ))],
         )
     });
@@ -320,11 +332,10 @@ fn gates_section(blocks: &mut Vec<Block>, c: &Comparison) {
         ("Result", Align::Left),
     ]);
     // Failures first, so a long list of passing checks cannot hide one.
-    let ordered = c
-        .gates
+    let ordered = gates
         .iter()
         .filter(|g| !g.passed)
-        .chain(c.gates.iter().filter(|g| g.passed));
+        .chain(gates.iter().filter(|g| g.passed));
     for g in ordered {
         let unit = g.unit;
         let observed = match (g.observed, g.compared, unit) {

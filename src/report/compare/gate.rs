@@ -5,8 +5,8 @@ use std::str::FromStr;
 
 use serde::Serialize;
 
+use crate::report::model::Report;
 use crate::report::model::figure_path::{FigurePath, FigurePathError, Unit, explain};
-use crate::report::model::{PhaseResult, Report};
 
 /// A comparison operator.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -223,14 +223,42 @@ pub struct GateCheck {
     pub problem: Option<String>,
 }
 
+/// What gates read of one side: its phases by name and a figure's value in one (a report,
+/// or a run's stored figures).
+pub trait GateSide {
+    /// Its phases' names, in order.
+    fn phase_names(&self) -> Vec<&str>;
+    /// The figure in its `index`th phase.
+    fn figure_at(&self, index: usize, metric: FigurePath) -> Option<f64>;
+    /// The figure in the first phase named `phase`: `None` when there is no such phase,
+    /// `Some(None)` when the phase lacks the figure.
+    fn figure(&self, phase: &str, metric: FigurePath) -> Option<Option<f64>> {
+        let index = self.phase_names().iter().position(|n| *n == phase)?;
+        Some(self.figure_at(index, metric))
+    }
+}
+
+impl GateSide for Report {
+    fn phase_names(&self) -> Vec<&str> {
+        self.phases
+            .iter()
+            .map(|p| p.header.phase.as_str())
+            .collect()
+    }
+
+    fn figure_at(&self, index: usize, metric: FigurePath) -> Option<f64> {
+        self.phases.get(index).and_then(|p| metric.value(p))
+    }
+}
+
 /// Every gate checked on the phases it names, or on every new phase (change gates only where
 /// the base has the phase too); a gate that matched no phase fails, and so does a change gate
 /// on a phase in `not_compared` (the two runs asked for different work there: its change
 /// means nothing).
 pub fn check_gates(
     gates: &[Gate],
-    base: &Report,
-    new: &Report,
+    base: &dyn GateSide,
+    new: &dyn GateSide,
     not_compared: &[&str],
 ) -> Vec<GateCheck> {
     let mut checks = unrefused_checks(gates, base, new);
@@ -252,14 +280,14 @@ pub fn check_gates(
     checks
 }
 
-fn unrefused_checks(gates: &[Gate], base: &Report, new: &Report) -> Vec<GateCheck> {
+fn unrefused_checks(gates: &[Gate], base: &dyn GateSide, new: &dyn GateSide) -> Vec<GateCheck> {
     let mut checks = Vec::new();
     for gate in gates {
         let before = checks.len();
         match &gate.phase {
             Some(name) => {
-                let b = base.phases.iter().find(|p| &p.header.phase == name);
-                let n = new.phases.iter().find(|p| &p.header.phase == name);
+                let b = base.figure(name, gate.metric);
+                let n = new.figure(name, gate.metric);
                 let mut c = check_gate(gate, name, b, n);
                 if n.is_none() && c.problem.is_some() {
                     c.problem = Some(format!("no phase `{name}` in the new report"));
@@ -267,14 +295,12 @@ fn unrefused_checks(gates: &[Gate], base: &Report, new: &Report) -> Vec<GateChec
                 checks.push(c);
             }
             None => {
-                for n in &new.phases {
-                    let b = base
-                        .phases
-                        .iter()
-                        .find(|p| p.header.phase == n.header.phase);
+                for (i, name) in new.phase_names().into_iter().enumerate() {
+                    let b = base.figure(name, gate.metric);
                     // Value gates hold for every new phase; change gates need both sides.
                     if b.is_some() || matches!(gate.threshold, Threshold::Value(_)) {
-                        checks.push(check_gate(gate, &n.header.phase, b, Some(n)));
+                        let n = Some(new.figure_at(i, gate.metric));
+                        checks.push(check_gate(gate, name, b, n));
                     }
                 }
             }
@@ -296,14 +322,16 @@ fn unrefused_checks(gates: &[Gate], base: &Report, new: &Report) -> Vec<GateChec
     checks
 }
 
+/// One gate on one phase; `base` and `new` are `None` where the side lacks the phase, and
+/// hold `None` where the phase lacks the figure.
 fn check_gate(
     gate: &Gate,
     phase: &str,
-    base: Option<&PhaseResult>,
-    new: Option<&PhaseResult>,
+    base: Option<Option<f64>>,
+    new: Option<Option<f64>>,
 ) -> GateCheck {
-    let b = base.and_then(|p| gate.metric.value(p));
-    let n = new.and_then(|p| gate.metric.value(p));
+    let b = base.flatten();
+    let n = new.flatten();
     let mut check = GateCheck {
         gate: gate.text.clone(),
         phase: Some(phase.to_string()),

@@ -3,6 +3,7 @@
 use std::fmt::Write;
 
 use crate::report::model::Report;
+use crate::report::render::document::html_body;
 use crate::report::render::facts::{FactValue, header_facts};
 use crate::report::render::page;
 use crate::report::render::sections::{Markup, printed};
@@ -18,7 +19,7 @@ pub fn render(report: &Report) -> String {
     let sections = printed(report, Markup::Html);
     head(&mut out, report);
     out.push_str("<nav class=\"toc\"><b>Contents:</b> ");
-    for (i, (section, _)) in sections.iter().enumerate() {
+    for (i, section) in sections.iter().enumerate() {
         let sep = if i == 0 { "" } else { " · " };
         let _ = write!(
             out,
@@ -29,14 +30,14 @@ pub fn render(report: &Report) -> String {
     }
     out.push_str("</nav>\n");
     facts(&mut out, report);
-    for (section, body) in sections {
+    for section in sections {
         let _ = writeln!(
             out,
             "<h2 id=\"{}\">{}</h2>",
             section.anchor,
             esc(section.title(report))
         );
-        body(&mut out, report);
+        html_body(&mut out, &(section.body)(report));
     }
     out.push_str(page::CLOSE);
     out

@@ -3,6 +3,7 @@
 use std::fmt::Write;
 
 use crate::report::model::Report;
+use crate::report::render::document::markdown_body;
 use crate::report::render::facts::{FactValue, header_facts};
 use crate::report::render::sections::{Markup, printed};
 use crate::report::render::table_text::{cell, inline};
@@ -12,9 +13,9 @@ pub fn render(report: &Report) -> String {
     let mut out = String::new();
     head(&mut out, report);
     // Plain `##` headings: GitHub gives each the anchor the section declares.
-    for (section, body) in printed(report, Markup::Markdown) {
+    for section in printed(report, Markup::Markdown) {
         let _ = write!(out, "\n## {}\n\n", section.title(report));
-        body(&mut out, report);
+        markdown_body(&mut out, &(section.body)(report));
     }
     out
 }

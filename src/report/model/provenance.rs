@@ -175,5 +175,10 @@ pub fn phase_conditions(phase: &PhaseResult, run: &Report) -> Conditions {
         cached_token_ratio: phase.summary.cached_token_ratio,
         server_queue_share,
         server_uptime_s,
+        late_share: phase
+            .client_trust
+            .as_ref()
+            .and_then(|t| t.load.late_wake_share),
+        late_band: None,
     }
 }

@@ -1,13 +1,8 @@
-//! The cancellations table shared by the markdown and HTML writers: per phase that cancelled
-//! requests, how many, and whether the server finished requests as fast after the first
-//! cancellation as before it.
-
-use std::fmt::Write;
+//! The cancellations table: per phase that cancelled requests, how many, and whether the
+//! server finished requests as fast after the first cancellation as before it.
 
 use super::numfmt::{pct_change, sig3};
-use super::svg::esc;
 use super::table::{Align, Cell, Mark, Table};
-use super::table_text::{html_table, markdown_table};
 use crate::metrics::cancellation::{CAPACITY_TOLERANCE, FinishWindow};
 use crate::report::model::Report;
 
@@ -86,15 +81,4 @@ pub fn table(report: &Report) -> Table {
 /// Whether any phase cancelled requests.
 pub fn shown(report: &Report) -> bool {
     report.phases.iter().any(|p| p.cancellations.is_some())
-}
-
-pub fn markdown(out: &mut String, report: &Report) {
-    out.push_str(&note());
-    out.push_str("\n\n");
-    markdown_table(out, &table(report));
-}
-
-pub fn html(out: &mut String, report: &Report) {
-    let _ = writeln!(out, "<p class=\"note\">{}</p>", esc(&note()));
-    html_table(out, &table(report));
 }

@@ -1,6 +1,6 @@
 //! The HTML's chart sections and the recheck chart: sweeps against concurrency, latency
-//! percentiles per phase and every request's latency over its phase. Markdown has none of
-//! them ([`super::sections`] says so).
+//! percentiles per phase and every request's latency over its phase, as blocks. Markdown has
+//! none of them ([`super::sections`] says so).
 
 use crate::figure::Figure;
 use std::collections::BTreeSet;
@@ -8,6 +8,7 @@ use std::fmt::Write;
 
 use indexmap::IndexMap;
 
+use super::document::{Block, Span};
 use super::sampling;
 use super::svg::{self, RangeRow, RatioRow, Series};
 use crate::client::RequestRecord;
@@ -42,35 +43,45 @@ pub(crate) fn sweeps(report: &Report) -> IndexMap<String, Vec<&PhaseResult>> {
 }
 
 /// Throughput and latency against concurrency, one line per sweep.
-pub fn concurrency_sweeps(out: &mut String, report: &Report) {
+pub fn concurrency_sweeps(report: &Report) -> Vec<Block> {
     let (encoding, groups): (IndexMap<_, _>, IndexMap<_, _>) = sweeps(report)
         .into_iter()
         .partition(|(_, ps)| ps.iter().all(|p| p.summary.encodes()));
     let conc = |p: &PhaseResult| f64::from(p.header.concurrency.unwrap_or(0));
+    let mut blocks = Vec::new();
     if !encoding.is_empty() {
-        encoding_sweep_charts(out, &encoding, conc);
+        blocks.extend(encoding_sweep_charts(&encoding, conc));
     }
-    if groups.is_empty() {
-        return;
+    if !groups.is_empty() {
+        blocks.extend(generation_sweep_charts(&groups, conc));
     }
-    let throughput = sweep_series(&groups, &conc, |p| p.summary.output_tokens_per_second);
-    out.push_str(&svg::line_chart(
+    blocks
+}
+
+/// Output tok/s and TTFT against concurrency, for sweeps that generate.
+fn generation_sweep_charts(
+    groups: &IndexMap<String, Vec<&PhaseResult>>,
+    conc: impl Fn(&PhaseResult) -> f64,
+) -> [Block; 2] {
+    let throughput = sweep_series(groups, &conc, |p| p.summary.output_tokens_per_second);
+    let throughput = svg::line_chart(
         "Output throughput vs concurrency",
         "concurrency (log scale)",
         "output tok/s",
         true,
         false,
         &throughput,
-    ));
-    let ttft = p50_p95_ms_series(&groups, &conc, |p| p.summary.distribution(Figure::Ttft));
-    out.push_str(&svg::line_chart(
+    );
+    let ttft = p50_p95_ms_series(groups, &conc, |p| p.summary.distribution(Figure::Ttft));
+    let ttft = svg::line_chart(
         "TTFT vs concurrency",
         "concurrency (log scale)",
         "TTFT (ms, log scale)",
         true,
         true,
         &ttft,
-    ));
+    );
+    [Block::Figure(throughput), Block::Figure(ttft)]
 }
 
 /// One line per sweep group: `value` of each phase against its concurrency.
@@ -114,30 +125,30 @@ fn p50_p95_ms_series(
 
 /// Embeddings and rerank sweeps: inputs/s and E2E latency, as they generate no tokens.
 fn encoding_sweep_charts(
-    out: &mut String,
     groups: &IndexMap<String, Vec<&PhaseResult>>,
     conc: impl Fn(&PhaseResult) -> f64,
-) {
+) -> [Block; 2] {
     let throughput = sweep_series(groups, &conc, |p| {
         p.summary.inputs_per_second.unwrap_or(0.0)
     });
-    out.push_str(&svg::line_chart(
+    let throughput = svg::line_chart(
         "Inputs per second vs concurrency",
         "concurrency (log scale)",
         "inputs/s",
         true,
         false,
         &throughput,
-    ));
+    );
     let e2e = p50_p95_ms_series(groups, &conc, |p| p.summary.distribution(Figure::E2e));
-    out.push_str(&svg::line_chart(
+    let e2e = svg::line_chart(
         "E2E latency vs concurrency",
         "concurrency (log scale)",
         "E2E (ms, log scale)",
         true,
         true,
         &e2e,
-    ));
+    );
+    [Block::Figure(throughput), Block::Figure(e2e)]
 }
 
 /// The rows of the percentile charts, one per phase that has the figure.
@@ -186,33 +197,21 @@ pub fn percentile_rows(report: &Report) -> PercentileRows {
 }
 
 /// p50, p95 and p99 of each latency per phase, with their intervals.
-pub fn latency_percentiles(out: &mut String, report: &Report) {
+pub fn latency_percentiles(report: &Report) -> Vec<Block> {
     let rows = percentile_rows(report);
-    if !rows.e2e.is_empty() {
-        out.push_str(&svg::range_rows(
-            "E2E p50 / p95 / p99",
-            "E2E (ms)",
-            &rows.e2e,
-        ));
-    }
-    if !rows.ttft.is_empty() {
-        out.push_str(&svg::range_rows(
-            "TTFT p50 / p95 / p99",
-            "TTFT (ms)",
-            &rows.ttft,
-        ));
-    }
-    if !rows.tpot.is_empty() {
-        out.push_str(&svg::range_rows(
-            "TPOT p50 / p95 / p99",
-            "TPOT (ms)",
-            &rows.tpot,
-        ));
-    }
+    [
+        ("E2E p50 / p95 / p99", "E2E (ms)", &rows.e2e),
+        ("TTFT p50 / p95 / p99", "TTFT (ms)", &rows.ttft),
+        ("TPOT p50 / p95 / p99", "TPOT (ms)", &rows.tpot),
+    ]
+    .into_iter()
+    .filter(|(_, _, rows)| !rows.is_empty())
+    .map(|(title, axis, rows)| Block::Figure(svg::range_rows(title, axis, rows)))
+    .collect()
 }
 
-/// Recheck ÷ original per drift metric, drifted ones marked.
-pub fn recheck_chart(out: &mut String, report: &Report) {
+/// Recheck ÷ original per drift metric, drifted ones marked; none when no metric has both.
+pub fn recheck_chart(report: &Report) -> Option<String> {
     let mut rows = Vec::new();
     for pair in &report.rechecks {
         for d in &pair.metrics {
@@ -228,9 +227,7 @@ pub fn recheck_chart(out: &mut String, report: &Report) {
             }
         }
     }
-    if !rows.is_empty() {
-        out.push_str(&svg::ratio_rows("Original vs recheck", &rows));
-    }
+    (!rows.is_empty()).then(|| svg::ratio_rows("Original vs recheck", &rows))
 }
 
 /// Embeddings and rerank requests have no first token: their whole latency is drawn.
@@ -271,45 +268,53 @@ fn left_out(records: &[RequestRecord], shown: usize, encodes: bool) -> Vec<Strin
 }
 
 /// Per phase, the latency of every successful request kept against its start time.
-pub fn every_request(out: &mut String, report: &Report) {
-    let mut any = false;
-    for p in &report.phases {
-        let encodes = p.summary.encodes();
-        let points: Vec<(f64, f64)> = p
-            .request_timings
-            .iter()
-            .filter(|r| r.is_ok())
-            .filter_map(|r| {
-                let latency = if encodes { Some(r.e2e_ms) } else { r.ttft_ms };
-                latency.map(|t| (r.start_offset_ms / 1000.0, t))
-            })
-            .collect();
-        if points.is_empty() {
-            continue;
-        }
-        any = true;
-        let mut title = format!("{}: {} requests", p.header.phase, points.len());
-        let left_out = left_out(&p.request_timings, points.len(), encodes);
-        if !left_out.is_empty() {
-            let _ = write!(title, " ({} not shown)", left_out.join(", "));
-        }
-        if let Some(sampled) = sampling::sampled(p) {
-            let _ = write!(title, ", {sampled}");
-        }
-        let thinned = sampling::thin(&points, sampling::CHART_POINTS);
-        if thinned.len() < points.len() {
-            let _ = write!(title, ", {} drawn (extremes kept)", thinned.len());
-        }
-        out.push_str(&svg::scatter(
-            &title,
-            "request start within the phase (s)",
-            if encodes { "E2E (ms)" } else { "TTFT (ms)" },
-            &thinned,
-        ));
+pub fn every_request(report: &Report) -> Vec<Block> {
+    let charts: Vec<Block> = report
+        .phases
+        .iter()
+        .filter_map(request_scatter)
+        .map(Block::Figure)
+        .collect();
+    if charts.is_empty() {
+        let none = "This report holds no per-request records.";
+        return vec![Block::Note(vec![Span::text(none)])];
     }
-    if !any {
-        out.push_str("<p class=\"note\">This report holds no per-request records.</p>\n");
+    charts
+}
+
+/// One phase's scatter of its kept requests; none when it kept no measured request.
+fn request_scatter(p: &PhaseResult) -> Option<String> {
+    let encodes = p.summary.encodes();
+    let points: Vec<(f64, f64)> = p
+        .request_timings
+        .iter()
+        .filter(|r| r.is_ok())
+        .filter_map(|r| {
+            let latency = if encodes { Some(r.e2e_ms) } else { r.ttft_ms };
+            latency.map(|t| (r.start_offset_ms / 1000.0, t))
+        })
+        .collect();
+    if points.is_empty() {
+        return None;
     }
+    let mut title = format!("{}: {} requests", p.header.phase, points.len());
+    let left_out = left_out(&p.request_timings, points.len(), encodes);
+    if !left_out.is_empty() {
+        let _ = write!(title, " ({} not shown)", left_out.join(", "));
+    }
+    if let Some(sampled) = sampling::sampled(p) {
+        let _ = write!(title, ", {sampled}");
+    }
+    let thinned = sampling::thin(&points, sampling::CHART_POINTS);
+    if thinned.len() < points.len() {
+        let _ = write!(title, ", {} drawn (extremes kept)", thinned.len());
+    }
+    Some(svg::scatter(
+        &title,
+        "request start within the phase (s)",
+        if encodes { "E2E (ms)" } else { "TTFT (ms)" },
+        &thinned,
+    ))
 }
 
 #[cfg(test)]
@@ -325,8 +330,13 @@ mod tests {
             r.cancelled_ms = Some(5.0);
         }
         let name = phase.header.phase.clone();
-        let mut html = String::new();
-        every_request(&mut html, &report);
+        let html: String = every_request(&report)
+            .into_iter()
+            .map(|b| match b {
+                Block::Figure(svg) => svg,
+                other => panic!("not a chart: {other:?}"),
+            })
+            .collect();
         let title = format!(
             "<title>{name}: {} requests (2 cancelled not shown)</title>",
             total - 2

@@ -1,12 +1,8 @@
 //! The figure table by model for phases whose workload mixes models (a base model and its
-//! adapters), and its markdown and HTML bodies; empty when no phase mixed models.
-
-use std::fmt::Write;
+//! adapters), and what its rows are; empty when no phase mixed models.
 
 use super::numfmt::sig3;
-use super::svg::esc;
 use super::table::{Align, Cell, Mark, Table, figure_cell, figure_heading, shown_figures};
-use super::table_text::{html_table, markdown_table};
 use crate::report::model::Report;
 
 /// Under the table: what the rows are.
@@ -60,14 +56,4 @@ pub fn table(report: &Report) -> Table {
         }
     }
     t
-}
-
-pub fn markdown(out: &mut String, report: &Report) {
-    markdown_table(out, &table(report));
-    let _ = writeln!(out, "\n{NOTE}");
-}
-
-pub fn html(out: &mut String, report: &Report) {
-    html_table(out, &table(report));
-    let _ = writeln!(out, "<p>{}</p>", esc(NOTE));
 }

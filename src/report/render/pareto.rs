@@ -127,7 +127,8 @@ pub fn table(report: &Report) -> Table {
 }
 
 /// Two charts per group: output tok/s against tok/s per user and against TTFT p50.
-pub fn charts(out: &mut String, report: &Report) {
+pub fn charts(report: &Report) -> Vec<String> {
+    let mut charts = Vec::new();
     for (name, ps) in groups(report) {
         let chart_points = |x: fn(&Point) -> f64, on: fn(&Point) -> bool| -> Vec<FrontierPoint> {
             ps.iter()
@@ -140,14 +141,14 @@ pub fn charts(out: &mut String, report: &Report) {
                 })
                 .collect()
         };
-        out.push_str(&svg::frontier_chart(
+        charts.push(svg::frontier_chart(
             &format!("{name}: output tok/s vs tok/s per user"),
             "tok/s per user (mean decode rate)",
             &chart_points(|p| p.tok_s_per_user, |p| p.on_per_user_frontier),
             // Throughput rises as each user's rate falls: the top right stays clear.
             false,
         ));
-        out.push_str(&svg::frontier_chart(
+        charts.push(svg::frontier_chart(
             &format!("{name}: output tok/s vs TTFT p50"),
             "TTFT p50 (ms)",
             &chart_points(|p| p.ttft_p50_ms, |p| p.on_ttft_frontier),
@@ -155,6 +156,7 @@ pub fn charts(out: &mut String, report: &Report) {
             true,
         ));
     }
+    charts
 }
 
 #[cfg(test)]

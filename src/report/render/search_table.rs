@@ -5,7 +5,8 @@ use super::table::{Align, Cell, Mark, Table};
 use crate::metrics::verdict::Verdict;
 use crate::plan::SearchLoad;
 use crate::report::model::figure_path::Unit;
-use crate::report::model::{ObjectiveCheck, Report, SearchResult, SearchStop};
+use crate::report::model::{ObjectiveCheck, PhaseResult, ProbeOutcome, Report};
+use crate::report::model::{SearchResult, SearchStop};
 
 fn opt(v: Option<f64>) -> String {
     v.map_or_else(|| "–".to_string(), sig3)
@@ -186,65 +187,6 @@ pub fn probes(report: &Report) -> Table {
     ]);
     for p in &report.phases {
         let Some(o) = &p.probe else { continue };
-        let mut missed: Vec<String> = o
-            .objectives
-            .iter()
-            .filter(|c| c.verdict != Verdict::Pass)
-            .map(|c| {
-                let value = c.value.map_or_else(|| "–".to_string(), |v| show(c, v));
-                let relation = match (c.verdict, c.share.is_some()) {
-                    (Verdict::Fail, false) => ">",
-                    (Verdict::Fail, true) => "<",
-                    _ => "undecided against",
-                };
-                format!("{} {value} {relation} {}", c.objective, show(c, c.limit))
-            })
-            .collect();
-        let bounds: Vec<String> = o
-            .objectives
-            .iter()
-            .filter_map(|c| {
-                if let Some(b) = c.share {
-                    return Some(format!(
-                        "{} {} – {} ({}, {} effective)",
-                        c.objective,
-                        show(c, b.lo),
-                        show(c, b.hi),
-                        b.samples,
-                        b.effective_samples.floor()
-                    ));
-                }
-                let b = c.bounds?;
-                let end = |v: Option<f64>| v.map_or_else(|| "?".to_string(), |v| show(c, v));
-                Some(format!(
-                    "{} {} – {} ({}, {} effective)",
-                    c.objective,
-                    end(b.lo),
-                    end(b.hi),
-                    b.samples,
-                    b.effective_samples.floor()
-                ))
-            })
-            .collect();
-        let client = match (&p.client_trust, &o.despite_client) {
-            (Some(trust), Some(held)) if !trust.is_trusted() && held.holds => Cell::marked(
-                format!(
-                    "client-bound; holds at ±{} ms",
-                    held.delay_ms.map_or_else(|| "?".to_string(), sig3)
-                ),
-                Mark::Warn,
-            ),
-            (Some(trust), _) if !trust.is_trusted() => Cell::marked("client-bound", Mark::Bad),
-            (Some(_), _) => Cell::plain("trusted"),
-            (None, _) => Cell::plain("–"),
-        };
-        if o.over_saturated {
-            let named = match &o.over_saturated_why {
-                Some(why) => format!("over-saturated: {why}"),
-                None => "over-saturated".to_string(),
-            };
-            missed.insert(0, named);
-        }
         t.rows.push(vec![
             Cell::plain(p.header.phase.clone()),
             Cell::plain(load_number(o.load)),
@@ -253,12 +195,84 @@ pub fn probes(report: &Report) -> Table {
                 Verdict::Fail => Cell::marked("FAIL", Mark::Bad),
                 Verdict::Indeterminate => Cell::marked("indeterminate", Mark::Bad),
             },
-            client,
-            Cell::plain(bounds.join("; ")),
-            Cell::plain(missed.join("; ")),
+            client_cell(p, o),
+            Cell::plain(bounds(o).join("; ")),
+            Cell::plain(missed(o).join("; ")),
         ]);
     }
     t
+}
+
+/// Each objective the probe did not pass, its value against its limit; an over-saturated
+/// probe says so first.
+fn missed(o: &ProbeOutcome) -> Vec<String> {
+    let mut missed: Vec<String> = o
+        .objectives
+        .iter()
+        .filter(|c| c.verdict != Verdict::Pass)
+        .map(|c| {
+            let value = c.value.map_or_else(|| "–".to_string(), |v| show(c, v));
+            let relation = match (c.verdict, c.share.is_some()) {
+                (Verdict::Fail, false) => ">",
+                (Verdict::Fail, true) => "<",
+                _ => "undecided against",
+            };
+            format!("{} {value} {relation} {}", c.objective, show(c, c.limit))
+        })
+        .collect();
+    if o.over_saturated {
+        let named = match &o.over_saturated_why {
+            Some(why) => format!("over-saturated: {why}"),
+            None => "over-saturated".to_string(),
+        };
+        missed.insert(0, named);
+    }
+    missed
+}
+
+/// Each objective's bounds with the samples behind them: a share's, else a percentile's.
+fn bounds(o: &ProbeOutcome) -> Vec<String> {
+    o.objectives
+        .iter()
+        .filter_map(|c| {
+            if let Some(b) = c.share {
+                return Some(format!(
+                    "{} {} – {} ({}, {} effective)",
+                    c.objective,
+                    show(c, b.lo),
+                    show(c, b.hi),
+                    b.samples,
+                    b.effective_samples.floor()
+                ));
+            }
+            let b = c.bounds?;
+            let end = |v: Option<f64>| v.map_or_else(|| "?".to_string(), |v| show(c, v));
+            Some(format!(
+                "{} {} – {} ({}, {} effective)",
+                c.objective,
+                end(b.lo),
+                end(b.hi),
+                b.samples,
+                b.effective_samples.floor()
+            ))
+        })
+        .collect()
+}
+
+/// Whether the probe's client kept up, and whether its verdict holds when it did not.
+fn client_cell(p: &PhaseResult, o: &ProbeOutcome) -> Cell {
+    match (&p.client_trust, &o.despite_client) {
+        (Some(trust), Some(held)) if !trust.is_trusted() && held.holds => Cell::marked(
+            format!(
+                "client-bound; holds at ±{} ms",
+                held.delay_ms.map_or_else(|| "?".to_string(), sig3)
+            ),
+            Mark::Warn,
+        ),
+        (Some(trust), _) if !trust.is_trusted() => Cell::marked("client-bound", Mark::Bad),
+        (Some(_), _) => Cell::plain("trusted"),
+        (None, _) => Cell::plain("–"),
+    }
 }
 
 /// An objective's figure in its unit: a share for `error_rate` and `goodput`, else seconds.

@@ -1,19 +1,16 @@
-//! The report's sections, declared once: each one's id, anchor, title, when it is shown and
-//! its body in each markup. The markdown and HTML writers walk [`SECTIONS`] in order.
+//! The report's sections, declared once: each one's id, anchor, title, when it is shown, its
+//! body as blocks and the markups it is printed in. The markdown and HTML writers walk
+//! [`SECTIONS`] in order and print each body with their own printer.
 
-use super::{
-    backends, cancel_table, connections, interval_table, server_table, session_table, table,
-};
-use super::{chart_sections, html_sections, markdown_sections};
-use super::{load_table, model_table, pareto, recovery_table, trust_table, until_table};
+use super::document::Block;
+use super::section_blocks as blocks;
+use super::{backends, cancel_table, chart_sections, connections, interval_table};
+use super::{load_table, pareto, recovery_table, server_table, session_table, table};
+use super::{trust_table, until_table};
 use crate::report::model::Report;
 
 /// A human-readable markup the report is written in.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Markup {
-    Markdown,
-    Html,
-}
+pub use super::document::Markup;
 
 /// Every section a report can have, in the order the writers print them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -41,19 +38,15 @@ pub enum SectionId {
     Errors,
 }
 
-/// Writes a section's body, everything under its heading.
-pub type Body = fn(&mut String, &Report);
+/// A section's body, everything under its heading, built once for every markup.
+pub type Body = fn(&Report) -> Vec<Block>;
 
-/// The markups a section is written in, with its body in each.
-pub enum Bodies {
-    Both {
-        markdown: Body,
-        html: Body,
-    },
+/// The markups a section is printed in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Markups {
+    Both,
     /// A chart section: markdown has no charts, so it leaves the section out.
-    HtmlOnly {
-        html: Body,
-    },
+    HtmlOnly,
 }
 
 pub enum Title {
@@ -69,7 +62,8 @@ pub struct Section {
     pub anchor: &'static str,
     pub title: Title,
     pub shown: fn(&Report) -> bool,
-    pub bodies: Bodies,
+    pub body: Body,
+    pub markups: Markups,
 }
 
 impl Section {
@@ -80,13 +74,9 @@ impl Section {
         }
     }
 
-    /// The section's body in `markup`, when it is written there.
-    pub fn body(&self, markup: Markup) -> Option<Body> {
-        match (&self.bodies, markup) {
-            (Bodies::Both { markdown, .. }, Markup::Markdown) => Some(*markdown),
-            (Bodies::Both { html, .. } | Bodies::HtmlOnly { html }, Markup::Html) => Some(*html),
-            (Bodies::HtmlOnly { .. }, Markup::Markdown) => None,
-        }
+    /// Whether `markup` prints the section.
+    pub fn printed_in(&self, markup: Markup) -> bool {
+        markup == Markup::Html || self.markups == Markups::Both
     }
 }
 
@@ -101,108 +91,88 @@ pub const SECTIONS: [Section; 21] = [
         anchor: "phases",
         title: Title::Fixed("Phases"),
         shown: always,
-        bodies: Bodies::Both {
-            markdown: markdown_sections::phases,
-            html: html_sections::phases,
-        },
+        body: blocks::phases,
+        markups: Markups::Both,
     },
     Section {
         id: SectionId::LoadHeld,
         anchor: "load-as-held",
         title: Title::Fixed("Load as held"),
         shown: |r| !load_table::table(r).is_empty(),
-        bodies: Bodies::Both {
-            markdown: markdown_sections::load_held,
-            html: html_sections::load_held,
-        },
+        body: blocks::load_held,
+        markups: Markups::Both,
     },
     Section {
         id: SectionId::MarksAndRecovery,
         anchor: "marks-and-recovery",
         title: Title::Fixed("Marks and recovery"),
         shown: |r| !recovery_table::marks(r).is_empty(),
-        bodies: Bodies::Both {
-            markdown: markdown_sections::marks_and_recovery,
-            html: html_sections::marks_and_recovery,
-        },
+        body: blocks::marks_and_recovery,
+        markups: Markups::Both,
     },
     Section {
         id: SectionId::Cancellations,
         anchor: "cancellations",
         title: Title::Fixed("Cancellations"),
         shown: cancel_table::shown,
-        bodies: Bodies::Both {
-            markdown: cancel_table::markdown,
-            html: cancel_table::html,
-        },
+        body: blocks::cancellations,
+        markups: Markups::Both,
     },
     Section {
         id: SectionId::RunUntilStable,
         anchor: "run-until-stable",
         title: Title::Fixed("Run until stable"),
         shown: |r| !until_table::table(r).is_empty(),
-        bodies: Bodies::Both {
-            markdown: markdown_sections::run_until_stable,
-            html: html_sections::run_until_stable,
-        },
+        body: blocks::run_until_stable,
+        markups: Markups::Both,
     },
     Section {
         id: SectionId::PercentileIntervals,
         anchor: "percentile-intervals",
         title: Title::Fixed("Percentile intervals"),
         shown: |r| !interval_table::intervals(r).table.is_empty(),
-        bodies: Bodies::Both {
-            markdown: markdown_sections::percentile_intervals,
-            html: html_sections::percentile_intervals,
-        },
+        body: blocks::percentile_intervals,
+        markups: Markups::Both,
     },
     Section {
         id: SectionId::ConcurrencySweeps,
         anchor: "concurrency-sweeps",
         title: Title::Fixed("Concurrency sweeps"),
         shown: |r| !chart_sections::sweeps(r).is_empty(),
-        bodies: Bodies::HtmlOnly {
-            html: chart_sections::concurrency_sweeps,
-        },
+        body: chart_sections::concurrency_sweeps,
+        markups: Markups::HtmlOnly,
     },
     Section {
         id: SectionId::ParetoFrontier,
         anchor: "pareto-frontier",
         title: Title::Fixed("Pareto frontier"),
         shown: |r| !pareto::groups(r).is_empty(),
-        bodies: Bodies::Both {
-            markdown: markdown_sections::pareto_frontier,
-            html: html_sections::pareto_frontier,
-        },
+        body: blocks::pareto_frontier,
+        markups: Markups::Both,
     },
     Section {
         id: SectionId::LatencyPercentiles,
         anchor: "latency-percentiles-per-phase",
         title: Title::Fixed("Latency percentiles per phase"),
         shown: |r| chart_sections::percentile_rows(r).any(),
-        bodies: Bodies::HtmlOnly {
-            html: chart_sections::latency_percentiles,
-        },
+        body: chart_sections::latency_percentiles,
+        markups: Markups::HtmlOnly,
     },
     Section {
         id: SectionId::CapacitySearches,
         anchor: "capacity-searches",
         title: Title::Fixed("Capacity searches"),
         shown: |r| !r.searches.is_empty(),
-        bodies: Bodies::Both {
-            markdown: markdown_sections::capacity_searches,
-            html: html_sections::capacity_searches,
-        },
+        body: blocks::capacity_searches,
+        markups: Markups::Both,
     },
     Section {
         id: SectionId::Rechecks,
         anchor: "rechecks",
         title: Title::Fixed("Rechecks"),
         shown: |r| !r.rechecks.is_empty(),
-        bodies: Bodies::Both {
-            markdown: markdown_sections::rechecks,
-            html: html_sections::rechecks,
-        },
+        body: blocks::rechecks,
+        markups: Markups::Both,
     },
     Section {
         id: SectionId::EveryRequest,
@@ -210,69 +180,56 @@ pub const SECTIONS: [Section; 21] = [
         title: Title::PerReport(chart_sections::every_request_title),
         // Always: a report without records says so here.
         shown: always,
-        bodies: Bodies::HtmlOnly {
-            html: chart_sections::every_request,
-        },
+        body: chart_sections::every_request,
+        markups: Markups::HtmlOnly,
     },
     Section {
         id: SectionId::Repeats,
         anchor: "repeats",
         title: Title::Fixed("Repeats"),
         shown: |r| !r.repeats.is_empty(),
-        bodies: Bodies::Both {
-            markdown: markdown_sections::repeats,
-            html: html_sections::repeats,
-        },
+        body: blocks::repeats,
+        markups: Markups::Both,
     },
     Section {
         id: SectionId::PromptTokens,
         anchor: "prompt-tokens-planned-vs-actual",
         title: Title::Fixed("Prompt tokens: planned vs actual"),
         shown: |r| !table::prompt_tokens(r).is_empty(),
-        bodies: Bodies::Both {
-            markdown: markdown_sections::prompt_tokens,
-            html: html_sections::prompt_tokens,
-        },
+        body: blocks::prompt_tokens,
+        markups: Markups::Both,
     },
     Section {
         id: SectionId::ClientTrust,
         anchor: "client-trust",
         title: Title::Fixed("Client trust"),
         shown: |r| !trust_table::table(r).is_empty(),
-        bodies: Bodies::Both {
-            markdown: markdown_sections::client_trust,
-            html: html_sections::client_trust,
-        },
+        body: blocks::client_trust,
+        markups: Markups::Both,
     },
     Section {
         id: SectionId::Connections,
         anchor: "connections-and-server-timing",
         title: Title::Fixed("Connections and server timing"),
         shown: |r| !connections::table(r).is_empty() || !connections::warnings(r).is_empty(),
-        bodies: Bodies::Both {
-            markdown: markdown_sections::connections,
-            html: html_sections::connections,
-        },
+        body: blocks::connections,
+        markups: Markups::Both,
     },
     Section {
         id: SectionId::Sessions,
         anchor: "sessions-by-turn",
         title: Title::Fixed("Sessions by turn"),
         shown: |r| !session_table::table(r).is_empty(),
-        bodies: Bodies::Both {
-            markdown: markdown_sections::sessions,
-            html: html_sections::sessions,
-        },
+        body: blocks::sessions,
+        markups: Markups::Both,
     },
     Section {
         id: SectionId::Models,
         anchor: "by-model",
         title: Title::Fixed("By model"),
         shown: |r| r.phases.iter().any(|p| !p.models.is_empty()),
-        bodies: Bodies::Both {
-            markdown: model_table::markdown,
-            html: model_table::html,
-        },
+        body: blocks::models,
+        markups: Markups::Both,
     },
     Section {
         id: SectionId::Backends,
@@ -283,20 +240,16 @@ pub const SECTIONS: [Section; 21] = [
                 || !backends::warnings(r).is_empty()
                 || !backends::notes(r).is_empty()
         },
-        bodies: Bodies::Both {
-            markdown: markdown_sections::backends,
-            html: html_sections::backends,
-        },
+        body: blocks::backends,
+        markups: Markups::Both,
     },
     Section {
         id: SectionId::Server,
         anchor: "server",
         title: Title::Fixed("Server"),
         shown: |r| server_table::sampled(r).next().is_some(),
-        bodies: Bodies::Both {
-            markdown: markdown_sections::server,
-            html: html_sections::server,
-        },
+        body: blocks::server,
+        markups: Markups::Both,
     },
     Section {
         id: SectionId::Errors,
@@ -304,10 +257,8 @@ pub const SECTIONS: [Section; 21] = [
         title: Title::Fixed("Errors"),
         // Always: "no failed requests" is worth saying.
         shown: always,
-        bodies: Bodies::Both {
-            markdown: markdown_sections::errors,
-            html: html_sections::errors,
-        },
+        body: blocks::errors,
+        markups: Markups::Both,
     },
 ];
 
@@ -321,11 +272,10 @@ pub fn shown_sections(report: &Report) -> Vec<SectionId> {
         .collect()
 }
 
-/// The sections `report` shows in `markup`, in print order, each with its body there.
-pub fn printed(report: &Report, markup: Markup) -> Vec<(&'static Section, Body)> {
+/// The sections `report` shows in `markup`, in print order.
+pub fn printed(report: &Report, markup: Markup) -> Vec<&'static Section> {
     SECTIONS
         .iter()
-        .filter(|s| (s.shown)(report))
-        .filter_map(|s| Some((s, s.body(markup)?)))
+        .filter(|s| (s.shown)(report) && s.printed_in(markup))
         .collect()
 }

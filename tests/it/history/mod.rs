@@ -6,6 +6,7 @@
 mod cli;
 mod concurrency;
 mod gate_cli;
+mod gate_store;
 mod imports;
 mod kill;
 mod nightly;

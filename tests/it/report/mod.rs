@@ -8,6 +8,7 @@ mod compare_reading;
 mod formats;
 mod import;
 mod render;
+mod section_parity;
 mod sections;
 
 use std::path::{Path, PathBuf};

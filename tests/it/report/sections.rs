@@ -1,5 +1,6 @@
 //! The report's sections declared once: each declared body writes, markdown and HTML print the
-//! sections in the declared order, and `shown_sections` agrees with the headings printed.
+//! sections in the declared order, `shown_sections` agrees with the headings printed, and both
+//! markups say what each section's blocks say.
 
 use super::*;
 use servebench::figure::Figure;
@@ -9,6 +10,7 @@ use servebench::metrics::trust::{ClientLoad, ClientTrust, TrustVerdict};
 use servebench::metrics::{InFlight, Interval, LatencySplit, PercentileIntervals, ServerTimingGap};
 use servebench::metrics::{SessionSummary, TurnFigures};
 use servebench::plan::SearchLoad;
+use servebench::report::render::document::{html_body, markdown_body};
 use servebench::report::render::sections::{Markup, SECTIONS, SectionId, shown_sections};
 use servebench::report::{
     ArmPair, ArmResult, BackendShare, GaugeRange, GaugesFrom, HookOutcome, HookStatus, HookWhen,
@@ -17,9 +19,46 @@ use servebench::report::{
 };
 
 /// The sample report with something for every section to show.
-fn report_with_every_section() -> Report {
+pub(crate) fn report_with_every_section() -> Report {
     let mut r = sample_report(1.0);
     let p = &mut r.phases[0];
+    add_marks_and_recovery(p);
+    add_stability_and_trust(p);
+    add_transport_hooks_and_mixes(p);
+    p.server_metrics = Some(server_metrics());
+    r.searches = vec![SearchResult {
+        phase: "find".into(),
+        load: SearchLoad::Concurrency,
+        capacity: Some(4.0),
+        lower_bound: false,
+        capacity_interval: [Some(4.0), Some(16.0)],
+        goodput: Some(2.0),
+        bracket: [Some(4.0), Some(16.0)],
+        start: None,
+        stop_reason: "precision reached".into(),
+        stop: None,
+        probes: Vec::new(),
+        work_sha256: None,
+    }];
+    r.repeats = vec![repeat_group()];
+    // A decode rate for the gateway sweep (c1, c4, c16 on one route) gives it a frontier.
+    for p in r
+        .phases
+        .iter_mut()
+        .filter(|p| p.header.route == "least-request")
+    {
+        let ttft = *p.summary.distribution(Figure::Ttft).expect("ttft");
+        let decode = Distribution {
+            mean: 1.0 / ttft.p50,
+            ..ttft
+        };
+        p.summary.figures.set(Figure::DecodeTokS, Some(decode));
+    }
+    r
+}
+
+/// Two marks around a fault and the recovery measured between them.
+fn add_marks_and_recovery(p: &mut PhaseResult) {
     p.marks = vec![
         PhaseMark {
             name: "fault-on".into(),
@@ -57,6 +96,10 @@ fn report_with_every_section() -> Report {
             .map(|i| bin(f64::from(i) * 0.25, u64::from((4..9).contains(&i))))
             .collect(),
     });
+}
+
+/// A `run until stable` outcome, load in flight, a TTFT interval and a client-bound verdict.
+fn add_stability_and_trust(p: &mut PhaseResult) {
     p.until = Some(UntilOutcome {
         stopped_by: "stable".into(),
         within: 0.05,
@@ -102,6 +145,10 @@ fn report_with_every_section() -> Report {
         },
         send_lag_p99_ms: None,
     });
+}
+
+/// Connections with a latency split, a hook with output, sessions, models and cancellations.
+fn add_transport_hooks_and_mixes(p: &mut PhaseResult) {
     p.transport.connections_opened = 3;
     p.transport.server_timing_gap = Some(ServerTimingGap {
         requests: 20,
@@ -148,7 +195,11 @@ fn report_with_every_section() -> Report {
         capacity_lost: false,
         server_aborted: None,
     });
-    p.server_metrics = Some(ServerMetrics {
+}
+
+/// Two backends sharing the load and the server sampled over the window.
+fn server_metrics() -> ServerMetrics {
+    ServerMetrics {
         backends: ["a", "b"]
             .iter()
             .map(|name| BackendShare {
@@ -182,21 +233,11 @@ fn report_with_every_section() -> Report {
             ..WindowSampling::default()
         }),
         ..ServerMetrics::default()
-    });
-    r.searches = vec![SearchResult {
-        phase: "find".into(),
-        load: SearchLoad::Concurrency,
-        capacity: Some(4.0),
-        lower_bound: false,
-        capacity_interval: [Some(4.0), Some(16.0)],
-        goodput: Some(2.0),
-        bracket: [Some(4.0), Some(16.0)],
-        start: None,
-        stop_reason: "precision reached".into(),
-        stop: None,
-        probes: Vec::new(),
-        work_sha256: None,
-    }];
+    }
+}
+
+/// Two arms over two rounds whose difference exceeds their spread.
+fn repeat_group() -> RepeatResult {
     let spread = RoundSpread {
         metric: "ttft.p50".into(),
         pooled: Some(0.16),
@@ -210,7 +251,7 @@ fn report_with_every_section() -> Report {
         pooled: Default::default(),
         spread: vec![spread.clone()],
     };
-    r.repeats = vec![RepeatResult {
+    RepeatResult {
         group: "speed".into(),
         rounds: 2,
         arms: vec![arm("fast"), arm("slow")],
@@ -224,21 +265,7 @@ fn report_with_every_section() -> Report {
                 exceeds_spread: true,
             }],
         }],
-    }];
-    // A decode rate for the gateway sweep (c1, c4, c16 on one route) gives it a frontier.
-    for p in r
-        .phases
-        .iter_mut()
-        .filter(|p| p.header.route == "least-request")
-    {
-        let ttft = *p.summary.distribution(Figure::Ttft).expect("ttft");
-        let decode = Distribution {
-            mean: 1.0 / ttft.p50,
-            ..ttft
-        };
-        p.summary.figures.set(Figure::DecodeTokS, Some(decode));
     }
-    r
 }
 
 /// Every report the checks below run on: the sample, every seed, one with every section.
@@ -297,23 +324,30 @@ fn the_full_report_shows_every_declared_section() {
 fn every_section_has_a_body_that_writes_in_each_markup_it_claims() {
     let report = report_with_every_section();
     for s in &SECTIONS {
-        let html = s
-            .body(Markup::Html)
-            .expect("every section is in the HTML page");
-        let mut out = String::new();
-        html(&mut out, &report);
-        assert!(!out.trim().is_empty(), "{:?} wrote no HTML", s.id);
-        if let Some(markdown) = s.body(Markup::Markdown) {
-            let mut out = String::new();
-            markdown(&mut out, &report);
-            assert!(!out.trim().is_empty(), "{:?} wrote no markdown", s.id);
-            assert!(!out.contains("<svg"), "{:?}: a chart in markdown", s.id);
+        assert!(
+            s.printed_in(Markup::Html),
+            "{:?} is not in the HTML page",
+            s.id
+        );
+        let blocks = (s.body)(&report);
+        let mut html = String::new();
+        html_body(&mut html, &blocks);
+        assert!(!html.trim().is_empty(), "{:?} wrote no HTML", s.id);
+        if s.printed_in(Markup::Markdown) {
+            let mut markdown = String::new();
+            markdown_body(&mut markdown, &blocks);
+            assert!(!markdown.trim().is_empty(), "{:?} wrote no markdown", s.id);
+            assert!(
+                !markdown.contains("<svg"),
+                "{:?}: a chart in markdown",
+                s.id
+            );
         }
     }
     // The chart sections are the ones markdown leaves out.
     let html_only: Vec<SectionId> = SECTIONS
         .iter()
-        .filter(|s| s.body(Markup::Markdown).is_none())
+        .filter(|s| !s.printed_in(Markup::Markdown))
         .map(|s| s.id)
         .collect();
     assert_eq!(
@@ -333,10 +367,7 @@ fn anchors_are_unique_and_markdown_sections_keep_githubs() {
     anchors.sort_unstable();
     anchors.dedup();
     assert_eq!(anchors.len(), SECTIONS.len(), "an anchor used twice");
-    for s in SECTIONS
-        .iter()
-        .filter(|s| s.body(Markup::Markdown).is_some())
-    {
+    for s in SECTIONS.iter().filter(|s| s.printed_in(Markup::Markdown)) {
         assert_eq!(s.anchor, github_anchor(s.title(&report)), "{:?}", s.id);
     }
 }
@@ -367,7 +398,7 @@ fn both_markups_print_the_shown_sections_in_the_declared_order() {
         let in_markdown: Vec<&str> = shown
             .iter()
             .map(|&id| section(id))
-            .filter(|s| s.body(Markup::Markdown).is_some())
+            .filter(|s| s.printed_in(Markup::Markdown))
             .map(|s| s.title(&report))
             .collect();
         assert_eq!(
@@ -463,9 +494,10 @@ fn the_docs_list_every_section_in_order_with_its_markup() {
     let declared: Vec<(String, String)> = SECTIONS
         .iter()
         .map(|s| {
-            let markup = match s.body(Markup::Markdown) {
-                Some(_) => "both",
-                None => "HTML",
+            let markup = if s.printed_in(Markup::Markdown) {
+                "both"
+            } else {
+                "HTML"
             };
             (format!("#{}", s.anchor), markup.to_string())
         })
