@@ -1,6 +1,8 @@
 //! The series model: which series a stored figure belongs to, one run's point of it, the
 //! conditions measured beside it, and the alerts kept about it.
 
+use std::sync::Arc;
+
 use serde::{Deserialize, Serialize};
 
 pub use super::searches::SearchAnswer;
@@ -27,17 +29,21 @@ pub struct SeriesKey {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Point {
     pub run: RunId,
-    /// RFC 3339, the run's start; points are in this order.
-    pub started_at: String,
+    /// RFC 3339, the run's start; points are in this order. Shared by a run's points, as
+    /// are the two hashes: a plan's thousand runs hold each once.
+    #[serde(with = "shared_text")]
+    pub started_at: Arc<str>,
     /// In the figure's unit as report.json writes it.
     pub value: f64,
     /// The within-run 95% interval when the figure has one.
     pub interval: Option<(f64, f64)>,
     /// sha256 of the asked-for work (`phase.work_sha256`).
-    pub work: String,
+    #[serde(with = "shared_text")]
+    pub work: Arc<str>,
     /// sha256 of the deployment labels and the target's identity (engine, version, model):
     /// a change starts a segment.
-    pub deployment: String,
+    #[serde(with = "shared_text")]
+    pub deployment: Arc<str>,
     /// The phase's trust verdict was client-bound.
     pub client_bound: bool,
     /// The phase or the run was partial.
@@ -49,6 +55,22 @@ pub struct Point {
     /// nothing it could place (neither enters detection); `None` for a phase's figure.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub search: Option<SearchAnswer>,
+}
+
+/// A shared text as a plain JSON string (serde's own `Arc` support would rebuild serde and
+/// everything on it with another feature).
+mod shared_text {
+    use std::sync::Arc;
+
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(text: &Arc<str>, to: S) -> Result<S::Ok, S::Error> {
+        to.serialize_str(text)
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(from: D) -> Result<Arc<str>, D::Error> {
+        String::deserialize(from).map(Arc::from)
+    }
 }
 
 /// Conditions measured beside the figures, which can explain a change in them: the ones

@@ -52,7 +52,7 @@ pub fn point(n: usize, value: f64) -> Point {
     let (run, started_at) = run_id(n);
     Point {
         run,
-        started_at,
+        started_at: started_at.into(),
         value,
         interval: None,
         work: "work-a".into(),

@@ -44,7 +44,7 @@ pub(crate) fn document(key: &SeriesKey, points: &[Point]) -> Document {
         .map(|p| {
             vec![
                 Cell::plain(p.run.clone()),
-                Cell::plain(p.started_at.clone()),
+                Cell::plain(p.started_at.to_string()),
                 Cell::plain(shown.number(p.value)),
                 Cell::plain(p.interval.map_or(String::new(), |(lo, hi)| {
                     format!("{} – {}", shown.number(lo), shown.number(hi))
@@ -97,13 +97,13 @@ pub fn csv(key: &SeriesKey, points: &[Point]) -> String {
     for p in points {
         let _ = writer.write_record([
             p.run.clone(),
-            p.started_at.clone(),
+            p.started_at.to_string(),
             p.value.to_string(),
             unit.to_string(),
             opt(p.interval.map(|i| i.0)),
             opt(p.interval.map(|i| i.1)),
-            p.work.clone(),
-            p.deployment.clone(),
+            p.work.to_string(),
+            p.deployment.to_string(),
             p.client_bound.to_string(),
             p.partial.to_string(),
             p.excluded.clone().unwrap_or_default(),

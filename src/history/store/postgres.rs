@@ -6,6 +6,7 @@ use std::cell::RefCell;
 use std::error::Error as _;
 
 use bytes::BytesMut;
+use postgres::fallible_iterator::FallibleIterator;
 use postgres::types::{IsNull, ToSql, Type, to_sql_checked};
 use postgres::{Client, NoTls, Row};
 
@@ -154,6 +155,21 @@ impl Driver for Postgres {
             .map(cells)
             .collect::<Result<_, _>>()
             .map_err(|e| self.error(e))
+    }
+
+    fn each_row(
+        &self,
+        sql: &str,
+        params: &[Cell],
+        row: &mut dyn FnMut(&[Cell]) -> Result<(), HistoryError>,
+    ) -> Result<(), HistoryError> {
+        let mut client = self.client.borrow_mut();
+        let refs = params.iter().map(|p| p as &(dyn ToSql + Sync));
+        let mut rows = client.query_raw(sql, refs).map_err(|e| self.error(e))?;
+        while let Some(r) = rows.next().map_err(|e| self.error(e))? {
+            row(&cells(&r).map_err(|e| self.error(e))?)?;
+        }
+        Ok(())
     }
 
     fn table(&self, sql: &str) -> Result<(Vec<Column>, Vec<Vec<Cell>>), HistoryError> {

@@ -418,7 +418,10 @@ pub fn plan_series(
     driver: &dyn Driver,
     plan: &str,
 ) -> Result<Vec<(SeriesKey, Vec<Point>)>, HistoryError> {
-    let rows = driver.query(
+    let bad = || damaged(driver, "series point");
+    let mut out: Vec<(SeriesKey, Vec<Point>)> = Vec::new();
+    let mut strings = SharedStrings::default();
+    driver.each_row(
         "SELECT r.id, r.started_at, f.value, f.lo, f.hi, p.work_sha256, p.deployment_sha256,
             p.trust, p.partial, r.complete, r.excluded, p.cached_token_ratio,
             p.server_queue_share, p.server_uptime_s, p.late_share, f.band_lo, f.band_hi, p.phase, p.target, f.figure
@@ -428,34 +431,56 @@ pub fn plan_series(
          WHERE r.plan = $1
          ORDER BY p.phase, p.target, f.figure, r.started_at, r.id, p.ordinal",
         &[Cell::from(plan)],
+        &mut |r| {
+            let text = |i: usize| r[i].text().ok_or_else(bad);
+            let (phase, target, figure) = (text(17)?, text(18)?, text(19)?);
+            let same = out
+                .last()
+                .is_some_and(|(k, _)| k.phase == phase && k.target == target && k.figure == figure);
+            if !same {
+                let key = SeriesKey {
+                    plan: plan.to_string(),
+                    phase: phase.to_string(),
+                    target: target.to_string(),
+                    figure: figure.to_string(),
+                };
+                out.push((key, Vec::new()));
+            }
+            if let Some((_, points)) = out.last_mut() {
+                points.push(strings.share(figure_point(r, &bad)?));
+            }
+            Ok(())
+        },
     )?;
-    let bad = || damaged(driver, "series point");
-    let mut out: Vec<(SeriesKey, Vec<Point>)> = Vec::new();
-    for r in &rows {
-        let text = |i: usize| r[i].string().ok_or_else(bad);
-        let (phase, target, figure) = (text(17)?, text(18)?, text(19)?);
-        let same = out
-            .last()
-            .is_some_and(|(k, _)| k.phase == phase && k.target == target && k.figure == figure);
-        if !same {
-            let key = SeriesKey {
-                plan: plan.to_string(),
-                phase,
-                target,
-                figure,
-            };
-            out.push((key, Vec::new()));
-        }
-        if let Some((_, points)) = out.last_mut() {
-            points.push(figure_point(r, &bad)?);
-        }
-    }
     for key in super::searches::keys(driver, Some(plan))? {
         let points = super::searches::series(driver, &key)?;
         out.push((key, points));
     }
     out.sort_by(|a, b| a.0.cmp(&b.0));
     Ok(out)
+}
+
+/// The start times and hashes a plan's points repeat, each held once.
+#[derive(Default)]
+struct SharedStrings(std::collections::HashSet<std::sync::Arc<str>>);
+
+impl SharedStrings {
+    fn share(&mut self, mut point: Point) -> Point {
+        point.started_at = self.one(point.started_at);
+        point.work = self.one(point.work);
+        point.deployment = self.one(point.deployment);
+        point
+    }
+
+    fn one(&mut self, text: std::sync::Arc<str>) -> std::sync::Arc<str> {
+        match self.0.get(&text) {
+            Some(kept) => kept.clone(),
+            None => {
+                self.0.insert(text.clone());
+                text
+            }
+        }
+    }
 }
 
 /// What a point's row says in a column of its own table's (column 7 and after).
@@ -476,11 +501,11 @@ pub(super) fn point(
 ) -> Result<Point, HistoryError> {
     Ok(Point {
         run: r[0].string().ok_or_else(bad)?,
-        started_at: r[1].string().ok_or_else(bad)?,
+        started_at: r[1].text().ok_or_else(bad)?.into(),
         value: r[2].real().ok_or_else(bad)?,
         interval: r[3].real().zip(r[4].real()),
-        work: r[5].string().unwrap_or_default(),
-        deployment: r[6].string().ok_or_else(bad)?,
+        work: r[5].text().unwrap_or_default().into(),
+        deployment: r[6].text().ok_or_else(bad)?.into(),
         client_bound: facts.client_bound,
         partial: r[8].bool().ok_or_else(bad)? || !r[9].bool().ok_or_else(bad)?,
         excluded: r[10].string(),

@@ -146,6 +146,14 @@ pub trait Driver {
     /// Run one statement; the rows it changed.
     fn execute(&self, sql: &str, params: &[Cell]) -> Result<u64, HistoryError>;
     fn query(&self, sql: &str, params: &[Cell]) -> Result<Vec<Vec<Cell>>, HistoryError>;
+    /// Hand each row of a query to `row` as it arrives, none kept: a plan's thousand runs of
+    /// figures are read without holding them twice.
+    fn each_row(
+        &self,
+        sql: &str,
+        params: &[Cell],
+        row: &mut dyn FnMut(&[Cell]) -> Result<(), HistoryError>,
+    ) -> Result<(), HistoryError>;
     /// A whole query's columns with their declared types, and its rows with each value of
     /// that type (SQLite's 0/1 as booleans, whole REALs as reals).
     fn table(&self, sql: &str) -> Result<(Vec<Column>, Vec<Vec<Cell>>), HistoryError>;

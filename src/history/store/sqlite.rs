@@ -153,6 +153,31 @@ impl Driver for Sqlite {
             .map_err(|e| self.error(e))
     }
 
+    fn each_row(
+        &self,
+        sql: &str,
+        params: &[Cell],
+        row: &mut dyn FnMut(&[Cell]) -> Result<(), HistoryError>,
+    ) -> Result<(), HistoryError> {
+        let mut statement = self
+            .connection
+            .prepare_cached(sql)
+            .map_err(|e| self.error(e))?;
+        let width = statement.column_count();
+        let mut rows = statement
+            .query(rusqlite::params_from_iter(params))
+            .map_err(|e| self.error(e))?;
+        let mut cells = Vec::with_capacity(width);
+        while let Some(r) = rows.next().map_err(|e| self.error(e))? {
+            cells.clear();
+            for i in 0..width {
+                cells.push(cell(r.get_ref(i).map_err(|e| self.error(e))?));
+            }
+            row(&cells)?;
+        }
+        Ok(())
+    }
+
     fn table(&self, sql: &str) -> Result<(Vec<Column>, Vec<Vec<Cell>>), HistoryError> {
         let columns: Vec<Column> = {
             let statement = self.connection.prepare(sql).map_err(|e| self.error(e))?;

@@ -40,20 +40,18 @@ pub struct Ranks {
 
 impl Ranks {
     pub fn of(trends: &[SeriesTrend]) -> Ranks {
-        let mut runs: BTreeMap<(String, RunId), bool> = BTreeMap::new();
+        let mut runs: BTreeMap<(&str, &str), bool> = BTreeMap::new();
         for p in trends.iter().flat_map(|t| &t.points) {
-            *runs
-                .entry((p.started_at.clone(), p.run.clone()))
-                .or_default() |= eligible(p);
+            *runs.entry((&p.started_at, &p.run)).or_default() |= eligible(p);
         }
         let mut rank = BTreeMap::new();
         let mut seen = 0;
         let mut newest = None;
         for ((_, run), ok) in runs {
-            rank.insert(run.clone(), seen);
+            rank.insert(run.to_string(), seen);
             if ok {
                 seen += 1;
-                newest = Some(run);
+                newest = Some(run.to_string());
             }
         }
         Ranks { rank, newest }

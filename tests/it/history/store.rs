@@ -172,7 +172,7 @@ fn a_series_is_every_run_in_time_order_with_its_marks() {
         let points = store.series(&key).unwrap();
         let runs: Vec<&str> = points.iter().map(|p| p.run.as_str()).collect();
         assert_eq!(runs, ["a", "b", "c"], "{location}");
-        assert_eq!(points[0].started_at, "2026-12-01T06:00:00.000Z");
+        assert_eq!(&*points[0].started_at, "2026-12-01T06:00:00.000Z");
         assert!(
             points.iter().all(|p| p.client_bound),
             "gateway-c4 is client-bound"
