@@ -7,27 +7,14 @@ use serde_json::Value;
 
 use super::super::HistoryError;
 use super::super::record::{ErrorRow, FigureRow, PhaseRow, RunRow, RunRows, RunSource, SplitRow};
-use super::super::searches::{SearchAnswer, is_capacity};
+use super::super::searches::is_capacity;
 use super::super::series::{Alert, AlertState, Conditions, Moved, Point, SeriesKey};
 use super::model::{RunFilter, RunSummary, StoredRun, Table};
+use super::row::{PointFacts, normalize_time, point, trust_name, trust_named};
 use super::schema::{TABLES, order_by};
 use super::sql::{Cell, Driver};
-use super::write::normalize_time;
 use crate::metrics::trust::TrustVerdict;
 use crate::plan::model::HistorySettings;
-
-pub fn trust_name(verdict: TrustVerdict) -> &'static str {
-    match verdict {
-        TrustVerdict::Trusted => "trusted",
-        TrustVerdict::ClientBound => "client_bound",
-    }
-}
-
-fn trust_named(name: &str) -> Option<TrustVerdict> {
-    [TrustVerdict::Trusted, TrustVerdict::ClientBound]
-        .into_iter()
-        .find(|v| trust_name(*v) == name)
-}
 
 /// A stored value that should be there and is not: the store was changed by hand.
 fn damaged(driver: &dyn Driver, what: &str) -> HistoryError {
@@ -481,37 +468,6 @@ impl SharedStrings {
             }
         }
     }
-}
-
-/// What a point's row says in a column of its own table's (column 7 and after).
-pub(super) struct PointFacts {
-    pub client_bound: bool,
-    pub conditions: Conditions,
-    pub search: Option<SearchAnswer>,
-}
-
-/// One point of a series from a row whose columns 0-6 are the run's id and start, the value,
-/// its interval and the work and deployment hashes, and 8-10 the phase's or search's
-/// `partial` and the run's `complete` and `excluded`: the figures' and the searches' series
-/// queries both select them so.
-pub(super) fn point(
-    r: &[Cell],
-    bad: &dyn Fn() -> HistoryError,
-    facts: PointFacts,
-) -> Result<Point, HistoryError> {
-    Ok(Point {
-        run: r[0].string().ok_or_else(bad)?,
-        started_at: r[1].text().ok_or_else(bad)?.into(),
-        value: r[2].real().ok_or_else(bad)?,
-        interval: r[3].real().zip(r[4].real()),
-        work: r[5].text().unwrap_or_default().into(),
-        deployment: r[6].text().ok_or_else(bad)?.into(),
-        client_bound: facts.client_bound,
-        partial: r[8].bool().ok_or_else(bad)? || !r[9].bool().ok_or_else(bad)?,
-        excluded: r[10].string(),
-        conditions: facts.conditions,
-        search: facts.search,
-    })
 }
 
 /// The report kept with run `id`, when it was recorded at schema v5 or later.

@@ -4,7 +4,7 @@
 use super::super::HistoryError;
 use super::super::searches::{CAPACITY, SearchAnswer, SearchRow, load_name, load_named};
 use super::super::series::{Conditions, Point, SeriesKey};
-use super::read::{PointFacts, point};
+use super::row::{PointFacts, point};
 use super::sql::{Cell, Driver};
 
 /// Insert `run`'s searches (inside the recording's transaction).

@@ -7,6 +7,7 @@ use super::super::record::{PhaseRow, RunRows};
 use super::super::series::{Alert, AlertState, RunId};
 use super::super::{HistoryError, hook};
 use super::model::Retention;
+use super::row::{normalize_time, trust_name};
 use super::sql::{Cell, Driver, in_write_transaction};
 
 /// Figures written by one INSERT (9 parameters each, well under either database's limit).
@@ -119,7 +120,7 @@ fn insert_phase(
             Cell::from(p.partial),
             Cell::from(p.work_sha256.clone()),
             Cell::from(&p.deployment_sha256),
-            Cell::from(p.trust.map(super::read::trust_name)),
+            Cell::from(p.trust.map(trust_name)),
             Cell::from(&p.trust_reasons),
             Cell::from(p.requests),
             Cell::from(p.errors),
@@ -391,35 +392,6 @@ pub fn retain(
     })
 }
 
-/// An RFC 3339 time as the store keeps it: UTC, milliseconds, `Z` (so text order is time
-/// order); `None` when it does not parse.
-pub fn normalize_time(text: &str) -> Option<String> {
-    let t = chrono::DateTime::parse_from_rfc3339(text.trim()).ok()?;
-    Some(
-        t.with_timezone(&chrono::Utc)
-            .to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
-    )
-}
-
 fn now() -> String {
     chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::normalize_time;
-
-    #[test]
-    fn times_are_kept_in_utc_so_text_order_is_time_order() {
-        assert_eq!(
-            normalize_time("2026-12-01T08:00:00+02:00").as_deref(),
-            Some("2026-12-01T06:00:00.000Z")
-        );
-        assert_eq!(
-            normalize_time("2026-12-01T06:00:00.123456Z").as_deref(),
-            Some("2026-12-01T06:00:00.123Z")
-        );
-        assert_eq!(normalize_time("unknown"), None);
-        assert_eq!(normalize_time("20261201-093000"), None);
-    }
 }

@@ -13,8 +13,9 @@
 
 use std::collections::BTreeMap;
 
-use super::analyse::{ChangePoint, SeriesTrend, Verdict, analyse, eligible};
-use super::detect::Settings;
+use super::analyse::analyse;
+use super::shape::{ChangePoint, SeriesTrend, Verdict, eligible};
+use super::split::Settings;
 use super::watch::Watch;
 use crate::figure::Better;
 use crate::history::series::{Alert, AlertState, Moved, RunId};

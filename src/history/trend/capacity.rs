@@ -4,8 +4,8 @@
 //! level's pooled interval and each new run's, and only when it moves the capacity by at
 //! least the minimum effect.
 
-use super::analyse::{ChangePoint, Evidence, Level, Verdict, eligible};
-use super::detect::Settings;
+use super::shape::{ChangePoint, Evidence, Level, Verdict, eligible};
+use super::split::Settings;
 use super::stats::{mean, relative};
 use crate::history::series::Point;
 use crate::report::model::search::{CapacityVerdict, by_intervals};

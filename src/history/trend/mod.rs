@@ -10,16 +10,20 @@ mod detect;
 mod edivisive;
 mod newest;
 mod provenance;
+mod shape;
+mod split;
 mod stats;
 mod watch;
 
 pub use stats::relative as relative_change;
 
 pub use alerts::{AlertUpdate, Ranks, SAME_CHANGE, update_alerts};
-pub use analyse::{
-    ChangePoint, Evidence, Level, Segment, SegmentStart, SeriesTrend, Verdict, analyse, eligible,
-};
+pub use analyse::analyse;
 pub use conditions::{CACHE_RATIO_BOUND, ConditionChange, QUEUE_SHARE_BOUND};
-pub use detect::{FoundBy, Settings, Split, change_points};
+pub use detect::change_points;
 pub use provenance::{ProvenanceChange, provenance_changes};
+pub use shape::{
+    ChangePoint, Evidence, Level, Segment, SegmentStart, SeriesTrend, Verdict, eligible,
+};
+pub use split::{FoundBy, Settings, Split};
 pub use watch::{DEFAULT_WATCH, Watch, rules};

@@ -8,7 +8,7 @@
 //! One or two odd runs still never make a change: the step must fit best (least squares)
 //! with at least `min_points` runs after it.
 
-use super::detect::{FoundBy, Settings, Split, is_blip};
+use super::split::{FoundBy, Settings, Split, is_blip};
 use super::stats::{mean, moments, relative, t_test};
 
 /// The newest runs of `values[from..]` as a new level: the tail of `min_points..=newest_runs`

@@ -4,7 +4,7 @@
 use crate::history::searches::CAPACITY;
 use crate::plan::model::HistorySettings;
 
-use super::detect::Settings;
+use super::split::Settings;
 
 /// The figures watched when the plan names none.
 pub const DEFAULT_WATCH: [&str; 9] = [

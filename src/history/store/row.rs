@@ -1,0 +1,81 @@
+//! A stored row as the series model reads it, for the readers and the writers alike: the
+//! trust verdict's name, the time format, and a series point from a row.
+
+use super::super::HistoryError;
+use super::super::searches::SearchAnswer;
+use super::super::series::{Conditions, Point};
+use super::sql::Cell;
+use crate::metrics::trust::TrustVerdict;
+
+pub fn trust_name(verdict: TrustVerdict) -> &'static str {
+    match verdict {
+        TrustVerdict::Trusted => "trusted",
+        TrustVerdict::ClientBound => "client_bound",
+    }
+}
+
+pub(super) fn trust_named(name: &str) -> Option<TrustVerdict> {
+    [TrustVerdict::Trusted, TrustVerdict::ClientBound]
+        .into_iter()
+        .find(|v| trust_name(*v) == name)
+}
+
+/// An RFC 3339 time as the store keeps it: UTC, milliseconds, `Z` (so text order is time
+/// order); `None` when it does not parse.
+pub fn normalize_time(text: &str) -> Option<String> {
+    let t = chrono::DateTime::parse_from_rfc3339(text.trim()).ok()?;
+    Some(
+        t.with_timezone(&chrono::Utc)
+            .to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
+    )
+}
+
+/// What a point's row says in a column of its own table's (column 7 and after).
+pub(super) struct PointFacts {
+    pub client_bound: bool,
+    pub conditions: Conditions,
+    pub search: Option<SearchAnswer>,
+}
+
+/// One point of a series from a row whose columns 0-6 are the run's id and start, the value,
+/// its interval and the work and deployment hashes, and 8-10 the phase's or search's
+/// `partial` and the run's `complete` and `excluded`: the figures' and the searches' series
+/// queries both select them so.
+pub(super) fn point(
+    r: &[Cell],
+    bad: &dyn Fn() -> HistoryError,
+    facts: PointFacts,
+) -> Result<Point, HistoryError> {
+    Ok(Point {
+        run: r[0].string().ok_or_else(bad)?,
+        started_at: r[1].text().ok_or_else(bad)?.into(),
+        value: r[2].real().ok_or_else(bad)?,
+        interval: r[3].real().zip(r[4].real()),
+        work: r[5].text().unwrap_or_default().into(),
+        deployment: r[6].text().ok_or_else(bad)?.into(),
+        client_bound: facts.client_bound,
+        partial: r[8].bool().ok_or_else(bad)? || !r[9].bool().ok_or_else(bad)?,
+        excluded: r[10].string(),
+        conditions: facts.conditions,
+        search: facts.search,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::normalize_time;
+
+    #[test]
+    fn times_are_kept_in_utc_so_text_order_is_time_order() {
+        assert_eq!(
+            normalize_time("2026-12-01T08:00:00+02:00").as_deref(),
+            Some("2026-12-01T06:00:00.000Z")
+        );
+        assert_eq!(
+            normalize_time("2026-12-01T06:00:00.123456Z").as_deref(),
+            Some("2026-12-01T06:00:00.123Z")
+        );
+        assert_eq!(normalize_time("unknown"), None);
+        assert_eq!(normalize_time("20261201-093000"), None);
+    }
+}
