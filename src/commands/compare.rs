@@ -102,7 +102,8 @@ pub fn run(args: &CompareArgs) -> Exit {
     }
 }
 
-/// A report, with every record from the `requests.parquet` beside it when there is one, so
+/// A report, with every record beside it (its `requests/` parts, or an older run's
+/// `requests.parquet`) when there are any, so
 /// the bootstrap resamples every request even when report.json holds a sample.
 fn read_with_records(path: &Path) -> Result<crate::report::Report, String> {
     let path = report_file(path).map_err(|e| e.to_string())?;

@@ -10,6 +10,7 @@ use crate::plan::{prepare, to_document};
 
 #[derive(Debug, clap::Args)]
 pub struct ExpandCommandArgs {
+    /// Plan file (YAML, TOML or JSON).
     pub plan: PathBuf,
     #[command(flatten)]
     pub expand: ExpandArgs,

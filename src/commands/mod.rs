@@ -67,8 +67,8 @@ pub enum Command {
     Completions(CompletionsArgs),
     /// Run a plan (or re-run the plan embedded in a report.json) and write one combined report.
     Run(RunArgs),
-    /// Render a report (servebench JSON or a seed format) as markdown, HTML, CSV, or a seed
-    /// format (`anvil` per phase, `gateway` for the whole run).
+    /// Render a report (servebench JSON or a seed format) as markdown, HTML, CSV, JSON, or a
+    /// seed format (`anvil` per phase, `gateway` for the whole run).
     Report(ReportArgs),
     /// Compare two reports phase by phase; exit 1 when a --gate fails.
     Compare(CompareArgs),
@@ -79,7 +79,8 @@ pub enum Command {
     Selftest(SelftestCommandArgs),
     /// Merge the reports of a sharded run (`run --shard I/N`) into one report.
     Merge(MergeArgs),
-    /// Rebuild a killed run's report and requests.parquet from its journal.
+    /// Rebuild a killed run's report.json and its records (the Parquet parts under requests/,
+    /// listed in requests/_manifest.json) from its parts and journal.
     Recover(RecoverArgs),
     /// The results history across runs: list, show, series, record, import, export,
     /// exclude, retain, tag; trends, alerts, gates and baselines.

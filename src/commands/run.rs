@@ -20,13 +20,18 @@ pub struct RunArgs {
     /// The old spelling of --output.
     #[arg(long, value_name = "DIR", hide = true, conflicts_with = "output")]
     pub out: Option<PathBuf>,
-    /// Run only these phases, in plan order.
-    #[arg(long, value_name = "PHASE", num_args = 1..)]
+    /// Run only these phases, in plan order (the name `report --phase` and `history
+    /// series --phase` take).
+    #[arg(long = "phase", value_name = "PHASE", num_args = 1..)]
+    pub phase: Vec<String>,
+    /// The old spelling of --phase.
+    #[arg(long, value_name = "PHASE", num_args = 1.., hide = true, conflicts_with = "phase")]
     pub only: Vec<String>,
     /// Print the schedule without sending anything.
     #[arg(long)]
     pub dry_run: bool,
-    /// No progress output.
+    /// Print only warnings, errors and the `report:` line: no progress, phase lines or
+    /// notes.
     #[arg(long, short)]
     pub quiet: bool,
     /// Skip measuring this machine's client ceiling before the first phase.
@@ -63,7 +68,8 @@ pub struct RunArgs {
           value_parser = clap::value_parser!(u64).range(1..))]
     pub part_rows: u64,
     /// Record the finished run here: a SQLite file or a postgres:// URL [default:
-    /// $SERVEBENCH_HISTORY, else history.sqlite beside the run directory].
+    /// $SERVEBENCH_HISTORY, else runs/history.sqlite under the current directory, wherever
+    /// -o puts the run].
     #[arg(long, value_name = "PATH|URL", conflicts_with = "no_history")]
     pub history: Option<String>,
     /// Do not record the run in the history.
@@ -98,7 +104,13 @@ impl RunArgs {
                 "--out",
                 "-o/--output",
             ),
-            only: self.only.clone(),
+            only: super::args::renamed(
+                (!self.phase.is_empty()).then(|| self.phase.clone()),
+                (!self.only.is_empty()).then(|| self.only.clone()),
+                "--only",
+                "--phase",
+            )
+            .unwrap_or_default(),
             dry_run: self.dry_run,
             calibrate: !self.no_calibrate,
             latency_hint: !self.no_latency_hint,
@@ -156,7 +168,7 @@ fn failed_phases(report: Option<&crate::report::Report>) -> Vec<String> {
 }
 
 pub fn run(args: RunArgs) -> Exit {
-    if let Some(note) = shard_salt_note(&args) {
+    if let Some(note) = shard_salt_note(&args).filter(|_| !args.quiet) {
         eprintln!("{note}");
     }
     let runtime = match tokio::runtime::Runtime::new() {
@@ -176,7 +188,7 @@ pub fn run(args: RunArgs) -> Exit {
         && !args.no_history
         && args.shard.is_none()
     {
-        super::history::record::after_run(args.history.as_deref(), report, path);
+        super::history::record::after_run(args.history.as_deref(), report, path, args.quiet);
     }
     match outcome {
         // A target that went down ended the run; its partial report is written (and recorded

@@ -19,6 +19,7 @@ pub enum SchemaKind {
     Plan,
     /// The concrete plan `expand` prints and a report embeds.
     PlanExpanded,
+    /// The report.json a run writes (and `report --format json` prints).
     Report,
 }
 

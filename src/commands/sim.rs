@@ -8,8 +8,10 @@ use crate::sim::{SimConfig, config_file::load_config, serve_on};
 
 #[derive(Debug, Clone, clap::Args)]
 pub struct SimArgs {
+    /// Address to listen on.
     #[arg(long, default_value = "127.0.0.1")]
     pub host: IpAddr,
+    /// Port to listen on; its API is at http://HOST:PORT/v1.
     #[arg(long, default_value_t = 8000)]
     pub port: u16,
     /// Simulator settings (YAML, or JSON when the name ends in .json).

@@ -12,6 +12,7 @@ use crate::plan::{Diagnostic, PlanErrors, prepare};
 
 #[derive(Debug, clap::Args)]
 pub struct ValidateArgs {
+    /// Plan files (YAML, TOML or JSON).
     #[arg(required = true)]
     pub plans: Vec<PathBuf>,
     /// How problems are printed: `human` (with the source line), `github` (Actions

@@ -294,7 +294,7 @@ fn prepare_document(
         ));
     }
     let renamed = renamed::rename_raw(raw, map).map_err(|i| raw_diagnostics(raw, map, i))?;
-    let (raw, map, mut warnings) = match &renamed {
+    let (raw, map, warnings) = match &renamed {
         Some(r) => (&r.doc, &r.map, r.warnings.clone()),
         None => (raw, map, Vec::new()),
     };
@@ -302,8 +302,73 @@ fn prepare_document(
     let (raw, map) = grouped.as_ref().map_or((raw, map), |(doc, map)| (doc, map));
     let issues = schema::validate(raw, true);
     if !issues.is_empty() {
-        return Err(raw_diagnostics(raw, map, issues));
+        return Err(with_semantic_problems(raw, map, options, issues));
     }
+    prepare_valid(raw, map, options, warnings)
+}
+
+/// The schema's problems, and, when the plan is sound once the values they point at are left
+/// out, the semantic problems of the rest too: one `validate` shows both.
+fn with_semantic_problems(
+    raw: &Value,
+    map: &SourceMap,
+    options: &ExpandOptions,
+    issues: Vec<Issue>,
+) -> PlanErrors {
+    let pointers: Vec<String> = issues.iter().map(|i| i.pointer.clone()).collect();
+    let mut errors = raw_diagnostics(raw, map, issues);
+    let mut rest = raw.clone();
+    if !pointers.iter().all(|p| leave_out(&mut rest, p))
+        || !schema::validate(&rest, true).is_empty()
+    {
+        return errors;
+    }
+    let Err(semantic) = prepare_valid(&rest, map, options, Vec::new()) else {
+        return errors;
+    };
+    // What the mapping holding a bad value is told (a missing bound, a missing key) may be
+    // only that value's absence: left to the next try.
+    let holders: Vec<(String, usize, usize)> = pointers
+        .iter()
+        .filter_map(|p| p.rsplit_once('/'))
+        .flat_map(|(parent, _)| [map.locate(parent, true), map.locate(parent, false)])
+        .map(|l| (l.file, l.line, l.col))
+        .collect();
+    for d in semantic.diagnostics {
+        let at = (d.location.file.clone(), d.location.line, d.location.col);
+        let seen = errors
+            .diagnostics
+            .iter()
+            .any(|e| (&e.location, &e.message) == (&d.location, &d.message));
+        if !seen && !holders.contains(&at) {
+            errors.diagnostics.push(d);
+        }
+    }
+    errors
+}
+
+/// Remove the mapping entry `pointer` names from `doc`; false where that cannot leave the
+/// rest where the source map places it (the root, a list item) or a value would be missing.
+fn leave_out(doc: &mut Value, pointer: &str) -> bool {
+    let Some((parent, key)) = pointer.rsplit_once('/') else {
+        return false;
+    };
+    match doc.pointer_mut(parent) {
+        Some(Value::Object(map)) => {
+            let key = key.replace("~1", "/").replace("~0", "~");
+            map.shift_remove(&key).is_some()
+        }
+        _ => false,
+    }
+}
+
+/// A document the schema accepts: expanded, overridden, read into a [`Plan`] and checked.
+fn prepare_valid(
+    raw: &Value,
+    map: &SourceMap,
+    options: &ExpandOptions,
+    mut warnings: Vec<Warning>,
+) -> Result<Prepared, PlanErrors> {
     let input = ExpandInput {
         vars_files: &options.vars_files,
         set: &options.set,
@@ -314,50 +379,12 @@ fn prepare_document(
         expand::expand(raw, map, &input).map_err(|diagnostics| PlanErrors { diagnostics })?;
     rename_expanded(&mut expanded, map, &mut warnings)?;
     apply_target_overrides(&mut expanded.doc, &options.target_overrides)?;
-
-    let mut issues = schema::validate(&expanded.doc, false);
-    if issues.is_empty() {
-        // Before the typed read, where a hook holds exactly one action.
-        issues = hooks::action_issues(&expanded.doc);
-    }
-    if !issues.is_empty() {
-        return Err(expanded_diagnostics(&expanded, map, issues));
-    }
-    let plan: Plan = match serde_path_to_error::deserialize(&expanded.doc) {
-        Ok(plan) => plan,
-        Err(e) => {
-            let pointer = e.path().iter().fold(String::new(), |acc, seg| match seg {
-                serde_path_to_error::Segment::Seq { index } => format!("{acc}/{index}"),
-                serde_path_to_error::Segment::Map { key } => format!("{acc}/{}", escape(key)),
-                serde_path_to_error::Segment::Enum { .. }
-                | serde_path_to_error::Segment::Unknown => acc,
-            });
-            let message = e.into_inner().to_string();
-            return Err(expanded_diagnostics(
-                &expanded,
-                map,
-                vec![Issue::new(pointer, message)],
-            ));
-        }
-    };
-    let issues = check::check(&plan);
-    let mut errors = expanded_diagnostics(&expanded, map, issues);
+    let plan = read_plan(&expanded, map)?;
+    let mut errors = expanded_diagnostics(&expanded, map, check::check(&plan));
     if !options.allow_exec {
-        // One refusal per action as written: a `defaults` hook is in every phase.
-        let refusals = expanded_diagnostics(&expanded, map, hooks::exec_refusals(&plan));
-        let mut seen = std::collections::HashSet::new();
         errors
             .diagnostics
-            .extend(refusals.diagnostics.into_iter().filter(|d| {
-                let at = &d.location;
-                // Without source positions, the path is all that tells two actions apart.
-                let path = if at.line == 0 {
-                    d.path.clone()
-                } else {
-                    String::new()
-                };
-                seen.insert((at.file.clone(), at.line, at.col, path))
-            }));
+            .extend(exec_refusals(&expanded, map, &plan));
     }
     if !errors.diagnostics.is_empty() {
         return Err(errors);
@@ -384,6 +411,51 @@ fn prepare_document(
     })
 }
 
+/// The expanded document as a typed [`Plan`], once the schema (and the one-action rule for
+/// hooks) accepts it.
+fn read_plan(expanded: &Expanded, map: &SourceMap) -> Result<Plan, PlanErrors> {
+    let mut issues = schema::validate(&expanded.doc, false);
+    if issues.is_empty() {
+        // Before the typed read, where a hook holds exactly one action.
+        issues = hooks::action_issues(&expanded.doc);
+    }
+    if !issues.is_empty() {
+        return Err(expanded_diagnostics(expanded, map, issues));
+    }
+    serde_path_to_error::deserialize(&expanded.doc).map_err(|e| {
+        let pointer = e.path().iter().fold(String::new(), |acc, seg| match seg {
+            serde_path_to_error::Segment::Seq { index } => format!("{acc}/{index}"),
+            serde_path_to_error::Segment::Map { key } => format!("{acc}/{}", escape(key)),
+            serde_path_to_error::Segment::Enum { .. } | serde_path_to_error::Segment::Unknown => {
+                acc
+            }
+        });
+        let message = e.into_inner().to_string();
+        expanded_diagnostics(expanded, map, vec![Issue::new(pointer, message)])
+    })
+}
+
+/// Without `--allow-exec`, one refusal per `exec` action as written: a `defaults` hook is in
+/// every phase.
+fn exec_refusals(expanded: &Expanded, map: &SourceMap, plan: &Plan) -> Vec<Diagnostic> {
+    let refusals = expanded_diagnostics(expanded, map, hooks::exec_refusals(plan));
+    let mut seen = std::collections::HashSet::new();
+    refusals
+        .diagnostics
+        .into_iter()
+        .filter(|d| {
+            let at = &d.location;
+            // Without source positions, the path is all that tells two actions apart.
+            let path = if at.line == 0 {
+                d.path.clone()
+            } else {
+                String::new()
+            };
+            seen.insert((at.file.clone(), at.line, at.col, path))
+        })
+        .collect()
+}
+
 /// Old key names in targets a template wrote whole, which the raw pass could not see.
 fn rename_expanded(
     expanded: &mut Expanded,
@@ -403,55 +475,59 @@ fn rename_expanded(
     Ok(())
 }
 
-/// Apply `--target NAME=URL` overrides to an expanded document.
+/// Apply `--target NAME=URL` overrides to an expanded document. Their problems point at the
+/// command line, never at the plan's target they would replace.
 fn apply_target_overrides(doc: &mut Value, overrides: &[String]) -> Result<(), PlanErrors> {
     let mut diagnostics = Vec::new();
     for arg in overrides {
-        let location = |col: usize, len: usize| Location {
-            file: "command line".into(),
-            line: 1,
-            col: "--target ".len() + col + 1,
-            len: len.max(1),
-            source_line: Some(format!("--target {arg}")),
-        };
-        let diag = |message: String, hint: Option<String>, col: usize, len: usize| Diagnostic {
+        let diag = |message: String, hint: String, col: usize, len: usize| Diagnostic {
             path: String::new(),
             message,
-            location: location(col, len),
-            hint,
+            location: Location {
+                file: "command line".into(),
+                line: 1,
+                col: "--target ".len() + col + 1,
+                len: len.max(1),
+                source_line: Some(format!("--target {arg}")),
+            },
+            hint: Some(hint),
             note: None,
         };
         let Some((name, url)) = arg.split_once('=') else {
             diagnostics.push(diag(
                 "expected NAME=URL".into(),
-                Some("for example --target direct=http://127.0.0.1:8000/v1".into()),
+                "for example --target direct=http://127.0.0.1:8000/v1".into(),
                 0,
                 arg.chars().count(),
             ));
             continue;
         };
+        let url_ok = is_http_url(url);
+        if !url_ok {
+            let example = if url.contains("://") {
+                "127.0.0.1:8000/v1"
+            } else {
+                url
+            };
+            diagnostics.push(diag(
+                format!("--target {arg}: expected an http:// or https:// URL after `=`"),
+                format!("for example --target {name}=http://{example}"),
+                name.chars().count() + 1,
+                url.chars().count(),
+            ));
+        }
         let Some(targets) = doc.get_mut("targets").and_then(Value::as_object_mut) else {
             continue;
         };
         let known: Vec<String> = targets.keys().cloned().collect();
         match targets.get_mut(name).and_then(Value::as_object_mut) {
-            Some(target) => {
-                // A simulator's metrics are always scraped; scrape the server's the same way
-                // (`{root}/metrics`, what vLLM, SGLang and llama.cpp serve) unless set.
-                if target.remove("simulator").is_some() && !target.contains_key("metrics") {
-                    target.insert("metrics".into(), Value::String(metrics_url_for(url)));
-                }
-                target.insert("base_url".into(), Value::String(url.to_string()));
-            }
+            Some(target) if url_ok => override_target(target, url),
+            Some(_) => {}
             None => {
                 let hint = diag::did_you_mean(name, known.iter().map(String::as_str))
                     .unwrap_or_else(|| format!("targets are `{}`", known.join("`, `")));
-                diagnostics.push(diag(
-                    format!("no target named `{name}`"),
-                    Some(hint),
-                    0,
-                    name.chars().count(),
-                ));
+                let message = format!("no target named `{name}`");
+                diagnostics.push(diag(message, hint, 0, name.chars().count()));
             }
         }
     }
@@ -460,6 +536,24 @@ fn apply_target_overrides(doc: &mut Value, overrides: &[String]) -> Result<(), P
     } else {
         Err(PlanErrors { diagnostics })
     }
+}
+
+/// Point a plan target at the server at `url` instead of its simulator.
+fn override_target(target: &mut serde_json::Map<String, Value>, url: &str) {
+    // A simulator's metrics are always scraped; scrape the server's the same way
+    // (`{root}/metrics`, what vLLM, SGLang and llama.cpp serve) unless set.
+    if target.remove("simulator").is_some() && !target.contains_key("metrics") {
+        target.insert("metrics".into(), Value::String(metrics_url_for(url)));
+    }
+    target.insert("base_url".into(), Value::String(url.to_string()));
+}
+
+/// `http://…` or `https://…` with something after the scheme.
+fn is_http_url(url: &str) -> bool {
+    ["http://", "https://"].iter().any(|scheme| {
+        url.strip_prefix(scheme)
+            .is_some_and(|rest| !rest.is_empty())
+    })
 }
 
 /// `http://host:port/metrics` for a base URL `http://host:port/v1`.

@@ -35,6 +35,9 @@ pub enum Format {
     Anvil,
     /// Seed 004's multi-phase gateway layout for the whole run.
     Gateway,
+    /// The report as servebench JSON (`schema report`), for programs; a seed-format input
+    /// comes out converted.
+    Json,
 }
 
 /// Renders a whole report in one format.
@@ -45,6 +48,7 @@ pub trait Exporter {
 pub struct MarkdownExporter;
 pub struct HtmlExporter;
 pub struct GatewayExporter;
+pub struct JsonExporter;
 pub struct CsvExporter {
     /// One row per request instead of one per phase.
     pub requests: bool,
@@ -78,6 +82,13 @@ impl Exporter for GatewayExporter {
     }
 }
 
+impl Exporter for JsonExporter {
+    fn render(&self, report: &Report) -> String {
+        serde_json::to_string_pretty(report)
+            .map_or_else(|e| format!("{{\"error\": \"{e}\"}}\n"), |s| s + "\n")
+    }
+}
+
 /// The exporter for a one-document `format`; `None` for [`Format::Anvil`], which writes one
 /// document per phase ([`formats::anvil_out::documents`]).
 pub fn exporter(format: Format, requests: bool) -> Option<Box<dyn Exporter>> {
@@ -86,6 +97,7 @@ pub fn exporter(format: Format, requests: bool) -> Option<Box<dyn Exporter>> {
         Format::Html => Some(Box::new(HtmlExporter)),
         Format::Csv => Some(Box::new(CsvExporter { requests })),
         Format::Gateway => Some(Box::new(GatewayExporter)),
+        Format::Json => Some(Box::new(JsonExporter)),
         Format::Anvil => None,
     }
 }

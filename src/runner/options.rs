@@ -38,6 +38,13 @@ pub struct RunOptions {
     pub long_run: LongRunOptions,
 }
 
+impl RunOptions {
+    /// `run -q`: only warnings, errors and the `report:` line reach the console.
+    pub fn quiet(&self) -> bool {
+        self.progress == ProgressMode::Quiet
+    }
+}
+
 /// How a long window stays bounded and watchable.
 #[derive(Debug, Clone)]
 pub struct LongRunOptions {

@@ -155,7 +155,10 @@ impl PhaseRun<'_> {
         facts.hooks.extend(watched.during.outcomes);
         facts.until = watched.until;
         facts.saturation_stop = watched.saturation;
-        if let Some(at_s) = watched.decided_at_s {
+        if let Some(at_s) = watched
+            .decided_at_s
+            .filter(|_| self.progress != ProgressMode::Quiet)
+        {
             eprintln!("probe `{}`: verdict in after {at_s:.1} s", self.phase.name);
         }
         facts.client_load = Some(client_load);

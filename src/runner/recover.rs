@@ -165,50 +165,14 @@ pub fn recover(dir: &Path, keep_records: usize) -> Result<Recovered, String> {
             }
         }
     }
+    let replay = Replay {
+        finished: &finished,
+        rebuild: &rebuild,
+        closed_parts,
+        shard,
+    };
     let mut writer = PartsWriter::open(dir, None, Box::new(|_| {}))?;
-    let mut notes = Vec::new();
-    let mut journal_rows = 0;
-    for file in &files {
-        // A segment whose part closed before the kill is read for its facts only.
-        let tail = file.part >= closed_parts;
-        let name = file.path.display();
-        let reader = File::open(&file.path).map_err(|e| format!("cannot open {name}: {e}"))?;
-        let mut file_notes = Vec::new();
-        for item in JournalLines::new(BufReader::new(reader), &mut file_notes) {
-            let entry = match item.map_err(|e| format!("{name}: {e}"))? {
-                JournalItem::Facts(facts) => {
-                    let phase = facts.phase_facts.header.phase.clone();
-                    if !finished.contains(&phase) {
-                        interrupted_phase(&mut interrupted, &rebuild, &phase).facts = Some(*facts);
-                    }
-                    continue;
-                }
-                JournalItem::Record(_) if !tail => continue,
-                JournalItem::Record(entry) => *entry,
-            };
-            if !finished.contains(&entry.phase) {
-                let (phase, window) = (&entry.phase, entry.window);
-                add_record(
-                    &mut interrupted,
-                    &rebuild,
-                    phase,
-                    window,
-                    entry.record.clone(),
-                )?;
-            }
-            writer.push(RecordRow {
-                phase: entry.phase,
-                window: entry.window,
-                shard,
-                record: entry.record,
-            })?;
-            journal_rows += 1;
-        }
-        notes.extend(file_notes.into_iter().map(|n| format!("{name}: {n}")));
-        if tail {
-            writer.close_part()?;
-        }
-    }
+    let (journal_rows, notes) = replay.files(&files, &mut interrupted, &mut writer)?;
     let rows = writer.finish()?;
     drop_closed_records(&files)?;
     let rebuilt_phases = interrupted
@@ -235,6 +199,67 @@ pub fn recover(dir: &Path, keep_records: usize) -> Result<Recovered, String> {
         journal_rows,
         notes,
     })
+}
+
+/// What replaying the journal needs: the phases the report already holds, where the rest
+/// are rebuilt, and which journal files still hold records no closed part has.
+struct Replay<'a> {
+    finished: &'a HashSet<String>,
+    rebuild: &'a Rebuild<'a>,
+    closed_parts: usize,
+    shard: Option<u32>,
+}
+
+impl Replay<'_> {
+    /// Every journal file in order: unfinished phases' facts and records into `interrupted`,
+    /// records no closed part holds into `writer`. The records written, and the notes on
+    /// lines that could not be read.
+    fn files(
+        &self,
+        files: &[JournalFile],
+        interrupted: &mut Vec<Interrupted>,
+        writer: &mut PartsWriter,
+    ) -> Result<(u64, Vec<String>), String> {
+        let (finished, rebuild, shard) = (self.finished, self.rebuild, self.shard);
+        let mut notes = Vec::new();
+        let mut journal_rows = 0;
+        for file in files {
+            // A segment whose part closed before the kill is read for its facts only.
+            let tail = file.part >= self.closed_parts;
+            let name = file.path.display();
+            let reader = File::open(&file.path).map_err(|e| format!("cannot open {name}: {e}"))?;
+            let mut file_notes = Vec::new();
+            for item in JournalLines::new(BufReader::new(reader), &mut file_notes) {
+                let entry = match item.map_err(|e| format!("{name}: {e}"))? {
+                    JournalItem::Facts(facts) => {
+                        let phase = facts.phase_facts.header.phase.clone();
+                        if !finished.contains(&phase) {
+                            interrupted_phase(interrupted, rebuild, &phase).facts = Some(*facts);
+                        }
+                        continue;
+                    }
+                    JournalItem::Record(_) if !tail => continue,
+                    JournalItem::Record(entry) => *entry,
+                };
+                if !finished.contains(&entry.phase) {
+                    let (phase, window) = (&entry.phase, entry.window);
+                    add_record(interrupted, rebuild, phase, window, entry.record.clone())?;
+                }
+                writer.push(RecordRow {
+                    phase: entry.phase,
+                    window: entry.window,
+                    shard,
+                    record: entry.record,
+                })?;
+                journal_rows += 1;
+            }
+            notes.extend(file_notes.into_iter().map(|n| format!("{name}: {n}")));
+            if tail {
+                writer.close_part()?;
+            }
+        }
+        Ok((journal_rows, notes))
+    }
 }
 
 /// Every journal record is now in a closed part: the segments go, and the open file keeps

@@ -51,6 +51,17 @@ pub async fn run(options: RunOptions) -> Result<RunOutcome, RunError> {
         });
     };
     check_client_settings(&schedule.phases, &targets)?;
+    run_schedule(&options, &loaded, &schedule, &targets).await
+}
+
+/// The run itself, once the plan, its schedule and its targets are ready: the run directory,
+/// calibration, every phase, and the report closed.
+async fn run_schedule(
+    options: &RunOptions,
+    loaded: &LoadedPlan,
+    schedule: &Schedule<'_>,
+    targets: &Targets,
+) -> Result<RunOutcome, RunError> {
     let started_at = chrono::Utc::now();
     let run_id = run_id(&loaded.plan.name, started_at, options.shard);
     let shard_index = options.shard.map(|s| s.index);
@@ -69,27 +80,27 @@ pub async fn run(options: RunOptions) -> Result<RunOutcome, RunError> {
     let stops = Stops::default();
     let interrupts = install_interrupt_handler(stops.clone(), journal.clone(), out_dir.clone());
 
-    let salt = super::salt::run_salt(&options, &loaded.plan);
+    let salt = super::salt::run_salt(options, &loaded.plan);
     let provenance =
-        super::provenance::run_provenance(&loaded, &schedule.phases, &targets, &simulators, &salt)
+        super::provenance::run_provenance(loaded, &schedule.phases, targets, &simulators, &salt)
             .await;
-    let mut report = new_report(&loaded, run_id.clone(), started_at);
+    let servers = provenance.servers.clone();
+    let mut report = new_report(loaded, run_id.clone(), started_at);
     report.client_calibration = calibration;
     report.host.cpu_latency_hint = Some(latency_hint);
     report.client_busy_poll = options.busy_poll;
-    report.shard = shard_info(&loaded.plan, &options);
-    let servers = provenance.servers.clone();
+    report.shard = shard_info(&loaded.plan, options);
     report.provenance = Some(provenance);
     let report_path = output::write_report(&out_dir, &report).map_err(RunError::Failed)?;
     let phases = Phases {
-        loaded: &loaded,
-        schedule: &schedule,
+        loaded,
+        schedule,
         simulators: &simulators,
         run_id: &run_id,
         journal: &journal,
         stops: &stops,
-        targets: &targets,
-        options: &options,
+        targets,
+        options,
         out_dir: &out_dir,
         salt: &salt,
         servers: &servers,
@@ -178,7 +189,7 @@ async fn preflight(
     let targets = Targets::resolve(&loaded.plan, used, &plan_dir)?;
     check_reachable(&preliminary.phases, &targets).await?;
     drop(preliminary);
-    discover_models(&mut loaded.plan, &targets).await?;
+    discover_models(&mut loaded.plan, &targets, options.quiet()).await?;
     Ok(targets)
 }
 
@@ -274,7 +285,7 @@ pub(super) struct Phases<'a> {
     journal: &'a Journal,
     pub(super) stops: &'a Stops,
     pub(super) targets: &'a Targets,
-    options: &'a RunOptions,
+    pub(super) options: &'a RunOptions,
     pub(super) out_dir: &'a Path,
     /// The run's salt, and each target as its server states itself (which salt it takes).
     salt: &'a str,
@@ -497,7 +508,9 @@ impl Phases<'_> {
             previous: report.phases.last(),
         };
         let result = phase_result(ran.facts, ran.measured, figures);
-        println!("{}", phase_line(&result));
+        if !self.options.quiet() {
+            println!("{}", phase_line(&result));
+        }
         for warning in console::phase_warnings(&result) {
             eprintln!("{warning}");
         }

@@ -52,7 +52,7 @@ impl Phases<'_> {
         // The probes at the ends of the bracket, for the capacity's interval.
         let (mut at_pass, mut at_fail): (Option<ProbeOutcome>, Option<ProbeOutcome>) = (None, None);
         let start = search.start_note();
-        if let Some(note) = &start {
+        if let Some(note) = start.as_ref().filter(|_| !self.options.quiet()) {
             eprintln!("note: search `{}` {note}", phase.name);
         }
         // Set when a probe's target went down: the search and the run end there.
@@ -148,11 +148,13 @@ impl Phases<'_> {
             let Some((longer, why)) = longer else {
                 return Ok(Ok(Some(probed)));
             };
-            eprintln!(
-                "note: probe `{}` {why}: running it again for {}",
-                probes.last().map_or("", String::as_str),
-                humantime::format_duration(longer)
-            );
+            if !self.options.quiet() {
+                eprintln!(
+                    "note: probe `{}` {why}: running it again for {}",
+                    probes.last().map_or("", String::as_str),
+                    humantime::format_duration(longer)
+                );
+            }
             duration = longer;
         }
     }

@@ -65,6 +65,7 @@ impl Targets {
 pub(super) async fn discover_models(
     plan: &mut plan::Plan,
     targets: &Targets,
+    quiet: bool,
 ) -> Result<(), RunError> {
     for (name, target) in plan.targets.iter_mut() {
         let Some(resolved) = targets.by_name.get(name) else {
@@ -97,7 +98,9 @@ pub(super) async fn discover_models(
             .into_iter()
             .next()
             .ok_or_else(|| not_found("listed no model".to_string()))?;
-        eprintln!("target `{name}`: using model `{id}` from {shown}");
+        if !quiet {
+            eprintln!("target `{name}`: using model `{id}` from {shown}");
+        }
         target.model = Some(id);
     }
     Ok(())

@@ -1,5 +1,5 @@
 //! The concrete schedule of a run: every phase's settings read from the expanded plan, the
-//! phases `--only` selects, this shard's share of each (`--shard I/N`), their planned starts
+//! phases `--phase` selects, this shard's share of each (`--shard I/N`), their planned starts
 //! (`--start-at`), and the one description `run --dry-run` prints. Pure arithmetic: the
 //! scheduler executes what this module computes.
 
@@ -33,7 +33,7 @@ pub struct Schedule<'p> {
     pub shard: Option<ShardSpec>,
 }
 
-/// How to cut the plan into a schedule: `run --only`, `--shard` and `--start-at`.
+/// How to cut the plan into a schedule: `run --phase`, `--shard` and `--start-at`.
 #[derive(Debug, Clone, Default)]
 pub struct ScheduleOptions<'a> {
     pub only: &'a [String],
@@ -76,7 +76,7 @@ impl<'p> Schedule<'p> {
     }
 }
 
-/// The phases `--only` names, in plan order; every phase when it names none.
+/// The phases `--phase` names, in plan order; every phase when it names none.
 fn select<'p>(
     all: Vec<PhaseSettings<'p>>,
     only: &[String],
@@ -91,7 +91,7 @@ fn select<'p>(
     if !unknown.is_empty() {
         let known: Vec<&str> = all.iter().map(|p| p.name).collect();
         return Err(format!(
-            "--only: no phase named {}; the plan's phases are: {}",
+            "--phase: no phase named {}; the plan's phases are: {}",
             unknown
                 .iter()
                 .map(|n| format!("`{n}`"))

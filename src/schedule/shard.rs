@@ -119,7 +119,7 @@ pub fn check_shardable(phases: &[PhaseSettings<'_>], shard: ShardSpec) -> Result
         .collect();
     if shard.count > 1 && !replays.is_empty() {
         return Err(format!(
-            "--shard {shard}: trace replay phases cannot be split among shards (every shard would replay the whole trace): {}; run them without --shard, or leave them out with --only",
+            "--shard {shard}: trace replay phases cannot be split among shards (every shard would replay the whole trace): {}; run them without --shard, or leave them out with --phase",
             replays.join(", ")
         ));
     }

@@ -258,6 +258,6 @@ fn one_description_covers_phases_shard_and_planned_starts() {
     .unwrap_err();
     assert_eq!(
         err,
-        "--only: no phase named `nope`; the plan's phases are: a, b, c"
+        "--phase: no phase named `nope`; the plan's phases are: a, b, c"
     );
 }

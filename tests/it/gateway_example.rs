@@ -25,11 +25,11 @@ async fn the_gateway_example_fills_backend_figures_for_every_phase() {
             "soak_duration=2s",
         ])
         .args([
-            "--only",
+            "--phase",
             "gateway-c4",
-            "--only",
+            "--phase",
             "prefix-random",
-            "--only",
+            "--phase",
             "prefix-aware",
         ])
         .args(["-q", "--no-calibrate", "--no-latency-hint", "--output"])

@@ -64,7 +64,7 @@ fn lines_of<'a>(
         .filter(move |l| l["phase"] == phase && l["window"] == window)
 }
 
-/// Phases with a warmup, a long cooldown, a short one and a long one; tests pick with `--only`.
+/// Phases with a warmup, a long cooldown, a short one and a long one; tests pick with `--phase`.
 const MULTI_PHASE: &str = "version: 1
 name: multi
 seed: 3
@@ -98,7 +98,7 @@ fn interrupt_at(
         .arg(&out)
         .arg(&plan);
     for phase in only {
-        cmd.args(["--only", phase]);
+        cmd.args(["--phase", phase]);
     }
     let mut child = cmd
         .stdout(Stdio::null())

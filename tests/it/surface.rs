@@ -312,3 +312,260 @@ fn a_simulator_target_serves_the_model_its_target_names() {
         (&Value::from(3), &Value::from(0))
     );
 }
+
+/// `run --phase` picks phases under the name `report --phase` and `history series --phase`
+/// use; `--only`, its old spelling, still works with a note.
+#[test]
+fn run_picks_phases_with_phase_and_only_still_works_with_a_note() {
+    let dir = tempfile::tempdir().unwrap();
+    let plan = root().join("plans/quickstart.yaml");
+    let dry_run = |flag: &str| {
+        let out = servebench_in(dir.path())
+            .arg("run")
+            .arg(&plan)
+            .args(["--dry-run", flag, "c8"])
+            .assert()
+            .success();
+        (stdout_of(&out), stderr_of(&out))
+    };
+    let (schedule, stderr) = dry_run("--phase");
+    assert!(schedule.contains("c8"), "{schedule}");
+    assert!(
+        !schedule.contains("rate-20"),
+        "only c8 is scheduled: {schedule}"
+    );
+    assert!(!stderr.contains("deprecated"), "{stderr}");
+    let (old_schedule, old_stderr) = dry_run("--only");
+    assert_eq!(old_schedule, schedule);
+    assert!(
+        old_stderr.contains("note: `--only` is deprecated and will be removed; write `--phase`"),
+        "{old_stderr}"
+    );
+    assert_eq!(old_stderr.lines().count(), 1, "{old_stderr}");
+
+    let unknown = servebench_in(dir.path())
+        .arg("run")
+        .arg(&plan)
+        .args(["--dry-run", "--phase", "c9"])
+        .assert()
+        .code(Exit::InvalidInput.code());
+    assert!(
+        stderr_of(&unknown).contains("--phase: no phase named `c9`"),
+        "{}",
+        stderr_of(&unknown)
+    );
+    let help = servebench_in(dir.path())
+        .args(["run", "--help"])
+        .assert()
+        .success();
+    let help = stdout_of(&help);
+    assert!(help.contains("--phase <PHASE>"), "{help}");
+    assert!(
+        !help.contains("--only"),
+        "the old spelling stays out of the help: {help}"
+    );
+}
+
+/// A one-phase plan against a server at `url` that names no model (so the run asks the
+/// server for one) and spells `metrics` the old way (so it earns a warning).
+fn discovering_plan(url: &str) -> String {
+    format!(
+        "version: 1
+name: quiet
+targets:
+  srv: {{base_url: {url}/v1, metrics_url: {url}/metrics}}
+workloads:
+  w: {{input_tokens: 16, output_tokens: 4, ignore_eos: true}}
+phases:
+  - {{name: p, target: srv, workload: w, concurrency: 1, requests: 4}}
+"
+    )
+}
+
+/// `-q` leaves warnings, errors and the `report:` line, and nothing else: no phase line,
+/// no model discovery, no history line.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn quiet_runs_print_only_warnings_errors_and_the_report_line() {
+    let _exclusive = crate::common::exclusive_run().await;
+    let (addr, _sim) = servebench::sim::serve(servebench::sim::SimConfig::default())
+        .await
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("plan.yaml"),
+        discovering_plan(&format!("http://{addr}")),
+    )
+    .unwrap();
+    let run = |quiet: bool, out: &str| {
+        let mut cmd = std::process::Command::new(assert_cmd::cargo::cargo_bin!("servebench"));
+        cmd.current_dir(dir.path())
+            .args(["run", "plan.yaml", "--no-calibrate", "-o", out])
+            .args(["--history", "history.sqlite"]);
+        if quiet {
+            cmd.arg("-q");
+        }
+        let output = cmd.output().unwrap();
+        let text = |b: &[u8]| String::from_utf8_lossy(b).to_string();
+        let (stdout, stderr) = (text(&output.stdout), text(&output.stderr));
+        assert!(output.status.success(), "{stdout}\n{stderr}");
+        (stdout, stderr)
+    };
+    let (stdout, stderr) = tokio::task::block_in_place(|| run(false, "loud"));
+    // What -q must leave out is there without it.
+    assert!(stdout.contains("p: 4 requests, 0 errors"), "{stdout}");
+    assert!(stderr.contains("target `srv`: using model"), "{stderr}");
+    assert!(stderr.contains("history: recorded"), "{stderr}");
+
+    let (stdout, stderr) = tokio::task::block_in_place(|| run(true, "quiet"));
+    assert_eq!(stdout, "", "no phase lines on stdout");
+    assert!(
+        stderr.contains("targets.srv.metrics_url: `metrics_url` is deprecated"),
+        "warnings still show: {stderr}"
+    );
+    assert!(
+        stderr.contains(&format!(
+            "report: {}",
+            Path::new("quiet").join("report.json").display()
+        )),
+        "{stderr}"
+    );
+    for line in stderr.lines() {
+        assert!(
+            ["warning: ", "error: ", "report: "]
+                .iter()
+                .any(|p| line.starts_with(p)),
+            "-q printed `{line}`:\n{stderr}"
+        );
+    }
+    assert!(dir.path().join("quiet/report.json").is_file());
+}
+
+/// Two different plans: the headline says so first; `0 significant regressions` alone would
+/// read as a pass. The exit code is what it was.
+#[test]
+fn compare_of_two_plans_says_so_in_its_headline() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = std::fs::read_to_string(root().join("tests/fixtures/reports/sample.json")).unwrap();
+    let sample: Value = serde_json::from_str(&text).unwrap();
+    let (mut base, mut new) = (sample.clone(), sample.clone());
+    new["plan"]["name"] = "other-plan".into();
+    let phases = sample["phases"].as_array().unwrap().len();
+    for (report, work) in [(&mut base, "a"), (&mut new, "b")] {
+        for phase in report["phases"].as_array_mut().unwrap() {
+            phase["work_sha256"] = work.repeat(64).into();
+        }
+    }
+    let same = sample.clone();
+    for (name, report) in [
+        ("base.json", &base),
+        ("new.json", &new),
+        ("same.json", &same),
+    ] {
+        std::fs::write(dir.path().join(name), report.to_string()).unwrap();
+    }
+    let compare = |a: &str, b: &str, format: &str| {
+        let out = servebench_in(dir.path())
+            .args(["compare", a, b, "--format", format])
+            .assert()
+            .success();
+        stdout_of(&out)
+    };
+    let md = compare("base.json", "new.json", "md");
+    let headline = md
+        .lines()
+        .find(|l| l.starts_with("**"))
+        .unwrap_or_else(|| panic!("no headline: {md}"));
+    assert_eq!(
+        headline,
+        format!(
+            "**The two runs ran different plans (gateway-demo and other-plan): {phases} \
+             phase(s) in both asked for different work, not compared. No phase was compared.**"
+        ),
+        "{md}"
+    );
+    let json: Value = serde_json::from_str(&compare("base.json", "new.json", "json")).unwrap();
+    assert_eq!(json["plans_differ"], true, "{json}");
+
+    // The same plan keeps the plain counts.
+    let md = compare("same.json", "same.json", "md");
+    assert!(
+        md.contains("**0 significant regressions, 0 significant improvements"),
+        "{md}"
+    );
+    assert!(!md.contains("different plans"), "{md}");
+    let json: Value = serde_json::from_str(&compare("same.json", "same.json", "json")).unwrap();
+    assert!(json.get("plans_differ").is_none(), "{json}");
+}
+
+/// A plan that parses gets its schema problems and its semantic ones in one pass, each at
+/// its file:line:col.
+#[test]
+fn validate_reports_a_schema_typo_and_a_semantic_error_together() {
+    let dir = tempfile::tempdir().unwrap();
+    let yaml = "version: 1
+name: both
+targets:
+  sim: {simulator: {}}
+workloads:
+  w: {input_tokens: 16, output_tokens: 4, ignore_eoss: true}
+phases:
+  - {name: p, target: sim, workload: w, concurrency: 1, requests: 4}
+  - {name: q, target: nope, workload: w, concurrency: 1, requests: 4}
+";
+    let (code, stderr) = crate::common::validate_yaml(dir.path(), yaml);
+    assert_eq!(code, Exit::InvalidInput.code(), "{stderr}");
+    assert!(stderr.contains("unknown key `ignore_eoss`"), "{stderr}");
+    assert!(
+        stderr.contains("plan.yaml:6:43\n"),
+        "the typo's place: {stderr}"
+    );
+    assert!(stderr.contains("`nope`"), "the semantic error: {stderr}");
+    assert!(
+        stderr.contains("plan.yaml:9:"),
+        "the semantic error's place: {stderr}"
+    );
+    assert!(stderr.contains("2 errors"), "{stderr}");
+
+    // Fixing the typo leaves the semantic error, and nothing new.
+    let (code, fixed) =
+        crate::common::validate_yaml(dir.path(), &yaml.replace("ignore_eoss", "ignore_eos"));
+    assert_eq!(code, Exit::InvalidInput.code(), "{fixed}");
+    assert!(
+        fixed.contains("`nope`") && !fixed.contains("unknown key"),
+        "{fixed}"
+    );
+    assert!(!fixed.contains("2 errors"), "{fixed}");
+}
+
+/// A URL without a scheme in `--target` is the command line's mistake: the error quotes the
+/// argument and points there, not at the plan's target.
+#[test]
+fn a_target_argument_without_a_scheme_is_refused_at_the_command_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let plan = root().join("plans/quickstart.yaml");
+    for verb in ["validate", "run"] {
+        let out = servebench_in(dir.path())
+            .arg(verb)
+            .arg(&plan)
+            .args(["--target", "sim=127.0.0.1:8000"])
+            .assert()
+            .code(Exit::InvalidInput.code());
+        let stderr = stderr_of(&out);
+        assert!(
+            stderr.contains(
+                "error: --target sim=127.0.0.1:8000: expected an http:// or https:// URL after `=`"
+            ),
+            "{verb}: {stderr}"
+        );
+        assert!(
+            stderr.contains(" --> command line:1:14\n"),
+            "{verb}: {stderr}"
+        );
+        assert!(
+            stderr.contains("for example --target sim=http://127.0.0.1:8000"),
+            "{verb}: {stderr}"
+        );
+        assert!(!stderr.contains("quickstart.yaml"), "{verb}: {stderr}");
+        assert!(!dir.path().join("runs").exists(), "{verb}: nothing ran");
+    }
+}

@@ -64,14 +64,15 @@ fn is_seed(path: &Path) -> bool {
 /// Record a finished run's report (after `run` wrote it): a failure is a warning and never
 /// changes the run's exit code. The store is `--history`, `SERVEBENCH_HISTORY`, or
 /// `runs/history.sqlite` under the current directory, wherever `-o` put the run: every
-/// command finds the same store.
-pub fn after_run(flag: Option<&str>, report: &Report, report_path: &Path) {
+/// command finds the same store. `quiet` (`run -q`) keeps the success line off stderr.
+pub fn after_run(flag: Option<&str>, report: &Report, report_path: &Path, quiet: bool) {
     pause_at(PausePoint::AfterReport);
     let location = Location::resolve(flag, Path::new(super::RUNS_DIR));
     let started = Instant::now();
     let recorded =
         open(&location, OpenMode::Create).and_then(|mut s| s.record(report, Some(report_path)));
     match recorded {
+        Ok(_) if quiet => {}
         Ok(id) => eprintln!(
             "history: recorded {id}{} in {location} ({:.0} ms)",
             if report.span.partial {

@@ -37,37 +37,13 @@ pub(super) fn check_apis(plan: &Plan, issues: &mut Vec<Issue>) {
         let api = plan.targets[t].api;
         let workload = &plan.workloads[w];
         let p = format!("/workloads/{}", escape(w));
-        if api != Api::Chat && workload.tools.is_some() {
-            issues.push(
-                Issue::new(
-                    format!("{p}/tools"),
-                    format!(
-                        "`tools` applies to `api: chat`; target `{t}` uses `api: {}`",
-                        api_name(api)
-                    ),
-                )
-                .at_key(),
-            );
-        }
-        if api != Api::Chat && workload.images.is_some() {
-            issues.push(
-                Issue::new(
-                    format!("{p}/images"),
-                    format!(
-                        "`images` go as chat content parts and apply to `api: chat`; target \
-                         `{t}` uses `api: {}`",
-                        api_name(api)
-                    ),
-                )
-                .at_key(),
-            );
-        }
+        check_chat_only(&p, t, api, workload, issues);
+        let target_body = format!("/targets/{}/body", escape(t));
         if typed_events_api(api).is_some() {
             if workloads_seen.insert(w) {
                 check_typed_events(&p, t, api, workload, issues);
             }
             if targets_seen.insert(t) {
-                let target_body = format!("/targets/{}/body", escape(t));
                 check_typed_events_body(&target_body, api, &plan.targets[t].body, issues);
             }
         }
@@ -88,40 +64,80 @@ pub(super) fn check_apis(plan: &Plan, issues: &mut Vec<Issue>) {
             continue;
         }
         encoding_phases = true;
-        if workload.cancel.is_some() {
-            issues.push(
-                Issue::new(
-                    format!("{p}/cancel"),
-                    format!(
-                        "`cancel` drops a stream mid-generation; target `{t}` uses `api: {}`, \
-                         which answers in one body",
-                        api_name(api)
-                    ),
-                )
-                .at_key(),
-            );
-        }
+        check_encoding_pair(&p, t, api, workload, issues);
         if workloads_seen.insert(w) {
             check_encoding(&p, t, api, workload, issues);
         }
         if targets_seen.insert(t) {
-            let target_body = format!("/targets/{}/body", escape(t));
             check_body(&target_body, api, &plan.targets[t].body, issues);
         }
     }
-    if encoding_phases && let Some(slo) = &plan.slo {
-        // Embeddings and rerank generate nothing: a limit on a generated figure never holds.
-        for figure in slo.limits.keys().filter(|f| f.spec().generated) {
-            let key = figure.name();
-            issues.push(
-                Issue::new(
-                    format!("/slo/{}", escape(key)),
-                    format!("embeddings and rerank responses have no `{key}`"),
-                )
-                .at_key()
-                .hint(Some("limit `e2e` instead".into())),
-            );
-        }
+    if encoding_phases {
+        check_encoding_slo(plan, issues);
+    }
+}
+
+/// `tools` and `images` go only to a chat API.
+fn check_chat_only(p: &str, t: &str, api: Api, workload: &Workload, issues: &mut Vec<Issue>) {
+    if api != Api::Chat && workload.tools.is_some() {
+        issues.push(
+            Issue::new(
+                format!("{p}/tools"),
+                format!(
+                    "`tools` applies to `api: chat`; target `{t}` uses `api: {}`",
+                    api_name(api)
+                ),
+            )
+            .at_key(),
+        );
+    }
+    if api != Api::Chat && workload.images.is_some() {
+        issues.push(
+            Issue::new(
+                format!("{p}/images"),
+                format!(
+                    "`images` go as chat content parts and apply to `api: chat`; target \
+                     `{t}` uses `api: {}`",
+                    api_name(api)
+                ),
+            )
+            .at_key(),
+        );
+    }
+}
+
+/// An encoding API answers in one body: nothing to cancel mid-stream.
+fn check_encoding_pair(p: &str, t: &str, api: Api, workload: &Workload, issues: &mut Vec<Issue>) {
+    if workload.cancel.is_some() {
+        issues.push(
+            Issue::new(
+                format!("{p}/cancel"),
+                format!(
+                    "`cancel` drops a stream mid-generation; target `{t}` uses `api: {}`, \
+                     which answers in one body",
+                    api_name(api)
+                ),
+            )
+            .at_key(),
+        );
+    }
+}
+
+/// Embeddings and rerank generate nothing: a limit on a generated figure never holds.
+fn check_encoding_slo(plan: &Plan, issues: &mut Vec<Issue>) {
+    let Some(slo) = &plan.slo else {
+        return;
+    };
+    for figure in slo.limits.keys().filter(|f| f.spec().generated) {
+        let key = figure.name();
+        issues.push(
+            Issue::new(
+                format!("/slo/{}", escape(key)),
+                format!("embeddings and rerank responses have no `{key}`"),
+            )
+            .at_key()
+            .hint(Some("limit `e2e` instead".into())),
+        );
     }
 }
 

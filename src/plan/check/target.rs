@@ -44,6 +44,30 @@ fn check_request_id(p: &str, t: &Target, issues: &mut Vec<Issue>) {
 
 /// TLS settings need an `https` server; a key header needs a key; a certificate needs its key.
 fn check_endpoint_access(p: &str, t: &Target, issues: &mut Vec<Issue>) {
+    check_api_key_header(p, t, issues);
+    if t.unix_socket.is_some()
+        && !t
+            .base_url
+            .as_deref()
+            .is_some_and(|u| u.starts_with("http://"))
+    {
+        issues.push(
+            Issue::new(
+                format!("{p}/unix_socket"),
+                "`unix_socket` needs an http:// base_url",
+            )
+            .at_key()
+            .hint(Some(
+                "the URL gives the path and Host header, e.g. http://localhost/v1".into(),
+            )),
+        );
+    }
+    check_proxy(p, t, issues);
+    check_tls(p, t, issues);
+}
+
+/// A key header needs a key, and a name HTTP allows.
+fn check_api_key_header(p: &str, t: &Target, issues: &mut Vec<Issue>) {
     if let Some(header) = &t.api_key_header {
         if t.api_key_env.is_none() {
             issues.push(
@@ -63,23 +87,10 @@ fn check_endpoint_access(p: &str, t: &Target, issues: &mut Vec<Issue>) {
             ));
         }
     }
-    if t.unix_socket.is_some()
-        && !t
-            .base_url
-            .as_deref()
-            .is_some_and(|u| u.starts_with("http://"))
-    {
-        issues.push(
-            Issue::new(
-                format!("{p}/unix_socket"),
-                "`unix_socket` needs an http:// base_url",
-            )
-            .at_key()
-            .hint(Some(
-                "the URL gives the path and Host header, e.g. http://localhost/v1".into(),
-            )),
-        );
-    }
+}
+
+/// A proxy is an http:// URL without credentials.
+fn check_proxy(p: &str, t: &Target, issues: &mut Vec<Issue>) {
     if let Some(proxy) = &t.proxy {
         let authority = proxy.strip_prefix("http://").unwrap_or_default();
         let authority = authority.split('/').next().unwrap_or_default();
@@ -98,6 +109,10 @@ fn check_endpoint_access(p: &str, t: &Target, issues: &mut Vec<Issue>) {
             );
         }
     }
+}
+
+/// TLS settings need an `https` server; a certificate needs its key.
+fn check_tls(p: &str, t: &Target, issues: &mut Vec<Issue>) {
     let Some(tls) = &t.tls else { return };
     if !t
         .base_url

@@ -55,29 +55,12 @@ pub fn document(c: &Comparison) -> Document {
             })
             .collect(),
     )];
-    blocks.push(Block::Paragraph(vec![Span::strong(tally_line(c))]));
+    blocks.push(Block::Paragraph(vec![Span::strong(headline(c))]));
     if !c.provenance.is_empty() || !c.plan.is_empty() {
         provenance_section(&mut blocks, c);
     }
     if !c.refused.is_empty() {
-        blocks.push(Block::Heading(Level::Section, "Not compared".into()));
-        blocks.push(Block::List(
-            c.refused
-                .iter()
-                .map(|r| {
-                    vec![
-                        Span::strong(&r.phase),
-                        Span::text(format!(
-                            ": the two runs asked for different work (work sha256 {} and {}); ",
-                            &r.base_work_sha256[..12.min(r.base_work_sha256.len())],
-                            &r.new_work_sha256[..12.min(r.new_work_sha256.len())],
-                        )),
-                        Span::code("--force"),
-                        Span::text(" sets them side by side."),
-                    ]
-                })
-                .collect(),
-        ));
+        not_compared_section(&mut blocks, c);
     }
     if !c.gates.is_empty() {
         gates_section(&mut blocks, &c.gates);
@@ -117,6 +100,54 @@ pub fn document(c: &Comparison) -> Document {
         title: "servebench compare".into(),
         blocks,
     }
+}
+
+/// The phases in both runs that asked for different work, and how to compare them anyway.
+fn not_compared_section(blocks: &mut Vec<Block>, c: &Comparison) {
+    blocks.push(Block::Heading(Level::Section, "Not compared".into()));
+    blocks.push(Block::List(
+        c.refused
+            .iter()
+            .map(|r| {
+                vec![
+                    Span::strong(&r.phase),
+                    Span::text(format!(
+                        ": the two runs asked for different work (work sha256 {} and {}); ",
+                        &r.base_work_sha256[..12.min(r.base_work_sha256.len())],
+                        &r.new_work_sha256[..12.min(r.new_work_sha256.len())],
+                    )),
+                    Span::code("--force"),
+                    Span::text(" sets them side by side."),
+                ]
+            })
+            .collect(),
+    ));
+}
+
+/// The comparison's first line: its counts, after what makes them mean little when the two
+/// runs ran different plans (`0 significant regressions` of nothing compared is no pass).
+fn headline(c: &Comparison) -> String {
+    if !c.plans_differ {
+        return tally_line(c);
+    }
+    let plans = if c.base.plan == c.new.plan {
+        format!("The two runs' plans differ (both named {})", c.base.plan)
+    } else {
+        format!(
+            "The two runs ran different plans ({} and {})",
+            c.base.plan, c.new.plan
+        )
+    };
+    let forced = c.phases.iter().filter(|p| p.forced).count();
+    let work = match (c.refused.len(), forced) {
+        (0, 0) => String::new(),
+        (0, n) => format!(": {n} compared phase(s) asked for different work (--force)"),
+        (n, _) => format!(": {n} phase(s) in both asked for different work, not compared"),
+    };
+    if c.phases.is_empty() {
+        return format!("{plans}{work}. No phase was compared.");
+    }
+    format!("{plans}{work}. Of what was compared: {}", tally_line(c))
 }
 
 /// `N significant regressions, M significant improvements, K figures not testable`.
@@ -364,6 +395,36 @@ fn gates_section(blocks: &mut Vec<Block>, gates: &[GateCheck]) {
 /// One phase's metric changes with their intervals and significance.
 fn phase_changes(blocks: &mut Vec<Block>, p: &PhaseComparison) {
     blocks.push(Block::Heading(Level::Subsection, p.phase.clone()));
+    phase_callouts(blocks, p);
+    blocks.push(Block::Table(metric_table(p)));
+    if let Some(too_few) = &p.too_few_samples {
+        blocks.push(Block::Paragraph(vec![Span::text(too_few_samples_line(
+            too_few,
+        ))]));
+    }
+    if !p.new_error_causes.is_empty() {
+        blocks.push(Block::Paragraph(vec![Span::text(
+            "New error causes (not in base):",
+        )]));
+        let mut causes = Table::new(&[
+            ("Count", Align::Right),
+            ("Cause", Align::Left),
+            ("Example", Align::Left),
+        ]);
+        for c in &p.new_error_causes {
+            causes.rows.push(vec![
+                Cell::marked(c.count.to_string(), Mark::Bad),
+                Cell::plain(c.cause.clone()),
+                Cell::plain(c.example.clone()),
+            ]);
+        }
+        blocks.push(Block::Table(causes));
+    }
+}
+
+/// What a reader must know before a phase's figures: a forced comparison, conditions that
+/// moved, prompts sent unsalted.
+fn phase_callouts(blocks: &mut Vec<Block>, p: &PhaseComparison) {
     if p.forced {
         blocks.push(Block::Callout(
             Tone::Warn,
@@ -398,6 +459,10 @@ fn phase_changes(blocks: &mut Vec<Block>, p: &PhaseComparison) {
             ));
         }
     }
+}
+
+/// A phase's metrics: each side's value, the change, its interval and significance.
+fn metric_table(p: &PhaseComparison) -> Table {
     let mut t = Table::new(&[
         ("Metric", Align::Left),
         ("Base", Align::Right),
@@ -441,28 +506,5 @@ fn phase_changes(blocks: &mut Vec<Block>, p: &PhaseComparison) {
             ),
         ]);
     }
-    blocks.push(Block::Table(t));
-    if let Some(too_few) = &p.too_few_samples {
-        blocks.push(Block::Paragraph(vec![Span::text(too_few_samples_line(
-            too_few,
-        ))]));
-    }
-    if !p.new_error_causes.is_empty() {
-        blocks.push(Block::Paragraph(vec![Span::text(
-            "New error causes (not in base):",
-        )]));
-        let mut causes = Table::new(&[
-            ("Count", Align::Right),
-            ("Cause", Align::Left),
-            ("Example", Align::Left),
-        ]);
-        for c in &p.new_error_causes {
-            causes.rows.push(vec![
-                Cell::marked(c.count.to_string(), Mark::Bad),
-                Cell::plain(c.cause.clone()),
-                Cell::plain(c.example.clone()),
-            ]);
-        }
-        blocks.push(Block::Table(causes));
-    }
+    t
 }

@@ -131,6 +131,10 @@ pub struct Comparison {
     pub phases: Vec<PhaseComparison>,
     pub only_in_base: Vec<String>,
     pub only_in_new: Vec<String>,
+    /// The runs are of different plans (their names differ) or phases in both asked for
+    /// different work: the headline says so before its counts.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub plans_differ: bool,
     /// Phases in both reports that asked for different work, not compared (without `--force`).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub refused: Vec<RefusedPhase>,
@@ -183,64 +187,24 @@ pub fn compare_with(
     gates: &[Gate],
     options: CompareOptions,
 ) -> Comparison {
-    let find =
-        |r: &'_ Report, name: &str| r.phases.iter().find(|p| p.header.phase == name).cloned();
-    let mut phases = Vec::new();
-    let mut refused = Vec::new();
-    for nb in &new.phases {
-        if let Some(b) = base
-            .phases
-            .iter()
-            .find(|p| p.header.phase == nb.header.phase)
-        {
-            let differs = work_differs(b, nb);
-            let forced = differs.is_some() && options.force;
-            if let Some(differs) = differs {
-                refused.push(differs);
-                if !options.force {
-                    continue;
-                }
-            }
-            let mut compared = compare_phase(
-                b,
-                base.timing_methodology.percentile_method,
-                nb,
-                new.timing_methodology.percentile_method,
-                condition_changes((b, base), (nb, new)),
-            );
-            compared.forced = forced;
-            phases.push(compared);
-            // A model mix: each model both sides served, compared on its own.
-            for (bm, nm) in models::shared_models(b, nb) {
-                let mut by_model = compare_phase(
-                    &bm,
-                    base.timing_methodology.percentile_method,
-                    &nm,
-                    new.timing_methodology.percentile_method,
-                    Vec::new(),
-                );
-                by_model.forced = forced;
-                phases.push(by_model);
-            }
-        }
-    }
+    let (phases, mut refused) = compare_phases(base, new, options);
+    let plans_differ = base.plan.name != new.plan.name || !refused.is_empty();
     if options.force {
         refused.clear();
     }
     let not_compared: Vec<&str> = refused.iter().map(|r| r.phase.as_str()).collect();
-    let only_in_base = base
-        .phases
-        .iter()
-        .filter(|p| find(new, &p.header.phase).is_none())
-        .map(|p| p.header.phase.clone())
-        .collect();
-    let only_in_new = new
-        .phases
-        .iter()
-        .filter(|p| find(base, &p.header.phase).is_none())
-        .map(|p| p.header.phase.clone())
-        .collect();
-
+    let only_in = |side: &Report, other: &Report| -> Vec<String> {
+        side.phases
+            .iter()
+            .filter(|p| {
+                !other
+                    .phases
+                    .iter()
+                    .any(|o| o.header.phase == p.header.phase)
+            })
+            .map(|p| p.header.phase.clone())
+            .collect()
+    };
     let checks = check_gates(gates, base, new, &not_compared);
     let passed = checks.iter().all(|c| c.passed);
     let mut tally = Tally::default();
@@ -253,8 +217,9 @@ pub fn compare_with(
         new: side(new_path, new),
         tally,
         phases,
-        only_in_base,
-        only_in_new,
+        only_in_base: only_in(base, new),
+        only_in_new: only_in(new, base),
+        plans_differ,
         refused,
         capacities: capacity::compare_capacities(&base.searches, &new.searches),
         provenance: provenance_diffs(base, new),
@@ -266,23 +231,63 @@ pub fn compare_with(
     }
 }
 
-fn compare_phase(
-    base: &PhaseResult,
-    base_method: PercentileMethod,
-    new: &PhaseResult,
-    new_method: PercentileMethod,
-    conditions: Vec<ConditionChange>,
-) -> PhaseComparison {
-    let cache_moved = conditions.iter().any(ConditionChange::explains_latency);
-    let metrics = figure_path::compared_paths();
-    // Metrics that are statistics of the same per-request values share one bootstrap.
+/// The phases both reports ran, compared (and, in a model mix, each model both served); the
+/// phases that asked for different work, which are left out unless `options.force`.
+fn compare_phases(
+    base: &Report,
+    new: &Report,
+    options: CompareOptions,
+) -> (Vec<PhaseComparison>, Vec<RefusedPhase>) {
+    let methods = (
+        base.timing_methodology.percentile_method,
+        new.timing_methodology.percentile_method,
+    );
+    let mut phases = Vec::new();
+    let mut refused = Vec::new();
+    for nb in &new.phases {
+        let Some(b) = base
+            .phases
+            .iter()
+            .find(|p| p.header.phase == nb.header.phase)
+        else {
+            continue;
+        };
+        let differs = work_differs(b, nb);
+        let forced = differs.is_some() && options.force;
+        if let Some(differs) = differs {
+            refused.push(differs);
+            if !options.force {
+                continue;
+            }
+        }
+        let conditions = condition_changes((b, base), (nb, new));
+        let mut compared = compare_phase((b, methods.0), (nb, methods.1), conditions);
+        compared.forced = forced;
+        phases.push(compared);
+        // A model mix: each model both sides served, compared on its own.
+        for (bm, nm) in models::shared_models(b, nb) {
+            let mut by_model = compare_phase((&bm, methods.0), (&nm, methods.1), Vec::new());
+            by_model.forced = forced;
+            phases.push(by_model);
+        }
+    }
+    (phases, refused)
+}
+
+/// Bootstrap intervals of `new − base` (and the samples behind them) for the metrics that
+/// are statistics of per-request values; metrics of the same values share one bootstrap.
+fn bootstrap_intervals(
+    (base, base_method): (&PhaseResult, PercentileMethod),
+    (new, new_method): (&PhaseResult, PercentileMethod),
+    metrics: &[FigurePath],
+) -> HashMap<FigurePath, ([f64; 2], [u64; 2])> {
     let mut groups: IndexMap<&'static str, Vec<FigurePath>> = IndexMap::new();
-    for m in &metrics {
+    for m in metrics {
         if let Some(g) = sample_group(*m) {
             groups.entry(g).or_default().push(*m);
         }
     }
-    let mut intervals: HashMap<FigurePath, ([f64; 2], [u64; 2])> = HashMap::new();
+    let mut intervals = HashMap::new();
     for (group, members) in &groups {
         let Some(first) = members.first() else {
             continue;
@@ -298,76 +303,27 @@ fn compare_phase(
             intervals.insert(*m, (ci, [bs.len() as u64, ns.len() as u64]));
         }
     }
+    intervals
+}
 
-    // A client-bound side's latencies hold client delay: no change is called significant.
-    let client_bound = [base, new]
-        .iter()
-        .any(|p| p.client_trust.as_ref().is_some_and(|t| !t.is_trusted()));
-    let mut out = Vec::new();
-    for metric in metrics {
-        let (b, n) = (metric.value(base), metric.value(new));
-        if b.is_none() && n.is_none() {
-            continue;
-        }
-        let mut change = MetricChange {
-            metric: metric.to_string(),
-            unit: Some(metric.unit()),
-            better: Some(metric.better()),
-            base: b,
-            new: n,
-            change: b.zip(n).map(|(b, n)| n - b),
-            relative_change: b.zip(n).map(|(b, n)| relative(b, n)),
-            ci95: None,
-            significant: None,
-            base_interval: None,
-            new_interval: None,
-            samples: None,
-            note: None,
-        };
-        let (bi, ni) = (
-            percentile_interval(metric, base),
-            percentile_interval(metric, new),
-        );
-        change.base_interval = bi.map(|i| [i.lo, i.hi]);
-        change.new_interval = ni.map(|i| [i.lo, i.hi]);
-        let overlap = bi.zip(ni).map(|(b, n)| b.lo <= n.hi && n.lo <= b.hi);
-        let bootstrap = intervals.get(&metric);
-        if let Some((ci, samples)) = bootstrap {
-            change.ci95 = Some(*ci);
-            change.samples = Some(*samples);
-        } else if let FigurePath::Dist(kind, _) = metric {
-            change.samples = dist_samples(kind, base)
-                .zip(dist_samples(kind, new))
-                .map(|(b, n)| [b, n]);
-        }
-        let excludes_zero = bootstrap.map(|(ci, _)| ci[0] > 0.0 || ci[1] < 0.0);
-        change.significant = match percentile_q(metric) {
-            // A percentile needs its intervals on both sides (and, with records, the bootstrap
-            // must agree): a bootstrap of a tail from too few samples alone would mostly
-            // measure the largest value, which a single hiccup moves.
-            Some(q) => {
-                if overlap.is_none() && change.samples.is_some_and(|s| too_few(s, q)) {
-                    change.note = Some(Untested::TooFewSamples);
-                }
-                overlap.map(|o| !o && excludes_zero != Some(false))
-            }
-            None => excludes_zero,
-        };
-        if change.significant.is_none() && change.note.is_none() {
-            change.note =
-                Some(untested_by_design(metric).unwrap_or(Untested::NoRecordsOrIntervals));
-        }
-        // A moved cache ratio explains a latency change better than a busy client does.
-        let latency = matches!(metric.unit(), Unit::Seconds | Unit::Millis);
-        if cache_moved && latency {
-            change.significant = None;
-            change.note = Some(Untested::CacheMoved);
-        } else if client_bound {
-            change.significant = None;
-            change.note = Some(Untested::ClientBound);
-        }
-        out.push(change);
-    }
+fn compare_phase(
+    (base, base_method): (&PhaseResult, PercentileMethod),
+    (new, new_method): (&PhaseResult, PercentileMethod),
+    conditions: Vec<ConditionChange>,
+) -> PhaseComparison {
+    let metrics = figure_path::compared_paths();
+    let intervals = bootstrap_intervals((base, base_method), (new, new_method), &metrics);
+    let context = PhaseContext {
+        cache_moved: conditions.iter().any(ConditionChange::explains_latency),
+        // A client-bound side's latencies hold client delay: no change is called significant.
+        client_bound: [base, new]
+            .iter()
+            .any(|p| p.client_trust.as_ref().is_some_and(|t| !t.is_trusted())),
+    };
+    let out: Vec<MetricChange> = metrics
+        .into_iter()
+        .filter_map(|m| metric_change(m, (base, new), intervals.get(&m), context))
+        .collect();
     let rate = |p: &PhaseResult| SideRate {
         requests: p.summary.requests,
         elapsed: p.summary.elapsed,
@@ -382,6 +338,80 @@ fn compare_phase(
         prompt_salt: [base.header.prompt_salt, new.header.prompt_salt],
         forced: false,
     }
+}
+
+/// What about a phase's two sides keeps any of its changes from being tested.
+#[derive(Clone, Copy)]
+struct PhaseContext {
+    /// A moved prefix-cache ratio, which explains a latency change.
+    cache_moved: bool,
+    /// A client-bound side, whose latencies hold client delay.
+    client_bound: bool,
+}
+
+/// One metric's change, with its intervals and whether it is significant; `None` when
+/// neither side has the metric.
+fn metric_change(
+    metric: FigurePath,
+    (base, new): (&PhaseResult, &PhaseResult),
+    bootstrap: Option<&([f64; 2], [u64; 2])>,
+    context: PhaseContext,
+) -> Option<MetricChange> {
+    let (b, n) = (metric.value(base), metric.value(new));
+    if b.is_none() && n.is_none() {
+        return None;
+    }
+    let (bi, ni) = (
+        percentile_interval(metric, base),
+        percentile_interval(metric, new),
+    );
+    let mut change = MetricChange {
+        metric: metric.to_string(),
+        unit: Some(metric.unit()),
+        better: Some(metric.better()),
+        base: b,
+        new: n,
+        change: b.zip(n).map(|(b, n)| n - b),
+        relative_change: b.zip(n).map(|(b, n)| relative(b, n)),
+        ci95: bootstrap.map(|(ci, _)| *ci),
+        significant: None,
+        base_interval: bi.map(|i| [i.lo, i.hi]),
+        new_interval: ni.map(|i| [i.lo, i.hi]),
+        samples: bootstrap.map(|(_, samples)| *samples),
+        note: None,
+    };
+    if let (None, FigurePath::Dist(kind, _)) = (bootstrap, metric) {
+        change.samples = dist_samples(kind, base)
+            .zip(dist_samples(kind, new))
+            .map(|(b, n)| [b, n]);
+    }
+    let overlap = bi.zip(ni).map(|(b, n)| b.lo <= n.hi && n.lo <= b.hi);
+    let excludes_zero = bootstrap.map(|(ci, _)| ci[0] > 0.0 || ci[1] < 0.0);
+    change.significant = match percentile_q(metric) {
+        // A percentile needs its intervals on both sides (and, with records, the bootstrap
+        // must agree): a bootstrap of a tail from too few samples alone would mostly
+        // measure the largest value, which a single hiccup moves.
+        Some(q) => {
+            if overlap.is_none() && change.samples.is_some_and(|s| too_few(s, q)) {
+                change.note = Some(Untested::TooFewSamples);
+            }
+            overlap.map(|o| !o && excludes_zero != Some(false))
+        }
+        None => excludes_zero,
+    };
+    if change.significant.is_none() && change.note.is_none() {
+        change.note = Some(untested_by_design(metric).unwrap_or(Untested::NoRecordsOrIntervals));
+    }
+    // A moved cache ratio explains a latency change better than a busy client does.
+    let latency = matches!(metric.unit(), Unit::Seconds | Unit::Millis);
+    if context.cache_moved && latency {
+        change.significant = None;
+        change.note = Some(Untested::CacheMoved);
+    } else if context.client_bound {
+        change.significant = None;
+        change.note = Some(Untested::ClientBound);
+    }
+    Some(change)
 }
 
 /// The causes of `new`'s failures that `base` does not have.
