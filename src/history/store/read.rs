@@ -10,7 +10,7 @@ use super::super::record::{ErrorRow, FigureRow, PhaseRow, RunRow, RunRows, RunSo
 use super::super::searches::is_capacity;
 use super::super::series::{Alert, AlertState, Conditions, Moved, Point, SeriesKey};
 use super::model::{RunFilter, RunSummary, StoredRun, Table};
-use super::row::{PointFacts, normalize_time, point, trust_name, trust_named};
+use super::row::{PointFacts, normalize_time, plan_filter, point, trust_name, trust_named};
 use super::schema::{TABLES, order_by};
 use super::sql::{Cell, Driver};
 use crate::metrics::trust::TrustVerdict;
@@ -324,12 +324,6 @@ pub fn keys(driver: &dyn Driver, plan: Option<&str>) -> Result<Vec<SeriesKey>, H
 
 /// A `WHERE` clause keeping `plan`'s rows by `column`, and its parameter; nothing for every
 /// plan.
-pub(super) fn plan_filter(column: &str, plan: Option<&str>) -> (String, Vec<Cell>) {
-    match plan {
-        Some(plan) => (format!("WHERE {column} = $1"), vec![Cell::from(plan)]),
-        None => (String::new(), Vec::new()),
-    }
-}
 
 fn figure_keys(driver: &dyn Driver, plan: Option<&str>) -> Result<Vec<SeriesKey>, HistoryError> {
     let (filter, params) = plan_filter("r.plan", plan);

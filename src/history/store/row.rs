@@ -61,6 +61,14 @@ pub(super) fn point(
     })
 }
 
+/// A `WHERE` clause on `column` and its parameter when a plan is asked for.
+pub(super) fn plan_filter(column: &str, plan: Option<&str>) -> (String, Vec<Cell>) {
+    match plan {
+        Some(plan) => (format!("WHERE {column} = $1"), vec![Cell::from(plan)]),
+        None => (String::new(), Vec::new()),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::normalize_time;

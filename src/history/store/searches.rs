@@ -4,7 +4,7 @@
 use super::super::HistoryError;
 use super::super::searches::{CAPACITY, SearchAnswer, SearchRow, load_name, load_named};
 use super::super::series::{Conditions, Point, SeriesKey};
-use super::row::{PointFacts, point};
+use super::row::{PointFacts, plan_filter, point};
 use super::sql::{Cell, Driver};
 
 /// Insert `run`'s searches (inside the recording's transaction).
@@ -83,7 +83,7 @@ pub fn of_run(driver: &dyn Driver, run: &str) -> Result<Vec<SearchRow>, HistoryE
 
 /// Every capacity series' key (of `plan`, or of every plan).
 pub fn keys(driver: &dyn Driver, plan: Option<&str>) -> Result<Vec<SeriesKey>, HistoryError> {
-    let (filter, params) = super::read::plan_filter("r.plan", plan);
+    let (filter, params) = plan_filter("r.plan", plan);
     let rows = driver.query(
         &format!(
             "SELECT DISTINCT r.plan, s.search, s.target
