@@ -322,9 +322,6 @@ pub fn keys(driver: &dyn Driver, plan: Option<&str>) -> Result<Vec<SeriesKey>, H
     Ok(keys)
 }
 
-/// A `WHERE` clause keeping `plan`'s rows by `column`, and its parameter; nothing for every
-/// plan.
-
 fn figure_keys(driver: &dyn Driver, plan: Option<&str>) -> Result<Vec<SeriesKey>, HistoryError> {
     let (filter, params) = plan_filter("r.plan", plan);
     let rows = driver.query(

@@ -61,7 +61,8 @@ pub(super) fn point(
     })
 }
 
-/// A `WHERE` clause on `column` and its parameter when a plan is asked for.
+/// A `WHERE` clause keeping `plan`'s rows by `column`, and its parameter; nothing for every
+/// plan.
 pub(super) fn plan_filter(column: &str, plan: Option<&str>) -> (String, Vec<Cell>) {
     match plan {
         Some(plan) => (format!("WHERE {column} = $1"), vec![Cell::from(plan)]),

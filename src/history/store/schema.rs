@@ -12,6 +12,8 @@ pub const SCHEMA_VERSION: i64 = 5;
 const META: &str = "servebench_history";
 
 /// The statements that take a store from version `n - 1` to `n`, for `n` = 1, 2, …
+// SQL text, one statement list per version: splitting it would only scatter the schema.
+#[allow(clippy::too_many_lines)]
 fn migration(version: i64, dialect: Dialect) -> Vec<String> {
     match version {
         1 => vec![
@@ -202,7 +204,6 @@ fn version_5() -> Vec<String> {
 /// the group's lowest number (the others kept as its former numbers), acknowledged when
 /// every unresolved member was, resolved when every member was, the reasons kept.
 fn regroup_alerts(driver: &dyn Driver) -> Result<(), HistoryError> {
-    type Group = Vec<Vec<Cell>>;
     let rows = driver.query(
         "SELECT id, plan, target, change_at, phase, figure, opened_by, before_value,
             after_value, state, resolved_by, note
@@ -210,7 +211,24 @@ fn regroup_alerts(driver: &dyn Driver) -> Result<(), HistoryError> {
         &[],
     )?;
     let last_number = rows.iter().filter_map(|r| r[0].int()).max();
-    let mut groups: Vec<((String, String, String), Group)> = Vec::new();
+    for ((plan, target, change_at), members) in alert_groups(rows) {
+        insert_group(driver, &plan, &target, &change_at, &members)?;
+    }
+    driver.execute("DROP TABLE alerts", &[])?;
+    driver.execute("ALTER TABLE alerts_v4 RENAME TO alerts", &[])?;
+    // New alerts are numbered after every old number, former ones included, so an old
+    // number never names two alerts.
+    if let Some(last) = last_number {
+        number_after(driver, last)?;
+    }
+    Ok(())
+}
+
+type AlertRow = Vec<Cell>;
+
+/// Version 3's alert rows by (plan, target, change run), in order of their first number.
+fn alert_groups(rows: Vec<AlertRow>) -> Vec<((String, String, String), Vec<AlertRow>)> {
+    let mut groups: Vec<((String, String, String), Vec<AlertRow>)> = Vec::new();
     for row in rows {
         let key = (
             row[1].string().unwrap_or_default(),
@@ -222,71 +240,83 @@ fn regroup_alerts(driver: &dyn Driver) -> Result<(), HistoryError> {
             None => groups.push((key, vec![row])),
         }
     }
-    for ((plan, target, change_at), members) in groups {
-        let state_of = |r: &Vec<Cell>| r[9].string().unwrap_or_default();
-        let unresolved: Vec<&Vec<Cell>> = members
-            .iter()
-            .filter(|r| state_of(r) != "resolved")
-            .collect();
-        let state = if unresolved.is_empty() {
-            "resolved"
-        } else if unresolved.iter().all(|r| state_of(r) == "acknowledged") {
-            "acknowledged"
-        } else {
-            "open"
-        };
-        let moved: Vec<serde_json::Value> = members
-            .iter()
-            .map(|r| {
-                serde_json::json!({
-                    "phase": r[4].string(),
-                    "figure": r[5].string(),
-                    "change_at": change_at,
-                    "before": r[7].real(),
-                    "after": r[8].real(),
-                })
+    groups
+}
+
+/// One group as a version 4 alert: the lowest number, the others kept as former numbers.
+fn insert_group(
+    driver: &dyn Driver,
+    plan: &str,
+    target: &str,
+    change_at: &str,
+    members: &[AlertRow],
+) -> Result<(), HistoryError> {
+    let moved: Vec<serde_json::Value> = members
+        .iter()
+        .map(|r| {
+            serde_json::json!({
+                "phase": r[4].string(),
+                "figure": r[5].string(),
+                "change_at": change_at,
+                "before": r[7].real(),
+                "after": r[8].real(),
             })
-            .collect();
-        let mut notes: Vec<String> = members.iter().filter_map(|r| r[11].string()).collect();
-        notes.dedup();
-        let ids: Vec<i64> = members.iter().filter_map(|r| r[0].int()).collect();
-        let resolved_by = members.iter().find_map(|r| r[10].string());
-        driver.execute(
-            "INSERT INTO alerts_v4 (id, plan, target, opened_by, change_at, moved, state,
-                resolved_by, note, former_ids)
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)",
-            &[
-                Cell::from(ids[0]),
-                Cell::from(plan),
-                Cell::from(target),
-                Cell::from(members[0][6].string().unwrap_or_default()),
-                Cell::from(change_at),
-                Cell::from(serde_json::Value::from(moved).to_string()),
-                Cell::from(state),
-                Cell::from(resolved_by),
-                Cell::from((!notes.is_empty()).then(|| notes.join("; "))),
-                Cell::from(serde_json::Value::from(ids[1..].to_vec()).to_string()),
-            ],
-        )?;
+        })
+        .collect();
+    let mut notes: Vec<String> = members.iter().filter_map(|r| r[11].string()).collect();
+    notes.dedup();
+    let ids: Vec<i64> = members.iter().filter_map(|r| r[0].int()).collect();
+    let resolved_by = members.iter().find_map(|r| r[10].string());
+    driver.execute(
+        "INSERT INTO alerts_v4 (id, plan, target, opened_by, change_at, moved, state,
+            resolved_by, note, former_ids)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)",
+        &[
+            Cell::from(ids[0]),
+            Cell::from(plan),
+            Cell::from(target),
+            Cell::from(members[0][6].string().unwrap_or_default()),
+            Cell::from(change_at),
+            Cell::from(serde_json::Value::from(moved).to_string()),
+            Cell::from(group_state(members)),
+            Cell::from(resolved_by),
+            Cell::from((!notes.is_empty()).then(|| notes.join("; "))),
+            Cell::from(serde_json::Value::from(ids[1..].to_vec()).to_string()),
+        ],
+    )?;
+    Ok(())
+}
+
+/// Resolved when every member was, acknowledged when every unresolved member was.
+fn group_state(members: &[AlertRow]) -> &'static str {
+    let state_of = |r: &AlertRow| r[9].string().unwrap_or_default();
+    let unresolved: Vec<&AlertRow> = members
+        .iter()
+        .filter(|r| state_of(r) != "resolved")
+        .collect();
+    if unresolved.is_empty() {
+        "resolved"
+    } else if unresolved.iter().all(|r| state_of(r) == "acknowledged") {
+        "acknowledged"
+    } else {
+        "open"
     }
-    driver.execute("DROP TABLE alerts", &[])?;
-    driver.execute("ALTER TABLE alerts_v4 RENAME TO alerts", &[])?;
-    // New alerts are numbered after every old number, former ones included, so an old
-    // number never names two alerts.
-    if let Some(last) = last_number {
-        match driver.dialect() {
-            Dialect::Postgres => {
-                driver.query(
-                    "SELECT setval(pg_get_serial_sequence('alerts', 'id'), $1)",
-                    &[Cell::from(last)],
-                )?;
-            }
-            Dialect::Sqlite => {
-                driver.execute(
-                    "UPDATE sqlite_sequence SET seq = $1 WHERE name = 'alerts'",
-                    &[Cell::from(last)],
-                )?;
-            }
+}
+
+/// New alert numbers start after `last`.
+fn number_after(driver: &dyn Driver, last: i64) -> Result<(), HistoryError> {
+    match driver.dialect() {
+        Dialect::Postgres => {
+            driver.query(
+                "SELECT setval(pg_get_serial_sequence('alerts', 'id'), $1)",
+                &[Cell::from(last)],
+            )?;
+        }
+        Dialect::Sqlite => {
+            driver.execute(
+                "UPDATE sqlite_sequence SET seq = $1 WHERE name = 'alerts'",
+                &[Cell::from(last)],
+            )?;
         }
     }
     Ok(())
