@@ -4,9 +4,9 @@
 //! runs of another tool or deployment are never joined to the ones before.
 
 /// Runs drawn point by point, from the newest.
-pub const RECENT: usize = 100;
+pub const RECENT: usize = 60;
 /// Points at most on the line through the older runs.
-pub const OLDER: usize = 100;
+pub const OLDER: usize = 60;
 
 /// The first run (an index into the series) drawn point by point.
 pub fn recent_from(runs: usize) -> usize {

@@ -218,19 +218,19 @@ fn a_thousand_runs_of_twenty_phases_stay_well_under_five_megabytes() {
     assert_eq!(all.len(), 20 * FIGURES.len());
     assert!(page.len() < 4_000_000, "{} bytes", page.len());
     for chart in all {
-        // The newest 100 runs point by point (each a circle with its run in a tooltip), at
-        // most 100 older points on the line.
+        // The newest 60 runs point by point (each a circle with its run in a tooltip), at
+        // most 60 older points on the line.
         let dots = chart.split("class=\"runs\"").nth(1).unwrap_or_default();
         let dots = dots.split("</g>").next().unwrap_or_default();
         assert_eq!(
             dots.matches("<title>run-").count(),
-            100,
+            60,
             "{}",
             figure_of(chart)
         );
         let on_line: usize = line_pieces(chart).iter().map(Vec::len).sum();
         assert!(
-            (150..=202).contains(&on_line),
+            (90..=122).contains(&on_line),
             "{on_line} points on the line"
         );
     }
