@@ -144,19 +144,6 @@ impl Driver for Postgres {
             .map_err(|e| self.error(e))
     }
 
-    fn query(&self, sql: &str, params: &[Cell]) -> Result<Vec<Vec<Cell>>, HistoryError> {
-        let refs: Vec<&(dyn ToSql + Sync)> = params.iter().map(|p| p as _).collect();
-        let rows = self
-            .client
-            .borrow_mut()
-            .query(sql, &refs)
-            .map_err(|e| self.error(e))?;
-        rows.iter()
-            .map(cells)
-            .collect::<Result<_, _>>()
-            .map_err(|e| self.error(e))
-    }
-
     fn each_row(
         &self,
         sql: &str,

@@ -145,7 +145,15 @@ pub trait Driver {
     fn dialect(&self) -> Dialect;
     /// Run one statement; the rows it changed.
     fn execute(&self, sql: &str, params: &[Cell]) -> Result<u64, HistoryError>;
-    fn query(&self, sql: &str, params: &[Cell]) -> Result<Vec<Vec<Cell>>, HistoryError>;
+    /// A query's rows, all of them.
+    fn query(&self, sql: &str, params: &[Cell]) -> Result<Vec<Vec<Cell>>, HistoryError> {
+        let mut rows = Vec::new();
+        self.each_row(sql, params, &mut |row| {
+            rows.push(row.to_vec());
+            Ok(())
+        })?;
+        Ok(rows)
+    }
     /// Hand each row of a query to `row` as it arrives, none kept: a plan's thousand runs of
     /// figures are read without holding them twice.
     fn each_row(

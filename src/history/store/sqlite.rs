@@ -136,23 +136,6 @@ impl Driver for Sqlite {
         Ok(changed as u64)
     }
 
-    fn query(&self, sql: &str, params: &[Cell]) -> Result<Vec<Vec<Cell>>, HistoryError> {
-        let mut statement = self
-            .connection
-            .prepare_cached(sql)
-            .map_err(|e| self.error(e))?;
-        let width = statement.column_count();
-        let rows = statement
-            .query_map(rusqlite::params_from_iter(params), |row| {
-                (0..width)
-                    .map(|i| row.get_ref(i).map(cell))
-                    .collect::<rusqlite::Result<Vec<Cell>>>()
-            })
-            .map_err(|e| self.error(e))?;
-        rows.collect::<rusqlite::Result<Vec<_>>>()
-            .map_err(|e| self.error(e))
-    }
-
     fn each_row(
         &self,
         sql: &str,
