@@ -18,7 +18,7 @@ const PAGES: &[(&str, usize, usize)] = &[
     ("docs/measurement.md", 4, 0),
     ("docs/workloads.md", 11, 0),
     ("docs/simulator.md", 19, 0),
-    ("docs/reports.md", 14, 0),
+    ("docs/reports.md", 15, 0),
     ("docs/history.md", 19, 0),
     ("docs/sharding.md", 11, 0),
     ("docs/performance.md", 5, 2),
