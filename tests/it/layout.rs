@@ -245,11 +245,13 @@ fn the_history_is_called_from_commands_and_reads_only_what_is_below_it() {
                     "model",
                     "render",
                     "formats",
+                    "compare",
+                    "read_report",
                     "Report",
                     "write_atomic"
                 ]
                 .contains(p)),
-                "{} reads report::{report_parts:?}; the history reads the report model (and its chart and page parts)",
+                "{} reads report::{report_parts:?}; the history reads the report model (its chart and page parts, and compare for the baseline gate)",
                 path.display()
             );
         }
