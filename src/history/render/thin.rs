@@ -55,10 +55,11 @@ mod tests {
         let drawn: Vec<usize> = (0..1000).collect();
         let line = pieces(1000, &drawn, &[]);
         assert_eq!(line.len(), 1);
-        let older: Vec<usize> = line[0].iter().copied().filter(|&i| i < 900).collect();
+        let recent = 1000 - RECENT;
+        let older: Vec<usize> = line[0].iter().copied().filter(|&i| i < recent).collect();
         assert!(older.len() <= OLDER + 1, "{}", older.len());
         assert!(older.len() >= OLDER / 2, "{}", older.len());
-        assert!(line[0].ends_with(&(900..1000).collect::<Vec<_>>()));
+        assert!(line[0].ends_with(&(recent..1000).collect::<Vec<_>>()));
         assert_eq!(line[0][0], 0);
     }
 
