@@ -72,9 +72,9 @@ fn spec(load: Load, duration_ms: Option<u64>, requests: Option<u64>) -> WindowSp
     }
 }
 
-async fn run(
+async fn run<E: Executor>(
     spec: &WindowSpec,
-    server: Arc<FakeServer>,
+    server: Arc<E>,
     stops: &Stops,
 ) -> (WindowOutcome, Vec<RequestRecord>) {
     let (tx, mut rx) = mpsc::unbounded_channel();
@@ -413,21 +413,7 @@ async fn run_flaky(
     spec: &WindowSpec,
     server: Arc<FlakyServer>,
 ) -> (WindowOutcome, Vec<RequestRecord>) {
-    let (tx, mut rx) = mpsc::unbounded_channel();
-    let outcome = run_window(
-        spec,
-        server,
-        Arc::new(FixedPrompts),
-        tx,
-        Arc::new(LiveCounters::default()),
-        &Stops::default(),
-    )
-    .await;
-    let mut records = Vec::new();
-    while let Ok(record) = rx.try_recv() {
-        records.push(record);
-    }
-    (outcome, records)
+    run(spec, server, &Stops::default()).await
 }
 
 #[tokio::test(start_paused = true)]
