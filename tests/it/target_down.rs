@@ -28,12 +28,13 @@ fn plan(addr: SocketAddr, phase: &str) -> String {
     )
 }
 
-/// `servebench run` on `yaml` into `dir/out`, recording into `dir/history.sqlite`.
+/// `servebench run` on `yaml` into `dir/out`, recording into `dir/history.sqlite`; not
+/// `--quiet`, so the phase lines show how each phase ended.
 fn run_command(dir: &Path, yaml: &str) -> tokio::process::Child {
     let path = dir.join("plan.yaml");
     std::fs::write(&path, yaml).unwrap();
     tokio::process::Command::new(env!("CARGO_BIN_EXE_servebench"))
-        .args(["run", "--quiet", "--no-calibrate", "--output"])
+        .args(["run", "--no-calibrate", "--output"])
         .arg(dir.join("out"))
         .arg("--history")
         .arg(dir.join("history.sqlite"))
