@@ -4,7 +4,10 @@
 
 use super::conditions::{ConditionChange, across};
 use super::detect::change_points;
-use super::shape::*;
+use super::shape::{
+    ChangePoint, Evidence, Level, NEARBY, Segment, SegmentStart, SeriesTrend, Verdict, eligible,
+    late_band_narrow,
+};
 use super::split::Settings;
 use crate::figure::{Better, Unit};
 use crate::history::searches::is_capacity;

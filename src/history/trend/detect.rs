@@ -9,7 +9,7 @@ use std::collections::BTreeSet;
 
 use super::edivisive::best_split;
 use super::newest::newest_change;
-use super::split::*;
+use super::split::{FoundBy, Settings, Split, SquaredError, blip_with};
 use super::stats::{mean, t_test};
 
 /// The significant changes in `values`, in order.
