@@ -4,11 +4,16 @@
 //! needed; an older run from its report file while that exists, else from its stored
 //! figures, which carry the gates but not the table of changes.
 
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
+use serde::Serialize;
+
 use super::baseline;
-use super::series::RunId;
+use super::series::{Alert, AlertState, RunId};
 use super::store::{RunFilter, Store, StoredRun};
+use super::trend::eligible;
+use super::update::Updated;
 use crate::report::compare::capacity::{CapacityChange, CapacityVerdict};
 use crate::report::compare::gate::{Gate, GateCheck, GateSide, check_gates};
 use crate::report::compare::{CompareOptions, Comparison, compare_with};
@@ -228,4 +233,76 @@ impl GateSide for StoredRun {
             .find(|f| f.figure == name)
             .map(|f| f.value)
     }
+}
+
+/// What the alert gate found once the trends are up to date.
+#[derive(Debug, Serialize)]
+pub struct AlertGate<'a> {
+    pub open: Vec<&'a Alert>,
+    pub acknowledged: Vec<&'a Alert>,
+    /// Runs detection left out, by reason (a run counts once per reason).
+    pub left_out: BTreeMap<&'static str, usize>,
+    /// Series whose latest segment has too few eligible runs to find a change in, by the
+    /// number of runs needed.
+    pub untestable: Vec<Untestable>,
+    /// Of those, the series a plan watches (opens alerts on).
+    pub untested_watched: usize,
+}
+
+#[derive(Debug, Serialize)]
+pub struct Untestable {
+    pub runs_needed: usize,
+    pub series: usize,
+}
+
+impl<'a> AlertGate<'a> {
+    pub fn of(updated: &'a Updated) -> AlertGate<'a> {
+        let in_state = |state: AlertState| -> Vec<&Alert> {
+            updated.alerts.iter().filter(|a| a.state == state).collect()
+        };
+        let settings = &updated.settings;
+        let mut short: BTreeMap<usize, usize> = BTreeMap::new();
+        for t in updated.trends.iter().filter(|t| !t.testable(settings)) {
+            *short.entry(t.runs_to_test(settings)).or_default() += 1;
+        }
+        AlertGate {
+            open: in_state(AlertState::Open),
+            acknowledged: in_state(AlertState::Acknowledged),
+            left_out: left_out(updated),
+            untestable: short
+                .into_iter()
+                .map(|(runs_needed, series)| Untestable {
+                    runs_needed,
+                    series,
+                })
+                .collect(),
+            untested_watched: updated
+                .trends
+                .iter()
+                .zip(&updated.watched)
+                .filter(|(t, watched)| **watched && !t.testable(settings))
+                .count(),
+        }
+    }
+}
+
+/// How many runs detection left out and why: excluded, partial, or client-bound where a
+/// figure of it was left out for it (a narrow late band keeps a client-bound percentile in).
+fn left_out(updated: &Updated) -> BTreeMap<&'static str, usize> {
+    let mut why: BTreeMap<&'static str, BTreeSet<&str>> = BTreeMap::new();
+    for p in updated.trends.iter().flat_map(|t| &t.points) {
+        let reason = if p.excluded.is_some() {
+            "excluded"
+        } else if p.partial {
+            "partial"
+        } else if p.client_bound && !eligible(p) {
+            "client-bound"
+        } else {
+            continue;
+        };
+        why.entry(reason).or_default().insert(&p.run);
+    }
+    why.into_iter()
+        .map(|(reason, runs)| (reason, runs.len()))
+        .collect()
 }

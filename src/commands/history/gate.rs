@@ -2,15 +2,15 @@
 //! with `--baseline`, exit 1 when the latest run fails its gates against the named baseline
 //! or a capacity search's interval lies wholly below the baseline's.
 
-use std::collections::BTreeMap;
 use std::path::PathBuf;
 
+use serde_json::json;
+
+use super::{OutputFormat, to_json};
 use crate::exit::Exit;
-use crate::history::gate::{self, GateError, GateRequest, Outcome};
+use crate::history::gate::{self, AlertGate, BaselineGate, GateError, GateRequest, Outcome};
 use crate::history::render::alert_line;
-use crate::history::series::AlertState;
 use crate::history::store::Store;
-use crate::history::trend::{SeriesTrend, Settings, eligible};
 use crate::report::compare::document::gates_markdown;
 
 #[derive(Debug, clap::Args)]
@@ -34,6 +34,9 @@ pub struct GateArgs {
     /// first run or its last change of work or deployment), instead of passing untested.
     #[arg(long, conflicts_with = "baseline")]
     pub require_tested: bool,
+    /// `md` prints lines for people; `json` prints one object (with `exit_code`) for scripts.
+    #[arg(long, value_enum, default_value = "md")]
+    pub format: OutputFormat,
 }
 
 pub fn run(args: &GateArgs, store: &mut dyn Store) -> Exit {
@@ -54,12 +57,36 @@ fn open_alerts(args: &GateArgs, store: &mut dyn Store) -> Exit {
             return Exit::RunFailed;
         }
     };
-    let open: Vec<_> = updated
-        .alerts
-        .iter()
-        .filter(|a| a.state == AlertState::Open)
-        .collect();
-    for a in open.iter().take(ALERT_LINES) {
+    if updated.trends.is_empty() {
+        eprintln!("error: the store holds no runs to gate on");
+        return Exit::InvalidInput;
+    }
+    let found = AlertGate::of(&updated);
+    let exit = if !found.open.is_empty() {
+        Exit::AlertOpen
+    } else if args.require_tested && found.untested_watched > 0 {
+        Exit::Inconclusive
+    } else {
+        Exit::Success
+    };
+    match args.format {
+        OutputFormat::Json => print!(
+            "{}",
+            to_json(&json!({"gate": found, "exit_code": exit.code()}))
+        ),
+        OutputFormat::Md => print_alerts(&found),
+    }
+    if exit == Exit::Inconclusive {
+        eprintln!(
+            "error: {} watched series could not be tested yet (--require-tested)",
+            found.untested_watched
+        );
+    }
+    exit
+}
+
+fn print_alerts(found: &AlertGate) {
+    for a in found.open.iter().take(ALERT_LINES) {
         println!(
             "alert {} open: {} (opened by {})",
             a.id,
@@ -67,89 +94,35 @@ fn open_alerts(args: &GateArgs, store: &mut dyn Store) -> Exit {
             a.opened_by
         );
     }
-    if open.len() > ALERT_LINES {
+    if found.open.len() > ALERT_LINES {
         println!(
             "… and {} more open alerts (servebench history trend lists them)",
-            open.len() - ALERT_LINES
+            found.open.len() - ALERT_LINES
         );
     }
-    let acknowledged = updated
-        .alerts
-        .iter()
-        .filter(|a| a.state == AlertState::Acknowledged)
-        .count();
-    if updated.trends.is_empty() {
-        eprintln!("error: the store holds no runs to gate on");
-        return Exit::InvalidInput;
-    }
-    left_out(&updated.trends);
-    untestable(&updated.trends, &updated.settings);
-    let untested_watched = updated
-        .trends
-        .iter()
-        .zip(&updated.watched)
-        .filter(|(t, watched)| **watched && !t.testable(&updated.settings))
-        .count();
-    let verdict = if open.is_empty() {
-        "no open alerts".to_string()
-    } else {
-        format!("{} open alert(s)", open.len())
-    };
-    if acknowledged > 0 {
-        println!("{verdict}, {acknowledged} acknowledged");
-    } else {
-        println!("{verdict}");
-    }
-    if !open.is_empty() {
-        Exit::AlertOpen
-    } else if args.require_tested && untested_watched > 0 {
-        eprintln!(
-            "error: {untested_watched} watched series could not be tested yet (--require-tested)"
-        );
-        Exit::Inconclusive
-    } else {
-        Exit::Success
-    }
-}
-
-/// One line saying how many runs detection left out and why (`left out: 5 client-bound, 1
-/// excluded`; a run counts once per reason, client-bound where a figure of it was left out
-/// for it: a narrow late band keeps a client-bound percentile in).
-fn left_out(trends: &[SeriesTrend]) {
-    let mut why: BTreeMap<&str, std::collections::BTreeSet<&str>> = BTreeMap::new();
-    for p in trends.iter().flat_map(|t| &t.points) {
-        let reason = if p.excluded.is_some() {
-            "excluded"
-        } else if p.partial {
-            "partial"
-        } else if p.client_bound && !eligible(p) {
-            "client-bound"
-        } else {
-            continue;
-        };
-        why.entry(reason).or_default().insert(&p.run);
-    }
-    if !why.is_empty() {
-        let parts: Vec<String> = why
+    if !found.left_out.is_empty() {
+        let parts: Vec<String> = found
+            .left_out
             .iter()
-            .map(|(reason, runs)| format!("{} {reason}", runs.len()))
+            .map(|(reason, runs)| format!("{runs} {reason}"))
             .collect();
         println!("left out: {}", parts.join(", "));
     }
-}
-
-/// One line per number of runs needed, counting the series whose latest segment has too
-/// few eligible runs for a change to be found in it: a quiet gate there means untested.
-fn untestable(trends: &[SeriesTrend], settings: &Settings) {
-    let mut short: BTreeMap<usize, usize> = BTreeMap::new();
-    for t in trends.iter().filter(|t| !t.testable(settings)) {
-        *short.entry(t.runs_to_test(settings)).or_default() += 1;
-    }
-    for (needed, count) in short {
+    for u in &found.untestable {
         println!(
-            "{count} series cannot be tested yet: fewer than {needed} eligible runs since \
-             their first run or their last change of work or deployment"
+            "{} series cannot be tested yet: fewer than {} eligible runs since \
+             their first run or their last change of work or deployment",
+            u.series, u.runs_needed
         );
+    }
+    let verdict = if found.open.is_empty() {
+        "no open alerts".to_string()
+    } else {
+        format!("{} open alert(s)", found.open.len())
+    };
+    match found.acknowledged.len() {
+        0 => println!("{verdict}"),
+        n => println!("{verdict}, {n} acknowledged"),
     }
 }
 
@@ -193,6 +166,25 @@ fn against_baseline(args: &GateArgs, name: &str, plan: &str, store: &mut dyn Sto
             "baseline `{name}` has no gates: only the capacity of {capacities} search(es) is checked"
         );
     }
+    let exit = if found.passed() {
+        Exit::Success
+    } else {
+        Exit::GateFailed
+    };
+    match args.format {
+        OutputFormat::Json => print!("{}", to_json(&baseline_json(name, &found, exit))),
+        OutputFormat::Md => print_baseline(&found),
+    }
+    if exit != Exit::Success {
+        eprintln!(
+            "the latest run {} fails baseline `{name}` ({})",
+            found.latest_run, found.base_run
+        );
+    }
+    exit
+}
+
+fn print_baseline(found: &BaselineGate) {
     match &found.outcome {
         Outcome::Compared(comparison) => {
             for refused in &comparison.refused {
@@ -212,13 +204,23 @@ fn against_baseline(args: &GateArgs, name: &str, plan: &str, store: &mut dyn Sto
             c.search
         );
     }
-    if found.passed() {
-        Exit::Success
-    } else {
-        eprintln!(
-            "the latest run {} fails baseline `{name}` ({})",
-            found.latest_run, found.base_run
-        );
-        Exit::GateFailed
-    }
+}
+
+/// The gate's checks first, then the whole comparison when both sides had reports.
+fn baseline_json(name: &str, found: &BaselineGate, exit: Exit) -> serde_json::Value {
+    let comparison = match &found.outcome {
+        Outcome::Compared(c) => serde_json::to_value(c).unwrap_or_default(),
+        Outcome::Figures(_) => serde_json::Value::Null,
+    };
+    json!({
+        "baseline": name,
+        "base_run": found.base_run,
+        "latest_run": found.latest_run,
+        "passed": found.passed(),
+        "exit_code": exit.code(),
+        "checks": found.checks(),
+        "fallen": found.fallen().iter().map(|c| &c.search).collect::<Vec<_>>(),
+        "notes": found.notes,
+        "comparison": comparison,
+    })
 }

@@ -337,6 +337,18 @@ fn the_gate_says_what_it_left_out_and_can_require_tested_series() {
             "{location}: {}",
             text(&out)
         );
+        // The same verdict as one object for scripts.
+        let out = gate(&["--require-tested", "--format", "json"]);
+        assert_eq!(out.status.code(), Some(4), "{location}: {}", text(&out));
+        let found: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(found["exit_code"], 4, "{found}");
+        assert_eq!(
+            found["gate"]["left_out"],
+            serde_json::json!({"client-bound": 1, "excluded": 1}),
+            "{found}"
+        );
+        assert_eq!(found["gate"]["untested_watched"], 1, "{found}");
+        assert_eq!(found["gate"]["open"], serde_json::json!([]), "{found}");
     }
     // An empty store has nothing to gate on; a read never makes a file into a store.
     let empty = dir.path().join("empty.sqlite");

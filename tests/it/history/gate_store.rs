@@ -108,6 +108,25 @@ fn verdicts(out: &std::process::Output) -> BTreeMap<(String, String), bool> {
     found
 }
 
+/// The same from `--format json`: each check's (gate, phase) → passed, with exit code 1.
+fn json_verdicts(out: &std::process::Output) -> BTreeMap<(String, String), bool> {
+    let found: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(found["exit_code"], 1, "{found}");
+    assert_eq!(found["passed"], false, "{found}");
+    found["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| {
+            let key = (
+                c["gate"].as_str().unwrap().to_string(),
+                c["phase"].as_str().unwrap_or("").to_string(),
+            );
+            (key, c["passed"].as_bool().unwrap())
+        })
+        .collect()
+}
+
 fn remove_runs(dir: &Path) {
     std::fs::remove_dir_all(dir.join("runs/a")).unwrap();
     std::fs::remove_dir_all(dir.join("runs/b")).unwrap();
@@ -154,6 +173,14 @@ fn the_baseline_gate_gives_the_same_verdicts_with_both_run_directories_deleted()
         assert_eq!(verdicts(&after), found, "{location}");
         assert_eq!(after.stdout, before.stdout, "{location}: the same table");
         assert!(!text(&after).contains("cannot read"), "{}", text(&after));
+        let json = history_cmd(&store)
+            .args(["gate", "--plan", "gated", "--baseline", "release", "--format", "json"])
+            .arg("--baselines")
+            .arg(&baselines)
+            .output()
+            .unwrap();
+        assert_eq!(json.status.code(), Some(1), "{}", text(&json));
+        assert_eq!(json_verdicts(&json), found, "{location}");
     }
 }
 
