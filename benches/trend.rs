@@ -9,6 +9,7 @@
 //! cargo bench --bench trend -- bound
 //! cargo bench --bench trend -- render
 //! cargo bench --bench trend -- store /tmp/trend-store.sqlite   # then time the commands on it
+//! cargo bench --bench trend -- store postgres://…              # the same in PostgreSQL
 //! ```
 
 use std::time::Instant;
@@ -247,55 +248,65 @@ fn render() {
     }
 }
 
-/// The figures of a phase in the store benchmark: every statistic of the latencies, as a
-/// real run records them, and the phase's rates.
-const STORE_FIGURES: [&str; 30] = [
-    "ttft.p50",
-    "ttft.p95",
-    "ttft.p99",
-    "ttft.min",
-    "ttft.max",
-    "ttft.mean",
-    "tpot.p50",
-    "tpot.p95",
-    "tpot.p99",
-    "tpot.min",
-    "tpot.max",
-    "tpot.mean",
-    "e2e.p50",
-    "e2e.p95",
-    "e2e.p99",
-    "e2e.min",
-    "e2e.max",
-    "e2e.mean",
-    "mean_inter_token_latency_ms.p50",
-    "mean_inter_token_latency_ms.p99",
-    "decode_tok_s.p50",
-    "decode_tok_s.p99",
-    "output_tokens_per_second",
-    "request_rate",
-    "error_rate",
-    "requests",
-    "errors",
-    "cached_token_ratio",
-    "input_tokens_per_second",
-    "inputs_per_second",
+/// The distributions a chat phase records, each with every statistic (`Stat::ALL`).
+const STORE_DISTRIBUTIONS: [&str; 11] = [
+    "cached_tokens",
+    "decode_tok_s",
+    "e2e",
+    "input_tokens",
+    "max_inter_chunk_ms",
+    "mean_inter_token_latency_ms",
+    "output_tokens",
+    "request_bytes",
+    "time_to_first_output",
+    "tpot",
+    "ttft",
 ];
 
-/// A SQLite store of 1,000 runs × 20 phases (30 figures each) at `path`, for timing the
-/// history commands on it: `servebench history --history PATH trend --plan nightly`.
-fn store(path: &str) {
+/// The phase figures a chat phase records beside its distributions.
+const STORE_SCALARS: [&str; 13] = [
+    "cached_token_ratio",
+    "elapsed",
+    "error_rate",
+    "errors",
+    "in_flight.requests",
+    "in_flight.tokens",
+    "output_tokens_per_second",
+    "request_bytes_per_second",
+    "request_rate",
+    "requests",
+    "success",
+    "total_input_tokens",
+    "total_output_tokens",
+];
+
+/// The 79 figures a phase of the quickstart plan records (`history list` of a real run).
+fn store_figures() -> Vec<String> {
+    let stats = servebench::figure::Stat::ALL;
+    STORE_DISTRIBUTIONS
+        .iter()
+        .flat_map(|d| stats.iter().map(move |s| format!("{d}.{}", s.name())))
+        .chain(STORE_SCALARS.iter().map(|s| s.to_string()))
+        .collect()
+}
+
+/// A store of 1,000 runs × 20 phases (79 figures each, as real runs record them) at
+/// `location` (a SQLite path or a PostgreSQL URL), for timing the history commands on it:
+/// `servebench history --history LOCATION trend --plan nightly`.
+fn store(location: &str) {
     use servebench::history::{Location, OpenMode, open};
     let start = Instant::now();
-    let mut store = open(&Location::Sqlite(path.into()), OpenMode::Create).unwrap();
-    for rows in synthetic::runs("nightly", 1000, 20, &STORE_FIGURES) {
+    let figures = store_figures();
+    let names: Vec<&str> = figures.iter().map(String::as_str).collect();
+    let mut store = open(&Location::parse(location), OpenMode::Create).unwrap();
+    for rows in synthetic::runs("nightly", 1000, 20, &names) {
         store.record_rows(&rows).unwrap();
     }
     println!(
-        "recorded 1000 runs × 20 phases × {} figures into {path} in {:.1} s ({:.0} MB)",
-        STORE_FIGURES.len(),
+        "recorded 1000 runs × 20 phases × {} figures into {location} in {:.1} s ({:.0} MB)",
+        names.len(),
         start.elapsed().as_secs_f64(),
-        std::fs::metadata(path).map_or(0.0, |m| m.len() as f64 / 1e6)
+        std::fs::metadata(location).map_or(0.0, |m| m.len() as f64 / 1e6)
     );
 }
 

@@ -25,25 +25,65 @@ pub struct SeriesKey {
     pub figure: String,
 }
 
-/// One run's value of a series.
+/// One run's value of a series. What the run's phase says of every figure of it (run,
+/// start, hashes, verdicts, conditions) is held once per phase and shared by its points: a
+/// plan's thousand runs of 80 figures a phase read as 80 points per phase, not 80 copies.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Point {
-    pub run: RunId,
-    /// RFC 3339, the run's start; points are in this order. Shared by a run's points, as
-    /// are the two hashes: a plan's thousand runs hold each once.
-    #[serde(with = "shared_text")]
-    pub started_at: Arc<str>,
+    #[serde(flatten)]
+    pub phase: SharedFacts,
     /// In the figure's unit as report.json writes it.
     pub value: f64,
     /// The within-run 95% interval when the figure has one.
     pub interval: Option<(f64, f64)>,
+    /// A percentile's point: the run's own quantiles at q − `late_share` and q +
+    /// `late_share`, how far the client's lateness could have moved it. A trend keeps it only
+    /// while it lies within a tenth of the minimum effect of the value (`trend::analyse`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub late_band: Option<(f64, f64)>,
+    /// A capacity series' point: whether its search answered or gave only a lower bound or
+    /// nothing it could place (neither enters detection); `None` for a phase's figure.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub search: Option<SearchAnswer>,
+}
+
+impl Point {
+    pub fn new(phase: Arc<PhaseFacts>, value: f64, interval: Option<(f64, f64)>) -> Point {
+        Point {
+            phase: SharedFacts(phase),
+            value,
+            interval,
+            late_band: None,
+            search: None,
+        }
+    }
+
+    /// The phase's facts for this point alone (copied when other points share them).
+    pub fn facts_mut(&mut self) -> &mut PhaseFacts {
+        Arc::make_mut(&mut self.phase.0)
+    }
+}
+
+/// A point reads its phase's facts as its own (`point.run`, `point.client_bound`).
+impl std::ops::Deref for Point {
+    type Target = PhaseFacts;
+
+    fn deref(&self) -> &PhaseFacts {
+        &self.phase.0
+    }
+}
+
+/// What a run's phase (or search) says of every point of it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PhaseFacts {
+    pub run: RunId,
+    /// RFC 3339, the run's start; points are in this order.
+    pub started_at: String,
     /// sha256 of the asked-for work (`phase.work_sha256`).
-    #[serde(with = "shared_text")]
-    pub work: Arc<str>,
+    pub work: String,
     /// sha256 of the deployment labels and the target's identity (engine, version, model):
     /// a change starts a segment.
-    #[serde(with = "shared_text")]
-    pub deployment: Arc<str>,
+    pub deployment: String,
     /// The phase's trust verdict was client-bound.
     pub client_bound: bool,
     /// The phase or the run was partial.
@@ -51,25 +91,22 @@ pub struct Point {
     /// A user excluded the run, with this reason.
     pub excluded: Option<String>,
     pub conditions: Conditions,
-    /// A capacity series' point: whether its search answered or gave only a lower bound or
-    /// nothing it could place (neither enters detection); `None` for a phase's figure.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub search: Option<SearchAnswer>,
 }
 
-/// A shared text as a plain JSON string (serde's own `Arc` support would rebuild serde and
-/// everything on it with another feature).
-mod shared_text {
-    use std::sync::Arc;
+/// Shared phase facts, written as the facts themselves (serde's own `Arc` support would
+/// rebuild serde and everything on it with another feature).
+#[derive(Debug, Clone, PartialEq)]
+pub struct SharedFacts(pub Arc<PhaseFacts>);
 
-    use serde::{Deserialize, Deserializer, Serializer};
-
-    pub fn serialize<S: Serializer>(text: &Arc<str>, to: S) -> Result<S::Ok, S::Error> {
-        to.serialize_str(text)
+impl Serialize for SharedFacts {
+    fn serialize<S: serde::Serializer>(&self, to: S) -> Result<S::Ok, S::Error> {
+        self.0.serialize(to)
     }
+}
 
-    pub fn deserialize<'de, D: Deserializer<'de>>(from: D) -> Result<Arc<str>, D::Error> {
-        String::deserialize(from).map(Arc::from)
+impl<'de> Deserialize<'de> for SharedFacts {
+    fn deserialize<D: serde::Deserializer<'de>>(from: D) -> Result<SharedFacts, D::Error> {
+        PhaseFacts::deserialize(from).map(|facts| SharedFacts(Arc::new(facts)))
     }
 }
 

@@ -6,7 +6,7 @@ use rand_chacha::ChaCha8Rng;
 use rand_distr::{Distribution, Normal};
 
 use super::record::{FigureRow, PhaseRow, RunRow, RunRows, RunSource};
-use super::series::{Conditions, Point, SeriesKey};
+use super::series::{Conditions, PhaseFacts, Point, SeriesKey};
 use super::store::{MemoryStore, Store as _};
 
 /// A series' shape: its level, noise and an optional step.
@@ -50,19 +50,17 @@ pub fn run_id(n: usize) -> (String, String) {
 /// A plain, eligible point of run `n`.
 pub fn point(n: usize, value: f64) -> Point {
     let (run, started_at) = run_id(n);
-    Point {
+    let facts = PhaseFacts {
         run,
-        started_at: started_at.into(),
-        value,
-        interval: None,
+        started_at,
         work: "work-a".into(),
         deployment: "deploy-a".into(),
         client_bound: false,
         partial: false,
         excluded: None,
         conditions: Conditions::default(),
-        search: None,
-    }
+    };
+    Point::new(std::sync::Arc::new(facts), value, None)
 }
 
 /// Run `n` of `plan` as the store records it: one phase per entry of `phases` (its name and
@@ -212,8 +210,9 @@ pub fn replay(
         .collect();
     if let Some(at) = client_bound_at {
         let mut odd = point(at, points[at - 1].value * 3.0);
-        odd.run = format!("{}-client-bound", odd.run);
-        odd.client_bound = true;
+        let facts = odd.facts_mut();
+        facts.run = format!("{}-client-bound", facts.run);
+        facts.client_bound = true;
         points.insert(at - 1, odd);
     }
     let number = |run: &str| -> usize {

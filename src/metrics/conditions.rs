@@ -70,11 +70,6 @@ pub struct Conditions {
     /// The share of the client's event-loop wakes that were late (`late_wake_share`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub late_share: Option<f64>,
-    /// A percentile's point: the run's own quantiles at q − `late_share` and q +
-    /// `late_share`, how far the client's lateness could have moved it. A trend keeps it only
-    /// while it lies within a tenth of the minimum effect of the value (`trend::analyse`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub late_band: Option<(f64, f64)>,
 }
 
 /// The conditions that differ between `before` and `after`; `client_bound` counts the

@@ -8,7 +8,9 @@ use super::read::flatten;
 use crate::history::HistoryError;
 use crate::history::record::RunRows;
 use crate::history::searches::CAPACITY;
-use crate::history::series::{Alert, Point, RunId, SeriesKey};
+use std::sync::Arc;
+
+use crate::history::series::{Alert, PhaseFacts, Point, RunId, SeriesKey};
 use crate::metrics::trust::TrustVerdict;
 use crate::plan::model::HistorySettings;
 
@@ -73,6 +75,16 @@ impl Store for MemoryStore {
         }
         let id = rows.run.run_id.clone();
         for phase in &rows.phases {
+            let facts = Arc::new(PhaseFacts {
+                run: id.clone(),
+                started_at: rows.run.started_at.clone(),
+                work: phase.work_sha256.clone().unwrap_or_default(),
+                deployment: phase.deployment_sha256.clone(),
+                client_bound: phase.trust == Some(TrustVerdict::ClientBound),
+                partial: phase.partial || !rows.run.complete,
+                excluded: None,
+                conditions: phase.conditions,
+            });
             for figure in &phase.figures {
                 let key = SeriesKey {
                     plan: rows.run.plan.clone(),
@@ -82,19 +94,7 @@ impl Store for MemoryStore {
                 };
                 self.push_point(
                     &key,
-                    Point {
-                        run: id.clone(),
-                        started_at: rows.run.started_at.as_str().into(),
-                        value: figure.value,
-                        interval: figure.interval,
-                        work: phase.work_sha256.as_deref().unwrap_or_default().into(),
-                        deployment: phase.deployment_sha256.as_str().into(),
-                        client_bound: phase.trust == Some(TrustVerdict::ClientBound),
-                        partial: phase.partial || !rows.run.complete,
-                        excluded: None,
-                        conditions: phase.conditions,
-                        search: None,
-                    },
+                    Point::new(facts.clone(), figure.value, figure.interval),
                 );
             }
         }
@@ -111,17 +111,21 @@ impl Store for MemoryStore {
             self.push_point(
                 &key,
                 Point {
-                    run: id.clone(),
-                    started_at: rows.run.started_at.as_str().into(),
-                    value: capacity,
-                    interval: search.closed_interval(),
-                    work: search.work_sha256.as_deref().unwrap_or_default().into(),
-                    deployment: search.deployment_sha256.as_str().into(),
-                    client_bound: false,
-                    partial: search.partial || !rows.run.complete,
-                    excluded: None,
-                    conditions: Default::default(),
                     search: Some(search.answer),
+                    ..Point::new(
+                        Arc::new(PhaseFacts {
+                            run: id.clone(),
+                            started_at: rows.run.started_at.clone(),
+                            work: search.work_sha256.clone().unwrap_or_default(),
+                            deployment: search.deployment_sha256.clone(),
+                            client_bound: false,
+                            partial: search.partial || !rows.run.complete,
+                            excluded: None,
+                            conditions: Default::default(),
+                        }),
+                        capacity,
+                        search.closed_interval(),
+                    )
                 },
             );
         }
@@ -168,7 +172,7 @@ impl Store for MemoryStore {
         let mut points = self.series.get(key).cloned().unwrap_or_default();
         for p in &mut points {
             if let Some(reason) = excluded.get(p.run.as_str()) {
-                p.excluded = Some(reason.to_string());
+                p.facts_mut().excluded = Some(reason.to_string());
             }
         }
         Ok(points)

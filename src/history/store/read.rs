@@ -2,15 +2,18 @@
 //! (a search's rows and capacity series come from `searches`).
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use serde_json::Value;
 
 use super::super::HistoryError;
 use super::super::record::{ErrorRow, FigureRow, PhaseRow, RunRow, RunRows, RunSource, SplitRow};
 use super::super::searches::is_capacity;
-use super::super::series::{Alert, AlertState, Conditions, Moved, Point, SeriesKey};
+use super::super::series::{Alert, AlertState, Conditions, Moved, PhaseFacts, Point, SeriesKey};
 use super::model::{RunFilter, RunSummary, StoredRun, Table};
-use super::row::{PointFacts, normalize_time, plan_filter, point, trust_name, trust_named};
+use super::row::{
+    PointFacts, normalize_time, phase_facts, plan_filter, point, trust_name, trust_named,
+};
 use super::schema::{TABLES, order_by};
 use super::sql::{Cell, Driver};
 use crate::metrics::trust::TrustVerdict;
@@ -241,7 +244,6 @@ fn phases(driver: &dyn Driver, run: &str) -> Result<Vec<PhaseRow>, HistoryError>
                     server_queue_share: r[18].real(),
                     server_uptime_s: r[19].real(),
                     late_share: r[29].real(),
-                    late_band: None,
                 },
                 split,
                 figures: figures.remove(&ordinal).unwrap_or_default(),
@@ -368,13 +370,14 @@ pub fn series(driver: &dyn Driver, key: &SeriesKey) -> Result<Vec<Point>, Histor
             Cell::from(&key.figure),
         ],
     )?;
+    let bad = || damaged(driver, "series point");
     rows.iter()
-        .map(|r| figure_point(r, &|| damaged(driver, "series point")))
+        .map(|r| figure_point(r, &bad, Arc::new(figure_facts(r, &bad)?)))
         .collect()
 }
 
-/// A phase figure's point from a row of the series queries (columns 0-16).
-fn figure_point(r: &[Cell], bad: &dyn Fn() -> HistoryError) -> Result<Point, HistoryError> {
+/// A phase's facts from a row of the series queries (columns 0-15).
+fn figure_facts(r: &[Cell], bad: &dyn Fn() -> HistoryError) -> Result<PhaseFacts, HistoryError> {
     let facts = PointFacts {
         client_bound: r[7].text() == Some(trust_name(TrustVerdict::ClientBound)),
         conditions: Conditions {
@@ -382,11 +385,21 @@ fn figure_point(r: &[Cell], bad: &dyn Fn() -> HistoryError) -> Result<Point, His
             server_queue_share: r[12].real(),
             server_uptime_s: r[13].real(),
             late_share: r[14].real(),
-            late_band: r[15].real().zip(r[16].real()),
         },
-        search: None,
     };
-    point(r, bad, facts)
+    phase_facts(r, bad, facts)
+}
+
+/// A phase figure's point from a row of the series queries (columns 0-16), its phase's
+/// facts given.
+fn figure_point(
+    r: &[Cell],
+    bad: &dyn Fn() -> HistoryError,
+    phase: Arc<PhaseFacts>,
+) -> Result<Point, HistoryError> {
+    let mut point = point(r, bad, phase)?;
+    point.late_band = r[15].real().zip(r[16].real());
+    Ok(point)
 }
 
 /// Every series of `plan`, in key order, read with one query for the phases' figures (and
@@ -398,7 +411,7 @@ pub fn plan_series(
 ) -> Result<Vec<(SeriesKey, Vec<Point>)>, HistoryError> {
     let bad = || damaged(driver, "series point");
     let mut series = SeriesByKey::default();
-    let mut strings = SharedStrings::default();
+    let mut phases = PhasesOnce::default();
     // Unordered: the rows are grouped and each series sorted here, cheaper than the
     // database sorting every wide row of a thousand runs.
     driver.each_row(
@@ -415,7 +428,8 @@ pub fn plan_series(
             let text = |i: usize| r[i].text().ok_or_else(bad);
             let points = series.of(plan, text(17)?, text(18)?, text(19)?);
             let ordinal = r[20].int().ok_or_else(bad)?;
-            points.push((ordinal, strings.share(figure_point(r, &bad)?)));
+            let phase = phases.of(r, ordinal, &bad)?;
+            points.push((ordinal, figure_point(r, &bad, phase)?));
             Ok(())
         },
     )?;
@@ -481,26 +495,39 @@ impl SeriesByKey {
     }
 }
 
-/// The start times and hashes a plan's points repeat, each held once.
+/// Each run's phase facts, read once from the first of its figures' rows and shared by
+/// the rest (which mostly follow it: the figures table is kept in run and phase order).
 #[derive(Default)]
-struct SharedStrings(std::collections::HashSet<std::sync::Arc<str>>);
+struct PhasesOnce {
+    seen: std::collections::HashMap<(String, i64), Arc<PhaseFacts>>,
+    last: Option<(String, i64, Arc<PhaseFacts>)>,
+}
 
-impl SharedStrings {
-    fn share(&mut self, mut point: Point) -> Point {
-        point.started_at = self.one(point.started_at);
-        point.work = self.one(point.work);
-        point.deployment = self.one(point.deployment);
-        point
-    }
-
-    fn one(&mut self, text: std::sync::Arc<str>) -> std::sync::Arc<str> {
-        match self.0.get(&text) {
+impl PhasesOnce {
+    fn of(
+        &mut self,
+        r: &[Cell],
+        ordinal: i64,
+        bad: &dyn Fn() -> HistoryError,
+    ) -> Result<Arc<PhaseFacts>, HistoryError> {
+        let run = r[0].text().ok_or_else(bad)?;
+        if let Some((last_run, last_ordinal, facts)) = &self.last
+            && last_run == run
+            && *last_ordinal == ordinal
+        {
+            return Ok(facts.clone());
+        }
+        let key = (run.to_string(), ordinal);
+        let facts = match self.seen.get(&key) {
             Some(kept) => kept.clone(),
             None => {
-                self.0.insert(text.clone());
-                text
+                let facts = Arc::new(figure_facts(r, bad)?);
+                self.seen.insert(key.clone(), facts.clone());
+                facts
             }
-        }
+        };
+        self.last = Some((key.0, ordinal, facts.clone()));
+        Ok(facts)
     }
 }
 

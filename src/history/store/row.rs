@@ -2,8 +2,7 @@
 //! trust verdict's name, the time format, and a series point from a row.
 
 use super::super::HistoryError;
-use super::super::searches::SearchAnswer;
-use super::super::series::{Conditions, Point};
+use super::super::series::{Conditions, PhaseFacts, Point};
 use super::sql::Cell;
 use crate::metrics::trust::TrustVerdict;
 
@@ -34,31 +33,40 @@ pub fn normalize_time(text: &str) -> Option<String> {
 pub(super) struct PointFacts {
     pub client_bound: bool,
     pub conditions: Conditions,
-    pub search: Option<SearchAnswer>,
 }
 
-/// One point of a series from a row whose columns 0-6 are the run's id and start, the value,
-/// its interval and the work and deployment hashes, and 8-10 the phase's or search's
-/// `partial` and the run's `complete` and `excluded`: the figures' and the searches' series
-/// queries both select them so.
-pub(super) fn point(
+/// The phase's facts from a row whose columns 0-1 are the run's id and start, 5-6 the work
+/// and deployment hashes, and 8-10 the phase's or search's `partial` and the run's
+/// `complete` and `excluded`: the figures' and the searches' series queries both select them
+/// so.
+pub(super) fn phase_facts(
     r: &[Cell],
     bad: &dyn Fn() -> HistoryError,
     facts: PointFacts,
-) -> Result<Point, HistoryError> {
-    Ok(Point {
+) -> Result<PhaseFacts, HistoryError> {
+    Ok(PhaseFacts {
         run: r[0].string().ok_or_else(bad)?,
-        started_at: r[1].text().ok_or_else(bad)?.into(),
-        value: r[2].real().ok_or_else(bad)?,
-        interval: r[3].real().zip(r[4].real()),
-        work: r[5].text().unwrap_or_default().into(),
-        deployment: r[6].text().ok_or_else(bad)?.into(),
+        started_at: r[1].string().ok_or_else(bad)?,
+        work: r[5].string().unwrap_or_default(),
+        deployment: r[6].string().ok_or_else(bad)?,
         client_bound: facts.client_bound,
         partial: r[8].bool().ok_or_else(bad)? || !r[9].bool().ok_or_else(bad)?,
         excluded: r[10].string(),
         conditions: facts.conditions,
-        search: facts.search,
     })
+}
+
+/// A point's value and interval from columns 2-4 of the same rows.
+pub(super) fn point(
+    r: &[Cell],
+    bad: &dyn Fn() -> HistoryError,
+    phase: std::sync::Arc<PhaseFacts>,
+) -> Result<Point, HistoryError> {
+    Ok(Point::new(
+        phase,
+        r[2].real().ok_or_else(bad)?,
+        r[3].real().zip(r[4].real()),
+    ))
 }
 
 /// A `WHERE` clause keeping `plan`'s rows by `column`, and its parameter; nothing for every

@@ -4,7 +4,7 @@
 use super::super::HistoryError;
 use super::super::searches::{CAPACITY, SearchAnswer, SearchRow, load_name, load_named};
 use super::super::series::{Conditions, Point, SeriesKey};
-use super::row::{PointFacts, plan_filter, point};
+use super::row::{PointFacts, phase_facts, plan_filter, point};
 use super::sql::{Cell, Driver};
 
 /// Insert `run`'s searches (inside the recording's transaction).
@@ -127,9 +127,11 @@ pub fn series(driver: &dyn Driver, key: &SeriesKey) -> Result<Vec<Point>, Histor
             let facts = PointFacts {
                 client_bound: false,
                 conditions: Conditions::default(),
-                search: Some(r[7].text().and_then(SearchAnswer::named).ok_or_else(bad)?),
             };
-            point(r, &bad, facts)
+            let phase = std::sync::Arc::new(phase_facts(r, &bad, facts)?);
+            let mut point = point(r, &bad, phase)?;
+            point.search = Some(r[7].text().and_then(SearchAnswer::named).ok_or_else(bad)?);
+            Ok(point)
         })
         .collect()
 }

@@ -21,7 +21,7 @@ pub fn analyse(key: &SeriesKey, mut points: Vec<Point>, settings: &Settings) -> 
         .iter_mut()
         .filter(|p| !late_band_narrow(p, settings.min_effect))
     {
-        p.conditions.late_band = None;
+        p.late_band = None;
     }
     let capacity = is_capacity(&key.figure);
     let path = key.figure.parse::<FigurePath>().ok();
@@ -159,8 +159,8 @@ mod tests {
     /// Run `n` at `value`, client-bound with its late band `spread` either side.
     fn client_bound(n: usize, value: f64, spread: f64) -> Point {
         let mut p = point(n, value);
-        p.client_bound = true;
-        p.conditions.late_band = Some((value * (1.0 - spread), value * (1.0 + spread)));
+        p.facts_mut().client_bound = true;
+        p.late_band = Some((value * (1.0 - spread), value * (1.0 + spread)));
         p
     }
 
@@ -174,10 +174,7 @@ mod tests {
             client_bound(2, 1.0, tenth * 2.0),
             // Narrow on one side is not enough.
             Point {
-                conditions: crate::history::Conditions {
-                    late_band: Some((1.0, 1.0 + tenth * 3.0)),
-                    ..Default::default()
-                },
+                late_band: Some((1.0, 1.0 + tenth * 3.0)),
                 ..client_bound(3, 1.0, 0.0)
             },
         ];
@@ -194,7 +191,7 @@ mod tests {
     #[test]
     fn a_client_bound_run_without_a_band_is_left_out() {
         let mut p = point(0, 1.0);
-        p.client_bound = true;
+        p.facts_mut().client_bound = true;
         let trend = analyse(&key(), vec![p], &Settings::default());
         assert!(!eligible(&trend.points[0]));
     }

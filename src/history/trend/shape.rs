@@ -130,7 +130,7 @@ pub(super) const NEARBY: usize = 3;
 pub fn eligible(p: &Point) -> bool {
     p.excluded.is_none()
         && !p.partial
-        && (!p.client_bound || p.conditions.late_band.is_some())
+        && (!p.client_bound || p.late_band.is_some())
         && p.value.is_finite()
         && p.search.is_none_or(|a| a == SearchAnswer::Answer)
 }
@@ -139,7 +139,7 @@ pub fn eligible(p: &Point) -> bool {
 /// the minimum effect: both ends of its late band lie that close to its value.
 pub fn late_band_narrow(p: &Point, min_effect: f64) -> bool {
     let tolerance = min_effect / 10.0 * p.value.abs();
-    p.conditions.late_band.is_some_and(|(lo, hi)| {
+    p.late_band.is_some_and(|(lo, hi)| {
         (lo - p.value).abs() <= tolerance && (hi - p.value).abs() <= tolerance
     })
 }

@@ -179,6 +179,5 @@ pub fn phase_conditions(phase: &PhaseResult, run: &Report) -> Conditions {
             .client_trust
             .as_ref()
             .and_then(|t| t.load.late_wake_share),
-        late_band: None,
     }
 }
