@@ -81,8 +81,23 @@ impl<'a> Frame<'a> {
     }
 }
 
+/// How much of each run a chart draws.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Detail {
+    /// Each of the newest runs as a dot with its value and interval.
+    Runs,
+    /// The line alone (with levels, changes and the runs left out): the folded charts of a
+    /// phase's unwatched figures, of which a plan has dozens a phase.
+    Line,
+}
+
 /// The chart of one series.
-pub fn chart(trend: &SeriesTrend, alerts: &[&Alert], provenance: &[ProvenanceChange]) -> String {
+pub fn chart(
+    trend: &SeriesTrend,
+    alerts: &[&Alert],
+    provenance: &[ProvenanceChange],
+    detail: Detail,
+) -> String {
     let frame = Frame::new(trend);
     let changed = provenance_by_run(&frame, provenance);
     let legend_lines = changed.len().min(LEGEND_LINES);
@@ -99,7 +114,7 @@ pub fn chart(trend: &SeriesTrend, alerts: &[&Alert], provenance: &[ProvenanceCha
     segment_rules(&mut out, &frame);
     levels(&mut out, &frame);
     line(&mut out, &frame, &changed);
-    points(&mut out, &frame);
+    points(&mut out, &frame, detail);
     changes(&mut out, &frame);
     alert_marks(&mut out, &frame, alerts);
     provenance_legend(&mut out, &changed);
@@ -241,10 +256,14 @@ fn line(out: &mut String, frame: &Frame, changed: &[(usize, Vec<&ProvenanceChang
 }
 
 /// Each run's mark: excluded, lower-bound and client-bound runs always; plain runs (with
-/// their interval) only among the newest, which are drawn point by point. A plain run is a
+/// their interval) only among the newest, which are drawn point by point, and only in a
+/// chart of [`Detail::Runs`]. A plain run is a
 /// round dot (a zero-length stroke), which keeps a long page small.
-fn points(out: &mut String, frame: &Frame) {
-    let recent = recent_from(frame.trend.points.len());
+fn points(out: &mut String, frame: &Frame, detail: Detail) {
+    let recent = match detail {
+        Detail::Runs => recent_from(frame.trend.points.len()),
+        Detail::Line => usize::MAX,
+    };
     let (mut dots, mut whiskers) = (String::new(), String::new());
     for (i, p) in frame.trend.points.iter().enumerate() {
         if !p.value.is_finite() {

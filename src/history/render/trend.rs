@@ -2,7 +2,7 @@
 //! alerts, provenance changes, then per phase a table of its figures and (for the HTML page)
 //! its charts, the watched figures' first and the rest folded.
 
-use super::chart::chart;
+use super::chart::{Detail, chart};
 use super::{
     RECENT_RUNS, TrendReport, alert_line, change_text, closed_by, level_change, point_text,
     provenance_text, runs_text, state_word, value,
@@ -266,23 +266,23 @@ fn charts(blocks: &mut Vec<Block>, report: &TrendReport, trends: &[&SeriesTrend]
         at.and_then(|i| report.watched.get(i).copied())
             .unwrap_or(false)
     };
-    let svg = |t: &SeriesTrend| {
+    let svg = |t: &SeriesTrend, detail: Detail| {
         let alerts: Vec<&Alert> = report
             .alerts
             .iter()
             .filter(|a| a.moved_in(&t.key).is_some())
             .collect();
-        Block::Figure(chart(t, &alerts, report.provenance))
+        Block::Figure(chart(t, &alerts, report.provenance, detail))
     };
     let (open, mut folded): (Vec<&SeriesTrend>, Vec<&SeriesTrend>) =
         trends.iter().copied().partition(|t| watched(t));
-    blocks.extend(open.iter().map(|t| svg(t)));
+    blocks.extend(open.iter().map(|t| svg(t, Detail::Runs)));
     if folded.is_empty() {
         return;
     }
     folded.sort_by_key(|t| (t.changes().next().is_none(), is_flat(t)));
     blocks.push(Block::FoldStart(format!(
-        "{} more figures' charts ({})",
+        "{} more figures' charts as lines ({})",
         folded.len(),
         if open.is_empty() {
             "the plan watches none of this phase's figures"
@@ -290,7 +290,7 @@ fn charts(blocks: &mut Vec<Block>, report: &TrendReport, trends: &[&SeriesTrend]
             "not watched"
         }
     )));
-    blocks.extend(folded.iter().map(|t| svg(t)));
+    blocks.extend(folded.iter().map(|t| svg(t, Detail::Line)));
     blocks.push(Block::FoldEnd);
 }
 

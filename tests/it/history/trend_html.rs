@@ -217,21 +217,26 @@ fn a_thousand_runs_of_twenty_phases_stay_well_under_five_megabytes() {
     let all = charts(&page);
     assert_eq!(all.len(), 20 * FIGURES.len());
     assert!(page.len() < 4_000_000, "{} bytes", page.len());
-    for chart in all {
-        // The newest 60 runs point by point (each a circle with its run in a tooltip), at
-        // most 60 older points on the line.
+    // A run's dot with its value in a tooltip.
+    let dots = |chart: &str| {
         let dots = chart.split("class=\"runs\"").nth(1).unwrap_or_default();
         let dots = dots.split("</g>").next().unwrap_or_default();
-        assert_eq!(
-            dots.matches("<title>run-").count(),
-            60,
-            "{}",
-            figure_of(chart)
-        );
+        dots.matches("<title>run-").count()
+    };
+    let section = phase_section(&page, "phase-07");
+    let fold = section.find("<details>").expect("a fold");
+    let (open, folded) = (charts(&section[..fold]), charts(&section[fold..]));
+    assert!(!open.is_empty() && !folded.is_empty());
+    // Watched figures: the newest 60 runs point by point; the folded rest as lines alone.
+    assert!(open.iter().all(|c| dots(c) == 60), "{section}");
+    assert!(folded.iter().all(|c| dots(c) == 0), "{section}");
+    for chart in all {
+        // At most 60 older points on the line, and the newest 60.
         let on_line: usize = line_pieces(chart).iter().map(Vec::len).sum();
         assert!(
             (90..=122).contains(&on_line),
-            "{on_line} points on the line"
+            "{on_line} points on the line of {}",
+            figure_of(chart)
         );
     }
     println!(
