@@ -117,7 +117,23 @@ async fn a_draft_accepting_six_tenths_is_measured_within_its_interval_and_by_the
         "spec_acceptance_length.mean > 1",
     ];
     check_compare_and_gates(&report, &gates, "spec_decode.acceptance_rate");
-    check_history(dir.path(), "spec_decode.acceptance_rate", rate);
+    check_history(
+        dir.path(),
+        &report,
+        &[
+            "spec_decode.acceptance_rate",
+            "spec_decode.acceptance_length",
+            "spec_acceptance_rate.mean",
+            "spec_acceptance_length.p50",
+        ],
+    );
+    check_scalar_columns(
+        &report,
+        &[
+            "spec_decode_acceptance_rate",
+            "spec_decode_acceptance_length",
+        ],
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -176,8 +192,22 @@ async fn reasoning_tokens_from_usage_equal_the_simulators_and_content_is_the_res
     );
     check_history(
         dir.path(),
-        "content_tokens_per_second",
-        s.content_tokens_per_second,
+        &report,
+        &[
+            "content_tokens_per_second",
+            "total_reasoning_tokens",
+            "total_content_tokens",
+            "reasoning_tokens.mean",
+            "content_tokens.p50",
+        ],
+    );
+    check_scalar_columns(
+        &report,
+        &[
+            "total_reasoning_tokens",
+            "total_content_tokens",
+            "content_tokens_per_second",
+        ],
     );
 }
 
@@ -279,6 +309,20 @@ fn walk(dir: &Path) -> Vec<std::path::PathBuf> {
         .collect()
 }
 
+/// The phase CSV's scalar columns hold the report's values.
+fn check_scalar_columns(report: &Report, columns: &[&str]) {
+    let csv_text = servebench::report::formats::csv::render_phases(report);
+    let mut csv = csv::Reader::from_reader(csv_text.as_bytes());
+    let header: Vec<String> = csv.headers().unwrap().iter().map(String::from).collect();
+    let row = csv.records().next().unwrap().unwrap();
+    for column in columns {
+        let at = header.iter().position(|h| h == column).expect(column);
+        let path = column.replacen("spec_decode_", "spec_decode.", 1);
+        let want = value(report, &path).expect("the report has it");
+        assert_eq!(row[at].parse::<f64>().ok(), Some(want), "{column}");
+    }
+}
+
 /// `compare` lists `listed` for the phase; every gate passes against the report itself.
 fn check_compare_and_gates(report: &Report, gates: &[&str], listed: &str) {
     let gates: Vec<Gate> = gates.iter().map(|g| g.parse().unwrap()).collect();
@@ -293,47 +337,49 @@ fn check_compare_and_gates(report: &Report, gates: &[&str], listed: &str) {
     assert_eq!(comparison.gates.len(), gates.len());
 }
 
-/// `history record` keeps the figure and `history series` gives it back.
-fn check_history(dir: &Path, figure: &str, want: f64) {
+/// `history record` keeps each figure and `history series` gives it back as the report has it.
+fn check_history(dir: &Path, report: &Report, figures: &[&str]) {
     let store = dir.join("history.db");
     let store = store.to_str().unwrap();
     let history = |args: &[&str]| {
-        std::process::Command::new(assert_cmd::cargo::cargo_bin("servebench"))
+        let out = std::process::Command::new(assert_cmd::cargo::cargo_bin("servebench"))
             .env_remove(servebench::history::store::HISTORY_ENV)
             .args(["history"])
             .args(args)
             .args(["--history", store])
             .output()
-            .unwrap()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        out.stdout
     };
-    let report = dir.join("out/report.json");
-    let out = history(&["record", report.to_str().unwrap()]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let out = history(&[
-        "series",
-        "--plan",
-        "token-split",
-        "--phase",
-        "p",
-        "--target",
-        "sim",
-        "--figure",
-        figure,
-        "--format",
-        "json",
-    ]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let json: Value = serde_json::from_slice(&out.stdout).unwrap();
-    let got = json["points"][0]["value"].as_f64();
-    assert_eq!(got, Some(want), "{json}");
+    let path = dir.join("out/report.json");
+    history(&["record", path.to_str().unwrap()]);
+    for figure in figures {
+        let out = history(&[
+            "series",
+            "--plan",
+            "token-split",
+            "--phase",
+            "p",
+            "--target",
+            "sim",
+            "--figure",
+            figure,
+            "--format",
+            "json",
+        ]);
+        let json: Value = serde_json::from_slice(&out).unwrap();
+        let want = value(report, figure).expect("the report has it");
+        assert_eq!(
+            json["points"][0]["value"].as_f64(),
+            Some(want),
+            "{figure}: {json}"
+        );
+    }
 }
 
 /// Seed 000, a reasoning run read from its file: reasoning apart, counted from its stream.
