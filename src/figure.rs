@@ -36,6 +36,14 @@ pub enum Figure {
     ToolCallChunks,
     /// Bytes of the request's JSON body as sent.
     RequestBytes,
+    /// Of the output tokens, the reasoning ones.
+    ReasoningTokens,
+    /// Output tokens less reasoning tokens.
+    ContentTokens,
+    /// The server's mean acceptance length per verify step, bonus token included (vLLM).
+    SpecAcceptanceLength,
+    /// The server's share of draft tokens accepted (vLLM).
+    SpecAcceptanceRate,
 }
 
 /// An order statistic or the mean of a distribution.
@@ -274,7 +282,7 @@ use Counted::{Every, FirstOutput, ServerTimed, Succeeded};
 use Stat::{Mean, P50, P95, P99};
 
 /// Every figure, in [`Figure`]'s order.
-pub static FIGURES: [Spec; 19] = [
+pub static FIGURES: [Spec; 23] = [
     row(
         Figure::Ttft,
         "ttft",
@@ -469,6 +477,47 @@ pub static FIGURES: [Spec; 19] = [
         "Bytes of each request's JSON body as sent (images included), over every request \
         sent.",
     ),
+    row(
+        Figure::ReasoningTokens,
+        "reasoning_tokens",
+        Unit::Tokens,
+        Neither,
+        Succeeded,
+        "Reasoning tokens of the output: the server's usage (completion_tokens_details or \
+        output_tokens_details), else counted from the streamed reasoning.",
+    )
+    .generated(),
+    row(
+        Figure::ContentTokens,
+        "content_tokens",
+        Unit::Tokens,
+        Neither,
+        Succeeded,
+        "Output tokens less reasoning tokens, over the requests whose reasoning is known.",
+    )
+    .generated(),
+    row(
+        Figure::SpecAcceptanceLength,
+        "spec_acceptance_length",
+        Unit::Count,
+        Higher,
+        Succeeded,
+        "Speculative decoding: tokens per verify step, the bonus token included, as the \
+        server reports it per request (vLLM's metrics.speculative_decoding).",
+    )
+    .generated()
+    .compared(&[Mean]),
+    row(
+        Figure::SpecAcceptanceRate,
+        "spec_acceptance_rate",
+        Unit::Ratio,
+        Higher,
+        Succeeded,
+        "Speculative decoding: the share of draft tokens the target accepted, as the server \
+        reports it per request (vLLM's metrics.speculative_decoding).",
+    )
+    .generated()
+    .compared(&[Mean]),
 ];
 
 impl Figure {

@@ -655,5 +655,10 @@ fn measured_record(state: &StreamState, used: &ConnectionUse) -> RequestRecord {
         record.output_tokens = Some(tokens);
         record.output_token_source = Some(source);
     }
+    if let Some((tokens, source)) = state.reasoning_tokens() {
+        record.reasoning_tokens = Some(tokens);
+        record.reasoning_token_source = Some(source);
+    }
+    record.spec_decoding = state.spec_decoding.clone();
     record
 }

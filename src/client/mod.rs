@@ -28,6 +28,7 @@ mod responses;
 pub mod scan;
 mod setup_error;
 mod socket;
+pub mod spec_decode;
 pub mod sse;
 pub mod stream;
 mod tls;
@@ -51,6 +52,7 @@ pub use request_id::{
     uuid_for,
 };
 pub use setup_error::ClientError;
+pub use spec_decode::SpecDecoding;
 pub use tls::TlsSettings;
 pub use trace_context::{TRACEPARENT, TraceContextMode, TraceIds, trace_id_of};
 

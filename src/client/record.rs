@@ -121,6 +121,17 @@ pub struct RequestRecord {
     /// Images in the request's messages.
     #[serde(default, skip_serializing_if = "is_zero_u64")]
     pub images: u64,
+    /// Of `output_tokens`, the reasoning tokens: the server's usage
+    /// (`completion_tokens_details` / `output_tokens_details`), or counted from the stream
+    /// when it reported 0 or nothing while streaming reasoning (`reasoning_token_source`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reasoning_tokens: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reasoning_token_source: Option<OutputTokenSource>,
+    /// The server's speculative-decoding acceptance for this request, as it sent it (vLLM's
+    /// `metrics.speculative_decoding`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub spec_decoding: Option<super::SpecDecoding>,
 }
 
 fn is_zero(n: &u32) -> bool {
@@ -172,8 +183,46 @@ impl RequestRecord {
             // Only replies that called a tool count, as for their TTFT.
             Figure::ToolCallChunks => self.ttft_tool_ms.map(|_| self.tool_call_chunks as f64),
             Figure::RequestBytes => self.request_bytes.map(|b| b as f64),
+            Figure::ReasoningTokens => self.reasoning().map(|(t, _)| t as f64),
+            Figure::ContentTokens => self.content_tokens().map(|t| t as f64),
+            Figure::SpecAcceptanceLength => self
+                .spec_decoding
+                .as_ref()
+                .filter(|s| s.num_spec_steps > 0)
+                .map(|s| s.mean_acceptance_length),
+            Figure::SpecAcceptanceRate => self
+                .spec_decoding
+                .as_ref()
+                .filter(|s| s.draft_tokens().is_some_and(|d| d > 0))
+                .map(|s| s.draft_acceptance_rate),
         };
         value.filter(|v| v.is_finite())
+    }
+
+    /// Reasoning tokens and where they came from: the record's own, else (a record read from
+    /// a report written before them) counted from its reasoning deltas as the client counts
+    /// a live stream: their share of the output tokens.
+    pub fn reasoning(&self) -> Option<(u64, OutputTokenSource)> {
+        if let Some(n) = self.reasoning_tokens {
+            return Some((
+                n,
+                self.reasoning_token_source
+                    .unwrap_or(OutputTokenSource::Usage),
+            ));
+        }
+        let chunks = self.reasoning_chunks;
+        let deltas = self.content_chunks + chunks + self.tool_call_chunks;
+        let counted = match self.output_tokens {
+            Some(total) => (total as f64 * chunks as f64 / deltas as f64).round() as u64,
+            None => chunks,
+        };
+        (chunks > 0).then_some((counted, OutputTokenSource::Counted))
+    }
+
+    /// Output tokens less reasoning tokens, when the reasoning count is known.
+    pub fn content_tokens(&self) -> Option<u64> {
+        let (reasoning, _) = self.reasoning()?;
+        Some(self.output_tokens?.saturating_sub(reasoning))
     }
 
     /// Ran to its end without an error (neither failed nor cancelled).
@@ -241,7 +290,8 @@ pub fn derive_record_fields(record: &mut RequestRecord) {
 pub enum OutputTokenSource {
     /// `usage.completion_tokens` sent by the server.
     Usage,
-    /// Counted from the stream because the server sent no usage.
+    /// Counted from the stream because the server sent no usage (for reasoning tokens: no
+    /// count, or 0 while it streamed reasoning).
     Counted,
 }
 

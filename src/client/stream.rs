@@ -64,6 +64,10 @@ pub struct StreamState {
     pub prompt_tokens: Option<u64>,
     pub completion_tokens: Option<u64>,
     pub cached_tokens: Option<u64>,
+    /// The usage's reasoning count (`completion_tokens_details` or `output_tokens_details`).
+    pub reasoning_tokens: Option<u64>,
+    /// vLLM's per-request acceptance (`metrics.speculative_decoding`).
+    pub spec_decoding: Option<super::SpecDecoding>,
     pub done: bool,
     pub events: u64,
     /// The server's own timing of this request, when it sent one.
@@ -260,6 +264,9 @@ impl StreamState {
         if let Some(timings) = chunk.timings.filter(|_| !chunk.summary.carries_text()) {
             self.server = timings;
         }
+        if chunk.spec_decoding.is_some() {
+            self.spec_decoding = chunk.spec_decoding;
+        }
         let choice = chunk.summary.choice.unwrap_or_default();
         if let Some(reply) = self
             .reply
@@ -315,6 +322,7 @@ impl StreamState {
         self.prompt_tokens = usage.prompt_tokens.or(self.prompt_tokens);
         self.completion_tokens = usage.completion_tokens.or(self.completion_tokens);
         self.cached_tokens = usage.cached_tokens.or(self.cached_tokens);
+        self.reasoning_tokens = usage.reasoning_tokens.or(self.reasoning_tokens);
     }
 
     /// An output event (reasoning, content or a tool-call fragment) at `now_ms`.
@@ -348,6 +356,27 @@ impl StreamState {
             tool_calls: std::mem::take(&mut self.reply_tool_calls),
             ..ChatMessage::default()
         })
+    }
+
+    /// Reasoning tokens: the usage's count when it is positive; else, when reasoning text
+    /// streamed (a server that reports 0 or nothing while it streams reasoning), counted from
+    /// the stream: the reasoning deltas' share of the usage's output tokens when those were
+    /// sent (deltas may carry several tokens), else the reasoning deltas. `None` when neither
+    /// the usage nor the stream says anything of reasoning.
+    pub fn reasoning_tokens(&self) -> Option<(u64, super::OutputTokenSource)> {
+        use super::OutputTokenSource::{Counted, Usage};
+        match (self.reasoning_tokens, self.reasoning_chunks) {
+            (Some(n), _) if n > 0 => Some((n, Usage)),
+            (reported, 0) => reported.map(|n| (n, Usage)),
+            (_, chunks) => {
+                let deltas = self.content_chunks + chunks + self.tool_call_chunks;
+                let counted = match self.completion_tokens {
+                    Some(total) => (total as f64 * chunks as f64 / deltas as f64).round() as u64,
+                    None => chunks,
+                };
+                Some((counted, Counted))
+            }
+        }
     }
 
     /// Output tokens: from usage when sent, else the number of text-carrying deltas (a lower

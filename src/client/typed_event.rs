@@ -40,11 +40,20 @@ pub(super) struct EventUsage {
     /// Responses: `input_tokens_details.cached_tokens`.
     #[serde(default)]
     input_tokens_details: Option<InputDetails>,
+    /// Responses: `output_tokens_details.reasoning_tokens`.
+    #[serde(default)]
+    output_tokens_details: Option<OutputDetails>,
     /// Messages: tokens read from or written to the prompt cache, left out of `input_tokens`.
     #[serde(default)]
     cache_read_input_tokens: Option<u64>,
     #[serde(default)]
     cache_creation_input_tokens: Option<u64>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+struct OutputDetails {
+    #[serde(default)]
+    reasoning_tokens: Option<u64>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -63,6 +72,10 @@ impl EventUsage {
                 .input_tokens_details
                 .as_ref()
                 .and_then(|d| d.cached_tokens),
+            reasoning_tokens: self
+                .output_tokens_details
+                .as_ref()
+                .and_then(|d| d.reasoning_tokens),
         }
     }
 
@@ -82,6 +95,8 @@ impl EventUsage {
             prompt_tokens,
             completion_tokens: self.output_tokens.filter(|&n| n > 0),
             cached_tokens: prompt_tokens.and(self.cache_read_input_tokens),
+            // Messages usage has no reasoning count: thinking blocks are counted as streamed.
+            reasoning_tokens: None,
         }
     }
 }

@@ -42,9 +42,19 @@ pub enum Scalar {
     RequestBytesPerSecond,
     /// Images sent per second.
     ImagesPerSecond,
+    /// Reasoning tokens of the successful requests whose reasoning is known.
+    TotalReasoningTokens,
+    /// Their output tokens less reasoning tokens.
+    TotalContentTokens,
+    /// Content tokens per second, beside the output rate.
+    ContentTokensPerSecond,
+    /// Speculative decoding: Σ accepted / Σ drafted draft tokens over the phase's requests.
+    SpecAcceptanceRate,
+    /// Speculative decoding: 1 + Σ accepted / Σ verify steps.
+    SpecAcceptanceLength,
 }
 
-const SCALARS: [(Scalar, &str); 19] = [
+const SCALARS: [(Scalar, &str); 24] = [
     (Scalar::Requests, "requests"),
     (Scalar::Success, "success"),
     (Scalar::Errors, "errors"),
@@ -64,10 +74,18 @@ const SCALARS: [(Scalar, &str); 19] = [
     (Scalar::TokensInFlight, "in_flight.tokens"),
     (Scalar::RequestBytesPerSecond, "request_bytes_per_second"),
     (Scalar::ImagesPerSecond, "images_per_second"),
+    (Scalar::TotalReasoningTokens, "total_reasoning_tokens"),
+    (Scalar::TotalContentTokens, "total_content_tokens"),
+    (Scalar::ContentTokensPerSecond, "content_tokens_per_second"),
+    (Scalar::SpecAcceptanceRate, "spec_decode.acceptance_rate"),
+    (
+        Scalar::SpecAcceptanceLength,
+        "spec_decode.acceptance_length",
+    ),
 ];
 
 /// The counts and rates `compare` lists for every matched phase, before the figures.
-const COMPARED_SCALARS: [Scalar; 9] = [
+const COMPARED_SCALARS: [Scalar; 12] = [
     Scalar::Requests,
     Scalar::Errors,
     Scalar::ErrorRate,
@@ -77,6 +95,9 @@ const COMPARED_SCALARS: [Scalar; 9] = [
     Scalar::InputTokensPerSecond,
     Scalar::RequestBytesPerSecond,
     Scalar::ImagesPerSecond,
+    Scalar::ContentTokensPerSecond,
+    Scalar::SpecAcceptanceRate,
+    Scalar::SpecAcceptanceLength,
 ];
 
 /// What `compare` lists for every matched phase (those either side has): the counts and
@@ -203,6 +224,10 @@ impl FigurePath {
                 Scalar::TokensInFlight => Unit::Tokens,
                 Scalar::RequestRate | Scalar::GoodputRequestRate => Unit::RequestsPerSecond,
                 Scalar::TotalInputTokens | Scalar::TotalOutputTokens => Unit::Tokens,
+                Scalar::TotalReasoningTokens | Scalar::TotalContentTokens => Unit::Tokens,
+                Scalar::ContentTokensPerSecond => Unit::TokensPerSecond,
+                Scalar::SpecAcceptanceRate => Unit::Ratio,
+                Scalar::SpecAcceptanceLength => Unit::Count,
             },
         }
     }
@@ -219,7 +244,10 @@ impl FigurePath {
                 | Scalar::Success
                 | Scalar::CachedTokenRatio
                 | Scalar::GoodputRequestRate
-                | Scalar::GoodputFraction => Better::Higher,
+                | Scalar::GoodputFraction
+                | Scalar::ContentTokensPerSecond
+                | Scalar::SpecAcceptanceRate
+                | Scalar::SpecAcceptanceLength => Better::Higher,
                 Scalar::Requests
                 | Scalar::Elapsed
                 | Scalar::TotalInputTokens
@@ -228,7 +256,9 @@ impl FigurePath {
                 | Scalar::RequestsInFlight
                 | Scalar::TokensInFlight
                 | Scalar::RequestBytesPerSecond
-                | Scalar::ImagesPerSecond => Better::Neither,
+                | Scalar::ImagesPerSecond
+                | Scalar::TotalReasoningTokens
+                | Scalar::TotalContentTokens => Better::Neither,
             },
         }
     }

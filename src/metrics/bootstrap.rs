@@ -129,9 +129,55 @@ fn resampled_mean(sorted: &[f64], rng: &mut ChaCha8Rng) -> f64 {
     (0..n).map(|_| sorted[rng.random_range(0..n)]).sum::<f64>() / n as f64
 }
 
+/// Percentile-bootstrap interval of a pooled ratio `Σ numerator / Σ denominator` over
+/// independent units (requests), resampling the units with replacement; `None` when no
+/// resample has a positive denominator.
+pub fn bootstrap_ratio_ci(pairs: &[(f64, f64)], seed: u64) -> Option<[f64; 2]> {
+    let n = pairs.len();
+    if n == 0 {
+        return None;
+    }
+    // Sorted, so the interval does not depend on the order the units came in.
+    let mut pairs = pairs.to_vec();
+    pairs.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.total_cmp(&b.1)));
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    let mut ratios: Vec<f64> = (0..BOOTSTRAP_RESAMPLES)
+        .filter_map(|_| {
+            let (num, den) = (0..n).fold((0.0, 0.0), |(a, b), _| {
+                let (x, y) = pairs[rng.random_range(0..n)];
+                (a + x, b + y)
+            });
+            (den > 0.0).then(|| num / den)
+        })
+        .collect();
+    if ratios.is_empty() {
+        return None;
+    }
+    ratios.sort_by(f64::total_cmp);
+    let alpha = (1.0 - CONFIDENCE) / 2.0;
+    Some([
+        percentile(&ratios, alpha, PercentileMethod::Linear),
+        percentile(&ratios, 1.0 - alpha, PercentileMethod::Linear),
+    ])
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn ratio_interval_holds_the_pooled_ratio() {
+        let pairs: Vec<(f64, f64)> = (0..50).map(|i| ((i % 5) as f64, 4.0)).collect();
+        let [lo, hi] = bootstrap_ratio_ci(&pairs, 7).expect("positive denominators");
+        let pooled = 100.0 / 200.0;
+        assert!(lo < pooled && pooled < hi, "{lo} {hi}");
+        // About ±1.96 × 0.05 (the mean of 0–4 over 50 units, over 4).
+        assert!(hi - lo > 0.1 && hi - lo < 0.3, "{lo} {hi}");
+        assert_eq!(bootstrap_ratio_ci(&[(0.0, 0.0)], 1), None);
+        // The same units in another order give the same interval.
+        let reversed: Vec<(f64, f64)> = pairs.iter().rev().copied().collect();
+        assert_eq!(bootstrap_ratio_ci(&reversed, 7), Some([lo, hi]));
+    }
 
     /// The order-statistic shortcut against a plain resample-and-sort bootstrap.
     #[test]

@@ -94,6 +94,13 @@ pub struct PhaseSummary {
     /// for an empty phase and in reports written before it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub in_flight: Option<super::InFlight>,
+    /// Reasoning and content tokens apart; absent when no successful request's reasoning is
+    /// known (neither its usage nor its stream said anything of reasoning).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reasoning: Option<super::ReasoningSummary>,
+    /// Speculative decoding acceptance; absent when no successful request reported it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub spec_decode: Option<super::SpecDecodeSummary>,
 }
 
 fn is_zero(n: &u64) -> bool {
@@ -141,6 +148,16 @@ impl PhaseSummary {
         let rate = |n: Option<u64>| n.map(|n| super::per_second(n as f64, self.elapsed));
         self.request_bytes_per_second = rate(self.total_request_bytes);
         self.images_per_second = rate(self.total_images);
+    }
+
+    /// The output and content rates, once `elapsed` is known.
+    pub fn set_token_rates(&mut self) {
+        self.output_tokens_per_second =
+            super::per_second(self.total_output_tokens as f64, self.elapsed);
+        let elapsed = self.elapsed;
+        if let Some(r) = self.reasoning.as_mut() {
+            r.set_rate(elapsed);
+        }
     }
 
     /// Whether the phase encoded inputs (embeddings, rerank) rather than generated tokens.

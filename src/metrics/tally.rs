@@ -36,6 +36,7 @@ pub struct PhaseTally {
     sessions: SessionTally,
     in_flight: InFlightSums,
     models: super::ModelTally,
+    spec_decode: super::SpecDecodeTally,
     /// Per figure: values and their sum.
     columns: [(u64, f64); FIGURES.len()],
 }
@@ -83,6 +84,7 @@ impl PhaseTally {
             sessions: SessionTally::default(),
             in_flight: InFlightSums::default(),
             models: super::ModelTally::default(),
+            spec_decode: super::SpecDecodeTally::default(),
             columns: [(0, 0.0); FIGURES.len()],
         }
     }
@@ -134,6 +136,8 @@ impl PhaseTally {
         if let Some(source) = r.output_token_source {
             *s.output_token_sources.entry(source).or_insert(0) += 1;
         }
+        super::ReasoningSummary::add(&mut s.reasoning, r);
+        self.spec_decode.add(r);
         if let (Some(cached), Some(prompt)) = (r.cached_tokens, r.prompt_tokens) {
             let (c, p) = self.cached.get_or_insert((0, 0));
             *c += cached;
@@ -177,7 +181,8 @@ impl PhaseTally {
         };
         s.request_rate = per_second(n as f64, s.elapsed);
         let models = self.models.finish(method, s.elapsed, &mut column)?;
-        s.output_tokens_per_second = per_second(s.total_output_tokens as f64, s.elapsed);
+        s.set_token_rates();
+        s.spec_decode = self.spec_decode.finish();
         s.set_input_rates();
         s.set_sent_rates();
         s.in_flight = self.in_flight.finish(s.elapsed);

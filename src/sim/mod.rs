@@ -92,6 +92,10 @@ pub struct SimConfig {
     /// FastAPI servers with a request-id middleware do (llama-cpp-python; default false).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub require_uuid_request_id: Option<bool>,
+    /// A draft model: speculative decoding with a settable acceptance rate; absent means
+    /// one `chunk_tokens` event at a time.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub speculative: Option<speculative::SimSpeculative>,
 }
 
 /// Block-hashed prefix cache with LRU eviction.
@@ -126,6 +130,10 @@ pub struct SimDialect {
     /// prefill and generation time) wherever usage goes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub vllm_metrics: Option<bool>,
+    /// Report `reasoning_tokens: 0` in usage while streaming reasoning text, as SGLang did
+    /// (default false: the reasoning streamed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub zero_reasoning_usage: Option<bool>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
@@ -212,6 +220,7 @@ mod prometheus;
 mod rng;
 mod server;
 mod settings;
+pub mod speculative;
 mod state;
 pub mod tokenizer;
 

@@ -84,6 +84,11 @@ pub(crate) struct Counters {
     pub faults_injected: AtomicU64,
     pub ttft: Histogram,
     pub e2e: Histogram,
+    /// A draft model decodes: the `spec_decode` counters are exported.
+    pub speculative: std::sync::atomic::AtomicBool,
+    pub spec_drafts: AtomicU64,
+    pub spec_draft_tokens: AtomicU64,
+    pub spec_accepted_tokens: AtomicU64,
 }
 
 impl Counters {
@@ -109,6 +114,10 @@ impl Counters {
             faults_injected: zero(),
             ttft: Histogram::new(TTFT_BUCKETS_S),
             e2e: Histogram::new(E2E_BUCKETS_S),
+            speculative: std::sync::atomic::AtomicBool::new(false),
+            spec_drafts: zero(),
+            spec_draft_tokens: zero(),
+            spec_accepted_tokens: zero(),
         }
     }
 
@@ -149,7 +158,35 @@ impl Counters {
             "Histogram of end to end request latency in seconds.",
             &labels,
         );
+        if self.speculative.load(Relaxed) {
+            self.render_spec_decode(&mut out, &labels);
+        }
         out
+    }
+
+    /// vLLM's `spec_decode` counters: verify steps, draft tokens proposed and accepted.
+    fn render_spec_decode(&self, out: &mut String, labels: &str) {
+        for (name, help, value) in [
+            (
+                "vllm:spec_decode_num_drafts_total",
+                "Number of spec decoding drafts.",
+                &self.spec_drafts,
+            ),
+            (
+                "vllm:spec_decode_num_draft_tokens_total",
+                "Number of draft tokens.",
+                &self.spec_draft_tokens,
+            ),
+            (
+                "vllm:spec_decode_num_accepted_tokens_total",
+                "Number of accepted tokens.",
+                &self.spec_accepted_tokens,
+            ),
+        ] {
+            let _ = writeln!(out, "# HELP {name} {help}");
+            let _ = writeln!(out, "# TYPE {name} counter");
+            let _ = writeln!(out, "{name}{{{labels}}} {}.0", value.load(Relaxed));
+        }
     }
 
     /// The single-valued series, in exposition order: name, type, help, value.

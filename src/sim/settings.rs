@@ -86,6 +86,9 @@ pub(crate) struct Settings {
     /// Serve requests for any model name instead of answering 404.
     pub accept_any_model: bool,
     pub adapters: Option<super::adapters::AdapterSettings>,
+    /// Usage says 0 reasoning tokens whatever streamed.
+    pub zero_reasoning_usage: bool,
+    pub speculative: Option<super::speculative::DraftSettings>,
 }
 
 fn check_non_negative(problems: &mut Vec<String>, name: &str, value: f64) {
@@ -132,6 +135,7 @@ impl Settings {
         check_faults_and_keep_alive(config, &mut problems);
         let dialect = config.dialect.clone().unwrap_or_default();
         let adapters = super::adapters::resolve(config.adapters.as_ref(), &model, &mut problems);
+        let speculative = super::speculative::resolve(config.speculative.as_ref(), &mut problems);
         if !problems.is_empty() {
             return Err(SimConfigError { problems });
         }
@@ -172,6 +176,8 @@ impl Settings {
             require_uuid_request_id: config.require_uuid_request_id.unwrap_or(false),
             accept_any_model: config.accept_any_model.unwrap_or(false),
             adapters,
+            zero_reasoning_usage: dialect.zero_reasoning_usage.unwrap_or(false),
+            speculative,
         })
     }
 }

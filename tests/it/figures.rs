@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 
 use serde_json::Value;
-use servebench::client::{RequestRecord, derive_record_fields};
+use servebench::client::{OutputTokenSource, RequestRecord, SpecDecoding, derive_record_fields};
 use servebench::figure::{FIGURES, Figure, Stat, Unit};
 use servebench::metrics::turn_figures;
 use servebench::plan::PercentileMethod;
@@ -49,6 +49,17 @@ fn records(tool_ms: f64) -> Vec<RequestRecord> {
                 turn: Some(i % 2),
                 request_bytes: Some(700 + 10 * i),
                 images: i % 2,
+                reasoning_tokens: Some(5 + i),
+                reasoning_token_source: Some(OutputTokenSource::Usage),
+                spec_decoding: Some(SpecDecoding {
+                    mean_acceptance_length: 1.0 + (2 + i) as f64 / 4.0,
+                    draft_acceptance_rate: (2 + i) as f64 / 12.0,
+                    acceptance_histogram: vec![1, 1, 1, 1],
+                    num_spec_steps: 4,
+                    num_accepted_draft_tokens: 2 + i,
+                    num_draft_tokens: Some(12),
+                    num_spec_tokens: Some(3),
+                }),
                 ..RequestRecord::default()
             };
             derive_record_fields(&mut r);

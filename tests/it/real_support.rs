@@ -150,7 +150,15 @@ pub enum VllmRunner {
     Generate,
     /// `/v1/embeddings`: the same model converted to a pooling model.
     Embed,
+    /// Chat with n-gram speculative decoding ([`NGRAM_SPECULATIVE_CONFIG`]) and its
+    /// per-request acceptance in each response (`--per-request-spec-decode-metrics`).
+    Speculative,
 }
+
+/// The n-gram proposer the speculative server drafts with: up to 3 tokens a step, looked up
+/// from 1- to 3-token matches in the prompt and the output so far.
+pub const NGRAM_SPECULATIVE_CONFIG: &str =
+    r#"{"method":"ngram","num_speculative_tokens":3,"prompt_lookup_max":3,"prompt_lookup_min":1}"#;
 
 /// vLLM's OpenAI server on loopback through `tests/real/vllm_server.py`, which stops the
 /// server and its engine process when the test drops this (or dies). It exports a span per
@@ -186,6 +194,11 @@ impl VllmServer {
             .args(["--otlp-traces-endpoint", &traces.endpoint]);
         if runner == VllmRunner::Embed {
             command.arg("--embed");
+        }
+        if runner == VllmRunner::Speculative {
+            command
+                .args(["--speculative-config", NGRAM_SPECULATIVE_CONFIG])
+                .args(["--per-request-spec-decode-metrics", "summary"]);
         }
         let mut process = ChildProcess::spawn("vllm", command, true);
         let root = process.listening_root_within(VLLM_START_DEADLINE).await;

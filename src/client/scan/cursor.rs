@@ -449,6 +449,26 @@ impl<'a> Cursor<'a> {
                     _ => None,
                 }
             }
+            b"completion_tokens_details" => {
+                seen.once(3)?;
+                match c.peek()? {
+                    b'n' => c.literal(b"null"),
+                    b'{' => {
+                        let mut seen_reasoning = false;
+                        c.object(|c, key| match key {
+                            b"reasoning_tokens" => {
+                                if std::mem::replace(&mut seen_reasoning, true) {
+                                    return None;
+                                }
+                                usage.reasoning_tokens = c.opt_u64()?;
+                                Some(())
+                            }
+                            _ => c.skip(3),
+                        })
+                    }
+                    _ => None,
+                }
+            }
             _ => c.skip(2),
         })?;
         Some(Some(usage))

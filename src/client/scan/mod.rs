@@ -45,6 +45,8 @@ pub struct UsageCounts {
     pub completion_tokens: Option<u64>,
     /// `prompt_tokens_details.cached_tokens`.
     pub cached_tokens: Option<u64>,
+    /// `completion_tokens_details.reasoning_tokens` (Responses: `output_tokens_details`).
+    pub reasoning_tokens: Option<u64>,
 }
 
 /// Scan one `data` payload; `None` means "ask serde".

@@ -118,6 +118,12 @@ struct PromptTokensDetails {
 }
 
 #[derive(Debug, Clone, Copy, Default, Deserialize)]
+struct CompletionTokensDetails {
+    #[serde(default)]
+    reasoning_tokens: Option<u64>,
+}
+
+#[derive(Debug, Clone, Copy, Default, Deserialize)]
 struct Usage {
     #[serde(default)]
     prompt_tokens: Option<u64>,
@@ -125,6 +131,8 @@ struct Usage {
     completion_tokens: Option<u64>,
     #[serde(default)]
     prompt_tokens_details: Option<PromptTokensDetails>,
+    #[serde(default)]
+    completion_tokens_details: Option<CompletionTokensDetails>,
 }
 
 /// One streamed chunk, as much of it as the stream keeps.
@@ -157,6 +165,8 @@ pub struct ParsedChunk<'a> {
     pub content: Option<Cow<'a, str>>,
     /// The first choice's `delta.tool_calls`.
     pub tool_calls: Vec<ToolCallPiece<'a>>,
+    /// vLLM's `metrics.speculative_decoding`.
+    pub spec_decoding: Option<crate::client::SpecDecoding>,
 }
 
 /// One chunk through serde, once: what the scan declines, and the reference it must agree
@@ -191,6 +201,9 @@ pub fn parse_chunk(data: &[u8]) -> Result<ParsedChunk<'_>, serde_json::Error> {
         prompt_tokens: usage.prompt_tokens,
         completion_tokens: usage.completion_tokens,
         cached_tokens: usage.prompt_tokens_details.and_then(|d| d.cached_tokens),
+        reasoning_tokens: usage
+            .completion_tokens_details
+            .and_then(|d| d.reasoning_tokens),
     });
     Ok(ParsedChunk {
         summary: ChunkSummary {
@@ -198,8 +211,9 @@ pub fn parse_chunk(data: &[u8]) -> Result<ParsedChunk<'_>, serde_json::Error> {
             usage,
             is_error: event.error.is_some() || event.object.as_deref() == Some("error"),
         },
-        timings: server_timings(event.timings, event.metrics),
+        timings: server_timings(event.timings, event.metrics.as_ref()),
         content,
         tool_calls,
+        spec_decoding: event.metrics.and_then(|m| m.1),
     })
 }

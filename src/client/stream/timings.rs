@@ -32,8 +32,15 @@ impl ServerTimings {
 /// A chunk's top-level `timings` (llama.cpp) or `metrics` (vLLM) object's figures, by
 /// [`FIGURE_KEYS`], read in the chunk's one parse. Any shape is accepted: a server's odd timing
 /// loses the timing, not the chunk; anything but an object is none.
-#[derive(Debug, Clone, Copy, PartialEq, Default)]
-pub(super) struct TimingsObject(Option<[Option<f64>; 5]>);
+#[derive(Debug, Clone, PartialEq, Default)]
+pub(super) struct TimingsObject(
+    Option<[Option<f64>; 5]>,
+    /// vLLM's `speculative_decoding` member, when it holds its shape.
+    pub(super) Option<crate::client::SpecDecoding>,
+);
+
+/// [`FigureKey`]'s place for vLLM's `speculative_decoding` member, after the figures.
+const SPEC_DECODING_AT: usize = FIGURE_KEYS.len();
 
 /// The figures either server's object may hold: llama.cpp's prompt and generation time, and
 /// vLLM's queue, scheduling-to-first-token and generation time.
@@ -55,34 +62,38 @@ impl<'de> Deserialize<'de> for TimingsObject {
             }
             fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<TimingsObject, A::Error> {
                 let mut figures = [None; 5];
+                let mut spec = None;
                 while let Some(FigureKey(at)) = map.next_key()? {
                     match at {
+                        Some(SPEC_DECODING_AT) => spec = map.next_value::<Spec>()?.0,
                         Some(at) => figures[at] = map.next_value::<Figure>()?.0,
                         None => map.next_value::<IgnoredAny>().map(drop)?,
                     }
                 }
-                Ok(TimingsObject(Some(figures)))
+                Ok(TimingsObject(Some(figures), spec))
             }
             fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<TimingsObject, A::Error> {
-                FigureVisitor.visit_seq(seq).map(|_| TimingsObject(None))
+                FigureVisitor
+                    .visit_seq(seq)
+                    .map(|_| TimingsObject(None, None))
             }
             fn visit_unit<E: de::Error>(self) -> Result<TimingsObject, E> {
-                Ok(TimingsObject(None))
+                Ok(TimingsObject(None, None))
             }
             fn visit_bool<E: de::Error>(self, _: bool) -> Result<TimingsObject, E> {
-                Ok(TimingsObject(None))
+                Ok(TimingsObject(None, None))
             }
             fn visit_str<E: de::Error>(self, _: &str) -> Result<TimingsObject, E> {
-                Ok(TimingsObject(None))
+                Ok(TimingsObject(None, None))
             }
             fn visit_i64<E: de::Error>(self, _: i64) -> Result<TimingsObject, E> {
-                Ok(TimingsObject(None))
+                Ok(TimingsObject(None, None))
             }
             fn visit_u64<E: de::Error>(self, _: u64) -> Result<TimingsObject, E> {
-                Ok(TimingsObject(None))
+                Ok(TimingsObject(None, None))
             }
             fn visit_f64<E: de::Error>(self, _: f64) -> Result<TimingsObject, E> {
-                Ok(TimingsObject(None))
+                Ok(TimingsObject(None, None))
             }
         }
         d.deserialize_any(V)
@@ -101,10 +112,22 @@ impl<'de> Deserialize<'de> for FigureKey {
                 f.write_str("a key")
             }
             fn visit_str<E: de::Error>(self, key: &str) -> Result<FigureKey, E> {
-                Ok(FigureKey(FIGURE_KEYS.iter().position(|k| *k == key)))
+                let at = FIGURE_KEYS.iter().position(|k| *k == key);
+                Ok(FigureKey(at.or(
+                    (key == "speculative_decoding").then_some(SPEC_DECODING_AT),
+                )))
             }
         }
         d.deserialize_str(V)
+    }
+}
+
+/// `speculative_decoding`'s value: vLLM's object, or none.
+struct Spec(Option<crate::client::SpecDecoding>);
+
+impl<'de> Deserialize<'de> for Spec {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        crate::client::spec_decode::lenient_spec_decoding(d).map(Spec)
     }
 }
 
@@ -157,7 +180,7 @@ impl<'de> Visitor<'de> for FigureVisitor {
 /// present (it has no queue figure), else vLLM's; `None` when the chunk has neither object.
 pub(super) fn server_timings(
     timings: Option<TimingsObject>,
-    metrics: Option<TimingsObject>,
+    metrics: Option<&TimingsObject>,
 ) -> Option<ServerTimings> {
     if let Some([prompt_ms, predicted_ms, ..]) = timings.and_then(|t| t.0) {
         return Some(ServerTimings {

@@ -175,6 +175,8 @@ pub fn phase_result(facts: PhaseFacts, measured: Measured, figures: Figures<'_>)
         },
     );
     let transport = transport(tally.transport, &records, facts.connections_warmed);
+    let mut summary = tally.summary;
+    spec_decode_counters(&mut summary, facts.server_metrics.as_ref());
     PhaseResult {
         header: facts.header,
         achieved_rate_ratio,
@@ -186,7 +188,7 @@ pub fn phase_result(facts: PhaseFacts, measured: Measured, figures: Figures<'_>)
         prompt_tokens: tally.prompt.check(facts.prompt_tolerance),
         sessions: tally.sessions,
         models: tally.models,
-        summary: tally.summary,
+        summary,
         hooks: facts.hooks,
         warmup: facts.warmup,
         dataset_sha256: facts.dataset_sha256,
@@ -204,6 +206,22 @@ pub fn phase_result(facts: PhaseFacts, measured: Measured, figures: Figures<'_>)
         saturation_stop: facts.saturation_stop,
         client_trust,
     }
+}
+
+/// The server's `spec_decode` counters over the window beside the acceptance its requests
+/// reported, as a cross-check.
+fn spec_decode_counters(summary: &mut PhaseSummary, server: Option<&ServerMetrics>) {
+    let (Some(spec), Some(server)) = (summary.spec_decode.as_mut(), server) else {
+        return;
+    };
+    let delta = |name: &str| server.normalized_counter_deltas.get(name).copied();
+    spec.counters = delta("spec_decode_drafts").and_then(|drafts| {
+        metrics::SpecDecodeCounters::from_deltas(
+            drafts,
+            delta("spec_decode_draft_tokens")?,
+            delta("spec_decode_accepted_tokens")?,
+        )
+    });
 }
 
 /// The records the result keeps, the figures over every record (tallied here unless they

@@ -308,7 +308,7 @@ fn anvil_phase(run: &AnvilRun, route: &str, phase_name: &str, started_at: &str) 
         summary.in_flight = summary
             .in_flight
             .map(|held| held.over_window(records_elapsed, summary.elapsed));
-        summary.output_tokens_per_second = summary.total_output_tokens as f64 / summary.elapsed;
+        summary.set_token_rates();
         summary.request_rate = summary.requests as f64 / summary.elapsed;
     }
     stated.last_end_ms = summary.elapsed * 1e3;

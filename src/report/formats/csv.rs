@@ -1,6 +1,7 @@
 //! CSV writer: one row per phase, or one row per request with `--requests` (RFC 4180).
 
 use super::records::{COLUMNS, Cell, RecordRow, Window};
+use crate::figure::path::{FigurePath, Scalar};
 use crate::figure::{FIGURES, Spec, Stat, Unit};
 use crate::metrics::ServerTimingGap;
 use crate::report::model::{PhaseResult, Report};
@@ -63,10 +64,20 @@ fn phase_header() -> Vec<String> {
         ]
         .iter()
         .chain(&SPLIT_COLUMNS)
-        .map(|s| s.to_string()),
+        .map(|s| s.to_string())
+        .chain(TOKEN_SPLIT_SCALARS.map(|s| s.name().replace('.', "_"))),
     );
     header
 }
+
+/// The reasoning and speculative-decoding scalars, last: empty where the phase has none.
+const TOKEN_SPLIT_SCALARS: [Scalar; 5] = [
+    Scalar::TotalReasoningTokens,
+    Scalar::TotalContentTokens,
+    Scalar::ContentTokensPerSecond,
+    Scalar::SpecAcceptanceRate,
+    Scalar::SpecAcceptanceLength,
+];
 
 /// One phase's row; its recheck verdict from the report's rechecks.
 fn phase_row(report: &Report, p: &PhaseResult) -> Vec<String> {
@@ -122,6 +133,7 @@ fn phase_row(report: &Report, p: &PhaseResult) -> Vec<String> {
             .to_string(),
     );
     row.extend(split_ms(p.transport.server_timing_gap.as_ref()));
+    row.extend(TOKEN_SPLIT_SCALARS.map(|scalar| opt(FigurePath::Scalar(scalar).value(p))));
     row
 }
 

@@ -41,6 +41,22 @@ impl FigurePath {
                 Scalar::TokensInFlight => s.in_flight.map(|h| h.tokens),
                 Scalar::RequestBytesPerSecond => s.request_bytes_per_second,
                 Scalar::ImagesPerSecond => s.images_per_second,
+                Scalar::TotalReasoningTokens => s
+                    .reasoning
+                    .as_ref()
+                    .map(|r| r.total_reasoning_tokens as f64),
+                Scalar::TotalContentTokens => {
+                    s.reasoning.as_ref().map(|r| r.total_content_tokens as f64)
+                }
+                Scalar::ContentTokensPerSecond => {
+                    s.reasoning.as_ref().map(|r| r.content_tokens_per_second)
+                }
+                Scalar::SpecAcceptanceRate => {
+                    s.spec_decode.as_ref().and_then(|d| d.acceptance_rate)
+                }
+                Scalar::SpecAcceptanceLength => {
+                    s.spec_decode.as_ref().and_then(|d| d.acceptance_length)
+                }
             },
         }
     }

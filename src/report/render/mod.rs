@@ -30,5 +30,6 @@ pub mod svg;
 pub mod table;
 pub(crate) mod table_text;
 pub(crate) mod timeline;
+pub(crate) mod token_split;
 pub(crate) mod trust_table;
 pub(crate) mod until_table;

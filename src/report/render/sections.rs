@@ -36,6 +36,8 @@ pub enum SectionId {
     Backends,
     Server,
     Errors,
+    Reasoning,
+    SpeculativeDecoding,
 }
 
 /// A section's body, everything under its heading, built once for every markup.
@@ -85,7 +87,7 @@ fn always(_: &Report) -> bool {
 }
 
 /// The report's sections in print order.
-pub const SECTIONS: [Section; 21] = [
+pub const SECTIONS: [Section; 23] = [
     Section {
         id: SectionId::Phases,
         anchor: "phases",
@@ -258,6 +260,22 @@ pub const SECTIONS: [Section; 21] = [
         // Always: "no failed requests" is worth saying.
         shown: always,
         body: blocks::errors,
+        markups: Markups::Both,
+    },
+    Section {
+        id: SectionId::Reasoning,
+        anchor: "reasoning-and-content-tokens",
+        title: Title::Fixed("Reasoning and content tokens"),
+        shown: super::token_split::reasoning_shown,
+        body: super::token_split::reasoning_blocks,
+        markups: Markups::Both,
+    },
+    Section {
+        id: SectionId::SpeculativeDecoding,
+        anchor: "speculative-decoding",
+        title: Title::Fixed("Speculative decoding"),
+        shown: super::token_split::spec_shown,
+        body: super::token_split::spec_blocks,
         markups: Markups::Both,
     },
 ];

@@ -43,6 +43,16 @@ fn records(n: u64) -> Vec<RequestRecord> {
                 tool_call_chunks: if i % 3 == 1 { 1 + i % 6 } else { 0 },
                 request_bytes: Some(400 + i % 97),
                 images: i % 2,
+                reasoning_tokens: (i % 5 != 4).then_some(i % 6),
+                spec_decoding: (i % 2 == 0).then(|| crate::client::SpecDecoding {
+                    mean_acceptance_length: 1.0 + (i % 4) as f64 / 3.0,
+                    draft_acceptance_rate: (i % 4) as f64 / 9.0,
+                    acceptance_histogram: vec![1, 1, 1, 0],
+                    num_spec_steps: 3,
+                    num_accepted_draft_tokens: i % 4,
+                    num_draft_tokens: Some(9),
+                    num_spec_tokens: Some(3),
+                }),
                 ..RequestRecord::default()
             };
             if i % 97 == 0 {

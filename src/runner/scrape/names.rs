@@ -92,6 +92,22 @@ pub const METRIC_NAMES: &[(&str, &str, &str)] = &[
         "vllm:request_queue_time_seconds_count",
         "queue_seconds_count",
     ),
+    // Speculative decoding: verify steps, draft tokens proposed and accepted.
+    (
+        "vllm",
+        "vllm:spec_decode_num_drafts_total",
+        "spec_decode_drafts",
+    ),
+    (
+        "vllm",
+        "vllm:spec_decode_num_draft_tokens_total",
+        "spec_decode_draft_tokens",
+    ),
+    (
+        "vllm",
+        "vllm:spec_decode_num_accepted_tokens_total",
+        "spec_decode_accepted_tokens",
+    ),
 ];
 
 /// A router's per-worker request counter, by its `worker` label (the worker's URL); the

@@ -129,13 +129,20 @@ pub(crate) struct Generation {
     waiting: Option<Waiting>,
     running: Option<Running>,
     finished: bool,
+    /// The draft model, when the simulator decodes speculatively.
+    draft: Option<crate::sim::speculative::Draft>,
 }
 
 impl Generation {
     pub fn new(shared: Arc<Shared>, spec: GenSpec) -> Self {
         let templates = Templates::new(&spec, &shared);
         let now = Instant::now();
+        let draft = shared
+            .settings
+            .speculative
+            .map(|d| crate::sim::speculative::Draft::new(d, shared.settings.seed, spec.seq));
         Generation {
+            draft,
             words: SimRng::new(shared.settings.seed, spec.seq, STREAM_WORDS),
             timing: SimRng::new(shared.settings.seed, spec.seq, STREAM_TIMING),
             in_flight: Some(InFlight::enter(shared.clone())),
@@ -174,13 +181,29 @@ impl Generation {
     }
 
     /// Tokens in the next event (0 when all are out); events never mix reasoning and content.
-    fn next_event_tokens(&self) -> u64 {
+    /// With a draft model, a verify step's accepted tokens and its bonus token.
+    fn next_event_tokens(&mut self) -> u64 {
         let chunk = u64::from(self.shared.settings.chunk_tokens);
-        if self.emitted_reasoning < self.spec.reasoning_tokens {
-            chunk.min(self.spec.reasoning_tokens - self.emitted_reasoning)
+        let remaining = if self.emitted_reasoning < self.spec.reasoning_tokens {
+            self.spec.reasoning_tokens - self.emitted_reasoning
         } else {
-            chunk.min(self.spec.content_tokens - self.emitted_content)
+            self.spec.content_tokens - self.emitted_content
+        };
+        match self.draft.as_mut() {
+            Some(draft) => draft.next_tokens(remaining),
+            None => chunk.min(remaining),
         }
+    }
+
+    /// The event just sent was a verify step: count it on `/metrics`.
+    fn count_draft_step(&mut self) {
+        let Some((drafted, accepted)) = self.draft.as_mut().and_then(|d| d.take()) else {
+            return;
+        };
+        let counters = &self.shared.counters;
+        counters.spec_drafts.fetch_add(1, Relaxed);
+        counters.spec_draft_tokens.fetch_add(drafted, Relaxed);
+        counters.spec_accepted_tokens.fetch_add(accepted, Relaxed);
     }
 
     /// Decode time for `tokens` tokens at the current batch size, jittered.
@@ -295,6 +318,7 @@ impl Generation {
             .counters
             .generation_tokens
             .fetch_add(tokens, Relaxed);
+        self.count_draft_step();
         let next = self.next_event_tokens();
         if next > 0 {
             let delay = self.decode_delay(next);

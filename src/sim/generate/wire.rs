@@ -138,8 +138,33 @@ impl Generation {
             "total_tokens": self.spec.prompt_tokens + completion,
             "completion_tokens": completion,
             "prompt_tokens_details": {"cached_tokens": self.cached_tokens},
-            "completion_tokens_details": {"reasoning_tokens": self.emitted_reasoning},
+            "completion_tokens_details": {"reasoning_tokens": self.usage_reasoning_tokens()},
         })
+    }
+
+    /// The usage's reasoning count: what streamed, or 0 under `zero_reasoning_usage`.
+    fn usage_reasoning_tokens(&self) -> u64 {
+        if self.shared.settings.zero_reasoning_usage {
+            0
+        } else {
+            self.emitted_reasoning
+        }
+    }
+
+    /// The `metrics` object the usage carries: vLLM's timing when asked for, and its
+    /// speculative-decoding acceptance when a draft model decodes (vLLM sends that one
+    /// whenever its per-request spec-decode metrics are on).
+    fn metrics_json(&self, end: Instant) -> Option<Value> {
+        let mut metrics = self
+            .shared
+            .settings
+            .vllm_metrics
+            .then(|| self.vllm_metrics_json(end));
+        if let Some(draft) = &self.draft {
+            let object = metrics.get_or_insert_with(|| json!({}));
+            object["speculative_decoding"] = draft.metrics_json();
+        }
+        metrics
     }
 
     /// llama.cpp's `timings` object, from this generation's actual schedule.
@@ -264,7 +289,7 @@ impl Generation {
             "input_tokens": self.spec.prompt_tokens,
             "input_tokens_details": {"cached_tokens": self.cached_tokens},
             "output_tokens": completion,
-            "output_tokens_details": {"reasoning_tokens": self.emitted_reasoning},
+            "output_tokens_details": {"reasoning_tokens": self.usage_reasoning_tokens()},
             "total_tokens": self.spec.prompt_tokens + completion,
         })
     }
@@ -389,7 +414,7 @@ impl Generation {
                     && (self.spec.include_usage || !self.spec.stream);
                 let timings = settings.llama_timings.then(|| self.timings_json(end));
                 // vLLM sends its per-request metrics with the usage, and only there.
-                let metrics = settings.vllm_metrics.then(|| self.vllm_metrics_json(end));
+                let metrics = self.metrics_json(end);
                 if self.spec.stream {
                     self.put_stream_tail(with_usage, timings, metrics);
                 } else {

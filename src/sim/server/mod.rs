@@ -171,6 +171,10 @@ pub async fn serve_on(config: SimConfig, addr: SocketAddr) -> io::Result<(Socket
         switched: Default::default(),
         adapters,
     });
+    shared.counters.speculative.store(
+        shared.settings.speculative.is_some(),
+        std::sync::atomic::Ordering::Relaxed,
+    );
     let task = tokio::spawn(accept_loop(listener, shared.clone(), stop_rx));
     Ok((
         local,

@@ -26,6 +26,7 @@ pub(crate) fn report_with_every_section() -> Report {
     add_stability_and_trust(p);
     add_transport_hooks_and_mixes(p);
     p.server_metrics = Some(server_metrics());
+    add_reasoning_and_acceptance(p);
     r.searches = vec![SearchResult {
         phase: "find".into(),
         load: SearchLoad::Concurrency,
@@ -55,6 +56,30 @@ pub(crate) fn report_with_every_section() -> Report {
         p.summary.figures.set(Figure::DecodeTokS, Some(decode));
     }
     r
+}
+
+/// Reasoning counted apart (some from the stream) and speculative-decoding acceptance with
+/// its counters.
+fn add_reasoning_and_acceptance(p: &mut PhaseResult) {
+    p.summary.reasoning = Some(servebench::metrics::ReasoningSummary {
+        requests: 4,
+        total_reasoning_tokens: 120,
+        total_content_tokens: 80,
+        content_tokens_per_second: 40.0,
+        counted_from_stream: 1,
+    });
+    p.summary.spec_decode = Some(servebench::metrics::SpecDecodeSummary {
+        requests: 4,
+        num_spec_steps: 20,
+        num_draft_tokens: 60,
+        num_accepted_draft_tokens: 36,
+        acceptance_rate: Some(0.6),
+        acceptance_rate_ci95: Some([0.5, 0.7]),
+        acceptance_length: Some(2.8),
+        acceptance_length_ci95: Some([2.5, 3.1]),
+        acceptance_histogram: vec![2, 4, 6, 8],
+        counters: servebench::metrics::SpecDecodeCounters::from_deltas(20.0, 60.0, 36.0),
+    });
 }
 
 /// Two marks around a fault and the recovery measured between them.

@@ -408,6 +408,62 @@ pub static COLUMNS: &[Column] = &[
             Ok(())
         },
     },
+    column!(reasoning_tokens: Option<u64>),
+    Column {
+        name: "reasoning_token_source",
+        kind: Kind::Str,
+        optional: true,
+        get: |r| {
+            str_cell(
+                r.record
+                    .reasoning_token_source
+                    .map(|s| enum_name(&s))
+                    .as_deref(),
+            )
+        },
+        set: |r, c| {
+            r.record.reasoning_token_source = c
+                .opt_str()?
+                .map(enum_value::<OutputTokenSource>)
+                .transpose()?;
+            Ok(())
+        },
+    },
+    // The server's object as it sent it, JSON; the two figures beside it are read from it.
+    Column {
+        name: "spec_decoding",
+        kind: Kind::Str,
+        optional: true,
+        get: |r| {
+            let json = r
+                .record
+                .spec_decoding
+                .as_ref()
+                .map(|s| serde_json::to_string(s).unwrap_or_default());
+            str_cell(json.as_deref())
+        },
+        set: |r, c| {
+            r.record.spec_decoding = c
+                .opt_str()?
+                .map(|text| serde_json::from_str(&text).map_err(|e| e.to_string()))
+                .transpose()?;
+            Ok(())
+        },
+    },
+    Column {
+        name: "spec_acceptance_length",
+        kind: Kind::F64,
+        optional: true,
+        get: |r| f64_cell(r.record.value(crate::figure::Figure::SpecAcceptanceLength)),
+        set: |_, _| Ok(()),
+    },
+    Column {
+        name: "spec_acceptance_rate",
+        kind: Kind::F64,
+        optional: true,
+        get: |r| f64_cell(r.record.value(crate::figure::Figure::SpecAcceptanceRate)),
+        set: |_, _| Ok(()),
+    },
 ];
 
 /// The Parquet schema of [`COLUMNS`].

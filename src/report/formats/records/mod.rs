@@ -111,6 +111,17 @@ mod tests {
             cancelled_ms: Some(99.5),
             request_bytes: Some(70_123),
             images: 2,
+            reasoning_tokens: Some(3),
+            reasoning_token_source: Some(OutputTokenSource::Counted),
+            spec_decoding: Some(crate::client::SpecDecoding {
+                mean_acceptance_length: 2.5,
+                draft_acceptance_rate: 0.5,
+                acceptance_histogram: vec![1, 0, 1, 2],
+                num_spec_steps: 4,
+                num_accepted_draft_tokens: 6,
+                num_draft_tokens: Some(12),
+                num_spec_tokens: Some(3),
+            }),
         }
     }
 

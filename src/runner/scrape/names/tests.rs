@@ -46,7 +46,9 @@ fn the_table_is_consistent() {
         );
         // Token and request counts and histograms' sums and counts are counters; levels
         // (running, waiting, cache, workers) gauges.
+        // Speculative decoding's verify steps and draft tokens are counted too.
         let counted = name.ends_with("_tokens")
+            || name.starts_with("spec_decode_")
             || *name == "requests"
             || name.ends_with("_seconds_sum")
             || name.ends_with("_seconds_count");
