@@ -36,8 +36,7 @@ struct Frame<'a> {
 
 impl<'a> Frame<'a> {
     fn new(trend: &'a SeriesTrend) -> Self {
-        let n = trend.points.len();
-        let xs: Vec<f64> = (1..=n.max(2)).map(|i| i as f64).collect();
+        let xs = Self::x_values_of(trend);
         let mut raw: Vec<f64> = trend.points.iter().map(|p| p.value).collect();
         raw.extend(
             trend
@@ -54,6 +53,15 @@ impl<'a> Frame<'a> {
             y: Scale::fit(&ys, false, PLOT_HEIGHT - 60.0, 56.0, false),
             shown,
         }
+    }
+
+    /// Run numbers from 1, at least two so a single run still has a scale.
+    fn x_values_of(trend: &SeriesTrend) -> Vec<f64> {
+        (1..=trend.points.len().max(2)).map(|i| i as f64).collect()
+    }
+
+    fn x_values(&self) -> Vec<f64> {
+        Self::x_values_of(self.trend)
     }
 
     fn px(&self, i: usize) -> f64 {
@@ -120,6 +128,78 @@ pub fn chart(
     provenance_legend(&mut out, &changed);
     out.push_str("</svg>");
     out
+}
+
+/// The height of a strip of [`sparkline`].
+const STRIP_HEIGHT: f64 = 40.0;
+
+/// A folded figure that never changed: its line alone in a strip beside its name, unit and
+/// range, so the dozens of steady figures of a phase take a line each.
+pub fn sparkline(trend: &SeriesTrend, provenance: &[ProvenanceChange]) -> String {
+    let frame = Frame::new(trend);
+    let points = &trend.points;
+    let drawn: Vec<usize> = (0..points.len())
+        .filter(|&i| eligible(&points[i]) && points[i].value.is_finite())
+        .collect();
+    let factor = frame.shown.factor;
+    let ys: Vec<f64> = drawn.iter().map(|&i| points[i].value * factor).collect();
+    let x = Scale::fit(&frame.x_values(), false, 330.0, WIDTH - 30.0, false);
+    let y = Scale::fit(&ys, false, STRIP_HEIGHT - 6.0, 6.0, false);
+    let title = format!(
+        "{} → {} · {}",
+        trend.key.phase, trend.key.target, trend.key.figure
+    );
+    let figure = frame.figure();
+    let lo = ys.iter().copied().fold(f64::INFINITY, f64::min) / factor;
+    let hi = ys.iter().copied().fold(f64::NEG_INFINITY, f64::max) / factor;
+    let range = match drawn.last() {
+        Some(&last) => format!(
+            "{} to {}, latest {}",
+            value(lo, figure),
+            value(hi, figure),
+            value(points[last].value, figure)
+        ),
+        None => "no eligible run".to_string(),
+    };
+    let mut out = format!(
+        "<svg class=\"chart strip\" xmlns=\"http://www.w3.org/2000/svg\" viewBox=\"0 0 {WIDTH} \
+         {STRIP_HEIGHT}\" role=\"img\" aria-label=\"{t}\"><title>{t}</title>\
+         <text x=\"4\" y=\"16\" class=\"tick\">{}</text><text x=\"4\" y=\"32\" class=\"tick\">{}</text>",
+        esc(&frame.shown.label(figure)),
+        esc(&range),
+        t = esc(&title),
+    );
+    let mut breaks: Vec<usize> = provenance_by_run(&frame, provenance)
+        .iter()
+        .map(|(i, _)| *i)
+        .collect();
+    breaks.extend(segment_starts(trend));
+    for piece in pieces(points.len(), &drawn, &breaks) {
+        let coords: Vec<String> = piece
+            .iter()
+            .map(|&i| {
+                let (px, py) = (x.map((i + 1) as f64), y.map(points[i].value * factor));
+                format!("{px:.0},{py:.0}")
+            })
+            .collect();
+        let _ = write!(
+            out,
+            "<polyline class=\"run-line\" fill=\"none\" stroke=\"{}\" stroke-width=\"1.2\" points=\"{}\"/>",
+            PALETTE[0],
+            coords.join(" ")
+        );
+    }
+    out.push_str("</svg>");
+    out
+}
+
+/// Where each segment after the first starts.
+fn segment_starts(trend: &SeriesTrend) -> impl Iterator<Item = usize> + '_ {
+    trend
+        .segments
+        .iter()
+        .filter(|s| s.start != SegmentStart::First)
+        .map(|s| s.from)
 }
 
 /// The provenance changes at runs of this series, grouped by run (an import changes many
@@ -232,14 +312,7 @@ fn line(out: &mut String, frame: &Frame, changed: &[(usize, Vec<&ProvenanceChang
         .filter(|&i| eligible(&points[i]) && points[i].value.is_finite())
         .collect();
     let mut breaks: Vec<usize> = changed.iter().map(|(i, _)| *i).collect();
-    breaks.extend(
-        frame
-            .trend
-            .segments
-            .iter()
-            .filter(|s| s.start != SegmentStart::First)
-            .map(|s| s.from),
-    );
+    breaks.extend(segment_starts(frame.trend));
     for piece in pieces(points.len(), &drawn, &breaks) {
         let coords: Vec<String> = piece
             .iter()

@@ -2,7 +2,7 @@
 //! alerts, provenance changes, then per phase a table of its figures and (for the HTML page)
 //! its charts, the watched figures' first and the rest folded.
 
-use super::chart::{Detail, chart};
+use super::chart::{Detail, chart, sparkline};
 use super::{
     RECENT_RUNS, TrendReport, alert_line, change_text, closed_by, level_change, point_text,
     provenance_text, runs_text, state_word, value,
@@ -282,7 +282,7 @@ fn charts(blocks: &mut Vec<Block>, report: &TrendReport, trends: &[&SeriesTrend]
     }
     folded.sort_by_key(|t| (t.changes().next().is_none(), is_flat(t)));
     blocks.push(Block::FoldStart(format!(
-        "{} more figures' charts as lines ({})",
+        "{} more figures ({}): those that changed as charts, the others as strips",
         folded.len(),
         if open.is_empty() {
             "the plan watches none of this phase's figures"
@@ -290,7 +290,14 @@ fn charts(blocks: &mut Vec<Block>, report: &TrendReport, trends: &[&SeriesTrend]
             "not watched"
         }
     )));
-    blocks.extend(folded.iter().map(|t| svg(t, Detail::Line)));
+    // Those that changed as charts, the steady rest as strips.
+    blocks.extend(folded.iter().map(|t| {
+        if t.changes().next().is_some() {
+            svg(t, Detail::Line)
+        } else {
+            Block::Figure(sparkline(t, report.provenance))
+        }
+    }));
     blocks.push(Block::FoldEnd);
 }
 

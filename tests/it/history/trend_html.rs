@@ -122,12 +122,20 @@ fn every_chart_lists_its_provenance_change_once_under_the_plot() {
     let (_, page) = rendered(40, 2);
     let all = charts(&page);
     assert_eq!(all.len(), 2 * FIGURES.len());
-    for chart in all {
+    let (strips, charted): (Vec<&str>, Vec<&str>) = all
+        .into_iter()
+        .partition(|c| c.contains("class=\"chart strip\""));
+    assert!(!charted.is_empty());
+    for chart in charted {
         assert_eq!(chart.matches("class=\"lg\"").count(), 1, "{chart}");
         assert!(
             chart.contains(">1 at run-0021: target.default.engine_version: 0.9.1 → 0.9.2<"),
             "{chart}"
         );
+    }
+    // A steady figure's strip has no legend; its line breaks at the change.
+    for strip in strips {
+        assert_eq!(line_pieces(strip).len(), 2, "{strip}");
     }
 }
 
@@ -227,7 +235,8 @@ fn a_thousand_runs_of_twenty_phases_stay_well_under_five_megabytes() {
     let fold = section.find("<details>").expect("a fold");
     let (open, folded) = (charts(&section[..fold]), charts(&section[fold..]));
     assert!(!open.is_empty() && !folded.is_empty());
-    // Watched figures: the newest 60 runs point by point; the folded rest as lines alone.
+    // Watched figures: the newest 60 runs point by point; the folded rest as lines alone
+    // (the steady ones as strips).
     assert!(open.iter().all(|c| dots(c) == 60), "{section}");
     assert!(folded.iter().all(|c| dots(c) == 0), "{section}");
     for chart in all {
