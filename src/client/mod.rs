@@ -100,6 +100,7 @@ mod tests {
             planned_prompt_tokens: None,
             max_tokens: 1,
             scheduled_at: None,
+            archetype: None,
             model: None,
             session: None,
         };
@@ -158,6 +159,7 @@ mod tests {
             planned_prompt_tokens: None,
             max_tokens: 64,
             scheduled_at: None,
+            archetype: None,
             model: None,
             session: None,
         };
@@ -188,6 +190,7 @@ mod tests {
             planned_prompt_tokens: None,
             max_tokens: 64,
             scheduled_at: None,
+            archetype: None,
             model: None,
             session: None,
         };
@@ -213,6 +216,7 @@ mod tests {
             planned_prompt_tokens: None,
             max_tokens: 0,
             scheduled_at: None,
+            archetype: None,
             model: None,
             session: None,
         };
@@ -238,6 +242,7 @@ mod tests {
             planned_prompt_tokens: None,
             max_tokens: 4,
             scheduled_at: None,
+            archetype: None,
             model: None,
             session: None,
         };

@@ -121,6 +121,9 @@ pub struct RequestRecord {
     /// Images in the request's messages.
     #[serde(default, skip_serializing_if = "is_zero_u64")]
     pub images: u64,
+    /// The workload (archetype) the request was drawn from, when its phase mixes them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub archetype: Option<String>,
 }
 
 fn is_zero(n: &u32) -> bool {

@@ -36,6 +36,7 @@ pub enum SectionId {
     Backends,
     Server,
     Errors,
+    Archetypes,
 }
 
 /// A section's body, everything under its heading, built once for every markup.
@@ -85,7 +86,7 @@ fn always(_: &Report) -> bool {
 }
 
 /// The report's sections in print order.
-pub const SECTIONS: [Section; 21] = [
+pub const SECTIONS: [Section; 22] = [
     Section {
         id: SectionId::Phases,
         anchor: "phases",
@@ -258,6 +259,14 @@ pub const SECTIONS: [Section; 21] = [
         // Always: "no failed requests" is worth saying.
         shown: always,
         body: blocks::errors,
+        markups: Markups::Both,
+    },
+    Section {
+        id: SectionId::Archetypes,
+        anchor: "by-archetype",
+        title: Title::Fixed("By archetype"),
+        shown: |r| r.phases.iter().any(|p| !p.archetypes.is_empty()),
+        body: blocks::archetypes,
         markups: Markups::Both,
     },
 ];
