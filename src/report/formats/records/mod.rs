@@ -111,6 +111,7 @@ mod tests {
             cancelled_ms: Some(99.5),
             request_bytes: Some(70_123),
             images: 2,
+            archetype: Some("long-rag".to_string()),
         }
     }
 
