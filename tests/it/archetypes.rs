@@ -266,3 +266,50 @@ fn validate_refuses_bad_mixes_at_their_keys() {
         &["lists no workload", "mix-empty.yaml:13:5"],
     );
 }
+
+/// A plan with `defaults.workload`, archetypes `a` and `b` (`b` written as `b_yaml`) and a
+/// phase mixing them half and half, then its recheck.
+fn mix_plan(b_yaml: &str) -> String {
+    format!(
+        "version: 1
+name: mix
+targets:
+  sim: {{simulator: {{}}}}
+workloads:
+  a: {{input_tokens: 64, output_tokens: 8}}
+  b: {b_yaml}
+defaults: {{target: sim, workload: a}}
+phases:
+  - name: mix
+    mix: {{a: 50%, b: 50%}}
+    concurrency: 1
+    requests: 4
+  - recheck: mix
+"
+    )
+}
+
+#[test]
+fn a_mix_takes_the_place_of_the_default_workload_and_its_archetypes_must_agree() {
+    let dir = tempfile::tempdir().unwrap();
+    let (code, stderr) = crate::common::validate_yaml(dir.path(), &mix_plan("{input_tokens: 512}"));
+    assert_eq!(code, 0, "{stderr}");
+    // Request settings differ: refused at the archetype's key in the mix.
+    let (code, stderr) = crate::common::validate_yaml(
+        dir.path(),
+        &mix_plan("{input_tokens: 512, temperature: 0.7}"),
+    );
+    assert_eq!(code, 2, "{stderr}");
+    assert!(
+        stderr.contains("phases[0].mix.b: `b` sets `temperature` unlike `a`"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("plan.yaml:11:19"), "{stderr}");
+    // Sessions follow one another: not an archetype.
+    let (code, stderr) = crate::common::validate_yaml(
+        dir.path(),
+        &mix_plan("{input_tokens: 64, session: {turns: 3}}"),
+    );
+    assert_eq!(code, 2, "{stderr}");
+    assert!(stderr.contains("`b` runs sessions"), "{stderr}");
+}
