@@ -177,6 +177,7 @@ fn prompt_of(words: u64, output_tokens: u32) -> Prompt {
         planned_prompt_tokens: None,
         max_tokens: output_tokens,
         scheduled_at: None,
+        archetype: None,
         model: None,
         session: None,
     }

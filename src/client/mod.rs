@@ -102,6 +102,7 @@ mod tests {
             planned_prompt_tokens: None,
             max_tokens: 1,
             scheduled_at: None,
+            archetype: None,
             model: None,
             session: None,
         };
@@ -160,6 +161,7 @@ mod tests {
             planned_prompt_tokens: None,
             max_tokens: 64,
             scheduled_at: None,
+            archetype: None,
             model: None,
             session: None,
         };
@@ -190,6 +192,7 @@ mod tests {
             planned_prompt_tokens: None,
             max_tokens: 64,
             scheduled_at: None,
+            archetype: None,
             model: None,
             session: None,
         };
@@ -215,6 +218,7 @@ mod tests {
             planned_prompt_tokens: None,
             max_tokens: 0,
             scheduled_at: None,
+            archetype: None,
             model: None,
             session: None,
         };
@@ -240,6 +244,7 @@ mod tests {
             planned_prompt_tokens: None,
             max_tokens: 4,
             scheduled_at: None,
+            archetype: None,
             model: None,
             session: None,
         };

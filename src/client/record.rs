@@ -132,6 +132,9 @@ pub struct RequestRecord {
     /// `metrics.speculative_decoding`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub spec_decoding: Option<super::SpecDecoding>,
+    /// The workload (archetype) the request was drawn from, when its phase mixes them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub archetype: Option<String>,
 }
 
 fn is_zero(n: &u32) -> bool {

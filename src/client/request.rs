@@ -454,6 +454,7 @@ mod tests {
             planned_prompt_tokens: None,
             max_tokens: 7,
             scheduled_at: None,
+            archetype: None,
             model: None,
             session: None,
         };
@@ -495,6 +496,7 @@ mod tests {
             planned_prompt_tokens: None,
             max_tokens: 7,
             scheduled_at: None,
+            archetype: None,
             session: None,
             model: None,
         };

@@ -39,6 +39,9 @@ pub struct PhaseTally {
     spec_decode: super::SpecDecodeTally,
     /// Per figure: values and their sum.
     columns: [(u64, f64); FIGURES.len()],
+    /// The plan's SLO objectives, each judged per archetype and per model.
+    objectives: Option<Vec<crate::plan::Objective>>,
+    archetypes: super::MixTally,
 }
 
 /// Which column a value goes to: a figure's over the phase, over one turn of its sessions,
@@ -48,6 +51,7 @@ pub enum Column {
     Phase(Figure),
     Turn(u64, Figure),
     Model(u32, Figure),
+    Archetype(u32, Figure),
 }
 
 /// Everything a phase's result needs from its records.
@@ -64,6 +68,11 @@ pub struct TallyFigures {
     pub sessions: Option<SessionSummary>,
     /// Figures by model, when the phase's workload mixes models.
     pub models: Vec<super::ModelFigures>,
+    /// Figures by archetype, when the phase mixes workloads.
+    pub archetypes: Vec<super::ArchetypeFigures>,
+    /// With archetypes: each SLO objective against the whole phase's figures, as each
+    /// archetype has its own.
+    pub slo: Vec<super::SloCheck>,
 }
 
 impl PhaseTally {
@@ -83,9 +92,11 @@ impl PhaseTally {
             causes: CauseCounts::default(),
             sessions: SessionTally::default(),
             in_flight: InFlightSums::default(),
-            models: super::ModelTally::default(),
+            models: super::MixTally::new(super::MixKey::Model),
             spec_decode: super::SpecDecodeTally::default(),
             columns: [(0, 0.0); FIGURES.len()],
+            objectives: slo.map(Slo::objectives),
+            archetypes: super::MixTally::new(super::MixKey::Archetype),
         }
     }
 
@@ -105,7 +116,10 @@ impl PhaseTally {
             }
         }
         self.sessions.add(r, sink);
-        self.models.add(r, sink);
+        let limits = self.goodput_limits.as_deref();
+        let good = !r.is_cancelled() && limits.is_some_and(|limits| meets_slo(r, limits));
+        self.models.add(r, good, sink);
+        self.archetypes.add(r, good, sink);
         let s = &mut self.summary;
         s.requests += 1;
         self.first_start_ms = self.first_start_ms.min(r.start_offset_ms);
@@ -143,8 +157,7 @@ impl PhaseTally {
             *c += cached;
             *p += prompt;
         }
-        let limits = self.goodput_limits.as_deref();
-        self.good += u64::from(limits.is_some_and(|limits| meets_slo(r, limits)));
+        self.good += u64::from(good);
         if r.server_prompt_ms.is_some() || r.server_total_ms.is_some() {
             self.timed += 1;
             self.split.add(r);
@@ -180,7 +193,20 @@ impl PhaseTally {
             (self.last_end_ms - self.first_start_ms) / 1000.0
         };
         s.request_rate = per_second(n as f64, s.elapsed);
-        let models = self.models.finish(method, s.elapsed, &mut column)?;
+        let objectives = self.objectives.as_deref();
+        let models = self
+            .models
+            .finish(method, s.elapsed, objectives, &mut column)?;
+        let models = models
+            .into_iter()
+            .map(|(model, of)| super::ModelFigures { model, of });
+        let archetypes = self
+            .archetypes
+            .finish(method, s.elapsed, objectives, &mut column)?;
+        let archetypes: Vec<_> = archetypes
+            .into_iter()
+            .map(|(archetype, of)| super::ArchetypeFigures { archetype, of })
+            .collect();
         s.set_token_rates();
         s.spec_decode = self.spec_decode.finish();
         s.set_input_rates();
@@ -203,6 +229,12 @@ impl PhaseTally {
             split: self.split.finish(),
         });
         let span = self.last_start_ms - self.first_start_ms;
+        let slo = match objectives {
+            Some(objectives) if !archetypes.is_empty() => {
+                super::slo_checks(objectives, &s.figures, n, s.errors)
+            }
+            _ => Vec::new(),
+        };
         Ok(TallyFigures {
             summary: s,
             transport: transport_from_counts(self.connections, peak_in_flight, gap, reuse),
@@ -210,7 +242,9 @@ impl PhaseTally {
             last_end_ms: self.last_end_ms.max(0.0),
             prompt: self.prompt.clone(),
             sessions,
-            models,
+            models: models.collect(),
+            slo,
+            archetypes,
         })
     }
 }

@@ -52,7 +52,7 @@ pub use hooks::{
 pub use images::{ImageFormat, Images};
 pub use metrics_interval::{DEFAULT_METRICS_INTERVAL, MetricsInterval};
 pub use model::*;
-pub use model_mix::ModelMix;
+pub use model_mix::{ArchetypeMix, ModelMix};
 pub use search::{GoodputObjective, Probe, Search, SearchLoad};
 pub use slo::{Limits, Objective, Slo};
 pub use target_down::{DownAction, DownPolicy, OnTargetDown};

@@ -209,6 +209,7 @@ struct ColumnFiles {
     writers: Vec<BufWriter<File>>,
     turn_writers: Vec<Option<BufWriter<File>>>,
     model_writers: Vec<Option<BufWriter<File>>>,
+    archetype_writers: Vec<Option<BufWriter<File>>>,
 }
 
 /// The column directory, removed when dropped (also on an error).
@@ -225,6 +226,10 @@ impl ColumnDir {
 
     fn models_path(&self, figure: Figure) -> PathBuf {
         self.0.join(format!("models-{}.f64", figure.name()))
+    }
+
+    fn archetypes_path(&self, figure: Figure) -> PathBuf {
+        self.0.join(format!("archetypes-{}.f64", figure.name()))
     }
 }
 
@@ -254,6 +259,7 @@ impl ColumnFiles {
             writers,
             turn_writers,
             model_writers: Figure::all().map(|_| None).collect(),
+            archetype_writers: Figure::all().map(|_| None).collect(),
         })
     }
 
@@ -278,6 +284,14 @@ impl ColumnFiles {
                 w.write_all(&u64::from(model).to_le_bytes())?;
                 w.write_all(&value.to_le_bytes())
             }
+            Column::Archetype(archetype, figure) => {
+                let w = match &mut self.archetype_writers[figure.index()] {
+                    Some(w) => w,
+                    slot => slot.insert(writer(self.dir.archetypes_path(figure))?),
+                };
+                w.write_all(&u64::from(archetype).to_le_bytes())?;
+                w.write_all(&value.to_le_bytes())
+            }
         }
     }
 
@@ -287,6 +301,7 @@ impl ColumnFiles {
             .iter_mut()
             .chain(self.turn_writers.iter_mut().flatten())
             .chain(self.model_writers.iter_mut().flatten())
+            .chain(self.archetype_writers.iter_mut().flatten())
         {
             w.flush()?;
         }
@@ -315,6 +330,10 @@ impl ColumnReader {
             Column::Model(model, figure) => ColumnReader {
                 path: dir.models_path(figure),
                 turn: Some(u64::from(model)),
+            },
+            Column::Archetype(archetype, figure) => ColumnReader {
+                path: dir.archetypes_path(figure),
+                turn: Some(u64::from(archetype)),
             },
         }
     }

@@ -224,13 +224,12 @@ impl PhaseRun<'_> {
                 .with_request_id_prefix(format!("{}-{}", self.run_id, phase.name))
                 .with_session_header(session_header),
         );
-        let mut source =
-            PromptSource::new(phase.workload, &self.workload_context()).map_err(|e| {
-                RunError::InvalidInput(format!(
-                    "phase `{}`, workload `{}`: {e}",
-                    phase.name, phase.workload_name
-                ))
-            })?;
+        let mut source = self.prompt_source().map_err(|e| {
+            RunError::InvalidInput(format!(
+                "phase `{}`, workload `{}`: {e}",
+                phase.name, phase.workload_name
+            ))
+        })?;
         // `/tokenize` is asked the way the benchmark's requests are: same TLS, proxy, socket,
         // key and headers.
         let endpoint = &self.target.endpoint;
@@ -471,11 +470,40 @@ impl PhaseRun<'_> {
         Ok(config)
     }
 
+    /// The phase's prompts: its workload's, or its mix's archetypes'.
+    fn prompt_source(&self) -> Result<PromptSource, crate::workload::WorkloadError> {
+        let phase = self.phase;
+        let Some(mix) = self.plan.plan.phases.iter().find_map(|p| {
+            (p.name.as_deref() == Some(phase.name))
+                .then_some(p.mix.as_ref())
+                .flatten()
+        }) else {
+            return PromptSource::new(phase.workload, &self.workload_context());
+        };
+        let parts: Vec<_> = phase
+            .archetypes
+            .iter()
+            .map(|a| {
+                let mut context = self.context_for(a.workload);
+                // Each archetype draws its own prompts, even from one shared seed.
+                context.seed ^= crate::hash::fnv1a_64(a.name.as_bytes());
+                (a.workload, context)
+            })
+            .collect();
+        let seed = self.workload_context().seed;
+        PromptSource::mixed(mix, &parts, seed, phase.requests)
+    }
+
     fn workload_context(&self) -> WorkloadContext {
+        self.context_for(self.phase.workload)
+    }
+
+    /// The context `workload`'s prompts are built in, in this phase.
+    fn context_for(&self, workload: &crate::plan::Workload) -> WorkloadContext {
         let phase = self.phase;
         WorkloadContext {
             api: phase.target.api,
-            tokenizer: crate::workload::resolve_tokenizer(phase.workload, phase.target),
+            tokenizer: crate::workload::resolve_tokenizer(workload, phase.target),
             plan_dir: self
                 .plan
                 .source_path
@@ -483,7 +511,7 @@ impl PhaseRun<'_> {
                 .map(Path::to_path_buf)
                 .unwrap_or_default(),
             seed: self.shard_seed(phase_seed(
-                phase.workload.seed.or(self.plan.plan.seed),
+                workload.seed.or(self.plan.plan.seed),
                 phase.name,
             )),
             base_url: self.target.endpoint.base_url.clone(),

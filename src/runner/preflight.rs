@@ -20,23 +20,30 @@ pub(super) fn check_inputs(
     let mut problems = earlier;
     let mut seen = HashSet::new();
     for phase in phases {
-        if !seen.insert((phase.target_name, phase.workload_name)) {
-            continue;
-        }
-        let context = WorkloadContext {
-            api: phase.target.api,
-            tokenizer: crate::workload::resolve_tokenizer(phase.workload, phase.target),
-            plan_dir: plan_dir.to_path_buf(),
-            seed: 0,
-            base_url: String::new(),
-            model: String::new(),
-            text_salt: None,
+        // A mix's archetypes are checked one by one.
+        let single = [(phase.workload_name.as_str(), phase.workload)];
+        let mixed = phase.archetypes.iter().map(|a| (a.name, a.workload));
+        let workloads: Vec<(&str, &crate::plan::Workload)> = if phase.archetypes.is_empty() {
+            single.to_vec()
+        } else {
+            mixed.collect()
         };
-        if let Err(e) = PromptSource::new(phase.workload, &context) {
-            problems.push(format!(
-                "phase `{}`, workload `{}`: {e}",
-                phase.name, phase.workload_name
-            ));
+        for (name, workload) in workloads {
+            if !seen.insert((phase.target_name, name)) {
+                continue;
+            }
+            let context = WorkloadContext {
+                api: phase.target.api,
+                tokenizer: crate::workload::resolve_tokenizer(workload, phase.target),
+                plan_dir: plan_dir.to_path_buf(),
+                seed: 0,
+                base_url: String::new(),
+                model: String::new(),
+                text_salt: None,
+            };
+            if let Err(e) = PromptSource::new(workload, &context) {
+                problems.push(format!("phase `{}`, workload `{name}`: {e}", phase.name));
+            }
         }
     }
     match problems.len() {

@@ -77,9 +77,16 @@ pub(super) fn work_sha256(plan: &Plan, phase: &PhaseSettings<'_>, model: &str) -
     if let Value::Object(map) = &mut settings {
         map.remove("name");
     }
+    // A mix's work is every archetype's workload.
+    let workload = if phase.archetypes.is_empty() {
+        serde_json::to_value(phase.workload).ok()?
+    } else {
+        let each = phase.archetypes.iter().map(|a| (a.name, a.workload));
+        serde_json::to_value(each.collect::<indexmap::IndexMap<_, _>>()).ok()?
+    };
     let work = json!({
         "phase": settings,
-        "workload": serde_json::to_value(phase.workload).ok()?,
+        "workload": workload,
         "api": serde_json::to_value(phase.target.api).ok()?,
         "model": model,
     });

@@ -31,7 +31,11 @@ pub struct PhaseSettings<'p> {
     pub target_name: &'p str,
     pub target: &'p Target,
     pub route: &'p str,
-    pub workload_name: &'p str,
+    /// The workload's name; with a `mix`, the archetypes and their shares
+    /// (`short-chat 70% + long-rag 30%`).
+    pub workload_name: String,
+    /// The workload; with a `mix`, its first archetype's, whose request settings every
+    /// archetype shares.
     pub workload: &'p Workload,
     pub load: Load,
     pub duration: Option<Duration>,
@@ -54,6 +58,59 @@ pub struct PhaseSettings<'p> {
     pub until: Option<&'p crate::plan::Until>,
     /// A capacity search: the load above is its first probe's.
     pub search: Option<&'p crate::plan::Search>,
+    /// A `mix`: each archetype's name, workload and share, in plan order (empty without).
+    pub archetypes: Vec<Archetype<'p>>,
+}
+
+/// One workload of a phase's `mix`.
+#[derive(Debug, Clone)]
+pub struct Archetype<'p> {
+    pub name: &'p str,
+    pub workload: &'p Workload,
+    /// Share of the phase's requests, 0 to 1.
+    pub weight: f64,
+}
+
+/// `short-chat 70% + long-rag 30%`.
+fn mix_label(archetypes: &[Archetype<'_>]) -> String {
+    let parts: Vec<String> = archetypes
+        .iter()
+        .map(|a| format!("{} {}%", a.name, (a.weight * 1e4).round() / 1e2))
+        .collect();
+    parts.join(" + ")
+}
+
+/// A phase's workload, or the archetypes of its `mix` (the first standing for the workload).
+fn resolve_workloads<'p>(
+    plan: &'p Plan,
+    phase: &'p Phase,
+    name: &str,
+) -> Result<(String, &'p Workload, Vec<Archetype<'p>>), String> {
+    let find = |workload_name: &str| {
+        plan.workloads
+            .get(workload_name)
+            .ok_or_else(|| format!("phase `{name}`: unknown workload `{workload_name}`"))
+    };
+    if let Some(mix) = &phase.mix {
+        let mut archetypes = Vec::new();
+        for (archetype, weight) in &mix.0 {
+            archetypes.push(Archetype {
+                name: archetype,
+                workload: find(archetype)?,
+                weight: weight.0,
+            });
+        }
+        let lead = archetypes
+            .first()
+            .map(|a| a.workload)
+            .ok_or_else(|| format!("phase `{name}`: the mix lists no workload"))?;
+        return Ok((mix_label(&archetypes), lead, archetypes));
+    }
+    let workload_name = phase
+        .workload
+        .as_deref()
+        .ok_or_else(|| format!("phase `{name}` names no workload"))?;
+    Ok((workload_name.to_string(), find(workload_name)?, Vec::new()))
 }
 
 impl PhaseSettings<'_> {
@@ -196,14 +253,7 @@ fn resolve_phase<'p>(plan: &'p Plan, phase: &'p Phase) -> Result<PhaseSettings<'
         .targets
         .get(target_name)
         .ok_or_else(|| format!("phase `{name}`: unknown target `{target_name}`"))?;
-    let workload_name = phase
-        .workload
-        .as_deref()
-        .ok_or_else(|| format!("phase `{name}` names no workload"))?;
-    let workload = plan
-        .workloads
-        .get(workload_name)
-        .ok_or_else(|| format!("phase `{name}`: unknown workload `{workload_name}`"))?;
+    let (workload_name, workload, archetypes) = resolve_workloads(plan, phase, name)?;
     let replays_trace = workload.trace.is_some();
     let load = phase_load(phase, name, replays_trace)?;
     let until = match &phase.search {
@@ -254,6 +304,7 @@ fn resolve_phase<'p>(plan: &'p Plan, phase: &'p Phase) -> Result<PhaseSettings<'
         during: &phase.during,
         until,
         search: phase.search.as_ref(),
+        archetypes,
     })
 }
 

@@ -315,12 +315,14 @@ impl<E: Executor, F: PromptFeed> WindowContext<E, F> {
         let start = Instant::now();
         let planned = prompt.planned_prompt_tokens;
         let model = prompt.model.as_deref().map(str::to_string);
+        let archetype = prompt.archetype.as_deref().map(str::to_string);
         let images = u64::from(prompt.images());
         let mut record = tokio::select! {
             record = self.executor.execute(request_index, prompt, self.origin.into_std()) => record,
             _ = self.abort.cancelled() => cancelled_record(request_index, planned, self.origin, start),
         };
         record.model = model;
+        record.archetype = archetype;
         record.images = images;
         self.counters.finished.fetch_add(1, Ordering::Relaxed);
         record

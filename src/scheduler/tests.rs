@@ -54,6 +54,7 @@ impl PromptFeed for FixedPrompts {
             planned_prompt_tokens: Some(1),
             max_tokens: 4,
             scheduled_at: None,
+            archetype: None,
             model: None,
             session: None,
         }
@@ -333,6 +334,7 @@ impl PromptFeed for NumberedPrompts {
             planned_prompt_tokens: Some(n),
             max_tokens: 4,
             scheduled_at: None,
+            archetype: None,
             model: None,
             session: None,
         }

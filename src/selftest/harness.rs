@@ -138,6 +138,7 @@ pub(super) fn prompt_of(tokens: u32) -> Prompt {
         planned_prompt_tokens: None,
         max_tokens: OUTPUT_TOKENS,
         scheduled_at: None,
+        archetype: None,
         model: None,
         session: None,
     }

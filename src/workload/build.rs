@@ -66,6 +66,7 @@ impl PromptSource {
             scheduled_at,
             session: None,
             model: None,
+            archetype: None,
         })
     }
 
@@ -87,6 +88,7 @@ impl PromptSource {
                     planned_prompt_tokens: Some(tokens),
                     max_tokens: self.output_tokens(&mut rng, entry.output_tokens),
                     scheduled_at: None,
+                    archetype: None,
                     model: None,
                     session: None,
                 })
@@ -130,6 +132,7 @@ impl PromptSource {
             planned_prompt_tokens: Some(fitted.tokens),
             max_tokens,
             scheduled_at: None,
+            archetype: None,
             model: None,
             session: None,
         })
@@ -189,6 +192,7 @@ impl PromptSource {
             planned_prompt_tokens: planned,
             max_tokens,
             scheduled_at: None,
+            archetype: None,
             model: None,
             session: Some(SessionTurn {
                 session: number,
@@ -233,6 +237,7 @@ impl PromptSource {
             planned_prompt_tokens: Some(self.kit.count_words(&turns)?),
             max_tokens,
             scheduled_at: None,
+            archetype: None,
             model: None,
             session: None,
         })
@@ -273,6 +278,7 @@ impl PromptSource {
             planned_prompt_tokens: Some(fitted.tokens),
             max_tokens,
             scheduled_at: Some(t.schedule[(index % len) as usize] + offset),
+            archetype: None,
             model: None,
             session: None,
         })

@@ -9,10 +9,12 @@ pub mod tokens;
 pub mod trace;
 mod words;
 
+mod archetypes;
 mod build;
 mod model_mix;
 mod prompt_check;
 mod tools;
+pub use archetypes::Archetypes;
 pub use model_mix::ModelChooser;
 pub use prompt_check::{PromptTally, PromptTokenCheck};
 pub use tools::{ToolCall, builtin_tools};
@@ -43,6 +45,8 @@ pub struct Prompt {
     /// The served model this request names, when its workload mixes models (else the
     /// target's `model:`).
     pub model: Option<Arc<str>>,
+    /// The workload this request was drawn from, when its phase mixes archetypes.
+    pub archetype: Option<Arc<str>>,
 }
 
 impl Prompt {
@@ -238,6 +242,9 @@ pub struct PromptSource {
     models: Option<ModelChooser>,
     /// The workload's generated images, built once for the phase.
     images: Option<Arc<images::ImagePool>>,
+    /// A phase's `mix`: every prompt comes from one of these, this source standing for the
+    /// first archetype's workload only in its settings.
+    archetypes: Option<Archetypes>,
 }
 
 impl PromptSource {
@@ -263,9 +270,33 @@ impl PromptSource {
                 Some(plan) => Some(Arc::new(images::ImagePool::build(plan, context.seed)?)),
                 None => None,
             },
+            archetypes: None,
         };
         source.floor_tokens = source.synthetic_floor()?;
         source.check()?;
+        Ok(source)
+    }
+
+    /// A phase's `mix`: one source per archetype, each workload with its own context, in
+    /// `mix`'s order; the first also stands for the phase's workload. `seed` spreads the
+    /// prompts over the archetypes, `requests` is the phase's fixed request count.
+    pub fn mixed(
+        mix: &crate::plan::ArchetypeMix,
+        parts: &[(&Workload, WorkloadContext)],
+        seed: u64,
+        requests: Option<u64>,
+    ) -> Result<Self, WorkloadError> {
+        let mut sources = Vec::with_capacity(parts.len());
+        for ((workload, context), name) in parts.iter().zip(mix.names()) {
+            let source = PromptSource::new(workload, context)
+                .map_err(|e| WorkloadError(format!("archetype `{name}`: {e}")))?;
+            sources.push(source);
+        }
+        let (lead, context) = parts
+            .first()
+            .ok_or_else(|| WorkloadError("the mix lists no workload".into()))?;
+        let mut source = PromptSource::new(lead, context)?;
+        source.archetypes = Some(Archetypes::new(mix, sources, seed, requests));
         Ok(source)
     }
 
@@ -354,8 +385,23 @@ impl PromptSource {
     }
 
     /// For `tokenizer: server`: measure the chat-template overhead against `/tokenize`, through
-    /// `http` with `headers` (the target's TLS, proxy, socket, key and headers).
+    /// `http` with `headers` (the target's TLS, proxy, socket, key and headers); every
+    /// archetype of a mix is measured for its own prompts.
     pub async fn calibrate_with(
+        &mut self,
+        http: &reqwest::Client,
+        headers: &reqwest::header::HeaderMap,
+    ) -> Result<(), WorkloadError> {
+        self.calibrate_own(http, headers).await?;
+        if let Some(archetypes) = &mut self.archetypes {
+            for source in &mut archetypes.sources {
+                source.calibrate_own(http, headers).await?;
+            }
+        }
+        Ok(())
+    }
+
+    async fn calibrate_own(
         &mut self,
         http: &reqwest::Client,
         headers: &reqwest::header::HeaderMap,
@@ -398,6 +444,9 @@ impl PromptSource {
 
     /// Prompt number `index` (what the `index + 1`-th `next_prompt` call returns).
     pub fn prompt(&self, index: u64) -> Prompt {
+        if let Some(archetypes) = &self.archetypes {
+            return archetypes.prompt(index);
+        }
         let mut prompt = self.built(index);
         if let Some(models) = &self.models {
             // Every turn of a session or conversation goes to its first turn's model.
@@ -437,6 +486,13 @@ impl PromptSource {
 
     /// What a request's images look like, for the report header (`None` without images).
     pub fn images_description(&self) -> Option<String> {
+        if let Some(archetypes) = &self.archetypes {
+            let each: Vec<String> = archetypes
+                .each()
+                .filter_map(|(name, s)| Some(format!("{name}: {}", s.images_description()?)))
+                .collect();
+            return (!each.is_empty()).then(|| each.join("; "));
+        }
         self.images.as_ref().map(|pool| pool.describe())
     }
 
@@ -451,6 +507,7 @@ impl PromptSource {
                 planned_prompt_tokens: None,
                 max_tokens: DEFAULT_OUTPUT_TOKENS,
                 scheduled_at: None,
+                archetype: None,
                 session: None,
                 model: None,
             },
@@ -503,6 +560,13 @@ impl PromptSource {
 
     /// One line saying what the prompts are planned to be, e.g. for the report header.
     pub fn planned_tokens_description(&self) -> String {
+        if let Some(archetypes) = &self.archetypes {
+            let each: Vec<String> = archetypes
+                .each()
+                .map(|(name, s)| format!("{name}: {}", s.planned_tokens_description()))
+                .collect();
+            return format!("mix of {}", each.join("; "));
+        }
         let output = self.workload.output_tokens.as_ref().map_or(
             format!("{DEFAULT_OUTPUT_TOKENS} (default)"),
             synthetic::describe_count,

@@ -221,6 +221,7 @@ fn chat_prompt() -> Prompt {
         planned_prompt_tokens: Some(12),
         max_tokens: 16,
         scheduled_at: None,
+        archetype: None,
         model: None,
         session: None,
     }
@@ -395,6 +396,7 @@ async fn completions_api_with_counted_tokens_when_no_usage() {
         planned_prompt_tokens: None,
         max_tokens: 3,
         scheduled_at: None,
+        archetype: None,
         model: None,
         session: None,
     };

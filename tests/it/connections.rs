@@ -340,6 +340,7 @@ fn prompt() -> Prompt {
         planned_prompt_tokens: None,
         max_tokens: 4,
         scheduled_at: None,
+        archetype: None,
         model: None,
         session: None,
     }

@@ -1,6 +1,7 @@
 //! Integration tests: one binary, one module per area.
 mod adapters;
 mod apis;
+mod archetypes;
 mod cancel;
 mod client;
 mod common;

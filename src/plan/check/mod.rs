@@ -1,6 +1,7 @@
 //! The `check` pass: semantic rules on the typed, expanded plan, all reported together.
 
 mod api;
+mod archetypes;
 mod load;
 mod models;
 mod phase;

@@ -3,7 +3,7 @@
 
 use crate::plan::diag::did_you_mean_or_list;
 use crate::plan::model::*;
-use crate::plan::model_mix::SUM_TOLERANCE;
+use crate::plan::model_mix::{ModelMix, SUM_TOLERANCE};
 use crate::plan::schema::Issue;
 use crate::plan::source::escape;
 use crate::sim::SimConfig;
@@ -14,21 +14,57 @@ pub(super) fn check_model_mix(p: &str, w: &Workload, issues: &mut Vec<Issue>) {
     let Some(mix) = &w.models else {
         return;
     };
-    let at = format!("{p}/models");
-    if mix.0.is_empty() {
-        let hint = "for example `models: {base: 60%, adapter-a: 40%}`";
+    let kind = MixKind {
+        what: "model",
+        example: "for example `models: {base: 60%, adapter-a: 40%}`",
+        absent: "leave out a model that gets no requests",
+    };
+    check_shares(&format!("{p}/models"), mix, &kind, issues);
+    if w.body.contains_key("model") {
         issues.push(
-            Issue::new(&at, "lists no model")
-                .at_key()
-                .hint(Some(hint.into())),
+            Issue::new(
+                format!("{p}/body/model"),
+                "`models` names each request's model; a `model` in the body would fight it",
+            )
+            .at_key(),
         );
-        return;
+    }
+}
+
+/// What a mix's names are, for its messages.
+pub(super) struct MixKind {
+    /// `model`, `workload`.
+    pub what: &'static str,
+    /// A hint for an empty mix.
+    pub example: &'static str,
+    /// How to give a name no requests.
+    pub absent: &'static str,
+}
+
+/// A mix at `at`: at least one name, each share above 0 and at most 100%, the shares
+/// summing to 100%. False when the mix is refused.
+pub(super) fn check_shares(
+    at: &str,
+    mix: &ModelMix,
+    kind: &MixKind,
+    issues: &mut Vec<Issue>,
+) -> bool {
+    let before = issues.len();
+    if mix.0.is_empty() {
+        let message = format!("lists no {}", kind.what);
+        issues.push(
+            Issue::new(at, message)
+                .at_key()
+                .hint(Some(kind.example.into())),
+        );
+        return false;
     }
     let mut shares_valid = true;
     for (name, weight) in &mix.0 {
         let here = format!("{at}/{}", escape(name));
         if name.trim().is_empty() {
-            issues.push(Issue::new(&here, "a model name must not be empty").at_key());
+            let message = format!("a {} name must not be empty", kind.what);
+            issues.push(Issue::new(&here, message).at_key());
         }
         if !(weight.0.is_finite() && weight.0 > 0.0 && weight.0 <= 1.0) {
             shares_valid = false;
@@ -37,11 +73,10 @@ pub(super) fn check_model_mix(p: &str, w: &Workload, issues: &mut Vec<Issue>) {
                     here,
                     format!("a share must be above 0% and at most 100%, found {weight}"),
                 )
-                .hint(Some(
-                    "write a percentage (`30%`) or a fraction (`0.3`); leave out a model that \
-                     gets no requests"
-                        .into(),
-                )),
+                .hint(Some(format!(
+                    "write a percentage (`30%`) or a fraction (`0.3`); {}",
+                    kind.absent
+                ))),
             );
         }
     }
@@ -49,7 +84,7 @@ pub(super) fn check_model_mix(p: &str, w: &Workload, issues: &mut Vec<Issue>) {
     if shares_valid && (total - 1.0).abs() > SUM_TOLERANCE {
         issues.push(
             Issue::new(
-                &at,
+                at,
                 format!("the shares sum to {}, not 100%", percent(total)),
             )
             .at_key()
@@ -63,15 +98,7 @@ pub(super) fn check_model_mix(p: &str, w: &Workload, issues: &mut Vec<Issue>) {
             ))),
         );
     }
-    if w.body.contains_key("model") {
-        issues.push(
-            Issue::new(
-                format!("{p}/body/model"),
-                "`models` names each request's model; a `model` in the body would fight it",
-            )
-            .at_key(),
-        );
-    }
+    issues.len() == before
 }
 
 /// `57.5%`, without a float's noise.
@@ -85,8 +112,17 @@ fn percent(fraction: f64) -> String {
 /// show as that model's errors in the report.
 pub(super) fn check_mix_targets(plan: &Plan, issues: &mut Vec<Issue>) {
     let mut reported = std::collections::BTreeSet::new();
-    for phase in &plan.phases {
-        let (Some(target_name), Some(workload_name)) = (&phase.target, &phase.workload) else {
+    let phases = plan.phases.iter().flat_map(|phase| {
+        let mixed = phase
+            .mix
+            .iter()
+            .flat_map(|mix| mix.names().map(str::to_string));
+        let names = phase.workload.iter().cloned().chain(mixed);
+        names.map(move |name| (phase, name))
+    });
+    for (phase, workload_name) in phases {
+        let workload_name = &workload_name;
+        let Some(target_name) = &phase.target else {
             continue;
         };
         let (Some(target), Some(workload)) = (

@@ -135,6 +135,7 @@ fn check_references(plan: &Plan, p: &str, phase: &Phase, issues: &mut Vec<Issue>
         Some(_) => {}
     }
     match &phase.workload {
+        None if phase.mix.is_some() => {}
         None => issues.push(
             Issue::new(p, "the phase has no workload")
                 .hint(Some("add `workload:` or set `defaults.workload`".into())),
@@ -155,6 +156,7 @@ fn check_references(plan: &Plan, p: &str, phase: &Phase, issues: &mut Vec<Issue>
 fn check_phase(plan: &Plan, p: &str, phase: &Phase, issues: &mut Vec<Issue>) {
     check_limits(p, phase, issues);
     check_references(plan, p, phase, issues);
+    super::archetypes::check_phase_mix(plan, p, phase, issues);
     let replays_trace = phase
         .workload
         .as_ref()

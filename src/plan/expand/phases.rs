@@ -161,7 +161,9 @@ impl PhasePass<'_> {
             } else {
                 !is_recheck
             };
-            if applies && !phase.contains_key(k) {
+            // A phase's `mix` takes the place of the default workload.
+            let replaced = k == "workload" && phase.contains_key("mix");
+            if applies && !replaced && !phase.contains_key(k) {
                 phase.insert(k.clone(), v.clone());
                 origin
                     .sources

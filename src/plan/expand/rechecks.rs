@@ -6,7 +6,7 @@ use super::PhaseOrigin;
 use crate::plan::schema::Issue;
 
 /// Phase fields a recheck copies from its original and must not contradict.
-pub const RECHECK_SETTINGS: [&str; 10] = [
+pub const RECHECK_SETTINGS: [&str; 11] = [
     "target",
     "route",
     "workload",
@@ -17,6 +17,7 @@ pub const RECHECK_SETTINGS: [&str; 10] = [
     "warmup",
     "cooldown",
     "drain_timeout",
+    "mix",
 ];
 
 /// Give each recheck entry its original's settings; a setting it states must match.

@@ -463,6 +463,11 @@ pub struct Phase {
     /// variable; one phase per combination, in order.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub matrix: Option<IndexMap<String, Vec<Value>>>,
+    /// Several named workloads (archetypes) with their shares of the phase's requests, in
+    /// place of `workload`: `{short-chat: 70%, long-rag: 20%, vision: 10%}`. Figures are
+    /// reported per archetype and for the whole phase.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mix: Option<super::model_mix::ArchetypeMix>,
 }
 
 /// Open-loop arrivals.

@@ -188,6 +188,8 @@ pub fn phase_result(facts: PhaseFacts, measured: Measured, figures: Figures<'_>)
         prompt_tokens: tally.prompt.check(facts.prompt_tolerance),
         sessions: tally.sessions,
         models: tally.models,
+        archetypes: tally.archetypes,
+        slo: tally.slo,
         summary,
         hooks: facts.hooks,
         warmup: facts.warmup,

@@ -264,8 +264,9 @@ fn compare_phases(
         let mut compared = compare_phase((b, methods.0), (nb, methods.1), conditions);
         compared.forced = forced;
         phases.push(compared);
-        // A model mix: each model both sides served, compared on its own.
-        for (bm, nm) in models::shared_models(b, nb) {
+        // A model or archetype mix: each group both sides sent, compared on its own.
+        let groups = models::shared_models(b, nb);
+        for (bm, nm) in groups.into_iter().chain(models::shared_archetypes(b, nb)) {
             let mut by_model = compare_phase((&bm, methods.0), (&nm, methods.1), Vec::new());
             by_model.forced = forced;
             phases.push(by_model);

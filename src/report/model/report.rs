@@ -268,6 +268,13 @@ pub struct PhaseResult {
     /// requests first.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub models: Vec<crate::metrics::ModelFigures>,
+    /// Archetype mixes (a phase's `mix`): the phase's figures, goodput and SLO verdicts by
+    /// the workload each request was drawn from, most requests first.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub archetypes: Vec<crate::metrics::ArchetypeFigures>,
+    /// With archetypes: each of the plan's SLO objectives against the whole phase.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub slo: Vec<crate::metrics::SloCheck>,
 }
 
 /// The most load the client could send with a phase's prompts.

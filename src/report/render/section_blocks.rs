@@ -253,6 +253,14 @@ pub fn models(report: &Report) -> Vec<Block> {
     ]
 }
 
+/// The figures, goodput and SLO verdicts of each archetype a phase mixed, and the phase's.
+pub fn archetypes(report: &Report) -> Vec<Block> {
+    vec![
+        Block::Table(model_table::archetype_table(report)),
+        Block::Paragraph(vec![Span::Markdown(model_table::ARCHETYPE_NOTE.into())]),
+    ]
+}
+
 /// Warnings and notes, the share chart and the table.
 pub fn backends(report: &Report) -> Vec<Block> {
     let mut blocks: Vec<Block> = backends::warnings(report)

@@ -33,6 +33,7 @@ pub enum SectionId {
     Connections,
     Sessions,
     Models,
+    Archetypes,
     Backends,
     Server,
     Errors,
@@ -87,7 +88,7 @@ fn always(_: &Report) -> bool {
 }
 
 /// The report's sections in print order.
-pub const SECTIONS: [Section; 23] = [
+pub const SECTIONS: [Section; 24] = [
     Section {
         id: SectionId::Phases,
         anchor: "phases",
@@ -231,6 +232,14 @@ pub const SECTIONS: [Section; 23] = [
         title: Title::Fixed("By model"),
         shown: |r| r.phases.iter().any(|p| !p.models.is_empty()),
         body: blocks::models,
+        markups: Markups::Both,
+    },
+    Section {
+        id: SectionId::Archetypes,
+        anchor: "by-archetype",
+        title: Title::Fixed("By archetype"),
+        shown: |r| r.phases.iter().any(|p| !p.archetypes.is_empty()),
+        body: blocks::archetypes,
         markups: Markups::Both,
     },
     Section {

@@ -203,11 +203,18 @@ fn add_transport_hooks_and_mixes(p: &mut PhaseResult) {
             ..TurnFigures::default()
         }],
     });
-    p.models = vec![servebench::metrics::ModelFigures {
-        model: "adapter-a".into(),
+    let group = servebench::metrics::MixFigures {
         requests: 4,
         share: 1.0,
         ..Default::default()
+    };
+    p.models = vec![servebench::metrics::ModelFigures {
+        model: "adapter-a".into(),
+        of: group.clone(),
+    }];
+    p.archetypes = vec![servebench::metrics::ArchetypeFigures {
+        archetype: "short-chat".into(),
+        of: group,
     }];
     p.cancellations = Some(servebench::metrics::cancellation::Cancellations {
         cancelled: 2,

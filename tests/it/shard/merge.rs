@@ -84,6 +84,8 @@ fn phase(
         client_trust: None,
         sessions: None,
         models: Vec::new(),
+        archetypes: Vec::new(),
+        slo: Vec::new(),
     }
 }
 

@@ -464,6 +464,17 @@ pub static COLUMNS: &[Column] = &[
         get: |r| f64_cell(r.record.value(crate::figure::Figure::SpecAcceptanceRate)),
         set: |_, _| Ok(()),
     },
+    // Optional so that files written before archetype mixes still read.
+    Column {
+        name: "archetype",
+        kind: Kind::Str,
+        optional: true,
+        get: |r| str_cell(r.record.archetype.as_deref()),
+        set: |r, c| {
+            r.record.archetype = c.opt_str()?;
+            Ok(())
+        },
+    },
 ];
 
 /// The Parquet schema of [`COLUMNS`].

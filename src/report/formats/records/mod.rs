@@ -122,6 +122,7 @@ mod tests {
                 num_draft_tokens: Some(12),
                 num_spec_tokens: Some(3),
             }),
+            archetype: Some("long-rag".to_string()),
         }
     }
 
