@@ -42,9 +42,19 @@ pub enum Scalar {
     RequestBytesPerSecond,
     /// Images sent per second.
     ImagesPerSecond,
+    /// The target's `cost` per million output tokens over the window.
+    CostPerMillionOutputTokens,
+    /// The target's `cost` per million tokens (input and output) over the window.
+    CostPerMillionTokens,
+    /// The power gauge's mean over the window, in watts.
+    MeanPowerWatts,
+    /// Joules the window took per output token.
+    JoulesPerOutputToken,
+    /// Joules the window took per request.
+    JoulesPerRequest,
 }
 
-const SCALARS: [(Scalar, &str); 19] = [
+const SCALARS: [(Scalar, &str); 24] = [
     (Scalar::Requests, "requests"),
     (Scalar::Success, "success"),
     (Scalar::Errors, "errors"),
@@ -64,10 +74,21 @@ const SCALARS: [(Scalar, &str); 19] = [
     (Scalar::TokensInFlight, "in_flight.tokens"),
     (Scalar::RequestBytesPerSecond, "request_bytes_per_second"),
     (Scalar::ImagesPerSecond, "images_per_second"),
+    (
+        Scalar::CostPerMillionOutputTokens,
+        "cost_per_million_output_tokens",
+    ),
+    (Scalar::CostPerMillionTokens, "cost_per_million_tokens"),
+    (Scalar::MeanPowerWatts, "energy.mean_watts"),
+    (
+        Scalar::JoulesPerOutputToken,
+        "energy.joules_per_output_token",
+    ),
+    (Scalar::JoulesPerRequest, "energy.joules_per_request"),
 ];
 
 /// The counts and rates `compare` lists for every matched phase, before the figures.
-const COMPARED_SCALARS: [Scalar; 9] = [
+const COMPARED_SCALARS: [Scalar; 14] = [
     Scalar::Requests,
     Scalar::Errors,
     Scalar::ErrorRate,
@@ -77,6 +98,11 @@ const COMPARED_SCALARS: [Scalar; 9] = [
     Scalar::InputTokensPerSecond,
     Scalar::RequestBytesPerSecond,
     Scalar::ImagesPerSecond,
+    Scalar::CostPerMillionOutputTokens,
+    Scalar::CostPerMillionTokens,
+    Scalar::MeanPowerWatts,
+    Scalar::JoulesPerOutputToken,
+    Scalar::JoulesPerRequest,
 ];
 
 /// What `compare` lists for every matched phase (those either side has): the counts and
@@ -203,6 +229,12 @@ impl FigurePath {
                 Scalar::TokensInFlight => Unit::Tokens,
                 Scalar::RequestRate | Scalar::GoodputRequestRate => Unit::RequestsPerSecond,
                 Scalar::TotalInputTokens | Scalar::TotalOutputTokens => Unit::Tokens,
+                Scalar::CostPerMillionOutputTokens | Scalar::CostPerMillionTokens => {
+                    Unit::PricePerMillionTokens
+                }
+                Scalar::MeanPowerWatts => Unit::Watts,
+                Scalar::JoulesPerOutputToken => Unit::JoulesPerToken,
+                Scalar::JoulesPerRequest => Unit::JoulesPerRequest,
             },
         }
     }
@@ -211,7 +243,12 @@ impl FigurePath {
         match self {
             FigurePath::Dist(figure, _) => figure.spec().better,
             FigurePath::Scalar(s) => match s {
-                Scalar::Errors | Scalar::ErrorRate => Better::Lower,
+                Scalar::Errors
+                | Scalar::ErrorRate
+                | Scalar::CostPerMillionOutputTokens
+                | Scalar::CostPerMillionTokens
+                | Scalar::JoulesPerOutputToken
+                | Scalar::JoulesPerRequest => Better::Lower,
                 Scalar::OutputTokensPerSecond
                 | Scalar::InputsPerSecond
                 | Scalar::InputTokensPerSecond
@@ -228,7 +265,8 @@ impl FigurePath {
                 | Scalar::RequestsInFlight
                 | Scalar::TokensInFlight
                 | Scalar::RequestBytesPerSecond
-                | Scalar::ImagesPerSecond => Better::Neither,
+                | Scalar::ImagesPerSecond
+                | Scalar::MeanPowerWatts => Better::Neither,
             },
         }
     }

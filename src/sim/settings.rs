@@ -86,6 +86,7 @@ pub(crate) struct Settings {
     /// Serve requests for any model name instead of answering 404.
     pub accept_any_model: bool,
     pub adapters: Option<super::adapters::AdapterSettings>,
+    pub power: Option<super::power::SimPower>,
 }
 
 fn check_non_negative(problems: &mut Vec<String>, name: &str, value: f64) {
@@ -132,6 +133,9 @@ impl Settings {
         check_faults_and_keep_alive(config, &mut problems);
         let dialect = config.dialect.clone().unwrap_or_default();
         let adapters = super::adapters::resolve(config.adapters.as_ref(), &model, &mut problems);
+        for (key, problem) in config.power.iter().flat_map(|p| p.problems()) {
+            problems.push(format!("power.{key} {problem}"));
+        }
         if !problems.is_empty() {
             return Err(SimConfigError { problems });
         }
@@ -172,6 +176,7 @@ impl Settings {
             require_uuid_request_id: config.require_uuid_request_id.unwrap_or(false),
             accept_any_model: config.accept_any_model.unwrap_or(false),
             adapters,
+            power: config.power.clone(),
         })
     }
 }

@@ -41,6 +41,13 @@ impl FigurePath {
                 Scalar::TokensInFlight => s.in_flight.map(|h| h.tokens),
                 Scalar::RequestBytesPerSecond => s.request_bytes_per_second,
                 Scalar::ImagesPerSecond => s.images_per_second,
+                Scalar::CostPerMillionOutputTokens => {
+                    phase.cost.as_ref()?.per_million_output_tokens
+                }
+                Scalar::CostPerMillionTokens => phase.cost.as_ref()?.per_million_tokens,
+                Scalar::MeanPowerWatts => phase.energy.as_ref()?.mean_watts,
+                Scalar::JoulesPerOutputToken => phase.energy.as_ref()?.joules_per_output_token,
+                Scalar::JoulesPerRequest => phase.energy.as_ref()?.joules_per_request,
             },
         }
     }

@@ -3,8 +3,9 @@
 //! [`SECTIONS`] in order and print each body with their own printer.
 
 use super::document::Block;
+use super::interval_table;
 use super::section_blocks as blocks;
-use super::{backends, cancel_table, chart_sections, connections, interval_table};
+use super::{backends, cancel_table, chart_sections, connections, cost_energy_table};
 use super::{load_table, pareto, recovery_table, server_table, session_table, table};
 use super::{trust_table, until_table};
 use crate::report::model::Report;
@@ -36,6 +37,7 @@ pub enum SectionId {
     Backends,
     Server,
     Errors,
+    CostAndEnergy,
 }
 
 /// A section's body, everything under its heading, built once for every markup.
@@ -85,7 +87,7 @@ fn always(_: &Report) -> bool {
 }
 
 /// The report's sections in print order.
-pub const SECTIONS: [Section; 21] = [
+pub const SECTIONS: [Section; 22] = [
     Section {
         id: SectionId::Phases,
         anchor: "phases",
@@ -258,6 +260,14 @@ pub const SECTIONS: [Section; 21] = [
         // Always: "no failed requests" is worth saying.
         shown: always,
         body: blocks::errors,
+        markups: Markups::Both,
+    },
+    Section {
+        id: SectionId::CostAndEnergy,
+        anchor: "cost-and-energy",
+        title: Title::Fixed("Cost and energy"),
+        shown: cost_energy_table::shown,
+        body: cost_energy_table::blocks,
         markups: Markups::Both,
     },
 ];

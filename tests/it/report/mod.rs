@@ -165,6 +165,8 @@ fn phase(spec: &PhaseSpec, index: usize, slow: f64) -> PhaseResult {
         client_trust: None,
         sessions: None,
         models: Vec::new(),
+        cost: None,
+        energy: None,
     }
 }
 

@@ -84,6 +84,8 @@ fn phase(
         client_trust: None,
         sessions: None,
         models: Vec::new(),
+        cost: None,
+        energy: None,
     }
 }
 
