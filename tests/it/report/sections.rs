@@ -26,6 +26,7 @@ pub(crate) fn report_with_every_section() -> Report {
     add_stability_and_trust(p);
     add_transport_hooks_and_mixes(p);
     p.server_metrics = Some(server_metrics());
+    add_cost_and_energy(p);
     r.searches = vec![SearchResult {
         phase: "find".into(),
         load: SearchLoad::Concurrency,
@@ -55,6 +56,31 @@ pub(crate) fn report_with_every_section() -> Report {
         p.summary.figures.set(Figure::DecodeTokS, Some(decode));
     }
     r
+}
+
+/// A priced target and a power gauge sampled through the window.
+fn add_cost_and_energy(p: &mut PhaseResult) {
+    p.cost = Some(servebench::metrics::cost::PhaseCost {
+        currency: "USD".into(),
+        per_hour: 12.5,
+        window_cost: 0.15,
+        per_million_output_tokens: Some(24.4),
+        per_million_tokens: Some(7.9),
+    });
+    p.energy = Some(servebench::metrics::energy::PhaseEnergy {
+        metric: "DCGM_FI_DEV_POWER_USAGE".into(),
+        method: "trapezoid".into(),
+        interval_s: 1.0,
+        samples: 45,
+        devices: 2,
+        window_s: 43.2,
+        max_gap_s: Some(1.0),
+        joules: Some(17280.0),
+        mean_watts: Some(400.0),
+        joules_per_output_token: Some(2.8125),
+        joules_per_request: Some(720.0),
+        unavailable: None,
+    });
 }
 
 /// Two marks around a fault and the recovery measured between them.
