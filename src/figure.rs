@@ -108,6 +108,11 @@ pub enum Unit {
     Tokens,
     /// A fraction in `[0, 1]`.
     Ratio,
+    /// Money in the target's `cost` currency per million tokens.
+    PricePerMillionTokens,
+    Watts,
+    JoulesPerToken,
+    JoulesPerRequest,
 }
 
 impl Unit {
@@ -125,6 +130,10 @@ impl Unit {
             Unit::Count => "",
             Unit::Tokens => "tokens",
             Unit::Ratio => "ratio",
+            Unit::PricePerMillionTokens => "per Mtok",
+            Unit::Watts => "W",
+            Unit::JoulesPerToken => "J/tok",
+            Unit::JoulesPerRequest => "J/req",
         }
     }
 }

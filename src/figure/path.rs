@@ -52,9 +52,19 @@ pub enum Scalar {
     SpecAcceptanceRate,
     /// Speculative decoding: 1 + Σ accepted / Σ verify steps.
     SpecAcceptanceLength,
+    /// The target's `cost` per million output tokens over the window.
+    CostPerMillionOutputTokens,
+    /// The target's `cost` per million tokens (input and output) over the window.
+    CostPerMillionTokens,
+    /// The power gauge's mean over the window, in watts.
+    MeanPowerWatts,
+    /// Joules the window took per output token.
+    JoulesPerOutputToken,
+    /// Joules the window took per request.
+    JoulesPerRequest,
 }
 
-const SCALARS: [(Scalar, &str); 24] = [
+const SCALARS: [(Scalar, &str); 29] = [
     (Scalar::Requests, "requests"),
     (Scalar::Success, "success"),
     (Scalar::Errors, "errors"),
@@ -82,10 +92,21 @@ const SCALARS: [(Scalar, &str); 24] = [
         Scalar::SpecAcceptanceLength,
         "spec_decode.acceptance_length",
     ),
+    (
+        Scalar::CostPerMillionOutputTokens,
+        "cost_per_million_output_tokens",
+    ),
+    (Scalar::CostPerMillionTokens, "cost_per_million_tokens"),
+    (Scalar::MeanPowerWatts, "energy.mean_watts"),
+    (
+        Scalar::JoulesPerOutputToken,
+        "energy.joules_per_output_token",
+    ),
+    (Scalar::JoulesPerRequest, "energy.joules_per_request"),
 ];
 
 /// The counts and rates `compare` lists for every matched phase, before the figures.
-const COMPARED_SCALARS: [Scalar; 12] = [
+const COMPARED_SCALARS: [Scalar; 17] = [
     Scalar::Requests,
     Scalar::Errors,
     Scalar::ErrorRate,
@@ -98,6 +119,11 @@ const COMPARED_SCALARS: [Scalar; 12] = [
     Scalar::ContentTokensPerSecond,
     Scalar::SpecAcceptanceRate,
     Scalar::SpecAcceptanceLength,
+    Scalar::CostPerMillionOutputTokens,
+    Scalar::CostPerMillionTokens,
+    Scalar::MeanPowerWatts,
+    Scalar::JoulesPerOutputToken,
+    Scalar::JoulesPerRequest,
 ];
 
 /// What `compare` lists for every matched phase (those either side has): the counts and
@@ -228,6 +254,12 @@ impl FigurePath {
                 Scalar::ContentTokensPerSecond => Unit::TokensPerSecond,
                 Scalar::SpecAcceptanceRate => Unit::Ratio,
                 Scalar::SpecAcceptanceLength => Unit::Count,
+                Scalar::CostPerMillionOutputTokens | Scalar::CostPerMillionTokens => {
+                    Unit::PricePerMillionTokens
+                }
+                Scalar::MeanPowerWatts => Unit::Watts,
+                Scalar::JoulesPerOutputToken => Unit::JoulesPerToken,
+                Scalar::JoulesPerRequest => Unit::JoulesPerRequest,
             },
         }
     }
@@ -236,7 +268,12 @@ impl FigurePath {
         match self {
             FigurePath::Dist(figure, _) => figure.spec().better,
             FigurePath::Scalar(s) => match s {
-                Scalar::Errors | Scalar::ErrorRate => Better::Lower,
+                Scalar::Errors
+                | Scalar::ErrorRate
+                | Scalar::CostPerMillionOutputTokens
+                | Scalar::CostPerMillionTokens
+                | Scalar::JoulesPerOutputToken
+                | Scalar::JoulesPerRequest => Better::Lower,
                 Scalar::OutputTokensPerSecond
                 | Scalar::InputsPerSecond
                 | Scalar::InputTokensPerSecond
@@ -258,7 +295,8 @@ impl FigurePath {
                 | Scalar::RequestBytesPerSecond
                 | Scalar::ImagesPerSecond
                 | Scalar::TotalReasoningTokens
-                | Scalar::TotalContentTokens => Better::Neither,
+                | Scalar::TotalContentTokens
+                | Scalar::MeanPowerWatts => Better::Neither,
             },
         }
     }

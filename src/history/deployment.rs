@@ -49,4 +49,28 @@ mod tests {
         );
         assert_ne!(base, deployment_sha256_of(&labels, "t", Some("m2"), false));
     }
+
+    #[test]
+    fn a_targets_price_is_no_part_of_the_deployment() {
+        let mut report = crate::report::sample_report();
+        let target = report.phases[0].header.target.clone();
+        let priced = |report: &mut Report, per_hour: f64| {
+            let t = report
+                .plan
+                .targets
+                .get_mut(&target)
+                .expect("the phase's target");
+            t.cost = Some(crate::plan::TargetCost {
+                per_hour: Some(per_hour),
+                ..crate::plan::TargetCost::default()
+            });
+            deployment_sha256(report, &target)
+        };
+        let unpriced = deployment_sha256(&report, &target);
+        assert_eq!(priced(&mut report, 12.5), unpriced);
+        assert_eq!(priced(&mut report, 20.0), unpriced);
+        // The target's model still is.
+        report.plan.targets.get_mut(&target).unwrap().model = Some("other".into());
+        assert_ne!(deployment_sha256(&report, &target), unpriced);
+    }
 }

@@ -12,6 +12,7 @@
 
 pub mod cancel;
 pub mod check;
+pub mod cost;
 pub mod count;
 pub mod decidable;
 pub mod diag;
@@ -24,6 +25,7 @@ pub mod limits;
 pub mod metrics_interval;
 pub mod model;
 pub mod model_mix;
+pub mod power;
 pub mod renamed;
 pub mod repeat;
 pub mod schema;
@@ -41,6 +43,7 @@ pub mod untrusted;
 pub use crate::duration;
 
 pub use cancel::{Cancel, CancelAfter};
+pub use cost::TargetCost;
 pub use count::{ChoiceLength, LogNormalLength, NormalLength, TokenCount, UniformLength};
 pub use diag::{Diagnostic, Location, PlanErrors, Warning, WarningKind};
 pub use duration::HumanDuration;
@@ -53,6 +56,7 @@ pub use images::{ImageFormat, Images};
 pub use metrics_interval::{DEFAULT_METRICS_INTERVAL, MetricsInterval};
 pub use model::*;
 pub use model_mix::{ArchetypeMix, ModelMix};
+pub use power::TargetPower;
 pub use search::{GoodputObjective, Probe, Search, SearchLoad};
 pub use slo::{Limits, Objective, Slo};
 pub use target_down::{DownAction, DownPolicy, OnTargetDown};

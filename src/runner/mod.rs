@@ -20,6 +20,7 @@ mod marks;
 mod options;
 pub mod output;
 mod phase;
+mod power;
 mod preflight;
 mod provenance;
 pub mod recover;

@@ -134,10 +134,7 @@ impl PhaseRun<'_> {
         let client_load = watch.finish().await;
         // A stop for stability or saturation is not an interrupt.
         outcome.interrupted = self.stops.stop_starting.is_cancelled();
-        let window = match sampler {
-            Some(sampler) => sampler.finish().await,
-            None => None,
-        };
+        let (window, sampler_origin) = finish_sampler(sampler).await;
         let scrape_after = self.scrape().await;
 
         window_facts(
@@ -150,6 +147,7 @@ impl PhaseRun<'_> {
             let (tolerance, tokenizer) = (prepared.prompt_tolerance, &prepared.tokenizer);
             self.warn_on_prompt_gap(&collected, tolerance, tokenizer, "measured window");
         }
+        self.cost_and_power(&mut facts, window.as_ref().zip(sampler_origin), &outcome);
         facts.server_metrics = self.server_metrics(scrape_before, scrape_after, window);
         facts.during_marks = super::marks::during_marks(&watched.during, outcome.origin);
         facts.hooks.extend(watched.during.outcomes);
@@ -167,6 +165,19 @@ impl PhaseRun<'_> {
             facts,
             measured: collected,
         })
+    }
+
+    /// The target's price, and the power gauge's samples on the window's clock.
+    fn cost_and_power(
+        &self,
+        facts: &mut PhaseFacts,
+        sampled: Option<(&scrape::window::InWindow, std::time::Instant)>,
+        outcome: &scheduler::WindowOutcome,
+    ) {
+        let target = self.phase.target;
+        facts.cost = super::power::price(target);
+        let interval = self.target.metrics_interval;
+        facts.power = super::power::trace(target, interval, sampled, outcome.origin);
     }
 
     fn journal_facts(&self, facts: &PhaseFacts, stage: FactsStage) {
@@ -562,7 +573,10 @@ impl PhaseRun<'_> {
     fn sampler(&self) -> Option<scrape::sampler::Sampler> {
         let interval = self.target.metrics_interval?;
         let target = self.target;
-        let sampled = scrape::sampler::Sampled::of(target.metrics_url.as_deref(), &target.metrics)?;
+        let mut sampled =
+            scrape::sampler::Sampled::of(target.metrics_url.as_deref(), &target.metrics)?;
+        sampled.power_metric =
+            crate::plan::power::power_metric(self.phase.target.power.as_ref()).to_string();
         let side = target.side.clone();
         Some(scrape::sampler::Sampler::start(side, sampled, interval))
     }
@@ -583,6 +597,19 @@ impl PhaseRun<'_> {
                 None
             }
         })
+    }
+}
+
+/// Stop the window's sampler: what its samples gave, and the instant their times count from.
+async fn finish_sampler(
+    sampler: Option<scrape::sampler::Sampler>,
+) -> (Option<scrape::window::InWindow>, Option<std::time::Instant>) {
+    match sampler {
+        Some(sampler) => {
+            let origin = sampler.origin();
+            (sampler.finish().await, Some(origin))
+        }
+        None => (None, None),
     }
 }
 

@@ -10,6 +10,7 @@ use serde_json::Value;
 
 use crate::client::RequestRecord;
 use crate::figure::Figure;
+use crate::metrics::cost::HourlyPrice;
 use crate::metrics::trust::ClientLoad;
 use crate::report::{
     ClientCeiling, Figures, HookWhen, Measured, MergedShard, PhaseFacts, PhaseHeader, PhaseMark,
@@ -268,6 +269,7 @@ impl PhaseMerge<'_> {
             connection_reuse: results
                 .iter()
                 .any(|(_, r)| !r.transport.warnings.is_empty()),
+            cost: lead_price(lead),
             ..self.run_facts(results, lead_shift_s)
         };
         let figures = Figures {
@@ -587,4 +589,13 @@ fn shard_facts(shard: &Shard<'_>) -> MergedShard {
             })
             .collect(),
     }
+}
+
+/// Every shard ran against the same priced target: the lead's price. The energy of
+/// overlapping windows is not merged.
+fn lead_price(lead: &PhaseResult) -> Option<HourlyPrice> {
+    lead.cost.as_ref().map(|c| HourlyPrice {
+        per_hour: c.per_hour,
+        currency: c.currency.clone(),
+    })
 }

@@ -96,6 +96,10 @@ pub struct SimConfig {
     /// one `chunk_tokens` event at a time.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub speculative: Option<speculative::SimSpeculative>,
+    /// A power gauge on `/metrics` (DCGM's `DCGM_FI_DEV_POWER_USAGE` by default, one label
+    /// set per device) rising with the requests running, and the energy drawn as a counter.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub power: Option<SimPower>,
 }
 
 /// Block-hashed prefix cache with LRU eviction.
@@ -216,6 +220,7 @@ mod faults;
 mod generate;
 pub mod images;
 mod keepalive;
+pub mod power;
 mod prometheus;
 mod rng;
 mod server;
@@ -225,6 +230,7 @@ mod state;
 pub mod tokenizer;
 
 pub use adapters::SimAdapters;
+pub use power::SimPower;
 pub use server::{SimHandle, SimStats, UnixSim, serve, serve_on, serve_unix};
 pub use settings::{DEFAULT_MODEL, SimConfigError};
 pub use state::{SeenRequest, SendTimes, SimToolCall};

@@ -89,6 +89,7 @@ pub(crate) struct Settings {
     /// Usage says 0 reasoning tokens whatever streamed.
     pub zero_reasoning_usage: bool,
     pub speculative: Option<super::speculative::DraftSettings>,
+    pub power: Option<super::power::SimPower>,
 }
 
 fn check_non_negative(problems: &mut Vec<String>, name: &str, value: f64) {
@@ -136,6 +137,9 @@ impl Settings {
         let dialect = config.dialect.clone().unwrap_or_default();
         let adapters = super::adapters::resolve(config.adapters.as_ref(), &model, &mut problems);
         let speculative = super::speculative::resolve(config.speculative.as_ref(), &mut problems);
+        for (key, problem) in config.power.iter().flat_map(|p| p.problems()) {
+            problems.push(format!("power.{key} {problem}"));
+        }
         if !problems.is_empty() {
             return Err(SimConfigError { problems });
         }
@@ -178,6 +182,7 @@ impl Settings {
             adapters,
             zero_reasoning_usage: dialect.zero_reasoning_usage.unwrap_or(false),
             speculative,
+            power: config.power.clone(),
         })
     }
 }

@@ -34,6 +34,8 @@ pub(crate) struct Shared {
     pub switched: super::faults::SwitchedFaults,
     /// LoRA adapters, when the settings serve any.
     pub adapters: Option<super::adapters::AdapterPool>,
+    /// The power draw and energy account, when the settings ask for one.
+    pub power: Option<super::power::PowerMeter>,
 }
 
 /// A request as the simulator read it, and the text it answered (`record_requests`).

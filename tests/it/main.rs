@@ -6,6 +6,7 @@ mod cancel;
 mod client;
 mod common;
 mod connections;
+mod cost_energy;
 mod docs;
 mod e2e;
 mod endpoints;

@@ -22,6 +22,26 @@ pub(super) fn check_target(p: &str, t: &Target, issues: &mut Vec<Issue>) {
     check_timeouts(p, t, issues);
     check_endpoint_access(p, t, issues);
     check_request_id(p, t, issues);
+    if let Some(cost) = &t.cost {
+        crate::plan::cost::check_cost(&format!("{p}/cost"), cost, issues);
+    }
+    if let Some(power) = &t.power {
+        crate::plan::power::check_power(&format!("{p}/power"), power, power_sampled(t), issues);
+    }
+    if let Some(power) = t.simulator.as_ref().and_then(|s| s.power.as_ref()) {
+        crate::plan::power::check_sim_power(&format!("{p}/simulator/power"), power, issues);
+    }
+}
+
+/// Whether a target's metrics are sampled during the window, as its energy needs.
+fn power_sampled(t: &Target) -> Result<(), &'static str> {
+    if t.metrics.is_none() && t.simulator.is_none() {
+        return Err("`power` needs the target's `metrics` endpoint to read the gauge from");
+    }
+    if crate::plan::MetricsInterval::resolve(t.metrics_interval).is_none() {
+        return Err("`power` needs samples during the window: `metrics_interval` is off");
+    }
+    Ok(())
 }
 
 /// A request-id header name must be a valid HTTP header name.

@@ -90,6 +90,15 @@ pub struct Target {
     /// kept in the record) or `off`.
     #[serde(default, skip_serializing_if = "TraceContext::is_default")]
     pub trace_context: TraceContext,
+    /// What an hour of the deployment costs: each phase then reports its price per million
+    /// output tokens and per million tokens. Not part of the deployment's identity.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost: Option<crate::plan::TargetCost>,
+    /// The power gauge in the target's metrics (default `DCGM_FI_DEV_POWER_USAGE`, watts,
+    /// summed over its devices): each phase then reports mean watts and joules per output
+    /// token and per request.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub power: Option<crate::plan::TargetPower>,
 }
 
 /// Whether requests carry a W3C `traceparent` header.

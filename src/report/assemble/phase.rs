@@ -65,6 +65,12 @@ pub struct PhaseFacts {
     /// Open-loop arrivals withheld while the target could not be reached.
     #[serde(default)]
     pub withheld: u64,
+    /// The target's price per hour, when the plan gives one.
+    #[serde(default)]
+    pub cost: Option<crate::metrics::cost::HourlyPrice>,
+    /// The power gauge as sampled through the window, timed from its origin.
+    #[serde(default)]
+    pub power: Option<crate::metrics::energy::PowerTrace>,
 }
 
 /// How a phase's figures are computed, and what they are compared with.
@@ -175,6 +181,16 @@ pub fn phase_result(facts: PhaseFacts, measured: Measured, figures: Figures<'_>)
         },
     );
     let transport = transport(tally.transport, &records, facts.connections_warmed);
+    let cost = facts
+        .cost
+        .as_ref()
+        .and_then(|price| metrics::cost::phase_cost(price, &tally.summary));
+    // The window `elapsed` covers ends with the last request.
+    let window_from = tally.last_end_ms / 1e3 - tally.summary.elapsed;
+    let energy = facts
+        .power
+        .as_ref()
+        .and_then(|trace| metrics::energy::phase_energy(trace, window_from, &tally.summary));
     let mut summary = tally.summary;
     spec_decode_counters(&mut summary, facts.server_metrics.as_ref());
     PhaseResult {
@@ -207,6 +223,8 @@ pub fn phase_result(facts: PhaseFacts, measured: Measured, figures: Figures<'_>)
         until: facts.until,
         saturation_stop: facts.saturation_stop,
         client_trust,
+        cost,
+        energy,
     }
 }
 

@@ -65,7 +65,8 @@ fn phase_header() -> Vec<String> {
         .iter()
         .chain(&SPLIT_COLUMNS)
         .map(|s| s.to_string())
-        .chain(TOKEN_SPLIT_SCALARS.map(|s| s.name().replace('.', "_"))),
+        .chain(TOKEN_SPLIT_SCALARS.map(|s| s.name().replace('.', "_")))
+        .chain(COST_ENERGY_COLUMNS.map(str::to_string)),
     );
     header
 }
@@ -78,6 +79,33 @@ const TOKEN_SPLIT_SCALARS: [Scalar; 5] = [
     Scalar::SpecAcceptanceRate,
     Scalar::SpecAcceptanceLength,
 ];
+
+/// The phase's cost and energy figures, with the currency and how the energy was sampled.
+const COST_ENERGY_COLUMNS: [&str; 8] = [
+    "cost_currency",
+    "cost_per_million_output_tokens",
+    "cost_per_million_tokens",
+    "energy_mean_watts",
+    "energy_joules_per_output_token",
+    "energy_joules_per_request",
+    "energy_method",
+    "energy_interval_s",
+];
+
+fn cost_energy(p: &PhaseResult) -> Vec<String> {
+    let cost = p.cost.as_ref();
+    let energy = p.energy.as_ref();
+    vec![
+        cost.map(|c| c.currency.clone()).unwrap_or_default(),
+        opt(cost.and_then(|c| c.per_million_output_tokens)),
+        opt(cost.and_then(|c| c.per_million_tokens)),
+        opt(energy.and_then(|e| e.mean_watts)),
+        opt(energy.and_then(|e| e.joules_per_output_token)),
+        opt(energy.and_then(|e| e.joules_per_request)),
+        energy.map(|e| e.method.clone()).unwrap_or_default(),
+        opt(energy.map(|e| e.interval_s)),
+    ]
+}
 
 /// One phase's row; its recheck verdict from the report's rechecks.
 fn phase_row(report: &Report, p: &PhaseResult) -> Vec<String> {
@@ -134,6 +162,7 @@ fn phase_row(report: &Report, p: &PhaseResult) -> Vec<String> {
     );
     row.extend(split_ms(p.transport.server_timing_gap.as_ref()));
     row.extend(TOKEN_SPLIT_SCALARS.map(|scalar| opt(FigurePath::Scalar(scalar).value(p))));
+    row.extend(cost_energy(p));
     row
 }
 

@@ -57,6 +57,13 @@ impl FigurePath {
                 Scalar::SpecAcceptanceLength => {
                     s.spec_decode.as_ref().and_then(|d| d.acceptance_length)
                 }
+                Scalar::CostPerMillionOutputTokens => {
+                    phase.cost.as_ref()?.per_million_output_tokens
+                }
+                Scalar::CostPerMillionTokens => phase.cost.as_ref()?.per_million_tokens,
+                Scalar::MeanPowerWatts => phase.energy.as_ref()?.mean_watts,
+                Scalar::JoulesPerOutputToken => phase.energy.as_ref()?.joules_per_output_token,
+                Scalar::JoulesPerRequest => phase.energy.as_ref()?.joules_per_request,
             },
         }
     }

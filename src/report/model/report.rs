@@ -275,6 +275,14 @@ pub struct PhaseResult {
     /// With archetypes: each of the plan's SLO objectives against the whole phase.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub slo: Vec<crate::metrics::SloCheck>,
+    /// The target's `cost`: what the window cost, per million output tokens and per million
+    /// tokens.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost: Option<crate::metrics::cost::PhaseCost>,
+    /// The power gauge integrated over the window: mean watts and joules per output token
+    /// and per request, with the method and sampling; or why there is no figure.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub energy: Option<crate::metrics::energy::PhaseEnergy>,
 }
 
 /// The most load the client could send with a phase's prompts.

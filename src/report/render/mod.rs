@@ -8,6 +8,7 @@ pub(crate) mod backends;
 pub(crate) mod cancel_table;
 pub(crate) mod chart_sections;
 pub(crate) mod connections;
+pub(crate) mod cost_energy_table;
 pub mod document;
 pub(crate) mod facts;
 pub(crate) mod hook_table;

@@ -73,6 +73,10 @@ pub fn with_unit(value: f64, unit: Unit) -> String {
             }
         }
         Unit::Ratio => format!("{}%", sig3(value * 100.0)),
+        Unit::PricePerMillionTokens => format!("{} per Mtok", sig3(value)),
+        Unit::Watts => format!("{} W", sig3(value)),
+        Unit::JoulesPerToken => format!("{} J/tok", sig3(value)),
+        Unit::JoulesPerRequest => format!("{} J/req", sig3(value)),
     }
 }
 

@@ -3,8 +3,9 @@
 //! [`SECTIONS`] in order and print each body with their own printer.
 
 use super::document::Block;
+use super::interval_table;
 use super::section_blocks as blocks;
-use super::{backends, cancel_table, chart_sections, connections, interval_table};
+use super::{backends, cancel_table, chart_sections, connections, cost_energy_table};
 use super::{load_table, pareto, recovery_table, server_table, session_table, table};
 use super::{trust_table, until_table};
 use crate::report::model::Report;
@@ -39,6 +40,7 @@ pub enum SectionId {
     Errors,
     Reasoning,
     SpeculativeDecoding,
+    CostAndEnergy,
 }
 
 /// A section's body, everything under its heading, built once for every markup.
@@ -88,7 +90,7 @@ fn always(_: &Report) -> bool {
 }
 
 /// The report's sections in print order.
-pub const SECTIONS: [Section; 24] = [
+pub const SECTIONS: [Section; 25] = [
     Section {
         id: SectionId::Phases,
         anchor: "phases",
@@ -285,6 +287,14 @@ pub const SECTIONS: [Section; 24] = [
         title: Title::Fixed("Speculative decoding"),
         shown: super::token_split::spec_shown,
         body: super::token_split::spec_blocks,
+        markups: Markups::Both,
+    },
+    Section {
+        id: SectionId::CostAndEnergy,
+        anchor: "cost-and-energy",
+        title: Title::Fixed("Cost and energy"),
+        shown: cost_energy_table::shown,
+        body: cost_energy_table::blocks,
         markups: Markups::Both,
     },
 ];

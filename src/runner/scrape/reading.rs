@@ -33,6 +33,16 @@ pub struct Reading {
     pub labelled: Vec<(&'static str, BTreeMap<String, f64>)>,
     pub levels: Levels,
     pub counters: Counters,
+    /// The power gauge, when the endpoint exported it: watts summed over its label sets
+    /// (devices), and how many there were.
+    pub power: Option<(f64, u64)>,
+}
+
+/// The power gauge `metric` in a scrape: watts summed over its devices, and their count.
+pub fn power(sample: &Sample, metric: &str) -> Option<(f64, u64)> {
+    let watts = *sample.values.get(metric)?;
+    let devices = sample.series.sets.get(metric).map_or(1, |s| s.len().max(1));
+    Some((watts, devices as u64))
 }
 
 /// Reduce a scrape; `Err` when it held no samples at all (not a Prometheus endpoint).
@@ -70,6 +80,7 @@ pub fn read(sample: &Sample) -> Result<Reading, String> {
             prefix_cache_hits,
             prefix_cache_queries,
         },
+        power: None,
     })
 }
 

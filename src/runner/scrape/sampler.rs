@@ -8,8 +8,9 @@ use std::time::{Duration, Instant};
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
-use super::reading::{Reading, read};
+use super::reading::{Reading, power, read};
 use super::window::{InWindow, Window};
+use crate::plan::power::DEFAULT_POWER_METRIC;
 use crate::plan::{MetricsEndpoint, MetricsRole};
 
 /// The endpoints a window samples, and which of them make up the server.
@@ -20,6 +21,8 @@ pub struct Sampled {
     /// Indices into `urls` whose levels and counters add up to the server: the backends
     /// behind a gateway, else every endpoint.
     pub summed: Vec<usize>,
+    /// The power gauge read from every endpoint that exports it.
+    pub power_metric: String,
 }
 
 impl Sampled {
@@ -30,6 +33,7 @@ impl Sampled {
             return metrics_url.map(|url| Sampled {
                 urls: vec![url.to_string()],
                 summed: vec![0],
+                power_metric: DEFAULT_POWER_METRIC.to_string(),
             });
         }
         let backends: Vec<usize> = (0..metrics.len())
@@ -42,6 +46,7 @@ impl Sampled {
             } else {
                 backends
             },
+            power_metric: DEFAULT_POWER_METRIC.to_string(),
         })
     }
 }
@@ -50,14 +55,17 @@ impl Sampled {
 pub struct Sampler {
     stop: oneshot::Sender<()>,
     task: JoinHandle<InWindow>,
+    /// The instant the samples' times count from.
+    origin: Instant,
 }
 
 impl Sampler {
     pub fn start(http: reqwest::Client, sampled: Sampled, interval: Duration) -> Sampler {
         let (stop, mut stopped) = oneshot::channel();
+        let origin = Instant::now();
         let task = tokio::spawn(async move {
-            let origin = Instant::now();
             let urls: Arc<[String]> = sampled.urls.into();
+            let metric: Arc<str> = sampled.power_metric.into();
             let mut window = Window::new(interval, urls.len(), sampled.summed);
             let mut ticks = tokio::time::interval(interval);
             // A slow scrape skips ticks rather than bunching the next ones.
@@ -68,13 +76,18 @@ impl Sampler {
                     _ = &mut stopped => true,
                 };
                 let t = origin.elapsed().as_secs_f64();
-                window.add(t, &sample(&http, urls.clone()).await);
+                window.add(t, &sample(&http, urls.clone(), metric.clone()).await);
                 if last {
                     return window.finish();
                 }
             }
         });
-        Sampler { stop, task }
+        Sampler { stop, task, origin }
+    }
+
+    /// The instant the window's sample times count from.
+    pub fn origin(&self) -> Instant {
+        self.origin
     }
 
     /// Stop after one last sample; what the window's samples gave (`None` if the sampler
@@ -86,7 +99,11 @@ impl Sampler {
 }
 
 /// One sample: every endpoint scraped concurrently, the texts read on the blocking pool.
-async fn sample(http: &reqwest::Client, urls: Arc<[String]>) -> Vec<Result<Reading, String>> {
+async fn sample(
+    http: &reqwest::Client,
+    urls: Arc<[String]>,
+    power_metric: Arc<str>,
+) -> Vec<Result<Reading, String>> {
     let texts =
         futures_util::future::join_all(urls.iter().map(|url| super::fetch(http, url))).await;
     let count = urls.len();
@@ -96,7 +113,9 @@ async fn sample(http: &reqwest::Client, urls: Arc<[String]>) -> Vec<Result<Readi
             .zip(urls.iter())
             .map(|(text, url)| {
                 let sample = super::parse_prometheus(&text?);
-                read(&sample).map_err(|e| format!("{url} {e}"))
+                let mut reading = read(&sample).map_err(|e| format!("{url} {e}"))?;
+                reading.power = power(&sample, &power_metric);
+                Ok(reading)
             })
             .collect()
     };

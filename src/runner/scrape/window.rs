@@ -187,6 +187,10 @@ pub struct InWindow {
     pub levels: BTreeMap<String, GaugeRange>,
     pub timeline: Vec<MetricsPoint>,
     pub sampling: WindowSampling,
+    /// The power gauge: `[t, watts]` at each sample every endpoint answered and one had it.
+    pub power: Vec<[f64; 2]>,
+    /// The most devices one power sample summed.
+    pub power_devices: u64,
 }
 
 /// Samples as they arrive, each endpoint's and the server's as a whole.
@@ -204,6 +208,8 @@ pub struct Window {
     first: Option<(f64, Counters)>,
     previous: Option<(f64, Counters)>,
     generation_peak: Option<f64>,
+    power: Vec<[f64; 2]>,
+    power_devices: u64,
 }
 
 impl Window {
@@ -220,6 +226,8 @@ impl Window {
             first: None,
             previous: None,
             generation_peak: None,
+            power: Vec::new(),
+            power_devices: 0,
         }
     }
 
@@ -235,6 +243,7 @@ impl Window {
                 }
             }
         }
+        self.add_power(t, scrapes);
         let summed: Option<Vec<&Reading>> = self
             .summed
             .iter()
@@ -269,6 +278,25 @@ impl Window {
         });
     }
 
+    /// The power gauge summed over the endpoints that export it; a sample with an endpoint
+    /// that did not answer would read low, so it is left out.
+    fn add_power(&mut self, t: f64, scrapes: &[Result<Reading, String>]) {
+        let Some(readings) = scrapes
+            .iter()
+            .map(|s| s.as_ref().ok())
+            .collect::<Option<Vec<&Reading>>>()
+        else {
+            return;
+        };
+        let mut found = readings.iter().filter_map(|r| r.power).peekable();
+        if found.peek().is_none() {
+            return;
+        }
+        let (watts, devices) = found.fold((0.0, 0), |(w, d), (rw, rd)| (w + rw, d + rd));
+        self.power.push([t, watts]);
+        self.power_devices = self.power_devices.max(devices);
+    }
+
     pub fn finish(self) -> InWindow {
         let span = self.first.zip(self.previous);
         InWindow {
@@ -286,6 +314,8 @@ impl Window {
                 }),
                 generation_tok_s_peak: self.generation_peak,
             },
+            power: self.power,
+            power_devices: self.power_devices,
         }
     }
 }

@@ -52,6 +52,9 @@ impl Drop for Running {
         // A leaked slot stays running.
         if self.permit.is_some() {
             self.shared.counters.running.fetch_sub(1, Relaxed);
+            if let Some(power) = &self.shared.power {
+                power.ended();
+            }
         }
     }
 }

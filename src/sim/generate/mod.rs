@@ -232,6 +232,9 @@ impl Generation {
         let counters = &self.shared.counters;
         let running = counters.running.fetch_add(1, Relaxed) + 1;
         counters.max_running.fetch_max(running, Relaxed);
+        if let Some(power) = &self.shared.power {
+            power.started();
+        }
         self.running = Some(Running {
             shared: self.shared.clone(),
             permit: Some(permit),

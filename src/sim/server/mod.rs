@@ -153,6 +153,7 @@ pub async fn serve_on(config: SimConfig, addr: SocketAddr) -> io::Result<(Socket
         .adapters
         .clone()
         .map(crate::sim::adapters::AdapterPool::new);
+    let settings_power = settings.power.as_ref().map(super::power::PowerMeter::new);
     let shared = Arc::new(Shared {
         slots: Arc::new(Semaphore::new(settings.max_running as usize)),
         cache: settings
@@ -170,6 +171,7 @@ pub async fn serve_on(config: SimConfig, addr: SocketAddr) -> io::Result<(Socket
         stop,
         switched: Default::default(),
         adapters,
+        power: settings_power,
     });
     shared.counters.speculative.store(
         shared.settings.speculative.is_some(),

@@ -99,6 +99,9 @@ fn metrics(shared: &Shared) -> Response<SimBody> {
     if let Some(adapters) = &shared.adapters {
         adapters.render(&mut text);
     }
+    if let Some(power) = &shared.power {
+        power.render(&mut text);
+    }
     let mut response = Response::new(SimBody::full(text));
     response.headers_mut().insert(
         CONTENT_TYPE,

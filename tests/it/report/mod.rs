@@ -167,6 +167,8 @@ fn phase(spec: &PhaseSpec, index: usize, slow: f64) -> PhaseResult {
         models: Vec::new(),
         archetypes: Vec::new(),
         slo: Vec::new(),
+        cost: None,
+        energy: None,
     }
 }
 

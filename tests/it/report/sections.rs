@@ -27,6 +27,7 @@ pub(crate) fn report_with_every_section() -> Report {
     add_transport_hooks_and_mixes(p);
     p.server_metrics = Some(server_metrics());
     add_reasoning_and_acceptance(p);
+    add_cost_and_energy(p);
     r.searches = vec![SearchResult {
         phase: "find".into(),
         load: SearchLoad::Concurrency,
@@ -79,6 +80,31 @@ fn add_reasoning_and_acceptance(p: &mut PhaseResult) {
         acceptance_length_ci95: Some([2.5, 3.1]),
         acceptance_histogram: vec![2, 4, 6, 8],
         counters: servebench::metrics::SpecDecodeCounters::from_deltas(20.0, 60.0, 36.0),
+    });
+}
+
+/// A priced target and a power gauge sampled through the window.
+fn add_cost_and_energy(p: &mut PhaseResult) {
+    p.cost = Some(servebench::metrics::cost::PhaseCost {
+        currency: "USD".into(),
+        per_hour: 12.5,
+        window_cost: 0.15,
+        per_million_output_tokens: Some(24.4),
+        per_million_tokens: Some(7.9),
+    });
+    p.energy = Some(servebench::metrics::energy::PhaseEnergy {
+        metric: "DCGM_FI_DEV_POWER_USAGE".into(),
+        method: "trapezoid".into(),
+        interval_s: 1.0,
+        samples: 45,
+        devices: 2,
+        window_s: 43.2,
+        max_gap_s: Some(1.0),
+        joules: Some(17280.0),
+        mean_watts: Some(400.0),
+        joules_per_output_token: Some(2.8125),
+        joules_per_request: Some(720.0),
+        unavailable: None,
     });
 }
 

@@ -86,6 +86,8 @@ fn phase(
         models: Vec::new(),
         archetypes: Vec::new(),
         slo: Vec::new(),
+        cost: None,
+        energy: None,
     }
 }
 
