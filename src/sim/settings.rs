@@ -117,21 +117,8 @@ impl Settings {
         let (prefill_tok_s, decode_ms_per_token, decode_ms_per_running) =
             latency_settings(config, &mut problems);
         let shape = reply_shape(config, &mut problems);
-        let tool_call_fraction = config
-            .tool_call_fraction
-            .unwrap_or(DEFAULT_TOOL_CALL_FRACTION);
-        if !(0.0..=1.0).contains(&tool_call_fraction) {
-            problems.push(format!(
-                "tool_call_fraction must be in [0, 1], found {tool_call_fraction}"
-            ));
-        }
-        let leak_aborted_slots = config.leak_aborted_slots.unwrap_or(0);
-        if max_running > 0 && leak_aborted_slots >= max_running {
-            problems.push(format!(
-                "leak_aborted_slots must be below max_running ({max_running}), found \
-                 {leak_aborted_slots}: with every slot leaked nothing is served"
-            ));
-        }
+        let (tool_call_fraction, leak_aborted_slots) =
+            tools_and_leaks(config, max_running, &mut problems);
         let prefix_cache = cache_settings(config, &mut problems);
         check_faults_and_keep_alive(config, &mut problems);
         let dialect = config.dialect.clone().unwrap_or_default();
@@ -185,6 +172,26 @@ impl Settings {
             power: config.power.clone(),
         })
     }
+}
+
+/// The share of replies that call a tool, and the slots an aborted request leaks.
+fn tools_and_leaks(config: &SimConfig, max_running: u32, problems: &mut Vec<String>) -> (f64, u32) {
+    let tool_call_fraction = config
+        .tool_call_fraction
+        .unwrap_or(DEFAULT_TOOL_CALL_FRACTION);
+    if !(0.0..=1.0).contains(&tool_call_fraction) {
+        problems.push(format!(
+            "tool_call_fraction must be in [0, 1], found {tool_call_fraction}"
+        ));
+    }
+    let leak_aborted_slots = config.leak_aborted_slots.unwrap_or(0);
+    if max_running > 0 && leak_aborted_slots >= max_running {
+        problems.push(format!(
+            "leak_aborted_slots must be below max_running ({max_running}), found \
+             {leak_aborted_slots}: with every slot leaked nothing is served"
+        ));
+    }
+    (tool_call_fraction, leak_aborted_slots)
 }
 
 /// How replies are cut and sized.
