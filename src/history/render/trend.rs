@@ -21,8 +21,9 @@ const LEGEND: &str = "Blue: each run's value (a whisker: its within-run 95% inte
     grey circle: a capacity that is only a lower bound or indeterminate (left out); purple \
     dashed rule with a number: provenance changed (listed under the chart); black dotted \
     rule: a new segment (work or deployment changed). The line breaks at either rule. \
-    The newest 100 runs are drawn point by point; older runs as a line through one run in \
-    every k, so at most 100 more points.";
+    Watched figures draw the newest 60 runs point by point; older runs as a line through \
+    one run in every k, so at most 60 more points. Unwatched figures are folded: those that \
+    changed as the line alone, the steady ones as a strip with their range.";
 
 /// How much of the report a document holds.
 #[derive(Debug, Clone, Copy)]
@@ -304,4 +305,16 @@ fn charts(blocks: &mut Vec<Block>, report: &TrendReport, trends: &[&SeriesTrend]
 /// Every run has the same value (an all-zero cached-token ratio, say).
 fn is_flat(t: &SeriesTrend) -> bool {
     t.points.windows(2).all(|w| w[0].value == w[1].value)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::LEGEND;
+    use crate::history::render::thin::{OLDER, RECENT};
+
+    #[test]
+    fn the_legend_states_how_many_runs_are_drawn() {
+        assert!(LEGEND.contains(&format!("the newest {RECENT} runs point by point")));
+        assert!(LEGEND.contains(&format!("at most {OLDER} more points")));
+    }
 }
