@@ -42,9 +42,19 @@ pub enum Scalar {
     RequestBytesPerSecond,
     /// Images sent per second.
     ImagesPerSecond,
+    /// Structured output: share of checked replies that satisfied the `response_format`.
+    ValidShare,
+    /// `compare_to`: relative change of TTFT p50 over the compared phase.
+    OverheadTtft,
+    /// `compare_to`: relative change of TPOT p50.
+    OverheadTpot,
+    /// `compare_to`: relative change of per-request output tokens/s (`decode_tok_s`) p50.
+    OverheadDecodeTokS,
+    /// Scored workloads: share of scored replies that answered their `expected`.
+    Accuracy,
 }
 
-const SCALARS: [(Scalar, &str); 19] = [
+const SCALARS: [(Scalar, &str); 24] = [
     (Scalar::Requests, "requests"),
     (Scalar::Success, "success"),
     (Scalar::Errors, "errors"),
@@ -64,10 +74,15 @@ const SCALARS: [(Scalar, &str); 19] = [
     (Scalar::TokensInFlight, "in_flight.tokens"),
     (Scalar::RequestBytesPerSecond, "request_bytes_per_second"),
     (Scalar::ImagesPerSecond, "images_per_second"),
+    (Scalar::ValidShare, "valid_share"),
+    (Scalar::OverheadTtft, "overhead.ttft_p50"),
+    (Scalar::OverheadTpot, "overhead.tpot_p50"),
+    (Scalar::OverheadDecodeTokS, "overhead.decode_tok_s_p50"),
+    (Scalar::Accuracy, "accuracy"),
 ];
 
 /// The counts and rates `compare` lists for every matched phase, before the figures.
-const COMPARED_SCALARS: [Scalar; 9] = [
+const COMPARED_SCALARS: [Scalar; 14] = [
     Scalar::Requests,
     Scalar::Errors,
     Scalar::ErrorRate,
@@ -77,6 +92,11 @@ const COMPARED_SCALARS: [Scalar; 9] = [
     Scalar::InputTokensPerSecond,
     Scalar::RequestBytesPerSecond,
     Scalar::ImagesPerSecond,
+    Scalar::ValidShare,
+    Scalar::OverheadTtft,
+    Scalar::OverheadTpot,
+    Scalar::OverheadDecodeTokS,
+    Scalar::Accuracy,
 ];
 
 /// What `compare` lists for every matched phase (those either side has): the counts and
@@ -189,9 +209,14 @@ impl FigurePath {
             FigurePath::Dist(figure, _) => figure.spec().unit,
             FigurePath::Scalar(s) => match s {
                 Scalar::Requests | Scalar::Success | Scalar::Errors => Unit::Count,
-                Scalar::ErrorRate | Scalar::CachedTokenRatio | Scalar::GoodputFraction => {
-                    Unit::Ratio
-                }
+                Scalar::ErrorRate
+                | Scalar::CachedTokenRatio
+                | Scalar::GoodputFraction
+                | Scalar::ValidShare
+                | Scalar::OverheadTtft
+                | Scalar::OverheadTpot
+                | Scalar::OverheadDecodeTokS
+                | Scalar::Accuracy => Unit::Ratio,
                 Scalar::Elapsed => Unit::Seconds,
                 Scalar::OutputTokensPerSecond | Scalar::InputTokensPerSecond => {
                     Unit::TokensPerSecond
@@ -211,7 +236,10 @@ impl FigurePath {
         match self {
             FigurePath::Dist(figure, _) => figure.spec().better,
             FigurePath::Scalar(s) => match s {
-                Scalar::Errors | Scalar::ErrorRate => Better::Lower,
+                Scalar::Errors
+                | Scalar::ErrorRate
+                | Scalar::OverheadTtft
+                | Scalar::OverheadTpot => Better::Lower,
                 Scalar::OutputTokensPerSecond
                 | Scalar::InputsPerSecond
                 | Scalar::InputTokensPerSecond
@@ -219,7 +247,10 @@ impl FigurePath {
                 | Scalar::Success
                 | Scalar::CachedTokenRatio
                 | Scalar::GoodputRequestRate
-                | Scalar::GoodputFraction => Better::Higher,
+                | Scalar::GoodputFraction
+                | Scalar::ValidShare
+                | Scalar::OverheadDecodeTokS
+                | Scalar::Accuracy => Better::Higher,
                 Scalar::Requests
                 | Scalar::Elapsed
                 | Scalar::TotalInputTokens

@@ -1,6 +1,7 @@
 //! Pure functions from request records to summaries: percentiles, rates, goodput, drift, bootstrap.
 
 mod anvil;
+pub mod binomial;
 mod bootstrap;
 mod buffering;
 pub mod cancellation;
@@ -11,8 +12,11 @@ mod drift;
 mod in_flight;
 mod interval;
 mod models;
+pub mod overhead;
 mod rates;
 pub mod recovery;
+pub mod reply_check;
+pub mod score;
 mod select;
 mod sessions;
 pub mod stability;

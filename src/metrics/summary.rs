@@ -94,6 +94,14 @@ pub struct PhaseSummary {
     /// for an empty phase and in reports written before it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub in_flight: Option<super::InFlight>,
+    /// Structured output: replies checked against the workload's `response_format`, the
+    /// share valid with its interval, and the invalid ones by reason.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub structured_output: Option<super::reply_check::StructuredOutput>,
+    /// Scored workloads: replies scored against their row's `expected`, the share correct
+    /// with its interval.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub accuracy: Option<super::score::Accuracy>,
 }
 
 fn is_zero(n: &u64) -> bool {

@@ -36,6 +36,10 @@ pub struct PhaseTally {
     sessions: SessionTally,
     in_flight: InFlightSums,
     models: super::ModelTally,
+    /// Replies checked against a `response_format`.
+    checks: super::reply_check::CheckTally,
+    /// Replies scored against their `expected`.
+    scores: super::score::ScoreTally,
     /// Per figure: values and their sum.
     columns: [(u64, f64); FIGURES.len()],
 }
@@ -83,6 +87,8 @@ impl PhaseTally {
             sessions: SessionTally::default(),
             in_flight: InFlightSums::default(),
             models: super::ModelTally::default(),
+            checks: super::reply_check::CheckTally::default(),
+            scores: super::score::ScoreTally::default(),
             columns: [(0, 0.0); FIGURES.len()],
         }
     }
@@ -116,6 +122,8 @@ impl PhaseTally {
             *s.errors_by_kind.entry(err.kind).or_insert(0) += 1;
         }
         self.causes.add(r);
+        self.checks.add(r);
+        self.scores.add(r);
         s.add_sent(r);
         if r.is_cancelled() {
             s.cancelled += 1;
@@ -181,6 +189,8 @@ impl PhaseTally {
         s.set_input_rates();
         s.set_sent_rates();
         s.in_flight = self.in_flight.finish(s.elapsed);
+        s.structured_output = self.checks.finish();
+        s.accuracy = self.scores.finish();
         s.cached_token_ratio = self
             .cached
             .and_then(|(c, p)| (p > 0).then(|| c as f64 / p as f64));

@@ -24,6 +24,7 @@ mod preflight;
 mod provenance;
 pub mod recover;
 pub mod redact;
+mod reply_check;
 mod run;
 mod salt;
 mod saturation;

@@ -86,6 +86,12 @@ pub(crate) struct Settings {
     /// Serve requests for any model name instead of answering 404.
     pub accept_any_model: bool,
     pub adapters: Option<super::adapters::AdapterSettings>,
+    /// Share of structured-output replies broken on purpose.
+    pub invalid_share: f64,
+    /// Milliseconds added per output token under a `response_format`.
+    pub grammar_ms_per_token: f64,
+    /// Share of generated-set prompts answered right.
+    pub correct_share: f64,
 }
 
 fn check_non_negative(problems: &mut Vec<String>, name: &str, value: f64) {
@@ -132,6 +138,20 @@ impl Settings {
         check_faults_and_keep_alive(config, &mut problems);
         let dialect = config.dialect.clone().unwrap_or_default();
         let adapters = super::adapters::resolve(config.adapters.as_ref(), &model, &mut problems);
+        let invalid_share = config.invalid_share.unwrap_or(0.0);
+        if !(0.0..=1.0).contains(&invalid_share) {
+            problems.push(format!(
+                "invalid_share must be in [0, 1], found {invalid_share}"
+            ));
+        }
+        let grammar_ms_per_token = config.grammar_ms_per_token.unwrap_or(0.0);
+        let correct_share = config.correct_share.unwrap_or(1.0);
+        if !(0.0..=1.0).contains(&correct_share) {
+            problems.push(format!(
+                "correct_share must be in [0, 1], found {correct_share}"
+            ));
+        }
+        check_non_negative(&mut problems, "grammar_ms_per_token", grammar_ms_per_token);
         if !problems.is_empty() {
             return Err(SimConfigError { problems });
         }
@@ -172,6 +192,9 @@ impl Settings {
             require_uuid_request_id: config.require_uuid_request_id.unwrap_or(false),
             accept_any_model: config.accept_any_model.unwrap_or(false),
             adapters,
+            invalid_share,
+            grammar_ms_per_token,
+            correct_share,
         })
     }
 }

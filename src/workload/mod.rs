@@ -2,6 +2,7 @@
 //! and the queue that builds them ahead of the requests.
 
 pub mod dataset;
+pub mod generated;
 pub mod images;
 pub mod queue;
 pub mod synthetic;
@@ -43,6 +44,9 @@ pub struct Prompt {
     /// The served model this request names, when its workload mixes models (else the
     /// target's `model:`).
     pub model: Option<Arc<str>>,
+    /// The right answer, when the prompt's dataset row carries one (`expected`): its reply is
+    /// scored against it.
+    pub expected: Option<Arc<str>>,
 }
 
 impl Prompt {
@@ -450,6 +454,7 @@ impl PromptSource {
                 input: self.kit.input(&[], String::new()),
                 planned_prompt_tokens: None,
                 max_tokens: DEFAULT_OUTPUT_TOKENS,
+                expected: None,
                 scheduled_at: None,
                 session: None,
                 model: None,
@@ -634,12 +639,16 @@ fn prompt_kind(
     kit: &TextKit,
 ) -> Result<Kind, WorkloadError> {
     Ok(if let Some(d) = &workload.dataset {
-        let path = tokens::resolve(&context.plan_dir, &d.path);
+        let path = match d.generate {
+            Some(kind) => std::path::PathBuf::from(format!("generated {kind:?} set")),
+            None => tokens::resolve(&context.plan_dir, &d.path),
+        };
         let salt = context
             .text_salt
             .as_deref()
             .map(|s| kit.salt_words(s).join(" "));
-        Kind::Dataset(dataset::prepare(d, &path, kit, context.seed, salt)?)
+        let scored = (context.seed, workload.score.is_some());
+        Kind::Dataset(dataset::prepare(d, &path, kit, scored, salt)?)
     } else if let Some(t) = &workload.trace {
         let path = tokens::resolve(&context.plan_dir, &t.path);
         Kind::Trace(trace::load(&path, t.format, t.time_scale, t.block_tokens)?)

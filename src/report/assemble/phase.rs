@@ -203,6 +203,7 @@ pub fn phase_result(facts: PhaseFacts, measured: Measured, figures: Figures<'_>)
         until: facts.until,
         saturation_stop: facts.saturation_stop,
         client_trust,
+        overhead: None,
     }
 }
 

@@ -63,9 +63,42 @@ fn phase_header() -> Vec<String> {
         ]
         .iter()
         .chain(&SPLIT_COLUMNS)
+        .chain(&CHECK_COLUMNS)
         .map(|s| s.to_string()),
     );
     header
+}
+
+/// Structured output's share valid with its interval, and a `compare_to` phase's overheads.
+const CHECK_COLUMNS: [&str; 9] = [
+    "valid_share",
+    "valid_share_ci95_lo",
+    "valid_share_ci95_hi",
+    "overhead.ttft_p50",
+    "overhead.tpot_p50",
+    "overhead.decode_tok_s_p50",
+    "accuracy",
+    "accuracy_ci95_lo",
+    "accuracy_ci95_hi",
+];
+
+fn check_cells(p: &PhaseResult) -> Vec<String> {
+    use crate::report::model::figure_path::FigurePath;
+    let share = p.summary.structured_output.as_ref();
+    let mut cells = vec![
+        opt(share.map(|o| o.valid_share)),
+        opt(share.map(|o| o.valid_share_ci95[0])),
+        opt(share.map(|o| o.valid_share_ci95[1])),
+    ];
+    for name in &CHECK_COLUMNS[3..6] {
+        let value = name.parse::<FigurePath>().ok().and_then(|f| f.value(p));
+        cells.push(opt(value));
+    }
+    let accuracy = p.summary.accuracy.as_ref();
+    cells.push(opt(accuracy.map(|a| a.accuracy)));
+    cells.push(opt(accuracy.map(|a| a.accuracy_ci95[0])));
+    cells.push(opt(accuracy.map(|a| a.accuracy_ci95[1])));
+    cells
 }
 
 /// One phase's row; its recheck verdict from the report's rechecks.
@@ -122,6 +155,7 @@ fn phase_row(report: &Report, p: &PhaseResult) -> Vec<String> {
             .to_string(),
     );
     row.extend(split_ms(p.transport.server_timing_gap.as_ref()));
+    row.extend(check_cells(p));
     row
 }
 

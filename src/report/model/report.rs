@@ -268,6 +268,10 @@ pub struct PhaseResult {
     /// requests first.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub models: Vec<crate::metrics::ModelFigures>,
+    /// A phase with `compare_to`: its overhead over that phase (TTFT, TPOT, per-request
+    /// output tokens/s) with bootstrap intervals.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub overhead: Option<crate::metrics::overhead::Overhead>,
 }
 
 /// The most load the client could send with a phase's prompts.

@@ -5,8 +5,8 @@
 use super::document::Block;
 use super::section_blocks as blocks;
 use super::{backends, cancel_table, chart_sections, connections, interval_table};
+use super::{checks_table, trust_table, until_table};
 use super::{load_table, pareto, recovery_table, server_table, session_table, table};
-use super::{trust_table, until_table};
 use crate::report::model::Report;
 
 /// A human-readable markup the report is written in.
@@ -36,6 +36,7 @@ pub enum SectionId {
     Backends,
     Server,
     Errors,
+    CheckedReplies,
 }
 
 /// A section's body, everything under its heading, built once for every markup.
@@ -85,7 +86,7 @@ fn always(_: &Report) -> bool {
 }
 
 /// The report's sections in print order.
-pub const SECTIONS: [Section; 21] = [
+pub const SECTIONS: [Section; 22] = [
     Section {
         id: SectionId::Phases,
         anchor: "phases",
@@ -258,6 +259,14 @@ pub const SECTIONS: [Section; 21] = [
         // Always: "no failed requests" is worth saying.
         shown: always,
         body: blocks::errors,
+        markups: Markups::Both,
+    },
+    Section {
+        id: SectionId::CheckedReplies,
+        anchor: "checked-replies",
+        title: Title::Fixed("Checked replies"),
+        shown: checks_table::shown,
+        body: checks_table::blocks,
         markups: Markups::Both,
     },
 ];

@@ -165,6 +165,7 @@ fn phase(spec: &PhaseSpec, index: usize, slow: f64) -> PhaseResult {
         client_trust: None,
         sessions: None,
         models: Vec::new(),
+        overhead: None,
     }
 }
 

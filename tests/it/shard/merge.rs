@@ -84,6 +84,7 @@ fn phase(
         client_trust: None,
         sessions: None,
         models: Vec::new(),
+        overhead: None,
     }
 }
 
