@@ -138,20 +138,8 @@ impl Settings {
         check_faults_and_keep_alive(config, &mut problems);
         let dialect = config.dialect.clone().unwrap_or_default();
         let adapters = super::adapters::resolve(config.adapters.as_ref(), &model, &mut problems);
-        let invalid_share = config.invalid_share.unwrap_or(0.0);
-        if !(0.0..=1.0).contains(&invalid_share) {
-            problems.push(format!(
-                "invalid_share must be in [0, 1], found {invalid_share}"
-            ));
-        }
-        let grammar_ms_per_token = config.grammar_ms_per_token.unwrap_or(0.0);
-        let correct_share = config.correct_share.unwrap_or(1.0);
-        if !(0.0..=1.0).contains(&correct_share) {
-            problems.push(format!(
-                "correct_share must be in [0, 1], found {correct_share}"
-            ));
-        }
-        check_non_negative(&mut problems, "grammar_ms_per_token", grammar_ms_per_token);
+        let (invalid_share, grammar_ms_per_token, correct_share) =
+            answer_settings(config, &mut problems);
         if !problems.is_empty() {
             return Err(SimConfigError { problems });
         }
@@ -197,6 +185,23 @@ impl Settings {
             correct_share,
         })
     }
+}
+
+/// Structured output's broken share and grammar cost, and the share of generated-set prompts
+/// answered right.
+fn answer_settings(config: &SimConfig, problems: &mut Vec<String>) -> (f64, f64, f64) {
+    let mut share = |name: &str, value: Option<f64>, default: f64| {
+        let value = value.unwrap_or(default);
+        if !(0.0..=1.0).contains(&value) {
+            problems.push(format!("{name} must be in [0, 1], found {value}"));
+        }
+        value
+    };
+    let invalid_share = share("invalid_share", config.invalid_share, 0.0);
+    let correct_share = share("correct_share", config.correct_share, 1.0);
+    let grammar_ms_per_token = config.grammar_ms_per_token.unwrap_or(0.0);
+    check_non_negative(problems, "grammar_ms_per_token", grammar_ms_per_token);
+    (invalid_share, grammar_ms_per_token, correct_share)
 }
 
 /// How replies are cut and sized.

@@ -66,16 +66,7 @@ pub(super) fn check_workload(p: &str, w: &Workload, issues: &mut Vec<Issue>) {
     if let Some(images) = &w.images {
         check_images(&format!("{p}/images"), images, w, issues);
     }
-    if let Some(s) = &w.score {
-        crate::plan::score::check_score(&format!("{p}/score"), s, w.dataset.is_some(), issues);
-    }
-    if let Some(f) = &w.response_format {
-        crate::plan::response_format::check_response_format(
-            &format!("{p}/response_format"),
-            f,
-            issues,
-        );
-    }
+    check_reply_checks(p, w, issues);
     if let Some(c) = &w.cancel {
         crate::plan::cancel::check_cancel(&format!("{p}/cancel"), c, issues);
         if w.session.is_some() {
@@ -88,6 +79,20 @@ pub(super) fn check_workload(p: &str, w: &Workload, issues: &mut Vec<Issue>) {
                 .at_key(),
             );
         }
+    }
+}
+
+/// What each reply is checked against: its `response_format` and its `score`.
+fn check_reply_checks(p: &str, w: &Workload, issues: &mut Vec<Issue>) {
+    if let Some(s) = &w.score {
+        crate::plan::score::check_score(&format!("{p}/score"), s, w.dataset.is_some(), issues);
+    }
+    if let Some(f) = &w.response_format {
+        crate::plan::response_format::check_response_format(
+            &format!("{p}/response_format"),
+            f,
+            issues,
+        );
     }
 }
 

@@ -90,7 +90,7 @@ fn value_for(schema: &Value, rng: &mut SimRng, depth: usize) -> Value {
             let max = schema.get("maximum").and_then(Value::as_f64);
             Value::from(max.map_or(n, |m| n.min(m)))
         }
-        "boolean" => Value::Bool(rng.next_u64() % 2 == 0),
+        "boolean" => Value::Bool(rng.next_u64().is_multiple_of(2)),
         "null" => Value::Null,
         "object" => Value::Object(Map::new()),
         "array" => Value::Array(Vec::new()),

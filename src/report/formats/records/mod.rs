@@ -111,6 +111,12 @@ mod tests {
             cancelled_ms: Some(99.5),
             request_bytes: Some(70_123),
             images: 2,
+            reply: Some("{\"a\": \"é\"}".to_string()),
+            finish_reason: Some("length".to_string()),
+            valid: Some(false),
+            invalid_reason: Some("cut by max_tokens".to_string()),
+            expected: Some("4".to_string()),
+            correct: Some(true),
         }
     }
 
