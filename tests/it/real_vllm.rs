@@ -359,11 +359,10 @@ async fn vllm_runs_the_quickstart_prefix_session_responses_and_messages_phases()
 }
 
 /// The same server (xgrammar): a `json_schema` phase after the same prompts unconstrained;
-/// every reply satisfies the schema, and its overhead carries intervals. xgrammar lets JSON
-/// hold any whitespace by default, and SmolLM2-135M then writes newlines until `max_tokens`
-/// (15 of 16 replies were `cut by max_tokens`): vLLM's `structured_outputs` with
-/// `disable_any_whitespace` keeps the grammar to compact JSON (it takes the schema there too:
-/// `structured_outputs` alone must name one constraint).
+/// every reply satisfies the schema, and its overhead carries intervals. The server holds
+/// structured output to compact JSON (`tests/real/vllm_server.py`): with xgrammar's default
+/// whitespace freedom SmolLM2-135M wrote newlines after a key until `max_tokens` (15 of 16
+/// replies `cut by max_tokens`).
 async fn check_structured_output(server: &VllmServer) {
     let dir = tempfile::tempdir().unwrap();
     let schema = r#"{type: object, required: [color, count], additionalProperties: false, properties: {color: {enum: [red, green, blue]}, count: {type: integer, minimum: 0, maximum: 9}}}"#;
@@ -375,7 +374,7 @@ targets:
   vllm: {{base_url: \"{}\", model: smollm2-135m-instruct}}
 workloads:
   free: {{input_tokens: 64, output_tokens: 12, temperature: 0, ignore_eos: true}}
-  json: {{input_tokens: 64, output_tokens: 48, temperature: 0, body: {{structured_outputs: {{json: {schema}, disable_any_whitespace: true}}}}, response_format: {{type: json_schema, name: pick, strict: true, schema: {schema}}}}}
+  json: {{input_tokens: 64, output_tokens: 48, temperature: 0, response_format: {{type: json_schema, name: pick, strict: true, schema: {schema}}}}}
 defaults: {{target: vllm, requests: 16}}
 phases:
   - {{name: free, workload: free, concurrency: 2}}
