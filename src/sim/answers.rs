@@ -3,7 +3,7 @@
 //! answer a generated set (a seeded `correct_share` of it right).
 
 /// A copy row: the words after this lead, repeated.
-pub const COPY_LEAD: &str = "Repeat these words exactly and write nothing else: ";
+pub const COPY_LEAD: &str = "Write the words ";
 /// An arithmetic row: `What is A + B? Answer with the number only.`
 pub const ARITHMETIC_LEAD: &str = "What is ";
 /// A JSON row: the object's `city` after this lead.

@@ -262,9 +262,11 @@ async fn llamacpp_at_concurrency_1_2_4_with_the_servers_tokenizer() {
     assert_eq!(first, second, "temperature 0 scores the same twice");
 }
 
-/// A generated copy-the-words set (20 rows, `normalized` score, no salt so both runs send
-/// the same prompts) against `server`; the kept replies are read back from the run's
-/// records and scored again here, independently, before (correct, scored) is returned.
+/// A generated copy-the-words set (20 rows, no salt so both runs send the same prompts)
+/// against `server`. SmolLM2-135M answers `Write the words green house` with `The words
+/// "green house" are …`, so the score reads the first quoted span (`{regex: …}`). The kept
+/// replies are read back from the run's records and scored again here, independently,
+/// before (correct, scored) is returned.
 async fn scored_copy_run(server: &LlamaServer) -> (u64, u64) {
     let dir = tempfile::tempdir().unwrap();
     let yaml = format!(
@@ -273,7 +275,7 @@ name: llamacpp-copy
 targets:
   llama: {{base_url: \"{}\", model: smollm2}}
 workloads:
-  copy: {{dataset: {{generate: copy, rows: 20, seed: 1}}, output_tokens: 16, temperature: 0, salt: none, score: normalized}}
+  copy: {{dataset: {{generate: copy, rows: 20, seed: 1}}, output_tokens: 16, temperature: 0, salt: none, score: {{regex: '\"([^\"]+)\"'}}}}
 phases:
   - {{name: copy, target: llama, workload: copy, concurrency: 2, requests: 20}}
 ",
@@ -293,7 +295,8 @@ phases:
     for row in rows.iter().filter(|r| r.phase == "copy") {
         let r = &row.record;
         let (reply, expected) = (r.reply.as_deref().unwrap(), r.expected.as_deref().unwrap());
-        let right = words(reply) == words(expected);
+        let quoted = reply.split('"').nth(1).filter(|_| reply.matches('"').count() >= 2);
+        let right = quoted.is_some_and(|q| !q.is_empty() && words(q) == words(expected));
         assert_eq!(r.correct, Some(right), "{reply:?} against {expected:?}");
         correct += u64::from(right);
     }
