@@ -295,7 +295,10 @@ phases:
     for row in rows.iter().filter(|r| r.phase == "copy") {
         let r = &row.record;
         let (reply, expected) = (r.reply.as_deref().unwrap(), r.expected.as_deref().unwrap());
-        let quoted = reply.split('"').nth(1).filter(|_| reply.matches('"').count() >= 2);
+        let quoted = reply
+            .split('"')
+            .nth(1)
+            .filter(|_| reply.matches('"').count() >= 2);
         let right = quoted.is_some_and(|q| !q.is_empty() && words(q) == words(expected));
         assert_eq!(r.correct, Some(right), "{reply:?} against {expected:?}");
         correct += u64::from(right);
