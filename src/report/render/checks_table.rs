@@ -22,7 +22,7 @@ pub fn accuracy_table(report: &Report) -> Table {
         ("Phase", Align::Left),
         ("Scored", Align::Right),
         ("Correct", Align::Right),
-        ("accuracy", Align::Right),
+        ("Accuracy", Align::Right),
         ("95% interval", Align::Right),
     ]);
     for phase in &report.phases {
@@ -54,7 +54,7 @@ pub fn structured_table(report: &Report) -> Table {
         ("Phase", Align::Left),
         ("Checked", Align::Right),
         ("Valid", Align::Right),
-        ("valid_share", Align::Right),
+        ("Valid share", Align::Right),
         ("95% interval", Align::Right),
         ("Invalid by reason", Align::Left),
     ]);
