@@ -37,9 +37,16 @@
 //! work done in softirq context is charged to whichever thread the kernel runs it on, for
 //! both sides alike.
 //!
-//! Runs alternate (pair i runs A then B when i is even, B then A when odd) so drift in
-//! machine load lands on both sides; every run's figures, the per-pair ratio A/B and the
-//! median ratio are printed. One unmeasured warmup run of each side comes first.
+//! - C, servebench with a validated structured reply: `Client::send` of the same prompt with
+//!   a `response_format: json_schema` in the body, the reply kept (every content delta
+//!   appended, each chunk through the full parser) and checked against the schema as the
+//!   runner's collector checks it (`ReplyCheck::check`: parse, validate). The simulator
+//!   answers with JSON from the schema (about as many tokens as A's reply), so C − A is the
+//!   client CPU a checked structured reply adds.
+//!
+//! Runs alternate (pair i runs A, B, C when i is even, C, B, A when odd) so drift in
+//! machine load lands on every side; every run's figures, the per-pair ratios A/B and C/A
+//! and the medians are printed. One unmeasured warmup run of each side comes first.
 
 use std::net::SocketAddr;
 use std::os::unix::thread::JoinHandleExt;
@@ -52,6 +59,7 @@ use http_body_util::{BodyExt, Full};
 use hyper::{Method, Request, StatusCode};
 use hyper_util::rt::TokioIo;
 use servebench::client::{Api, Client, ClientConfig, Endpoint, ResolvedTimeouts, Sampling};
+use servebench::metrics::reply_check::ReplyCheck;
 use servebench::sim::{self, SimConfig};
 use servebench::workload::{ChatMessage, Prompt, PromptInput};
 
@@ -176,6 +184,7 @@ fn prompt_of(words: u64, output_tokens: u32) -> Prompt {
         input: PromptInput::Messages(vec![ChatMessage::new("user", text.join(" "))]),
         planned_prompt_tokens: None,
         max_tokens: output_tokens,
+        expected: None,
         scheduled_at: None,
         archetype: None,
         model: None,
@@ -183,10 +192,38 @@ fn prompt_of(words: u64, output_tokens: u32) -> Prompt {
     }
 }
 
+/// The schema side C's requests carry: an object of a few short fields, about as many
+/// tokens as A's reply.
+fn structured_schema() -> serde_json::Value {
+    serde_json::json!({
+        "type": "object",
+        "required": ["name", "age", "ok"],
+        "properties": {
+            "name": {"type": "string", "maxLength": 12},
+            "age": {"type": "integer", "minimum": 0, "maximum": 99},
+            "ok": {"type": "boolean"}
+        }
+    })
+}
+
+/// Side C's client: A's, with the schema in the body and every reply kept.
+fn structured_config(addr: SocketAddr, concurrency: usize) -> ClientConfig {
+    let mut config = client_config(addr, concurrency);
+    config.sampling.ignore_eos = None;
+    config.body.insert(
+        "response_format".into(),
+        serde_json::json!({"type": "json_schema",
+            "json_schema": {"name": "bench", "schema": structured_schema()}}),
+    );
+    config.keep_replies = true;
+    config
+}
+
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Side {
     Servebench,
     Bare,
+    Structured,
 }
 
 impl Side {
@@ -194,6 +231,7 @@ impl Side {
         match self {
             Side::Servebench => "A servebench",
             Side::Bare => "B bare hyper",
+            Side::Structured => "C structured",
         }
     }
 }
@@ -258,6 +296,27 @@ async fn run_servebench(setup: &Arc<Setup>) {
                 let record = client.send(index, &setup.prompt, origin).await;
                 assert!(record.is_ok(), "request failed: {:?}", record.error);
                 assert_eq!(record.output_tokens, Some(setup.output_tokens));
+            }
+        }
+    })
+    .await;
+}
+
+async fn run_structured(setup: &Arc<Setup>) {
+    let client =
+        Arc::new(Client::new(structured_config(setup.addr, setup.concurrency)).expect("client"));
+    let check = Arc::new(ReplyCheck::new(Some(&structured_schema())).expect("schema"));
+    let counter = Counter::new(setup.requests);
+    let origin = Instant::now();
+    run_workers(setup.concurrency, || {
+        let (client, counter, setup) = (client.clone(), counter.clone(), setup.clone());
+        let check = check.clone();
+        async move {
+            while let Some(index) = counter.take() {
+                let mut record = client.send(index, &setup.prompt, origin).await;
+                assert!(record.is_ok(), "request failed: {:?}", record.error);
+                check.check(&mut record);
+                assert_eq!(record.valid, Some(true), "{:?}", record.reply);
             }
         }
     })
@@ -351,6 +410,7 @@ fn run_once(side: Side, setup: &Arc<Setup>, sim: &SimThread) -> Figures {
     match side {
         Side::Servebench => runtime.block_on(run_servebench(setup)),
         Side::Bare => runtime.block_on(run_bare(setup)),
+        Side::Structured => runtime.block_on(run_structured(setup)),
     }
     let (process_1, sim_1, thread_1, wall) = (
         clock_s(libc::CLOCK_PROCESS_CPUTIME_ID),
@@ -426,35 +486,40 @@ fn main() {
         ..setup.clone()
     });
     let setup = Arc::new(setup);
-    for side in [Side::Servebench, Side::Bare] {
+    for side in [Side::Servebench, Side::Bare, Side::Structured] {
         print_run("warmup", side, &run_once(side, &warm, &sim));
     }
     let mut ratios = Vec::new();
-    let (mut a_all, mut b_all) = (Vec::new(), Vec::new());
+    let (mut a_all, mut b_all, mut c_all, mut c_ratios) =
+        (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     for pair in 0..pairs {
-        let order = if pair % 2 == 0 {
-            [Side::Servebench, Side::Bare]
-        } else {
-            [Side::Bare, Side::Servebench]
-        };
-        let (mut a, mut b) = (0.0, 0.0);
+        let mut order = [Side::Servebench, Side::Bare, Side::Structured];
+        if pair % 2 == 1 {
+            order.reverse();
+        }
+        let (mut a, mut b, mut c) = (0.0, 0.0, 0.0);
         for side in order {
             let figures = run_once(side, &setup, &sim);
             print_run(&format!("pair {}", pair + 1), side, &figures);
             match side {
                 Side::Servebench => a = figures.cpu_us_per_request,
                 Side::Bare => b = figures.cpu_us_per_request,
+                Side::Structured => c = figures.cpu_us_per_request,
             }
         }
         let ratio = a / b;
         println!(
-            "{:>7} ratio A/B {ratio:.2} (A − B = {:.2} us/req)",
+            "{:>7} ratio A/B {ratio:.2} (A − B = {:.2} us/req), C/A {:.2} (C − A = {:.2} us/req)",
             format!("pair {}", pair + 1),
-            a - b
+            a - b,
+            c / a,
+            c - a
         );
         ratios.push(ratio);
+        c_ratios.push(c / a);
         a_all.push(a);
         b_all.push(b);
+        c_all.push(c);
     }
     sim.stop();
     let ratio_list: Vec<String> = ratios.iter().map(|r| format!("{r:.2}")).collect();
@@ -468,5 +533,12 @@ fn main() {
         "ratios A/B: [{}]   median ratio A/B: {:.2}",
         ratio_list.join(", "),
         median(&mut ratios)
+    );
+    let c_median = median(&mut c_all);
+    println!(
+        "C structured, checked: median {c_median:.2} us/req (C − A = {:.2} us), median ratio \
+         C/A {:.2}",
+        c_median - a_median,
+        median(&mut c_ratios)
     );
 }

@@ -50,6 +50,9 @@ pub struct ClientConfig {
     pub tools: Option<ToolSettings>,
     /// The requests the client drops mid-stream on purpose, and when.
     pub cancel: Option<super::cancel::CancelSettings>,
+    /// Keep every reply's text in its record, to be checked after the request
+    /// (`response_format`, `score`).
+    pub keep_replies: bool,
 }
 
 /// The `tools` a chat request offers and its `tool_choice`.
@@ -107,6 +110,7 @@ impl fmt::Debug for ClientConfig {
             .field("connection", &self.connection)
             .field("tools", &self.tools.as_ref().map(|t| t.definitions.len()))
             .field("cancel", &self.cancel)
+            .field("keep_replies", &self.keep_replies)
             .finish()
     }
 }

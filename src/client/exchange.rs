@@ -80,6 +80,8 @@ struct Extras {
     header: Option<(HeaderName, HeaderValue)>,
     /// Keep the reply's text (a session's next turn needs it).
     capture_reply: bool,
+    /// The prompt's right answer, kept in the record with its reply.
+    expected: Option<std::sync::Arc<str>>,
 }
 
 impl Client {
@@ -254,16 +256,13 @@ impl Client {
         let body = self.template.body_bytes(prompt);
         let inputs = self.inputs(prompt);
         let counts = (prompt.planned_prompt_tokens, inputs);
-        self.send_body(
-            request_index,
-            body,
-            counts,
-            origin,
-            cancel,
-            Extras::default(),
-        )
-        .await
-        .0
+        let extras = Extras {
+            expected: prompt.expected.clone(),
+            ..Extras::default()
+        };
+        self.send_body(request_index, body, counts, origin, cancel, extras)
+            .await
+            .0
     }
 
     /// [`Client::send`] taking the prompt by value: it is dropped once the body is built, so a
@@ -276,18 +275,15 @@ impl Client {
     ) -> RequestRecord {
         let body = self.template.body_bytes(&prompt);
         let counts = (prompt.planned_prompt_tokens, self.inputs(&prompt));
+        let extras = Extras {
+            expected: prompt.expected.clone(),
+            ..Extras::default()
+        };
         drop(prompt);
         let pending = std::future::pending();
-        self.send_body(
-            request_index,
-            body,
-            counts,
-            origin,
-            pending,
-            Extras::default(),
-        )
-        .await
-        .0
+        self.send_body(request_index, body, counts, origin, pending, extras)
+            .await
+            .0
     }
 
     /// One turn of a session: the prompt (its history already in it) sent with the session's
@@ -302,6 +298,7 @@ impl Client {
         let body = self.template.body_bytes(&prompt);
         let counts = (prompt.planned_prompt_tokens, self.inputs(&prompt));
         let turn = prompt.session;
+        let expected = prompt.expected.clone();
         drop(prompt);
         let header = match (&self.session_header, turn) {
             (Some(name), Some(turn)) => {
@@ -315,6 +312,7 @@ impl Client {
         let extras = Extras {
             header,
             capture_reply: true,
+            expected,
         };
         let (mut record, reply) = self
             .send_body(
@@ -363,7 +361,8 @@ impl Client {
                 .and_then(|id| HeaderValue::from_str(id).ok()),
             traceparent,
         };
-        let mut state = self.stream_state(extras.capture_reply);
+        let keep = self.config.keep_replies;
+        let mut state = self.stream_state(extras.capture_reply || keep);
         let mut used = ConnectionUse::default();
         let start = Instant::now();
         let cancel_point = self
@@ -410,7 +409,18 @@ impl Client {
         self.settle(&mut record, outcome, cancelled, start);
         super::derive_record_fields(&mut record);
         std::mem::take(&mut state.chunk_memo).give_back();
-        (record, state.take_reply())
+        let reply = state.take_reply();
+        if keep {
+            record.reply = Some(
+                reply
+                    .as_ref()
+                    .map(|m| m.content.clone())
+                    .unwrap_or_default(),
+            );
+            record.finish_reason = state.finish_reason.take();
+            record.expected = extras.expected.as_deref().map(str::to_string);
+        }
+        (record, reply)
     }
 
     /// A request's stream state: the API's event format, and room for the reply's text when

@@ -135,6 +135,26 @@ pub struct RequestRecord {
     /// The workload (archetype) the request was drawn from, when its phase mixes them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub archetype: Option<String>,
+    /// The reply's text, kept only when the workload checks replies (`response_format`,
+    /// `score`), so a later reader can check them again.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reply: Option<String>,
+    /// Why the reply ended as the server said (`stop`, `length`: cut by `max_tokens`), kept
+    /// with `reply`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub finish_reason: Option<String>,
+    /// Structured output: whether the reply satisfied the workload's `response_format`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub valid: Option<bool>,
+    /// Why it did not: `not JSON`, `cut by max_tokens`, or `schema: <instance path>`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub invalid_reason: Option<String>,
+    /// The prompt's right answer (its dataset row's `expected`), kept with `reply`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expected: Option<String>,
+    /// Scored workloads: whether the reply answered `expected`, by the workload's `score`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub correct: Option<bool>,
 }
 
 fn is_zero(n: &u32) -> bool {

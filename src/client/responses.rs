@@ -83,6 +83,9 @@ pub(super) fn on_event(state: &mut StreamState, data: &[u8], now_ms: f64) -> Eve
             state.output_at(now_ms);
         }
         Kind::End => {
+            if event.kind == "response.incomplete" && state.reply.is_some() {
+                state.finish_reason = Some("length".into());
+            }
             if let Some(usage) = event.response.and_then(|r| r.usage) {
                 state.take_usage(usage.responses_counts());
             }

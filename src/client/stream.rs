@@ -84,6 +84,8 @@ pub struct StreamState {
     pub cancel_after_deltas: Option<u64>,
     /// The client dropped the stream on purpose (a planned cancellation).
     pub cancelled: bool,
+    /// Why the reply ended (`length`: cut by `max_tokens`), read with a kept reply.
+    pub finish_reason: Option<String>,
 }
 
 /// Which events a stream carries.
@@ -275,6 +277,9 @@ impl StreamState {
         {
             reply.push_str(chunk.content.as_deref().unwrap_or_default());
             append_tool_calls(&mut self.reply_tool_calls, chunk.tool_calls);
+        }
+        if let Some(reason) = chunk.finish_reason.filter(|_| self.reply.is_some()) {
+            self.finish_reason = Some(reason.into_owned());
         }
         outcome
     }

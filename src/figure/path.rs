@@ -62,9 +62,19 @@ pub enum Scalar {
     JoulesPerOutputToken,
     /// Joules the window took per request.
     JoulesPerRequest,
+    /// Structured output: share of checked replies that satisfied the `response_format`.
+    ValidShare,
+    /// `compare_to`: relative change of TTFT p50 over the compared phase.
+    OverheadTtft,
+    /// `compare_to`: relative change of TPOT p50.
+    OverheadTpot,
+    /// `compare_to`: relative change of per-request output tokens/s (`decode_tok_s`) p50.
+    OverheadDecodeTokS,
+    /// Scored workloads: share of scored replies that answered their `expected`.
+    Accuracy,
 }
 
-const SCALARS: [(Scalar, &str); 29] = [
+const SCALARS: [(Scalar, &str); 34] = [
     (Scalar::Requests, "requests"),
     (Scalar::Success, "success"),
     (Scalar::Errors, "errors"),
@@ -103,10 +113,15 @@ const SCALARS: [(Scalar, &str); 29] = [
         "energy.joules_per_output_token",
     ),
     (Scalar::JoulesPerRequest, "energy.joules_per_request"),
+    (Scalar::ValidShare, "valid_share"),
+    (Scalar::OverheadTtft, "overhead.ttft_p50"),
+    (Scalar::OverheadTpot, "overhead.tpot_p50"),
+    (Scalar::OverheadDecodeTokS, "overhead.decode_tok_s_p50"),
+    (Scalar::Accuracy, "accuracy"),
 ];
 
 /// The counts and rates `compare` lists for every matched phase, before the figures.
-const COMPARED_SCALARS: [Scalar; 17] = [
+const COMPARED_SCALARS: [Scalar; 22] = [
     Scalar::Requests,
     Scalar::Errors,
     Scalar::ErrorRate,
@@ -124,6 +139,11 @@ const COMPARED_SCALARS: [Scalar; 17] = [
     Scalar::MeanPowerWatts,
     Scalar::JoulesPerOutputToken,
     Scalar::JoulesPerRequest,
+    Scalar::ValidShare,
+    Scalar::OverheadTtft,
+    Scalar::OverheadTpot,
+    Scalar::OverheadDecodeTokS,
+    Scalar::Accuracy,
 ];
 
 /// What `compare` lists for every matched phase (those either side has): the counts and
@@ -236,9 +256,14 @@ impl FigurePath {
             FigurePath::Dist(figure, _) => figure.spec().unit,
             FigurePath::Scalar(s) => match s {
                 Scalar::Requests | Scalar::Success | Scalar::Errors => Unit::Count,
-                Scalar::ErrorRate | Scalar::CachedTokenRatio | Scalar::GoodputFraction => {
-                    Unit::Ratio
-                }
+                Scalar::ErrorRate
+                | Scalar::CachedTokenRatio
+                | Scalar::GoodputFraction
+                | Scalar::ValidShare
+                | Scalar::OverheadTtft
+                | Scalar::OverheadTpot
+                | Scalar::OverheadDecodeTokS
+                | Scalar::Accuracy => Unit::Ratio,
                 Scalar::Elapsed => Unit::Seconds,
                 Scalar::OutputTokensPerSecond | Scalar::InputTokensPerSecond => {
                     Unit::TokensPerSecond
@@ -273,7 +298,9 @@ impl FigurePath {
                 | Scalar::CostPerMillionOutputTokens
                 | Scalar::CostPerMillionTokens
                 | Scalar::JoulesPerOutputToken
-                | Scalar::JoulesPerRequest => Better::Lower,
+                | Scalar::JoulesPerRequest
+                | Scalar::OverheadTtft
+                | Scalar::OverheadTpot => Better::Lower,
                 Scalar::OutputTokensPerSecond
                 | Scalar::InputsPerSecond
                 | Scalar::InputTokensPerSecond
@@ -284,7 +311,10 @@ impl FigurePath {
                 | Scalar::GoodputFraction
                 | Scalar::ContentTokensPerSecond
                 | Scalar::SpecAcceptanceRate
-                | Scalar::SpecAcceptanceLength => Better::Higher,
+                | Scalar::SpecAcceptanceLength
+                | Scalar::ValidShare
+                | Scalar::OverheadDecodeTokS
+                | Scalar::Accuracy => Better::Higher,
                 Scalar::Requests
                 | Scalar::Elapsed
                 | Scalar::TotalInputTokens

@@ -295,7 +295,7 @@ pub fn figures(phase: &PhaseResult) -> Vec<FigureRow> {
                     .and_then(|d| d.ci95)
                     .and_then(|ci| ci.of(stat))
                     .map(|i| (i.lo, i.hi)),
-                _ => None,
+                _ => path.share_interval(phase).map(|[lo, hi]| (lo, hi)),
             };
             Some(FigureRow {
                 figure: name.clone(),

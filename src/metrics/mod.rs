@@ -1,6 +1,7 @@
 //! Pure functions from request records to summaries: percentiles, rates, goodput, drift, bootstrap.
 
 mod anvil;
+pub mod binomial;
 mod bootstrap;
 mod buffering;
 pub mod cancellation;
@@ -13,9 +14,12 @@ pub mod energy;
 mod in_flight;
 mod interval;
 mod models;
+pub mod overhead;
 mod rates;
 mod reasoning;
 pub mod recovery;
+pub mod reply_check;
+pub mod score;
 mod select;
 mod sessions;
 mod slo_check;

@@ -101,6 +101,14 @@ pub struct PhaseSummary {
     /// Speculative decoding acceptance; absent when no successful request reported it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub spec_decode: Option<super::SpecDecodeSummary>,
+    /// Structured output: replies checked against the workload's `response_format`, the
+    /// share valid with its interval, and the invalid ones by reason.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub structured_output: Option<super::reply_check::StructuredOutput>,
+    /// Scored workloads: replies scored against their row's `expected`, the share correct
+    /// with its interval.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub accuracy: Option<super::score::Accuracy>,
 }
 
 fn is_zero(n: &u64) -> bool {

@@ -37,6 +37,10 @@ pub struct PhaseTally {
     in_flight: InFlightSums,
     models: super::ModelTally,
     spec_decode: super::SpecDecodeTally,
+    /// Replies checked against a `response_format`.
+    checks: super::reply_check::CheckTally,
+    /// Replies scored against their `expected`.
+    scores: super::score::ScoreTally,
     /// Per figure: values and their sum.
     columns: [(u64, f64); FIGURES.len()],
     /// The plan's SLO objectives, each judged per archetype and per model.
@@ -94,6 +98,8 @@ impl PhaseTally {
             in_flight: InFlightSums::default(),
             models: super::MixTally::new(super::MixKey::Model),
             spec_decode: super::SpecDecodeTally::default(),
+            checks: super::reply_check::CheckTally::default(),
+            scores: super::score::ScoreTally::default(),
             columns: [(0, 0.0); FIGURES.len()],
             objectives: slo.map(Slo::objectives),
             archetypes: super::MixTally::new(super::MixKey::Archetype),
@@ -132,6 +138,8 @@ impl PhaseTally {
             *s.errors_by_kind.entry(err.kind).or_insert(0) += 1;
         }
         self.causes.add(r);
+        self.checks.add(r);
+        self.scores.add(r);
         s.add_sent(r);
         if r.is_cancelled() {
             s.cancelled += 1;
@@ -212,6 +220,8 @@ impl PhaseTally {
         s.set_input_rates();
         s.set_sent_rates();
         s.in_flight = self.in_flight.finish(s.elapsed);
+        s.structured_output = self.checks.finish();
+        s.accuracy = self.scores.finish();
         s.cached_token_ratio = self
             .cached
             .and_then(|(c, p)| (p > 0).then(|| c as f64 / p as f64));

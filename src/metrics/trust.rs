@@ -158,12 +158,7 @@ pub fn judge(load: ClientLoad, send_lag_p99_ms: Option<f64>) -> ClientTrust {
 
 /// The lower end of the Wilson score 95% interval of `k` successes in `n` trials.
 pub fn wilson_lower(k: f64, n: f64) -> f64 {
-    const Z: f64 = 1.959_963_984_540_054;
-    let p = k / n;
-    let z2 = Z * Z;
-    let centre = p + z2 / (2.0 * n);
-    let spread = Z * (p * (1.0 - p) / n + z2 / (4.0 * n * n)).sqrt();
-    ((centre - spread) / (1.0 + z2 / n)).max(0.0)
+    super::binomial::wilson_interval(k, n)[0]
 }
 
 fn show(value: f64, unit: &str) -> String {

@@ -129,6 +129,8 @@ pub fn request_config(
             .cancel
             .as_ref()
             .map(|c| cancel_settings(c, workload.seed.unwrap_or(0))),
+        // Set by the phase when its workload checks replies.
+        keep_replies: false,
     })
 }
 

@@ -25,6 +25,7 @@ mod preflight;
 mod provenance;
 pub mod recover;
 pub mod redact;
+mod reply_check;
 mod run;
 mod salt;
 mod saturation;

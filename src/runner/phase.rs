@@ -437,6 +437,16 @@ impl PhaseRun<'_> {
             }),
             journal_error: None,
             collect_error: None,
+            // Read when the client was made, which would have failed on a bad schema.
+            check: super::reply_check::check_for(self.phase.workload, &self.plan_dir())
+                .ok()
+                .flatten(),
+            scorer: self
+                .phase
+                .workload
+                .score
+                .as_ref()
+                .and_then(|s| crate::metrics::score::Scorer::new(s).ok()),
         };
         let method = self.plan.plan.percentile_method;
         let reuse = self.connection_reuse();
@@ -471,6 +481,13 @@ impl PhaseRun<'_> {
         )?;
         config.model = self.target.model.clone();
         self.salt.add_to_body(&mut config.body);
+        if let Some(format) = &phase.workload.response_format {
+            let schema = super::reply_check::schema(format, &self.plan_dir())
+                .map_err(crate::client::ClientError)?;
+            super::reply_check::add_to_body(config.api, format, schema.as_ref(), &mut config.body);
+            config.keep_replies = true;
+        }
+        config.keep_replies |= phase.workload.score.is_some();
         // Without limits a dead server would hold a phase forever; the drain timeout still
         // bounds a slow but live one.
         config
@@ -505,6 +522,15 @@ impl PhaseRun<'_> {
         PromptSource::mixed(mix, &parts, seed, phase.requests)
     }
 
+    /// The directory of the plan file, which the workload's paths are relative to.
+    fn plan_dir(&self) -> std::path::PathBuf {
+        self.plan
+            .source_path
+            .parent()
+            .map(Path::to_path_buf)
+            .unwrap_or_default()
+    }
+
     fn workload_context(&self) -> WorkloadContext {
         self.context_for(self.phase.workload)
     }
@@ -515,12 +541,7 @@ impl PhaseRun<'_> {
         WorkloadContext {
             api: phase.target.api,
             tokenizer: crate::workload::resolve_tokenizer(workload, phase.target),
-            plan_dir: self
-                .plan
-                .source_path
-                .parent()
-                .map(Path::to_path_buf)
-                .unwrap_or_default(),
+            plan_dir: self.plan_dir(),
             seed: self.shard_seed(phase_seed(
                 workload.seed.or(self.plan.plan.seed),
                 phase.name,
@@ -660,10 +681,20 @@ struct WindowSink {
     collector: PhaseCollector,
     journal_error: Option<std::io::Error>,
     collect_error: Option<std::io::Error>,
+    /// Each reply's check, as its record arrives (after the request, off its timing).
+    check: Option<crate::metrics::reply_check::ReplyCheck>,
+    /// Each reply scored against its `expected`, as its record arrives.
+    scorer: Option<crate::metrics::score::Scorer>,
 }
 
 impl WindowSink {
-    fn record(&mut self, record: RequestRecord, in_flight: u64) {
+    fn record(&mut self, mut record: RequestRecord, in_flight: u64) {
+        if let Some(check) = &self.check {
+            check.check(&mut record);
+        }
+        if let Some(scorer) = &self.scorer {
+            scorer.score(&mut record);
+        }
         if let Err(e) = self.journal.append(&self.phase_name, self.window, &record) {
             self.journal_error.get_or_insert(e);
         }

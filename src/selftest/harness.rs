@@ -137,6 +137,7 @@ pub(super) fn prompt_of(tokens: u32) -> Prompt {
         input: PromptInput::Messages(vec![ChatMessage::new("user", words.join(" "))]),
         planned_prompt_tokens: None,
         max_tokens: OUTPUT_TOKENS,
+        expected: None,
         scheduled_at: None,
         archetype: None,
         model: None,

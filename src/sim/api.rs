@@ -187,6 +187,10 @@ pub(crate) struct GenerationRequest {
     /// vLLM's `cache_salt`: prompts with different salts share no prefix-cache blocks.
     #[serde(default)]
     pub cache_salt: Option<String>,
+    /// Structured output: `{type: json_object}` or `{type: json_schema, json_schema: {…}}`
+    /// (the Responses API's `text.format` is read into it).
+    #[serde(default)]
+    pub response_format: Option<serde_json::Value>,
 }
 
 /// `/v1/responses`: `input` as a string or a list of messages (`content` a string or
@@ -203,6 +207,9 @@ pub(crate) struct ResponsesRequest {
     pub stream: Option<bool>,
     #[serde(default)]
     pub reasoning: Option<ResponsesReasoning>,
+    /// `text.format`: structured output.
+    #[serde(default)]
+    pub text: Option<serde_json::Value>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -237,6 +244,9 @@ impl ResponsesRequest {
             max_tokens: self.max_output_tokens,
             stream: self.stream,
             reasoning_effort: self.reasoning.and_then(|r| r.effort),
+            response_format: self
+                .text
+                .and_then(|mut t| t.get_mut("format").map(std::mem::take)),
             ..GenerationRequest::default()
         }
     }

@@ -100,6 +100,19 @@ pub struct SimConfig {
     /// set per device) rising with the requests running, and the energy drawn as a counter.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub power: Option<SimPower>,
+    /// Structured output: share of `response_format` requests answered with a reply that
+    /// fails it (text that is not JSON, or an object missing a required property), seeded
+    /// per request (default 0).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub invalid_share: Option<f64>,
+    /// Structured output: milliseconds added to each output token's decode time when the
+    /// request carries a `response_format`, as a grammar's mask costs (default 0).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub grammar_ms_per_token: Option<f64>,
+    /// Scored sets servebench generates (`dataset: {generate: …}`): seeded share of their
+    /// prompts answered right; the rest get a wrong answer (default 1).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub correct_share: Option<f64>,
 }
 
 /// Block-hashed prefix cache with LRU eviction.
@@ -212,6 +225,7 @@ pub enum SimFaultKind {
 }
 
 mod adapters;
+pub mod answers;
 mod api;
 mod cache;
 pub mod config_file;

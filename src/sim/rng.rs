@@ -6,6 +6,7 @@ pub(crate) const STREAM_TIMING: u64 = 2;
 pub(crate) const STREAM_LENGTH: u64 = 3;
 pub(crate) const STREAM_FAULTS: u64 = 4;
 pub(crate) const STREAM_TOOLS: u64 = 5;
+pub(crate) const STREAM_STRUCTURED: u64 = 6;
 
 pub(crate) use crate::hash::mix64;
 use crate::hash::{SplitMix64, splitmix64};

@@ -90,6 +90,12 @@ pub(crate) struct Settings {
     pub zero_reasoning_usage: bool,
     pub speculative: Option<super::speculative::DraftSettings>,
     pub power: Option<super::power::SimPower>,
+    /// Share of structured-output replies broken on purpose.
+    pub invalid_share: f64,
+    /// Milliseconds added per output token under a `response_format`.
+    pub grammar_ms_per_token: f64,
+    /// Share of generated-set prompts answered right.
+    pub correct_share: f64,
 }
 
 fn check_non_negative(problems: &mut Vec<String>, name: &str, value: f64) {
@@ -127,6 +133,8 @@ impl Settings {
         for (key, problem) in config.power.iter().flat_map(|p| p.problems()) {
             problems.push(format!("power.{key} {problem}"));
         }
+        let (invalid_share, grammar_ms_per_token, correct_share) =
+            answer_settings(config, &mut problems);
         if !problems.is_empty() {
             return Err(SimConfigError { problems });
         }
@@ -170,6 +178,9 @@ impl Settings {
             zero_reasoning_usage: dialect.zero_reasoning_usage.unwrap_or(false),
             speculative,
             power: config.power.clone(),
+            invalid_share,
+            grammar_ms_per_token,
+            correct_share,
         })
     }
 }
@@ -192,6 +203,23 @@ fn tools_and_leaks(config: &SimConfig, max_running: u32, problems: &mut Vec<Stri
         ));
     }
     (tool_call_fraction, leak_aborted_slots)
+}
+
+/// Structured output's broken share and grammar cost, and the share of generated-set prompts
+/// answered right.
+fn answer_settings(config: &SimConfig, problems: &mut Vec<String>) -> (f64, f64, f64) {
+    let mut share = |name: &str, value: Option<f64>, default: f64| {
+        let value = value.unwrap_or(default);
+        if !(0.0..=1.0).contains(&value) {
+            problems.push(format!("{name} must be in [0, 1], found {value}"));
+        }
+        value
+    };
+    let invalid_share = share("invalid_share", config.invalid_share, 0.0);
+    let correct_share = share("correct_share", config.correct_share, 1.0);
+    let grammar_ms_per_token = config.grammar_ms_per_token.unwrap_or(0.0);
+    check_non_negative(problems, "grammar_ms_per_token", grammar_ms_per_token);
+    (invalid_share, grammar_ms_per_token, correct_share)
 }
 
 /// How replies are cut and sized.

@@ -20,6 +20,8 @@ pub struct Entry {
     /// 1-based line (JSONL) or entry number (ShareGPT) in the file, for messages; the turns
     /// of one multi-turn conversation share it.
     pub origin: usize,
+    /// JSONL `expected`: the right answer, which a workload's `score` holds the reply to.
+    pub expected: Option<std::sync::Arc<str>>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -113,10 +115,17 @@ fn parse_jsonl(path: &Path, text: &str) -> Result<Vec<Entry>, WorkloadError> {
                     .ok_or_else(|| at("`output_tokens` must be a positive integer".into()))?,
             ),
         };
+        let expected = match obj.get("expected") {
+            None | Some(Value::Null) => None,
+            Some(Value::String(s)) => Some(s.as_str().into()),
+            Some(v @ (Value::Number(_) | Value::Bool(_))) => Some(v.to_string().into()),
+            Some(_) => return Err(at("`expected` must be a string or a number".into())),
+        };
         entries.push(Entry {
             input,
             output_tokens,
             origin: line_no,
+            expected,
         });
     }
     Ok(entries)
@@ -210,6 +219,7 @@ fn parse_sharegpt(
                         input,
                         output_tokens: u32::try_from(output).ok().filter(|n| *n > 0),
                         origin: i + 1,
+                        expected: None,
                     });
                     if !multi_turn {
                         break;
@@ -296,11 +306,46 @@ pub struct DatasetSource {
     pub total_entries: usize,
 }
 
-pub fn prepare(
+/// The dataset's entries: its file's, or the scored set servebench writes (`generate`); a
+/// scored workload (`scored`) needs `expected` on every row, refused here, before any request.
+fn load_entries(
     dataset: &Dataset,
     path: &Path,
     kit: &TextKit,
     seed: u64,
+    scored: bool,
+) -> Result<Loaded, WorkloadError> {
+    let loaded = match dataset.generate {
+        Some(kind) => {
+            let rows = dataset.rows.unwrap_or(super::generated::DEFAULT_ROWS);
+            let text = super::generated::jsonl(kind, rows, dataset.seed.unwrap_or(seed));
+            Loaded {
+                sha256: hex::encode(Sha256::digest(text.as_bytes())),
+                entries: parse_jsonl(path, &text)?,
+            }
+        }
+        None => load(path, dataset.format, dataset.multi_turn, kit)?,
+    };
+    if let Some(entry) = loaded
+        .entries
+        .iter()
+        .find(|e| scored && e.expected.is_none())
+    {
+        return Err(WorkloadError(format!(
+            "{}:{}: the workload's `score` needs an `expected` answer on every row; this one \
+             has none",
+            path.display(),
+            entry.origin
+        )));
+    }
+    Ok(loaded)
+}
+
+pub fn prepare(
+    dataset: &Dataset,
+    path: &Path,
+    kit: &TextKit,
+    (seed, scored): (u64, bool),
     salt: Option<String>,
 ) -> Result<DatasetSource, WorkloadError> {
     if dataset.sample == Some(0) {
@@ -309,7 +354,7 @@ pub fn prepare(
             path.display()
         )));
     }
-    let loaded = load(path, dataset.format, dataset.multi_turn, kit)?;
+    let loaded = load_entries(dataset, path, kit, seed, scored)?;
     let total_entries = loaded.entries.len();
     let with_images = loaded.entries.iter().find(|e| match &e.input {
         EntryInput::Messages(m) => m.iter().any(|m| !m.images.is_empty()),

@@ -2,6 +2,7 @@
 //! and the queue that builds them ahead of the requests.
 
 pub mod dataset;
+pub mod generated;
 pub mod images;
 pub mod queue;
 pub mod synthetic;
@@ -47,6 +48,9 @@ pub struct Prompt {
     pub model: Option<Arc<str>>,
     /// The workload this request was drawn from, when its phase mixes archetypes.
     pub archetype: Option<Arc<str>>,
+    /// The right answer, when the prompt's dataset row carries one (`expected`): its reply is
+    /// scored against it.
+    pub expected: Option<Arc<str>>,
 }
 
 impl Prompt {
@@ -506,6 +510,7 @@ impl PromptSource {
                 input: self.kit.input(&[], String::new()),
                 planned_prompt_tokens: None,
                 max_tokens: DEFAULT_OUTPUT_TOKENS,
+                expected: None,
                 scheduled_at: None,
                 archetype: None,
                 session: None,
@@ -698,12 +703,16 @@ fn prompt_kind(
     kit: &TextKit,
 ) -> Result<Kind, WorkloadError> {
     Ok(if let Some(d) = &workload.dataset {
-        let path = tokens::resolve(&context.plan_dir, &d.path);
+        let path = match d.generate {
+            Some(kind) => std::path::PathBuf::from(format!("generated {kind:?} set")),
+            None => tokens::resolve(&context.plan_dir, &d.path),
+        };
         let salt = context
             .text_salt
             .as_deref()
             .map(|s| kit.salt_words(s).join(" "));
-        Kind::Dataset(dataset::prepare(d, &path, kit, context.seed, salt)?)
+        let scored = (context.seed, workload.score.is_some());
+        Kind::Dataset(dataset::prepare(d, &path, kit, scored, salt)?)
     } else if let Some(t) = &workload.trace {
         let path = tokens::resolve(&context.plan_dir, &t.path);
         Kind::Trace(trace::load(&path, t.format, t.time_scale, t.block_tokens)?)

@@ -33,6 +33,8 @@ pub enum Purpose {
     Session = 7,
     Salt = 8,
     Images = 9,
+    /// The rows of a generated scored set.
+    Generated = 10,
 }
 
 /// A ChaCha stream for (seed, purpose, index): the same on every machine.

@@ -339,6 +339,7 @@ fn prompt() -> Prompt {
         input: PromptInput::Messages(vec![ChatMessage::new("user", "hello")]),
         planned_prompt_tokens: None,
         max_tokens: 4,
+        expected: None,
         scheduled_at: None,
         archetype: None,
         model: None,

@@ -16,7 +16,7 @@ const PAGES: &[(&str, usize, usize)] = &[
     ("README.md", 10, 1),
     ("docs/plans.md", 18, 0),
     ("docs/measurement.md", 4, 0),
-    ("docs/workloads.md", 12, 0),
+    ("docs/workloads.md", 16, 0),
     ("docs/simulator.md", 19, 0),
     ("docs/reports.md", 15, 0),
     ("docs/history.md", 19, 0),

@@ -1,4 +1,5 @@
 //! Integration tests: one binary, one module per area.
+mod accuracy;
 mod adapters;
 mod apis;
 mod archetypes;
@@ -63,6 +64,7 @@ mod sessions;
 mod shard;
 mod significance;
 mod sim;
+mod structured;
 mod surface;
 mod target_down;
 mod token_split;

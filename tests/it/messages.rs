@@ -132,6 +132,7 @@ async fn cache_reads_count_in_the_prompt_and_the_system_prompt_goes_apart() {
         ]),
         planned_prompt_tokens: None,
         max_tokens: 8,
+        expected: None,
         scheduled_at: None,
         archetype: None,
         model: None,

@@ -93,6 +93,9 @@ fn workloads() -> Vec<(&'static str, Workload)> {
                     max_input_tokens: None,
                     sample: None,
                     multi_turn: false,
+                    generate: None,
+                    rows: None,
+                    seed: None,
                 }),
                 ..Workload::default()
             },

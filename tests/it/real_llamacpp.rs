@@ -251,6 +251,60 @@ async fn llamacpp_at_concurrency_1_2_4_with_the_servers_tokenizer() {
     }
     crate::common::assert_valid_report(&report);
     checks.finish("llama.cpp, tokenizer: server");
+    // The same server: a generated copy set scored at temperature 0, twice.
+    let first = scored_copy_run(&server).await;
+    let second = scored_copy_run(&server).await;
+    println!(
+        "llama.cpp copy set: {} of {} correct, then {} of {}",
+        first.0, first.1, second.0, second.1
+    );
+    assert!(first.0 >= 1, "no reply copied its words");
+    assert_eq!(first, second, "temperature 0 scores the same twice");
+}
+
+/// A generated copy-the-words set (20 rows, no salt so both runs send the same prompts)
+/// against `server`. SmolLM2-135M answers `Write the words green house` with `The words
+/// "green house" are …`, so the score reads the first quoted span (`{regex: …}`). The kept
+/// replies are read back from the run's records and scored again here, independently,
+/// before (correct, scored) is returned.
+async fn scored_copy_run(server: &LlamaServer) -> (u64, u64) {
+    let dir = tempfile::tempdir().unwrap();
+    let yaml = format!(
+        "version: 1
+name: llamacpp-copy
+targets:
+  llama: {{base_url: \"{}\", model: smollm2}}
+workloads:
+  copy: {{dataset: {{generate: copy, rows: 20, seed: 1}}, output_tokens: 16, temperature: 0, salt: none, score: {{regex: '\"([^\"]+)\"'}}}}
+phases:
+  - {{name: copy, target: llama, workload: copy, concurrency: 2, requests: 20}}
+",
+        server.base_url()
+    );
+    let report = crate::common::run_plan_text(dir.path(), &yaml).await;
+    let accuracy = report.phases[0].summary.accuracy.clone().expect("scored");
+    assert_eq!(accuracy.scored, 20, "{accuracy:?}");
+    let rows = crate::common::record_rows(&dir.path().join("out"));
+    let words = |text: &str| -> Vec<String> {
+        text.split(|c: char| !c.is_alphanumeric())
+            .filter(|w| !w.is_empty())
+            .map(str::to_lowercase)
+            .collect()
+    };
+    let mut correct = 0;
+    for row in rows.iter().filter(|r| r.phase == "copy") {
+        let r = &row.record;
+        let (reply, expected) = (r.reply.as_deref().unwrap(), r.expected.as_deref().unwrap());
+        let quoted = reply
+            .split('"')
+            .nth(1)
+            .filter(|_| reply.matches('"').count() >= 2);
+        let right = quoted.is_some_and(|q| !q.is_empty() && words(q) == words(expected));
+        assert_eq!(r.correct, Some(right), "{reply:?} against {expected:?}");
+        correct += u64::from(right);
+    }
+    assert_eq!(correct, accuracy.correct);
+    (accuracy.correct, accuracy.scored)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -355,6 +355,60 @@ async fn vllm_runs_the_quickstart_prefix_session_responses_and_messages_phases()
     }
     check_traces(&mut checks, &server, phases).await;
     checks.finish("plans/real-vllm.yaml against vLLM");
+    check_structured_output(&server).await;
+}
+
+/// The same server (xgrammar): a `json_schema` phase after the same prompts unconstrained;
+/// every reply satisfies the schema, and its overhead carries intervals. The server holds
+/// structured output to compact JSON (`tests/real/vllm_server.py`): with xgrammar's default
+/// whitespace freedom SmolLM2-135M wrote newlines after a key until `max_tokens` (15 of 16
+/// replies `cut by max_tokens`).
+async fn check_structured_output(server: &VllmServer) {
+    let dir = tempfile::tempdir().unwrap();
+    let schema = r#"{type: object, required: [color, count], additionalProperties: false, properties: {color: {enum: [red, green, blue]}, count: {type: integer, minimum: 0, maximum: 9}}}"#;
+    let yaml = format!(
+        "version: 1
+name: vllm-structured
+seed: 5
+targets:
+  vllm: {{base_url: \"{}\", model: smollm2-135m-instruct}}
+workloads:
+  free: {{input_tokens: 64, output_tokens: 12, temperature: 0, ignore_eos: true}}
+  json: {{input_tokens: 64, output_tokens: 48, temperature: 0, response_format: {{type: json_schema, name: pick, strict: true, schema: {schema}}}}}
+defaults: {{target: vllm, requests: 16}}
+phases:
+  - {{name: free, workload: free, concurrency: 2}}
+  - {{name: json, workload: json, concurrency: 2, compare_to: free}}
+",
+        server.base_url()
+    );
+    let report = crate::common::run_plan_text(dir.path(), &yaml).await;
+    let json = &report.phases[1];
+    assert_eq!(json.summary.errors, 0, "{:?}", json.summary.errors_by_cause);
+    let out = json.summary.structured_output.clone().expect("checked");
+    let replies: Vec<&str> = json
+        .request_timings
+        .iter()
+        .filter_map(|r| r.reply.as_deref())
+        .collect();
+    assert_eq!((out.checked, out.valid), (16, 16), "{out:?}: {replies:?}");
+    assert!(out.valid_share_ci95[0] > 0.75, "{out:?}");
+    let overhead = json.overhead.as_ref().expect("compared to `free`");
+    for figure in ["ttft.p50", "tpot.p50", "decode_tok_s.p50"] {
+        let f = overhead
+            .figures
+            .iter()
+            .find(|f| f.figure == figure)
+            .unwrap_or_else(|| panic!("{figure}: {overhead:?}"));
+        assert!(f.ci95[0] <= f.ci95[1] && f.samples == [16, 16], "{f:?}");
+        println!(
+            "vLLM json_schema overhead {figure}: {:+.1}% (95% interval {:+.1}% to {:+.1}%)",
+            f.relative_change * 100.0,
+            f.relative_ci95[0] * 100.0,
+            f.relative_ci95[1] * 100.0
+        );
+    }
+    println!("vLLM json_schema replies: {replies:?}");
 }
 
 /// vLLM names itself, so the default salt goes in `cache_salt`, which it takes (no errors

@@ -331,6 +331,9 @@ fn salt_workloads() -> [(&'static str, Workload); 4] {
             max_input_tokens: None,
             sample: None,
             multi_turn: false,
+            generate: None,
+            rows: None,
+            seed: None,
         }),
         ..Workload::default()
     };

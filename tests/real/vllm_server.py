@@ -95,6 +95,10 @@ def main() -> int:
             "--enable-prefix-caching",
             "--enable-per-request-metrics",
             "--enable-prompt-tokens-details",
+            # Structured output as compact JSON: with xgrammar's default whitespace freedom
+            # SmolLM2-135M writes newlines after a key until max_tokens.
+            "--structured-outputs-config",
+            '{"backend": "xgrammar", "disable_any_whitespace": true}',
         ]
     command += extra
     server = subprocess.Popen(command, env=env, preexec_fn=die_with_parent)

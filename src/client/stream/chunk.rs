@@ -84,6 +84,9 @@ struct Choice<'a> {
     /// Completions API text.
     #[serde(default, borrow)]
     text: Option<Cow<'a, str>>,
+    /// Why generation ended (`length`: cut by `max_tokens`), on the last chunk.
+    #[serde(default, borrow)]
+    finish_reason: Option<Cow<'a, str>>,
 }
 
 /// The first element of `choices`, the others skipped.
@@ -167,6 +170,8 @@ pub struct ParsedChunk<'a> {
     pub tool_calls: Vec<ToolCallPiece<'a>>,
     /// vLLM's `metrics.speculative_decoding`.
     pub spec_decoding: Option<crate::client::SpecDecoding>,
+    /// The first choice's `finish_reason`, on the chunk that ends it.
+    pub finish_reason: Option<Cow<'a, str>>,
 }
 
 /// One chunk through serde, once: what the scan declines, and the reference it must agree
@@ -175,7 +180,9 @@ pub fn parse_chunk(data: &[u8]) -> Result<ParsedChunk<'_>, serde_json::Error> {
     let event: ChunkEvent<'_> = serde_json::from_slice(data)?;
     let mut content = None;
     let mut tool_calls = Vec::new();
+    let mut finish_reason = None;
     let choice = event.choices.0.map(|choice| {
+        finish_reason = choice.finish_reason;
         let text_flag = choice.text.as_deref().is_some_and(|t| !t.is_empty());
         let flags = match choice.delta {
             Some(delta) => {
@@ -215,5 +222,6 @@ pub fn parse_chunk(data: &[u8]) -> Result<ParsedChunk<'_>, serde_json::Error> {
         content,
         tool_calls,
         spec_decoding: event.metrics.and_then(|m| m.1),
+        finish_reason,
     })
 }

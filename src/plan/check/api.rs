@@ -38,6 +38,7 @@ pub(super) fn check_apis(plan: &Plan, issues: &mut Vec<Issue>) {
         let workload = &plan.workloads[w];
         let p = format!("/workloads/{}", escape(w));
         check_chat_only(&p, t, api, workload, issues);
+        check_response_format_api(&p, t, api, workload, issues);
         let target_body = format!("/targets/{}/body", escape(t));
         if typed_events_api(api).is_some() {
             if workloads_seen.insert(w) {
@@ -104,6 +105,33 @@ fn check_chat_only(p: &str, t: &str, api: Api, workload: &Workload, issues: &mut
             .at_key(),
         );
     }
+}
+
+/// Structured output goes to chat, completions and Responses; Messages has no
+/// `response_format`, and embeddings and rerank write no text.
+fn check_response_format_api(
+    p: &str,
+    t: &str,
+    api: Api,
+    workload: &Workload,
+    issues: &mut Vec<Issue>,
+) {
+    if workload.response_format.is_none()
+        || matches!(api, Api::Chat | Api::Completions | Api::Responses)
+    {
+        return;
+    }
+    issues.push(
+        Issue::new(
+            format!("{p}/response_format"),
+            format!(
+                "`response_format` applies to `api: chat`, `completions` or `responses`; \
+                 target `{t}` uses `api: {}`, which takes none",
+                api_name(api)
+            ),
+        )
+        .at_key(),
+    );
 }
 
 /// An encoding API answers in one body: nothing to cancel mid-stream.

@@ -35,6 +35,27 @@ pub(super) fn check_phases(plan: &Plan, issues: &mut Vec<Issue>) {
             );
         }
         check_phase(plan, &p, phase, issues);
+        if let Some(other) = &phase.compare_to {
+            check_compare_to(&p, phase, other, &names, issues);
+        }
+    }
+}
+
+/// `compare_to` names another phase of the plan.
+fn check_compare_to(p: &str, phase: &Phase, other: &str, names: &[&str], issues: &mut Vec<Issue>) {
+    if phase.name.as_deref() == Some(other) {
+        issues.push(Issue::new(
+            format!("{p}/compare_to"),
+            "a phase cannot be compared to itself",
+        ));
+    } else if !names.contains(&other) {
+        issues.push(
+            Issue::new(
+                format!("{p}/compare_to"),
+                format!("no phase is named `{other}`"),
+            )
+            .hint(did_you_mean(other, names.iter().copied())),
+        );
     }
 }
 

@@ -66,6 +66,7 @@ pub(super) fn check_workload(p: &str, w: &Workload, issues: &mut Vec<Issue>) {
     if let Some(images) = &w.images {
         check_images(&format!("{p}/images"), images, w, issues);
     }
+    check_reply_checks(p, w, issues);
     if let Some(c) = &w.cancel {
         crate::plan::cancel::check_cancel(&format!("{p}/cancel"), c, issues);
         if w.session.is_some() {
@@ -78,6 +79,20 @@ pub(super) fn check_workload(p: &str, w: &Workload, issues: &mut Vec<Issue>) {
                 .at_key(),
             );
         }
+    }
+}
+
+/// What each reply is checked against: its `response_format` and its `score`.
+fn check_reply_checks(p: &str, w: &Workload, issues: &mut Vec<Issue>) {
+    if let Some(s) = &w.score {
+        crate::plan::score::check_score(&format!("{p}/score"), s, w.dataset.is_some(), issues);
+    }
+    if let Some(f) = &w.response_format {
+        crate::plan::response_format::check_response_format(
+            &format!("{p}/response_format"),
+            f,
+            issues,
+        );
     }
 }
 
@@ -244,8 +259,34 @@ fn check_shared_prefix(
 }
 
 fn check_dataset(p: &str, d: &Dataset, issues: &mut Vec<Issue>) {
-    if d.path.trim().is_empty() {
-        issues.push(Issue::new(format!("{p}/path"), "the dataset path is empty"));
+    match (d.generate.is_some(), d.path.trim().is_empty()) {
+        (false, true) => issues.push(Issue::new(
+            format!("{p}/path"),
+            "the dataset path is empty: give a `path`, or `generate: copy | arithmetic | \
+             json_extract`",
+        )),
+        (true, false) => issues.push(
+            Issue::new(
+                format!("{p}/generate"),
+                "a generated set has no file: give `generate` or `path`, not both",
+            )
+            .at_key(),
+        ),
+        _ => {}
+    }
+    for (key, set) in [("rows", d.rows.is_some()), ("seed", d.seed.is_some())] {
+        if set && d.generate.is_none() {
+            issues.push(
+                Issue::new(
+                    format!("{p}/{key}"),
+                    format!("`{key}` applies to a generated set (`generate`)"),
+                )
+                .at_key(),
+            );
+        }
+    }
+    if d.rows == Some(0) {
+        issues.push(Issue::new(format!("{p}/rows"), "must be at least 1 row"));
     }
     if let (Some(lo), Some(hi)) = (d.min_input_tokens, d.max_input_tokens)
         && lo > hi

@@ -171,6 +171,15 @@ pub struct Workload {
     /// How a run's prompts are kept out of an earlier run's prefix cache (default `auto`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub salt: Option<SaltMode>,
+    /// Structured output: every reply must be JSON (`json_object`) or satisfy a JSON Schema
+    /// (`json_schema`); each is checked and the phase reports `valid_share`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub response_format: Option<super::response_format::ResponseFormat>,
+    /// Answers checked under load: how each reply is held against its dataset row's
+    /// `expected` (`exact`, `normalized`, `choice`, `{regex: …}`, `{number: {tolerance}}`,
+    /// `{json_field: PATH}`); the phase reports `accuracy`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub score: Option<super::score::Score>,
 }
 
 /// How a run's prompts differ from another run's of the same plan. The prompts' shape
@@ -202,9 +211,11 @@ pub struct SharedPrefix {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Dataset {
-    /// Path relative to the plan file.
+    /// Path relative to the plan file (none with `generate`).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
     pub path: String,
-    /// How the file is laid out.
+    /// How the file is laid out (default `jsonl`).
+    #[serde(default)]
     pub format: DatasetFormat,
     /// Keep only prompts with at least this many tokens.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -221,12 +232,23 @@ pub struct Dataset {
     /// together and in order. Default: the first user turn only.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub multi_turn: bool,
+    /// A scored set servebench writes itself instead of a file: `copy`, `arithmetic` or
+    /// `json_extract`, each row with its `expected` answer.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub generate: Option<super::score::GeneratedSet>,
+    /// `generate`: rows in the set (default 100).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rows: Option<u32>,
+    /// `generate`: the set's seed (default the workload's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seed: Option<u64>,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum DatasetFormat {
     /// One JSON object per line with `prompt` or `messages`.
+    #[default]
     Jsonl,
     /// ShareGPT JSON: an array of `{conversations: [{from, value}]}`.
     Sharegpt,
@@ -468,6 +490,11 @@ pub struct Phase {
     /// reported per archetype and for the whole phase.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mix: Option<super::model_mix::ArchetypeMix>,
+    /// Name of another phase to set this one against: the report shows this phase's
+    /// overhead over it (TTFT, TPOT, per-request output tokens/s) with intervals, e.g. a
+    /// structured-output phase against the same workload unconstrained.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub compare_to: Option<String>,
 }
 
 /// Open-loop arrivals.

@@ -225,6 +225,7 @@ pub fn phase_result(facts: PhaseFacts, measured: Measured, figures: Figures<'_>)
         client_trust,
         cost,
         energy,
+        overhead: None,
     }
 }
 

@@ -17,6 +17,59 @@ pub fn relate_phases(report: &mut Report) {
             .unwrap_or_default()
     });
     report.repeats = super::repeats::repeat_results(report);
+    let method = report.timing_methodology.percentile_method;
+    let against: Vec<Option<String>> = report
+        .phases
+        .iter()
+        .map(|phase| {
+            let planned = report
+                .plan
+                .phases
+                .iter()
+                .find(|p| p.name.as_deref() == Some(phase.header.phase.as_str()));
+            planned.and_then(|p| p.compare_to.clone())
+        })
+        .collect();
+    for (i, other) in against.into_iter().enumerate() {
+        let Some(other) = other else { continue };
+        let overhead = report
+            .phases
+            .iter()
+            .find(|p| p.header.phase == other)
+            .and_then(|base| phase_overhead(base, &report.phases[i], method));
+        if overhead.is_some() {
+            report.phases[i].overhead = overhead;
+        }
+    }
+}
+
+/// `new`'s overhead over `base`, from both phases' kept records; `None` without records.
+pub fn phase_overhead(
+    base: &PhaseResult,
+    new: &PhaseResult,
+    method: crate::plan::PercentileMethod,
+) -> Option<metrics::overhead::Overhead> {
+    use crate::report::model::figure_path::FigurePath;
+    let figures: Vec<_> = metrics::overhead::OVERHEAD_FIGURES
+        .iter()
+        .filter_map(|&(figure, stat)| {
+            let path = FigurePath::Dist(figure, stat);
+            let (b, _) = path.samples(base)?;
+            let (n, _) = path.samples(new)?;
+            let seed = crate::hash::fnv1a_64(format!("{}/{path}", new.header.phase).as_bytes());
+            metrics::overhead::overhead_figure(
+                path.to_string(),
+                (&b[..], &n[..]),
+                method,
+                stat,
+                seed,
+            )
+        })
+        .collect();
+    (!figures.is_empty()).then(|| metrics::overhead::Overhead {
+        against: base.header.phase.clone(),
+        figures,
+    })
 }
 
 /// Every recheck among `phases` paired with its original, each judged with the tolerance

@@ -433,6 +433,8 @@ fn sample_group(m: FigurePath) -> Option<&'static str> {
     match m {
         FigurePath::Dist(kind, _) => Some(kind.name()),
         FigurePath::Scalar(Scalar::ErrorRate) => Some("error_rate"),
+        FigurePath::Scalar(Scalar::ValidShare) => Some("valid_share"),
+        FigurePath::Scalar(Scalar::Accuracy) => Some("accuracy"),
         FigurePath::Scalar(_) => None,
     }
 }
@@ -441,7 +443,9 @@ fn sample_group(m: FigurePath) -> Option<&'static str> {
 fn first_stat(m: FigurePath) -> Option<Stat> {
     match m {
         FigurePath::Dist(_, stat) => Some(stat),
-        FigurePath::Scalar(Scalar::ErrorRate) => Some(Stat::Mean),
+        FigurePath::Scalar(Scalar::ErrorRate | Scalar::ValidShare | Scalar::Accuracy) => {
+            Some(Stat::Mean)
+        }
         FigurePath::Scalar(_) => None,
     }
 }

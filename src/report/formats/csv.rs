@@ -66,7 +66,8 @@ fn phase_header() -> Vec<String> {
         .chain(&SPLIT_COLUMNS)
         .map(|s| s.to_string())
         .chain(TOKEN_SPLIT_SCALARS.map(|s| s.name().replace('.', "_")))
-        .chain(COST_ENERGY_COLUMNS.map(str::to_string)),
+        .chain(COST_ENERGY_COLUMNS.map(str::to_string))
+        .chain(CHECK_COLUMNS.map(str::to_string)),
     );
     header
 }
@@ -105,6 +106,38 @@ fn cost_energy(p: &PhaseResult) -> Vec<String> {
         energy.map(|e| e.method.clone()).unwrap_or_default(),
         opt(energy.map(|e| e.interval_s)),
     ]
+}
+
+/// Structured output's share valid with its interval, and a `compare_to` phase's overheads.
+const CHECK_COLUMNS: [&str; 9] = [
+    "valid_share",
+    "valid_share_ci95_lo",
+    "valid_share_ci95_hi",
+    "overhead.ttft_p50",
+    "overhead.tpot_p50",
+    "overhead.decode_tok_s_p50",
+    "accuracy",
+    "accuracy_ci95_lo",
+    "accuracy_ci95_hi",
+];
+
+fn check_cells(p: &PhaseResult) -> Vec<String> {
+    use crate::report::model::figure_path::FigurePath;
+    let share = p.summary.structured_output.as_ref();
+    let mut cells = vec![
+        opt(share.map(|o| o.valid_share)),
+        opt(share.map(|o| o.valid_share_ci95[0])),
+        opt(share.map(|o| o.valid_share_ci95[1])),
+    ];
+    for name in &CHECK_COLUMNS[3..6] {
+        let value = name.parse::<FigurePath>().ok().and_then(|f| f.value(p));
+        cells.push(opt(value));
+    }
+    let accuracy = p.summary.accuracy.as_ref();
+    cells.push(opt(accuracy.map(|a| a.accuracy)));
+    cells.push(opt(accuracy.map(|a| a.accuracy_ci95[0])));
+    cells.push(opt(accuracy.map(|a| a.accuracy_ci95[1])));
+    cells
 }
 
 /// One phase's row; its recheck verdict from the report's rechecks.
@@ -163,6 +196,7 @@ fn phase_row(report: &Report, p: &PhaseResult) -> Vec<String> {
     row.extend(split_ms(p.transport.server_timing_gap.as_ref()));
     row.extend(TOKEN_SPLIT_SCALARS.map(|scalar| opt(FigurePath::Scalar(scalar).value(p))));
     row.extend(cost_energy(p));
+    row.extend(check_cells(p));
     row
 }
 

@@ -64,6 +64,11 @@ impl FigurePath {
                 Scalar::MeanPowerWatts => phase.energy.as_ref()?.mean_watts,
                 Scalar::JoulesPerOutputToken => phase.energy.as_ref()?.joules_per_output_token,
                 Scalar::JoulesPerRequest => phase.energy.as_ref()?.joules_per_request,
+                Scalar::ValidShare => s.structured_output.as_ref().map(|o| o.valid_share),
+                Scalar::OverheadTtft => overhead(phase, "ttft.p50"),
+                Scalar::OverheadTpot => overhead(phase, "tpot.p50"),
+                Scalar::OverheadDecodeTokS => overhead(phase, "decode_tok_s.p50"),
+                Scalar::Accuracy => s.accuracy.as_ref().map(|a| a.accuracy),
             },
         }
     }
@@ -98,9 +103,47 @@ impl FigurePath {
                     .collect(),
                 Stat::Mean,
             )),
+            FigurePath::Scalar(share @ (Scalar::ValidShare | Scalar::Accuracy)) => {
+                let v: Vec<f64> = phase
+                    .request_timings
+                    .iter()
+                    .filter(|r| r.is_ok())
+                    .filter_map(|r| {
+                        if share == Scalar::Accuracy {
+                            r.correct
+                        } else {
+                            r.valid
+                        }
+                    })
+                    .map(|yes| if yes { 1.0 } else { 0.0 })
+                    .collect();
+                (!v.is_empty()).then_some((v, Stat::Mean))
+            }
             FigurePath::Scalar(_) => None,
         }
     }
+
+    /// A share's Wilson 95% interval, for the scalars that are shares of replies.
+    pub fn share_interval(self, phase: &PhaseResult) -> Option<[f64; 2]> {
+        match self {
+            FigurePath::Scalar(Scalar::ValidShare) => phase
+                .summary
+                .structured_output
+                .as_ref()
+                .map(|o| o.valid_share_ci95),
+            FigurePath::Scalar(Scalar::Accuracy) => {
+                phase.summary.accuracy.as_ref().map(|a| a.accuracy_ci95)
+            }
+            _ => None,
+        }
+    }
+}
+
+/// The relative change of one overhead figure (`tpot.p50`), when the phase has it.
+fn overhead(phase: &PhaseResult, figure: &str) -> Option<f64> {
+    let o = phase.overhead.as_ref()?;
+    let f = o.figures.iter().find(|f| f.figure == figure)?;
+    Some(f.relative_change).filter(|v| v.is_finite())
 }
 
 #[cfg(test)]

@@ -283,6 +283,10 @@ pub struct PhaseResult {
     /// and per request, with the method and sampling; or why there is no figure.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub energy: Option<crate::metrics::energy::PhaseEnergy>,
+    /// A phase with `compare_to`: its overhead over that phase (TTFT, TPOT, per-request
+    /// output tokens/s) with bootstrap intervals.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub overhead: Option<crate::metrics::overhead::Overhead>,
 }
 
 /// The most load the client could send with a phase's prompts.

@@ -7,6 +7,7 @@
 pub(crate) mod backends;
 pub(crate) mod cancel_table;
 pub(crate) mod chart_sections;
+pub(crate) mod checks_table;
 pub(crate) mod connections;
 pub(crate) mod cost_energy_table;
 pub mod document;

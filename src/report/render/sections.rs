@@ -6,8 +6,8 @@ use super::document::Block;
 use super::interval_table;
 use super::section_blocks as blocks;
 use super::{backends, cancel_table, chart_sections, connections, cost_energy_table};
+use super::{checks_table, trust_table, until_table};
 use super::{load_table, pareto, recovery_table, server_table, session_table, table};
-use super::{trust_table, until_table};
 use crate::report::model::Report;
 
 /// A human-readable markup the report is written in.
@@ -41,6 +41,7 @@ pub enum SectionId {
     Reasoning,
     SpeculativeDecoding,
     CostAndEnergy,
+    CheckedReplies,
 }
 
 /// A section's body, everything under its heading, built once for every markup.
@@ -90,7 +91,7 @@ fn always(_: &Report) -> bool {
 }
 
 /// The report's sections in print order.
-pub const SECTIONS: [Section; 25] = [
+pub const SECTIONS: [Section; 26] = [
     Section {
         id: SectionId::Phases,
         anchor: "phases",
@@ -295,6 +296,14 @@ pub const SECTIONS: [Section; 25] = [
         title: Title::Fixed("Cost and energy"),
         shown: cost_energy_table::shown,
         body: cost_energy_table::blocks,
+        markups: Markups::Both,
+    },
+    Section {
+        id: SectionId::CheckedReplies,
+        anchor: "checked-replies",
+        title: Title::Fixed("Checked replies"),
+        shown: checks_table::shown,
+        body: checks_table::blocks,
         markups: Markups::Both,
     },
 ];

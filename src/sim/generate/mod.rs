@@ -3,6 +3,7 @@
 
 mod body;
 mod guards;
+pub(crate) mod structured;
 mod vocab;
 mod wire;
 
@@ -67,6 +68,11 @@ pub(crate) struct GenSpec {
     /// The fault and the output-token count after which it strikes.
     pub fault: Option<(MidFault, u64)>,
     pub missing_done: bool,
+    /// Structured output: the reply's text in pieces, one per token, sent in place of
+    /// words (each token also costs the grammar's `grammar_ms_per_token`).
+    pub structured: Option<Vec<String>>,
+    /// The request carries a `response_format`: each token costs `grammar_ms_per_token`.
+    pub grammar: bool,
 }
 
 /// The tool call a reply makes.
@@ -210,13 +216,21 @@ impl Generation {
     fn decode_delay(&mut self, tokens: u64) -> Duration {
         let settings = &self.shared.settings;
         if tokens == 0
-            || (settings.decode_ms_per_token == 0.0 && settings.decode_ms_per_running == 0.0)
+            || (settings.decode_ms_per_token == 0.0
+                && settings.decode_ms_per_running == 0.0
+                && (settings.grammar_ms_per_token == 0.0 || !self.spec.grammar))
         {
             return Duration::ZERO;
         }
         let running = self.shared.counters.running.load(Relaxed).max(1) as f64;
-        let ms_per_token =
-            settings.decode_ms_per_token + settings.decode_ms_per_running * (running - 1.0);
+        let grammar = if self.spec.grammar {
+            settings.grammar_ms_per_token
+        } else {
+            0.0
+        };
+        let ms_per_token = settings.decode_ms_per_token
+            + settings.decode_ms_per_running * (running - 1.0)
+            + grammar;
         let factor = self.timing.jitter_factor(settings.jitter);
         seconds(ms_per_token * tokens as f64 * factor / 1000.0)
     }
@@ -375,6 +389,20 @@ impl Generation {
         // reply's last event).
         let keep =
             !reasoning && (self.shared.requests.is_some() || self.spec.api == Api::Responses);
+        if !reasoning && let Some(pieces) = &self.spec.structured {
+            let from = self.emitted_content as usize;
+            for piece in pieces.iter().skip(from).take(tokens as usize) {
+                let quoted = serde_json::Value::String(piece.clone()).to_string();
+                self.buf.put_slice(&quoted.as_bytes()[1..quoted.len() - 1]);
+                self.content_text.push_str(piece);
+            }
+            let suffix = match self.templates.last_suffix {
+                Some(last) if last_of_call => last,
+                _ => self.templates.suffix,
+            };
+            self.buf.put_slice(suffix);
+            return;
+        }
         for _ in 0..tokens {
             let word = next_word(&mut self.words);
             self.buf.put_u8(b' ');
@@ -393,6 +421,13 @@ impl Generation {
 
     /// A whole-body reply: `tokens` words onto its reasoning or content text.
     fn push_words(&mut self, tokens: u64, reasoning: bool) {
+        if !reasoning && let Some(pieces) = &self.spec.structured {
+            let from = self.emitted_content as usize;
+            for piece in pieces.iter().skip(from).take(tokens as usize) {
+                self.content_text.push_str(piece);
+            }
+            return;
+        }
         let text = if reasoning {
             &mut self.reasoning_text
         } else {

@@ -17,9 +17,10 @@ use super::response::{
     model_not_served, read_body, sse_response, unix_now_s,
 };
 use crate::hash::is_uuid;
+use crate::sim::answers;
 use crate::sim::api::{self, Api, GenerationRequest};
 use crate::sim::generate::{GenSpec, Generation, MidFault, SimBody, ToolPlan};
-use crate::sim::rng::{STREAM_LENGTH, STREAM_TOOLS, SimRng};
+use crate::sim::rng::{STREAM_LENGTH, STREAM_STRUCTURED, STREAM_TOOLS, SimRng};
 use crate::sim::settings::{DEFAULT_RETRY_AFTER_S, DEFAULT_STALL_S, Settings};
 use crate::sim::state::Shared;
 use crate::sim::{SimFaultKind, faults};
@@ -29,6 +30,10 @@ struct OutputPlan {
     reasoning_tokens: u64,
     content_tokens: u64,
     finish_reason: &'static str,
+    /// Structured output, or a generated set's answer: the reply's text in token-sized pieces.
+    structured: Option<Vec<String>>,
+    /// The reply is held to a `response_format`: each token costs the grammar's time.
+    grammar: bool,
 }
 
 fn plan_output(
@@ -95,6 +100,8 @@ fn plan_output(
         reasoning_tokens,
         content_tokens: total - reasoning_tokens,
         finish_reason,
+        structured: None,
+        grammar: false,
     })
 }
 
@@ -228,6 +235,8 @@ pub(super) async fn generate(
         reasoning_tokens: output.reasoning_tokens,
         content_tokens: output.content_tokens,
         finish_reason: output.finish_reason,
+        structured: output.structured,
+        grammar: output.grammar,
         tool_call,
         fault: mid_fault,
         missing_done,
@@ -280,8 +289,77 @@ fn plan_reply(
     };
     if tool_call.is_some() {
         output.finish_reason = "tool_calls";
+    } else if let Some(format) = request
+        .response_format
+        .as_ref()
+        .filter(|_| api != Api::Messages)
+    {
+        plan_structured(settings, request, format, seq, &mut output);
+    } else if let Some(right) = last_prompt_text(request).and_then(|p| answers::answer(&p)) {
+        // A generated scored set's prompt: its answer, right for a seeded `correct_share`.
+        let mut rng = SimRng::new(settings.seed, seq, STREAM_STRUCTURED);
+        let text = if rng.next_f64() < settings.correct_share {
+            right
+        } else {
+            answers::wrong(&right)
+        };
+        set_fixed_reply(
+            request,
+            crate::sim::generate::structured::pieces(&text),
+            &mut output,
+        );
     }
     Ok((output, tool_call))
+}
+
+/// The text of the prompt's last user message (chat, Responses, Messages) or a completion's
+/// prompt.
+fn last_prompt_text(request: &GenerationRequest) -> Option<String> {
+    if let Some(messages) = &request.messages {
+        return messages
+            .iter()
+            .rev()
+            .find(|m| m.role.as_deref() == Some("user"))
+            .map(api::ChatMessage::text);
+    }
+    match request.prompt.as_ref()? {
+        api::PromptInput::Text(text) => Some(text.clone()),
+        _ => None,
+    }
+}
+
+/// A reply of fixed text, one token a piece, cut at `max_tokens` as any reply is.
+fn set_fixed_reply(request: &GenerationRequest, mut pieces: Vec<String>, output: &mut OutputPlan) {
+    let cap = request
+        .max_completion_tokens
+        .or(request.max_tokens)
+        .unwrap_or(u64::MAX);
+    let room = cap.saturating_sub(output.reasoning_tokens).max(1);
+    if pieces.len() as u64 > room {
+        pieces.truncate(room as usize);
+        output.finish_reason = "length";
+    } else {
+        output.finish_reason = "stop";
+    }
+    output.content_tokens = pieces.len() as u64;
+    output.structured = Some(pieces);
+}
+
+/// A structured-output reply: JSON from the request's schema (a seeded `invalid_share`
+/// broken), as many tokens as it has pieces, cut at `max_tokens` as any reply is.
+fn plan_structured(
+    settings: &Settings,
+    request: &GenerationRequest,
+    format: &serde_json::Value,
+    seq: u64,
+    output: &mut OutputPlan,
+) {
+    use crate::sim::generate::structured::{pieces, reply_text, schema_of};
+    let mut rng = SimRng::new(settings.seed, seq, STREAM_STRUCTURED);
+    let broken = rng.next_f64() < settings.invalid_share;
+    let pieces = pieces(&reply_text(schema_of(format), &mut rng, broken));
+    set_fixed_reply(request, pieces, output);
+    output.grammar = true;
 }
 
 /// The adapter the request named, once it is resident: a request for one that is not waits

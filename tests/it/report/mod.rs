@@ -169,6 +169,7 @@ fn phase(spec: &PhaseSpec, index: usize, slow: f64) -> PhaseResult {
         slo: Vec::new(),
         cost: None,
         energy: None,
+        overhead: None,
     }
 }
 

@@ -28,6 +28,20 @@ pub(crate) fn report_with_every_section() -> Report {
     p.server_metrics = Some(server_metrics());
     add_reasoning_and_acceptance(p);
     add_cost_and_energy(p);
+    // Checked replies: a structured-output share and an accuracy.
+    p.summary.structured_output = Some(servebench::metrics::reply_check::StructuredOutput {
+        checked: 10,
+        valid: 9,
+        valid_share: 0.9,
+        valid_share_ci95: [0.6, 0.98],
+        invalid: Vec::new(),
+    });
+    p.summary.accuracy = Some(servebench::metrics::score::Accuracy {
+        scored: 10,
+        correct: 8,
+        accuracy: 0.8,
+        accuracy_ci95: [0.49, 0.94],
+    });
     r.searches = vec![SearchResult {
         phase: "find".into(),
         load: SearchLoad::Concurrency,

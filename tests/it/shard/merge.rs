@@ -88,6 +88,7 @@ fn phase(
         slo: Vec::new(),
         cost: None,
         energy: None,
+        overhead: None,
     }
 }
 

@@ -12,6 +12,9 @@ fn dataset_workload(path: &str, format: DatasetFormat) -> Workload {
             max_input_tokens: None,
             sample: None,
             multi_turn: false,
+            generate: None,
+            rows: None,
+            seed: None,
         }),
         ..Workload::default()
     }

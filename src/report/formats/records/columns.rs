@@ -475,6 +475,67 @@ pub static COLUMNS: &[Column] = &[
             Ok(())
         },
     },
+    // A checked reply (`response_format`, `score`): its text, how it ended and its verdict.
+    Column {
+        name: "reply",
+        kind: Kind::Str,
+        optional: true,
+        get: |r| str_cell(r.record.reply.as_deref()),
+        set: |r, c| {
+            r.record.reply = c.opt_str()?;
+            Ok(())
+        },
+    },
+    Column {
+        name: "finish_reason",
+        kind: Kind::Str,
+        optional: true,
+        get: |r| str_cell(r.record.finish_reason.as_deref()),
+        set: |r, c| {
+            r.record.finish_reason = c.opt_str()?;
+            Ok(())
+        },
+    },
+    Column {
+        name: "valid",
+        kind: Kind::Bool,
+        optional: true,
+        get: |r| r.record.valid.map_or(Cell::Null, Cell::Bool),
+        set: |r, c| {
+            r.record.valid = c.opt_bool()?;
+            Ok(())
+        },
+    },
+    Column {
+        name: "invalid_reason",
+        kind: Kind::Str,
+        optional: true,
+        get: |r| str_cell(r.record.invalid_reason.as_deref()),
+        set: |r, c| {
+            r.record.invalid_reason = c.opt_str()?;
+            Ok(())
+        },
+    },
+    Column {
+        name: "expected",
+        kind: Kind::Str,
+        optional: true,
+        get: |r| str_cell(r.record.expected.as_deref()),
+        set: |r, c| {
+            r.record.expected = c.opt_str()?;
+            Ok(())
+        },
+    },
+    Column {
+        name: "correct",
+        kind: Kind::Bool,
+        optional: true,
+        get: |r| r.record.correct.map_or(Cell::Null, Cell::Bool),
+        set: |r, c| {
+            r.record.correct = c.opt_bool()?;
+            Ok(())
+        },
+    },
 ];
 
 /// The Parquet schema of [`COLUMNS`].

@@ -123,6 +123,12 @@ mod tests {
                 num_spec_tokens: Some(3),
             }),
             archetype: Some("long-rag".to_string()),
+            reply: Some("{\"a\": \"é\"}".to_string()),
+            finish_reason: Some("length".to_string()),
+            valid: Some(false),
+            invalid_reason: Some("cut by max_tokens".to_string()),
+            expected: Some("4".to_string()),
+            correct: Some(true),
         }
     }
 
