@@ -58,11 +58,12 @@ pub fn concurrency_sweeps(report: &Report) -> Vec<Block> {
     blocks
 }
 
-/// Output tok/s and TTFT against concurrency, for sweeps that generate.
+/// Output tok/s and TTFT against concurrency, for sweeps that generate; with checked
+/// replies, their accuracy and valid share beside them.
 fn generation_sweep_charts(
     groups: &IndexMap<String, Vec<&PhaseResult>>,
     conc: impl Fn(&PhaseResult) -> f64,
-) -> [Block; 2] {
+) -> Vec<Block> {
     let throughput = sweep_series(groups, &conc, |p| p.summary.output_tokens_per_second);
     let throughput = svg::line_chart(
         "Output throughput vs concurrency",
@@ -81,7 +82,53 @@ fn generation_sweep_charts(
         true,
         &ttft,
     );
-    [Block::Figure(throughput), Block::Figure(ttft)]
+    let mut blocks = vec![Block::Figure(throughput), Block::Figure(ttft)];
+    blocks.extend(checked_sweep_chart(groups, &conc));
+    blocks
+}
+
+/// A phase's share of checked replies, when it checked them.
+type ShareOf = fn(&PhaseResult) -> Option<f64>;
+
+/// Accuracy and the structured-output valid share (%) against concurrency: whether answers
+/// hold up under load. Only the sweeps whose phases checked replies have lines.
+fn checked_sweep_chart(
+    groups: &IndexMap<String, Vec<&PhaseResult>>,
+    conc: &impl Fn(&PhaseResult) -> f64,
+) -> Option<Block> {
+    let shares: [(&str, ShareOf); 2] = [
+        ("accuracy", |p| {
+            p.summary.accuracy.as_ref().map(|a| a.accuracy)
+        }),
+        ("valid", |p| {
+            p.summary.structured_output.as_ref().map(|o| o.valid_share)
+        }),
+    ];
+    let mut series = Vec::new();
+    for (name, ps) in groups {
+        for (label, share) in shares {
+            let points: Vec<(f64, f64)> = ps
+                .iter()
+                .filter_map(|p| share(p).map(|v| (conc(p), v * 100.0)))
+                .collect();
+            if points.len() >= 2 {
+                series.push(Series {
+                    name: format!("{name} {label}"),
+                    points,
+                });
+            }
+        }
+    }
+    (!series.is_empty()).then(|| {
+        Block::Figure(svg::line_chart(
+            "Checked replies vs concurrency",
+            "concurrency (log scale)",
+            "share of replies (%)",
+            true,
+            false,
+            &series,
+        ))
+    })
 }
 
 /// One line per sweep group: `value` of each phase against its concurrency.
@@ -320,6 +367,47 @@ fn request_scatter(p: &PhaseResult) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_sweep_that_scored_its_replies_draws_accuracy_against_concurrency() {
+        let mut report = crate::report::sample_report();
+        let swept: Vec<String> = sweeps(&report)
+            .values()
+            .flatten()
+            .map(|p| p.header.phase.clone())
+            .collect();
+        assert!(swept.len() >= 2, "the sample report has a sweep");
+        let charts = |report: &Report| -> String {
+            concurrency_sweeps(report)
+                .into_iter()
+                .filter_map(|b| match b {
+                    Block::Figure(svg) => Some(svg),
+                    _ => None,
+                })
+                .collect()
+        };
+        assert!(!charts(&report).contains("Checked replies vs concurrency"));
+        for (n, p) in report
+            .phases
+            .iter_mut()
+            .filter(|p| swept.contains(&p.header.phase))
+            .enumerate()
+        {
+            p.summary.accuracy = Some(crate::metrics::score::Accuracy {
+                scored: 100,
+                correct: 90 - n as u64,
+                accuracy: (90 - n) as f64 / 100.0,
+                accuracy_ci95: [0.8, 0.95],
+            });
+        }
+        let html = charts(&report);
+        assert!(html.contains("Checked replies vs concurrency"), "{html}");
+        assert!(html.contains(" accuracy<"), "{html}");
+        assert!(
+            !html.contains(" valid<"),
+            "no valid share was checked: {html}"
+        );
+    }
 
     #[test]
     fn a_phases_chart_title_counts_what_it_plots_and_names_what_it_leaves_out() {
