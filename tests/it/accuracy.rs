@@ -5,6 +5,8 @@
 //! `expected` stops the run before any request is sent.
 
 use servebench::report::compare::compare;
+
+use crate::common::{history_ok, sim_series};
 use servebench::report::compare::gate::Gate;
 
 fn plan(sim: &str, set: &str, score: &str, requests: u32) -> String {
@@ -20,13 +22,6 @@ phases:
   - {{name: scored, target: sim, workload: w, concurrency: 4, requests: {requests}}}
 "
     )
-}
-
-fn servebench() -> std::process::Command {
-    let mut cmd = std::process::Command::new(assert_cmd::cargo::cargo_bin!("servebench"));
-    cmd.env_remove(servebench::history::store::HISTORY_ENV)
-        .env_remove(servebench::history::hook::PAUSE_ENV);
-    cmd
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -116,41 +111,9 @@ async fn accuracy_reaches_every_output() {
     assert_eq!(verdicts, [accuracy >= 0.95, true]);
     let store = dir.path().join("history.sqlite");
     let store = store.to_str().unwrap();
-    let out = servebench()
-        .args(["history", "record", "--history", store])
-        .arg(dir.path().join("out/report.json"))
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let out = servebench()
-        .args([
-            "history",
-            "series",
-            "--history",
-            store,
-            "--plan",
-            "accuracy",
-            "--phase",
-            "scored",
-            "--target",
-            "sim",
-            "--figure",
-            "accuracy",
-            "--format",
-            "json",
-        ])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let series: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let report = dir.path().join("out/report.json");
+    history_ok(store, &["record", report.to_str().unwrap()]);
+    let series = sim_series(store, "accuracy", "scored", "accuracy");
     assert_eq!(series["points"][0]["value"], accuracy);
     assert!(!series["points"][0]["interval"].is_null(), "{series}");
 }

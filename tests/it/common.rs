@@ -172,3 +172,35 @@ pub fn assert_refused_at_their_key(name: &str, cases: &[(&str, &str, &str, &str)
         );
     }
 }
+
+/// The binary, with no history variable leaking in from the environment.
+pub fn servebench() -> std::process::Command {
+    let mut cmd = std::process::Command::new(assert_cmd::cargo::cargo_bin("servebench"));
+    cmd.env_remove(servebench::history::store::HISTORY_ENV)
+        .env_remove(servebench::history::hook::PAUSE_ENV);
+    cmd
+}
+
+/// `servebench history --history STORE ARGS…`, asserted to succeed; its stdout.
+pub fn history_ok(store: &str, args: &[&str]) -> Vec<u8> {
+    let out = servebench()
+        .args(["history", "--history", store])
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out.stdout
+}
+
+/// `history series --format json` of one figure of a phase run against target `sim`.
+pub fn sim_series(store: &str, plan: &str, phase: &str, figure: &str) -> serde_json::Value {
+    let args = [
+        "series", "--plan", plan, "--phase", phase, "--target", "sim", "--figure", figure,
+        "--format", "json",
+    ];
+    serde_json::from_slice(&history_ok(store, &args)).unwrap()
+}

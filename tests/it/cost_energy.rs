@@ -8,6 +8,8 @@ use std::path::Path;
 
 use servebench::report::Report;
 use servebench::report::compare::compare;
+
+use crate::common::{history_ok, sim_series};
 use servebench::report::compare::gate::Gate;
 use servebench::report::figure_path::FigurePath;
 
@@ -48,12 +50,6 @@ workloads:
 phases:
   - {name: p, target: sim, workload: w, concurrency: 4, duration: 8s}
 ";
-
-fn servebench() -> std::process::Command {
-    let mut cmd = std::process::Command::new(assert_cmd::cargo::cargo_bin!("servebench"));
-    cmd.env_remove(servebench::history::store::HISTORY_ENV);
-    cmd
-}
 
 fn value(report: &Report, path: &str) -> f64 {
     let path: FigurePath = path.parse().unwrap();
@@ -213,38 +209,17 @@ fn recorded_in_the_history(dir: &Path) {
     std::fs::write(&repriced, serde_json::to_vec(&doc).unwrap()).unwrap();
     let store = dir.join("history.sqlite");
     let store = store.to_str().unwrap();
-    let out = servebench()
-        .args(["history", "record", "--history", store])
-        .arg(&report_path)
-        .arg(&repriced)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    history_ok(
+        store,
+        &[
+            "record",
+            report_path.to_str().unwrap(),
+            repriced.to_str().unwrap(),
+        ],
     );
     let report: Report = serde_json::from_value(doc).unwrap();
     for (path, _) in FIGURES {
-        let out = servebench()
-            .args([
-                "history",
-                "--history",
-                store,
-                "series",
-                "--plan",
-                "cost-energy-e2e",
-            ])
-            .args(["--phase", "p", "--target", "sim", "--figure", path])
-            .args(["--format", "json"])
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let series: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        let series = sim_series(store, "cost-energy-e2e", "p", path);
         let points = series["points"].as_array().expect("points");
         assert_eq!(points.len(), 2, "{path}: {series}");
         assert_eq!(points[0]["deployment"], points[1]["deployment"], "{path}");
@@ -255,15 +230,9 @@ fn recorded_in_the_history(dir: &Path) {
         );
     }
     let export = dir.join("export");
-    let out = servebench()
-        .args(["history", "--history", store, "export", "--format", "csv"])
-        .arg(&export)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    history_ok(
+        store,
+        &["export", "--format", "csv", export.to_str().unwrap()],
     );
     let figures = std::fs::read_to_string(export.join("figures.csv")).unwrap();
     for (path, _) in FIGURES {

@@ -9,6 +9,8 @@ use std::path::Path;
 
 use servebench::report::Report;
 use servebench::report::compare::compare;
+
+use crate::common::{history_ok, sim_series};
 use servebench::report::compare::gate::Gate;
 
 const SCHEMA: &str = r#"{type: object, required: [name, age, tags], properties: {name: {type: string}, age: {type: integer, minimum: 0, maximum: 120}, tags: {type: array, items: {type: string}}, kind: {enum: [a, b, c]}}}"#;
@@ -27,14 +29,6 @@ defaults: {{target: sim}}
 phases:
 {phases}"
     )
-}
-
-/// The binary, with no history variable leaking in from the environment.
-fn servebench() -> std::process::Command {
-    let mut cmd = std::process::Command::new(assert_cmd::cargo::cargo_bin!("servebench"));
-    cmd.env_remove(servebench::history::store::HISTORY_ENV)
-        .env_remove(servebench::history::hook::PAUSE_ENV);
-    cmd
 }
 
 async fn run(dir: &Path, yaml: &str) -> Report {
@@ -250,42 +244,10 @@ async fn valid_share_and_overhead_reach_every_output() {
     // The history: recorded with its interval, read back as a series.
     let store = dir.path().join("history.sqlite");
     let store = store.to_str().unwrap();
-    let out = servebench()
-        .args(["history", "record", "--history", store])
-        .arg(dir.path().join("out/report.json"))
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let report = dir.path().join("out/report.json");
+    history_ok(store, &["record", report.to_str().unwrap()]);
     for figure in ["valid_share", "overhead.tpot_p50"] {
-        let out = servebench()
-            .args([
-                "history",
-                "series",
-                "--history",
-                store,
-                "--plan",
-                "structured",
-                "--phase",
-                "json",
-                "--target",
-                "sim",
-                "--figure",
-                figure,
-                "--format",
-                "json",
-            ])
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let series: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        let series = sim_series(store, "structured", "json", figure);
         let point = &series["points"][0];
         assert!(point["value"].is_number(), "{figure}: {series}");
         if figure == "valid_share" {

@@ -341,38 +341,10 @@ fn check_compare_and_gates(report: &Report, gates: &[&str], listed: &str) {
 fn check_history(dir: &Path, report: &Report, figures: &[&str]) {
     let store = dir.join("history.db");
     let store = store.to_str().unwrap();
-    let history = |args: &[&str]| {
-        let out = std::process::Command::new(assert_cmd::cargo::cargo_bin("servebench"))
-            .env_remove(servebench::history::store::HISTORY_ENV)
-            .args(["history"])
-            .args(args)
-            .args(["--history", store])
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        out.stdout
-    };
     let path = dir.join("out/report.json");
-    history(&["record", path.to_str().unwrap()]);
+    crate::common::history_ok(store, &["record", path.to_str().unwrap()]);
     for figure in figures {
-        let out = history(&[
-            "series",
-            "--plan",
-            "token-split",
-            "--phase",
-            "p",
-            "--target",
-            "sim",
-            "--figure",
-            figure,
-            "--format",
-            "json",
-        ]);
-        let json: Value = serde_json::from_slice(&out).unwrap();
+        let json = crate::common::sim_series(store, "token-split", "p", figure);
         let want = value(report, figure).expect("the report has it");
         assert_eq!(
             json["points"][0]["value"].as_f64(),

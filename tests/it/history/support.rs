@@ -99,13 +99,7 @@ pub fn report(doc: &Value) -> servebench::report::Report {
     serde_json::from_value(doc.clone()).expect("a report")
 }
 
-/// The binary, with no history variable leaking in from the environment.
-pub fn servebench() -> std::process::Command {
-    let mut cmd = std::process::Command::new(assert_cmd::cargo::cargo_bin("servebench"));
-    cmd.env_remove(servebench::history::store::HISTORY_ENV)
-        .env_remove(servebench::history::hook::PAUSE_ENV);
-    cmd
-}
+pub use crate::common::servebench;
 
 /// `history list --format json` of a store, from a fresh process: every run's JSON.
 pub fn list_runs(location: &str, extra: &[&str]) -> Vec<Value> {
