@@ -5,7 +5,6 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::Distributions;
-use crate::figure::Stat;
 use crate::plan::Objective;
 
 /// One objective against one group's (or phase's) figures.
@@ -35,14 +34,7 @@ pub fn slo_checks(
         .iter()
         .filter_map(|&objective| {
             let value = match objective {
-                Objective::Stat(figure, stat, _) => figures.get(figure).map(|d| match stat {
-                    Stat::P50 => d.p50,
-                    Stat::P95 => d.p95,
-                    Stat::P99 => d.p99,
-                    Stat::Min => d.min,
-                    Stat::Max => d.max,
-                    Stat::Mean => d.mean,
-                }),
+                Objective::Stat(figure, stat, _) => figures.get(figure).map(|d| stat.of(d)),
                 Objective::ErrorRate(_) => Some(errors as f64 / requests.max(1) as f64),
                 Objective::Goodput(_) => return None,
             };

@@ -182,12 +182,7 @@ pub fn sparkline(trend: &SeriesTrend, provenance: &[ProvenanceChange]) -> String
                 format!("{px:.0},{py:.0}")
             })
             .collect();
-        let _ = write!(
-            out,
-            "<polyline class=\"run-line\" fill=\"none\" stroke=\"{}\" stroke-width=\"1.2\" points=\"{}\"/>",
-            PALETTE[0],
-            coords.join(" ")
-        );
+        run_line(&mut out, &coords);
     }
     out.push_str("</svg>");
     out
@@ -319,12 +314,7 @@ fn line(out: &mut String, frame: &Frame, changed: &[(usize, Vec<&ProvenanceChang
             // Whole pixels: a finer line is not visible at the chart's width.
             .map(|&i| format!("{:.0},{:.0}", frame.px(i), frame.py(points[i].value)))
             .collect();
-        let _ = write!(
-            out,
-            "<polyline class=\"run-line\" fill=\"none\" stroke=\"{}\" stroke-width=\"1.2\" points=\"{}\"/>",
-            PALETTE[0],
-            coords.join(" ")
-        );
+        run_line(out, &coords);
     }
 }
 
@@ -459,6 +449,16 @@ fn alert_marks(out: &mut String, frame: &Frame, alerts: &[&Alert]) {
             a.id
         );
     }
+}
+
+/// One piece of a series' line through its runs' `coords` (`x,y`).
+fn run_line(out: &mut String, coords: &[String]) {
+    let _ = write!(
+        out,
+        "<polyline class=\"run-line\" fill=\"none\" stroke=\"{}\" stroke-width=\"1.2\" points=\"{}\"/>",
+        PALETTE[0],
+        coords.join(" ")
+    );
 }
 
 fn rule(out: &mut String, x: f64, top: f64, bottom: f64, color: &str, dash: &str) {
