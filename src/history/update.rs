@@ -4,7 +4,7 @@
 
 use super::series::{Alert, AlertState};
 use super::store::{HistoryError, Store};
-use super::trend::{SeriesTrend, Settings, analyse, rules, update_alerts};
+use super::trend::{SeriesTrend, Settings, analyse_each, rules, update_alerts};
 
 /// A store's trends and alerts after an update, with the detection settings they were
 /// found with.
@@ -37,10 +37,7 @@ pub fn update(
         let (own, watch) = rules(store.plan_history(plan)?.as_ref());
         used = settings.copied().unwrap_or(own);
         let prior = store.alerts(Some(plan))?;
-        let mut mine = Vec::new();
-        for (key, points) in store.plan_series(plan)? {
-            mine.push(analyse(&key, points, &used));
-        }
+        let mine = analyse_each(store.plan_series(plan)?, &used);
         let changed = update_alerts(plan, &mine, &prior, &watch, &used);
         if !changed.save.is_empty() {
             let ids = store.save_alerts(&changed.save)?;

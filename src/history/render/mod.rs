@@ -57,13 +57,7 @@ impl TrendReport<'_> {
     /// how many runs it was open, newest first.
     fn recently_closed(&self) -> Vec<(&Alert, Option<usize>)> {
         let ranks = Ranks::of(self.trends);
-        let newest = self
-            .trends
-            .iter()
-            .flat_map(|t| t.points.iter())
-            .filter_map(|p| ranks.get(&p.run))
-            .max()
-            .unwrap_or(0);
+        let newest = ranks.newest_rank();
         let mut closed: Vec<(&Alert, Option<usize>)> = self
             .alerts
             .iter()

@@ -1,23 +1,28 @@
 //! The team backend: one PostgreSQL database (`--history postgres://…`), each recording one
 //! transaction that first takes a transaction-scoped advisory lock, so recorders queue and a
 //! retried recording finds its first copy.
+//!
+//! The asynchronous client runs on a runtime of its own, one `block_on` per statement: a
+//! plan's million figure rows stream in one call rather than one runtime entry per row.
 
-use std::cell::RefCell;
 use std::error::Error as _;
 
 use bytes::BytesMut;
-use postgres::fallible_iterator::FallibleIterator;
-use postgres::types::{IsNull, ToSql, Type, to_sql_checked};
-use postgres::{Client, NoTls, Row};
+use futures_util::TryStreamExt;
+use tokio::runtime::Runtime;
+use tokio_postgres::types::{IsNull, ToSql, Type, to_sql_checked};
+use tokio_postgres::{Client, NoTls, Row};
 
 use super::super::HistoryError;
-use super::sql::{Cell, Column, ColumnKind, Dialect, Driver};
+use super::sql::{Cell, CellRef, Column, ColumnKind, Dialect, Driver};
 
 /// The advisory lock every write transaction takes (an arbitrary constant: "servebench").
 const WRITE_LOCK: i64 = 0x7365_7276_6562_656e;
 
 pub struct Postgres {
-    client: RefCell<Client>,
+    // Declared before the runtime, so the client (and its connection task) go first.
+    client: Client,
+    runtime: Runtime,
     location: String,
 }
 
@@ -49,17 +54,28 @@ impl ToSql for Cell {
 impl Postgres {
     pub fn connect(url: &str) -> Result<Postgres, HistoryError> {
         let location = redact(url);
-        let client = Client::connect(url, NoTls).map_err(|e| HistoryError::Open {
+        let open_error = |detail: String| HistoryError::Open {
             location: location.clone(),
-            detail: describe(&e),
-        })?;
+            detail,
+        };
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .map_err(|e| open_error(format!("cannot start the database client: {e}")))?;
+        let (client, connection) = runtime
+            .block_on(tokio_postgres::connect(url, NoTls))
+            .map_err(|e| open_error(describe(&e)))?;
+        // The connection is driven while a statement's `block_on` runs; a broken one fails
+        // the statement waiting on it, which reports it.
+        runtime.spawn(connection);
         Ok(Postgres {
-            client: RefCell::new(client),
+            client,
+            runtime,
             location,
         })
     }
 
-    fn error(&self, e: postgres::Error) -> HistoryError {
+    fn error(&self, e: tokio_postgres::Error) -> HistoryError {
         HistoryError::Database {
             location: self.location.clone(),
             detail: describe(&e),
@@ -67,8 +83,8 @@ impl Postgres {
     }
 }
 
-/// The server's message when there is one (`postgres::Error`'s own text is only "db error").
-fn describe(e: &postgres::Error) -> String {
+/// The server's message when there is one (the error's own text is only "db error").
+fn describe(e: &tokio_postgres::Error) -> String {
     match e.as_db_error() {
         Some(db) => format!("{}: {}", db.severity(), db.message()),
         None => match e.source() {
@@ -103,28 +119,31 @@ fn kind(ty: &Type) -> ColumnKind {
     }
 }
 
-fn cells(row: &Row) -> Result<Vec<Cell>, postgres::Error> {
-    (0..row.len())
-        .map(|i| {
-            let ty = row.columns()[i].type_();
-            Ok(match *ty {
-                Type::BOOL => row.try_get::<_, Option<bool>>(i)?.map(Cell::Bool),
+fn cells(row: &Row) -> Result<Vec<CellRef<'_>>, tokio_postgres::Error> {
+    let mut cells = Vec::with_capacity(row.len());
+    for (i, column) in row.columns().iter().enumerate() {
+        cells.push(
+            match *column.type_() {
+                Type::BOOL => row.try_get::<_, Option<bool>>(i)?.map(CellRef::Bool),
                 Type::INT2 => row
                     .try_get::<_, Option<i16>>(i)?
-                    .map(|n| Cell::Int(n.into())),
+                    .map(|n| CellRef::Int(n.into())),
                 Type::INT4 => row
                     .try_get::<_, Option<i32>>(i)?
-                    .map(|n| Cell::Int(n.into())),
-                Type::INT8 => row.try_get::<_, Option<i64>>(i)?.map(Cell::Int),
+                    .map(|n| CellRef::Int(n.into())),
+                Type::INT8 => row.try_get::<_, Option<i64>>(i)?.map(CellRef::Int),
                 Type::FLOAT4 => row
                     .try_get::<_, Option<f32>>(i)?
-                    .map(|x| Cell::Real(x.into())),
-                Type::FLOAT8 => row.try_get::<_, Option<f64>>(i)?.map(Cell::Real),
-                _ => row.try_get::<_, Option<String>>(i)?.map(Cell::Text),
+                    .map(|x| CellRef::Real(x.into())),
+                Type::FLOAT8 => row.try_get::<_, Option<f64>>(i)?.map(CellRef::Real),
+                _ => row
+                    .try_get::<_, Option<&str>>(i)?
+                    .map(|s| CellRef::Text(s.into())),
             }
-            .unwrap_or(Cell::Null))
-        })
-        .collect()
+            .unwrap_or(CellRef::Null),
+        );
+    }
+    Ok(cells)
 }
 
 impl Driver for Postgres {
@@ -138,9 +157,8 @@ impl Driver for Postgres {
 
     fn execute(&self, sql: &str, params: &[Cell]) -> Result<u64, HistoryError> {
         let refs: Vec<&(dyn ToSql + Sync)> = params.iter().map(|p| p as _).collect();
-        self.client
-            .borrow_mut()
-            .execute(sql, &refs)
+        self.runtime
+            .block_on(self.client.execute(sql, &refs))
             .map_err(|e| self.error(e))
     }
 
@@ -148,22 +166,31 @@ impl Driver for Postgres {
         &self,
         sql: &str,
         params: &[Cell],
-        row: &mut dyn FnMut(&[Cell]) -> Result<(), HistoryError>,
+        row: &mut dyn FnMut(&[CellRef<'_>]) -> Result<(), HistoryError>,
     ) -> Result<(), HistoryError> {
-        let mut client = self.client.borrow_mut();
         let refs = params.iter().map(|p| p as &(dyn ToSql + Sync));
-        let mut rows = client.query_raw(sql, refs).map_err(|e| self.error(e))?;
-        while let Some(r) = rows.next().map_err(|e| self.error(e))? {
-            row(&cells(&r).map_err(|e| self.error(e))?)?;
-        }
-        Ok(())
+        self.runtime.block_on(async {
+            let rows = self
+                .client
+                .query_raw(sql, refs)
+                .await
+                .map_err(|e| self.error(e))?;
+            futures_util::pin_mut!(rows);
+            while let Some(r) = rows.try_next().await.map_err(|e| self.error(e))? {
+                row(&cells(&r).map_err(|e| self.error(e))?)?;
+            }
+            Ok(())
+        })
     }
 
     fn table(&self, sql: &str) -> Result<(Vec<Column>, Vec<Vec<Cell>>), HistoryError> {
-        let statement = self
-            .client
-            .borrow_mut()
-            .prepare(sql)
+        let (statement, rows) = self
+            .runtime
+            .block_on(async {
+                let statement = self.client.prepare(sql).await?;
+                let rows = self.client.query(&statement, &[]).await?;
+                Ok((statement, rows))
+            })
             .map_err(|e| self.error(e))?;
         let columns = statement
             .columns()
@@ -173,23 +200,17 @@ impl Driver for Postgres {
                 kind: kind(c.type_()),
             })
             .collect();
-        let rows = self
-            .client
-            .borrow_mut()
-            .query(&statement, &[])
-            .map_err(|e| self.error(e))?;
         let rows = rows
             .iter()
-            .map(cells)
+            .map(|row| Ok(cells(row)?.iter().map(CellRef::owned).collect()))
             .collect::<Result<_, _>>()
             .map_err(|e| self.error(e))?;
         Ok((columns, rows))
     }
 
     fn batch(&self, sql: &str) -> Result<(), HistoryError> {
-        self.client
-            .borrow_mut()
-            .batch_execute(sql)
+        self.runtime
+            .block_on(self.client.batch_execute(sql))
             .map_err(|e| self.error(e))
     }
 

@@ -2,6 +2,8 @@
 //! (a search's rows and capacity series come from `searches`).
 
 use std::collections::BTreeMap;
+
+use foldhash::HashMap;
 use std::sync::Arc;
 
 use serde_json::Value;
@@ -402,38 +404,55 @@ fn figure_point(
     Ok(point)
 }
 
-/// Every series of `plan`, in key order, read with one query for the phases' figures (and
-/// one per capacity search): a trend over a thousand runs reads in one pass, not one query
-/// per series.
+/// Every series of `plan`, in key order. The plan's phases are read once, then its figures
+/// without a join (matched to their phase in memory), then each capacity search: a trend
+/// over a thousand runs reads one row per figure, not one query per series or a phase's
+/// facts once per figure.
 pub fn plan_series(
     driver: &dyn Driver,
     plan: &str,
 ) -> Result<Vec<(SeriesKey, Vec<Point>)>, HistoryError> {
     let bad = || damaged(driver, "series point");
+    let phases = PlanPhases::read(driver, plan, &bad)?;
     let mut series = SeriesByKey::default();
-    let mut phases = PhasesOnce::default();
-    // Unordered: the rows are grouped and each series sorted here, cheaper than the
-    // database sorting every wide row of a thousand runs.
+    // The figures table is kept in run and phase order, so a phase's rows follow each other.
+    let mut last: Option<(String, i64, Option<usize>)> = None;
     driver.each_row(
-        "SELECT r.id, r.started_at, f.value, f.lo, f.hi, p.work_sha256, p.deployment_sha256,
-            p.trust, p.partial, r.complete, r.excluded, p.cached_token_ratio,
-            p.server_queue_share, p.server_uptime_s, p.late_share, f.band_lo, f.band_hi,
-            p.phase, p.target, f.figure, p.ordinal
-         FROM figures f
-         JOIN phases p ON p.run = f.run AND p.ordinal = f.ordinal
-         JOIN runs r ON r.id = f.run
-         WHERE r.plan = $1",
+        "SELECT run, ordinal, figure, value, lo, hi, band_lo, band_hi FROM figures
+         WHERE run IN (SELECT id FROM runs WHERE plan = $1)",
         &[Cell::from(plan)],
         &mut |r| {
-            let text = |i: usize| r[i].text().ok_or_else(bad);
-            let points = series.of(plan, text(17)?, text(18)?, text(19)?);
-            let ordinal = r[20].int().ok_or_else(bad)?;
-            let phase = phases.of(r, ordinal, &bad)?;
-            points.push((ordinal, figure_point(r, &bad, phase)?));
+            let run = r[0].text().ok_or_else(bad)?;
+            let ordinal = r[1].int().ok_or_else(bad)?;
+            let at = match &last {
+                Some((last_run, last_ordinal, at))
+                    if last_run == run && *last_ordinal == ordinal =>
+                {
+                    *at
+                }
+                _ => {
+                    let at = phases.find(run, ordinal);
+                    last = Some((run.to_string(), ordinal, at));
+                    at
+                }
+            };
+            // A figure without its phase's row is no series' point (as a join would drop it).
+            let Some(at) = at else { return Ok(()) };
+            let phase = &phases.list[at];
+            let mut point = Point::new(
+                phase.facts.clone(),
+                r[3].real().ok_or_else(bad)?,
+                r[4].real().zip(r[5].real()),
+            );
+            point.late_band = r[6].real().zip(r[7].real());
+            let runs = phases.runs_of[phase.name];
+            series
+                .of(phase.name, r[2].text().ok_or_else(bad)?, runs)
+                .push((phase.order, point));
             Ok(())
         },
     )?;
-    let mut out = series.in_run_order();
+    let mut out = series.in_run_order(plan, &phases.names);
     for key in super::searches::keys(driver, Some(plan))? {
         let points = super::searches::series(driver, &key)?;
         out.push((key, points));
@@ -442,92 +461,139 @@ pub fn plan_series(
     Ok(out)
 }
 
-/// A plan's series as their rows arrive, each point with its phase's ordinal.
+/// A plan's phases, each with its facts, its (phase, target) and its place in run order.
+struct PlanPhases {
+    list: Vec<PlanPhase>,
+    /// Each run's phases by ordinal.
+    by_run: HashMap<String, Vec<(i64, usize)>>,
+    /// The (phase, target) names, indexed by `PlanPhase::name`.
+    names: Vec<(String, String)>,
+    /// How many phases have each name: the most points a series of it can have.
+    runs_of: Vec<usize>,
+}
+
+struct PlanPhase {
+    facts: Arc<PhaseFacts>,
+    name: usize,
+    /// Rank by run start, run and ordinal: the order of a series' points.
+    order: usize,
+}
+
+impl PlanPhases {
+    fn read(
+        driver: &dyn Driver,
+        plan: &str,
+        bad: &dyn Fn() -> HistoryError,
+    ) -> Result<PlanPhases, HistoryError> {
+        // Columns 0-1 and 5-14 as `figure_facts` reads them; 2-4 name the phase.
+        let rows = driver.query(
+            "SELECT r.id, r.started_at, p.phase, p.target, p.ordinal, p.work_sha256,
+                p.deployment_sha256, p.trust, p.partial, r.complete, r.excluded,
+                p.cached_token_ratio, p.server_queue_share, p.server_uptime_s, p.late_share
+             FROM phases p JOIN runs r ON r.id = p.run
+             WHERE r.plan = $1",
+            &[Cell::from(plan)],
+        )?;
+        let mut names: Vec<(String, String)> = Vec::new();
+        let mut name_index: HashMap<(String, String), usize> = HashMap::default();
+        let mut by_run: HashMap<String, Vec<(i64, usize)>> = HashMap::default();
+        let mut list = Vec::with_capacity(rows.len());
+        let mut ordinals = Vec::with_capacity(rows.len());
+        for r in &rows {
+            let facts = figure_facts(r, bad)?;
+            let name = (
+                r[2].string().ok_or_else(bad)?,
+                r[3].string().ok_or_else(bad)?,
+            );
+            let ordinal = r[4].int().ok_or_else(bad)?;
+            let name = *name_index.entry(name.clone()).or_insert_with(|| {
+                names.push(name);
+                names.len() - 1
+            });
+            by_run
+                .entry(facts.run.clone())
+                .or_default()
+                .push((ordinal, list.len()));
+            ordinals.push(ordinal);
+            list.push(PlanPhase {
+                facts: Arc::new(facts),
+                name,
+                order: 0,
+            });
+        }
+        let mut in_order: Vec<usize> = (0..list.len()).collect();
+        in_order.sort_by(|&a, &b| {
+            let (fa, fb) = (&list[a].facts, &list[b].facts);
+            (&fa.started_at, &fa.run, ordinals[a]).cmp(&(&fb.started_at, &fb.run, ordinals[b]))
+        });
+        for (order, at) in in_order.into_iter().enumerate() {
+            list[at].order = order;
+        }
+        let mut runs_of = vec![0; names.len()];
+        for phase in &list {
+            runs_of[phase.name] += 1;
+        }
+        Ok(PlanPhases {
+            list,
+            by_run,
+            names,
+            runs_of,
+        })
+    }
+
+    fn find(&self, run: &str, ordinal: i64) -> Option<usize> {
+        let phases = self.by_run.get(run)?;
+        phases
+            .iter()
+            .find(|(o, _)| *o == ordinal)
+            .map(|(_, at)| *at)
+    }
+}
+
+/// A plan's series as their rows arrive, each point with its phase's place in run order.
 #[derive(Default)]
 struct SeriesByKey {
-    index: std::collections::HashMap<String, usize>,
-    series: Vec<(SeriesKey, Vec<(i64, Point)>)>,
-    lookup: String,
+    figures: HashMap<String, usize>,
+    index: HashMap<(usize, usize), usize>,
+    series: Vec<(usize, String, Vec<(usize, Point)>)>,
 }
 
 impl SeriesByKey {
-    fn of(
-        &mut self,
-        plan: &str,
-        phase: &str,
-        target: &str,
-        figure: &str,
-    ) -> &mut Vec<(i64, Point)> {
-        self.lookup.clear();
-        for part in [phase, target, figure] {
-            self.lookup.push_str(part);
-            self.lookup.push('\0');
-        }
-        let at = match self.index.get(self.lookup.as_str()) {
+    /// The points of figure `figure` of the phase named `name` (an index into the plan's
+    /// names), room made for `runs` of them when the series is new.
+    fn of(&mut self, name: usize, figure: &str, runs: usize) -> &mut Vec<(usize, Point)> {
+        let figure_at = match self.figures.get(figure) {
             Some(&at) => at,
             None => {
-                let key = SeriesKey {
-                    plan: plan.to_string(),
-                    phase: phase.to_string(),
-                    target: target.to_string(),
-                    figure: figure.to_string(),
-                };
-                self.series.push((key, Vec::new()));
-                self.index
-                    .insert(self.lookup.clone(), self.series.len() - 1);
-                self.series.len() - 1
+                let at = self.figures.len();
+                self.figures.insert(figure.to_string(), at);
+                at
             }
         };
-        &mut self.series[at].1
+        let at = *self.index.entry((name, figure_at)).or_insert_with(|| {
+            self.series
+                .push((name, figure.to_string(), Vec::with_capacity(runs)));
+            self.series.len() - 1
+        });
+        &mut self.series[at].2
     }
 
     /// Each series' points by run start, run and phase order.
-    fn in_run_order(self) -> Vec<(SeriesKey, Vec<Point>)> {
+    fn in_run_order(self, plan: &str, names: &[(String, String)]) -> Vec<(SeriesKey, Vec<Point>)> {
         self.series
             .into_iter()
-            .map(|(key, mut points)| {
-                points.sort_by(|(a_ord, a), (b_ord, b)| {
-                    (&a.started_at, &a.run, a_ord).cmp(&(&b.started_at, &b.run, b_ord))
-                });
+            .map(|(name, figure, mut points)| {
+                points.sort_unstable_by_key(|(order, _)| *order);
+                let (phase, target) = &names[name];
+                let key = SeriesKey {
+                    plan: plan.to_string(),
+                    phase: phase.clone(),
+                    target: target.clone(),
+                    figure,
+                };
                 (key, points.into_iter().map(|(_, p)| p).collect())
             })
             .collect()
-    }
-}
-
-/// Each run's phase facts, read once from the first of its figures' rows and shared by
-/// the rest (which mostly follow it: the figures table is kept in run and phase order).
-#[derive(Default)]
-struct PhasesOnce {
-    seen: std::collections::HashMap<(String, i64), Arc<PhaseFacts>>,
-    last: Option<(String, i64, Arc<PhaseFacts>)>,
-}
-
-impl PhasesOnce {
-    fn of(
-        &mut self,
-        r: &[Cell],
-        ordinal: i64,
-        bad: &dyn Fn() -> HistoryError,
-    ) -> Result<Arc<PhaseFacts>, HistoryError> {
-        let run = r[0].text().ok_or_else(bad)?;
-        if let Some((last_run, last_ordinal, facts)) = &self.last
-            && last_run == run
-            && *last_ordinal == ordinal
-        {
-            return Ok(facts.clone());
-        }
-        let key = (run.to_string(), ordinal);
-        let facts = match self.seen.get(&key) {
-            Some(kept) => kept.clone(),
-            None => {
-                let facts = Arc::new(figure_facts(r, bad)?);
-                self.seen.insert(key.clone(), facts.clone());
-                facts
-            }
-        };
-        self.last = Some((key.0, ordinal, facts.clone()));
-        Ok(facts)
     }
 }
 

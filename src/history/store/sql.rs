@@ -4,6 +4,8 @@
 //! Every statement is written once with `$1, $2, …` placeholders in order, which PostgreSQL
 //! reads as positional parameters and SQLite as named ones numbered the same way.
 
+use std::borrow::Cow;
+
 use super::super::HistoryError;
 
 /// One SQL value as the store binds and reads it.
@@ -29,17 +31,60 @@ impl Cell {
     }
 
     pub fn int(&self) -> Option<i64> {
+        self.borrowed().int()
+    }
+
+    pub fn real(&self) -> Option<f64> {
+        self.borrowed().real()
+    }
+
+    pub fn bool(&self) -> Option<bool> {
+        self.borrowed().bool()
+    }
+
+    fn borrowed(&self) -> CellRef<'_> {
         match self {
-            Cell::Int(n) => Some(*n),
+            Cell::Null => CellRef::Null,
+            Cell::Int(n) => CellRef::Int(*n),
+            Cell::Real(x) => CellRef::Real(*x),
+            Cell::Text(s) => CellRef::Text(Cow::Borrowed(s)),
+            Cell::Bool(b) => CellRef::Bool(*b),
+        }
+    }
+}
+
+/// One SQL value as a row being read holds it: a plan's million figure rows are read
+/// without a string made for each text cell.
+#[derive(Debug, Clone, PartialEq)]
+pub enum CellRef<'a> {
+    Null,
+    Int(i64),
+    Real(f64),
+    /// Borrowed from the row; owned only when the database's bytes were not UTF-8.
+    Text(Cow<'a, str>),
+    Bool(bool),
+}
+
+impl CellRef<'_> {
+    pub fn text(&self) -> Option<&str> {
+        match self {
+            CellRef::Text(s) => Some(s),
+            _ => None,
+        }
+    }
+
+    pub fn int(&self) -> Option<i64> {
+        match self {
+            CellRef::Int(n) => Some(*n),
             _ => None,
         }
     }
 
     pub fn real(&self) -> Option<f64> {
         match self {
-            Cell::Real(x) => Some(*x),
+            CellRef::Real(x) => Some(*x),
             // SQLite hands back a whole-valued REAL written as an integer in some cases.
-            Cell::Int(n) => Some(*n as f64),
+            CellRef::Int(n) => Some(*n as f64),
             _ => None,
         }
     }
@@ -47,9 +92,19 @@ impl Cell {
     /// SQLite keeps booleans as 0 and 1.
     pub fn bool(&self) -> Option<bool> {
         match self {
-            Cell::Bool(b) => Some(*b),
-            Cell::Int(n) => Some(*n != 0),
+            CellRef::Bool(b) => Some(*b),
+            CellRef::Int(n) => Some(*n != 0),
             _ => None,
+        }
+    }
+
+    pub fn owned(&self) -> Cell {
+        match self {
+            CellRef::Null => Cell::Null,
+            CellRef::Int(n) => Cell::Int(*n),
+            CellRef::Real(x) => Cell::Real(*x),
+            CellRef::Text(s) => Cell::Text(s.to_string()),
+            CellRef::Bool(b) => Cell::Bool(*b),
         }
     }
 }
@@ -149,18 +204,18 @@ pub trait Driver {
     fn query(&self, sql: &str, params: &[Cell]) -> Result<Vec<Vec<Cell>>, HistoryError> {
         let mut rows = Vec::new();
         self.each_row(sql, params, &mut |row| {
-            rows.push(row.to_vec());
+            rows.push(row.iter().map(CellRef::owned).collect());
             Ok(())
         })?;
         Ok(rows)
     }
-    /// Hand each row of a query to `row` as it arrives, none kept: a plan's thousand runs of
-    /// figures are read without holding them twice.
+    /// Hand each row of a query to `row` as it arrives, borrowed and none kept: a plan's
+    /// thousand runs of figures are read without holding them twice.
     fn each_row(
         &self,
         sql: &str,
         params: &[Cell],
-        row: &mut dyn FnMut(&[Cell]) -> Result<(), HistoryError>,
+        row: &mut dyn FnMut(&[CellRef<'_>]) -> Result<(), HistoryError>,
     ) -> Result<(), HistoryError>;
     /// A whole query's columns with their declared types, and its rows with each value of
     /// that type (SQLite's 0/1 as booleans, whole REALs as reals).

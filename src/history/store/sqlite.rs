@@ -8,7 +8,7 @@ use rusqlite::types::{ToSqlOutput, Value, ValueRef};
 use rusqlite::{Connection, ErrorCode, OpenFlags};
 
 use super::super::HistoryError;
-use super::sql::{Cell, Column, ColumnKind, Dialect, Driver};
+use super::sql::{Cell, CellRef, Column, ColumnKind, Dialect, Driver};
 
 /// How long a recorder waits for another one's transaction before giving up.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(60);
@@ -105,14 +105,14 @@ impl Sqlite {
     }
 }
 
-fn cell(value: ValueRef<'_>) -> Cell {
+fn cell(value: ValueRef<'_>) -> CellRef<'_> {
     match value {
-        ValueRef::Null => Cell::Null,
-        ValueRef::Integer(n) => Cell::Int(n),
-        ValueRef::Real(x) => Cell::Real(x),
-        ValueRef::Text(t) => Cell::Text(String::from_utf8_lossy(t).into_owned()),
+        ValueRef::Null => CellRef::Null,
+        ValueRef::Integer(n) => CellRef::Int(n),
+        ValueRef::Real(x) => CellRef::Real(x),
+        ValueRef::Text(t) => CellRef::Text(String::from_utf8_lossy(t)),
         // The store writes no blobs; one read back was put there by hand.
-        ValueRef::Blob(b) => Cell::Text(hex::encode(b)),
+        ValueRef::Blob(b) => CellRef::Text(hex::encode(b).into()),
     }
 }
 
@@ -140,7 +140,7 @@ impl Driver for Sqlite {
         &self,
         sql: &str,
         params: &[Cell],
-        row: &mut dyn FnMut(&[Cell]) -> Result<(), HistoryError>,
+        row: &mut dyn FnMut(&[CellRef<'_>]) -> Result<(), HistoryError>,
     ) -> Result<(), HistoryError> {
         let mut statement = self
             .connection
@@ -150,9 +150,8 @@ impl Driver for Sqlite {
         let mut rows = statement
             .query(rusqlite::params_from_iter(params))
             .map_err(|e| self.error(e))?;
-        let mut cells = Vec::with_capacity(width);
         while let Some(r) = rows.next().map_err(|e| self.error(e))? {
-            cells.clear();
+            let mut cells = Vec::with_capacity(width);
             for i in 0..width {
                 cells.push(cell(r.get_ref(i).map_err(|e| self.error(e))?));
             }

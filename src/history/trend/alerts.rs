@@ -12,13 +12,16 @@
 //! acknowledgement.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use foldhash::{HashMap, HashMapExt};
 
 use super::analyse::analyse;
 use super::shape::{ChangePoint, SeriesTrend, Verdict, eligible};
 use super::split::Settings;
 use super::watch::Watch;
 use crate::figure::Better;
-use crate::history::series::{Alert, AlertState, Moved, RunId};
+use crate::history::series::{Alert, AlertState, Moved, PhaseFacts, RunId};
 
 /// How many eligible runs a change may move, as runs arrive, and still be the same change;
 /// also how close two series' changes are to be one.
@@ -35,20 +38,32 @@ pub struct AlertUpdate {
 /// Where each run sits among a plan's eligible runs: how many eligible runs started before
 /// it (an excluded run shares the rank of the eligible run after it).
 pub struct Ranks {
-    rank: BTreeMap<RunId, usize>,
+    rank: HashMap<RunId, usize>,
     newest: Option<RunId>,
 }
 
 impl Ranks {
     pub fn of(trends: &[SeriesTrend]) -> Ranks {
-        let mut runs: BTreeMap<(&str, &str), bool> = BTreeMap::new();
+        // A plan's thousand runs come as a million points, whose phases share their facts:
+        // each phase's run is looked up once, by the facts' address, then the few distinct
+        // runs are sorted.
+        let mut runs: Vec<(&str, &str, bool)> = Vec::new();
+        let mut run_at: HashMap<&str, usize> = HashMap::default();
+        let mut phase_at: HashMap<*const PhaseFacts, usize> = HashMap::default();
         for p in trends.iter().flat_map(|t| &t.points) {
-            *runs.entry((&p.started_at, &p.run)).or_default() |= eligible(p);
+            let at = *phase_at.entry(Arc::as_ptr(&p.phase.0)).or_insert_with(|| {
+                *run_at.entry(&p.run).or_insert_with(|| {
+                    runs.push((&p.started_at, &p.run, false));
+                    runs.len() - 1
+                })
+            });
+            runs[at].2 |= eligible(p);
         }
-        let mut rank = BTreeMap::new();
+        runs.sort_unstable();
+        let mut rank = HashMap::with_capacity(runs.len());
         let mut seen = 0;
         let mut newest = None;
-        for ((_, run), ok) in runs {
+        for (_, run, ok) in runs {
             rank.insert(run.to_string(), seen);
             if ok {
                 seen += 1;
@@ -60,6 +75,11 @@ impl Ranks {
 
     pub fn get(&self, run: &str) -> Option<usize> {
         self.rank.get(run).copied()
+    }
+
+    /// The rank of the newest run (0 without runs).
+    pub fn newest_rank(&self) -> usize {
+        self.rank.values().copied().max().unwrap_or(0)
     }
 
     /// Eligible runs from `a` to `b`.

@@ -14,6 +14,48 @@ use crate::history::searches::is_capacity;
 use crate::history::series::{Point, SeriesKey};
 use crate::report::model::figure_path::FigurePath;
 
+/// The trend of each of `series`, in their order, on as many threads as the machine has
+/// cores: a plan's series are independent, and a thousand runs of them take a second on one.
+pub fn analyse_each(series: Vec<(SeriesKey, Vec<Point>)>, settings: &Settings) -> Vec<SeriesTrend> {
+    let threads = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .min(series.len());
+    if threads <= 1 {
+        return series
+            .into_iter()
+            .map(|(key, points)| analyse(&key, points, settings))
+            .collect();
+    }
+    let per_thread = series.len().div_ceil(threads);
+    let mut parts = Vec::with_capacity(threads);
+    let mut rest = series;
+    while rest.len() > per_thread {
+        let tail = rest.split_off(per_thread);
+        parts.push(rest);
+        rest = tail;
+    }
+    parts.push(rest);
+    std::thread::scope(|scope| {
+        let running: Vec<_> = parts
+            .into_iter()
+            .map(|part| {
+                scope.spawn(move || {
+                    part.into_iter()
+                        .map(|(key, points)| analyse(&key, points, settings))
+                        .collect::<Vec<_>>()
+                })
+            })
+            .collect();
+        running
+            .into_iter()
+            .flat_map(|t| {
+                t.join()
+                    .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+            })
+            .collect()
+    })
+}
+
 /// The trend of one series.
 pub fn analyse(key: &SeriesKey, mut points: Vec<Point>, settings: &Settings) -> SeriesTrend {
     // Only a narrow band keeps a client-bound point eligible; a wide one is dropped here.
@@ -186,6 +228,35 @@ mod tests {
         // Analysed again (as alerts do with a prefix), the verdicts stand.
         let again = analyse(&key(), trend.points.clone(), &settings);
         assert_eq!(again.points.iter().map(eligible).collect::<Vec<_>>(), kept);
+    }
+
+    #[test]
+    fn series_analysed_on_several_threads_come_back_in_order_as_one_by_one() {
+        let settings = Settings::default();
+        let series: Vec<(SeriesKey, Vec<Point>)> = (0..7)
+            .map(|s| {
+                let key = SeriesKey {
+                    figure: format!("ttft.p{}", 90 + s),
+                    ..key()
+                };
+                // A step at a different run in each series, so their trends differ.
+                let points = (0..30)
+                    .map(|n| {
+                        point(
+                            n,
+                            if n < 10 + s { 1.0 } else { 1.5 } + (n % 3) as f64 * 0.01,
+                        )
+                    })
+                    .collect();
+                (key, points)
+            })
+            .collect();
+        let one_by_one: Vec<SeriesTrend> = series
+            .iter()
+            .map(|(key, points)| analyse(key, points.clone(), &settings))
+            .collect();
+        assert_eq!(analyse_each(series, &settings), one_by_one);
+        assert!(analyse_each(Vec::new(), &settings).is_empty());
     }
 
     #[test]

@@ -18,7 +18,7 @@ mod watch;
 pub use stats::relative as relative_change;
 
 pub use alerts::{AlertUpdate, Ranks, SAME_CHANGE, update_alerts};
-pub use analyse::analyse;
+pub use analyse::{analyse, analyse_each};
 pub use conditions::{CACHE_RATIO_BOUND, ConditionChange, QUEUE_SHARE_BOUND};
 pub use detect::change_points;
 pub use provenance::{ProvenanceChange, provenance_changes};

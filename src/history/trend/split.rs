@@ -84,11 +84,16 @@ pub(super) struct SquaredError {
 
 impl SquaredError {
     pub(super) fn new(values: &[f64]) -> SquaredError {
-        let mut sum = vec![0.0];
-        let mut sum_sq = vec![0.0];
+        let mut sum = Vec::with_capacity(values.len() + 1);
+        let mut sum_sq = Vec::with_capacity(values.len() + 1);
+        let (mut total, mut total_sq) = (0.0, 0.0);
+        sum.push(total);
+        sum_sq.push(total_sq);
         for v in values {
-            sum.push(sum.last().copied().unwrap_or(0.0) + v);
-            sum_sq.push(sum_sq.last().copied().unwrap_or(0.0) + v * v);
+            total += v;
+            total_sq += v * v;
+            sum.push(total);
+            sum_sq.push(total_sq);
         }
         SquaredError { sum, sum_sq }
     }

@@ -324,6 +324,17 @@ fn a_plan_s_series_read_in_one_pass_are_the_series_read_one_by_one() {
             store.record_rows(&rows).unwrap();
         }
         store.exclude("run-0002", "noisy").unwrap();
+        // Another plan's runs in the same store (their run ids made unique by the store)
+        // are no point of this plan's series.
+        for rows in synthetic::runs("other", 3, 2, &["ttft.p99"]) {
+            store.record_rows(&rows).unwrap();
+        }
+        let other = store.plan_series("other").unwrap();
+        assert_eq!(other.len(), 2, "{location}");
+        assert!(
+            other.iter().all(|(_, points)| points.len() == 3),
+            "{location}"
+        );
         let one_by_one: Vec<(SeriesKey, Vec<servebench::history::Point>)> = store
             .keys(Some("nightly"))
             .unwrap()
@@ -334,6 +345,10 @@ fn a_plan_s_series_read_in_one_pass_are_the_series_read_one_by_one() {
             })
             .collect();
         assert_eq!(one_by_one.len(), 6, "{location}");
+        assert!(
+            one_by_one.iter().all(|(_, points)| points.len() == 8),
+            "{location}"
+        );
         assert_eq!(
             store.plan_series("nightly").unwrap(),
             one_by_one,
