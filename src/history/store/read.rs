@@ -555,8 +555,12 @@ impl PlanPhases {
 struct SeriesByKey {
     figures: HashMap<String, usize>,
     index: HashMap<(usize, usize), usize>,
-    series: Vec<(usize, String, Vec<(usize, Point)>)>,
+    series: Vec<NamedPoints>,
 }
+
+/// A series as it is read: its phase's name (an index), its figure, and its points each with
+/// its phase's place in run order.
+type NamedPoints = (usize, String, Vec<(usize, Point)>);
 
 impl SeriesByKey {
     /// The points of figure `figure` of the phase named `name` (an index into the plan's
