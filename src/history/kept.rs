@@ -4,6 +4,7 @@
 //! still enter trends.
 
 use std::collections::BTreeMap;
+use std::io::{Read, Write};
 use std::path::Path;
 
 use crate::quantile::percentile;
@@ -21,6 +22,27 @@ pub struct Kept {
     pub report: Option<String>,
     /// Per phase, in order: each percentile figure's late band, by figure path.
     pub bands: Vec<BTreeMap<String, (f64, f64)>>,
+}
+
+/// How a kept report is stored (schema v6): its JSON, gzip-compressed.
+pub const ENCODING: &str = "gzip";
+
+/// A kept report's JSON as the store holds it.
+pub fn pack(report: &str) -> Vec<u8> {
+    let mut encoder = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    // Writing into memory cannot fail.
+    let _ = encoder.write_all(report.as_bytes());
+    encoder.finish().unwrap_or_default()
+}
+
+/// A kept report's JSON back from the store's bytes; `None` when they are not what
+/// [`pack`] wrote.
+pub fn unpack(bytes: &[u8]) -> Option<String> {
+    let mut text = String::new();
+    flate2::read::GzDecoder::new(bytes)
+        .read_to_string(&mut text)
+        .ok()?;
+    Some(text)
 }
 
 /// What to keep of `report`, read from `report_path`: a phase whose report.json holds
@@ -123,6 +145,21 @@ pub fn late_bands(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_packed_report_unpacks_to_its_json_and_other_bytes_do_not() {
+        let json = r#"{"phases":[{"request_timings":[{"ttft_ms":12.5}]}]}"#.repeat(50);
+        let packed = pack(&json);
+        assert!(
+            packed.len() * 4 < json.len(),
+            "{} of {}",
+            packed.len(),
+            json.len()
+        );
+        assert_eq!(unpack(&packed).as_deref(), Some(json.as_str()));
+        assert_eq!(unpack(json.as_bytes()), None);
+        assert_eq!(unpack(&packed[..packed.len() / 2]), None);
+    }
     use crate::metrics::trust::{ClientLoad, ClientTrust, TrustVerdict};
     use crate::plan::PercentileMethod;
 

@@ -81,6 +81,7 @@ pub fn csv_field(cell: &Cell) -> String {
         Cell::Real(x) => x.to_string(),
         Cell::Text(s) => s.clone(),
         Cell::Bool(b) => b.to_string(),
+        Cell::Bytes(b) => hex::encode(b),
     }
 }
 

@@ -40,6 +40,7 @@ impl ToSql for Cell {
             Cell::Real(x) => x.to_sql(ty, out),
             Cell::Text(s) => s.as_str().to_sql(ty, out),
             Cell::Bool(b) => b.to_sql(ty, out),
+            Cell::Bytes(b) => b.as_slice().to_sql(ty, out),
         }
     }
 
@@ -136,6 +137,7 @@ fn cells(row: &Row) -> Result<Vec<CellRef<'_>>, tokio_postgres::Error> {
                     .try_get::<_, Option<f32>>(i)?
                     .map(|x| CellRef::Real(x.into())),
                 Type::FLOAT8 => row.try_get::<_, Option<f64>>(i)?.map(CellRef::Real),
+                Type::BYTEA => row.try_get::<_, Option<&[u8]>>(i)?.map(CellRef::Bytes),
                 _ => row
                     .try_get::<_, Option<&str>>(i)?
                     .map(|s| CellRef::Text(s.into())),

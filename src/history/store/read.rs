@@ -9,6 +9,7 @@ use std::sync::Arc;
 use serde_json::Value;
 
 use super::super::HistoryError;
+use super::super::kept;
 use super::super::record::{ErrorRow, FigureRow, PhaseRow, RunRow, RunRows, RunSource, SplitRow};
 use super::super::searches::is_capacity;
 use super::super::series::{Alert, AlertState, Conditions, Moved, PhaseFacts, Point, SeriesKey};
@@ -604,10 +605,18 @@ impl SeriesByKey {
 /// The report kept with run `id`, when it was recorded at schema v5 or later.
 pub fn kept_report(driver: &dyn Driver, id: &str) -> Result<Option<String>, HistoryError> {
     let rows = driver.query(
-        "SELECT report FROM reports WHERE run = $1",
+        "SELECT encoding, report FROM kept_reports WHERE run = $1",
         &[Cell::from(id)],
     )?;
-    Ok(rows.first().and_then(|r| r[0].string()))
+    let Some(row) = rows.first() else {
+        return Ok(None);
+    };
+    match (row[0].text(), row[1].bytes()) {
+        (Some(kept::ENCODING), Some(bytes)) => kept::unpack(bytes)
+            .map(Some)
+            .ok_or_else(|| damaged(driver, "kept report")),
+        _ => Err(damaged(driver, "kept report")),
+    }
 }
 
 pub fn alerts(driver: &dyn Driver, plan: Option<&str>) -> Result<Vec<Alert>, HistoryError> {

@@ -6,7 +6,7 @@ use super::super::HistoryError;
 use super::sql::{Cell, Dialect, Driver, in_write_transaction};
 
 /// The schema version this build writes and reads.
-pub const SCHEMA_VERSION: i64 = 5;
+pub const SCHEMA_VERSION: i64 = 6;
 
 /// The table that holds the version; its presence marks a servebench store.
 const META: &str = "servebench_history";
@@ -179,6 +179,16 @@ fn migration(version: i64, dialect: Dialect) -> Vec<String> {
             ),
         ],
         5 => version_5(),
+        // Version 6: kept reports compressed, about a tenth of their JSON (the rows move
+        // in `compress_kept_reports`).
+        6 => vec![format!(
+            "CREATE TABLE kept_reports (
+                run TEXT PRIMARY KEY,
+                encoding TEXT NOT NULL,
+                report {} NOT NULL
+            )",
+            dialect.bytes()
+        )],
         _ => Vec::new(),
     }
 }
@@ -198,6 +208,31 @@ fn version_5() -> Vec<String> {
         "ALTER TABLE figures ADD COLUMN band_lo DOUBLE PRECISION".to_string(),
         "ALTER TABLE figures ADD COLUMN band_hi DOUBLE PRECISION".to_string(),
     ]
+}
+
+/// Version 5's kept reports, moved into version 6's table compressed, one at a time (a
+/// large store holds gigabytes of them).
+fn compress_kept_reports(driver: &dyn Driver) -> Result<(), HistoryError> {
+    let runs = driver.query("SELECT run FROM reports ORDER BY run", &[])?;
+    for run in runs.iter().filter_map(|r| r[0].string()) {
+        let rows = driver.query(
+            "SELECT report FROM reports WHERE run = $1",
+            &[Cell::from(&run)],
+        )?;
+        let Some(report) = rows.first().and_then(|r| r[0].string()) else {
+            continue;
+        };
+        driver.execute(
+            "INSERT INTO kept_reports (run, encoding, report) VALUES ($1, $2, $3)",
+            &[
+                Cell::from(&run),
+                Cell::from(crate::history::kept::ENCODING),
+                Cell::from(crate::history::kept::pack(&report)),
+            ],
+        )?;
+    }
+    driver.execute("DROP TABLE reports", &[])?;
+    Ok(())
 }
 
 /// Version 3's per-figure alerts as one alert per (plan, target, change run): numbered as
@@ -420,6 +455,9 @@ pub fn prepare_to(driver: &dyn Driver, target: i64) -> Result<(), HistoryError> 
             }
             if version == 4 {
                 regroup_alerts(driver)?;
+            }
+            if version == 6 {
+                compress_kept_reports(driver)?;
             }
         }
         driver.execute(

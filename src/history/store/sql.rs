@@ -16,6 +16,8 @@ pub enum Cell {
     Real(f64),
     Text(String),
     Bool(bool),
+    /// A kept report, compressed (`BLOB`, `BYTEA`).
+    Bytes(Vec<u8>),
 }
 
 impl Cell {
@@ -49,6 +51,14 @@ impl Cell {
             Cell::Real(x) => CellRef::Real(*x),
             Cell::Text(s) => CellRef::Text(Cow::Borrowed(s)),
             Cell::Bool(b) => CellRef::Bool(*b),
+            Cell::Bytes(b) => CellRef::Bytes(b),
+        }
+    }
+
+    pub fn bytes(&self) -> Option<&[u8]> {
+        match self {
+            Cell::Bytes(b) => Some(b),
+            _ => None,
         }
     }
 }
@@ -63,6 +73,7 @@ pub enum CellRef<'a> {
     /// Borrowed from the row; owned only when the database's bytes were not UTF-8.
     Text(Cow<'a, str>),
     Bool(bool),
+    Bytes(&'a [u8]),
 }
 
 impl CellRef<'_> {
@@ -105,6 +116,7 @@ impl CellRef<'_> {
             CellRef::Real(x) => Cell::Real(*x),
             CellRef::Text(s) => Cell::Text(s.to_string()),
             CellRef::Bool(b) => Cell::Bool(*b),
+            CellRef::Bytes(b) => Cell::Bytes(b.to_vec()),
         }
     }
 }
@@ -136,6 +148,12 @@ impl From<i64> for Cell {
 impl From<f64> for Cell {
     fn from(x: f64) -> Self {
         Cell::Real(x)
+    }
+}
+
+impl From<Vec<u8>> for Cell {
+    fn from(b: Vec<u8>) -> Self {
+        Cell::Bytes(b)
     }
 }
 
@@ -175,6 +193,14 @@ pub enum Dialect {
 }
 
 impl Dialect {
+    /// The column type of a compressed report.
+    pub fn bytes(self) -> &'static str {
+        match self {
+            Dialect::Sqlite => "BLOB",
+            Dialect::Postgres => "BYTEA",
+        }
+    }
+
     /// A column type for an id the database assigns.
     pub fn serial_key(self) -> &'static str {
         match self {
@@ -268,6 +294,8 @@ impl ColumnKind {
         match (self, cell) {
             (ColumnKind::Bool, Cell::Int(n)) => Cell::Bool(n != 0),
             (ColumnKind::Real, Cell::Int(n)) => Cell::Real(n as f64),
+            // No exported table holds bytes; one found there was put there by hand.
+            (ColumnKind::Text, Cell::Bytes(b)) => Cell::Text(hex::encode(b)),
             (_, cell) => cell,
         }
     }

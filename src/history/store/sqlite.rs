@@ -26,6 +26,7 @@ impl rusqlite::ToSql for Cell {
             Cell::Real(x) => ToSqlOutput::Owned(Value::Real(*x)),
             Cell::Text(s) => ToSqlOutput::Borrowed(ValueRef::Text(s.as_bytes())),
             Cell::Bool(b) => ToSqlOutput::Owned(Value::Integer(i64::from(*b))),
+            Cell::Bytes(b) => ToSqlOutput::Borrowed(ValueRef::Blob(b)),
         })
     }
 }
@@ -111,8 +112,7 @@ fn cell(value: ValueRef<'_>) -> CellRef<'_> {
         ValueRef::Integer(n) => CellRef::Int(n),
         ValueRef::Real(x) => CellRef::Real(x),
         ValueRef::Text(t) => CellRef::Text(String::from_utf8_lossy(t)),
-        // The store writes no blobs; one read back was put there by hand.
-        ValueRef::Blob(b) => CellRef::Text(hex::encode(b).into()),
+        ValueRef::Blob(b) => CellRef::Bytes(b),
     }
 }
 

@@ -2,7 +2,7 @@
 
 use std::collections::BTreeMap;
 
-use super::super::kept::Kept;
+use super::super::kept::{self, Kept};
 use super::super::record::{PhaseRow, RunRows};
 use super::super::series::{Alert, AlertState, RunId};
 use super::super::{HistoryError, hook};
@@ -80,8 +80,12 @@ pub fn record(
         super::searches::insert(driver, &id, &rows.searches)?;
         if let Some(report) = kept.and_then(|k| k.report.as_ref()) {
             driver.execute(
-                "INSERT INTO reports (run, report) VALUES ($1, $2)",
-                &[Cell::from(&id), Cell::from(report)],
+                "INSERT INTO kept_reports (run, encoding, report) VALUES ($1, $2, $3)",
+                &[
+                    Cell::from(&id),
+                    Cell::from(kept::ENCODING),
+                    Cell::from(kept::pack(report)),
+                ],
             )?;
         }
         hook::pause_at(hook::PausePoint::InCommit);
@@ -339,7 +343,7 @@ pub fn alert_state_name(state: &AlertState) -> &'static str {
 
 /// Delete the runs `policy` drops (with their phases, figures, errors and searches); their
 /// ids, oldest first.
-/// `version` is the store's schema version (the reports table is version 5's).
+/// `version` is the store's schema version (the kept reports' table is version 6's).
 pub fn retain(
     driver: &dyn Driver,
     policy: &Retention,
@@ -378,8 +382,8 @@ pub fn retain(
         drop.sort();
         if !policy.dry_run {
             for (_, id) in &drop {
-                let tables = ["figures", "errors", "searches", "phases", "reports"];
-                for table in &tables[..if version >= 5 { 5 } else { 4 }] {
+                let tables = ["figures", "errors", "searches", "phases", "kept_reports"];
+                for table in &tables[..if version >= 6 { 5 } else { 4 }] {
                     driver.execute(
                         &format!("DELETE FROM {table} WHERE run = $1"),
                         &[Cell::from(id)],

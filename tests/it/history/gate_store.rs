@@ -217,7 +217,10 @@ fn a_run_recorded_before_version_5_reads_its_file_then_its_figures_and_says_so()
                 .to_string();
             opened
                 .driver()
-                .execute("DELETE FROM reports WHERE run = $1", &[Cell::from(&base)])
+                .execute(
+                    "DELETE FROM kept_reports WHERE run = $1",
+                    &[Cell::from(&base)],
+                )
                 .unwrap();
             assert_eq!(opened.kept_report(&base).unwrap(), None);
             base
@@ -311,7 +314,7 @@ fn a_client_bound_run_is_left_out_only_when_its_late_band_is_wide() {
 }
 
 #[test]
-fn a_version_4_store_migrates_to_5_and_keeps_reports_from_then_on() {
+fn a_version_4_store_migrates_and_keeps_reports_from_then_on() {
     let dir = tempfile::tempdir().unwrap();
     for location in backends(dir.path(), "version 5 migration on PostgreSQL") {
         let sample = super::support::rich_sample();
@@ -321,7 +324,7 @@ fn a_version_4_store_migrates_to_5_and_keeps_reports_from_then_on() {
         let before = old.record(&report, None).unwrap();
         drop(old);
         let mut store = open(&location, OpenMode::Existing).unwrap();
-        assert_eq!(servebench::history::store::schema::SCHEMA_VERSION, 5);
+        assert_eq!(servebench::history::store::schema::SCHEMA_VERSION, 6);
         assert_eq!(store.kept_report(&before).unwrap(), None, "{location}");
         assert_eq!(
             store.run(&before).unwrap().rows.phases.len(),
@@ -347,9 +350,65 @@ fn a_version_4_store_migrates_to_5_and_keeps_reports_from_then_on() {
             assert_eq!(gone, [after]);
             let left = store
                 .driver()
-                .query("SELECT COUNT(*) FROM reports", &[])
+                .query("SELECT COUNT(*) FROM kept_reports", &[])
                 .unwrap();
             assert_eq!(left[0][0].int(), Some(0));
         }
+    }
+}
+
+#[test]
+fn a_version_5_store_s_reports_are_kept_compressed_and_read_back_the_same() {
+    let dir = tempfile::tempdir().unwrap();
+    for location in backends(dir.path(), "version 6 migration on PostgreSQL") {
+        let report = super::support::report(&super::support::rich_sample());
+        let json = servebench::history::kept::kept(&report).report.unwrap();
+        let mut old =
+            servebench::history::store::open_at_version(&location, OpenMode::Create, 5).unwrap();
+        let id = old.record(&report, None).unwrap();
+        // What a version 5 build kept beside the run: its report as JSON text.
+        old.driver()
+            .execute(
+                "INSERT INTO reports (run, report) VALUES ($1, $2)",
+                &[Cell::from(&id), Cell::from(&json)],
+            )
+            .unwrap();
+        drop(old);
+        let store = open(&location, OpenMode::Existing).unwrap();
+        assert_eq!(
+            store.kept_report(&id).unwrap().as_deref(),
+            Some(json.as_str())
+        );
+        let stored = store
+            .driver()
+            .query("SELECT encoding, report FROM kept_reports", &[])
+            .unwrap();
+        assert_eq!(stored.len(), 1, "{location}");
+        assert_eq!(stored[0][0].text(), Some("gzip"));
+        let bytes = stored[0][1].bytes().expect("bytes").len();
+        assert!(
+            bytes * 4 < json.len(),
+            "{location}: {bytes} of {}",
+            json.len()
+        );
+        // The version 5 table is gone, its rows moved.
+        assert!(
+            store
+                .driver()
+                .query("SELECT COUNT(*) FROM reports", &[])
+                .is_err(),
+            "{location}"
+        );
+        // A run recorded now is kept compressed too, and reads back as it was kept.
+        let mut store = store;
+        let mut doc = super::support::rich_sample();
+        doc["run_id"] = serde_json::json!("after-v6");
+        let after = super::support::report(&doc);
+        let id = store.record(&after, None).unwrap();
+        assert_eq!(
+            store.kept_report(&id).unwrap(),
+            servebench::history::kept::kept(&after).report,
+            "{location}"
+        );
     }
 }

@@ -359,7 +359,7 @@ fn a_version_2_store_upgrades_and_then_keeps_searches() {
         let before = old.record(&report(&rich_sample()), None).unwrap();
         drop(old);
         let mut store = open(&location, OpenMode::Existing).unwrap();
-        assert_eq!(schema::SCHEMA_VERSION, 5);
+        assert_eq!(schema::SCHEMA_VERSION, 6);
         let kept = store.run(&before).unwrap();
         assert!(kept.rows.searches.is_empty(), "{location}");
         assert_eq!(store.runs(&RunFilter::default()).unwrap().len(), 1);
