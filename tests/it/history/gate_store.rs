@@ -410,5 +410,18 @@ fn a_version_5_store_s_reports_are_kept_compressed_and_read_back_the_same() {
             servebench::history::kept::kept(&after).report,
             "{location}"
         );
+        // Bytes that are not what the store wrote are a damaged store, not a report.
+        store
+            .driver()
+            .execute(
+                "UPDATE kept_reports SET report = $1 WHERE run = $2",
+                &[Cell::from(b"{\"phases\": []}".to_vec()), Cell::from(&id)],
+            )
+            .unwrap();
+        let damaged = store.kept_report(&id).unwrap_err();
+        assert!(
+            matches!(damaged, servebench::history::HistoryError::Corrupt { .. }),
+            "{location}: {damaged}"
+        );
     }
 }
